@@ -1,0 +1,83 @@
+// Weight-only low-precision linear layers with qjoule's own CPU kernels: FP16 storage, INT8 (w8),
+// INT4 group-wise and bitsandbytes NF4 (layouts: qjoule/quant/formats.h). Weights stay packed in
+// memory; kernels decode them in registers, a few values at a time, and compute in FP32 (or, for
+// int4 with int8_activations, with integer dot products on INT8 activation blocks).
+//
+// How the kernels run (both ISAs, multi-threaded with OpenMP over output features):
+//  * m <= 7 rows (decode / GEMV): each weight row is decoded in registers, 64 values at a time, and
+//    multiplied into up to 4 activation rows at once; nothing is written back. (4-bit formats decode
+//    64 nibbles in the order shifts pull them out of 32-bit lanes; the activations are permuted the
+//    same way once per call, since a dot product does not depend on the order of its terms.)
+//  * larger m: a tile of 48 output rows × 512 inputs is decoded into a thread-local FP32 buffer
+//    (96 KiB, L2-resident) and reused by every activation row of the task (up to 256 rows) through a
+//    4×3 register-blocked FMA micro-kernel. The weights stay 4/8/16-bit in memory; only that tile is
+//    ever FP32, so this is not fake quantization.
+//  * The scalar path (no SIMD intrinsics) decodes one weight row at a time into a row buffer and
+//    reuses it across all activation rows.
+// kernel_path() names the ISA and kernel that run: "qjoule:avx2:nf4_f32", "qjoule:scalar:int4_s8", ...
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "qjoule/kernels/linear.h"
+
+namespace qjoule::kernels {
+
+struct Int4Options {
+  int group_size = 128;           // 32, 64 or 128 weights per group along in_features
+  bool asymmetric = false;        // false: sym, q in [-7, 7]; true: asym, q in [0, 15] with a zero point
+  bool int8_activations = false;  // true: activations quantized per block of 32 to INT8, integer dots ("int4_s8")
+};
+
+struct Nf4Options {
+  bool double_quant = false;  // bitsandbytes' compress_statistics: absmax values quantized to 8 bits
+};
+
+// W: [out, in] FP32 row-major (Hugging Face layout), copied and packed; bias [out] may be nullptr
+// (copied, FP32); tensor_name is used in error messages (NaN/Inf weights, a shape the format cannot
+// hold, a weight outside FP16's range).
+// format() "fp16"; kernel "f16w_f32": FP16 weights converted in the kernel (F16C), FP32 FMA compute.
+std::unique_ptr<Linear> make_linear_fp16_weights(const float* W, const float* bias, int64_t out, int64_t in,
+                                                 const std::string& tensor_name);
+// format() "w8"; kernel "w8_f32": INT8 per-row weights dequantized in the kernel, FP32 compute.
+std::unique_ptr<Linear> make_linear_w8(const float* W, const float* bias, int64_t out, int64_t in,
+                                       const std::string& tensor_name);
+// format() "int4"; kernel "int4_f32" or, with int8_activations, "int4_s8". `in` must be a multiple of
+// the group size (no padding): otherwise an error names the tensor, `in` and the group size.
+std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int64_t out, int64_t in,
+                                         const Int4Options& options, const std::string& tensor_name);
+// format() "nf4"; kernel "nf4_f32" (or "nf4dq_f32" with double quantization): codes decoded through
+// the 16-entry table held in two registers. `in` must be a multiple of 64.
+std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,
+                                        const Nf4Options& options, const std::string& tensor_name);
+
+// ---- ISA dispatch -------------------------------------------------------------------------------
+enum class WeightOnlyIsa { scalar, avx2 };
+// The ISA that weight-only linears built from now on use (fixed per layer at construction): avx2 when
+// the CPU has AVX2 + FMA + F16C, unless scalar is forced by set_force_scalar_kernels(true) or by the
+// environment variable QJOULE_FORCE_SCALAR=1 (read at each construction). AVX-512 variants do not exist
+// yet: an AVX-512 CPU runs the avx2 kernels, and says so.
+WeightOnlyIsa weight_only_isa();
+void set_force_scalar_kernels(bool force);
+std::string_view isa_name(WeightOnlyIsa isa);  // "scalar", "avx2"
+bool cpu_supports_avx2_fma_f16c();
+
+// ---- Scalar references (the twins every kernel is tested against) ---------------------------------
+// Same arguments as the factories plus x [m, in] and y [m, out]: quantize W with the qjoule::quant
+// reference quantizers, dequantize each row with the reference dequantizer and accumulate the dot
+// product in double. For int4 with int8_activations the activations are quantized with
+// quant::quantize_row_q8_act_ref and each 32-block's integer dot product is exact; the blocks are
+// combined in double.
+void linear_fp16_weights_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                             const std::string& tensor_name, float* y);
+void linear_w8_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                   const std::string& tensor_name, float* y);
+void linear_int4_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                     const Int4Options& options, const std::string& tensor_name, float* y);
+void linear_nf4_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                    const Nf4Options& options, const std::string& tensor_name, float* y);
+
+}  // namespace qjoule::kernels

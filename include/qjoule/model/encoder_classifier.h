@@ -1,0 +1,73 @@
+// A BERT or DistilBERT sequence classifier ready to run on the CPU: embeddings, post-LN
+// transformer blocks (multi-head attention with the padding mask, GELU FFN), and the head
+// (BERT: tanh pooler; DistilBERT: ReLU pre_classifier), then the classifier.
+// Each Linear is built by a factory, so the same model runs FP32 or any quantized format.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qjoule/kernels/linear.h"
+#include "qjoule/model/encoder_params.h"
+
+namespace qjoule::model {
+
+// Builds the Linear for one layer; `in_block` is true for the Linears inside transformer blocks
+// (Q, K, V, attention output, FFN in/out) and false for the head.
+using LinearFactory =
+    std::function<std::unique_ptr<kernels::Linear>(const LinearParams& params, bool in_block)>;
+
+// The default factory: FP32 on oneDNN for every layer.
+LinearFactory fp32_linear_factory();
+
+// One row per Linear: what ran and what it holds.
+struct LinearReport {
+  std::string name;
+  std::string format;
+  std::string kernel_path;
+  std::size_t bytes_held = 0;
+  std::size_t fp32_bytes = 0;
+};
+
+class EncoderClassifier {
+ public:
+  EncoderClassifier(EncoderParams params, const LinearFactory& factory);
+
+  // ids, mask: [batch, seq] row-major (mask 1 = token, 0 = padding); logits: [batch, num_labels].
+  // seq must not exceed max_position_embeddings and every id must be < vocab_size (else an error).
+  void forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) const;
+
+  const EncoderConfig& config() const { return config_; }
+  std::vector<LinearReport> linear_reports() const;
+  // Bytes held in memory: every Linear as packed + embeddings, norms and other FP32 tensors.
+  std::size_t bytes_held() const;
+  std::size_t fp32_bytes() const;  // the same model held entirely in FP32
+
+ private:
+  struct Layer {
+    std::unique_ptr<kernels::Linear> q, k, v, o, ffn_in, ffn_out;
+    LayerNormParams attn_norm, ffn_norm;
+  };
+  struct NamedLinear {
+    std::string name;
+    const kernels::Linear* linear;
+  };
+
+  EncoderConfig config_;
+  std::vector<float> word_embeddings_, position_embeddings_, token_type_embeddings_;
+  LayerNormParams embedding_norm_;
+  std::vector<Layer> layers_;
+  std::unique_ptr<kernels::Linear> head_dense_, classifier_;
+  std::vector<NamedLinear> all_linears_;
+};
+
+// Loads `dir` (config.json + safetensors) into an EncoderClassifier.
+EncoderClassifier load_encoder_classifier(const std::filesystem::path& dir,
+                                          const LinearFactory& factory = fp32_linear_factory());
+
+}  // namespace qjoule::model

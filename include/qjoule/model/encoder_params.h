@@ -1,0 +1,49 @@
+// The FP32 parameters of an encoder classifier, read from a checkpoint and checked against the
+// config, before any quantization. Transforms that need the raw weights (SmoothQuant) work here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qjoule/io/safetensors.h"
+#include "qjoule/model/encoder_config.h"
+
+namespace qjoule::model {
+
+struct LinearParams {
+  std::string name;           // Hugging Face module name, e.g. "distilbert.transformer.layer.0.attention.q_lin"
+  int64_t out_features = 0;
+  int64_t in_features = 0;
+  std::vector<float> weight;  // [out, in] row-major
+  std::vector<float> bias;    // [out]
+};
+
+struct LayerNormParams {
+  std::string name;
+  std::vector<float> gamma, beta;
+};
+
+// Both BERT and DistilBERT blocks are post-LayerNorm:
+//   x = attn_norm(x + o(attention(q(x), k(x), v(x)))),  x = ffn_norm(x + ffn_out(act(ffn_in(x)))).
+struct EncoderLayerParams {
+  LinearParams q, k, v, o, ffn_in, ffn_out;
+  LayerNormParams attn_norm, ffn_norm;
+};
+
+struct EncoderParams {
+  EncoderConfig config;
+  std::vector<float> word_embeddings;        // [vocab, hidden]
+  std::vector<float> position_embeddings;    // [positions, hidden]
+  std::vector<float> token_type_embeddings;  // [types, hidden] (BERT), empty for DistilBERT
+  LayerNormParams embedding_norm;
+  std::vector<EncoderLayerParams> layers;
+  LinearParams head_dense;  // BERT pooler.dense (tanh) or DistilBERT pre_classifier (ReLU)
+  LinearParams classifier;  // [num_labels, hidden]
+};
+
+// Reads every parameter as FP32 and checks each shape against the config; a missing tensor or a
+// shape that disagrees is an error naming the tensor, its shape and the expected one.
+EncoderParams load_encoder_params(const io::Checkpoint& checkpoint, const EncoderConfig& config);
+
+}  // namespace qjoule::model

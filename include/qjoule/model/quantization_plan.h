@@ -1,0 +1,42 @@
+// Which format each Linear of a model runs in, and the factory that builds them.
+//
+// The layer policy (--precision, --quant-include/--quant-exclude, --layer-precision) decides a
+// format per Linear; format options (--group-size, --int4-scheme, --double-quant, --emulate) apply to
+// every quantized layer. SmoothQuant (--smoothquant ALPHA, int8 only) calibrates per-channel
+// activation maxima with the FP32 model on a few examples; its factors s are applied inside the INT8
+// layer (activations divided by s when they are quantized, weight columns multiplied by s). They are
+// not folded into the preceding LayerNorm: BERT and DistilBERT are post-LN, so that LayerNorm's output
+// also feeds the residual path, which folding would change. Q, K and V share one s.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "qjoule/kernels/make_linear.h"
+#include "qjoule/model/encoder_classifier.h"
+#include "qjoule/quant/layer_policy.h"
+
+namespace qjoule::model {
+
+struct QuantizationOptions {
+  quant::LayerPolicyOptions policy;  // precision + include/exclude + per-layer rules
+  kernels::LinearFormat format_defaults;  // group size, int4 scheme, double quant, emulate
+  float smoothquant_alpha = -1.0f;        // < 0: off
+};
+
+// Per-Linear SmoothQuant factors, by Linear name.
+using SmoothingFactors = std::map<std::string, std::vector<float>>;
+
+// The factory for a policy; `smoothing` (may be empty) applies to the int8 layers it names.
+LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const kernels::LinearFormat& defaults,
+                                       SmoothingFactors smoothing = {});
+
+// Runs `run_calibration(model)` on an FP32 copy of `params` whose Linears record the per-input-channel
+// abs-max of their activations, then returns s = max|X|^α / max|W|^(1-α) for every block Linear
+// (Q/K/V sharing one s computed over all three weights).
+SmoothingFactors calibrate_smoothquant(const EncoderParams& params, float alpha,
+                                       const std::function<void(const EncoderClassifier&)>& run_calibration);
+
+}  // namespace qjoule::model

@@ -1,0 +1,216 @@
+// The one place that documents every low-precision weight (and activation) format qjoule holds in
+// memory: its layout, how values are encoded and decoded, and its bits per weight. Quantizers live in
+// the quantize_*.h headers beside this one; kernels (src/kernels/cpu) read exactly these structs.
+//
+// Conventions shared by every format
+// ----------------------------------
+// * A weight matrix W is [rows = out_features, cols = in_features], row-major as Hugging Face stores
+//   nn.Linear weights. Blocks and groups run along `cols` (the input dimension, the dot-product axis)
+//   and never straddle rows: block-wise formats require cols to be a multiple of the block size and
+//   stop with an error that names the tensor otherwise (qjoule does not pad). A row's blocks are
+//   contiguous; row r starts at block r * (cols / block_size).
+// * Rounding to integers is round-half-to-even (std::nearbyint in the default rounding mode, which
+//   is also what _mm256_cvtps_epi32 does), and every integer code is clamped to its range.
+// * Nibble order (every 4-bit format, INT4 and NF4 alike): two consecutive elements q[2i], q[2i+1]
+//   share byte i, the FIRST element in the HIGH nibble, as bitsandbytes packs them:
+//       byte[i] = (q[2i] << 4) | q[2i + 1]
+// * FP16 fields are IEEE binary16 bit patterns (uint16_t), converted with round-to-nearest-even
+//   (qjoule/quant/fp16_convert.h; bit-identical to F16C's vcvtps2ph / vcvtph2ps).
+// * Quantizers reject NaN and ±Inf with a one-line error naming the tensor and the [row, col] index.
+// * A scale of 0 (an all-zero row, group or block) decodes to exact zeros: codes are chosen so that
+//   code × 0 is 0 and nothing divides by the scale.
+// * "bits per weight" (bpw) below counts every byte held per weight: codes + scales + zero points
+//   (+ padding, where a struct has any), i.e. 8 · sizeof(block) / weights_per_block.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace qjoule::quant {
+
+// ================================================================================================
+// fp16 — FP16 weight storage (`--precision fp16`).
+//   W[r, c] is held as one binary16 value; decode is exact (every FP16 is an FP32). |w| must round
+//   to at most 65504 (FP16's largest finite value): larger weights stop with an error naming the
+//   tensor and index. Subnormal FP16 values are kept (not flushed). 16 bpw.
+// ================================================================================================
+constexpr double kFp16BitsPerWeight = 16.0;
+
+struct Fp16Matrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<uint16_t> bits;  // [rows * cols] FP16 bit patterns, row-major
+  std::size_t bytes() const { return bits.size() * sizeof(uint16_t); }
+};
+
+// ================================================================================================
+// int8 / w8 — INT8 per-output-channel symmetric (W8A8's weights, and `w8` weight-only; same storage).
+//   One FP32 scale per row: scale[r] = max_c |W[r, c]| / 127 (one ulp lower in the rare case where
+//   127 · scale would overflow FP32); q = clamp(round(W / scale), -127, 127) (-128 is never produced,
+//   so the range is symmetric); decode W ≈ q · scale[r]. An all-zero row has scale 0 and q = 0.
+//   bpw = 8 + 32 / cols (8.0417 at cols = 768).
+// ================================================================================================
+constexpr int kInt8MaxCode = 127;
+constexpr double int8_bits_per_weight(int64_t cols) { return 8.0 + 32.0 / static_cast<double>(cols); }
+
+struct Int8Matrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<int8_t> q;       // [rows * cols] codes, row-major
+  std::vector<float> scales;   // [rows] FP32 per-row scales
+  std::size_t bytes() const { return q.size() * sizeof(int8_t) + scales.size() * sizeof(float); }
+};
+
+// ================================================================================================
+// int4 — INT4 group-wise along the input dimension, G = 32, 64 or 128 weights per group
+//   (`--group-size`, default 128). Each group has one FP16 scale `d`; codes are 4-bit nibbles
+//   (nibble order above) holding an unsigned value u in [0, 15]; decode W ≈ (u − z) · d.
+//
+//   sym  (`--int4-scheme sym`): the range is [-7, 7] — symmetric, so ±max of a group encode
+//        exactly as ±7·d: d = fp16(max|w| / 7), q = clamp(round(w / d), -7, 7), stored u = q + 8
+//        (u = 0, i.e. q = -8, is never produced). z = 8 is implicit, not stored.
+//        bpw = 4 + 16 / G  (G = 32: 4.5, G = 64: 4.25, G = 128: 4.125).
+//   asym (`--int4-scheme asym`): the group range [lo, hi] = [min(0, min w), max(0, max w)] (it always
+//        contains 0, so 0 encodes exactly) maps onto [0, 15]: d = fp16((hi − lo) / 15),
+//        z = clamp(round(−lo / d), 0, 15) — a 4-bit integer zero point, stored in its own byte
+//        followed by one reserved zero byte (keeps `qs` 2-byte aligned) —, u = clamp(round(w / d) + z,
+//        0, 15). bpw = 4 + 32 / G  (G = 32: 5.0, G = 64: 4.5, G = 128: 4.25).
+//   The scale is quantized to FP16 BEFORE the codes are chosen, so codes are optimal for the scale
+//   actually stored. A group whose scale would exceed FP16's range (|w| beyond 7·65504 for sym)
+//   stops with an error naming the tensor; a scale that underflows to 0 encodes the group as zeros.
+// ================================================================================================
+template <int G>
+struct BlockInt4Sym {
+  static constexpr int kSize = G;
+  uint16_t d;           // FP16 scale
+  uint8_t qs[G / 2];    // u = q + 8, two per byte, first element in the high nibble
+};
+static_assert(sizeof(BlockInt4Sym<32>) == 18 && sizeof(BlockInt4Sym<64>) == 34 &&
+              sizeof(BlockInt4Sym<128>) == 66, "BlockInt4Sym: 2-byte FP16 scale + G/2 bytes of nibbles");
+
+template <int G>
+struct BlockInt4Asym {
+  static constexpr int kSize = G;
+  uint16_t d;           // FP16 scale
+  uint8_t zero;         // zero point z in [0, 15] (low nibble; high nibble 0)
+  uint8_t reserved;     // 0
+  uint8_t qs[G / 2];    // u in [0, 15], two per byte, first element in the high nibble
+};
+static_assert(sizeof(BlockInt4Asym<32>) == 20 && sizeof(BlockInt4Asym<64>) == 36 &&
+              sizeof(BlockInt4Asym<128>) == 68, "BlockInt4Asym: FP16 scale + zero byte + reserved byte + G/2 bytes");
+
+constexpr int kInt4SymZero = 8;  // implicit zero point of the symmetric scheme
+constexpr int kInt4SymMaxCode = 7;
+constexpr int kInt4AsymMaxCode = 15;
+
+template <class Block>
+constexpr double bits_per_weight() { return 8.0 * sizeof(Block) / Block::kSize; }
+
+// ================================================================================================
+// nf4 — bitsandbytes' NormalFloat-4 (`--precision nf4`), blocks of 64 weights along the input dim.
+//   absmax = max |w| of the block (FP32); each weight becomes the index of the nearest entry of
+//   kNf4Table to w / absmax (bitsandbytes' rule: w · (1 / absmax) compared against the midpoints
+//   between adjacent sorted table values, see quantize_nf4_code). Decode W = kNf4Table[code] · absmax.
+//   Codes use the nibble order above, exactly as bitsandbytes' quantize_4bit(quant_type="nf4")
+//   packs them; since cols is a multiple of 64, qjoule's blocks are bitsandbytes' blocks over the
+//   flattened tensor. bpw = 4 + 32 / 64 = 4.5.
+//   Deviations, both only where bitsandbytes would compute 0 · inf = NaN: an all-zero block
+//   (absmax 0) gets code 7 (the 0.0 entry), and a subnormal absmax (1 / absmax overflows) divides
+//   instead of multiplying by the reciprocal.
+//
+// nf4 + double quantization (`--double-quant`, bitsandbytes' compress_statistics=True):
+//   the per-block absmax values a_b (b = flattened block index r · cols/64 + c/64) are shifted by
+//   their mean (`absmax_mean`: summed in double, rounded to FP32 — torch's FP32 reduction may differ in
+//   the last bit) and quantized to 8 bits with bitsandbytes' dynamic map
+//   (create_dynamic_map(signed=True), 256 entries, dynamic_map_signed()) in blocks of 256 consecutive
+//   absmax values: s = max_b |a_b − mean| over the 256 (FP32, `absmax_scales`), code_b = nearest map
+//   entry to (a_b − mean) · (1 / s) (bitsandbytes' binary search, quantize_dynamic8_code). Decode
+//   a_b ≈ map[code_b] · s + mean, then W = kNf4Table[code] · a_b. The last group of 256 may be
+//   partial. bpw = 8 · 33 / 64 + 32 / (64 · 256) + 32 / (rows · cols) ≈ 4.127.
+// ================================================================================================
+constexpr int kNf4BlockSize = 64;
+constexpr int kNf4DoubleQuantGroup = 256;  // absmax values per FP32 scale in double quantization
+constexpr uint8_t kNf4ZeroCode = 7;        // kNf4Table[7] == 0.0f
+
+// bitsandbytes' published NF4 table (functional.py get_4bit_type("nf4") / kernels.cu dDequantizeNF4).
+inline constexpr std::array<float, 16> kNf4Table = {
+    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+    -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+    0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+    0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+
+struct BlockNf4 {
+  static constexpr int kSize = kNf4BlockSize;
+  float absmax;         // FP32 max |w| of the block
+  uint8_t qs[32];       // 64 codes, two per byte, first element in the high nibble
+};
+static_assert(sizeof(BlockNf4) == 36, "BlockNf4: FP32 absmax + 32 bytes of nibbles (4.5 bpw)");
+
+struct BlockNf4Dq {
+  static constexpr int kSize = kNf4BlockSize;
+  uint8_t absmax_code;  // index into dynamic_map_signed() (double-quantized absmax)
+  uint8_t qs[32];       // 64 codes, two per byte, first element in the high nibble
+};
+static_assert(sizeof(BlockNf4Dq) == 33, "BlockNf4Dq: 8-bit absmax code + 32 bytes of nibbles");
+
+constexpr double kNf4BitsPerWeight = 8.0 * sizeof(BlockNf4) / kNf4BlockSize;  // 4.5
+constexpr double kNf4DqBitsPerWeight =                                        // + per-tensor mean
+    8.0 * sizeof(BlockNf4Dq) / kNf4BlockSize + 32.0 / (kNf4BlockSize * kNf4DoubleQuantGroup);
+
+// bitsandbytes' create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8): 256 sorted
+// values in [-0.99296875, 1]; entry 127 is 0.0 and entry 255 is 1.0. Computed once, in FP32, the way
+// torch evaluates that Python function (float32 linspace, means and products).
+const std::array<float, 256>& dynamic_map_signed();
+constexpr uint8_t kDynamicMapZeroCode = 127;
+
+// ================================================================================================
+// Containers: a row-major matrix of blocks (int4 and nf4), and nf4 with double quantization.
+// ================================================================================================
+template <class Block>
+struct BlockMatrix {
+  int64_t rows = 0, cols = 0;  // cols % Block::kSize == 0
+  std::vector<Block> blocks;   // [rows * cols / Block::kSize]; row r starts at r * blocks_per_row()
+  int64_t blocks_per_row() const { return cols / Block::kSize; }
+  const Block* row(int64_t r) const { return blocks.data() + r * blocks_per_row(); }
+  std::size_t bytes() const { return blocks.size() * sizeof(Block); }
+};
+
+using Nf4Matrix = BlockMatrix<BlockNf4>;
+
+struct Nf4DqMatrix {
+  int64_t rows = 0, cols = 0;     // cols % 64 == 0
+  std::vector<BlockNf4Dq> blocks;  // as BlockMatrix; flattened block index b = r * cols/64 + c/64
+  std::vector<float> absmax_scales;  // [ceil(blocks / 256)] FP32 scale of each group of 256 absmax codes
+  float absmax_mean = 0.0f;          // FP32 mean of all absmax values, added back when decoding
+  int64_t blocks_per_row() const { return cols / kNf4BlockSize; }
+  const BlockNf4Dq* row(int64_t r) const { return blocks.data() + r * blocks_per_row(); }
+  // Decoded absmax of flattened block b: map[code_b] · scale[b / 256] + mean.
+  float absmax(int64_t b) const {
+    return dynamic_map_signed()[blocks[static_cast<std::size_t>(b)].absmax_code] *
+               absmax_scales[static_cast<std::size_t>(b / kNf4DoubleQuantGroup)] +
+           absmax_mean;
+  }
+  std::size_t bytes() const {
+    return blocks.size() * sizeof(BlockNf4Dq) + absmax_scales.size() * sizeof(float) + sizeof(float);
+  }
+};
+
+// ================================================================================================
+// q8 activation blocks — the INT8 activations of the `int4` W4A8 path (kernel path "..._s8").
+//   Activations are quantized at run time, per token row, in blocks of 32 along the input dim:
+//   d = max|x| / 127 (FP32), q = clamp(round(x · (1 / d)), -127, 127) (q = 0 when d = 0), and
+//   `sum` = Σ q (used to apply the weights' zero point: Σ (u − z)·q = Σ u·q − z·Σ q). 40 bytes per
+//   32 activations (10 bits per activation). Non-finite activations stop with an error naming the
+//   layer. Never stored with the model; only the working buffer of one forward call.
+// ================================================================================================
+constexpr int kQ8ActBlockSize = 32;
+
+struct BlockQ8Act {
+  static constexpr int kSize = kQ8ActBlockSize;
+  float d;          // FP32 scale
+  int32_t sum;      // Σ qs
+  int8_t qs[32];    // codes in [-127, 127]
+};
+static_assert(sizeof(BlockQ8Act) == 40, "BlockQ8Act: FP32 scale + int32 sum + 32 int8 codes");
+
+}  // namespace qjoule::quant

@@ -1,0 +1,75 @@
+// Which layers get quantized, and to which format (`--quant-include`, `--quant-exclude`,
+// `--layer-precision`, on top of `--precision`).
+//
+// Resolution for one Linear layer (name as the caller passes it: a module or tensor name such as
+// "distilbert.transformer.layer.0.attention.q_lin" or "...q_lin.weight"):
+//   1. Candidate set. With --quant-include: the layers whose name matches one of its patterns.
+//      Without it: the default set, the Linear layers inside transformer blocks (Q, K, V, attention
+//      output, FFN in/out — the caller says so with `is_block_linear`). Embeddings, LayerNorms,
+//      softmax, pooler / pre_classifier and classifier are not block linears and stay FP32 unless
+//      --quant-include names them explicitly.
+//   2. --quant-exclude removes matching layers from the candidate set (exclude beats include).
+//   3. A candidate takes the format of the FIRST --layer-precision rule whose pattern matches, else
+//      --precision. A rule may say "fp32" to keep one candidate unquantized.
+//   Non-candidates always stay "fp32". Every decision carries a one-line reason for reports.
+//
+// Patterns are globs over the whole name: `*` matches any run of characters (dots included, possibly
+// empty), `?` exactly one character; everything else is literal. Lists are comma separated;
+// whitespace around items is ignored. Bad syntax stops with one line naming the option and the item.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qjoule::quant {
+
+// Whole-string glob match with `*` and `?`.
+bool glob_match(std::string_view pattern, std::string_view name);
+
+// "a*,b?c" → {"a*", "b?c"}. Empty items, whitespace inside an item and '[' / ']' are rejected
+// (brackets would read as character classes, which qjoule does not support).
+std::vector<std::string> parse_glob_list(std::string_view text, std::string_view option);
+
+struct LayerPrecisionRule {
+  std::string pattern;
+  std::string format;
+};
+// "PATTERN=FORMAT,PATTERN=FORMAT" → rules in order (the first match wins). When `known_formats` is
+// non-empty, a format not in it is rejected with the list of supported ones.
+std::vector<LayerPrecisionRule> parse_layer_precision(std::string_view text,
+                                                      const std::vector<std::string>& known_formats = {});
+
+struct LayerPolicyOptions {
+  std::string precision = "fp32";  // --precision: the format for candidates no rule names
+  std::string include;             // --quant-include (empty: the default set)
+  std::string exclude;             // --quant-exclude
+  std::string layer_precision;     // --layer-precision
+};
+
+struct LayerDecision {
+  std::string format;  // "fp32" means: keep the FP32 layer
+  std::string reason;  // e.g. "block linear, --precision int8" or "excluded by --quant-exclude '*.ffn.*'"
+  bool quantized() const { return format != "fp32"; }
+};
+
+class LayerPolicy {
+ public:
+  // Parses every option; `known_formats` (e.g. kernels::supported_precisions()) validates formats
+  // when non-empty.
+  static LayerPolicy parse(const LayerPolicyOptions& options, const std::vector<std::string>& known_formats = {});
+
+  LayerDecision resolve(std::string_view layer_name, bool is_block_linear) const;
+
+  const std::string& precision() const { return precision_; }
+  const std::vector<std::string>& include() const { return include_; }
+  const std::vector<std::string>& exclude() const { return exclude_; }
+  const std::vector<LayerPrecisionRule>& rules() const { return rules_; }
+
+ private:
+  std::string precision_ = "fp32";
+  std::vector<std::string> include_, exclude_;
+  std::vector<LayerPrecisionRule> rules_;
+};
+
+}  // namespace qjoule::quant

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's packages, whatever qjoule's build and tests need and is not yet there.
+# Idempotent: when everything is installed it does nothing and needs no network.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  nlohmann-json3-dev libcli11-dev libfmt-dev libdnnl-dev libutf8proc-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

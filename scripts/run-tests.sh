@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds qjoule twice (release with -Werror, and ASan+UBSan) and runs the
+# whole GoogleTest suite under ctest in both. Exits non-zero if any build or test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+bash scripts/install-deps.sh
+status=0
+
+echo "== release build =="
+bash scripts/build.sh release
+echo "== release tests =="
+ctest --test-dir build/release -j "$(nproc)" --output-on-failure || status=1
+
+echo "== sanitizer (ASan+UBSan) build =="
+bash scripts/build.sh asan
+echo "== sanitizer tests =="
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan -j "$(nproc)" --output-on-failure -LE no-sanitizer || status=1
+
+echo "run-tests: finished in $(( $(date +%s) - start )) s, status $status"
+exit $status

@@ -1,0 +1,201 @@
+// `qjoule eval`: run a classifier over a labelled dataset and print its accuracy.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/format_util.h"
+#include "qjoule/dataset.h"
+#include "qjoule/error.h"
+#include "qjoule/eval/classifier_eval.h"
+#include "qjoule/kernels/threads.h"
+#include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/make_linear.h"
+#include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/quantization_plan.h"
+#include "qjoule/tokenize/wordpiece_tokenizer.h"
+
+namespace qjoule::cli {
+namespace {
+
+struct EvalArgs {
+  std::string model;
+  std::string dataset;
+  std::string precision = "fp32";
+  std::size_t batch = 32;
+  std::size_t max_length = 0;
+  int threads = 0;
+  std::string dump_logits;
+  std::string text_column;
+  std::string label_column;
+  // Quantization
+  std::string quant_include, quant_exclude, layer_precision;
+  int group_size = 128;
+  std::string int4_scheme = "sym";
+  bool double_quant = false;
+  bool emulate = false;
+  bool smoothquant = false;
+  std::string smoothquant_alpha;
+  std::size_t calib = 128;
+};
+
+model::QuantizationOptions quantization_options(const EvalArgs& a) {
+  model::QuantizationOptions q;
+  q.policy.precision = a.precision;
+  q.policy.include = a.quant_include;
+  q.policy.exclude = a.quant_exclude;
+  q.policy.layer_precision = a.layer_precision;
+  if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
+    fail("--group-size {} is not supported, expected 32, 64 or 128", a.group_size);
+  if (a.int4_scheme != "sym" && a.int4_scheme != "asym")
+    fail("--int4-scheme '{}' is not supported, expected sym or asym", a.int4_scheme);
+  q.format_defaults.group_size = a.group_size;
+  q.format_defaults.int4_asymmetric = a.int4_scheme == "asym";
+  q.format_defaults.nf4_double_quant = a.double_quant;
+  q.format_defaults.emulate = a.emulate;
+  if (a.smoothquant) {
+    try {
+      q.smoothquant_alpha = a.smoothquant_alpha.empty() ? 0.5f : std::stof(a.smoothquant_alpha);
+    } catch (const std::exception&) {
+      fail("--smoothquant '{}' is not a number, expected an alpha in [0, 1]", a.smoothquant_alpha);
+    }
+  }
+  return q;
+}
+
+// Kernel paths used, with how many Linears ran each: "onednn:gemm:jit:f32 ×30".
+std::string kernel_summary(const model::EncoderClassifier& m) {
+  std::map<std::string, int> paths;
+  for (const auto& r : m.linear_reports()) ++paths[r.format + " " + r.kernel_path];
+  std::string out;
+  for (const auto& [path, n] : paths) out += fmt::format("{}{} ×{}", out.empty() ? "" : ", ", path, n);
+  return out;
+}
+
+void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
+  if (a.batch == 0) fail("--batch is 0, expected at least 1");
+  const auto qopts = quantization_options(a);
+  // Formats may carry options (int4:g64:asym), so parse_precision validates them, not the policy.
+  const auto policy = quant::LayerPolicy::parse(qopts.policy);
+  kernels::parse_precision(policy.precision(), qopts.format_defaults);
+  for (const auto& rule : policy.rules()) kernels::parse_precision(rule.format, qopts.format_defaults);
+  kernels::set_num_threads(a.threads);
+
+  const auto checkpoint = io::Checkpoint::open(a.model);
+  auto params = model::load_encoder_params(checkpoint, model::load_encoder_config(a.model, checkpoint));
+  const auto& cfg = params.config;
+  eval::DatasetOptions dopts;
+  dopts.text_column = a.text_column;
+  dopts.label_column = a.label_column;
+  const auto dataset = eval::load_dataset(a.dataset, dopts);
+  eval::check_labels(dataset, static_cast<int>(cfg.num_labels));
+
+  std::optional<tokenize::WordPieceTokenizer> tokenizer;
+  if (!dataset.pretokenized) tokenizer = tokenize::WordPieceTokenizer::from_model_dir(a.model);
+  const auto* tok = tokenizer ? &*tokenizer : nullptr;
+
+  model::SmoothingFactors smoothing;
+  if (qopts.smoothquant_alpha >= 0.0f || a.smoothquant) {
+    if (a.calib == 0) fail("--calib is 0, expected at least 1 calibration example");
+    eval::Dataset calib_set{dataset.path, {}, dataset.pretokenized, dataset.labeled};
+    calib_set.examples.assign(dataset.examples.begin(),
+                              dataset.examples.begin() + static_cast<long>(std::min(a.calib, dataset.examples.size())));
+    smoothing = model::calibrate_smoothquant(params, qopts.smoothquant_alpha, [&](const model::EncoderClassifier& m) {
+      eval::evaluate_classifier(m, tok, calib_set, {a.batch, a.max_length});
+    });
+    fmt::print(stderr, "smoothquant: alpha {}, calibrated on the first {} examples\n", qopts.smoothquant_alpha,
+               calib_set.examples.size());
+  }
+  const model::EncoderClassifier model(std::move(params),
+                                       model::quantized_linear_factory(policy, qopts.format_defaults, smoothing));
+
+  std::size_t max_length = a.max_length;
+  if (max_length > static_cast<std::size_t>(cfg.max_positions)) {
+    fmt::print(stderr, "warning: --max-length {} exceeds the model's max_position_embeddings {}; using {}\n",
+               max_length, cfg.max_positions, cfg.max_positions);
+    max_length = static_cast<std::size_t>(cfg.max_positions);
+  }
+
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  auto progress = [tty](std::size_t done, std::size_t total) {
+    if (tty) fmt::print(stderr, "\r  {}/{} examples", done, total);
+  };
+  eval::ClassifierEvalOptions opts{a.batch, max_length};
+  const auto result = eval::evaluate_classifier(model, tok, dataset, opts, progress);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  if (result.truncated > 0)
+    fmt::print(stderr, "warning: {} of {} examples were longer than {} tokens and were truncated to it\n",
+               result.truncated, result.total, result.max_length);
+
+  fmt::print("model      {} ({}, {} labels)\n", a.model, cfg.architecture, cfg.num_labels);
+  fmt::print("dataset    {}: {} examples{}\n", a.dataset, result.total, dataset.pretokenized ? " (pre-tokenized)" : "");
+  fmt::print("precision  {}: {}\n", a.precision, kernel_summary(model));
+  fmt::print("size       {} held in memory ({} as FP32)\n", human_bytes(double(model.bytes_held())),
+             human_bytes(double(model.fp32_bytes())));
+  fmt::print("accuracy   {}/{} = {:.4f}\n", result.correct, result.labelled, result.accuracy());
+  fmt::print("time       {:.2f} s ({:.1f} examples/s; batch {}, max length {}, {} threads)\n", result.seconds,
+             double(result.total) / result.seconds, a.batch, result.max_length, kernels::num_threads());
+  if (!a.dump_logits.empty()) {
+    eval::write_logits_tsv(a.dump_logits, result);
+    fmt::print("logits     written to {}\n", a.dump_logits);
+  }
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("eval", "Run a sequence classifier over a labelled dataset and print its accuracy.");
+  cmd->footer(
+      "Datasets: GLUE-style TSV with a header (sentence<TAB>label), any TSV/JSONL with named text and label\n"
+      "columns, or JSONL with pre-tokenized input_ids (attention_mask and label optional).\n"
+      "Example:\n"
+      "  qjoule eval --model ../shared/data/models/sst2-distilbert-mini \\\n"
+      "              --dataset ../shared/data/sst2/dev.tsv --dump-logits logits.tsv");
+  auto a = std::make_shared<EvalArgs>();
+  cmd->add_option("--model", a->model, "Model folder (config.json, safetensors, vocab.txt or tokenizer.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--dataset", a->dataset, "Labelled dataset: .tsv or .jsonl")->required();
+  cmd->add_option("--precision", a->precision,
+                  "Format of the Linear layers inside transformer blocks: fp32, bf16, fp16, int8 (W8A8 dynamic), "
+                  "w8 (INT8 weight-only), int4 (group-wise), nf4; options as NAME:OPT, e.g. int4:g64:asym")
+      ->capture_default_str();
+  cmd->add_option("--quant-include", a->quant_include,
+                  "Comma-separated globs over layer names to quantize (default: the Linears inside blocks)");
+  cmd->add_option("--quant-exclude", a->quant_exclude, "Comma-separated globs over layer names to keep in FP32");
+  cmd->add_option("--layer-precision", a->layer_precision,
+                  "Per-layer formats, first match wins: 'PATTERN=FORMAT,...', e.g. '*.ffn.*=int4,*.layer.0.*=bf16'");
+  cmd->add_option("--group-size", a->group_size, "int4: weights per scale along the input dimension (32, 64, 128)")
+      ->capture_default_str();
+  cmd->add_option("--int4-scheme", a->int4_scheme, "int4: sym or asym (with zero points)")->capture_default_str();
+  cmd->add_flag("--double-quant", a->double_quant, "nf4: quantize the absmax values to 8 bits (bitsandbytes' scheme)");
+  cmd->add_flag("--emulate", a->emulate,
+                "Fake quantization (quantize, dequantize, FP32 kernels): accuracy studies only; its speed is "
+                "not representative and is labelled so");
+  auto* sq = cmd->add_option("--smoothquant", a->smoothquant_alpha,
+                             "int8: SmoothQuant with this alpha (default 0.5 when given without a value)")
+                 ->expected(0, 1);
+  cmd->add_option("--calib", a->calib, "SmoothQuant: calibrate on the first N examples of the dataset")
+      ->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Sequences per forward pass (padded to the longest in the batch)")
+      ->capture_default_str();
+  cmd->add_option("--max-length", a->max_length,
+                  "Truncate sequences to this many tokens, [CLS] and [SEP] included "
+                  "(default: the model's max_position_embeddings)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--dump-logits", a->dump_logits, "Write a TSV: index label pred logit0 logit1 ...");
+  cmd->add_option("--text-column", a->text_column, "Name of the text column/field (default: sentence or text)");
+  cmd->add_option("--label-column", a->label_column, "Name of the label column/field (default: label or labels)");
+  cmd->callback([a, sq, &ctx] {
+    a->smoothquant = sq->count() > 0;
+    run_eval(*a, ctx);
+  });
+}
+
+}  // namespace qjoule::cli

@@ -1,0 +1,91 @@
+// `qjoule info --model DIR`: what a checkpoint holds, before anything runs.
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/commands.h"
+#include "cli/format_util.h"
+#include "qjoule/io/safetensors.h"
+#include "qjoule/model/encoder_config.h"
+
+namespace qjoule::cli {
+namespace {
+
+struct Group {
+  std::size_t tensors = 0;
+  int64_t params = 0;
+  std::size_t bytes = 0;
+};
+
+// "distilbert.transformer.layer.3.ffn.lin1.weight" -> "layer 3"; embeddings; head.
+std::string group_of(const std::string& name) {
+  // No std::regex: GCC 12 with ASan warns inside it (maybe-uninitialized), which -Werror turns fatal.
+  const std::string marker = ".layer.";
+  if (const auto pos = name.find(marker); pos != std::string::npos) {
+    std::size_t end = pos + marker.size();
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    if (end > pos + marker.size() && end < name.size() && name[end] == '.')
+      return fmt::format("layer {:>3}", std::stoi(name.substr(pos + marker.size(), end - pos - marker.size())));
+  }
+  if (name.find("embeddings") != std::string::npos) return "embeddings";
+  return "head";
+}
+
+void run_info(const std::string& model_dir, bool list_tensors) {
+  const auto ck = io::Checkpoint::open(model_dir);
+  const auto cfg = model::load_encoder_config(model_dir, ck);
+  std::map<std::string, Group> groups;
+  std::map<std::string, std::size_t> dtypes;
+  int64_t params = 0;
+  for (const auto& [name, t] : ck.tensors()) {
+    auto& g = groups[group_of(name)];
+    ++g.tensors;
+    g.params += t.numel();
+    g.bytes += t.nbytes;
+    ++dtypes[std::string(io::dtype_name(t.dtype))];
+    params += t.numel();
+  }
+  std::vector<std::string> dtype_list;
+  for (const auto& [d, n] : dtypes) dtype_list.push_back(fmt::format("{} ({} tensors)", d, n));
+  std::vector<std::string> files;
+  for (const auto& f : ck.files()) files.push_back(f.filename().string());
+
+  fmt::print("model         {}\n", model_dir);
+  fmt::print("architecture  {} ({})\n", cfg.architecture, cfg.model_type);
+  fmt::print("shapes        hidden {}, layers {}, heads {} (head size {}), FFN {}, vocab {}, positions {}\n",
+             cfg.hidden_size, cfg.num_layers, cfg.num_heads, cfg.head_dim(), cfg.intermediate_size, cfg.vocab_size,
+             cfg.max_positions);
+  fmt::print("labels        {}: {}\n", cfg.num_labels, fmt::join(cfg.id2label, ", "));
+  fmt::print("parameters    {} ({})\n", thousands(params), human_count(double(params)));
+  fmt::print("dtypes        {}\n", fmt::join(dtype_list, ", "));
+  fmt::print("on disk       {} ({}) in {}\n", human_bytes(double(ck.bytes_on_disk())), thousands(int64_t(ck.bytes_on_disk())),
+             fmt::join(files, ", "));
+  if (!cfg.inferred_fields.empty())
+    fmt::print("inferred      {} (absent from config.json, read off tensor shapes)\n", fmt::join(cfg.inferred_fields, ", "));
+  fmt::print("\n{:<12} {:>8} {:>14} {:>12}\n", "group", "tensors", "parameters", "bytes");
+  for (const auto& [name, g] : groups)
+    fmt::print("{:<12} {:>8} {:>14} {:>12}\n", name, g.tensors, thousands(g.params), human_bytes(double(g.bytes)));
+  if (list_tensors) {
+    fmt::print("\n{:<64} {:<8} {}\n", "tensor", "dtype", "shape");
+    for (const auto& [name, t] : ck.tensors()) fmt::print("{:<64} {:<8} {}\n", name, io::dtype_name(t.dtype), t.shape_string());
+  }
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app, CommandContext& /*ctx*/) {
+  auto* cmd = app.add_subcommand("info", "Describe a Hugging Face checkpoint: architecture, shapes, parameters, "
+                                         "dtypes, bytes on disk, tensors grouped by layer.");
+  cmd->footer("Example:\n  qjoule info --model ../shared/data/models/sst2-distilbert-mini --tensors");
+  auto model = std::make_shared<std::string>();
+  auto tensors = std::make_shared<bool>(false);
+  cmd->add_option("--model", *model, "Model folder (config.json + model.safetensors or a sharded index)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_flag("--tensors", *tensors, "Also list every tensor with its dtype and shape");
+  cmd->callback([model, tensors] { run_info(*model, *tensors); });
+}
+
+}  // namespace qjoule::cli

@@ -1,0 +1,51 @@
+// qjoule: measure what quantizing a transformer buys, in milliseconds, joules and accuracy.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "qjoule/build_info.h"
+#include "qjoule/error.h"
+
+namespace {
+
+std::string version_text() {
+  return fmt::format("qjoule {} (commit {}, {} build, {}; backends: {})", qjoule::build_info::kVersion,
+                     qjoule::build_info::kGitCommit, qjoule::build_info::kBuildType,
+                     qjoule::build_info::kCompiler, qjoule::build_info::kBackends);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "qjoule: what does quantizing this model really buy, in milliseconds, joules and accuracy?\n"
+      "Every number it prints comes from a kernel that really ran, or says `unavailable` and why.\n"};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  qjoule::cli::CommandContext ctx;
+  qjoule::cli::add_info_command(app, ctx);
+  qjoule::cli::add_eval_command(app, ctx);
+  qjoule::cli::add_sensors_command(app, ctx);
+  qjoule::cli::add_energy_command(app, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const qjoule::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "qjoule: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "qjoule: internal error: %s\n", e.what());
+    return 3;
+  }
+  return ctx.exit_code;
+}

@@ -1,0 +1,73 @@
+// The small part of NVML's C ABI that qjoule uses, written from NVIDIA's documented API (nvml.h,
+// "NVML API Reference"), so that no NVIDIA header or library is needed at build time.
+#pragma once
+
+#include <cstdint>
+
+namespace qjoule::energy::nvml {
+
+using Return = int;                    // nvmlReturn_t (a C enum)
+using Device = struct nvmlDevice_st*;  // nvmlDevice_t (opaque handle)
+
+inline constexpr Return kSuccess = 0;
+inline constexpr Return kErrorUninitialized = 1;
+inline constexpr Return kErrorInvalidArgument = 2;
+inline constexpr Return kErrorNotSupported = 3;
+inline constexpr Return kErrorNoPermission = 4;
+inline constexpr Return kErrorNotFound = 6;
+inline constexpr Return kErrorDriverNotLoaded = 9;
+inline constexpr Return kErrorLibraryNotFound = 12;
+inline constexpr Return kErrorFunctionNotFound = 13;
+inline constexpr Return kErrorGpuIsLost = 15;
+inline constexpr Return kErrorUnknown = 999;
+
+// nvmlValueType_t
+inline constexpr int kValueDouble = 0;
+inline constexpr int kValueUnsignedInt = 1;
+inline constexpr int kValueUnsignedLong = 2;
+inline constexpr int kValueUnsignedLongLong = 3;
+inline constexpr int kValueSignedLongLong = 4;
+inline constexpr int kValueSignedInt = 5;
+inline constexpr int kValueUnsignedShort = 6;
+
+union Value {  // nvmlValue_t
+  double dVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  long long sllVal;
+  int siVal;
+  unsigned short usVal;
+};
+
+struct FieldValue {  // nvmlFieldValue_t
+  unsigned int fieldId;
+  unsigned int scopeId;   // for power fields: 0 = GPU, 1 = module
+  long long timestamp;    // CPU time of the value, microseconds since 1970
+  long long latencyUsec;
+  int valueType;          // nvmlValueType_t
+  Return nvmlReturn;
+  Value value;
+};
+static_assert(sizeof(FieldValue) == 40, "nvmlFieldValue_t layout");
+
+inline constexpr unsigned kFieldPowerAverage = 185;  // NVML_FI_DEV_POWER_AVERAGE (mW, 1-s average)
+inline constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT (mW)
+
+// nvmlDeviceArchitecture_t
+inline constexpr unsigned kArchVolta = 5;
+inline constexpr unsigned kArchAmpere = 7;
+
+using InitFn = Return (*)();                                 // nvmlInit_v2 / nvmlInit
+using ShutdownFn = Return (*)();                             // nvmlShutdown
+using ErrorStringFn = const char* (*)(Return);               // nvmlErrorString
+using DeviceGetCountFn = Return (*)(unsigned int*);          // nvmlDeviceGetCount_v2
+using DeviceGetHandleByIndexFn = Return (*)(unsigned int, Device*);
+using DeviceGetNameFn = Return (*)(Device, char*, unsigned int);
+using DeviceGetArchitectureFn = Return (*)(Device, unsigned int*);
+using DeviceGetTotalEnergyConsumptionFn = Return (*)(Device, unsigned long long*);  // mJ
+using DeviceGetPowerUsageFn = Return (*)(Device, unsigned int*);                    // mW
+using DeviceGetFieldValuesFn = Return (*)(Device, int, FieldValue*);
+using SystemGetDriverVersionFn = Return (*)(char*, unsigned int);
+
+}  // namespace qjoule::energy::nvml

@@ -1,0 +1,43 @@
+// NvmlLibrary: libnvidia-ml loaded with dlopen (no link-time dependency, no nvidia-smi), initialised
+// once and shut down when the last GPU sensor is gone.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "energy/nvml_api.h"
+
+namespace qjoule::energy {
+
+class NvmlLibrary {
+ public:
+  // Loads `path` and calls nvmlInit. On failure returns nullptr and sets `why_not` (one line).
+  static std::shared_ptr<NvmlLibrary> open(const std::string& path, std::string& why_not);
+  ~NvmlLibrary();
+  NvmlLibrary(const NvmlLibrary&) = delete;
+  NvmlLibrary& operator=(const NvmlLibrary&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string error_text(nvml::Return code) const;  // "Not Supported (NVML error 3)"
+
+  // Required functions (never null after open()).
+  nvml::DeviceGetCountFn device_get_count = nullptr;
+  nvml::DeviceGetHandleByIndexFn device_get_handle_by_index = nullptr;
+  // Optional functions (null when this driver's library lacks them).
+  nvml::DeviceGetNameFn device_get_name = nullptr;
+  nvml::DeviceGetArchitectureFn device_get_architecture = nullptr;
+  nvml::DeviceGetTotalEnergyConsumptionFn device_get_total_energy_consumption = nullptr;
+  nvml::DeviceGetPowerUsageFn device_get_power_usage = nullptr;
+  nvml::DeviceGetFieldValuesFn device_get_field_values = nullptr;
+  nvml::SystemGetDriverVersionFn system_get_driver_version = nullptr;
+
+ private:
+  NvmlLibrary() = default;
+  void* handle_ = nullptr;
+  std::string path_;
+  nvml::ShutdownFn shutdown_ = nullptr;
+  nvml::ErrorStringFn error_string_ = nullptr;
+  bool initialised_ = false;
+};
+
+}  // namespace qjoule::energy

@@ -1,0 +1,245 @@
+#include "energy/nvml_sensor.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "qjoule/error.h"
+
+namespace qjoule::energy {
+
+NvmlSensor::NvmlSensor(std::shared_ptr<NvmlLibrary> library, nvml::Device device, SensorInfo info,
+                       bool read_energy, NvmlPowerRoute power_route)
+    : library_(std::move(library)),
+      device_(device),
+      info_(std::move(info)),
+      read_energy_(read_energy),
+      power_route_(power_route) {}
+
+bool field_value_as_double(const nvml::FieldValue& field, double& out) noexcept {
+  switch (field.valueType) {
+    case nvml::kValueDouble: out = field.value.dVal; return true;
+    case nvml::kValueUnsignedInt: out = static_cast<double>(field.value.uiVal); return true;
+    case nvml::kValueUnsignedLong: out = static_cast<double>(field.value.ulVal); return true;
+    case nvml::kValueUnsignedLongLong: out = static_cast<double>(field.value.ullVal); return true;
+    case nvml::kValueSignedLongLong: out = static_cast<double>(field.value.sllVal); return true;
+    case nvml::kValueSignedInt: out = static_cast<double>(field.value.siVal); return true;
+    case nvml::kValueUnsignedShort: out = static_cast<double>(field.value.usVal); return true;
+    default: return false;
+  }
+}
+
+std::size_t NvmlSensor::read(std::int64_t now_ns, std::span<SensorReading> out) noexcept {
+  if (out.empty()) return 0;
+  SensorReading& reading = out[0];
+  reading = SensorReading{};
+  reading.time_ns = now_ns;
+  if (read_energy_) {
+    unsigned long long millijoules = 0;
+    const nvml::Return status = library_->device_get_total_energy_consumption(device_, &millijoules);
+    if (status != nvml::kSuccess) {
+      reading.ok = false;
+      reading.error_code = status;
+      return 1;
+    }
+    reading.counter = millijoules;
+    reading.has_counter = true;
+  }
+  if (power_route_ == NvmlPowerRoute::instant_field) {
+    nvml::FieldValue field{};
+    field.fieldId = nvml::kFieldPowerInstant;
+    field.scopeId = 0;  // the GPU itself
+    const nvml::Return status = library_->device_get_field_values(device_, 1, &field);
+    double milliwatts = 0.0;
+    if (status != nvml::kSuccess || field.nvmlReturn != nvml::kSuccess ||
+        !field_value_as_double(field, milliwatts)) {
+      reading.ok = false;
+      reading.error_code = status != nvml::kSuccess ? status : field.nvmlReturn;
+      return 1;
+    }
+    reading.power_w = milliwatts / 1000.0;
+    reading.has_power = true;
+  } else if (power_route_ == NvmlPowerRoute::power_usage) {
+    unsigned int milliwatts = 0;
+    const nvml::Return status = library_->device_get_power_usage(device_, &milliwatts);
+    if (status != nvml::kSuccess) {
+      reading.ok = false;
+      reading.error_code = status;
+      return 1;
+    }
+    reading.power_w = static_cast<double>(milliwatts) / 1000.0;
+    reading.has_power = true;
+  }
+  return 1;
+}
+
+std::string NvmlSensor::describe_error(int error_code) const {
+  return fmt::format("NVML read of {}: {}", info_.id, library_->error_text(error_code));
+}
+
+namespace {
+
+std::string device_name(const NvmlLibrary& library, nvml::Device device) {
+  if (library.device_get_name == nullptr) return "NVIDIA GPU";
+  char name[96] = {};
+  if (library.device_get_name(device, name, sizeof name) != nvml::kSuccess) return "NVIDIA GPU";
+  return std::string(name);
+}
+
+bool is_ga100(const std::string& name) {
+  // GA100 boards (A100, A30) report instantaneous power even though they are Ampere.
+  return name.find("A100") != std::string::npos || name.find("A30") != std::string::npos;
+}
+
+}  // namespace
+
+NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<unsigned>& gpus) {
+  NvmlDiscovery found;
+  std::string why_not;
+  std::shared_ptr<NvmlLibrary> library = NvmlLibrary::open(library_path, why_not);
+  if (!library) {
+    found.absent.push_back({"nvml", why_not});
+    return found;
+  }
+  unsigned int count = 0;
+  const nvml::Return count_status = library->device_get_count(&count);
+  if (count_status != nvml::kSuccess) {
+    found.absent.push_back({"nvml", fmt::format("nvmlDeviceGetCount failed: {}",
+                                                library->error_text(count_status))});
+    return found;
+  }
+  if (count == 0) {
+    found.absent.push_back({"nvml", "no NVIDIA GPU: NVML sees 0 devices"});
+    return found;
+  }
+  std::vector<unsigned> selected = gpus;
+  if (selected.empty()) {
+    for (unsigned i = 0; i < count; ++i) selected.push_back(i);
+  }
+  for (unsigned index : selected) {
+    if (index >= count) {
+      fail("--gpu {}: this machine has {} NVIDIA GPU{} (indices 0 to {})", index, count,
+           count == 1 ? "" : "s", count - 1);
+    }
+  }
+  std::sort(selected.begin(), selected.end());
+  selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
+
+  for (unsigned index : selected) {
+    const std::string id = fmt::format("nvml:gpu{}", index);
+    nvml::Device device = nullptr;
+    const nvml::Return handle_status = library->device_get_handle_by_index(index, &device);
+    if (handle_status != nvml::kSuccess) {
+      found.absent.push_back({id, fmt::format("nvmlDeviceGetHandleByIndex({}) failed: {}", index,
+                                              library->error_text(handle_status))});
+      continue;
+    }
+    const std::string name = device_name(*library, device);
+    unsigned int architecture = 0;
+    const bool have_architecture =
+        library->device_get_architecture != nullptr &&
+        library->device_get_architecture(device, &architecture) == nvml::kSuccess;
+
+    SensorInfo info;
+    info.id = id;
+    info.source = "nvml";
+    info.description = fmt::format("GPU {}: {}", index, name);
+    info.scope = SensorScope::gpu;
+
+    // Energy counter (primary source).
+    bool read_energy = false;
+    if (library->device_get_total_energy_consumption == nullptr) {
+      info.notes.push_back(fmt::format(
+          "no energy counter: {} lacks nvmlDeviceGetTotalEnergyConsumption (driver too old)",
+          library->path()));
+    } else {
+      unsigned long long millijoules = 0;
+      const nvml::Return status = library->device_get_total_energy_consumption(device, &millijoules);
+      if (status == nvml::kSuccess) {
+        read_energy = true;
+        info.has_counter = true;
+        info.counter_unit_j = 1e-3;
+        info.counter_range = 0;  // 64-bit millijoules since the driver loaded
+      } else if (status == nvml::kErrorNotSupported) {
+        info.notes.push_back(fmt::format(
+            "no energy counter: nvmlDeviceGetTotalEnergyConsumption is not supported on this GPU "
+            "(it needs Volta or newer): {}",
+            library->error_text(status)));
+      } else {
+        info.notes.push_back(fmt::format("no energy counter: nvmlDeviceGetTotalEnergyConsumption failed: {}",
+                                         library->error_text(status)));
+      }
+    }
+
+    // Power: the instant field first, then nvmlDeviceGetPowerUsage.
+    NvmlPowerRoute route = NvmlPowerRoute::none;
+    std::string field_problem;
+    if (library->device_get_field_values == nullptr) {
+      field_problem = fmt::format("{} lacks nvmlDeviceGetFieldValues", library->path());
+    } else {
+      nvml::FieldValue field{};
+      field.fieldId = nvml::kFieldPowerInstant;
+      const nvml::Return status = library->device_get_field_values(device, 1, &field);
+      double milliwatts = 0.0;
+      if (status != nvml::kSuccess) {
+        field_problem = fmt::format("nvmlDeviceGetFieldValues failed: {}", library->error_text(status));
+      } else if (field.nvmlReturn != nvml::kSuccess) {
+        field_problem = fmt::format("field {} (NVML_FI_DEV_POWER_INSTANT): {}", nvml::kFieldPowerInstant,
+                                    library->error_text(field.nvmlReturn));
+      } else if (!field_value_as_double(field, milliwatts)) {
+        field_problem = fmt::format("field {} has unknown value type {}", nvml::kFieldPowerInstant,
+                                    field.valueType);
+      } else {
+        route = NvmlPowerRoute::instant_field;
+        info.power_method = "instant (nvmlDeviceGetFieldValues, NVML_FI_DEV_POWER_INSTANT)";
+      }
+    }
+    if (route == NvmlPowerRoute::none) {
+      unsigned int milliwatts = 0;
+      const nvml::Return status = library->device_get_power_usage != nullptr
+                                      ? library->device_get_power_usage(device, &milliwatts)
+                                      : nvml::kErrorFunctionNotFound;
+      if (status == nvml::kSuccess) {
+        route = NvmlPowerRoute::power_usage;
+        const bool averaged = have_architecture && architecture >= nvml::kArchAmpere && !is_ga100(name);
+        info.power_method = averaged
+                                ? "1-second average (nvmlDeviceGetPowerUsage on Ampere or newer)"
+                                : have_architecture
+                                      ? "instantaneous (nvmlDeviceGetPowerUsage before Ampere, or GA100)"
+                                      : "nvmlDeviceGetPowerUsage (architecture unknown: instantaneous "
+                                        "before Ampere, a 1-second average on Ampere and newer)";
+        info.notes.push_back(fmt::format("instant power unavailable ({}); power comes from {}",
+                                         field_problem, info.power_method));
+        if (averaged) {
+          info.notes.push_back(
+              "averaged power lags fast changes: the power integral is smoothed, the energy counter is "
+              "the primary source");
+        }
+      } else {
+        info.notes.push_back(fmt::format("no power readings: {}; nvmlDeviceGetPowerUsage: {}",
+                                         field_problem,
+                                         library->device_get_power_usage != nullptr
+                                             ? library->error_text(status)
+                                             : "missing from the library"));
+      }
+    }
+    if (route != NvmlPowerRoute::none) {
+      info.has_power = true;
+      info.power_resolution_w = 1e-3;
+    }
+    if (!info.has_counter && !info.has_power) {
+      std::string reasons;
+      for (const auto& note : info.notes) reasons += (reasons.empty() ? "" : "; ") + note;
+      found.absent.push_back({id, fmt::format("{} reports neither energy nor power: {}", info.description, reasons)});
+      continue;
+    }
+    if (have_architecture && architecture < nvml::kArchVolta && !info.has_counter) {
+      info.notes.push_back("pre-Volta GPU: energy comes from integrating power readings");
+    }
+    found.sensors.push_back(
+        std::make_unique<NvmlSensor>(library, device, std::move(info), read_energy, route));
+  }
+  return found;
+}
+
+}  // namespace qjoule::energy

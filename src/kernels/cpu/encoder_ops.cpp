@@ -1,0 +1,152 @@
+// FP32 encoder operations. Rows are independent, so each loop is parallel over rows (or over
+// batch × head for attention); the inner loops are contiguous so the compiler vectorises them.
+#include "qjoule/kernels/encoder_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace qjoule::kernels {
+namespace {
+
+void layer_norm_row(float* x, const float* residual, int64_t cols, const float* gamma, const float* beta, float eps) {
+  if (residual != nullptr) {
+    for (int64_t c = 0; c < cols; ++c) x[c] += residual[c];
+  }
+  float mean = 0.0f;
+  for (int64_t c = 0; c < cols; ++c) mean += x[c];
+  mean /= static_cast<float>(cols);
+  float var = 0.0f;
+  for (int64_t c = 0; c < cols; ++c) {
+    const float d = x[c] - mean;
+    var += d * d;
+  }
+  var /= static_cast<float>(cols);
+  const float inv = 1.0f / std::sqrt(var + eps);
+  for (int64_t c = 0; c < cols; ++c) x[c] = (x[c] - mean) * inv * gamma[c] + beta[c];
+}
+
+}  // namespace
+
+void add_layer_norm_f32(float* x, const float* residual, int64_t rows, int64_t cols, const float* gamma,
+                        const float* beta, float eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    layer_norm_row(x + r * cols, residual != nullptr ? residual + r * cols : nullptr, cols, gamma, beta, eps);
+  }
+}
+
+void add_layer_norm_f32_ref(float* x, const float* residual, int64_t rows, int64_t cols, const float* gamma,
+                            const float* beta, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * cols;
+    double mean = 0.0, var = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      if (residual != nullptr) row[c] += residual[r * cols + c];
+      mean += row[c];
+    }
+    mean /= double(cols);
+    for (int64_t c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean);
+    var /= double(cols);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t c = 0; c < cols; ++c) row[c] = static_cast<float>((row[c] - mean) * inv * gamma[c] + beta[c]);
+  }
+}
+
+void gelu_erf_f32(float* x, int64_t n) {
+  constexpr float kInvSqrt2 = 0.70710678118654752440f;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+}
+
+void relu_f32(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::max(x[i], 0.0f);
+}
+
+void tanh_f32(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
+}
+
+void attention_f32(const float* q, const float* k, const float* v, int64_t row_stride, const int32_t* mask,
+                   int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, float* ctx) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t ctx_stride = heads * head_dim;
+#pragma omp parallel
+  {
+    std::vector<float> scores(static_cast<size_t>(seq));
+    std::vector<float> qs(static_cast<size_t>(head_dim));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const int32_t* m = mask + b * seq;
+        for (int64_t s = 0; s < seq; ++s) {
+          const float* qrow = q + (b * seq + s) * row_stride + h * head_dim;
+          for (int64_t d = 0; d < head_dim; ++d) qs[d] = qrow[d] * scale;
+          float max_score = -std::numeric_limits<float>::infinity();
+          for (int64_t t = 0; t < seq; ++t) {
+            if (m[t] == 0) {
+              scores[t] = -std::numeric_limits<float>::infinity();
+              continue;
+            }
+            const float* krow = k + (b * seq + t) * row_stride + h * head_dim;
+            float dot = 0.0f;
+            for (int64_t d = 0; d < head_dim; ++d) dot += qs[d] * krow[d];
+            scores[t] = dot;
+            max_score = std::max(max_score, dot);
+          }
+          float* out = ctx + (b * seq + s) * ctx_stride + h * head_dim;
+          std::fill(out, out + head_dim, 0.0f);
+          if (max_score == -std::numeric_limits<float>::infinity()) continue;  // every key masked
+          float sum = 0.0f;
+          for (int64_t t = 0; t < seq; ++t) {
+            scores[t] = m[t] == 0 ? 0.0f : std::exp(scores[t] - max_score);
+            sum += scores[t];
+          }
+          const float inv = 1.0f / sum;
+          for (int64_t t = 0; t < seq; ++t) {
+            if (scores[t] == 0.0f) continue;
+            const float p = scores[t] * inv;
+            const float* vrow = v + (b * seq + t) * row_stride + h * head_dim;
+            for (int64_t d = 0; d < head_dim; ++d) out[d] += p * vrow[d];
+          }
+        }
+      }
+    }
+  }
+}
+
+void attention_f32_ref(const float* q, const float* k, const float* v, int64_t row_stride, const int32_t* mask,
+                       int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, float* ctx) {
+  const int64_t ctx_stride = heads * head_dim;
+  std::vector<double> p(static_cast<size_t>(seq));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t s = 0; s < seq; ++s) {
+        double max_score = -1e300;
+        bool any = false;
+        for (int64_t t = 0; t < seq; ++t) {
+          if (mask[b * seq + t] == 0) continue;
+          double dot = 0.0;
+          for (int64_t d = 0; d < head_dim; ++d)
+            dot += double(q[(b * seq + s) * row_stride + h * head_dim + d]) * k[(b * seq + t) * row_stride + h * head_dim + d];
+          p[t] = dot / std::sqrt(double(head_dim));
+          max_score = std::max(max_score, p[t]);
+          any = true;
+        }
+        double sum = 0.0;
+        for (int64_t t = 0; t < seq; ++t) {
+          p[t] = mask[b * seq + t] == 0 ? 0.0 : std::exp(p[t] - max_score);
+          sum += p[t];
+        }
+        for (int64_t d = 0; d < head_dim; ++d) {
+          double acc = 0.0;
+          for (int64_t t = 0; t < seq; ++t) acc += any ? p[t] / sum * v[(b * seq + t) * row_stride + h * head_dim + d] : 0.0;
+          ctx[(b * seq + s) * ctx_stride + h * head_dim + d] = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace qjoule::kernels

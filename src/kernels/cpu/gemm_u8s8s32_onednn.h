@@ -1,0 +1,56 @@
+// oneDNN's integer matrix product C[m, n] (s32) = A[m, k] (u8) · Bᵀ, with B held as s8 [n, k] row-major
+// (Hugging Face's [out, in] weight layout, described to oneDNN as a transposed [k, n] matrix).
+// One primitive per distinct m is created on first use and cached.
+//
+// Exactness caveat (measured, see int8_gemm_weight_qmax): CPUs without VNNI compute u8×s8 with
+// vpmaddubsw, which adds two adjacent u8·s8 products into a SATURATING int16. With u8 up to 255 and
+// s8 up to 127 a pair can reach 64770 > 32767, and oneDNN 2.6's AVX2 GEMM does not guard against
+// it, so C is silently wrong. Keeping |B| <= 63 bounds a pair by 2·255·63 = 32130 and the product is
+// exact again (the same 7-bit-weight remedy oneDNN's guide describes for non-VNNI int8).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace qjoule::kernels {
+
+class GemmU8S8S32OneDnn {
+ public:
+  // b: [n, k] s8 row-major, copied.
+  GemmU8S8S32OneDnn(const int8_t* b, int64_t n, int64_t k);
+
+  // c[m, n] = a[m, k] · bᵀ in exact int32 arithmetic (up to the saturation caveat above).
+  void run(const uint8_t* a, int64_t m, int32_t* c) const;
+
+  // "onednn:<impl>:u8s8s32" for the primitive oneDNN picks at this m, e.g. "onednn:gemm:jit:u8s8s32".
+  std::string kernel_path(int64_t m) const;
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  const std::vector<int8_t>& b() const { return b_; }
+
+ private:
+  struct Entry {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+  };
+  const Entry& entry_for(int64_t m) const;
+
+  int64_t n_, k_;
+  std::vector<int8_t> b_;
+  mutable std::mutex mutex_;
+  mutable std::map<int64_t, Entry> cache_;
+};
+
+// The largest |weight code| for which this CPU's oneDNN u8×s8 GEMM is exact with u8 activations up
+// to 255: 127 where products accumulate without int16 saturation (VNNI), 63 where vpmaddubsw pairs
+// saturate (AVX2/AVX-512 without VNNI). Measured once per process by running the GEMM on
+// worst-case operands at several m; fails with a clear message if neither is exact.
+int int8_gemm_weight_qmax();
+
+}  // namespace qjoule::kernels

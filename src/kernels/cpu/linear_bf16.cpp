@@ -1,0 +1,201 @@
+// BF16 linear layer: BF16 weights, activations rounded to BF16 per call, FP32 accumulation, on
+// oneDNN's native bf16 matmul, qjoule's AVX2 kernel or a scalar loop (linear_onednn_lowp.h).
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/gemm_bf16_avx2.h"
+#include "kernels/cpu/linear_bf16_kernels.h"
+#include "kernels/cpu/onednn_engine.h"
+#include "qjoule/error.h"
+#include "qjoule/kernels/linear_onednn_lowp.h"
+
+namespace qjoule::kernels {
+namespace {
+
+using dnnl::memory;
+
+dnnl::matmul::primitive_desc bf16_matmul_pd(int64_t m, int64_t out, int64_t in, bool with_bias) {
+  memory::desc src_md({m, in}, memory::data_type::bf16, memory::format_tag::ab);
+  memory::desc wei_md({in, out}, memory::data_type::bf16, memory::format_tag::ba);  // W[out,in] seen as Wᵀ
+  memory::desc dst_md({m, out}, memory::data_type::f32, memory::format_tag::ab);
+  if (!with_bias) return {dnnl::matmul::desc(src_md, wei_md, dst_md), onednn_cpu_engine()};
+  memory::desc bias_md({1, out}, memory::data_type::f32, memory::format_tag::ab);
+  return {dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), onednn_cpu_engine()};
+}
+
+std::vector<uint16_t> to_bf16(const float* v, int64_t count) {
+  std::vector<uint16_t> bits(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) bits[static_cast<size_t>(i)] = f32_to_bf16_bits(v[i]);
+  return bits;
+}
+
+// Per-thread scratch for the BF16-rounded activations (as FP32 values or as BF16 bits).
+template <typename T>
+std::vector<T>& activation_scratch(int64_t count) {
+  thread_local std::vector<T> scratch;
+  scratch.resize(static_cast<size_t>(count));
+  return scratch;
+}
+
+class LinearBf16 final : public Linear {
+ public:
+  LinearBf16(Bf16Kernel kernel, const float* W, const float* bias, int64_t out, int64_t in, const std::string& name)
+      : kernel_(kernel), out_(out), in_(in) {
+    if (out <= 0 || in <= 0) fail("{}: linear shape [{}, {}] is empty; expected out > 0 and in > 0", name, out, in);
+    for (int64_t i = 0; i < out * in; ++i) {
+      if (!std::isfinite(W[i]) || std::isinf(round_to_bf16(W[i]))) {
+        fail("{}: weight [{}, {}] = {} is not a finite BF16 value; expected finite weights below 3.39e38", name,
+             i / in, i % in, W[i]);
+      }
+    }
+    if (bias != nullptr) bias_.assign(bias, bias + out);
+    switch (kernel_) {
+      case Bf16Kernel::onednn:
+        weight_bits_ = to_bf16(W, out * in);
+        kernel_path_ = onednn_kernel_path(entry_for(1).pd) + ":bf16bf16f32";
+        break;
+      case Bf16Kernel::avx2:
+        packed_ = pack_bf16_weights(W, bias, out, in);
+        kernel_path_ = "qjoule:avx2:bf16w_bf16a_f32acc";
+        break;
+      case Bf16Kernel::scalar:
+      case Bf16Kernel::automatic:
+        weight_bits_ = to_bf16(W, out * in);
+        kernel_path_ = "qjoule:scalar:bf16w_bf16a_f32acc";
+        break;
+    }
+  }
+
+  void forward(const float* x, int64_t m, float* y) const override {
+    if (m <= 0) return;
+    const int64_t count = m * in_;
+    if (kernel_ == Bf16Kernel::onednn) {
+      std::vector<uint16_t>& a = activation_scratch<uint16_t>(count);
+#pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
+      for (int64_t i = 0; i < count; ++i) a[static_cast<size_t>(i)] = f32_to_bf16_bits(x[i]);
+      run_onednn(a.data(), m, y);
+      return;
+    }
+    std::vector<float>& a = activation_scratch<float>(count);
+#pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
+    for (int64_t i = 0; i < count; ++i) a[static_cast<size_t>(i)] = round_to_bf16(x[i]);
+    if (kernel_ == Bf16Kernel::avx2) {
+      gemm_bf16_avx2(a.data(), m, packed_, y);
+    } else {
+      run_scalar(a.data(), m, y);
+    }
+  }
+
+  int64_t in_features() const override { return in_; }
+  int64_t out_features() const override { return out_; }
+  std::string format() const override { return "bf16"; }
+  std::string kernel_path() const override { return kernel_path_; }
+  std::size_t bytes_held() const override {
+    if (kernel_ == Bf16Kernel::avx2) {  // padded panels and the padded bias the kernel reads
+      return packed_.lanes.size() * sizeof(uint32_t) + packed_.bias.size() * sizeof(float);
+    }
+    return weight_bits_.size() * sizeof(uint16_t) + bias_.size() * sizeof(float);
+  }
+
+ private:
+  struct Entry {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+  };
+
+  const Entry& entry_for(int64_t m) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(m);
+    if (it != cache_.end()) return it->second;
+    auto pd = bf16_matmul_pd(m, out_, in_, !bias_.empty());
+    return cache_.emplace(m, Entry{pd, dnnl::matmul(pd)}).first->second;
+  }
+
+  void run_onednn(const uint16_t* a, int64_t m, float* y) const {
+    const Entry& e = entry_for(m);
+    memory src(e.pd.src_desc(), onednn_cpu_engine(), const_cast<uint16_t*>(a));
+    memory wei(e.pd.weights_desc(), onednn_cpu_engine(), const_cast<uint16_t*>(weight_bits_.data()));
+    memory dst(e.pd.dst_desc(), onednn_cpu_engine(), y);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    if (!bias_.empty()) {
+      args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), onednn_cpu_engine(), const_cast<float*>(bias_.data())));
+    }
+    e.prim.execute(onednn_cpu_stream(), args);
+    onednn_cpu_stream().wait();
+  }
+
+  void run_scalar(const float* a, int64_t m, float* y) const {
+#pragma omp parallel for schedule(static) if (m * out_ * in_ >= (int64_t{1} << 20))
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < out_; ++j) {
+        float acc = 0.0f;
+        const uint16_t* w = weight_bits_.data() + j * in_;
+        for (int64_t k = 0; k < in_; ++k) acc += a[i * in_ + k] * bf16_bits_to_f32(w[k]);
+        y[i * out_ + j] = acc + (bias_.empty() ? 0.0f : bias_[static_cast<size_t>(j)]);
+      }
+    }
+  }
+
+  Bf16Kernel kernel_;
+  int64_t out_, in_;
+  std::vector<float> bias_;
+  std::vector<uint16_t> weight_bits_;  // onednn and scalar kernels: [out, in] BF16
+  PackedBf16Weights packed_;           // avx2 kernel
+  std::string kernel_path_;
+  mutable std::mutex mutex_;
+  mutable std::map<int64_t, Entry> cache_;
+};
+
+}  // namespace
+
+bool onednn_has_native_bf16_matmul() {
+  static const bool has = [] {
+    try {
+      const std::string impl = bf16_matmul_pd(64, 64, 64, true).impl_info_str();
+      return impl.rfind("ref", 0) != 0;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+std::unique_ptr<Linear> make_linear_bf16_on(Bf16Kernel kernel, const float* W, const float* bias, int64_t out,
+                                            int64_t in, const std::string& tensor_name) {
+  if (kernel == Bf16Kernel::automatic) {
+    kernel = onednn_has_native_bf16_matmul() ? Bf16Kernel::onednn
+             : cpu_has_avx2_fma()            ? Bf16Kernel::avx2
+                                             : Bf16Kernel::scalar;
+  }
+  if (kernel == Bf16Kernel::onednn && !onednn_has_native_bf16_matmul()) {
+    fail("{}: bf16 kernel 'onednn' requested, but oneDNN {}.{} has no native bf16 matmul on this CPU "
+         "(it needs AVX512_BF16 or AMX); the AVX2 kernel runs instead when chosen automatically",
+         tensor_name, dnnl::version()->major, dnnl::version()->minor);
+  }
+  if (kernel == Bf16Kernel::avx2 && !cpu_has_avx2_fma()) {
+    fail("{}: bf16 kernel 'avx2' requested, but this CPU lacks AVX2/FMA", tensor_name);
+  }
+  return std::make_unique<LinearBf16>(kernel, W, bias, out, in, tensor_name);
+}
+
+std::unique_ptr<Linear> make_linear_bf16(const float* W, const float* bias, int64_t out, int64_t in,
+                                         const std::string& tensor_name) {
+  return make_linear_bf16_on(Bf16Kernel::automatic, W, bias, out, in, tensor_name);
+}
+
+void linear_bf16_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                     float* y) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < out; ++j) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < in; ++k) acc += double(round_to_bf16(x[i * in + k])) * round_to_bf16(W[j * in + k]);
+      y[i * out + j] = static_cast<float>(acc + (bias != nullptr ? bias[j] : 0.0));
+    }
+  }
+}
+
+}  // namespace qjoule::kernels

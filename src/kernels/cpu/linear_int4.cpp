@@ -1,0 +1,48 @@
+// make_linear_int4: INT4 group-wise weights (sym or asym, G = 32/64/128) with FP32 activations
+// ("int4_f32") or INT8 activation blocks and integer dot products ("int4_s8").
+#include "kernels/cpu/weight_only_gemm.h"
+#include "kernels/cpu/weight_only_linear.h"
+#include "qjoule/error.h"
+#include "qjoule/quant/quantize_int4.h"
+
+namespace qjoule::kernels {
+namespace {
+
+template <class Block>
+std::unique_ptr<Linear> make_int4(const float* W, const float* bias, int64_t out, int64_t in,
+                                  const Int4Options& options, const std::string& tensor_name) {
+  using Packed = quant::BlockMatrix<Block>;
+  const WeightOnlyIsa isa = weight_only_isa();
+  const bool avx2 = isa == WeightOnlyIsa::avx2;
+  auto packed = quant::quantize_matrix_int4<Block>(W, out, in, tensor_name);
+  if (options.int8_activations) {
+    return std::make_unique<detail::WeightOnlyLinear<Packed>>(
+        std::move(packed), bias, "int4", isa, "int4_s8", nullptr,
+        avx2 ? &detail::gemm_int4_s8_avx2<Block> : &detail::gemm_int4_s8_scalar<Block>, tensor_name);
+  }
+  return std::make_unique<detail::WeightOnlyLinear<Packed>>(
+      std::move(packed), bias, "int4", isa, "int4_f32",
+      avx2 ? &detail::gemm_int4_f32_avx2<Block> : &detail::gemm_int4_f32_scalar<Block>, nullptr, tensor_name);
+}
+
+template <int G>
+std::unique_ptr<Linear> make_int4_group(const float* W, const float* bias, int64_t out, int64_t in,
+                                        const Int4Options& options, const std::string& tensor_name) {
+  if (options.asymmetric) return make_int4<quant::BlockInt4Asym<G>>(W, bias, out, in, options, tensor_name);
+  return make_int4<quant::BlockInt4Sym<G>>(W, bias, out, in, options, tensor_name);
+}
+
+}  // namespace
+
+std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int64_t out, int64_t in,
+                                         const Int4Options& options, const std::string& tensor_name) {
+  switch (options.group_size) {
+    case 32: return make_int4_group<32>(W, bias, out, in, options, tensor_name);
+    case 64: return make_int4_group<64>(W, bias, out, in, options, tensor_name);
+    case 128: return make_int4_group<128>(W, bias, out, in, options, tensor_name);
+    default:
+      fail("tensor '{}': int4 group size {}; expected 32, 64 or 128", tensor_name, options.group_size);
+  }
+}
+
+}  // namespace qjoule::kernels

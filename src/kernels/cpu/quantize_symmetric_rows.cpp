@@ -1,0 +1,147 @@
+#include "kernels/cpu/quantize_symmetric_rows.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "qjoule/error.h"
+
+namespace qjoule::kernels {
+namespace {
+
+// Largest magnitude of one row; fails on NaN/Inf.
+float row_abs_max_scalar(const float* v, int64_t cols, const std::string& what, int64_t row) {
+  float a = 0.0f;
+  for (int64_t k = 0; k < cols; ++k) {
+    if (!std::isfinite(v[k])) {
+      fail("{}: row {} column {} holds {}; symmetric INT8 quantization needs finite values", what, row, k, v[k]);
+    }
+    a = std::max(a, std::fabs(v[k]));
+  }
+  return a;
+}
+
+// inv = qmax / a and scale = a / qmax, or 0 and 0 for a (near-)zero row.
+void row_scales(float a, int qmax, float& inv, float& scale) {
+  if (a < kZeroRowBelow) {
+    inv = 0.0f;
+    scale = 0.0f;
+  } else {
+    inv = static_cast<float>(qmax) / a;
+    scale = a / static_cast<float>(qmax);
+  }
+}
+
+int code_scalar(float v, float inv, int qmax) {
+  const float r = std::nearbyint(v * inv);  // default rounding mode: round half to even
+  return static_cast<int>(std::clamp(r, -static_cast<float>(qmax), static_cast<float>(qmax)));
+}
+
+__attribute__((target("avx2"))) float row_abs_max_avx2(const float* v, int64_t cols, const std::string& what,
+                                                       int64_t row) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 vmax = _mm256_setzero_ps();
+  __m256 poison = _mm256_setzero_ps();  // v·0 is NaN exactly when v is NaN or ±Inf, and NaN sticks under +
+  int64_t k = 0;
+  for (; k + 8 <= cols; k += 8) {
+    const __m256 x = _mm256_loadu_ps(v + k);
+    vmax = _mm256_max_ps(vmax, _mm256_and_ps(x, abs_mask));
+    poison = _mm256_add_ps(poison, _mm256_mul_ps(x, _mm256_setzero_ps()));
+  }
+  alignas(32) float lanes[8], bad[8];
+  _mm256_store_ps(lanes, vmax);
+  _mm256_store_ps(bad, poison);
+  float a = 0.0f;
+  bool finite = true;
+  for (int l = 0; l < 8; ++l) {
+    a = std::max(a, lanes[l]);
+    finite = finite && !std::isnan(bad[l]);
+  }
+  if (!finite) return row_abs_max_scalar(v, cols, what, row);  // names the offending column
+  if (k < cols) a = std::max(a, row_abs_max_scalar(v + k, cols - k, what, row));
+  return a;
+}
+
+// Eight values → eight int32 codes + 128.
+__attribute__((target("avx2"))) inline __m256i shifted_codes8(const float* p, __m256 vinv) {
+  __m256 r = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(p), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+  return _mm256_add_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(128));
+}
+
+__attribute__((target("avx2"))) void quantize_row_u8_avx2(const float* v, int64_t cols, float inv, uint8_t* q) {
+  const __m256 vinv = _mm256_set1_ps(inv);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int64_t k = 0;
+  for (; k + 32 <= cols; k += 32) {
+    const __m256i ab = _mm256_packs_epi32(shifted_codes8(v + k, vinv), shifted_codes8(v + k + 8, vinv));
+    const __m256i cd = _mm256_packs_epi32(shifted_codes8(v + k + 16, vinv), shifted_codes8(v + k + 24, vinv));
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k), bytes);
+  }
+  for (; k < cols; ++k) q[k] = static_cast<uint8_t>(code_scalar(v[k], inv, 127) + 128);
+}
+
+// The row itself, or row · col_scale (elementwise, one FP32 multiply each) in a per-thread buffer.
+const float* scaled_row(const float* row, int64_t cols, const float* col_scale) {
+  if (col_scale == nullptr) return row;
+  thread_local std::vector<float> buffer;
+  buffer.resize(static_cast<size_t>(cols));
+  for (int64_t k = 0; k < cols; ++k) buffer[static_cast<size_t>(k)] = row[k] * col_scale[k];
+  return buffer.data();
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+}  // namespace
+
+void quantize_rows_symmetric_s8(const float* v, int64_t rows, int64_t cols, int qmax, int8_t* q, float* scales,
+                                const std::string& what) {
+  if (qmax < 1 || qmax > 127) fail("{}: INT8 qmax {} is out of range; expected 1..127", what, qmax);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = v + r * cols;
+    float inv = 0.0f;
+    row_scales(row_abs_max_scalar(row, cols, what, r), qmax, inv, scales[r]);
+    for (int64_t k = 0; k < cols; ++k) q[r * cols + k] = static_cast<int8_t>(code_scalar(row[k], inv, qmax));
+  }
+}
+
+void quantize_rows_symmetric_u8_shifted_scalar(const float* v, int64_t rows, int64_t cols, uint8_t* q,
+                                               float* scales, const std::string& what, const float* col_scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = scaled_row(v + r * cols, cols, col_scale);
+    float inv = 0.0f;
+    row_scales(row_abs_max_scalar(row, cols, what, r), 127, inv, scales[r]);
+    for (int64_t k = 0; k < cols; ++k) q[r * cols + k] = static_cast<uint8_t>(code_scalar(row[k], inv, 127) + 128);
+  }
+}
+
+void quantize_rows_symmetric_u8_shifted(const float* v, int64_t rows, int64_t cols, uint8_t* q, float* scales,
+                                        const std::string& what, const float* col_scale) {
+  if (!cpu_has_avx2()) {
+    quantize_rows_symmetric_u8_shifted_scalar(v, rows, cols, q, scales, what, col_scale);
+    return;
+  }
+  // Errors thrown inside an OpenMP region must not escape it: keep the first and rethrow after.
+  std::string error;
+#pragma omp parallel for schedule(static) if (rows * cols >= (int64_t{1} << 15))
+  for (int64_t r = 0; r < rows; ++r) {
+    try {
+      const float* row = scaled_row(v + r * cols, cols, col_scale);
+      float inv = 0.0f;
+      row_scales(row_abs_max_avx2(row, cols, what, r), 127, inv, scales[r]);
+      quantize_row_u8_avx2(row, cols, inv, q + r * cols);
+    } catch (const Error& e) {
+#pragma omp critical(qjoule_quantize_rows_error)
+      if (error.empty()) error = e.what();
+    }
+  }
+  if (!error.empty()) throw Error(error);
+}
+
+}  // namespace qjoule::kernels

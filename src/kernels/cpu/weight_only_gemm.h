@@ -1,0 +1,56 @@
+// Entry points of qjoule's weight-only GEMM kernels, one per format and ISA:
+//   y[m, rows] = x[m, cols] · Wᵀ + bias   (W packed as in qjoule/quant/formats.h; bias may be null)
+// Every entry is multi-threaded with OpenMP over output features (qjoule::kernels::set_num_threads).
+// The _avx2 entries need AVX2 + FMA + F16C (checked by the caller: weight_only_isa()).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "qjoule/quant/formats.h"
+
+namespace qjoule::kernels::detail {
+
+void gemm_fp16_f32_avx2(const quant::Fp16Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_fp16_f32_scalar(const quant::Fp16Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+
+void gemm_w8_f32_avx2(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_w8_f32_scalar(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+
+// Block: quant::BlockInt4Sym<G> or quant::BlockInt4Asym<G>, G = 32, 64, 128.
+template <class Block>
+void gemm_int4_f32_avx2(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Block>
+void gemm_int4_f32_scalar(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+// Activations quantized per 32-block to INT8 (quant::BlockQ8Act) inside the call; `layer` names the
+// layer when an activation is NaN/Inf.
+template <class Block>
+void gemm_int4_s8_avx2(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
+                       std::string_view layer);
+template <class Block>
+void gemm_int4_s8_scalar(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
+                         std::string_view layer);
+
+void gemm_nf4_f32_avx2(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4_f32_scalar(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4dq_f32_avx2(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
+
+#define QJOULE_INT4_GEMM_EXTERN(BLOCK)                                                                         \
+  extern template void gemm_int4_f32_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
+                                                 int64_t, float*);                                             \
+  extern template void gemm_int4_f32_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*,             \
+                                                   const float*, int64_t, float*);                             \
+  extern template void gemm_int4_s8_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,  \
+                                                int64_t, float*, std::string_view);                            \
+  extern template void gemm_int4_s8_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
+                                                  int64_t, float*, std::string_view);
+QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<32>)
+QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<64>)
+QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<128>)
+QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Asym<32>)
+QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Asym<64>)
+QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Asym<128>)
+#undef QJOULE_INT4_GEMM_EXTERN
+
+}  // namespace qjoule::kernels::detail

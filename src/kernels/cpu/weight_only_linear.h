@@ -1,0 +1,57 @@
+// The Linear that every weight-only format shares: it holds the packed matrix (a qjoule::quant
+// container) and the FP32 bias, and runs the GEMM entry chosen for the ISA at construction.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "qjoule/kernels/linear.h"
+#include "qjoule/kernels/linear_weight_only.h"
+
+namespace qjoule::kernels::detail {
+
+// Packed: quant::Fp16Matrix, Int8Matrix, BlockMatrix<...>, Nf4DqMatrix (rows, cols, bytes()).
+template <class Packed>
+class WeightOnlyLinear final : public Linear {
+ public:
+  using Gemm = void (*)(const Packed&, const float* bias, const float* x, int64_t m, float* y);
+  using GemmNamed = void (*)(const Packed&, const float* bias, const float* x, int64_t m, float* y, std::string_view);
+
+  // kernel: the kernel's name without the ISA, e.g. "nf4_f32"; the path becomes "qjoule:<isa>:<kernel>".
+  WeightOnlyLinear(Packed w, const float* bias, std::string format, WeightOnlyIsa isa, const std::string& kernel,
+                   Gemm gemm, GemmNamed gemm_named, std::string tensor_name)
+      : w_(std::move(w)),
+        format_(std::move(format)),
+        kernel_path_("qjoule:" + std::string(isa_name(isa)) + ":" + kernel),
+        gemm_(gemm),
+        gemm_named_(gemm_named),
+        tensor_name_(std::move(tensor_name)) {
+    if (bias != nullptr) bias_.assign(bias, bias + w_.rows);
+  }
+
+  void forward(const float* x, int64_t m, float* y) const override {
+    if (m <= 0) return;
+    const float* b = bias_.empty() ? nullptr : bias_.data();
+    if (gemm_named_ != nullptr) {
+      gemm_named_(w_, b, x, m, y, tensor_name_);
+    } else {
+      gemm_(w_, b, x, m, y);
+    }
+  }
+  int64_t in_features() const override { return w_.cols; }
+  int64_t out_features() const override { return w_.rows; }
+  std::string format() const override { return format_; }
+  std::string kernel_path() const override { return kernel_path_; }
+  std::size_t bytes_held() const override { return w_.bytes() + bias_.size() * sizeof(float); }
+
+ private:
+  Packed w_;
+  std::vector<float> bias_;
+  std::string format_, kernel_path_;
+  Gemm gemm_;
+  GemmNamed gemm_named_;
+  std::string tensor_name_;
+};
+
+}  // namespace qjoule::kernels::detail

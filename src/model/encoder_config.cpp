@@ -1,0 +1,213 @@
+#include "qjoule/model/encoder_config.h"
+
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "qjoule/error.h"
+
+namespace qjoule::model {
+namespace {
+
+using json = nlohmann::json;
+
+struct FieldNames {
+  const char* vocab = "vocab_size";
+  const char* hidden;
+  const char* layers;
+  const char* heads;
+  const char* intermediate;
+  const char* activation;
+};
+
+constexpr FieldNames kBertFields{"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                 "intermediate_size", "hidden_act"};
+constexpr FieldNames kDistilBertFields{"vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "activation"};
+
+class Reconciler {
+ public:
+  Reconciler(const std::filesystem::path& config_path, const json& config, const io::Checkpoint& ck, EncoderConfig& out)
+      : path_(config_path.string()), config_(config), ck_(ck), out_(out) {}
+
+  std::optional<int64_t> int_field(const char* field) const {
+    auto it = config_.find(field);
+    if (it == config_.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer()) fail("{}: field '{}' is {}, expected an integer", path_, field, it->dump());
+    return it->get<int64_t>();
+  }
+
+  const io::TensorView& tensor(const std::string& name) const { return ck_.at(name); }
+
+  // Takes `field` from config.json when present, else from the tensor's dimension; both present and
+  // different is an error naming both.
+  int64_t reconcile(const char* field, const std::string& tensor_name, std::size_t dim) {
+    const auto& t = tensor(tensor_name);
+    if (t.shape.size() <= dim)
+      fail("{}: tensor '{}' has shape {}, expected at least {} dimensions", t.file.string(), tensor_name,
+           t.shape_string(), dim + 1);
+    const int64_t from_tensor = t.shape[dim];
+    const auto from_config = int_field(field);
+    if (!from_config) {
+      out_.inferred_fields.push_back(field);
+      return from_tensor;
+    }
+    if (*from_config != from_tensor)
+      fail("{}: {} = {}, but tensor '{}' has shape {} (so {} = {})", path_, field, *from_config, tensor_name,
+           t.shape_string(), field, from_tensor);
+    return *from_config;
+  }
+
+ private:
+  std::string path_;
+  const json& config_;
+  const io::Checkpoint& ck_;
+  EncoderConfig& out_;
+};
+
+int64_t count_layers(const io::Checkpoint& ck, const std::string& layer_prefix) {
+  std::set<int64_t> ids;
+  for (const auto& [name, view] : ck.tensors()) {
+    if (name.rfind(layer_prefix, 0) != 0) continue;
+    const auto rest = name.substr(layer_prefix.size());
+    const auto dot = rest.find('.');
+    try {
+      ids.insert(std::stoll(rest.substr(0, dot)));
+    } catch (const std::exception&) {
+    }
+  }
+  return static_cast<int64_t>(ids.size());
+}
+
+std::vector<std::string> read_id2label(const std::string& path, const json& config) {
+  std::vector<std::string> labels;
+  auto it = config.find("id2label");
+  if (it == config.end() || it->is_null()) return labels;
+  if (!it->is_object()) fail("{}: 'id2label' is {}, expected an object like {{\"0\": \"NEGATIVE\"}}", path, it->dump());
+  labels.resize(it->size());
+  for (const auto& [key, value] : it->items()) {
+    std::size_t index = 0;
+    try {
+      index = std::stoul(key);
+    } catch (const std::exception&) {
+      fail("{}: id2label key '{}' is not a label index", path, key);
+    }
+    if (index >= labels.size())
+      fail("{}: id2label has {} entries but a key {}; expected keys 0..{}", path, labels.size(), index,
+           labels.size() - 1);
+    labels[index] = value.is_string() ? value.get<std::string>() : value.dump();
+  }
+  return labels;
+}
+
+}  // namespace
+
+std::string EncoderConfig::prefix() const { return arch == EncoderArch::Bert ? "bert." : "distilbert."; }
+
+std::string supported_architectures() {
+  return "bert (BertForSequenceClassification), distilbert (DistilBertForSequenceClassification)";
+}
+
+EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Checkpoint& ck) {
+  const auto path = dir / "config.json";
+  std::ifstream in(path);
+  if (!in) fail("{}: cannot open (a Hugging Face model folder needs config.json)", path.string());
+  const json config = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) fail("{}: not a JSON object", path.string());
+
+  EncoderConfig out;
+  out.model_type = config.value("model_type", std::string{});
+  std::string architectures = "none";
+  if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()) {
+    out.architecture = config["architectures"][0].is_string() ? config["architectures"][0].get<std::string>() : "";
+    architectures = config["architectures"].dump();
+  }
+  if (out.model_type == "bert" && (out.architecture.empty() || out.architecture == "BertForSequenceClassification")) {
+    out.arch = EncoderArch::Bert;
+    out.architecture = "BertForSequenceClassification";
+  } else if (out.model_type == "distilbert" &&
+             (out.architecture.empty() || out.architecture == "DistilBertForSequenceClassification")) {
+    out.arch = EncoderArch::DistilBert;
+    out.architecture = "DistilBertForSequenceClassification";
+  } else {
+    fail("{}: model_type '{}' with architectures {} is not supported; supported: {}", path.string(), out.model_type,
+         architectures, supported_architectures());
+  }
+
+  const bool bert = out.arch == EncoderArch::Bert;
+  const FieldNames& f = bert ? kBertFields : kDistilBertFields;
+  const std::string p = out.prefix();
+  const std::string layer0 = bert ? p + "encoder.layer.0." : p + "transformer.layer.0.";
+  Reconciler r(path, config, ck, out);
+
+  out.vocab_size = r.reconcile(f.vocab, p + "embeddings.word_embeddings.weight", 0);
+  out.hidden_size = r.reconcile(f.hidden, p + "embeddings.word_embeddings.weight", 1);
+  out.max_positions = r.reconcile("max_position_embeddings", p + "embeddings.position_embeddings.weight", 0);
+  out.intermediate_size =
+      r.reconcile(f.intermediate, layer0 + (bert ? "intermediate.dense.weight" : "ffn.lin1.weight"), 0);
+  if (bert) out.type_vocab_size = r.reconcile("type_vocab_size", p + "embeddings.token_type_embeddings.weight", 0);
+
+  const int64_t layers_in_checkpoint = count_layers(ck, bert ? p + "encoder.layer." : p + "transformer.layer.");
+  if (auto layers = r.int_field(f.layers)) {
+    if (*layers != layers_in_checkpoint)
+      fail("{}: {} = {}, but the checkpoint holds tensors for {} layers", path.string(), f.layers, *layers,
+           layers_in_checkpoint);
+    out.num_layers = *layers;
+  } else {
+    out.num_layers = layers_in_checkpoint;
+    out.inferred_fields.push_back(f.layers);
+  }
+  if (out.num_layers == 0) fail("{}: the checkpoint holds no transformer layers (no '{}*' tensors)", path.string(), layer0);
+
+  // Heads cannot be read off tensor shapes; Hugging Face's default for both classes is 12.
+  if (auto heads = r.int_field(f.heads)) {
+    out.num_heads = *heads;
+  } else {
+    out.num_heads = 12;
+    out.inferred_fields.push_back(std::string(f.heads) + " (Hugging Face default 12)");
+  }
+  if (out.num_heads <= 0 || out.hidden_size % out.num_heads != 0)
+    fail("{}: {} = {} does not divide the hidden size {}", path.string(), f.heads, out.num_heads, out.hidden_size);
+
+  out.id2label = read_id2label(path.string(), config);
+  const auto& classifier = r.tensor("classifier.weight");
+  const int64_t labels_in_checkpoint = classifier.shape.empty() ? 0 : classifier.shape[0];
+  int64_t labels = 0;
+  std::string labels_source;
+  if (!out.id2label.empty()) {
+    labels = static_cast<int64_t>(out.id2label.size());
+    labels_source = fmt::format("id2label has {} entries", labels);
+  } else if (auto n = r.int_field("num_labels")) {
+    labels = *n;
+    labels_source = fmt::format("num_labels = {}", labels);
+  }
+  if (labels == 0) {
+    out.num_labels = labels_in_checkpoint;
+    out.inferred_fields.push_back("num_labels");
+  } else if (labels != labels_in_checkpoint) {
+    fail("{}: {}, but tensor 'classifier.weight' has shape {} (so {} labels)", path.string(), labels_source,
+         classifier.shape_string(), labels_in_checkpoint);
+  } else {
+    out.num_labels = labels;
+  }
+  if (out.id2label.empty()) {
+    for (int64_t i = 0; i < out.num_labels; ++i) out.id2label.push_back(fmt::format("LABEL_{}", i));
+  }
+
+  const std::string act = config.value(f.activation, std::string("gelu"));
+  if (act != "gelu" && act != "relu")
+    fail("{}: {} = '{}' is not supported; supported: gelu (erf form), relu", path.string(), f.activation, act);
+  out.activation = act;
+  if (config.contains("layer_norm_eps") && config["layer_norm_eps"].is_number())
+    out.layer_norm_eps = config["layer_norm_eps"].get<float>();
+  if (config.contains("pad_token_id") && config["pad_token_id"].is_number_integer())
+    out.pad_token_id = config["pad_token_id"].get<int64_t>();
+  if (!bert && config.value("sinusoidal_pos_embds", false))
+    fail("{}: sinusoidal_pos_embds = true is not supported; expected false (learned positions)", path.string());
+  return out;
+}
+
+}  // namespace qjoule::model

@@ -1,0 +1,88 @@
+#include "qjoule/model/encoder_params.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "qjoule/error.h"
+
+namespace qjoule::model {
+namespace {
+
+class ParamReader {
+ public:
+  ParamReader(const io::Checkpoint& ck, const EncoderConfig& cfg) : ck_(ck), cfg_(cfg) {}
+
+  std::vector<float> read(const std::string& name, const std::vector<int64_t>& expected) const {
+    const auto& t = ck_.at(name);
+    if (t.shape != expected)
+      fail("{}: tensor '{}' has shape {}, expected [{}] from config.json ({}: hidden {}, ffn {}, vocab {}, positions {})",
+           t.file.string(), name, t.shape_string(), fmt::join(expected, ", "), cfg_.architecture, cfg_.hidden_size,
+           cfg_.intermediate_size, cfg_.vocab_size, cfg_.max_positions);
+    return ck_.to_f32(name);
+  }
+
+  LinearParams linear(const std::string& name, int64_t out, int64_t in) const {
+    LinearParams p;
+    p.name = name;
+    p.out_features = out;
+    p.in_features = in;
+    p.weight = read(name + ".weight", {out, in});
+    p.bias = read(name + ".bias", {out});
+    return p;
+  }
+
+  LayerNormParams norm(const std::string& name) const {
+    return {name, read(name + ".weight", {cfg_.hidden_size}), read(name + ".bias", {cfg_.hidden_size})};
+  }
+
+ private:
+  const io::Checkpoint& ck_;
+  const EncoderConfig& cfg_;
+};
+
+}  // namespace
+
+EncoderParams load_encoder_params(const io::Checkpoint& ck, const EncoderConfig& cfg) {
+  const ParamReader r(ck, cfg);
+  const int64_t h = cfg.hidden_size;
+  const int64_t f = cfg.intermediate_size;
+  const std::string p = cfg.prefix();
+  EncoderParams out;
+  out.config = cfg;
+  out.word_embeddings = r.read(p + "embeddings.word_embeddings.weight", {cfg.vocab_size, h});
+  out.position_embeddings = r.read(p + "embeddings.position_embeddings.weight", {cfg.max_positions, h});
+  out.embedding_norm = r.norm(p + "embeddings.LayerNorm");
+  if (cfg.arch == EncoderArch::Bert) {
+    out.token_type_embeddings = r.read(p + "embeddings.token_type_embeddings.weight", {cfg.type_vocab_size, h});
+  }
+  for (int64_t i = 0; i < cfg.num_layers; ++i) {
+    EncoderLayerParams layer;
+    if (cfg.arch == EncoderArch::Bert) {
+      const std::string l = fmt::format("{}encoder.layer.{}.", p, i);
+      layer.q = r.linear(l + "attention.self.query", h, h);
+      layer.k = r.linear(l + "attention.self.key", h, h);
+      layer.v = r.linear(l + "attention.self.value", h, h);
+      layer.o = r.linear(l + "attention.output.dense", h, h);
+      layer.attn_norm = r.norm(l + "attention.output.LayerNorm");
+      layer.ffn_in = r.linear(l + "intermediate.dense", f, h);
+      layer.ffn_out = r.linear(l + "output.dense", h, f);
+      layer.ffn_norm = r.norm(l + "output.LayerNorm");
+    } else {
+      const std::string l = fmt::format("{}transformer.layer.{}.", p, i);
+      layer.q = r.linear(l + "attention.q_lin", h, h);
+      layer.k = r.linear(l + "attention.k_lin", h, h);
+      layer.v = r.linear(l + "attention.v_lin", h, h);
+      layer.o = r.linear(l + "attention.out_lin", h, h);
+      layer.attn_norm = r.norm(l + "sa_layer_norm");
+      layer.ffn_in = r.linear(l + "ffn.lin1", f, h);
+      layer.ffn_out = r.linear(l + "ffn.lin2", h, f);
+      layer.ffn_norm = r.norm(l + "output_layer_norm");
+    }
+    out.layers.push_back(std::move(layer));
+  }
+  out.head_dense = r.linear(cfg.arch == EncoderArch::Bert ? p + "pooler.dense" : "pre_classifier", h, h);
+  out.classifier = r.linear("classifier", cfg.num_labels, h);
+  return out;
+}
+
+}  // namespace qjoule::model

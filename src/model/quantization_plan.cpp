@@ -1,0 +1,86 @@
+#include "qjoule/model/quantization_plan.h"
+
+#include <mutex>
+
+#include "qjoule/error.h"
+#include "qjoule/quant/smoothquant.h"
+
+namespace qjoule::model {
+namespace {
+
+// An FP32 Linear that also records the per-input-channel abs-max of everything it sees.
+class AbsMaxRecordingLinear final : public kernels::Linear {
+ public:
+  AbsMaxRecordingLinear(std::unique_ptr<kernels::Linear> inner, std::vector<float>& absmax)
+      : inner_(std::move(inner)), absmax_(absmax) {}
+  void forward(const float* x, int64_t m, float* y) const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      quant::accumulate_channel_absmax(x, m, inner_->in_features(), absmax_);
+    }
+    inner_->forward(x, m, y);
+  }
+  int64_t in_features() const override { return inner_->in_features(); }
+  int64_t out_features() const override { return inner_->out_features(); }
+  std::string format() const override { return inner_->format(); }
+  std::string kernel_path() const override { return "calibration:" + inner_->kernel_path(); }
+  std::size_t bytes_held() const override { return inner_->bytes_held(); }
+
+ private:
+  std::unique_ptr<kernels::Linear> inner_;
+  std::vector<float>& absmax_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace
+
+LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const kernels::LinearFormat& defaults,
+                                       SmoothingFactors smoothing) {
+  return [policy, defaults, smoothing = std::move(smoothing)](const LinearParams& p, bool in_block) {
+    const auto decision = policy.resolve(p.name, in_block);
+    const auto format = kernels::parse_precision(decision.format, defaults);
+    const float* s = nullptr;
+    if (format.precision == "int8") {
+      auto it = smoothing.find(p.name);
+      if (it != smoothing.end()) s = it->second.data();
+    }
+    return kernels::make_linear(format, p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(), p.out_features,
+                                p.in_features, p.name, s);
+  };
+}
+
+SmoothingFactors calibrate_smoothquant(const EncoderParams& params, float alpha,
+                                       const std::function<void(const EncoderClassifier&)>& run_calibration) {
+  if (!(alpha >= 0.0f && alpha <= 1.0f)) fail("--smoothquant {} is out of range, expected an alpha in [0, 1]", alpha);
+  std::map<std::string, std::vector<float>> act_absmax;
+  for (const auto& l : params.layers) {
+    for (const auto* lp : {&l.q, &l.k, &l.v, &l.o, &l.ffn_in, &l.ffn_out}) act_absmax[lp->name];
+  }
+  EncoderParams copy = params;
+  const auto fp32 = fp32_linear_factory();
+  EncoderClassifier recorder(std::move(copy), [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
+    auto inner = fp32(p, in_block);
+    auto it = act_absmax.find(p.name);
+    if (it == act_absmax.end()) return inner;
+    return std::make_unique<AbsMaxRecordingLinear>(std::move(inner), it->second);
+  });
+  run_calibration(recorder);
+
+  SmoothingFactors out;
+  for (const auto& l : params.layers) {
+    // Q, K and V see the same input: one s over all three weights.
+    std::vector<float> qkv_weight_absmax;
+    for (const auto* lp : {&l.q, &l.k, &l.v})
+      quant::accumulate_weight_input_absmax(lp->weight.data(), lp->out_features, lp->in_features, qkv_weight_absmax);
+    const auto s_qkv = quant::smoothquant_scales(act_absmax[l.q.name], qkv_weight_absmax, alpha);
+    out[l.q.name] = out[l.k.name] = out[l.v.name] = s_qkv;
+    for (const auto* lp : {&l.o, &l.ffn_in, &l.ffn_out}) {
+      std::vector<float> w_absmax;
+      quant::accumulate_weight_input_absmax(lp->weight.data(), lp->out_features, lp->in_features, w_absmax);
+      out[lp->name] = quant::smoothquant_scales(act_absmax[lp->name], w_absmax, alpha);
+    }
+  }
+  return out;
+}
+
+}  // namespace qjoule::model

@@ -1,0 +1,118 @@
+#include "qjoule/quant/quantize_nf4.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "qjoule/error.h"
+#include "qjoule/quant/quantize_dynamic8.h"
+#include "qjoule/quant/require_finite.h"
+
+namespace qjoule::quant {
+namespace {
+
+void require_nf4_cols(int64_t cols, std::string_view tensor) {
+  if (cols % kNf4BlockSize != 0) {
+    fail("tensor '{}': in_features {} is not a multiple of the nf4 block size {}; expected a multiple of {}", tensor,
+         cols, kNf4BlockSize, kNf4BlockSize);
+  }
+}
+
+}  // namespace
+
+uint8_t quantize_nf4_code(float x) {
+  // bitsandbytes' decision tree (csrc/kernels.cu, dQuantizeNF4): the thresholds are the midpoints
+  // between adjacent sorted kNf4Table values, as FP32 literals.
+  if (x > 0.03979014977812767f) {
+    if (x > 0.3893125355243683f) {
+      if (x > 0.6427869200706482f) return x > 0.8614784181118011f ? 0b1111 : 0b1110;
+      return x > 0.5016634166240692f ? 0b1101 : 0b1100;
+    }
+    if (x > 0.2035212516784668f) return x > 0.2920137718319893f ? 0b1011 : 0b1010;
+    return x > 0.1202552504837513f ? 0b1001 : 0b1000;
+  }
+  if (x > -0.33967943489551544f) {
+    if (x > -0.13791173323988914f) return x > -0.045525018125772476f ? 0b0111 : 0b0110;
+    return x > -0.23460740596055984f ? 0b0101 : 0b0100;
+  }
+  if (x > -0.6106329262256622f) return x > -0.4599952697753906f ? 0b0011 : 0b0010;
+  return x > -0.8480964004993439f ? 0b0001 : 0b0000;
+}
+
+void quantize_row_nf4_ref(const float* x, int64_t n, BlockNf4* y, std::string_view tensor, int64_t row) {
+  require_nf4_cols(n, tensor);
+  require_finite(x, n, tensor, row, "nf4");
+  for (int64_t b = 0; b < n / kNf4BlockSize; ++b) {
+    const float* xb = x + b * kNf4BlockSize;
+    float amax = 0.0f;
+    for (int i = 0; i < kNf4BlockSize; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    uint8_t code[kNf4BlockSize];
+    if (amax == 0.0f) {
+      std::fill(code, code + kNf4BlockSize, kNf4ZeroCode);
+    } else {
+      const float inv = 1.0f / amax;  // bitsandbytes multiplies by the reciprocal
+      const bool divide = !std::isfinite(inv);  // subnormal absmax
+      for (int i = 0; i < kNf4BlockSize; ++i) code[i] = quantize_nf4_code(divide ? xb[i] / amax : xb[i] * inv);
+    }
+    y[b].absmax = amax;
+    for (int i = 0; i < kNf4BlockSize / 2; ++i) y[b].qs[i] = static_cast<uint8_t>((code[2 * i] << 4) | code[2 * i + 1]);
+  }
+}
+
+void dequantize_row_nf4_ref(const BlockNf4* x, int64_t n, float* y) {
+  for (int64_t b = 0; b < n / kNf4BlockSize; ++b) {
+    for (int i = 0; i < kNf4BlockSize / 2; ++i) {
+      const uint8_t byte = x[b].qs[i];
+      y[b * kNf4BlockSize + 2 * i] = kNf4Table[byte >> 4] * x[b].absmax;
+      y[b * kNf4BlockSize + 2 * i + 1] = kNf4Table[byte & 0x0F] * x[b].absmax;
+    }
+  }
+}
+
+Nf4Matrix quantize_matrix_nf4(const float* w, int64_t rows, int64_t cols, std::string_view tensor) {
+  if (rows <= 0 || cols <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, rows, cols);
+  require_nf4_cols(cols, tensor);
+  Nf4Matrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.blocks.resize(static_cast<std::size_t>(rows * (cols / kNf4BlockSize)));
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row_nf4_ref(w + r * cols, cols, m.blocks.data() + r * m.blocks_per_row(), tensor, r);
+  }
+  return m;
+}
+
+Nf4DqMatrix quantize_matrix_nf4_double(const float* w, int64_t rows, int64_t cols, std::string_view tensor) {
+  const Nf4Matrix single = quantize_matrix_nf4(w, rows, cols, tensor);
+  const std::size_t nb = single.blocks.size();
+  double sum = 0.0;
+  for (const BlockNf4& b : single.blocks) sum += b.absmax;
+  Nf4DqMatrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.absmax_mean = static_cast<float>(sum / static_cast<double>(nb));  // bitsandbytes: absmax.mean() in FP32
+  std::vector<float> centered(nb);
+  for (std::size_t b = 0; b < nb; ++b) centered[b] = single.blocks[b].absmax - m.absmax_mean;
+  std::vector<uint8_t> codes(nb);
+  m.absmax_scales.resize((nb + kNf4DoubleQuantGroup - 1) / kNf4DoubleQuantGroup);
+  quantize_blockwise_dynamic8_ref(centered.data(), static_cast<int64_t>(nb), kNf4DoubleQuantGroup, codes.data(),
+                                  m.absmax_scales.data());
+  m.blocks.resize(nb);
+  for (std::size_t b = 0; b < nb; ++b) {
+    m.blocks[b].absmax_code = codes[b];
+    std::copy(std::begin(single.blocks[b].qs), std::end(single.blocks[b].qs), m.blocks[b].qs);
+  }
+  return m;
+}
+
+void dequantize_row_nf4_dq_ref(const Nf4DqMatrix& w, int64_t r, float* y) {
+  for (int64_t kb = 0; kb < w.blocks_per_row(); ++kb) {
+    const BlockNf4Dq& blk = w.row(r)[kb];
+    const float absmax = w.absmax(r * w.blocks_per_row() + kb);
+    for (int i = 0; i < kNf4BlockSize / 2; ++i) {
+      y[kb * kNf4BlockSize + 2 * i] = kNf4Table[blk.qs[i] >> 4] * absmax;
+      y[kb * kNf4BlockSize + 2 * i + 1] = kNf4Table[blk.qs[i] & 0x0F] * absmax;
+    }
+  }
+}
+
+}  // namespace qjoule::quant

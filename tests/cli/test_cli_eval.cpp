@@ -1,0 +1,144 @@
+// End-to-end tests of `qjoule info`, `qjoule eval` and `--version`, run as a user would.
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "run_command.h"
+#include "test_paths.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using qjoule::test::run_command;
+namespace fs = std::filesystem;
+
+std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
+fs::path tiny_bert() { return qjoule::test::fixtures_dir() / "tiny-bert"; }
+
+std::vector<std::vector<std::string>> read_tsv(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::istringstream ls(line);
+    std::string cell;
+    while (std::getline(ls, cell, '\t')) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+// Every logit of `got` within `budget` of `ref` (same TSV layout); returns the max difference.
+double max_logit_diff(const fs::path& got, const fs::path& ref) {
+  const auto a = read_tsv(got), b = read_tsv(ref);
+  EXPECT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.at(0), b.at(0)) << "headers differ";
+  double max_diff = 0;
+  for (size_t i = 1; i < std::min(a.size(), b.size()); ++i) {
+    EXPECT_EQ(a[i].size(), b[i].size());
+    EXPECT_EQ(a[i][0], b[i][0]);
+    EXPECT_EQ(a[i][1], b[i][1]) << "label of row " << i;
+    for (size_t j = 3; j < std::min(a[i].size(), b[i].size()); ++j)
+      max_diff = std::max(max_diff, std::fabs(std::stod(a[i][j]) - std::stod(b[i][j])));
+  }
+  return max_diff;
+}
+
+TEST(CliEval, VersionNamesCommitBuildAndBackends) {
+  const auto r = run_command(qjoule() + " --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("qjoule 0."));
+  EXPECT_THAT(r.output, HasSubstr("commit "));
+  EXPECT_THAT(r.output, HasSubstr("backends: cpu(oneDNN"));
+}
+
+TEST(CliEval, InfoDescribesTheTinyBert) {
+  const auto r = run_command(qjoule() + " info --model " + tiny_bert().string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("BertForSequenceClassification (bert)"));
+  EXPECT_THAT(r.output, HasSubstr("hidden 32, layers 2, heads 4 (head size 8), FFN 64, vocab 53, positions 40"));
+  EXPECT_THAT(r.output, HasSubstr("NEGATIVE, NEUTRAL, POSITIVE"));
+  EXPECT_THAT(r.output, HasSubstr("layer   1"));
+}
+
+TEST(CliEval, TinyBertTextDatasetMatchesPyTorchLogits) {
+  const auto out = qjoule::test::temp_dir("cli_tiny_bert") / "logits.tsv";
+  const auto r = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
+                             (tiny_bert() / "dataset.tsv").string() + " --batch 5 --dump-logits " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("accuracy   4/12 = 0.3333"));
+  EXPECT_LT(max_logit_diff(out, tiny_bert() / "reference_logits.tsv"), 1e-4);
+}
+
+TEST(CliEval, Sst2DistilBertMiniMatchesPyTorch) {
+  QJOULE_REQUIRE_SHARED("models/sst2-distilbert-mini/reference/dev_logits.tsv");
+  const auto model = qjoule::test::shared_data("models/sst2-distilbert-mini");
+  const auto out = qjoule::test::temp_dir("cli_sst2") / "logits.tsv";
+  const auto r = run_command(qjoule() + " eval --model " + model.string() + " --dataset " +
+                             qjoule::test::shared_data("sst2/dev.tsv").string() +
+                             " --precision fp32 --max-length 128 --dump-logits " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("accuracy   717/872 = 0.8222"));
+  const double diff = max_logit_diff(out, model / "reference/dev_logits.tsv");
+  EXPECT_LT(diff, 1e-4);
+  std::printf("max |logit - PyTorch| over 872 sentences: %.3g\n", diff);
+}
+
+struct BadInput {
+  std::string name;
+  std::string dataset_text;  // written to a file named `dataset_name`
+  std::string dataset_name;
+  std::string extra_args;
+  std::string expected;
+};
+void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
+
+class CliEvalBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliEvalBadInput, OneClearLine) {
+  const auto& p = GetParam();
+  const auto dir = qjoule::test::temp_dir("cli_bad_" + p.name);
+  std::ofstream(dir / p.dataset_name) << p.dataset_text;
+  const auto r = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
+                             (dir / p.dataset_name).string() + " " + p.extra_args);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr(p.expected)) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+  EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliEvalBadInput,
+    ::testing::Values(
+        BadInput{"label_too_big", "sentence\tlabel\ngood film\t3\n", "d.tsv", "", "label 3"},
+        BadInput{"unknown_precision", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--precision int3",
+                 "precision 'int3': unknown format 'int3'; expected one of fp32"},
+        BadInput{"batch_zero", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--batch 0", "--batch is 0"},
+        BadInput{"empty", "sentence\tlabel\n", "d.tsv", "", "empty"},
+        BadInput{"id_out_of_vocab", "{\"input_ids\": [2, 60, 3], \"label\": 1}\n", "d.jsonl", "",
+                 "token id 60 at batch row 0, position 1 is outside the vocabulary [0, 53)"}),
+    [](const auto& test_info) { return test_info.param.name; });
+
+TEST(CliEval, OverlongTextIsTruncatedWithOneWarning) {
+  const auto dir = qjoule::test::temp_dir("cli_overlong");
+  std::string text = "sentence\tlabel\n";
+  for (int row = 0; row < 3; ++row) {
+    for (int i = 0; i < 60; ++i) text += "good ";
+    text += "\t1\n";
+  }
+  std::ofstream(dir / "long.tsv") << text;
+  const auto r = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
+                             (dir / "long.tsv").string() + " --max-length 100");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--max-length 100 exceeds the model's max_position_embeddings 40; using 40"));
+  EXPECT_THAT(r.output, HasSubstr("3 of 3 examples were longer than 40 tokens and were truncated"));
+}
+
+}  // namespace

@@ -1,0 +1,224 @@
+// NVML through a fake libnvidia-ml built by the tests and loaded via QJOULE_NVML_LIB: the real
+// dlopen/dlsym/nvmlInit code path, counter deltas, power readings, and graceful degradation.
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "energy/nvml_sensor.h"
+#include "qjoule/energy/discovery.h"
+#include "qjoule/energy/energy_meter.h"
+#include "qjoule/error.h"
+
+namespace qjoule::energy {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+// Fake library controls are environment variables; each test runs in its own process (ctest).
+class EnergyNvml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : {"FAKE_NVML_GPUS", "FAKE_NVML_WATTS", "FAKE_NVML_ENERGY_UPDATE_MS",
+                             "FAKE_NVML_ENERGY", "FAKE_NVML_FIELDS", "FAKE_NVML_ARCH", "FAKE_NVML_INIT_ERROR"}) {
+      ::unsetenv(name);
+    }
+    ::setenv("QJOULE_NVML_LIB", QJOULE_FAKE_NVML, 1);
+  }
+  static DiscoveryOptions nvml_only() {
+    DiscoveryOptions options;
+    options.use_rapl = false;
+    return options;
+  }
+};
+
+template <typename Fn>
+Fn fake_function(void* handle, const char* name) {
+  void* address = ::dlsym(handle, name);
+  Fn fn = nullptr;
+  std::memcpy(&fn, &address, sizeof fn);
+  return fn;
+}
+
+TEST_F(EnergyNvml, OneSensorPerGpuWithCounterAndInstantPower) {
+  ::setenv("FAKE_NVML_GPUS", "2", 1);
+  ::setenv("FAKE_NVML_WATTS", "100,250", 1);
+  SensorDiscovery found = discover_sensors(nvml_only());
+  ASSERT_EQ(found.sensors.size(), 2u);
+  const SensorInfo& gpu0 = found.sensors[0]->info();
+  EXPECT_EQ(gpu0.id, "nvml:gpu0");
+  EXPECT_EQ(found.sensors[1]->info().id, "nvml:gpu1");
+  EXPECT_EQ(gpu0.scope, SensorScope::gpu);
+  EXPECT_EQ(gpu0.source, "nvml");
+  EXPECT_THAT(gpu0.description, HasSubstr("Fake NVIDIA H100 0"));
+  EXPECT_TRUE(gpu0.has_counter);
+  EXPECT_DOUBLE_EQ(gpu0.counter_unit_j, 1e-3);
+  EXPECT_TRUE(gpu0.has_power);
+  EXPECT_THAT(gpu0.power_method, HasSubstr("NVML_FI_DEV_POWER_INSTANT"));
+  EXPECT_TRUE(gpu0.counts_in_total);
+}
+
+TEST_F(EnergyNvml, CounterDeltasAndPowerReadingsAreRight) {
+  ::setenv("FAKE_NVML_GPUS", "2", 1);
+  ::setenv("FAKE_NVML_WATTS", "100,250", 1);
+  EnergyMeter meter(discover_sensors(nvml_only()));
+  meter.start();
+  Window w = meter.begin_window("kernel");
+  std::this_thread::sleep_for(300ms);
+  const Measurement m = meter.end_window(w);
+  meter.stop();
+  ASSERT_EQ(m.sensors.size(), 2u);
+  const double watts[] = {100.0, 250.0};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const SensorEnergy& e = m.sensors[i];
+    const double truth = watts[i] * m.duration_s;
+    ASSERT_TRUE(e.counter_energy_j && e.integrated_energy_j && e.relative_difference) << e.sensor_id;
+    EXPECT_NEAR(*e.counter_energy_j, truth, 0.01 * truth) << e.sensor_id;
+    EXPECT_NEAR(*e.integrated_energy_j, truth, 0.01 * truth) << e.sensor_id;
+    EXPECT_LT(std::abs(*e.relative_difference), 0.01);
+    EXPECT_EQ(e.energy_source, "counter");
+    EXPECT_DOUBLE_EQ(*e.peak_power_w, watts[i]);
+    EXPECT_NEAR(*e.mean_power_w, watts[i], 0.01 * watts[i]);
+  }
+  EXPECT_NEAR(*m.total.energy_j, 350.0 * m.duration_s, 0.01 * 350.0 * m.duration_s);
+}
+
+TEST_F(EnergyNvml, GpuOptionSelectsAndRejectsMissingIndices) {
+  ::setenv("FAKE_NVML_GPUS", "2", 1);
+  DiscoveryOptions options = nvml_only();
+  options.gpus = {1};
+  SensorDiscovery found = discover_sensors(options);
+  ASSERT_EQ(found.sensors.size(), 1u);
+  EXPECT_EQ(found.sensors[0]->info().id, "nvml:gpu1");
+  options.gpus = {5};
+  try {
+    discover_sensors(options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--gpu 5: this machine has 2 NVIDIA GPUs (indices 0 to 1)"));
+  }
+}
+
+TEST_F(EnergyNvml, UnsupportedEnergyCounterFallsBackToPowerWithAReason) {
+  ::setenv("FAKE_NVML_ENERGY", "unsupported", 1);
+  ::setenv("FAKE_NVML_WATTS", "80", 1);
+  EnergyMeter meter(discover_sensors(nvml_only()));
+  const auto sensors = meter.sensors();
+  ASSERT_EQ(sensors.size(), 1u);
+  EXPECT_FALSE(sensors[0]->has_counter);
+  EXPECT_THAT(sensors[0]->notes, ::testing::Contains(HasSubstr("not supported on this GPU")));
+  meter.start();
+  Window w = meter.begin_window("x");
+  std::this_thread::sleep_for(200ms);
+  const Measurement m = meter.end_window(w);
+  const SensorEnergy& e = m.sensors.at(0);
+  EXPECT_FALSE(e.counter_energy_j.has_value());
+  EXPECT_THAT(e.counter_unavailable, HasSubstr("not supported on this GPU"));
+  EXPECT_EQ(e.energy_source, "power integral");
+  EXPECT_NEAR(*e.energy_j, 80.0 * m.duration_s, 0.01 * 80.0 * m.duration_s);
+}
+
+TEST_F(EnergyNvml, UnsupportedInstantFieldUsesPowerUsageAndSaysItIsAveraged) {
+  ::setenv("FAKE_NVML_FIELDS", "unsupported", 1);
+  ::setenv("FAKE_NVML_ARCH", "9", 1);  // Hopper: nvmlDeviceGetPowerUsage is a 1-s average
+  SensorDiscovery found = discover_sensors(nvml_only());
+  ASSERT_EQ(found.sensors.size(), 1u);
+  auto* sensor = dynamic_cast<NvmlSensor*>(found.sensors[0].get());
+  ASSERT_NE(sensor, nullptr);
+  EXPECT_EQ(sensor->power_route(), NvmlPowerRoute::power_usage);
+  EXPECT_THAT(sensor->info().power_method, HasSubstr("1-second average"));
+  EXPECT_THAT(sensor->info().notes, ::testing::Contains(HasSubstr("NVML_FI_DEV_POWER_INSTANT")));
+
+  found = SensorDiscovery{};  // the last sensor goes: nvmlShutdown, and the fake reads its settings again
+  ::setenv("FAKE_NVML_ARCH", "5", 1);  // Volta: instantaneous
+  found = discover_sensors(nvml_only());
+  EXPECT_THAT(found.sensors.at(0)->info().power_method, HasSubstr("instantaneous"));
+}
+
+TEST_F(EnergyNvml, OldDriverWithoutFunctionsDegradesWithNotes) {
+  ::setenv("QJOULE_NVML_LIB", QJOULE_FAKE_NVML_OLD, 1);
+  ::setenv("FAKE_NVML_WATTS", "60", 1);
+  SensorDiscovery found = discover_sensors(nvml_only());
+  ASSERT_EQ(found.sensors.size(), 1u);
+  const SensorInfo& info = found.sensors[0]->info();
+  EXPECT_FALSE(info.has_counter);
+  EXPECT_TRUE(info.has_power);
+  EXPECT_THAT(info.notes, ::testing::Contains(HasSubstr("lacks nvmlDeviceGetTotalEnergyConsumption")));
+  EXPECT_THAT(info.notes, ::testing::Contains(HasSubstr("lacks nvmlDeviceGetFieldValues")));
+  EXPECT_THAT(info.power_method, HasSubstr("architecture unknown"));
+}
+
+TEST_F(EnergyNvml, ObservedUpdatePeriodAndShortWindowFlag) {
+  ::setenv("FAKE_NVML_ENERGY_UPDATE_MS", "25", 1);
+  MeterOptions options;
+  options.period = 2ms;
+  EnergyMeter meter(discover_sensors(nvml_only()), options);
+  meter.start();
+  std::this_thread::sleep_for(300ms);
+  Window w = meter.begin_window("short");
+  std::this_thread::sleep_for(50ms);
+  const Measurement m = meter.end_window(w);
+  const auto stats = meter.sensor_stats();
+  ASSERT_TRUE(stats.at(0).observed_update_period_s.has_value());
+  EXPECT_FALSE(stats.at(0).update_period_is_upper_bound);
+  EXPECT_GT(*stats[0].observed_update_period_s, 0.015);
+  EXPECT_LT(*stats[0].observed_update_period_s, 0.040);
+  EXPECT_TRUE(m.sensors.at(0).validity.short_window) << "50 ms is under 10 periods of 25 ms";
+}
+
+TEST_F(EnergyNvml, InitFailureIsAnAbsenceWithTheReason) {
+  ::setenv("FAKE_NVML_INIT_ERROR", "9", 1);
+  const SensorDiscovery found = discover_sensors(nvml_only());
+  EXPECT_TRUE(found.sensors.empty());
+  ASSERT_FALSE(found.absent.empty());
+  EXPECT_EQ(found.absent[0].source, "nvml");
+  EXPECT_THAT(found.absent[0].reason, HasSubstr("driver is not loaded"));
+}
+
+TEST_F(EnergyNvml, NoGpuIsAnAbsence) {
+  ::setenv("FAKE_NVML_GPUS", "0", 1);
+  const SensorDiscovery found = discover_sensors(nvml_only());
+  EXPECT_TRUE(found.sensors.empty());
+  EXPECT_THAT(found.absent.at(0).reason, HasSubstr("no NVIDIA GPU"));
+}
+
+TEST_F(EnergyNvml, MissingLibraryIsAnAbsence) {
+  ::setenv("QJOULE_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+  const SensorDiscovery found = discover_sensors(nvml_only());
+  EXPECT_TRUE(found.sensors.empty());
+  EXPECT_THAT(found.absent.at(0).reason, HasSubstr("cannot load /nonexistent/libnvidia-ml.so.1"));
+  EXPECT_THAT(found.absent.at(0).reason, HasSubstr("no NVIDIA driver"));
+}
+
+TEST_F(EnergyNvml, ALibraryThatIsNotNvmlIsRejected) {
+  ::setenv("QJOULE_NVML_LIB", "libm.so.6", 1);
+  const SensorDiscovery found = discover_sensors(nvml_only());
+  EXPECT_TRUE(found.sensors.empty());
+  EXPECT_THAT(found.absent.at(0).reason, HasSubstr("not a usable NVML library"));
+}
+
+TEST_F(EnergyNvml, ShutdownWhenTheLastSensorIsGone) {
+  void* handle = ::dlopen(QJOULE_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);  // keeps the fake's state alive
+  ASSERT_NE(handle, nullptr);
+  const auto active = fake_function<int (*)()>(handle, "fake_nvml_active_inits");
+  const auto field_calls = fake_function<long (*)()>(handle, "fake_nvml_field_calls");
+  ASSERT_NE(active, nullptr);
+  {
+    EnergyMeter meter(discover_sensors(nvml_only()));
+    EXPECT_EQ(active(), 1);
+    meter.start();
+    std::this_thread::sleep_for(30ms);
+    meter.stop();
+    EXPECT_GT(field_calls(), 1) << "power comes from the instant field";
+  }
+  EXPECT_EQ(active(), 0) << "nvmlShutdown after the last sensor";
+  ::dlclose(handle);
+}
+
+}  // namespace
+}  // namespace qjoule::energy

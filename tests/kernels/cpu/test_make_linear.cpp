@@ -1,0 +1,135 @@
+// make_linear: precision specs, dispatch to the real kernel of each format, and `emulate`.
+// Budgets: real layer vs FP32, relative RMS error per format (sanity of the dispatch; the kernels'
+// own tests hold the tight budgets): bf16 1%, fp16 0.1%, int8 3%, w8 1%, int4 / nf4 15%.
+// Emulated vs real layer of the same format: max |Δ| ≤ 1e-4 · max|real| — same quantizers, only FP32
+// summation order differs — so emulation's accuracy figures stand for the format's.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "qjoule/error.h"
+#include "qjoule/kernels/make_linear.h"
+
+namespace {
+
+using namespace qjoule::kernels;
+
+std::vector<float> random_vector(size_t n, unsigned seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+std::string error_of(const auto& fn) {
+  try {
+    fn();
+  } catch (const qjoule::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(MakeLinear, ParsesPrecisionSpecs) {
+  EXPECT_EQ(supported_precisions(), (std::vector<std::string>{"fp32", "bf16", "fp16", "int8", "w8", "int4", "nf4"}));
+  const LinearFormat a = parse_precision("int4:g64:asym:a8");
+  EXPECT_EQ(a.precision, "int4");
+  EXPECT_EQ(a.group_size, 64);
+  EXPECT_TRUE(a.int4_asymmetric);
+  EXPECT_TRUE(a.int4_int8_activations);
+  EXPECT_FALSE(a.emulate);
+  EXPECT_EQ(format_spec(a), "int4:g64:asym:a8");
+  EXPECT_TRUE(parse_precision("nf4:dq").nf4_double_quant);
+  EXPECT_TRUE(parse_precision("int8:emulate").emulate);
+  EXPECT_EQ(format_spec(parse_precision("int8:emulate")), "int8:emulate");
+  LinearFormat defaults;
+  defaults.group_size = 32;
+  defaults.emulate = true;
+  const LinearFormat d = parse_precision("int4", defaults);
+  EXPECT_EQ(d.group_size, 32);
+  EXPECT_TRUE(d.emulate);
+  EXPECT_EQ(parse_precision("int4:g128", defaults).group_size, 128);
+
+  const std::string unknown = error_of([] { parse_precision("int3"); });
+  EXPECT_NE(unknown.find("'int3'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("fp32, bf16, fp16, int8, w8, int4, nf4"), std::string::npos) << unknown;
+  EXPECT_NE(error_of([] { parse_precision("int8:g64"); }).find("applies to int4 only"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_precision("int4:dq"); }).find("applies to nf4 only"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_precision("int4:g48"); }).find("unknown option 'g48'"), std::string::npos);
+  LinearFormat bad_group;
+  bad_group.group_size = 48;
+  EXPECT_NE(error_of([&] { parse_precision("int4", bad_group); }).find("group size 48"), std::string::npos);
+}
+
+TEST(MakeLinear, EveryPrecisionRunsItsOwnKernelAndEmulationReproducesIt) {
+  const int64_t m = 9, out = 48, in = 256;
+  const auto x = random_vector(size_t(m * in), 1);
+  const auto w = random_vector(size_t(out * in), 2, 0.05f);
+  const auto b = random_vector(size_t(out), 3);
+  auto fp32 = make_linear(parse_precision("fp32"), w.data(), b.data(), out, in, "t");
+  std::vector<float> ref(size_t(m * out));
+  fp32->forward(x.data(), m, ref.data());
+  const std::vector<std::pair<std::string, double>> specs = {
+      {"bf16", 0.01}, {"fp16", 0.001}, {"int8", 0.03}, {"w8", 0.01}, {"int4", 0.15}, {"int4:g32:asym", 0.15},
+      {"int4:a8", 0.15}, {"nf4", 0.15}, {"nf4:dq", 0.15}};
+  for (const auto& [spec, budget] : specs) {
+    const LinearFormat f = parse_precision(spec);
+    auto real = make_linear(f, w.data(), b.data(), out, in, "layer.0.ffn.lin1");
+    EXPECT_EQ(real->format(), f.precision) << spec;
+    EXPECT_EQ(real->kernel_path().find("emulated"), std::string::npos) << spec << ": " << real->kernel_path();
+    std::vector<float> y(ref.size());
+    real->forward(x.data(), m, y.data());
+    double err = 0.0, norm = 0.0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      err += (double(y[i]) - ref[i]) * (double(y[i]) - ref[i]);
+      norm += double(ref[i]) * ref[i];
+    }
+    EXPECT_LT(std::sqrt(err / norm), budget) << spec << " via " << real->kernel_path();
+
+    LinearFormat ef = f;
+    ef.emulate = true;
+    auto emulated = make_linear(ef, w.data(), b.data(), out, in, "layer.0.ffn.lin1");
+    EXPECT_EQ(emulated->format(), f.precision);
+    EXPECT_EQ(emulated->kernel_path().rfind("emulated:not_representative:", 0), 0u) << emulated->kernel_path();
+    std::vector<float> ye(ref.size());
+    emulated->forward(x.data(), m, ye.data());
+    float max_real = 0.0f;
+    for (float v : y) max_real = std::max(max_real, std::fabs(v));
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(ye[i], y[i], 1e-4f * max_real) << spec << " i=" << i;
+  }
+}
+
+TEST(MakeLinear, KernelPathsNameTheActivationPath) {
+  const auto w = random_vector(size_t(32 * 128), 4);
+  EXPECT_NE(make_linear(parse_precision("int4:a8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("int4_s8"),
+            std::string::npos);
+  EXPECT_NE(make_linear(parse_precision("int4"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("int4_f32"),
+            std::string::npos);
+  EXPECT_NE(make_linear(parse_precision("int8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("u8s8s32"),
+            std::string::npos);
+}
+
+TEST(MakeLinear, RejectsMisuse) {
+  const auto w = random_vector(size_t(8 * 64), 5);
+  const std::vector<float> s(64, 2.0f);
+  LinearFormat unknown;
+  unknown.precision = "int2";
+  const std::string e = error_of([&] { make_linear(unknown, w.data(), nullptr, 8, 64, "layer.3.attention.q_lin"); });
+  EXPECT_NE(e.find("layer.3.attention.q_lin"), std::string::npos) << e;
+  EXPECT_NE(e.find("fp32, bf16, fp16, int8, w8, int4, nf4"), std::string::npos) << e;
+  EXPECT_NE(error_of([&] { make_linear(parse_precision("w8"), w.data(), nullptr, 8, 64, "t", s.data()); })
+                .find("int8 only"),
+            std::string::npos);
+  auto fp32_emulated = make_linear(parse_precision("fp32:emulate"), w.data(), nullptr, 8, 64, "t");
+  EXPECT_EQ(fp32_emulated->kernel_path().find("emulated"), std::string::npos) << "fp32 is simply fp32";
+  auto smoothed = make_linear(parse_precision("int8:emulate"), w.data(), nullptr, 8, 64, "t", s.data());
+  EXPECT_NE(smoothed->kernel_path().find("+smoothed"), std::string::npos) << smoothed->kernel_path();
+}
+
+}  // namespace

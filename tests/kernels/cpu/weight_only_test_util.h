@@ -1,0 +1,92 @@
+// Shared helpers of the weight-only linear tests: random data, both ISAs, and the comparison
+// against the _ref twin with the budget every test states:
+//   |y − y_ref| <= 1e-5 · (Σ_k |x_k · w_k| + |b|) + 1e-30     (FP32 vs double accumulation)
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "qjoule/kernels/linear_weight_only.h"
+
+namespace qjoule::test {
+
+inline std::vector<float> normal_vector(size_t n, unsigned seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// The ISAs this run can test: scalar always; avx2 when the CPU has it and QJOULE_FORCE_SCALAR does not
+// force the scalar path for the whole run.
+inline std::vector<kernels::WeightOnlyIsa> runnable_isas() {
+  std::vector<kernels::WeightOnlyIsa> isas{kernels::WeightOnlyIsa::scalar};
+  kernels::set_force_scalar_kernels(false);
+  if (kernels::weight_only_isa() == kernels::WeightOnlyIsa::avx2) isas.push_back(kernels::WeightOnlyIsa::avx2);
+  return isas;
+}
+
+// Makes layers built inside its scope use `isa` (forcing scalar, or not forcing it).
+class ScopedIsa {
+ public:
+  explicit ScopedIsa(kernels::WeightOnlyIsa isa) { kernels::set_force_scalar_kernels(isa == kernels::WeightOnlyIsa::scalar); }
+  ~ScopedIsa() { kernels::set_force_scalar_kernels(false); }
+  ScopedIsa(const ScopedIsa&) = delete;
+  ScopedIsa& operator=(const ScopedIsa&) = delete;
+};
+
+struct Shape {
+  int64_t m, out, in;
+};
+
+// Per output element: the budget's scale Σ_k |x_k · w_k| + |b| (W: the FP32 weights).
+inline std::vector<double> budget_scale(const std::vector<float>& x, const std::vector<float>& w, const float* bias,
+                                        const Shape& s) {
+  std::vector<double> scale(size_t(s.m * s.out));
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t o = 0; o < s.out; ++o) {
+      double v = bias != nullptr ? std::fabs(bias[o]) : 0.0;
+      for (int64_t k = 0; k < s.in; ++k) v += std::fabs(double(x[size_t(i * s.in + k)]) * w[size_t(o * s.in + k)]);
+      scale[size_t(i * s.out + o)] = v;
+    }
+  }
+  return scale;
+}
+
+// Checks |y − y_ref| <= 1e-5 · scale + 1e-30 element by element.
+inline void expect_within_budget(const std::vector<float>& y, const std::vector<float>& y_ref,
+                                 const std::vector<double>& scale, const Shape& s, const std::string& what) {
+  for (size_t at = 0; at < y.size(); ++at) {
+    ASSERT_LE(std::fabs(double(y[at]) - y_ref[at]), 1e-5 * scale[at] + 1e-30)
+        << what << " m=" << s.m << " out=" << s.out << " in=" << s.in << " at [" << at / size_t(s.out) << ", "
+        << at % size_t(s.out) << "]: " << y[at] << " vs " << y_ref[at];
+  }
+}
+
+// Quantization error of a format: relative RMS of a layer's output against the FP32 product with the
+// original weights, on Gaussian x (σ = 1) and W (σ = 0.05), m = 16, out = 64, in = 768, no bias.
+// make(W, out, in) builds the layer.
+template <class Make>
+double quantization_error_vs_fp32(const Make& make) {
+  const Shape s{16, 64, 768};
+  const auto x = normal_vector(size_t(s.m * s.in), 21);
+  const auto w = normal_vector(size_t(s.out * s.in), 22, 0.05f);
+  const auto lin = make(w.data(), s.out, s.in);
+  std::vector<float> y(size_t(s.m * s.out)), y32(y.size());
+  lin->forward(x.data(), s.m, y.data());
+  kernels::linear_f32_ref(x.data(), s.m, w.data(), nullptr, s.out, s.in, y32.data());
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    num += (double(y[i]) - y32[i]) * (double(y[i]) - y32[i]);
+    den += double(y32[i]) * y32[i];
+  }
+  return std::sqrt(num / den);
+}
+
+}  // namespace qjoule::test
