@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
-  nlohmann-json3-dev libcli11-dev libfmt-dev libdnnl-dev libutf8proc-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libutf8proc-dev
+  libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (its GPU runtime), a Recommends only
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 missing=()

@@ -95,12 +95,17 @@ TEST(EnergyCli, MeasuresAFakeMachineAndWritesJsonAndTrace) {
   std::map<std::string, nlohmann::json> by_id;
   for (const auto& s : m["sensors"]) by_id[s["id"]] = s;
   ASSERT_TRUE(by_id.count("rapl:package-0") && by_id.count("rapl:package-0/dram") && by_id.count("nvml:gpu0"));
-  EXPECT_NEAR(by_id["rapl:package-0"]["energy_j"].get<double>(), 40.0 * d, 0.01 * 40.0 * d);
-  EXPECT_NEAR(by_id["rapl:package-0/dram"]["energy_j"].get<double>(), 6.0 * d, 0.01 * 6.0 * d);
-  EXPECT_NEAR(by_id["nvml:gpu0"]["energy_j"].get<double>(), 150.0 * d, 0.01 * 150.0 * d);
+  // The fake counters are written by a thread of this test process every 1 ms; on a loaded CI
+  // machine (ctest -j2 on 2 cores) that thread can lag by tens of milliseconds, and the lag shows
+  // at the edges of each window. The budgets below allow 15 ms of lag at a window edge for the
+  // energies and 40 ms for the idle-subtracted net energy (which compounds the 0.3 s idle window's
+  // edges, scaled by d / 0.3); the sampler's exactness is tested with a simulated clock elsewhere.
+  EXPECT_NEAR(by_id["rapl:package-0"]["energy_j"].get<double>(), 40.0 * d, 40.0 * 0.015);
+  EXPECT_NEAR(by_id["rapl:package-0/dram"]["energy_j"].get<double>(), 6.0 * d, 6.0 * 0.015);
+  EXPECT_NEAR(by_id["nvml:gpu0"]["energy_j"].get<double>(), 150.0 * d, 150.0 * 0.015);
   EXPECT_TRUE(m["idle_subtracted"].get<bool>());
-  EXPECT_NEAR(by_id["rapl:package-0"]["net_energy_j"].get<double>(), 0.0, 0.02 * 40.0 * d);
-  EXPECT_NEAR(m["total"]["energy_j"].get<double>(), 196.0 * d, 0.01 * 196.0 * d);
+  EXPECT_NEAR(by_id["rapl:package-0"]["net_energy_j"].get<double>(), 0.0, 40.0 * 0.040 * (1.0 + d / 0.3));
+  EXPECT_NEAR(m["total"]["energy_j"].get<double>(), 196.0 * d, 196.0 * 0.015);
   EXPECT_FALSE(j["idle_baseline"].is_null());
   EXPECT_EQ(j["sampler"]["ticks_expected"].get<std::uint64_t>(),
             j["sampler"]["ticks_taken"].get<std::uint64_t>() + j["sampler"]["ticks_missed"].get<std::uint64_t>());
