@@ -62,6 +62,58 @@ int int8_madd_loop(long steps) {
 }
 #undef QJ_MADD
 
+// AVX-512: the same loops on zmm registers (32 FLOP per FMA), and VNNI's vpdpbusd (64 u8×s8
+// multiply-adds into int32 = 128 OP per instruction), which is what oneDNN's int8 GEMM runs there.
+#define QJ_FMA512(i) "vfmadd231ps %%zmm15, %%zmm14, %%zmm" #i "\n\t"
+int fp32_fma512_loop(long steps) {
+  __asm__ volatile(
+      "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
+      "vmovaps %%zmm0, %%zmm1\n\t vmovaps %%zmm0, %%zmm2\n\t vmovaps %%zmm0, %%zmm3\n\t"
+      "vmovaps %%zmm0, %%zmm4\n\t vmovaps %%zmm0, %%zmm5\n\t vmovaps %%zmm0, %%zmm6\n\t"
+      "vmovaps %%zmm0, %%zmm7\n\t vmovaps %%zmm0, %%zmm8\n\t vmovaps %%zmm0, %%zmm9\n\t"
+      "vmovaps %%zmm0, %%zmm10\n\t vmovaps %%zmm0, %%zmm11\n\t"
+      "vmovaps %%zmm0, %%zmm14\n\t vmovaps %%zmm0, %%zmm15\n\t"
+      "1:\n\t"
+      QJ_FMA512(0) QJ_FMA512(1) QJ_FMA512(2) QJ_FMA512(3) QJ_FMA512(4) QJ_FMA512(5)
+      QJ_FMA512(6) QJ_FMA512(7) QJ_FMA512(8) QJ_FMA512(9) QJ_FMA512(10) QJ_FMA512(11)
+      "dec %0\n\t"
+      "jnz 1b\n\t"
+      "vzeroupper\n\t"
+      : "+r"(steps)
+      :
+      : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm14", "xmm15");
+  return static_cast<int>(steps);
+}
+#undef QJ_FMA512
+
+#define QJ_DPBUSD(i) "vpdpbusd %%zmm15, %%zmm14, %%zmm" #i "\n\t"
+int int8_vnni512_loop(long steps) {
+  __asm__ volatile(
+      "vpternlogd $0xff, %%zmm14, %%zmm14, %%zmm14\n\t"
+      "vmovdqa32 %%zmm14, %%zmm15\n\t"
+      "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
+      "vmovdqa32 %%zmm0, %%zmm1\n\t vmovdqa32 %%zmm0, %%zmm2\n\t vmovdqa32 %%zmm0, %%zmm3\n\t"
+      "vmovdqa32 %%zmm0, %%zmm4\n\t vmovdqa32 %%zmm0, %%zmm5\n\t vmovdqa32 %%zmm0, %%zmm6\n\t"
+      "vmovdqa32 %%zmm0, %%zmm7\n\t vmovdqa32 %%zmm0, %%zmm8\n\t vmovdqa32 %%zmm0, %%zmm9\n\t"
+      "vmovdqa32 %%zmm0, %%zmm10\n\t vmovdqa32 %%zmm0, %%zmm11\n\t"
+      "1:\n\t"
+      QJ_DPBUSD(0) QJ_DPBUSD(1) QJ_DPBUSD(2) QJ_DPBUSD(3) QJ_DPBUSD(4) QJ_DPBUSD(5)
+      QJ_DPBUSD(6) QJ_DPBUSD(7) QJ_DPBUSD(8) QJ_DPBUSD(9) QJ_DPBUSD(10) QJ_DPBUSD(11)
+      "dec %0\n\t"
+      "jnz 1b\n\t"
+      "vzeroupper\n\t"
+      : "+r"(steps)
+      :
+      : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm14", "xmm15");
+  return static_cast<int>(steps);
+}
+#undef QJ_DPBUSD
+
+bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+bool has_avx512_vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+
 // A peak is a maximum, so the best of several short trials is the right estimate: a trial that an
 // other process interrupted can only read low.
 template <class Loop>
@@ -89,16 +141,27 @@ const CpuPeak& measured_peak(int threads) {
   auto it = cache.find(threads);
   if (it != cache.end()) return it->second;
   CpuPeak peak;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  if (has_avx512()) {
+    peak.fp32_gflops = ops_per_second(threads, 12.0 * 32.0, fp32_fma512_loop) / 1e9;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     peak.fp32_gflops = ops_per_second(threads, 12.0 * 16.0, fp32_fma_loop) / 1e9;
+  }
+  if (has_avx512_vnni()) {
+    peak.int8_gops = ops_per_second(threads, 12.0 * 128.0, int8_vnni512_loop) / 1e9;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     peak.int8_gops = ops_per_second(threads, 6.0 * 64.0, int8_madd_loop) / 1e9;
   }
   return cache.emplace(threads, peak).first->second;
 }
 
 std::string peak_method() {
-  return "measured: fp32 = 12 chains of vfmadd231ps ymm (16 FLOP each); int8 = 6 chains of "
-         "vpmaddubsw+vpmaddwd+vpaddd ymm (64 OP each, the AVX2 non-VNNI int8 GEMM sequence)";
+  const std::string fp32 = has_avx512() ? "fp32 = 12 chains of vfmadd231ps zmm (32 FLOP each)"
+                                        : "fp32 = 12 chains of vfmadd231ps ymm (16 FLOP each)";
+  const std::string int8 = has_avx512_vnni()
+                               ? "int8 = 12 chains of vpdpbusd zmm (128 OP each, AVX512_VNNI)"
+                               : "int8 = 6 chains of vpmaddubsw+vpmaddwd+vpaddd ymm (64 OP each, the AVX2 "
+                                 "non-VNNI int8 GEMM sequence)";
+  return "measured: " + fp32 + "; " + int8;
 }
 
 }  // namespace qjoule::bench

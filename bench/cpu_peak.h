@@ -1,10 +1,13 @@
 // This CPU's measured arithmetic peak, the yardstick for "fraction of peak" in the benchmarks.
 // Measured (not taken from a data sheet) with register-resident loops of independent dependency
 // chains, on `threads` OpenMP threads at once:
-//   fp32: 12 chains of vfmadd231ps ymm — 16 FLOP per instruction;
-//   int8: 6 chains of vpmaddubsw → vpmaddwd(·, 1) → vpaddd, the sequence AVX2 (non-VNNI) int8 GEMMs
-//         such as oneDNN's use — 32 u8×s8 multiply-adds = 64 OP per chain step.
-// Both need AVX2 (+FMA); on a CPU without them the peak is reported as 0 (fraction unavailable).
+//   fp32: 12 chains of vfmadd231ps — zmm (32 FLOP per instruction) where AVX-512 is present, else
+//         ymm (16 FLOP);
+//   int8: with AVX512_VNNI, 12 chains of vpdpbusd zmm (64 u8×s8 multiply-adds = 128 OP); else 6
+//         chains of vpmaddubsw → vpmaddwd(·, 1) → vpaddd ymm, the sequence AVX2 (non-VNNI) int8
+//         GEMMs such as oneDNN's use (64 OP per chain step).
+// The peak is that of the widest ISA oneDNN would use here. Without AVX2 (+FMA) the peak is
+// reported as 0 (fraction unavailable).
 #pragma once
 
 #include <string>

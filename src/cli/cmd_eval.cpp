@@ -14,6 +14,7 @@
 #include "qjoule/dataset.h"
 #include "qjoule/error.h"
 #include "qjoule/eval/classifier_eval.h"
+#include "qjoule/eval/fidelity.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/make_linear.h"
@@ -43,6 +44,8 @@ struct EvalArgs {
   bool smoothquant = false;
   std::string smoothquant_alpha;
   std::size_t calib = 128;
+  std::string act_dtype = "f32";
+  bool no_fidelity = false;
 };
 
 model::QuantizationOptions quantization_options(const EvalArgs& a) {
@@ -85,11 +88,12 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   const auto policy = quant::LayerPolicy::parse(qopts.policy);
   kernels::parse_precision(policy.precision(), qopts.format_defaults);
   for (const auto& rule : policy.rules()) kernels::parse_precision(rule.format, qopts.format_defaults);
+  const auto act_dtype = model::parse_activation_dtype(a.act_dtype);
   kernels::set_num_threads(a.threads);
 
   const auto checkpoint = io::Checkpoint::open(a.model);
   auto params = model::load_encoder_params(checkpoint, model::load_encoder_config(a.model, checkpoint));
-  const auto& cfg = params.config;
+  const model::EncoderConfig cfg = params.config;  // a copy: params is moved into the model below
   eval::DatasetOptions dopts;
   dopts.text_column = a.text_column;
   dopts.label_column = a.label_column;
@@ -112,8 +116,13 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
     fmt::print(stderr, "smoothquant: alpha {}, calibrated on the first {} examples\n", qopts.smoothquant_alpha,
                calib_set.examples.size());
   }
-  const model::EncoderClassifier model(std::move(params),
-                                       model::quantized_linear_factory(policy, qopts.format_defaults, smoothing));
+  // The FP32 twin for fidelity: only when the run is not plain FP32 already.
+  const bool plain_fp32 = policy.precision() == "fp32" && policy.rules().empty() &&
+                          act_dtype == model::ActivationDtype::f32;
+  std::optional<model::EncoderParams> fp32_params;
+  if (!a.no_fidelity && !plain_fp32) fp32_params = params;
+  const model::EncoderClassifier model(
+      std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults, smoothing), act_dtype);
 
   std::size_t max_length = a.max_length;
   if (max_length > static_cast<std::size_t>(cfg.max_positions)) {
@@ -141,6 +150,17 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   fmt::print("accuracy   {}/{} = {:.4f}\n", result.correct, result.labelled, result.accuracy());
   fmt::print("time       {:.2f} s ({:.1f} examples/s; batch {}, max length {}, {} threads)\n", result.seconds,
              double(result.total) / result.seconds, a.batch, result.max_length, kernels::num_threads());
+  if (!model.speed_representative())
+    fmt::print("activations {}\n", model.activation_path());
+  if (fp32_params) {
+    const model::EncoderClassifier reference(std::move(*fp32_params), model::fp32_linear_factory());
+    const auto ref = eval::evaluate_classifier(reference, tok, dataset, opts);
+    const auto f = eval::compare_logits(ref.logits, result.logits);
+    fmt::print("fidelity   top-1 agreement with FP32 {}/{} = {:.4f}, mean KL {:.3g} nats, max |Δlogit| {:.3g} "
+               "(FP32 accuracy {}/{} = {:.4f})\n",
+               f.top1_agree, f.examples, f.top1_agreement, f.mean_kl, f.max_abs_dlogit, ref.correct, ref.labelled,
+               ref.accuracy());
+  }
   if (!a.dump_logits.empty()) {
     eval::write_logits_tsv(a.dump_logits, result);
     fmt::print("logits     written to {}\n", a.dump_logits);
@@ -183,6 +203,13 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
                  ->expected(0, 1);
   cmd->add_option("--calib", a->calib, "SmoothQuant: calibrate on the first N examples of the dataset")
       ->capture_default_str();
+  cmd->add_option("--act-dtype", a->act_dtype,
+                  "Activations between operations: f32, or bf16 (rounded to BF16 between operations; emulated on "
+                  "CPUs without BF16 arithmetic, so its speed is labelled not representative)")
+      ->capture_default_str();
+  cmd->add_flag("--no-fidelity", a->no_fidelity,
+                "Skip the FP32 reference run that a non-FP32 precision is compared with (top-1 agreement, "
+                "mean KL, max |Δlogit|)");
   cmd->add_option("--batch", a->batch, "Sequences per forward pass (padded to the longest in the batch)")
       ->capture_default_str();
   cmd->add_option("--max-length", a->max_length,

@@ -16,8 +16,27 @@ LinearFactory fp32_linear_factory() {
   };
 }
 
-EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& factory)
+ActivationDtype parse_activation_dtype(const std::string& text) {
+  if (text == "f32" || text == "fp32") return ActivationDtype::f32;
+  if (text == "bf16") return ActivationDtype::bf16;
+  fail("--act-dtype '{}' is not supported, expected f32 or bf16", text);
+}
+
+std::string to_string(ActivationDtype dtype) { return dtype == ActivationDtype::bf16 ? "bf16" : "f32"; }
+
+std::string EncoderClassifier::activation_path() const {
+  if (activations_ == ActivationDtype::f32) return "f32";
+  return "bf16 (emulated: activations rounded to BF16 between operations, FP32 arithmetic inside them; "
+         "speed not representative)";
+}
+
+void EncoderClassifier::round_activations(float* x, int64_t n) const {
+  if (activations_ == ActivationDtype::bf16) kernels::round_to_bf16_f32(x, n);
+}
+
+EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& factory, ActivationDtype activations)
     : config_(std::move(params.config)),
+      activations_(activations),
       word_embeddings_(std::move(params.word_embeddings)),
       position_embeddings_(std::move(params.position_embeddings)),
       token_type_embeddings_(std::move(params.token_type_embeddings)),
@@ -72,6 +91,7 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
   }
   kernels::add_layer_norm_f32(x.data(), nullptr, rows, h, embedding_norm_.gamma.data(), embedding_norm_.beta.data(),
                               config_.layer_norm_eps);
+  round_activations(x.data(), rows * h);
 
   const int64_t f = config_.intermediate_size;
   std::vector<float> q(x.size()), k(x.size()), v(x.size()), ctx(x.size()), tmp(x.size());
@@ -80,31 +100,43 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
     layer.q->forward(x.data(), rows, q.data());
     layer.k->forward(x.data(), rows, k.data());
     layer.v->forward(x.data(), rows, v.data());
+    round_activations(q.data(), rows * h);
+    round_activations(k.data(), rows * h);
+    round_activations(v.data(), rows * h);
     kernels::attention_f32(q.data(), k.data(), v.data(), h, mask, batch, seq, config_.num_heads, config_.head_dim(),
                            ctx.data());
+    round_activations(ctx.data(), rows * h);
     layer.o->forward(ctx.data(), rows, tmp.data());
+    round_activations(tmp.data(), rows * h);
     kernels::add_layer_norm_f32(x.data(), tmp.data(), rows, h, layer.attn_norm.gamma.data(),
                                 layer.attn_norm.beta.data(), config_.layer_norm_eps);
+    round_activations(x.data(), rows * h);
     layer.ffn_in->forward(x.data(), rows, ffn.data());
+    round_activations(ffn.data(), rows * f);
     if (config_.activation == "relu") {
       kernels::relu_f32(ffn.data(), rows * f);
     } else {
       kernels::gelu_erf_f32(ffn.data(), rows * f);
     }
+    round_activations(ffn.data(), rows * f);
     layer.ffn_out->forward(ffn.data(), rows, tmp.data());
+    round_activations(tmp.data(), rows * h);
     kernels::add_layer_norm_f32(x.data(), tmp.data(), rows, h, layer.ffn_norm.gamma.data(),
                                 layer.ffn_norm.beta.data(), config_.layer_norm_eps);
+    round_activations(x.data(), rows * h);
   }
 
   // Head on the first ([CLS]) token of each sequence.
   std::vector<float> cls(static_cast<size_t>(batch * h)), pooled(static_cast<size_t>(batch * h));
   for (int64_t b = 0; b < batch; ++b) std::copy_n(x.data() + b * seq * h, h, cls.data() + b * h);
   head_dense_->forward(cls.data(), batch, pooled.data());
+  round_activations(pooled.data(), batch * h);
   if (config_.arch == EncoderArch::Bert) {
     kernels::tanh_f32(pooled.data(), batch * h);
   } else {
     kernels::relu_f32(pooled.data(), batch * h);
   }
+  round_activations(pooled.data(), batch * h);
   classifier_->forward(pooled.data(), batch, logits);
 }
 

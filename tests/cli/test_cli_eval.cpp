@@ -120,11 +120,30 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"label_too_big", "sentence\tlabel\ngood film\t3\n", "d.tsv", "", "label 3"},
         BadInput{"unknown_precision", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--precision int3",
                  "precision 'int3': unknown format 'int3'; expected one of fp32"},
+        BadInput{"act_dtype", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--act-dtype fp8",
+                 "--act-dtype 'fp8' is not supported, expected f32 or bf16"},
         BadInput{"batch_zero", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--batch 0", "--batch is 0"},
         BadInput{"empty", "sentence\tlabel\n", "d.tsv", "", "empty"},
         BadInput{"id_out_of_vocab", "{\"input_ids\": [2, 60, 3], \"label\": 1}\n", "d.jsonl", "",
                  "token id 60 at batch row 0, position 1 is outside the vocabulary [0, 53)"}),
     [](const auto& test_info) { return test_info.param.name; });
+
+TEST(CliEval, QuantizedRunReportsFidelityAndEmulatedActivations) {
+  const auto r = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
+                             (tiny_bert() / "dataset.tsv").string() + " --precision int8 --act-dtype bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("model      " + tiny_bert().string() + " (BertForSequenceClassification, 3 labels)"));
+  EXPECT_THAT(r.output, HasSubstr("fidelity   top-1 agreement with FP32 "));
+  EXPECT_THAT(r.output, HasSubstr("(FP32 accuracy 4/12 = 0.3333)"));
+  EXPECT_THAT(r.output, HasSubstr("activations bf16 (emulated"));
+  EXPECT_THAT(r.output, HasSubstr("speed not representative"));
+  const auto plain = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
+                                 (tiny_bert() / "dataset.tsv").string());
+  EXPECT_THAT(plain.output, Not(HasSubstr("fidelity"))) << "FP32 is its own reference";
+  const auto skipped = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
+                                   (tiny_bert() / "dataset.tsv").string() + " --precision nf4 --no-fidelity");
+  EXPECT_THAT(skipped.output, Not(HasSubstr("fidelity")));
+}
 
 TEST(CliEval, OverlongTextIsTruncatedWithOneWarning) {
   const auto dir = qjoule::test::temp_dir("cli_overlong");

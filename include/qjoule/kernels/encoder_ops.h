@@ -16,6 +16,11 @@ void gelu_erf_f32(float* x, int64_t n);  // 0.5·x·(1 + erf(x/√2)), PyTorch's
 void relu_f32(float* x, int64_t n);
 void tanh_f32(float* x, int64_t n);
 
+// Rounds each value to the nearest BF16 (round to nearest even) in place, keeping FP32 storage:
+// an activation tensor that a BF16 pipeline would hand to the next operation.
+void round_to_bf16_f32(float* x, int64_t n);
+void round_to_bf16_f32_ref(float* x, int64_t n);
+
 // Multi-head self-attention with a key padding mask.
 // q, k, v: [batch·seq, row_stride] row-major, head h in columns [h·head_dim, (h+1)·head_dim).
 // mask: [batch, seq], 1 = real token, 0 = padding (masked keys get probability 0).

@@ -34,15 +34,31 @@ struct LinearReport {
   std::size_t fp32_bytes = 0;
 };
 
+// Precision of the activations between operations (`--act-dtype`). With bf16, every activation
+// tensor an operation hands on (Linear outputs, attention context, LayerNorm, GELU, head) is rounded
+// to BF16, and the non-GEMM operations compute in FP32 inside, as BF16 LayerNorm/softmax/GELU do.
+// No x86 instruction set here does that arithmetic natively, so the rounding is done in place on
+// FP32 buffers: the numbers are a BF16 pipeline's, the speed is not (see activation_path()).
+enum class ActivationDtype { f32, bf16 };
+ActivationDtype parse_activation_dtype(const std::string& text);  // "f32"/"fp32" or "bf16", else an error
+std::string to_string(ActivationDtype dtype);
+
 class EncoderClassifier {
  public:
-  EncoderClassifier(EncoderParams params, const LinearFactory& factory);
+  EncoderClassifier(EncoderParams params, const LinearFactory& factory,
+                    ActivationDtype activations = ActivationDtype::f32);
 
   // ids, mask: [batch, seq] row-major (mask 1 = token, 0 = padding); logits: [batch, num_labels].
   // seq must not exceed max_position_embeddings and every id must be < vocab_size (else an error).
   void forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) const;
 
   const EncoderConfig& config() const { return config_; }
+  ActivationDtype activation_dtype() const { return activations_; }
+  // How the non-GEMM operations ran: "f32" or "bf16 (emulated: ...)".
+  std::string activation_path() const;
+  // False when part of the run is emulated (bf16 activations), so its speed must not be reported
+  // as that of a native pipeline.
+  bool speed_representative() const { return activations_ == ActivationDtype::f32; }
   std::vector<LinearReport> linear_reports() const;
   // Bytes held in memory: every Linear as packed + embeddings, norms and other FP32 tensors.
   std::size_t bytes_held() const;
@@ -58,7 +74,10 @@ class EncoderClassifier {
     const kernels::Linear* linear;
   };
 
+  void round_activations(float* x, int64_t n) const;
+
   EncoderConfig config_;
+  ActivationDtype activations_ = ActivationDtype::f32;
   std::vector<float> word_embeddings_, position_embeddings_, token_type_embeddings_;
   LayerNormParams embedding_norm_;
   std::vector<Layer> layers_;

@@ -50,8 +50,17 @@ struct Fp16Matrix {
 //   127 · scale would overflow FP32); q = clamp(round(W / scale), -127, 127) (-128 is never produced,
 //   so the range is symmetric); decode W ≈ q · scale[r]. An all-zero row has scale 0 and q = 0.
 //   bpw = 8 + 32 / cols (8.0417 at cols = 768).
+//
+//   W8A8 on CPUs without VNNI (kernel path suffix ":w7bit"): oneDNN's AVX2 u8×s8 GEMM multiplies
+//   with vpmaddubsw, which adds two u8·s8 products into an int16 and saturates when both are near
+//   255 · 127. qjoule checks the GEMM at start-up on that worst case; where it saturates, `int8`
+//   weights use the range [-63, 63] instead (scale = max|w| / 63, 7 bits of the 8 stored) so every
+//   pair sum fits in int16 and the result is exact. Storage is unchanged; the label says so. With
+//   AVX512_VNNI / AVX_VNNI (vpdpbusd accumulates straight into int32) the full [-127, 127] is used.
+//   The activations are u8 = s8 + 128; the −128·Σ_k W[n, k] compensation is precomputed per row.
 // ================================================================================================
 constexpr int kInt8MaxCode = 127;
+constexpr int kInt8MaxCodeWithoutVnni = 63;  // see ":w7bit" above
 constexpr double int8_bits_per_weight(int64_t cols) { return 8.0 + 32.0 / static_cast<double>(cols); }
 
 struct Int8Matrix {

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
+
+#include "bf16.h"
 
 namespace qjoule::kernels {
 namespace {
@@ -62,6 +65,23 @@ void gelu_erf_f32(float* x, int64_t n) {
 
 void relu_f32(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::max(x[i], 0.0f);
+}
+
+void round_to_bf16_f32(float* x, int64_t n) {
+  // Integer form of f32_to_bf16_bits (NaN kept quiet), written so the compiler vectorizes it.
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &x[i], sizeof u);
+    const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    u = nan ? (u | 0x00400000u) & 0xffff0000u : rounded;
+    std::memcpy(&x[i], &u, sizeof u);
+  }
+}
+
+void round_to_bf16_f32_ref(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = round_to_bf16(x[i]);
 }
 
 void tanh_f32(float* x, int64_t n) {

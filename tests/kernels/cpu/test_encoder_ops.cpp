@@ -1,6 +1,8 @@
 // Encoder ops vs their scalar references. Budgets: LayerNorm 1e-5, GELU vs the closed form 1e-6,
 // attention 1e-5 (FP32 accumulation over ≤ 64-wide dot products of unit-scale values).
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -49,6 +51,30 @@ TEST(EncoderOps, AttentionMatchesReferenceWithPadding) {
   qjoule::kernels::attention_f32(q, k, v, stride, mask.data(), batch, seq, heads, head_dim, ctx.data());
   qjoule::kernels::attention_f32_ref(q, k, v, stride, mask.data(), batch, seq, heads, head_dim, ref.data());
   for (size_t i = 0; i < ctx.size(); ++i) ASSERT_NEAR(ctx[i], ref[i], 1e-5f) << i;
+}
+
+TEST(EncoderOps, RoundToBf16IsBitExactWithTheReference) {
+  // Budget: bit-exact. Random values plus the edges: ties to even, ±0, denormals, ±max, ±Inf, NaN.
+  auto x = random_vector(4099, 6);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float e : {0.0f, -0.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-7f, 1e-40f, -1e-45f,
+                  std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), inf, -inf,
+                  std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(e);
+  auto ref = x;
+  qjoule::kernels::round_to_bf16_f32(x.data(), int64_t(x.size()));
+  qjoule::kernels::round_to_bf16_f32_ref(ref.data(), int64_t(ref.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t a, b;
+    std::memcpy(&a, &x[i], 4);
+    std::memcpy(&b, &ref[i], 4);
+    ASSERT_EQ(a, b) << i;
+    ASSERT_EQ(a & 0xffffu, 0u) << "not a BF16 value at " << i;
+  }
+  EXPECT_EQ(x[4099 + 2], 1.0f) << "a tie rounds to even (down)";
+  EXPECT_EQ(x[4099 + 3], 1.0f + 0x1p-6f) << "a tie rounds to even (up)";
+  EXPECT_EQ(x[4099 + 6], inf) << "FP32 max rounds past the largest BF16";
+  EXPECT_TRUE(std::isnan(x.back()));
 }
 
 }  // namespace

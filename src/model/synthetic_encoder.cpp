@@ -1,0 +1,116 @@
+#include "qjoule/model/synthetic_encoder.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "qjoule/error.h"
+
+namespace qjoule::model {
+namespace {
+
+// splitmix64: small, fast and identical everywhere (std::normal_distribution is not specified
+// bit for bit across standard libraries).
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  // N(0, 1) by the sum of 4 uniforms, rescaled: cheap, bounded (|x| < 3.5), and close enough for
+  // weights whose only job is to have realistic magnitudes.
+  float normal() {
+    const double s = uniform() + uniform() + uniform() + uniform() - 2.0;
+    return static_cast<float>(s * std::sqrt(3.0));
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+std::vector<float> normal_vector(Rng& rng, int64_t n, float stddev) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = stddev * rng.normal();
+  return v;
+}
+
+LinearParams linear(Rng& rng, std::string name, int64_t out, int64_t in) {
+  return {std::move(name), out, in, normal_vector(rng, out * in, 0.02f), std::vector<float>(std::size_t(out), 0.0f)};
+}
+
+LayerNormParams norm(std::string name, int64_t h) {
+  return {std::move(name), std::vector<float>(std::size_t(h), 1.0f), std::vector<float>(std::size_t(h), 0.0f)};
+}
+
+}  // namespace
+
+SyntheticEncoderSpec distilbert_base_spec() { return {}; }
+
+EncoderParams synthetic_encoder_params(const SyntheticEncoderSpec& spec) {
+  if (spec.hidden_size <= 0 || spec.num_heads <= 0 || spec.hidden_size % spec.num_heads != 0)
+    fail("synthetic model '{}': hidden size {} is not a multiple of {} heads", spec.name, spec.hidden_size,
+         spec.num_heads);
+  if (spec.vocab_size <= 1000 || spec.num_layers <= 0 || spec.intermediate_size <= 0 || spec.max_positions <= 1 ||
+      spec.num_labels <= 0)
+    fail("synthetic model '{}': every size must be positive (vocab above 1000), got vocab {}, layers {}, FFN {}, "
+         "positions {}, labels {}",
+         spec.name, spec.vocab_size, spec.num_layers, spec.intermediate_size, spec.max_positions, spec.num_labels);
+  EncoderParams p;
+  EncoderConfig& c = p.config;
+  c.arch = EncoderArch::DistilBert;
+  c.model_type = "distilbert";
+  c.architecture = "DistilBertForSequenceClassification";
+  c.vocab_size = spec.vocab_size;
+  c.hidden_size = spec.hidden_size;
+  c.num_layers = spec.num_layers;
+  c.num_heads = spec.num_heads;
+  c.intermediate_size = spec.intermediate_size;
+  c.max_positions = spec.max_positions;
+  c.num_labels = spec.num_labels;
+  c.activation = "gelu";
+  for (int64_t i = 0; i < spec.num_labels; ++i) c.id2label.push_back(fmt::format("LABEL_{}", i));
+
+  Rng rng(spec.seed);
+  const int64_t h = spec.hidden_size, f = spec.intermediate_size;
+  p.word_embeddings = normal_vector(rng, spec.vocab_size * h, 0.02f);
+  p.position_embeddings = normal_vector(rng, spec.max_positions * h, 0.02f);
+  p.embedding_norm = norm("distilbert.embeddings.LayerNorm", h);
+  for (int64_t i = 0; i < spec.num_layers; ++i) {
+    const std::string l = fmt::format("distilbert.transformer.layer.{}.", i);
+    EncoderLayerParams layer;
+    layer.q = linear(rng, l + "attention.q_lin", h, h);
+    layer.k = linear(rng, l + "attention.k_lin", h, h);
+    layer.v = linear(rng, l + "attention.v_lin", h, h);
+    layer.o = linear(rng, l + "attention.out_lin", h, h);
+    layer.attn_norm = norm(l + "sa_layer_norm", h);
+    layer.ffn_in = linear(rng, l + "ffn.lin1", f, h);
+    layer.ffn_out = linear(rng, l + "ffn.lin2", h, f);
+    layer.ffn_norm = norm(l + "output_layer_norm", h);
+    p.layers.push_back(std::move(layer));
+  }
+  p.head_dense = linear(rng, "pre_classifier", h, h);
+  p.classifier = linear(rng, "classifier", spec.num_labels, h);
+  return p;
+}
+
+std::vector<int32_t> synthetic_token_ids(const SyntheticEncoderSpec& spec, std::size_t count, std::size_t seq) {
+  if (seq < 2 || seq > static_cast<std::size_t>(spec.max_positions))
+    fail("synthetic inputs: sequence length {} is outside [2, {}] (the model's max_position_embeddings)", seq,
+         spec.max_positions);
+  Rng rng(spec.seed ^ 0x5eedull);
+  std::vector<int32_t> ids(count * seq);
+  for (std::size_t s = 0; s < count; ++s) {
+    int32_t* row = ids.data() + s * seq;
+    row[0] = 101;
+    for (std::size_t t = 1; t + 1 < seq; ++t)
+      row[t] = static_cast<int32_t>(1000 + rng.next() % static_cast<std::uint64_t>(spec.vocab_size - 1000));
+    row[seq - 1] = 102;
+  }
+  return ids;
+}
+
+}  // namespace qjoule::model
