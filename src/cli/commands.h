@@ -15,5 +15,6 @@ void add_info_command(CLI::App& app, CommandContext& ctx);
 void add_eval_command(CLI::App& app, CommandContext& ctx);
 void add_sensors_command(CLI::App& app, CommandContext& ctx);
 void add_energy_command(CLI::App& app, CommandContext& ctx);
+void add_bench_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace qjoule::cli

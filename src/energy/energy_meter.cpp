@@ -64,7 +64,21 @@ SensorEnergy sensor_energy(const Sensor& sensor, const SensorWindowResult& r, do
   } else if (nothing_seen) {
     e.counter_unavailable = no_reading;
   } else {
-    e.counter_energy_j = r.end.counter_j - r.start.counter_j;
+    // A counter that stays exactly still over many of its update periods is not counting: some
+    // virtual machines expose a RAPL PMU whose counter never moves. Its energy is unavailable,
+    // never 0 J.
+    const double delta = r.end.counter_j - r.start.counter_j;
+    const double period = info.nominal_update_period_s > 0
+                              ? info.nominal_update_period_s
+                              : static_cast<double>(in.options->period.count()) / kNsPerS;
+    if (delta == 0.0 && e.samples >= 2 && duration_s >= std::max(0.05, kMinUpdatePeriodsPerWindow * period)) {
+      e.counter_unavailable = fmt::format(
+          "the counter did not advance in {:.3f} s ({} readings): the sensor is not counting (a virtual machine "
+          "may expose it without counting)",
+          duration_s, e.samples);
+    } else {
+      e.counter_energy_j = delta;
+    }
   }
   if (!info.has_power) {
     e.integrated_unavailable = "this sensor reports no power readings (the counter is its only source)";
@@ -87,11 +101,13 @@ SensorEnergy sensor_energy(const Sensor& sensor, const SensorWindowResult& r, do
   }
   if (e.energy_j && duration_s > 0) e.mean_power_w = *e.energy_j / duration_s;
 
-  if (r.peak_w) {
+  if (r.peak_w && (info.has_power || e.counter_energy_j)) {
     e.peak_power_w = r.peak_w;
     e.peak_power_method = info.has_power
                               ? "largest power reading"
                               : fmt::format("largest counter delta over >= {:g} ms", in.derived_interval_s * 1e3);
+  } else if (!info.has_power && info.has_counter && !e.counter_energy_j) {
+    e.peak_unavailable = "the counter gave no energy in this window: " + e.counter_unavailable;
   } else {
     e.peak_unavailable = info.has_power
                              ? "no power reading inside the window"

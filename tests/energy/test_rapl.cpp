@@ -104,6 +104,29 @@ TEST(EnergyRaplSysfs, EnergyWithinOnePercentOfTheTruthAcrossAWrap) {
   EXPECT_GT(tree.writes(), 100u);
 }
 
+TEST(EnergyRaplSysfs, ACounterThatNeverMovesIsUnavailableNotZero) {
+  // Some virtual machines expose RAPL whose counters never advance: 0 J would be a lie.
+  test::FakePowercap tree("rapl-stuck");
+  tree.add_zone({"intel-rapl:0", "package-0", 0.0});
+  tree.start(1ms);
+  DiscoveryOptions options;
+  options.use_nvml = false;
+  options.powercap_root = tree.root().string();
+  EnergyMeter meter(discover_sensors(options));
+  meter.start();
+  Window w = meter.begin_window("stuck");
+  std::this_thread::sleep_for(200ms);
+  const Measurement m = meter.end_window(w);
+  meter.stop();
+  tree.stop();
+  const SensorEnergy& p0 = find(m, "rapl:package-0");
+  EXPECT_FALSE(p0.energy_j.has_value());
+  EXPECT_FALSE(p0.peak_power_w.has_value());
+  EXPECT_THAT(p0.energy_unavailable, HasSubstr("the counter did not advance in"));
+  EXPECT_THAT(p0.energy_unavailable, HasSubstr("not counting"));
+  EXPECT_FALSE(m.total.energy_j.has_value());
+}
+
 TEST(EnergyRaplSysfs, MissingRootExplainsWhy) {
   const RaplDiscovery found = discover_rapl_sysfs((test::temp_dir("rapl-none") / "absent").string());
   ASSERT_EQ(found.absent.size(), 1u);

@@ -1,0 +1,28 @@
+// The human view of a benchmark: a markdown table (aligned, so it also reads in a terminal) with
+// each run's latency, throughput, energy, accuracy and size, and its deltas against the FP32
+// baseline of the same model and shape; then what needs attention (accuracy drops, failures).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "qjoule/bench/run_record.h"
+
+namespace qjoule::bench {
+
+// Columns: run, precision, batch, seq, threads, p50 ms, seq/s, J/inference ("unavailable" when not
+// measured; "(est.)" when estimated), accuracy (or the top-1 agreement with FP32 when there are no
+// labels, marked "agr."), size MiB, and against the FP32 run with the same model, device, batch,
+// seq and threads: speed-up (baseline p50 / p50, "2.50x"), energy change ("-60.0%"), accuracy change
+// in points, size ratio (fp32_bytes / model_bytes). The baseline row reads "baseline". Rows whose
+// accuracy (or agreement) drop exceeds max_accuracy_drop_pt are marked "!" and listed below the table
+// with what to try next; emulated (not representative) rows are marked "*"; failed runs are listed
+// below the table with their error, not in it.
+std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt);
+
+// "# qjoule bench", the table, each record's notes and the environment; written atomically.
+void write_summary_md(const std::vector<RunRecord>& records, const std::filesystem::path& path,
+                      double max_accuracy_drop_pt);
+
+}  // namespace qjoule::bench

@@ -1,0 +1,378 @@
+#include "qjoule/bench/bench_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bench/peak_rss.h"
+#include "qjoule/bench/latency_stats.h"
+#include "qjoule/dataset.h"
+#include "qjoule/error.h"
+#include "qjoule/eval/classifier_eval.h"
+#include "qjoule/eval/fidelity.h"
+#include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/make_linear.h"
+#include "qjoule/kernels/threads.h"
+#include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/quantization_plan.h"
+#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/tokenize/wordpiece_tokenizer.h"
+
+namespace qjoule::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool is_synthetic(const std::string& model) { return model == kSyntheticModelName; }
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const auto end = text.find(sep, start);
+    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+model::EncoderConfig config_of(const std::string& model) {
+  if (is_synthetic(model)) {
+    const auto spec = model::distilbert_base_spec();
+    model::EncoderConfig c;
+    c.vocab_size = spec.vocab_size;
+    c.max_positions = spec.max_positions;
+    c.num_labels = spec.num_labels;
+    return c;
+  }
+  const auto checkpoint = io::Checkpoint::open(model);
+  return model::load_encoder_config(model, checkpoint);
+}
+
+// Token ids for timing: `count` sequences of exactly `seq` real tokens ([CLS] ... [SEP] where the
+// vocabulary has them), so that the shape asked for is the shape timed.
+std::vector<int32_t> timing_token_ids(const std::string& model, int64_t vocab, std::size_t count, std::size_t seq) {
+  if (is_synthetic(model)) return model::synthetic_token_ids(model::distilbert_base_spec(), count, seq);
+  std::vector<int32_t> ids(count * seq);
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  const int64_t low = vocab > 2000 ? 1000 : 0;
+  for (std::size_t s = 0; s < count; ++s) {
+    for (std::size_t t = 0; t < seq; ++t) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      ids[s * seq + t] = static_cast<int32_t>(low + static_cast<int64_t>((state >> 33) % std::uint64_t(vocab - low)));
+    }
+    if (vocab > 102) {
+      ids[s * seq] = 101;
+      ids[s * seq + seq - 1] = 102;
+    }
+  }
+  return ids;
+}
+
+std::string kernel_line(const std::string& path, int count) { return fmt::format("{} x{}", path, count); }
+
+}  // namespace
+
+PrecisionPlan plan_precision(const std::string& precision) {
+  PrecisionPlan plan;
+  const auto parts = split(precision, ':');
+  plan.linear_spec = parts.front();
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string& opt = parts[i];
+    if (opt.size() > 2 && opt.rfind("sq", 0) == 0) {
+      try {
+        std::size_t used = 0;
+        plan.smoothquant_alpha = std::stof(opt.substr(2), &used);
+        if (used != opt.size() - 2) throw std::invalid_argument(opt);
+      } catch (const std::exception&) {
+        fail("precision '{}': SmoothQuant option '{}' is not sq<ALPHA>, e.g. sq0.5", precision, opt);
+      }
+      if (!(plan.smoothquant_alpha >= 0.0f && plan.smoothquant_alpha <= 1.0f))
+        fail("precision '{}': SmoothQuant alpha {} is outside [0, 1]", precision, plan.smoothquant_alpha);
+      if (parts.front() != "int8") fail("precision '{}': SmoothQuant (sq) applies to int8 only", precision);
+      continue;
+    }
+    plan.linear_spec += ":" + opt;
+  }
+  return plan;
+}
+
+void validate_configs(const std::vector<RunConfig>& configs) {
+  std::map<std::string, model::EncoderConfig> models;
+  for (const auto& c : configs) {
+    if (c.device != "cpu") {
+      if (c.device == "cuda")
+        fail("run {}: --device cuda: this build of qjoule has no CUDA backend; only cpu runs here", run_name(c));
+      fail("run {}: device '{}' is not known, expected cpu or cuda", run_name(c), c.device);
+    }
+    kernels::parse_precision(plan_precision(c.precision).linear_spec);
+    if (c.batch == 0) fail("run {}: batch 0, expected at least 1", run_name(c));
+    if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
+    auto it = models.find(c.model);
+    if (it == models.end()) it = models.emplace(c.model, config_of(c.model)).first;
+    if (c.seq < 2 || c.seq > static_cast<std::size_t>(it->second.max_positions))
+      fail("run {}: sequence length {} is outside what model '{}' takes: 2 to {} tokens (max_position_embeddings)",
+           run_name(c), c.seq, c.model, it->second.max_positions);
+  }
+}
+
+struct BenchRunner::Impl {
+  BenchOptions options;
+  energy::EnergyMeter& meter;
+  nlohmann::json environment = run_environment();
+
+  // The model whose parameters are loaded (one at a time: each copy of DistilBERT-base is 265 MB).
+  std::string loaded_model;
+  std::optional<model::EncoderParams> params;
+  std::optional<tokenize::WordPieceTokenizer> tokenizer;
+  std::optional<eval::Dataset> dataset;
+  // FP32 logits of the fidelity inputs, by "model|seq".
+  std::map<std::string, std::vector<std::vector<float>>> fp32_logits;
+  std::map<std::string, eval::ClassifierEvalResult> fp32_results;
+
+  Impl(BenchOptions o, energy::EnergyMeter& m) : options(std::move(o)), meter(m) {}
+
+  void load(const std::string& model_name) {
+    if (loaded_model == model_name && params) return;
+    params.reset();
+    tokenizer.reset();
+    if (is_synthetic(model_name)) {
+      params = model::synthetic_encoder_params(model::distilbert_base_spec());
+    } else {
+      const auto checkpoint = io::Checkpoint::open(model_name);
+      params = model::load_encoder_params(checkpoint, model::load_encoder_config(model_name, checkpoint));
+    }
+    if (!options.dataset.empty()) {
+      if (!dataset) {
+        eval::DatasetOptions d;
+        d.text_column = options.text_column;
+        d.label_column = options.label_column;
+        dataset = eval::load_dataset(options.dataset, d);
+      }
+      eval::check_labels(*dataset, static_cast<int>(params->config.num_labels));
+      if (!dataset->pretokenized) {
+        if (is_synthetic(model_name))
+          fail("--dataset {} holds text, and the embedded model '{}' has no tokenizer; give --model DIR, or a "
+               "pre-tokenized dataset",
+               options.dataset, model_name);
+        tokenizer = tokenize::WordPieceTokenizer::from_model_dir(model_name);
+      }
+    }
+    loaded_model = model_name;
+  }
+
+  model::EncoderClassifier build(const RunConfig& c) {
+    const auto plan = plan_precision(c.precision);
+    quant::LayerPolicyOptions po;
+    po.precision = plan.linear_spec;
+    const auto policy = quant::LayerPolicy::parse(po);
+    kernels::LinearFormat defaults;
+    model::SmoothingFactors smoothing;
+    if (plan.smoothquant_alpha >= 0.0f) {
+      smoothing = model::calibrate_smoothquant(*params, plan.smoothquant_alpha, [&](const model::EncoderClassifier& m) {
+        run_fidelity_inputs(m, c, /*limit=*/16);
+      });
+    }
+    return model::EncoderClassifier(*params, model::quantized_linear_factory(policy, defaults, smoothing));
+  }
+
+  // Logits of the fidelity inputs: the dataset (truncated to seq tokens) or synthetic sequences.
+  // With a dataset the full evaluation result is returned too.
+  std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
+                                                      std::size_t limit = 0,
+                                                      std::optional<eval::ClassifierEvalResult>* result = nullptr) {
+    if (dataset) {
+      eval::Dataset subset;
+      const eval::Dataset* set = &*dataset;
+      if (limit > 0 && limit < dataset->examples.size()) {
+        subset = eval::Dataset{dataset->path, {}, dataset->pretokenized, dataset->labeled};
+        subset.examples.assign(dataset->examples.begin(), dataset->examples.begin() + static_cast<long>(limit));
+        set = &subset;
+      }
+      auto r = eval::evaluate_classifier(m, tokenizer ? &*tokenizer : nullptr, *set, {c.batch, c.seq});
+      auto logits = r.logits;
+      if (result != nullptr) *result = std::move(r);
+      return logits;
+    }
+    const std::size_t count = limit > 0 ? std::min(limit, options.fidelity_examples) : options.fidelity_examples;
+    const auto ids = timing_token_ids(c.model, m.config().vocab_size, count, c.seq);
+    const std::vector<int32_t> mask(ids.size(), 1);
+    const auto labels = static_cast<std::size_t>(m.config().num_labels);
+    std::vector<std::vector<float>> out;
+    std::vector<float> logits;
+    for (std::size_t start = 0; start < count; start += c.batch) {
+      const std::size_t n = std::min(c.batch, count - start);
+      logits.assign(n * labels, 0.0f);
+      m.forward(ids.data() + start * c.seq, mask.data() + start * c.seq, int64_t(n), int64_t(c.seq), logits.data());
+      for (std::size_t i = 0; i < n; ++i) out.emplace_back(logits.begin() + long(i * labels), logits.begin() + long((i + 1) * labels));
+    }
+    return out;
+  }
+
+  const std::vector<std::vector<float>>& reference_logits(const RunConfig& c) {
+    const std::string key = fmt::format("{}|{}", c.model, c.seq);
+    auto it = fp32_logits.find(key);
+    if (it != fp32_logits.end()) return it->second;
+    const model::EncoderClassifier fp32(*params, model::fp32_linear_factory());
+    std::optional<eval::ClassifierEvalResult> result;
+    auto logits = run_fidelity_inputs(fp32, c, 0, &result);
+    if (result) fp32_results[key] = std::move(*result);
+    return fp32_logits.emplace(key, std::move(logits)).first->second;
+  }
+
+  // At least min_time_s and at least 10 update periods of the slowest energy counter.
+  double min_seconds() const {
+    double slowest = 0.0;
+    for (const auto& s : meter.sensor_stats())
+      if (s.observed_update_period_s) slowest = std::max(slowest, *s.observed_update_period_s);
+    return std::max(options.min_time_s, 10.0 * slowest);
+  }
+
+  void fill_energy(RunRecord& r, const energy::Measurement& m, double sequences, double tokens) {
+    r.energy_window = energy::to_json(m);
+    std::optional<double> energy_for_per_inference;
+    if (m.total.energy_j) {
+      r.energy_j = m.total.energy_j;
+      r.net_energy_j = m.total.net_energy_j;
+      energy_for_per_inference = m.idle_subtracted && m.total.net_energy_j ? m.total.net_energy_j : m.total.energy_j;
+      std::string ids;
+      for (const auto& id : m.total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
+      r.energy_method = fmt::format("{}: {}{}{}", "measured", ids,
+                                    m.idle_subtracted && m.total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
+                                    m.total.valid ? "" : "; flagged, see energy_window");
+      r.mean_power_w = *m.total.energy_j / m.duration_s;
+      std::optional<double> peak;
+      int counted = 0;
+      for (const auto& s : m.sensors) {
+        if (!s.counts_in_total) continue;
+        ++counted;
+        peak = s.peak_power_w;
+      }
+      if (counted == 1) r.peak_power_w = peak;
+    } else if (m.estimate) {
+      r.energy_j = m.estimate->energy_j;
+      energy_for_per_inference = m.estimate->energy_j;
+      r.energy_method = "estimated: " + m.estimate->method;
+      r.mean_power_w = m.estimate->energy_j / m.duration_s;
+      r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
+    } else {
+      // Every reason: the total's, each present sensor's, each absent source's.
+      std::string reason = m.total.unavailable.empty() ? "no energy sensor" : m.total.unavailable;
+      for (const auto& s : m.sensors) {
+        reason += fmt::format("; {}: {}", s.sensor_id,
+                              s.energy_unavailable.empty()
+                                  ? (s.counts_in_total ? "measured" : "measured, not part of the total")
+                                  : s.energy_unavailable);
+      }
+      for (const auto& a : m.unavailable) reason += fmt::format("; {}: {}", a.source, a.reason);
+      r.energy_unavailable = reason;
+    }
+    if (energy_for_per_inference) {
+      r.j_per_inference = *energy_for_per_inference / sequences;
+      r.mj_per_token = *energy_for_per_inference * 1e3 / tokens;
+    }
+  }
+
+  RunRecord run(const RunConfig& c) {
+    RunRecord r;
+    r.config = c;
+    r.run_name = run_name(c);
+    r.start_time = iso8601_utc(std::chrono::system_clock::now());
+    r.environment = environment;
+    r.warmup_iters = options.warmup;
+    try {
+      run_measured(c, r);
+    } catch (const std::exception& e) {
+      r.status = "failed";
+      r.error = e.what();
+      r.latency.reset();
+    }
+    if (options.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
+    return r;
+  }
+
+  void run_measured(const RunConfig& c, RunRecord& r) {
+    kernels::set_num_threads(c.threads);
+    load(c.model);
+    const auto& reference = reference_logits(c);
+    const bool rss_reset = reset_peak_rss();
+    const model::EncoderClassifier m = build(c);
+    r.model_bytes = m.bytes_held();
+    r.fp32_bytes = m.fp32_bytes();
+    std::map<std::string, int> paths;
+    bool emulated = false;
+    for (const auto& lr : m.linear_reports()) {
+      ++paths[lr.format + " " + lr.kernel_path];
+      emulated |= lr.kernel_path.find("emulated") != std::string::npos;
+    }
+    for (const auto& [path, n] : paths) r.kernel_paths.push_back(kernel_line(path, n));
+    if (emulated) {
+      r.not_representative = true;
+      r.notes.push_back("emulated (fake-quantized) layers: speed and energy are not representative of the format");
+    }
+
+    // Timing.
+    const auto ids = timing_token_ids(c.model, m.config().vocab_size, c.batch, c.seq);
+    const std::vector<int32_t> mask(ids.size(), 1);
+    std::vector<float> logits(c.batch * static_cast<std::size_t>(m.config().num_labels));
+    const auto forward = [&] { m.forward(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data()); };
+    for (std::size_t i = 0; i < options.warmup; ++i) forward();
+    const double min_s = min_seconds();
+    std::vector<double> samples_ms;
+    energy::Window window = meter.begin_window(r.run_name);
+    const auto start = Clock::now();
+    while (true) {
+      const auto t0 = Clock::now();
+      forward();
+      const auto t1 = Clock::now();
+      samples_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      const double elapsed = std::chrono::duration<double>(t1 - start).count();
+      if (options.iters ? samples_ms.size() >= *options.iters
+                        : (elapsed >= min_s && samples_ms.size() >= options.min_iters))
+        break;
+    }
+    const energy::Measurement em = meter.end_window(window);
+    r.measured_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    r.iters = samples_ms.size();
+    r.latency = summarize_latency(samples_ms);
+    const double sequences = double(r.iters) * double(c.batch);
+    r.sequences_per_s = sequences / r.measured_seconds;
+    r.tokens_per_s = sequences * double(c.seq) / r.measured_seconds;
+    fill_energy(r, em, sequences, sequences * double(c.seq));
+    if (rss_reset) {
+      r.peak_rss_bytes = peak_rss_bytes();
+    } else {
+      r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
+    }
+
+    // Accuracy and fidelity.
+    std::optional<eval::ClassifierEvalResult> result;
+    const auto run_logits = run_fidelity_inputs(m, c, 0, &result);
+    const auto f = eval::compare_logits(reference, run_logits);
+    r.top1_agreement = f.top1_agreement;
+    r.mean_kl = f.mean_kl;
+    r.max_abs_dlogit = f.max_abs_dlogit;
+    r.fidelity_examples = f.examples;
+    if (result && result->labelled > 0) {
+      r.correct = result->correct;
+      r.labelled = result->labelled;
+      r.accuracy = result->accuracy();
+      if (result->truncated > 0)
+        r.notes.push_back(fmt::format("{} of {} dataset examples were truncated to {} tokens", result->truncated,
+                                      result->total, c.seq));
+    }
+    if (is_synthetic(c.model))
+      r.notes.push_back("embedded DistilBERT-base-shaped model with random weights: accuracy is fidelity to FP32 only");
+  }
+};
+
+BenchRunner::BenchRunner(BenchOptions options, energy::EnergyMeter& meter)
+    : impl_(std::make_unique<Impl>(std::move(options), meter)) {}
+BenchRunner::~BenchRunner() = default;
+
+RunRecord BenchRunner::run(const RunConfig& config) { return impl_->run(config); }
+
+}  // namespace qjoule::bench

@@ -1,0 +1,243 @@
+#include "qjoule/bench/paper_table.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "bench/atomic_file.h"
+#include "qjoule/error.h"
+
+namespace qjoule::bench {
+namespace {
+
+constexpr const char* kMissing = "—";
+
+// Display width of UTF-8 text: code points, so "—" and "Δ" count as one column.
+std::size_t display_width(const std::string& text) {
+  return static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+std::string escape_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+struct Column {
+  std::string header;
+  bool right_aligned;
+};
+
+// A markdown table padded to aligned columns, so it reads as well in a terminal as rendered.
+std::string render_table(const std::vector<Column>& columns, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(columns.size());
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    width[c] = std::max<std::size_t>(display_width(columns[c].header), 3);
+    for (const auto& row : rows) width[c] = std::max(width[c], display_width(row[c]));
+  }
+  // Appends only (no `a + b` temporaries): GCC 12 raises a false -Wrestrict on those at -O3.
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const std::size_t pad = width[c] - display_width(cells[c]);
+      out += ' ';
+      if (columns[c].right_aligned) out.append(pad, ' ');
+      out += cells[c];
+      if (!columns[c].right_aligned) out.append(pad, ' ');
+      out += " |";
+    }
+    out += '\n';
+    return out;
+  };
+  std::vector<std::string> headers;
+  for (const auto& column : columns) headers.push_back(column.header);
+  std::string out = line(headers);
+  out += '|';
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    out += columns[c].right_aligned ? " " : " :";
+    out.append(width[c] - 1, '-');
+    out += columns[c].right_aligned ? ": |" : " |";
+  }
+  out += '\n';
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+std::optional<std::string> token_of(const RunRecord& record) {
+  try {
+    return precision_token(record.config.precision);
+  } catch (const Error&) {
+    return std::nullopt;  // an unnamed precision cannot be a baseline; the row still shows
+  }
+}
+
+bool is_baseline(const RunRecord& record) { return record.status == "ok" && token_of(record) == "fp32"; }
+
+using ShapeKey = std::tuple<std::string, std::string, std::size_t, std::size_t, int>;
+ShapeKey shape_of(const RunRecord& r) {
+  return {r.config.model, r.config.device, r.config.batch, r.config.seq, r.config.threads};
+}
+
+bool is_estimated(const RunRecord& record) { return record.energy_method.rfind("estimated", 0) == 0; }
+
+// What usually recovers accuracy for this format.
+std::string what_to_try(const RunRecord& record) {
+  const std::string token = token_of(record).value_or("");
+  const std::string exclude =
+      "excluding the first and last blocks from quantization (`--quant-exclude '*.layer.0.*,*.layer.<last>.*'` "
+      "with the model's last layer index)";
+  if (token.rfind("int8_w8a8_sq", 0) == 0)
+    return fmt::format("another SmoothQuant alpha (`--precisions int8:sq0.75`), weight-only INT8 (`--precisions w8`), "
+                       "or {}", exclude);
+  if (token.rfind("int8", 0) == 0)
+    return fmt::format("SmoothQuant (`--precisions int8:sq0.5`), weight-only INT8 (`--precisions w8`), or {}", exclude);
+  if (token.rfind("int4", 0) == 0)
+    return fmt::format("smaller groups (`--precisions int4:g64` or `int4:g32`), `asym`, weight-only INT8 "
+                       "(`--precisions w8`), or {}", exclude);
+  if (token.rfind("nf4", 0) == 0)
+    return fmt::format("weight-only INT8 (`--precisions w8`), `int4:g32`, or {}", exclude);
+  return fmt::format("weight-only INT8 (`--precisions w8`), or {}", exclude);
+}
+
+}  // namespace
+
+std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt) {
+  std::map<ShapeKey, const RunRecord*> baselines;  // the first FP32 run of each model and shape
+  for (const auto& record : records)
+    if (is_baseline(record)) baselines.emplace(shape_of(record), &record);
+
+  const std::vector<Column> columns = {
+      {"run", false},      {"precision", false},   {"batch", true},  {"seq", true},
+      {"threads", true},   {"p50 ms", true},       {"seq/s", true},  {"J/inference", true},
+      {"accuracy", true},  {"size MiB", true},     {"speed-up", true}, {"energy", true},
+      {"accuracy Δ pt", true}, {"size x", true}};
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> flagged, without_baseline, failed;
+  bool any_agreement = false, any_emulated = false, any_estimated = false;
+
+  for (const auto& r : records) {
+    if (r.status != "ok") {
+      failed.push_back(fmt::format("- {}: {}", r.run_name, r.error.empty() ? "(no error recorded)" : r.error));
+      continue;
+    }
+    const auto found = baselines.find(shape_of(r));
+    const RunRecord* base = found == baselines.end() ? nullptr : found->second;
+    const bool this_is_base = base == &r;
+    if (!base) without_baseline.push_back(r.run_name);
+
+    std::vector<std::string> row;
+    row.push_back(escape_cell(r.run_name + (r.not_representative ? " *" : "")));
+    row.push_back(escape_cell(r.config.precision));
+    row.push_back(std::to_string(r.config.batch));
+    row.push_back(std::to_string(r.config.seq));
+    row.push_back(std::to_string(r.config.threads));
+    row.push_back(r.latency ? fmt::format("{:.2f}", r.latency->p50_ms) : kMissing);
+    row.push_back(r.sequences_per_s ? fmt::format("{:.1f}", *r.sequences_per_s) : kMissing);
+    if (r.j_per_inference) {
+      row.push_back(fmt::format("{:.4g}{}", *r.j_per_inference, is_estimated(r) ? " (est.)" : ""));
+      any_estimated = any_estimated || is_estimated(r);
+    } else {
+      row.push_back("unavailable");
+    }
+
+    // Accuracy on labels when there are labels; else agreement with FP32's top-1 ("agr.").
+    std::optional<double> drop_pt;  // how far below the reference this row is, in points
+    std::string accuracy_delta = kMissing;
+    if (r.accuracy) {
+      row.push_back(fmt::format("{:.2f}%", *r.accuracy * 100));
+      if (base && base->accuracy && !this_is_base) {
+        const double delta = (*r.accuracy - *base->accuracy) * 100;
+        drop_pt = -delta;
+        accuracy_delta = fmt::format("{:+.2f}", delta);
+      }
+    } else if (r.top1_agreement) {
+      any_agreement = true;
+      row.push_back(fmt::format("{:.2f}% agr.", *r.top1_agreement * 100));
+      if (!this_is_base) {
+        const double delta = (*r.top1_agreement - 1.0) * 100;  // FP32 agrees with itself fully
+        drop_pt = -delta;
+        accuracy_delta = fmt::format("{:+.2f} agr.", delta);
+      }
+    } else {
+      row.push_back(kMissing);
+    }
+    row.push_back(r.model_bytes > 0 ? fmt::format("{:.1f}", static_cast<double>(r.model_bytes) / (1024.0 * 1024.0))
+                                    : kMissing);
+
+    if (this_is_base) {
+      for (int i = 0; i < 4; ++i) row.push_back("baseline");
+    } else {
+      row.push_back(base && base->latency && r.latency && r.latency->p50_ms > 0
+                        ? fmt::format("{:.2f}x", base->latency->p50_ms / r.latency->p50_ms)
+                        : kMissing);
+      row.push_back(base && base->j_per_inference && r.j_per_inference && *base->j_per_inference > 0
+                        ? fmt::format("{:+.1f}%", (*r.j_per_inference / *base->j_per_inference - 1.0) * 100)
+                        : kMissing);
+      // The tolerance keeps 0.90 - 0.89 (= 1.0000000000000009 pt) from tripping a 1 pt threshold.
+      if (drop_pt && *drop_pt > max_accuracy_drop_pt + 1e-9) {
+        accuracy_delta += " !";
+        flagged.push_back(fmt::format("- {}: {:.2f} pt {} — try {}", r.run_name, -*drop_pt,
+                                      r.accuracy ? "accuracy" : "top-1 agreement with FP32", what_to_try(r)));
+      }
+      row.push_back(accuracy_delta);
+      row.push_back(r.fp32_bytes > 0 && r.model_bytes > 0
+                        ? fmt::format("{:.2f}x", static_cast<double>(r.fp32_bytes) / static_cast<double>(r.model_bytes))
+                        : kMissing);
+    }
+    any_emulated = any_emulated || r.not_representative;
+    rows.push_back(std::move(row));
+  }
+
+  std::string out = rows.empty() ? std::string("No successful runs.\n") : render_table(columns, rows);
+  std::vector<std::string> below;
+  if (any_emulated) below.push_back("`*` emulated format: its latency and energy are not representative.");
+  if (any_estimated) below.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");
+  if (any_agreement)
+    below.push_back("agr. top-1 agreement with the FP32 run of the same model and shape (no labelled dataset).");
+  if (!without_baseline.empty())
+    below.push_back(fmt::format("No FP32 baseline with the same model, device, batch, seq and threads for: {} "
+                                "(add fp32 to the precisions for deltas).",
+                                fmt::join(without_baseline, ", ")));
+  if (!below.empty()) out += fmt::format("\n{}\n", fmt::join(below, "\n"));
+  if (!flagged.empty())
+    out += fmt::format("\n! Accuracy drop above {} pt:\n{}\n", max_accuracy_drop_pt, fmt::join(flagged, "\n"));
+  if (!failed.empty()) out += fmt::format("\nFailed runs:\n{}\n", fmt::join(failed, "\n"));
+  return out;
+}
+
+void write_summary_md(const std::vector<RunRecord>& records, const std::filesystem::path& path,
+                      double max_accuracy_drop_pt) {
+  std::string md = "# qjoule bench\n\n";
+  md += format_paper_table(records, max_accuracy_drop_pt);
+
+  std::string notes;
+  for (const auto& r : records)
+    for (const auto& note : r.notes) notes += fmt::format("- {}: {}\n", r.run_name, note);
+  if (!notes.empty()) md += fmt::format("\n## Notes\n\n{}", notes);
+
+  // The machine, from the first record that describes it (every run of a bench shares it).
+  for (const auto& r : records) {
+    if (r.environment.empty()) continue;
+    md += "\n## Environment\n\n";
+    for (const auto& item : r.environment.items())
+      md += fmt::format("- {}: {}\n", item.key(),
+                        item.value().is_string() ? item.value().get<std::string>()
+                                                 : item.value().dump(-1, ' ', false,
+                                                                     nlohmann::json::error_handler_t::replace));
+    break;
+  }
+  md += fmt::format("\nEvery number comes from results.jsonl (schema version {}, docs/bench-records.md); "
+                    "accuracy drops above {} pt are flagged.\n",
+                    kRunRecordSchemaVersion, max_accuracy_drop_pt);
+  detail::write_file_atomically(path, md);
+}
+
+}  // namespace qjoule::bench

@@ -1,0 +1,65 @@
+#include "qjoule/bench/results_csv.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/atomic_file.h"
+
+namespace qjoule::bench {
+namespace {
+
+// RFC 4180: quote a cell holding a comma, quote or line break, doubling its quotes.
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + '"';
+}
+
+std::string cell_text(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array()) {
+    std::string joined;
+    for (const auto& item : value) {
+      if (!joined.empty()) joined += "; ";
+      joined += item.is_string() ? item.get<std::string>() : item.dump();
+    }
+    return joined;
+  }
+  return value.dump();  // numbers (shortest text that reads back the same double) and booleans
+}
+
+}  // namespace
+
+std::vector<std::string_view> results_csv_columns() {
+  std::vector<std::string_view> columns;
+  for (auto key : kRunRecordKeys)
+    if (key != "environment" && key != "energy_window") columns.push_back(key);
+  return columns;
+}
+
+std::string format_results_csv(const std::vector<RunRecord>& records) {
+  const auto columns = results_csv_columns();
+  std::string csv = fmt::format("{}\n", fmt::join(columns, ","));
+  for (const auto& record : records) {
+    const auto json = to_json(record);
+    std::string line;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      if (c > 0) line += ',';
+      line += csv_cell(cell_text(json.at(std::string(columns[c]))));
+    }
+    csv += line + '\n';
+  }
+  return csv;
+}
+
+void write_results_csv(const std::vector<RunRecord>& records, const std::filesystem::path& path) {
+  detail::write_file_atomically(path, format_results_csv(records));
+}
+
+}  // namespace qjoule::bench

@@ -1,0 +1,143 @@
+#include "qjoule/bench/run_config.h"
+
+#include <filesystem>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/json_fields.h"
+#include "bench/run_config_reader.h"
+#include "qjoule/error.h"
+
+namespace qjoule::bench {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::string::size_type start = 0;
+  while (true) {
+    const auto end = text.find(separator, start);
+    parts.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+bool starts_with_digits_after(const std::string& token, std::string_view prefix) {
+  if (token.size() <= prefix.size() || token.compare(0, prefix.size(), prefix) != 0) return false;
+  return token.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+}
+
+}  // namespace
+
+std::string sanitize_name_token(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                      c == '-';
+    if (keep) out.push_back(c);
+  }
+  return out;
+}
+
+std::string precision_token(const std::string& precision) {
+  auto tokens = split(precision, ':');
+  const std::string format = sanitize_name_token(tokens.front());
+  if (format.empty())
+    fail("precision '{}' has no format, expected e.g. fp32, int8, int4:g64:asym", precision);
+
+  bool emulate = false;
+  std::string group = "128", scheme = "sym";  // int4's defaults
+  std::optional<std::string> smoothquant;     // int8's "sqA"
+  bool double_quant = false;                  // nf4's "dq"
+  std::vector<std::string> unknown;
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    const std::string option = sanitize_name_token(tokens[i]);
+    if (option.empty()) continue;
+    if (option == "emulate") {
+      emulate = true;
+    } else if (format == "int4" && starts_with_digits_after(option, "g")) {
+      group = option.substr(1);
+    } else if (format == "int4" && (option == "sym" || option == "asym")) {
+      scheme = option;
+    } else if (format == "int8" && option.rfind("sq", 0) == 0) {
+      smoothquant = option;
+    } else if (format == "nf4" && option == "dq") {
+      double_quant = true;
+    } else {
+      unknown.push_back(option);
+    }
+  }
+
+  std::string token = format;
+  if (format == "int8") token = "int8_w8a8";
+  if (format == "w8") token = "w8a32";
+  if (format == "int4") token = fmt::format("int4_g{}_{}", group, scheme);
+  if (smoothquant) token += "_" + *smoothquant;
+  if (double_quant) token += "_dq";
+  for (const auto& option : unknown) token += "_" + option;
+  if (emulate) token += "_emulated";
+  return token;
+}
+
+std::string model_token(const std::string& model) {
+  // lexically_normal turns "dir/model/" into "dir/model/" with an empty filename: strip the slash.
+  auto path = std::filesystem::path(model).lexically_normal();
+  if (!path.has_filename() && path.has_parent_path()) path = path.parent_path();
+  const std::string token = sanitize_name_token(path.filename().string());
+  if (token.empty() || token == "." || token == "..")
+    fail("model '{}' gives no name for the run, expected a name or a checkpoint folder", model);
+  return token;
+}
+
+std::string run_name(const RunConfig& config) {
+  const std::string device = sanitize_name_token(config.device);
+  if (device.empty()) fail("device '{}' gives no name for the run, expected e.g. cpu", config.device);
+  return fmt::format("{}_{}_{}_s{}_bs{}_t{}", model_token(config.model), device, precision_token(config.precision),
+                     config.seq, config.batch, config.threads);
+}
+
+nlohmann::json to_json(const RunConfig& config) {
+  return {{"model", config.model}, {"device", config.device}, {"precision", config.precision},
+          {"batch", config.batch}, {"seq", config.seq},       {"threads", config.threads}};
+}
+
+RunConfig run_config_from_json(const nlohmann::json& json) { return detail::read_run_config(json, {"run config", ""}); }
+
+namespace detail {
+
+void read_run_config_field(RunConfig& config, std::string_view key, const nlohmann::json& value,
+                           const JsonPlace& place) {
+  if (key == "model") {
+    config.model = read_string(value, place);
+  } else if (key == "device") {
+    config.device = read_string(value, place);
+  } else if (key == "precision") {
+    config.precision = read_string(value, place);
+  } else if (key == "batch") {
+    config.batch = read_positive_integer(value, place);
+  } else if (key == "seq") {
+    config.seq = read_positive_integer(value, place);
+  } else if (key == "threads") {
+    const auto threads = read_positive_integer(value, place);
+    if (threads > (std::size_t{1} << 20)) fail("{} {} is too large", place.text(), threads);
+    config.threads = static_cast<int>(threads);
+  } else {
+    fail("{}: '{}' is not a run configuration key", place.where, key);
+  }
+}
+
+RunConfig read_run_config(const nlohmann::json& object, const JsonPlace& place) {
+  require_object_with_keys(object, place, kRunConfigKeys);
+  RunConfig config;
+  for (auto key : kRunConfigKeys)
+    if (const auto it = object.find(std::string(key)); it != object.end())
+      read_run_config_field(config, key, *it, place.child(key));
+  return config;
+}
+
+}  // namespace detail
+
+}  // namespace qjoule::bench

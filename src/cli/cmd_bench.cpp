@@ -1,0 +1,242 @@
+// `qjoule bench`: sweeps of (model × precision × batch × seq × threads), each run timed, measured
+// for energy, sized and scored, one record per run appended to OUT/results.jsonl as it finishes;
+// then OUT/results.csv, OUT/summary.md and the paper table on the console.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "qjoule/bench/bench_runner.h"
+#include "qjoule/bench/paper_table.h"
+#include "qjoule/bench/results_csv.h"
+#include "qjoule/bench/results_store.h"
+#include "qjoule/bench/sweep.h"
+#include "qjoule/energy/discovery.h"
+#include "qjoule/energy/energy_meter.h"
+#include "qjoule/energy/summary.h"
+#include "qjoule/error.h"
+
+namespace qjoule::cli {
+namespace {
+
+constexpr const char* kDefaultPrecisions = "fp32,bf16,int8,w8,int4,nf4";
+
+struct BenchArgs {
+  std::string model;
+  std::string dataset;
+  std::string precisions = kDefaultPrecisions;
+  std::string batch = "1,8";
+  std::string seq = "128";
+  std::string threads;  // default: every hardware thread
+  std::string device = "cpu";
+  std::size_t warmup = 2;
+  std::size_t iters = 0;
+  double min_time = 2.0;
+  double idle = 5.0;
+  double cooldown = 0.0;
+  std::string sweep;
+  std::string out = "qjoule-bench";
+  bool resume = false;
+  double max_accuracy_drop = 1.0;
+  double interval_ms = 10.0;
+  std::string power_meter;
+  std::string estimate;
+  std::string text_column, label_column;
+  // Which list options were given on the command line (they may not be mixed with --sweep).
+  std::vector<std::string> lists_given;
+};
+
+std::string format_duration(double seconds) {
+  if (seconds < 60) return fmt::format("{:.0f}s", seconds);
+  const auto s = static_cast<long>(seconds + 0.5);
+  return fmt::format("{}m{:02d}s", s / 60, s % 60);
+}
+
+bench::SweepSpec sweep_from_args(const BenchArgs& a) {
+  bench::SweepSpec spec;
+  if (!a.sweep.empty()) {
+    if (!a.lists_given.empty())
+      fail("--sweep {} and {} both set the runs; give the lists in the sweep file or on the command line, not both",
+           a.sweep, a.lists_given.front());
+    spec = bench::parse_sweep_file(a.sweep);
+    bool sweeps_model = false;
+    for (const auto& [key, values] : spec.swept) sweeps_model |= key == "model";
+    if (!a.model.empty() && !sweeps_model) spec.defaults.model = a.model;
+    return spec;
+  }
+  spec.defaults.model = a.model.empty() ? bench::kSyntheticModelName : a.model;
+  spec.defaults.device = a.device;
+  const auto as_text = [](const std::vector<std::size_t>& v) {
+    std::vector<std::string> out;
+    for (auto x : v) out.push_back(std::to_string(x));
+    return out;
+  };
+  spec.swept.push_back({"precision", bench::parse_string_list("--precisions", a.precisions)});
+  spec.swept.push_back({"batch", as_text(bench::parse_size_list("--batch", a.batch))});
+  spec.swept.push_back({"seq", as_text(bench::parse_size_list("--seq", a.seq))});
+  const std::string threads =
+      a.threads.empty() ? std::to_string(std::max(1u, std::thread::hardware_concurrency())) : a.threads;
+  spec.swept.push_back({"threads", as_text(bench::parse_size_list("--threads", threads))});
+  return spec;
+}
+
+void run_bench(const BenchArgs& a, CommandContext& ctx) {
+  if (a.min_time <= 0 && a.iters == 0) fail("--min-time {} is not positive, expected seconds > 0", a.min_time);
+  if (a.idle < 0) fail("--idle {} is negative, expected seconds >= 0", a.idle);
+  if (a.interval_ms <= 0) fail("--interval {} is not positive, expected milliseconds > 0", a.interval_ms);
+  const auto configs = bench::expand_sweep(sweep_from_args(a));
+  bench::validate_configs(configs);
+
+  // Results: refuse to mix a new sweep into an old file unless resuming it.
+  const std::filesystem::path out(a.out);
+  const auto results = out / bench::kResultsFileName;
+  std::error_code ec;
+  if (!a.resume && std::filesystem::exists(results, ec) && std::filesystem::file_size(results, ec) > 0)
+    fail("{} already holds results; pass --resume to continue that sweep, or choose another --out", results.string());
+  auto store = bench::ResultsStore::open(out);
+  for (const auto& note : store.notes()) fmt::print(stderr, "note: {}\n", note);
+
+  energy::DiscoveryOptions discovery;
+  discovery.use_nvml = false;  // CPU runs: a GPU's idle draw is not this work's energy
+  discovery.power_meter = a.power_meter;
+  energy::MeterOptions meter_options;
+  meter_options.period = std::chrono::nanoseconds(static_cast<std::int64_t>(a.interval_ms * 1e6));
+  if (!a.estimate.empty()) meter_options.estimate = energy::parse_energy_estimate(a.estimate);
+  energy::EnergyMeter meter(energy::discover_sensors(discovery), meter_options);
+  meter.start();
+  bool counted = false;  // a sensor whose energy goes into totals (psys and nested domains do not)
+  for (const auto* s : meter.sensors()) counted |= s->counts_in_total;
+  if (meter.sensors().empty()) {
+    std::string why;
+    for (const auto& absent : meter.absent()) why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", absent.source, absent.reason);
+    fmt::print(stderr, "energy: unavailable ({}){}\n", why,
+               a.estimate.empty() ? "" : "; an estimate is made, as asked (--energy-estimate), and labelled so");
+  } else if (!counted) {
+    fmt::print(stderr, "energy: no sensor here counts in totals (only whole-platform or nested domains); no idle "
+                       "baseline taken\n");
+  } else if (a.idle > 0) {
+    fmt::print(stderr, "measuring idle power for {} (--idle 0 skips this)\n", energy::format_seconds(a.idle));
+    meter.measure_idle(std::chrono::nanoseconds(static_cast<std::int64_t>(a.idle * 1e9)));
+  }
+
+  bench::BenchOptions options;
+  options.dataset = a.dataset;
+  options.text_column = a.text_column;
+  options.label_column = a.label_column;
+  options.warmup = a.warmup;
+  if (a.iters > 0) options.iters = a.iters;
+  options.min_time_s = a.min_time;
+  options.cooldown_s = a.cooldown;
+  bench::BenchRunner runner(options, meter);
+
+  if (configs.front().model == bench::kSyntheticModelName)
+    fmt::print(stderr,
+               "model: embedded DistilBERT-base-shaped classifier (6 layers, dim 768, 12 heads, FFN 3072, vocab "
+               "30,522) with random weights and synthetic inputs; accuracy is fidelity to its FP32 run\n");
+  std::size_t skipped = 0, failed = 0, done = 0;
+  for (const auto& c : configs) skipped += store.has(bench::run_name(c)) ? 1 : 0;
+  const std::size_t to_run = configs.size() - skipped;
+  if (skipped > 0) fmt::print(stderr, "resume: {} of {} runs already in {}; running the other {}\n", skipped,
+                              configs.size(), results.string(), to_run);
+  const auto started = std::chrono::steady_clock::now();
+  std::size_t index = 0;
+  for (const auto& c : configs) {
+    ++index;
+    const std::string name = bench::run_name(c);
+    if (store.has(name)) continue;
+    fmt::print(stderr, "[{:>{}}/{}] {} ...", index, std::to_string(configs.size()).size(), configs.size(), name);
+    std::fflush(stderr);
+    const bench::RunRecord r = runner.run(c);
+    store.append(r);
+    ++done;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double eta = elapsed / double(done) * double(to_run - done);
+    if (r.status != "ok") {
+      ++failed;
+      fmt::print(stderr, " failed: {}\n", r.error);
+      continue;
+    }
+    std::string energy = r.j_per_inference ? fmt::format("{:.3g} J/inference", *r.j_per_inference) : "energy unavailable";
+    std::string quality = r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
+                                     : fmt::format("agreement {:.3f}", r.top1_agreement.value_or(0.0));
+    fmt::print(stderr, " p50 {:.2f} ms, {:.1f} seq/s, {}, {}{}\n", r.latency->p50_ms, r.sequences_per_s.value_or(0.0),
+               energy, quality, done < to_run ? fmt::format(" (ETA {})", format_duration(eta)) : "");
+  }
+
+  bench::write_results_csv(store.records(), out / "results.csv");
+  bench::write_summary_md(store.records(), out / "summary.md", a.max_accuracy_drop);
+  fmt::print("{}\n", bench::format_paper_table(store.records(), a.max_accuracy_drop));
+  fmt::print(stderr, "wrote {} ({} runs), {}, {}\n", results.string(), store.records().size(),
+             (out / "results.csv").string(), (out / "summary.md").string());
+  if (failed > 0) {
+    fmt::print(stderr, "{} of {} runs failed (recorded with their error)\n", failed, to_run);
+    ctx.exit_code = 1;
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand(
+      "bench", "Sweep precisions, batch sizes, sequence lengths and threads; measure latency, throughput, energy, "
+               "size and accuracy per run.");
+  cmd->footer(
+      "Each finished run is appended to OUT/results.jsonl at once (fsync), so a killed sweep loses only the run\n"
+      "in progress; --resume skips what is recorded. OUT/results.csv and OUT/summary.md (the paper table, with\n"
+      "speed-up, energy and accuracy deltas against FP32 of the same shape) are written at the end.\n"
+      "Without --model, an embedded DistilBERT-base-shaped model with random weights is used (fidelity only).\n"
+      "Sweep file: {\"defaults\": {\"seq\": 128}, \"sweep\": {\"precision\": [\"fp32\", \"int8\"], \"batch\": [1, 8]},\n"
+      "             \"mode\": \"cross_product\"}   (or \"one_at_a_time\")\n"
+      "Examples:\n"
+      "  qjoule bench                                   # the default sweep, a few minutes on 2 cores\n"
+      "  qjoule bench --model ../shared/data/models/sst2-distilbert-mini \\\n"
+      "               --dataset ../shared/data/sst2/dev.tsv --precisions fp32,int8,nf4 --batch 8\n"
+      "  qjoule bench --sweep sweep.json --out results/ --resume");
+  auto a = std::make_shared<BenchArgs>();
+  cmd->add_option("--model", a->model, "Model folder (default: the embedded DistilBERT-base-shaped model)")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--dataset", a->dataset, "Labelled dataset (.tsv/.jsonl) for accuracy (default: fidelity only)");
+  auto* precisions = cmd->add_option("--precisions", a->precisions,
+                                     "Formats, comma-separated: fp32, bf16, fp16, int8, w8, int4, nf4, with options "
+                                     "as NAME:OPT (int4:g64:asym, nf4:dq, int8:sq0.5 for SmoothQuant)")
+                         ->capture_default_str();
+  auto* batch = cmd->add_option("--batch", a->batch, "Batch sizes, comma-separated")->capture_default_str();
+  auto* seq = cmd->add_option("--seq", a->seq, "Sequence lengths in tokens, comma-separated")->capture_default_str();
+  auto* threads = cmd->add_option("--threads", a->threads, "CPU thread counts, comma-separated (default: all cores)");
+  cmd->add_option("--device", a->device, "cpu (cuda where the CUDA backend is built)")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Batches run before timing")->capture_default_str();
+  cmd->add_option("--iters", a->iters, "Timed batches per run (default: as many as fit --min-time)");
+  cmd->add_option("--min-time", a->min_time,
+                  "Seconds of timed batches per run, at least (and at least 10 energy-counter updates)")
+      ->capture_default_str();
+  cmd->add_option("--idle", a->idle, "Seconds of idle power measured first, subtracted as net energy (with sensors)")
+      ->capture_default_str();
+  cmd->add_option("--cooldown", a->cooldown, "Seconds to sleep after each run")->capture_default_str();
+  cmd->add_option("--sweep", a->sweep, "Sweep file (JSON): defaults, swept keys, mode")->check(CLI::ExistingFile);
+  cmd->add_option("--out", a->out, "Output folder for results.jsonl, results.csv, summary.md")->capture_default_str();
+  cmd->add_flag("--resume", a->resume, "Continue a sweep: skip the runs already in OUT/results.jsonl");
+  cmd->add_option("--max-accuracy-drop", a->max_accuracy_drop,
+                  "Flag runs whose accuracy (or agreement) drops more than this many points below FP32")
+      ->capture_default_str();
+  cmd->add_option("--interval", a->interval_ms, "Energy sampling period in milliseconds")->capture_default_str();
+  cmd->add_option("--power-meter", a->power_meter, "External meter: file:PATH or cmd:COMMAND (CSV timestamp_s,watts)");
+  cmd->add_option("--energy-estimate", a->estimate,
+                  "Only when no sensor can measure: cpu-tdp=WATTS, scaled by CPU utilisation, labelled estimated");
+  cmd->add_option("--text-column", a->text_column, "Dataset text column (default: sentence or text)");
+  cmd->add_option("--label-column", a->label_column, "Dataset label column (default: label or labels)");
+  cmd->callback([a, &ctx, precisions, batch, seq, threads] {
+    for (auto* o : {precisions, batch, seq, threads})
+      if (o->count() > 0) a->lists_given.push_back(o->get_name());
+    run_bench(*a, ctx);
+  });
+}
+
+}  // namespace qjoule::cli

@@ -1,0 +1,193 @@
+// The paper table: deltas against the FP32 baseline on hand-made records, markers, the lines below
+// the table, alignment; summary.md.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "qjoule/bench/paper_table.h"
+#include "record_examples.h"
+#include "test_paths.h"
+
+namespace qjoule::bench {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using examples::table_record;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The table row of a run (the line that starts with "| <name>").
+std::string row_of(const std::string& table, const std::string& name) {
+  for (const auto& line : lines_of(table))
+    if (line.rfind("| " + name + " ", 0) == 0) return line;
+  ADD_FAILURE() << "no row for " << name << " in\n" << table;
+  return "";
+}
+
+std::vector<std::string> cells_of(const std::string& row) {
+  std::vector<std::string> cells;
+  std::stringstream in(row);
+  std::string cell;
+  std::getline(in, cell, '|');  // before the first bar
+  while (std::getline(in, cell, '|')) {
+    const auto first = cell.find_first_not_of(' ');
+    const auto last = cell.find_last_not_of(' ');
+    cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+  }
+  return cells;
+}
+
+std::size_t code_points(const std::string& text) {
+  std::size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// Columns: 0 run, 1 precision, 2 batch, 3 seq, 4 threads, 5 p50, 6 seq/s, 7 J/inf, 8 accuracy,
+// 9 size MiB, 10 speed-up, 11 energy, 12 accuracy delta, 13 size x.
+TEST(BenchPaperTable, DeltasAgainstTheFp32Baseline) {
+  const auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
+  const auto int8 = table_record("int8", 4.0, 0.2, 0.89, 64ull << 20);
+  const auto table = format_paper_table({fp32, int8}, 2.0);
+
+  const auto base = cells_of(row_of(table, fp32.run_name));
+  ASSERT_EQ(base.size(), 14u) << table;
+  EXPECT_EQ(base[5], "10.00");
+  EXPECT_EQ(base[6], "100.0");
+  EXPECT_EQ(base[7], "0.5");
+  EXPECT_EQ(base[8], "90.00%");
+  EXPECT_EQ(base[9], "256.0");
+  for (int c = 10; c < 14; ++c) EXPECT_EQ(base[c], "baseline");
+
+  const auto q = cells_of(row_of(table, int8.run_name));
+  EXPECT_EQ(q[1], "int8");
+  EXPECT_EQ(q[2], "1");
+  EXPECT_EQ(q[3], "128");
+  EXPECT_EQ(q[4], "1");
+  EXPECT_EQ(q[5], "4.00");
+  EXPECT_EQ(q[9], "64.0");
+  EXPECT_EQ(q[10], "2.50x");
+  EXPECT_EQ(q[11], "-60.0%");
+  EXPECT_EQ(q[12], "-1.00");
+  EXPECT_EQ(q[13], "4.00x");
+  EXPECT_THAT(table, Not(HasSubstr("Accuracy drop above")));
+}
+
+TEST(BenchPaperTable, BaselinesMatchModelDeviceAndShape) {
+  const auto fp32_bs1 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20, 1);
+  const auto fp32_bs8 = table_record("fp32", 40.0, 0.1, 0.90, 256ull << 20, 8);
+  const auto int8_bs8 = table_record("int8", 10.0, 0.05, 0.90, 64ull << 20, 8);
+  auto int8_t4 = table_record("int8", 5.0, 0.05, 0.90, 64ull << 20, 1);
+  int8_t4.config.threads = 4;
+  int8_t4.run_name = run_name(int8_t4.config);
+  const auto table = format_paper_table({fp32_bs1, fp32_bs8, int8_bs8, int8_t4}, 1.0);
+  EXPECT_EQ(cells_of(row_of(table, int8_bs8.run_name))[10], "4.00x");  // against bs8, not bs1
+  EXPECT_EQ(cells_of(row_of(table, int8_bs8.run_name))[11], "-50.0%");
+  EXPECT_EQ(cells_of(row_of(table, int8_t4.run_name))[10], "—");       // no fp32 with 4 threads
+  EXPECT_THAT(table, HasSubstr("No FP32 baseline with the same model, device, batch, seq and threads for: " +
+                               int8_t4.run_name));
+}
+
+TEST(BenchPaperTable, AccuracyDropsAboveTheThresholdAreFlaggedWithWhatToTry) {
+  const auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
+  const auto int8 = table_record("int8", 4.0, 0.2, 0.85, 64ull << 20);
+  const auto int4 = table_record("int4:g64", 3.0, 0.1, 0.895, 40ull << 20);
+  const auto table = format_paper_table({fp32, int8, int4}, 1.0);
+  EXPECT_EQ(cells_of(row_of(table, int8.run_name))[12], "-5.00 !");
+  EXPECT_EQ(cells_of(row_of(table, int4.run_name))[12], "-0.50");
+  EXPECT_THAT(table, HasSubstr("! Accuracy drop above 1 pt:"));
+  const auto lines = lines_of(table);
+  const auto flagged = std::find_if(lines.begin(), lines.end(),
+                                    [&](const std::string& l) { return l.rfind("- " + int8.run_name, 0) == 0; });
+  ASSERT_NE(flagged, lines.end()) << table;
+  EXPECT_THAT(*flagged, HasSubstr("-5.00 pt accuracy"));
+  EXPECT_THAT(*flagged, HasSubstr("SmoothQuant (`--precisions int8:sq0.5`)"));
+  EXPECT_THAT(*flagged, HasSubstr("`--precisions w8`"));
+  EXPECT_THAT(*flagged, HasSubstr("first and last blocks"));
+  EXPECT_THAT(table, Not(HasSubstr("- " + int4.run_name)));
+}
+
+TEST(BenchPaperTable, WithoutLabelsTheAgreementWithFp32StandsIn) {
+  auto fp32 = table_record("fp32", 10.0, 0.5, std::nullopt, 256ull << 20);
+  auto nf4 = table_record("nf4", 8.0, 0.4, std::nullopt, 40ull << 20);
+  nf4.top1_agreement = 0.97;
+  const auto table = format_paper_table({fp32, nf4}, 1.0);
+  const auto q = cells_of(row_of(table, nf4.run_name));
+  EXPECT_EQ(q[8], "97.00% agr.");
+  EXPECT_EQ(q[12], "-3.00 agr. !");
+  EXPECT_EQ(cells_of(row_of(table, fp32.run_name))[8], "—");
+  EXPECT_THAT(table, HasSubstr("agr. top-1 agreement with the FP32 run"));
+  EXPECT_THAT(table, HasSubstr("-3.00 pt top-1 agreement with FP32"));
+}
+
+TEST(BenchPaperTable, UnavailableEstimatedEmulatedAndFailedRuns) {
+  const auto fp32 = table_record("fp32", 10.0, std::nullopt, 0.90, 256ull << 20);
+  auto estimated = table_record("int4", 6.0, 0.3, 0.90, 40ull << 20);
+  estimated.energy_method = "estimated: cpu-tdp=65 x utilisation";
+  auto emulated = table_record("int8:emulate", 30.0, std::nullopt, 0.90, 64ull << 20);
+  emulated.not_representative = true;
+  const auto failed = examples::failed_record();
+  const auto table = format_paper_table({fp32, estimated, emulated, failed}, 1.0);
+
+  EXPECT_EQ(cells_of(row_of(table, fp32.run_name))[7], "unavailable");
+  EXPECT_EQ(cells_of(row_of(table, estimated.run_name))[7], "0.3 (est.)");
+  EXPECT_EQ(cells_of(row_of(table, estimated.run_name))[11], "—");  // the baseline has no energy
+  EXPECT_EQ(cells_of(row_of(table, emulated.run_name))[0], emulated.run_name + " *");
+  EXPECT_THAT(table, HasSubstr("`*` emulated format: its latency and energy are not representative."));
+  EXPECT_THAT(table, HasSubstr("(est.) estimated energy, not measured"));
+  EXPECT_THAT(table, HasSubstr("Failed runs:\n- " + failed.run_name + ": " + failed.error));
+  for (const auto& line : lines_of(table)) {
+    if (line.rfind("| ", 0) == 0) {
+      EXPECT_THAT(line, Not(HasSubstr(failed.run_name)));
+    }
+  }
+}
+
+TEST(BenchPaperTable, ColumnsAreAlignedForTheTerminal) {
+  const auto table = format_paper_table({table_record("fp32", 10.0, 0.5, 0.9, 256ull << 20),
+                                         table_record("int4:g64:asym", 3.123, 0.123456, 0.8, 40ull << 20, 32)},
+                                        1.0);
+  std::size_t width = 0;
+  for (const auto& line : lines_of(table)) {
+    if (line.empty() || line[0] != '|') break;
+    if (width == 0) width = code_points(line);
+    EXPECT_EQ(code_points(line), width) << line;
+  }
+  EXPECT_GT(width, 0u);
+  EXPECT_THAT(table, HasSubstr("| run "));
+  EXPECT_THAT(table, HasSubstr("| :---"));  // text columns left-aligned
+  EXPECT_THAT(table, HasSubstr("---: |"));  // numbers right-aligned
+}
+
+TEST(BenchPaperTable, NoRecords) {
+  EXPECT_EQ(format_paper_table({}, 1.0), "No successful runs.\n");
+}
+
+TEST(BenchPaperTable, SummaryMarkdown) {
+  const auto dir = test::temp_dir("bench_summary");
+  auto fp32 = table_record("fp32", 10.0, 0.5, 0.9, 256ull << 20);
+  fp32.notes = {"idle baseline 12.5 W subtracted"};
+  fp32.environment = {{"cpu", "AMD EPYC 7B13"}, {"cores", 2}};
+  write_summary_md({fp32, table_record("int8", 4.0, 0.2, 0.89, 64ull << 20)}, dir / "summary.md", 1.0);
+  std::ifstream in(dir / "summary.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto md = text.str();
+  EXPECT_EQ(md.rfind("# qjoule bench\n\n| run ", 0), 0u) << md;
+  EXPECT_THAT(md, HasSubstr(" 2.50x |"));
+  EXPECT_THAT(md, HasSubstr("## Notes\n\n- " + fp32.run_name + ": idle baseline 12.5 W subtracted\n"));
+  EXPECT_THAT(md, HasSubstr("## Environment\n\n- cores: 2\n- cpu: AMD EPYC 7B13\n"));
+}
+
+}  // namespace
+}  // namespace qjoule::bench

@@ -1,0 +1,202 @@
+// results.jsonl: append and reopen, torn-last-line recovery, bad lines, unwritable directories;
+// results.csv as a projection of the same records.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "qjoule/bench/results_store.h"
+#include "qjoule/error.h"
+#include "record_examples.h"
+#include "test_paths.h"
+
+namespace qjoule::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string error_of(auto&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a qjoule::Error";
+  return "";
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+std::string line_of(const RunRecord& record) { return to_json(record).dump() + "\n"; }
+
+TEST(BenchResultsStore, CreatesTheDirectoryAppendsAndReopens) {
+  const auto dir = test::temp_dir("bench_store_append") / "nested" / "out";
+  {
+    auto store = ResultsStore::open(dir);
+    EXPECT_TRUE(fs::is_directory(dir));
+    EXPECT_TRUE(store.records().empty());
+    EXPECT_TRUE(store.notes().empty());
+    store.append(examples::full_record());
+    store.append(examples::failed_record());
+    EXPECT_TRUE(store.has(examples::full_record().run_name));
+    EXPECT_EQ(store.records().size(), 2u);
+  }
+  const std::string text = read_text(dir / "results.jsonl");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+  EXPECT_EQ(text.back(), '\n');
+
+  auto store = ResultsStore::open(dir);
+  ASSERT_EQ(store.records().size(), 2u);
+  EXPECT_TRUE(store.notes().empty());
+  EXPECT_EQ(to_json(store.records()[0]), to_json(examples::full_record()));
+  EXPECT_EQ(to_json(store.records()[1]), to_json(examples::failed_record()));
+  EXPECT_TRUE(store.has(examples::failed_record().run_name));
+  EXPECT_FALSE(store.has("nope"));
+  EXPECT_EQ(store.results_path(), dir / "results.jsonl");
+}
+
+TEST(BenchResultsStore, AppendingARecordedRunFails) {
+  auto store = ResultsStore::open(test::temp_dir("bench_store_duplicate"));
+  store.append(examples::full_record());
+  EXPECT_THAT(error_of([&] { store.append(examples::full_record()); }),
+              HasSubstr("run '" + examples::full_record().run_name + "' is already recorded"));
+  EXPECT_EQ(store.records().size(), 1u);
+}
+
+TEST(BenchResultsStore, ATornLastLineIsCutOffAndReported) {
+  const auto dir = test::temp_dir("bench_store_torn");
+  const std::string good = line_of(examples::full_record());
+  const std::string whole = line_of(examples::failed_record());
+  write_text(dir / "results.jsonl", good + whole.substr(0, whole.size() / 2));  // killed mid-write
+
+  {
+    auto store = ResultsStore::open(dir);
+    ASSERT_EQ(store.records().size(), 1u);
+    ASSERT_EQ(store.notes().size(), 1u);
+    EXPECT_THAT(store.notes()[0], HasSubstr("cut off a torn last line"));
+    EXPECT_THAT(store.notes()[0], HasSubstr(std::to_string(whole.size() / 2) + " bytes"));
+    EXPECT_EQ(read_text(dir / "results.jsonl"), good);  // truncated to the last good newline
+    EXPECT_FALSE(store.has(examples::failed_record().run_name));
+    store.append(examples::failed_record());  // the resumed run records it again
+  }
+  auto store = ResultsStore::open(dir);
+  EXPECT_EQ(store.records().size(), 2u);
+  EXPECT_TRUE(store.notes().empty());
+  EXPECT_EQ(read_text(dir / "results.jsonl"), good + whole);
+}
+
+TEST(BenchResultsStore, ATornLastLineWithANewlineIsCutOffToo) {
+  const auto dir = test::temp_dir("bench_store_torn_newline");
+  const std::string good = line_of(examples::full_record());
+  write_text(dir / "results.jsonl", good + "{\"schema_version\": 1, \"run_na\n");
+  auto store = ResultsStore::open(dir);
+  EXPECT_EQ(store.records().size(), 1u);
+  EXPECT_EQ(store.notes().size(), 1u);
+  EXPECT_EQ(read_text(dir / "results.jsonl"), good);
+}
+
+TEST(BenchResultsStore, ABadMiddleLineFailsNamingFileAndLine) {
+  const auto dir = test::temp_dir("bench_store_bad_middle");
+  const auto path = dir / "results.jsonl";
+  write_text(path, line_of(examples::full_record()) + "{not json\n" + line_of(examples::failed_record()));
+  const auto message = error_of([&] { ResultsStore::open(dir); });
+  EXPECT_THAT(message, HasSubstr(path.string() + ":2: not a JSON line"));
+  EXPECT_EQ(read_text(path).size(), line_of(examples::full_record()).size() + 10 +
+                                        line_of(examples::failed_record()).size());  // left untouched
+}
+
+TEST(BenchResultsStore, RecordsThatDoNotReadFailNamingTheLine) {
+  const auto dir = test::temp_dir("bench_store_bad_record");
+  auto json = to_json(examples::full_record());
+  json["schema_version"] = 2;
+  write_text(dir / "results.jsonl", json.dump() + "\n");
+  EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
+              HasSubstr("results.jsonl:1: run record: schema_version 2, expected 1"));
+
+  write_text(dir / "results.jsonl", line_of(examples::full_record()) + "\n" + line_of(examples::full_record()));
+  EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
+              HasSubstr(":3: run '" + examples::full_record().run_name + "' is recorded twice (also on line 1)"));
+}
+
+TEST(BenchResultsStore, AnUnwritableDirectoryFailsBeforeAnyRun) {
+  // Tests run as root, whom chmod does not stop: a path under a regular file cannot be a directory.
+  const auto file = test::temp_dir("bench_store_unwritable") / "a-file";
+  write_text(file, "x");
+  const auto out = file / "out";
+  EXPECT_EQ(error_of([&] { ResultsStore::open(out); }),
+            "output directory '" + out.string() + "' is not writable: Not a directory");
+  EXPECT_THAT(error_of([&] { ResultsStore::open(file); }),
+              HasSubstr("output directory '" + file.string() + "' is not writable"));
+}
+
+TEST(BenchResultsStore, MovesKeepTheFile) {
+  const auto dir = test::temp_dir("bench_store_move");
+  auto store = ResultsStore::open(dir);
+  ResultsStore moved = std::move(store);
+  moved.append(examples::full_record());
+  EXPECT_EQ(ResultsStore::open(dir).records().size(), 1u);
+}
+
+TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
+  const auto columns = results_csv_columns();
+  EXPECT_EQ(columns.size(), kRunRecordKeys.size() - 2);
+  EXPECT_EQ(std::count(columns.begin(), columns.end(), "environment"), 0);
+  EXPECT_EQ(std::count(columns.begin(), columns.end(), "energy_window"), 0);
+
+  RunRecord comma = examples::failed_record();
+  comma.error = "bad \"shape\", expected 64";
+  const auto csv = format_results_csv({examples::full_record(), examples::energy_unavailable_record(), comma});
+  std::vector<std::string> lines;
+  std::stringstream in(csv);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].rfind("schema_version,run_name,start_time,model,device,precision,batch,seq,threads,status,", 0),
+            0u);
+  EXPECT_THAT(lines[0], HasSubstr(",latency_p50_ms,"));
+  EXPECT_THAT(lines[0], HasSubstr(",energy_j_per_inference,"));
+  EXPECT_THAT(lines[0], ::testing::EndsWith(",kernel_paths,notes"));
+  EXPECT_THAT(lines[1], HasSubstr("1,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
+                                  "distilbert-base,cpu,int8,8,128,2,ok,,false,5,20,20,4.25,0.5,3.5,4.0,5.0,6.0,6.5,"));
+  EXPECT_THAT(lines[1], HasSubstr(",int8 onednn:gemm:u8s8s32 x30; fp32 layernorm x13,"));
+  // Nulls are empty cells; a cell with commas is quoted.
+  EXPECT_THAT(lines[2], HasSubstr(",0.085,1882.35,240940.8,,,,,,,,\"no energy sensor: RAPL masked in a container, "
+                                  "no NVML, no meter given\",68000000,267000000,,,,,0.985,"));
+  EXPECT_THAT(lines[3], HasSubstr(",failed,\"bad \"\"shape\"\", expected 64\","));
+  for (const auto& line : lines) {
+    // Every row has as many cells as the header: count commas outside quotes.
+    std::size_t cells = 1;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      if (c == ',' && !quoted) ++cells;
+    }
+    EXPECT_EQ(cells, columns.size()) << line;
+  }
+}
+
+TEST(BenchResultsCsv, WrittenAtomically) {
+  const auto dir = test::temp_dir("bench_csv_write");
+  write_results_csv({examples::full_record()}, dir / "results.csv");
+  write_results_csv({examples::full_record(), examples::failed_record()}, dir / "results.csv");
+  const auto text = read_text(dir / "results.csv");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1u);  // no temporary left behind
+  EXPECT_THAT(error_of([&] { write_results_csv({}, dir / "missing" / "results.csv"); }),
+              HasSubstr("cannot write '" + (dir / "missing" / "results.csv").string() + "'"));
+}
+
+}  // namespace
+}  // namespace qjoule::bench

@@ -1,0 +1,215 @@
+// The flat run record: round trip, nulls and reasons, strict reading, and validation against
+// docs/bench-record.schema.json (and that docs/bench-records.md documents every key).
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "json_schema_subset.h"
+#include "qjoule/bench/run_record.h"
+#include "qjoule/error.h"
+#include "record_examples.h"
+
+namespace qjoule::bench {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::string error_of(auto&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a qjoule::Error";
+  return "";
+}
+
+std::string read_text(const char* path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "cannot read " << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const nlohmann::json& schema() {
+  static const nlohmann::json s = nlohmann::json::parse(read_text(QJOULE_BENCH_RECORD_SCHEMA));
+  return s;
+}
+
+// Through text, as results.jsonl stores it.
+RunRecord through_text(const RunRecord& record) {
+  return run_record_from_json(nlohmann::json::parse(to_json(record).dump()));
+}
+
+TEST(BenchRunRecord, JsonHasExactlyTheDocumentedKeys) {
+  const auto json = to_json(examples::full_record());
+  std::set<std::string> keys;
+  for (const auto& item : json.items()) keys.insert(item.key());
+  EXPECT_EQ(keys, std::set<std::string>(kRunRecordKeys.begin(), kRunRecordKeys.end()));
+  EXPECT_EQ(keys.size(), kRunRecordKeys.size());
+  EXPECT_EQ(json["latency_p50_ms"], 4.0);
+  EXPECT_EQ(json["precision"], "int8");
+  EXPECT_EQ(json["batch"], 8);
+  EXPECT_EQ(json["energy_j_per_inference"], 2.1 / 160);
+  EXPECT_TRUE(json["energy_unavailable"].is_null());
+  EXPECT_TRUE(json["error"].is_null());
+}
+
+TEST(BenchRunRecord, RoundTrips) {
+  for (const auto& record :
+       {examples::full_record(), examples::energy_unavailable_record(), examples::failed_record()}) {
+    const auto back = through_text(record);
+    EXPECT_EQ(to_json(back), to_json(record)) << record.run_name;
+    EXPECT_EQ(back.config.precision, record.config.precision);
+    EXPECT_EQ(back.latency.has_value(), record.latency.has_value());
+    EXPECT_EQ(back.energy_j, record.energy_j);
+    EXPECT_EQ(back.energy_unavailable, record.energy_unavailable);
+    EXPECT_EQ(back.error, record.error);
+    EXPECT_EQ(back.correct, record.correct);
+    EXPECT_EQ(back.notes, record.notes);
+    EXPECT_EQ(back.environment, record.environment);
+    EXPECT_EQ(back.energy_window, record.energy_window);
+  }
+  const auto full = through_text(examples::full_record());
+  ASSERT_TRUE(full.latency);
+  EXPECT_EQ(full.latency->p99_ms, 6.0);
+  EXPECT_EQ(full.tokens_per_s, 1882.35 * 128);  // doubles survive the text exactly
+}
+
+TEST(BenchRunRecord, EnergyNullCarriesItsReason) {
+  const auto json = to_json(examples::energy_unavailable_record());
+  for (const char* key : {"energy_j", "energy_net_j", "energy_j_per_inference", "energy_mj_per_token",
+                          "energy_mean_power_w", "energy_peak_power_w", "energy_method", "energy_window",
+                          "accuracy", "accuracy_correct", "peak_rss_bytes"})
+    EXPECT_TRUE(json[key].is_null()) << key;
+  EXPECT_EQ(json["energy_unavailable"], "no energy sensor: RAPL masked in a container, no NVML, no meter given");
+
+  RunRecord no_reason = examples::energy_unavailable_record();
+  no_reason.energy_unavailable.clear();
+  EXPECT_EQ(to_json(no_reason)["energy_unavailable"], "not measured (no reason recorded)");
+}
+
+TEST(BenchRunRecord, FailedRunsCarryTheirError) {
+  const auto json = to_json(examples::failed_record());
+  EXPECT_EQ(json["status"], "failed");
+  EXPECT_EQ(json["error"], "layer 'classifier.weight': cols 2 is not a multiple of 64");
+  EXPECT_TRUE(json["latency_p50_ms"].is_null());
+  EXPECT_TRUE(json["sequences_per_s"].is_null());
+}
+
+TEST(BenchRunRecord, NonFiniteOptionalsBecomeNull) {
+  RunRecord r = examples::full_record();
+  r.mean_kl = std::numeric_limits<double>::quiet_NaN();
+  r.tokens_per_s = std::numeric_limits<double>::infinity();
+  const auto json = to_json(r);
+  EXPECT_TRUE(json["fidelity_mean_kl"].is_null());
+  EXPECT_TRUE(json["tokens_per_s"].is_null());
+  r.measured_seconds = std::nan("");
+  EXPECT_THAT(error_of([&] { to_json(r); }), HasSubstr("measured_seconds is nan, expected a finite number"));
+  r = examples::full_record();
+  r.status = "skipped";
+  EXPECT_THAT(error_of([&] { to_json(r); }), HasSubstr("status 'skipped', expected \"ok\" or \"failed\""));
+}
+
+TEST(BenchRunRecord, ReadingIsStrict) {
+  auto json = to_json(examples::full_record());
+  json["schema_version"] = 2;
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 2, expected 1"));
+  json.erase("schema_version");
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("missing key 'schema_version', expected 1"));
+
+  json = to_json(examples::full_record());
+  json.erase("latency_p90_ms");
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("missing key 'latency_p90_ms'"));
+  json = to_json(examples::full_record());
+  json["latency_p90"] = 1;
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("unknown key 'latency_p90'"));
+  json = to_json(examples::full_record());
+  json["batch"] = "8";
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }),
+              HasSubstr("batch is a string (\"8\"), expected a positive integer"));
+  json = to_json(examples::full_record());
+  json["energy_j"] = "3.4";
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }),
+              HasSubstr("energy_j is a string (\"3.4\"), expected a number"));
+  json = to_json(examples::full_record());
+  json["latency_p99_ms"] = nullptr;
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("1 of the 8 latency_* keys are null"));
+  json = to_json(examples::full_record());
+  json["status"] = "skipped";
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("status \"skipped\""));
+  EXPECT_THAT(error_of([] { run_record_from_json(nlohmann::json::array()); }),
+              HasSubstr("run record is an array, expected an object"));
+}
+
+TEST(BenchRunRecord, Iso8601Utc) {
+  using namespace std::chrono;
+  const auto time = sys_days{year{2026} / November / 23} + hours{19} + minutes{45} + seconds{2} + milliseconds{900};
+  EXPECT_EQ(iso8601_utc(time_point_cast<system_clock::duration>(time)), "2026-11-23T19:45:02Z");
+}
+
+TEST(BenchRecordSchema, SchemaListsExactlyTheRecordKeys) {
+  const auto& s = schema();
+  std::set<std::string> required, properties;
+  for (const auto& key : s.at("required")) required.insert(key.get<std::string>());
+  for (const auto& item : s.at("properties").items()) properties.insert(item.key());
+  const std::set<std::string> keys(kRunRecordKeys.begin(), kRunRecordKeys.end());
+  EXPECT_EQ(required, keys);
+  EXPECT_EQ(properties, keys);
+  EXPECT_EQ(s.at("additionalProperties"), false);
+}
+
+TEST(BenchRecordSchema, RecordsFromToJsonValidate) {
+  for (const auto& record :
+       {examples::full_record(), examples::energy_unavailable_record(), examples::failed_record()})
+    EXPECT_THAT(test::validate_json_schema(schema(), to_json(record)), IsEmpty()) << record.run_name;
+}
+
+TEST(BenchRecordSchema, ExtraMissingOrMistypedKeysDoNotValidate) {
+  auto json = to_json(examples::full_record());
+  json["latency_p95_ms"] = 5.0;
+  EXPECT_THAT(test::validate_json_schema(schema(), json),
+              ::testing::Contains(HasSubstr("key 'latency_p95_ms' is not allowed")));
+
+  json = to_json(examples::full_record());
+  json.erase("energy_unavailable");
+  EXPECT_THAT(test::validate_json_schema(schema(), json),
+              ::testing::Contains(HasSubstr("missing required key 'energy_unavailable'")));
+
+  json = to_json(examples::full_record());
+  json["batch"] = "8";
+  EXPECT_THAT(test::validate_json_schema(schema(), json),
+              ::testing::Contains(HasSubstr("$.batch: expected type integer, found string")));
+  json = to_json(examples::full_record());
+  json["batch"] = 0;
+  EXPECT_THAT(test::validate_json_schema(schema(), json), ::testing::Contains(HasSubstr("below the minimum 1")));
+  json = to_json(examples::full_record());
+  json["status"] = "skipped";
+  EXPECT_THAT(test::validate_json_schema(schema(), json), ::testing::Contains(HasSubstr("is not one of")));
+  json = to_json(examples::full_record());
+  json["kernel_paths"] = {"ok", 3};
+  EXPECT_THAT(test::validate_json_schema(schema(), json), ::testing::Contains(HasSubstr("$.kernel_paths[1]")));
+}
+
+TEST(BenchRecordSchema, TheValidatorRefusesKeywordsItDoesNotCheck) {
+  const nlohmann::json with_pattern = {{"type", "string"}, {"pattern", "^a"}};
+  EXPECT_THAT(test::validate_json_schema(with_pattern, "b"),
+              ::testing::Contains(HasSubstr("uses 'pattern', which this validator does not support")));
+}
+
+TEST(BenchRecordSchema, TheMarkdownDocumentsEveryKey) {
+  const std::string doc = read_text(QJOULE_BENCH_RECORDS_DOC);
+  for (auto key : kRunRecordKeys)
+    EXPECT_THAT(doc, HasSubstr("| `" + std::string(key) + "` |")) << key << " is missing from docs/bench-records.md";
+}
+
+}  // namespace
+}  // namespace qjoule::bench

@@ -1,0 +1,219 @@
+// `qjoule bench` end to end on the tiny BERT fixture (and the SST-2 model when ../shared is there):
+// records, projections, a sweep killed with SIGKILL and resumed, and bad input.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+#include "test_paths.h"
+
+extern char** environ;
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using qjoule::test::run_command;
+namespace fs = std::filesystem;
+
+std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
+fs::path tiny_bert() { return qjoule::test::fixtures_dir() / "tiny-bert"; }
+// No real sensor: an empty powercap root, no NVML, no perf PMU (the machine's own may be a VM's).
+std::string no_sensors(const fs::path& dir) {
+  return "QJOULE_POWERCAP_ROOT=" + (dir / "none").string() + " QJOULE_NVML_LIB=" + (dir / "none.so").string() +
+         " QJOULE_PERF_POWER_ROOT=" + (dir / "none").string() + " ";
+}
+
+std::vector<nlohmann::json> read_records(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+std::size_t count_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  std::string line;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
+TEST(CliBench, TinyBertSweepWritesRecordsCsvAndTable) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_tiny");
+  const auto out = dir / "out";
+  const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_bert().string() + " --dataset " +
+                             (tiny_bert() / "dataset.tsv").string() +
+                             " --precisions fp32,int8,bf16 --batch 2,4 --seq 16 --threads 1 --min-time 0.05 --out " +
+                             out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto records = read_records(out / "results.jsonl");
+  ASSERT_EQ(records.size(), 6u);
+  EXPECT_EQ(records[0]["run_name"], "tiny-bert_cpu_fp32_s16_bs2_t1");
+  EXPECT_EQ(records[1]["run_name"], "tiny-bert_cpu_int8_w8a8_s16_bs2_t1");
+  for (const auto& rec : records) {
+    EXPECT_EQ(rec["schema_version"], 1);
+    EXPECT_EQ(rec["status"], "ok");
+    EXPECT_EQ(rec["accuracy_labelled"], 12);
+    EXPECT_GE(rec["latency_count"].get<int>(), 3);
+    EXPECT_TRUE(rec["energy_j"].is_null()) << "no sensor: never a number";
+    EXPECT_THAT(rec["energy_unavailable"].get<std::string>(), HasSubstr("rapl"));
+    EXPECT_FALSE(rec["kernel_paths"].empty());
+    EXPECT_GT(rec["model_bytes"].get<double>(), 0);
+    EXPECT_FALSE(rec["environment"]["cpu"].is_null());
+  }
+  EXPECT_EQ(records[0]["accuracy_correct"], 4) << "PyTorch's 4/12 on the fixture";
+  EXPECT_EQ(records[0]["fidelity_top1_agreement"], 1.0);
+  std::ifstream csv(out / "results.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("schema_version,run_name,", 0), 0u) << header;
+  EXPECT_EQ(count_lines(out / "results.csv"), 7u);
+  EXPECT_THAT(r.output, HasSubstr("| run"));
+  EXPECT_THAT(r.output, HasSubstr("baseline"));
+  EXPECT_THAT(r.output, HasSubstr("[6/6] tiny-bert_cpu_bf16_s16_bs4_t1"));
+  EXPECT_THAT(r.output, HasSubstr("unavailable"));
+  std::ifstream md(out / "summary.md");
+  std::stringstream summary;
+  summary << md.rdbuf();
+  EXPECT_THAT(summary.str(), HasSubstr("# qjoule bench"));
+  EXPECT_THAT(summary.str(), HasSubstr("tiny-bert_cpu_int8_w8a8_s16_bs4_t1"));
+
+  // The same sweep again without --resume would mix two sweeps: refused, file untouched.
+  const auto again = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_bert().string() +
+                                 " --precisions fp32 --seq 16 --out " + out.string());
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.output, HasSubstr("already holds results; pass --resume"));
+  EXPECT_EQ(count_lines(out / "results.jsonl"), 6u);
+}
+
+TEST(CliBench, KilledSweepResumesWithEveryRunExactlyOnce) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_kill");
+  const auto out = dir / "out";
+  const std::vector<std::string> args = {qjoule(), "bench", "--model", tiny_bert().string(), "--precisions",
+                                         "fp32,int8,bf16,fp16,w8", "--batch", "1,2,4", "--seq", "8,16",
+                                         "--threads", "1", "--min-time", "0.15", "--out", out.string()};
+  const std::size_t expected = 5 * 3 * 2;
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // Kill it once a few runs are recorded, in the middle of a later one.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (count_lines(out / "results.jsonl") < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(70));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  const std::size_t before = count_lines(out / "results.jsonl");
+  ASSERT_GE(before, 3u);
+  ASSERT_LT(before, expected) << "the sweep finished before it could be killed";
+
+  std::string cmd;
+  for (const auto& a : args) cmd += a + " ";
+  const auto resumed = run_command(cmd + "--resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("resume: " + std::to_string(before) + " of 30 runs already in"));
+  const auto records = read_records(out / "results.jsonl");
+  ASSERT_EQ(records.size(), expected);
+  std::map<std::string, int> seen;
+  for (const auto& rec : records) ++seen[rec["run_name"].get<std::string>()];
+  EXPECT_EQ(seen.size(), expected);
+  for (const auto& [name, n] : seen) EXPECT_EQ(n, 1) << name;
+  EXPECT_EQ(count_lines(out / "results.csv"), expected + 1);
+
+  // Resuming a finished sweep runs nothing and rewrites the same projections.
+  const auto again = run_command(cmd + "--resume");
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(count_lines(out / "results.jsonl"), expected);
+}
+
+struct BadBench {
+  std::string name;
+  std::string args;
+  std::string expected;
+};
+void PrintTo(const BadBench& b, std::ostream* os) { *os << b.name; }
+
+class CliBenchBadInput : public ::testing::TestWithParam<BadBench> {};
+
+TEST_P(CliBenchBadInput, OneClearLineAndNothingWritten) {
+  const auto& p = GetParam();
+  const auto dir = qjoule::test::temp_dir("cli_bench_bad_" + p.name);
+  std::ofstream(dir / "sweep.json") << R"({"defaults": {"seq": 16}, "sweep": {"precision": ["fp32"]}, "repeat": 3})";
+  std::ofstream(dir / "file") << "a regular file";
+  std::string args = p.args;
+  for (std::string::size_type at; (at = args.find("DIR")) != std::string::npos;) args.replace(at, 3, dir.string());
+  const auto r = run_command(qjoule() + " bench --model " + tiny_bert().string() + " " + args);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(p.expected)) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+  EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "results.jsonl")) << "nothing half-written";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliBenchBadInput,
+    ::testing::Values(
+        BadBench{"unknown_precision", "--precisions fp32,int3 --seq 16 --out DIR/out",
+                 "precision 'int3': unknown format 'int3'"},
+        BadBench{"batch_zero", "--batch 0 --seq 16 --out DIR/out", "--batch 0: expected at least 1"},
+        BadBench{"seq_beyond_positions", "--seq 64 --out DIR/out",
+                 "sequence length 64 is outside what model"},
+        BadBench{"sweep_unknown_key", "--sweep DIR/sweep.json --out DIR/out", "repeat"},
+        BadBench{"unwritable_out", "--seq 16 --out DIR/file/out", "is not writable"},
+        BadBench{"cuda_without_backend", "--device cuda --seq 16 --out DIR/out", "no CUDA backend"}),
+    [](const ::testing::TestParamInfo<BadBench>& case_info) { return case_info.param.name; });
+
+TEST(CliBench, HelpTeaches) {
+  const auto r = run_command(qjoule() + " bench --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* text : {"--precisions", "--batch", "--seq", "--threads", "--resume", "--sweep", "--out",
+                           "--max-accuracy-drop", "--min-time", "--idle", "Examples", "fp32,bf16,int8,w8,int4,nf4"})
+    EXPECT_THAT(r.output, HasSubstr(text));
+}
+
+TEST(CliBench, Sst2DistilBertMiniAccuracyAndDeltas) {
+  QJOULE_REQUIRE_SHARED("models/sst2-distilbert-mini/config.json");
+  const auto dir = qjoule::test::temp_dir("cli_bench_sst2");
+  const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " +
+                             qjoule::test::shared_data("models/sst2-distilbert-mini").string() + " --dataset " +
+                             qjoule::test::shared_data("sst2/dev.tsv").string() +
+                             " --precisions fp32,int8,nf4 --batch 32 --seq 128 --min-time 0.2 --out " +
+                             (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto records = read_records(dir / "out" / "results.jsonl");
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0]["precision"], "fp32");
+  EXPECT_EQ(records[0]["accuracy_correct"], 717);
+  EXPECT_EQ(records[0]["accuracy_labelled"], 872);
+  EXPECT_THAT(r.output, HasSubstr("82.22%"));
+  EXPECT_GE(records[1]["accuracy"].get<double>(), 0.8222 - 0.01);
+  EXPECT_GE(records[2]["fidelity_top1_agreement"].get<double>(), 0.95);
+  std::printf("%s\n", r.output.c_str());
+}
+
+}  // namespace
