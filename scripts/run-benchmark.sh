@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds qjoule (release) and runs the default benchmark.
-# Until `qjoule bench` lands, the default benchmark is `qjoule info` + `qjoule eval` on the tiny BERT
-# classifier the project generates (tests/fixtures/tiny-bert, from tools/make_tiny_bert_fixture.py),
-# and, when ../shared is present, on the SST-2 DistilBERT classifier with the SST-2 dev set.
+# Installs what is missing, builds qjoule (release) and runs the default benchmark: `qjoule bench`
+# with no arguments (the embedded DistilBERT-base-shaped model: fp32, bf16, int8, w8, int4, nf4 at
+# batch 1 and 8, 128 tokens; a few minutes on 2 cores), then, when ../shared is present, the SST-2
+# DistilBERT classifier on the SST-2 dev set (accuracy beside speed) in fp32, int8 and nf4.
+# Results go to qjoule-bench/<UTC time>/ (results.jsonl, results.csv, summary.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -10,17 +11,15 @@ bash scripts/build.sh release
 qjoule=build/release/src/cli/qjoule
 "$qjoule" --version
 echo
-echo "== qjoule info: tests/fixtures/tiny-bert =="
-"$qjoule" info --model tests/fixtures/tiny-bert
-echo
-echo "== qjoule eval: tests/fixtures/tiny-bert on its 12 examples =="
-"$qjoule" eval --model tests/fixtures/tiny-bert --dataset tests/fixtures/tiny-bert/dataset.tsv
+echo "== qjoule bench (default sweep) =="
+"$qjoule" bench
 shared=../shared/data
 if [ -d "$shared/models/sst2-distilbert-mini" ]; then
   echo
-  echo "== qjoule eval: sst2-distilbert-mini on SST-2 dev (872 sentences) =="
-  "$qjoule" eval --model "$shared/models/sst2-distilbert-mini" --dataset "$shared/sst2/dev.tsv" --max-length 128
+  echo "== qjoule bench: sst2-distilbert-mini on SST-2 dev (872 sentences) =="
+  "$qjoule" bench --model "$shared/models/sst2-distilbert-mini" --dataset "$shared/sst2/dev.tsv" \
+    --precisions fp32,int8,nf4 --batch 32 --seq 128
 else
   echo
-  echo "(../shared absent: skipping the SST-2 evaluation)"
+  echo "(../shared absent: skipping the SST-2 benchmark)"
 fi

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -43,7 +44,7 @@ struct BenchArgs {
   double idle = 5.0;
   double cooldown = 0.0;
   std::string sweep;
-  std::string out = "qjoule-bench";
+  std::string out;  // default: qjoule-bench/<UTC time>, a new folder for each sweep
   bool resume = false;
   double max_accuracy_drop = 1.0;
   double interval_ms = 10.0;
@@ -96,7 +97,17 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   bench::validate_configs(configs);
 
   // Results: refuse to mix a new sweep into an old file unless resuming it.
-  const std::filesystem::path out(a.out);
+  if (a.resume && a.out.empty()) fail("--resume needs --out DIR: the folder of the sweep to continue");
+  std::string out_text = a.out;
+  if (out_text.empty()) {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+    out_text = std::string("qjoule-bench/") + stamp;
+  }
+  const std::filesystem::path out(out_text);
   const auto results = out / bench::kResultsFileName;
   std::error_code ec;
   if (!a.resume && std::filesystem::exists(results, ec) && std::filesystem::file_size(results, ec) > 0)
@@ -221,7 +232,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--cooldown", a->cooldown, "Seconds to sleep after each run")->capture_default_str();
   cmd->add_option("--sweep", a->sweep, "Sweep file (JSON): defaults, swept keys, mode")->check(CLI::ExistingFile);
-  cmd->add_option("--out", a->out, "Output folder for results.jsonl, results.csv, summary.md")->capture_default_str();
+  cmd->add_option("--out", a->out,
+                  "Output folder for results.jsonl, results.csv, summary.md (default: a new qjoule-bench/<UTC time>)");
   cmd->add_flag("--resume", a->resume, "Continue a sweep: skip the runs already in OUT/results.jsonl");
   cmd->add_option("--max-accuracy-drop", a->max_accuracy_drop,
                   "Flag runs whose accuracy (or agreement) drops more than this many points below FP32")

@@ -185,6 +185,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "sequence length 64 is outside what model"},
         BadBench{"sweep_unknown_key", "--sweep DIR/sweep.json --out DIR/out", "repeat"},
         BadBench{"unwritable_out", "--seq 16 --out DIR/file/out", "is not writable"},
+        BadBench{"resume_without_out", "--seq 16 --resume", "--resume needs --out DIR"},
         BadBench{"cuda_without_backend", "--device cuda --seq 16 --out DIR/out", "no CUDA backend"}),
     [](const ::testing::TestParamInfo<BadBench>& case_info) { return case_info.param.name; });
 
