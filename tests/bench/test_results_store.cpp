@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 #include "qjoule/bench/results_store.h"
 #include "qjoule/error.h"
 #include "record_examples.h"
@@ -19,15 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::string error_of(auto&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a qjoule::Error";
-  return "";
-}
+using test::error_of;
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

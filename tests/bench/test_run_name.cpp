@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 #include "qjoule/bench/run_config.h"
 #include "qjoule/error.h"
 
@@ -13,15 +15,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(auto&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a qjoule::Error";
-  return "";
-}
+using test::error_of;
 
 TEST(BenchRunName, DefaultsAndTheBriefExample) {
   EXPECT_EQ(run_name(RunConfig{}), "distilbert-base_cpu_fp32_s128_bs1_t1");

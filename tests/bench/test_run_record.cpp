@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 #include "json_schema_subset.h"
 #include "qjoule/bench/run_record.h"
 #include "qjoule/error.h"
@@ -21,15 +23,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::string error_of(auto&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a qjoule::Error";
-  return "";
-}
+using test::error_of;
 
 std::string read_text(const char* path) {
   std::ifstream in(path);

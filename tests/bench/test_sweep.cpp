@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 #include "qjoule/bench/sweep.h"
 #include "qjoule/error.h"
 #include "test_paths.h"
@@ -16,15 +18,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string error_of(auto&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a qjoule::Error";
-  return "";
-}
+using test::error_of;
 
 std::vector<std::string> names(const std::vector<RunConfig>& runs) {
   std::vector<std::string> out;

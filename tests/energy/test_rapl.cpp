@@ -43,6 +43,23 @@ void build_tree(test::FakePowercap& tree) {
   tree.add_zone({"intel-rapl-mmio:0", "package-0", 50.0});
 }
 
+// Starts the tree's writer at 1 ms, measures one window of `duration` asleep through the real
+// discovery and meter, and stops the writer.
+Measurement measure_sleep(test::FakePowercap& tree, std::chrono::milliseconds duration) {
+  tree.start(1ms);
+  DiscoveryOptions options;
+  options.use_nvml = false;
+  options.powercap_root = tree.root().string();
+  EnergyMeter meter(discover_sensors(options));
+  meter.start();
+  Window w = meter.begin_window("work");
+  std::this_thread::sleep_for(duration);
+  const Measurement m = meter.end_window(w);
+  meter.stop();
+  tree.stop();
+  return m;
+}
+
 TEST(EnergyRaplSysfs, DiscoversEveryDomainWithoutDoubleCounting) {
   test::FakePowercap tree("rapl-discovery");
   build_tree(tree);
@@ -72,17 +89,7 @@ TEST(EnergyRaplSysfs, DiscoversEveryDomainWithoutDoubleCounting) {
 TEST(EnergyRaplSysfs, EnergyWithinOnePercentOfTheTruthAcrossAWrap) {
   test::FakePowercap tree("rapl-energy");
   build_tree(tree);
-  tree.start(1ms);
-  DiscoveryOptions options;
-  options.use_nvml = false;
-  options.powercap_root = tree.root().string();
-  EnergyMeter meter(discover_sensors(options));
-  meter.start();
-  Window w = meter.begin_window("work");
-  std::this_thread::sleep_for(1000ms);
-  const Measurement m = meter.end_window(w);
-  meter.stop();
-  tree.stop();
+  const Measurement m = measure_sleep(tree, 1000ms);
 
   const double d = m.duration_s;
   const SensorEnergy& p0 = find(m, "rapl:package-0");
@@ -108,17 +115,7 @@ TEST(EnergyRaplSysfs, ACounterThatNeverMovesIsUnavailableNotZero) {
   // Some virtual machines expose RAPL whose counters never advance: 0 J would be a lie.
   test::FakePowercap tree("rapl-stuck");
   tree.add_zone({"intel-rapl:0", "package-0", 0.0});
-  tree.start(1ms);
-  DiscoveryOptions options;
-  options.use_nvml = false;
-  options.powercap_root = tree.root().string();
-  EnergyMeter meter(discover_sensors(options));
-  meter.start();
-  Window w = meter.begin_window("stuck");
-  std::this_thread::sleep_for(200ms);
-  const Measurement m = meter.end_window(w);
-  meter.stop();
-  tree.stop();
+  const Measurement m = measure_sleep(tree, 200ms);
   const SensorEnergy& p0 = find(m, "rapl:package-0");
   EXPECT_FALSE(p0.energy_j.has_value());
   EXPECT_FALSE(p0.peak_power_w.has_value());
