@@ -8,17 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include "random_data.h"
+
 #include "qjoule/kernels/encoder_ops.h"
 
 namespace {
 
-std::vector<float> random_vector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using qjoule::test::random_vector;
 
 TEST(EncoderOps, AddLayerNormMatchesReference) {
   const int64_t rows = 7, cols = 96;

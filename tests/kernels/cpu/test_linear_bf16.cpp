@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "random_data.h"
+
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/gemm_bf16_avx2.h"
 #include "kernels/cpu/linear_bf16_kernels.h"
@@ -22,13 +24,7 @@ namespace {
 
 using namespace qjoule::kernels;
 
-std::vector<float> random_vector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using qjoule::test::random_vector;
 
 std::vector<Bf16Kernel> runnable_kernels() {
   std::vector<Bf16Kernel> kernels{Bf16Kernel::scalar};

@@ -5,17 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "random_data.h"
+
 #include "qjoule/kernels/linear.h"
 
 namespace {
 
-std::vector<float> random_vector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using qjoule::test::random_vector;
 
 TEST(LinearF32OneDnn, MatchesReferenceAcrossShapes) {
   for (auto [m, out, in] : {std::tuple{1, 7, 5}, {13, 64, 48}, {128, 96, 256}, {3, 1, 1}}) {

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "random_data.h"
+
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"
 
@@ -21,13 +23,7 @@ namespace {
 
 using namespace qjoule::kernels;
 
-std::vector<float> random_vector(size_t n, unsigned seed, float sigma = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using qjoule::test::random_vector;
 
 TEST(LinearInt8W8A8OneDnn, MatchesIntegerReferenceAndStaysWithinQuantizationBound) {
   const int qmax = int8_w8a8_weight_qmax();

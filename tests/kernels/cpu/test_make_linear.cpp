@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "random_data.h"
+
 #include "qjoule/error.h"
 #include "qjoule/kernels/make_linear.h"
 
@@ -19,13 +21,7 @@ namespace {
 
 using namespace qjoule::kernels;
 
-std::vector<float> random_vector(size_t n, unsigned seed, float sigma = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using qjoule::test::random_vector;
 
 std::string error_of(const auto& fn) {
   try {

@@ -5,22 +5,19 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "random_data.h"
 
 #include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::test {
 
 inline std::vector<float> normal_vector(size_t n, unsigned seed, float sigma = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
+  return qjoule::test::random_vector(n, seed, sigma);
 }
 
 // The ISAs this run can test: scalar always; avx2 when the CPU has it and QJOULE_FORCE_SCALAR does not
