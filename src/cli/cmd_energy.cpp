@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/format_util.h"
 #include "energy/child_process.h"
 #include "qjoule/energy/discovery.h"
 #include "qjoule/energy/energy_meter.h"
@@ -243,15 +244,7 @@ int run_energy(const EnergyOptions& options) {
                     {"ticks_taken", sampler.ticks_taken},   {"ticks_missed", sampler.ticks_missed},
                     {"ticks_late", sampler.ticks_late},     {"forced_samples", sampler.forced_samples},
                     {"trace_dropped", sampler.trace_dropped}};
-    const std::string dumped = j.dump(2) + "\n";
-    if (options.json_path == "-") {
-      std::fputs(dumped.c_str(), stdout);
-    } else {
-      std::ofstream file(options.json_path);
-      if (!file) fail("--json {}: cannot open the file for writing", options.json_path);
-      file << dumped;
-      if (!file) fail("--json {}: write failed", options.json_path);
-    }
+    write_output("--json", options.json_path, j.dump(2) + "\n");
   }
   return exit_code;
 }

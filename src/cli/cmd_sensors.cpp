@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/format_util.h"
 #include "qjoule/energy/discovery.h"
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/energy/measurement.h"
@@ -83,15 +84,7 @@ void run_sensors(const SensorsOptions& options) {
     }
     j["unavailable"] = nlohmann::json::array();
     for (const auto& a : meter.absent()) j["unavailable"].push_back({{"source", a.source}, {"reason", a.reason}});
-    const std::string dumped = j.dump(2) + "\n";
-    if (options.json_path == "-") {
-      std::fputs(dumped.c_str(), stdout);
-    } else {
-      std::ofstream file(options.json_path);
-      if (!file) fail("--json {}: cannot open the file for writing", options.json_path);
-      file << dumped;
-      if (!file) fail("--json {}: write failed", options.json_path);
-    }
+    write_output("--json", options.json_path, j.dump(2) + "\n");
   }
 }
 

@@ -2,8 +2,12 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 
 #include <fmt/format.h>
+
+#include "qjoule/error.h"
 
 namespace qjoule::cli {
 
@@ -35,6 +39,17 @@ std::string human_bytes(double bytes) {
     ++u;
   }
   return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, kUnits[u]);
+}
+
+void write_output(const std::string& option, const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fputs(text.c_str(), stdout);
+    return;
+  }
+  std::ofstream file(path);
+  if (!file) fail("{} {}: cannot open the file for writing", option, path);
+  file << text;
+  if (!file) fail("{} {}: write failed", option, path);
 }
 
 }  // namespace qjoule::cli

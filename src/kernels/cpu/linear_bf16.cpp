@@ -1,15 +1,12 @@
 // BF16 linear layer: BF16 weights, activations rounded to BF16 per call, FP32 accumulation, on
 // oneDNN's native bf16 matmul, qjoule's AVX2 kernel or a scalar loop (linear_onednn_lowp.h).
 #include <cmath>
-#include <map>
-#include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/gemm_bf16_avx2.h"
 #include "kernels/cpu/linear_bf16_kernels.h"
-#include "kernels/cpu/onednn_engine.h"
+#include "kernels/cpu/onednn_matmul_by_rows.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"
 
@@ -17,15 +14,6 @@ namespace qjoule::kernels {
 namespace {
 
 using dnnl::memory;
-
-dnnl::matmul::primitive_desc bf16_matmul_pd(int64_t m, int64_t out, int64_t in, bool with_bias) {
-  memory::desc src_md({m, in}, memory::data_type::bf16, memory::format_tag::ab);
-  memory::desc wei_md({in, out}, memory::data_type::bf16, memory::format_tag::ba);  // W[out,in] seen as Wᵀ
-  memory::desc dst_md({m, out}, memory::data_type::f32, memory::format_tag::ab);
-  if (!with_bias) return {dnnl::matmul::desc(src_md, wei_md, dst_md), onednn_cpu_engine()};
-  memory::desc bias_md({1, out}, memory::data_type::f32, memory::format_tag::ab);
-  return {dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), onednn_cpu_engine()};
-}
 
 std::vector<uint16_t> to_bf16(const float* v, int64_t count) {
   std::vector<uint16_t> bits(static_cast<size_t>(count));
@@ -44,7 +32,10 @@ std::vector<T>& activation_scratch(int64_t count) {
 class LinearBf16 final : public Linear {
  public:
   LinearBf16(Bf16Kernel kernel, const float* W, const float* bias, int64_t out, int64_t in, const std::string& name)
-      : kernel_(kernel), out_(out), in_(in) {
+      : kernel_(kernel),
+        out_(out),
+        in_(in),
+        matmul_(out, in, memory::data_type::bf16, memory::data_type::bf16, bias != nullptr) {
     if (out <= 0 || in <= 0) fail("{}: linear shape [{}, {}] is empty; expected out > 0 and in > 0", name, out, in);
     for (int64_t i = 0; i < out * in; ++i) {
       if (!std::isfinite(W[i]) || std::isinf(round_to_bf16(W[i]))) {
@@ -56,7 +47,7 @@ class LinearBf16 final : public Linear {
     switch (kernel_) {
       case Bf16Kernel::onednn:
         weight_bits_ = to_bf16(W, out * in);
-        kernel_path_ = onednn_kernel_path(entry_for(1).pd) + ":bf16bf16f32";
+        kernel_path_ = onednn_kernel_path(matmul_.primitive_desc(1)) + ":bf16bf16f32";
         break;
       case Bf16Kernel::avx2:
         packed_ = pack_bf16_weights(W, bias, out, in);
@@ -77,7 +68,7 @@ class LinearBf16 final : public Linear {
       std::vector<uint16_t>& a = activation_scratch<uint16_t>(count);
 #pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
       for (int64_t i = 0; i < count; ++i) a[static_cast<size_t>(i)] = f32_to_bf16_bits(x[i]);
-      run_onednn(a.data(), m, y);
+      matmul_.execute(m, a.data(), weight_bits_.data(), bias_.empty() ? nullptr : bias_.data(), y);
       return;
     }
     std::vector<float>& a = activation_scratch<float>(count);
@@ -102,32 +93,6 @@ class LinearBf16 final : public Linear {
   }
 
  private:
-  struct Entry {
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul prim;
-  };
-
-  const Entry& entry_for(int64_t m) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(m);
-    if (it != cache_.end()) return it->second;
-    auto pd = bf16_matmul_pd(m, out_, in_, !bias_.empty());
-    return cache_.emplace(m, Entry{pd, dnnl::matmul(pd)}).first->second;
-  }
-
-  void run_onednn(const uint16_t* a, int64_t m, float* y) const {
-    const Entry& e = entry_for(m);
-    memory src(e.pd.src_desc(), onednn_cpu_engine(), const_cast<uint16_t*>(a));
-    memory wei(e.pd.weights_desc(), onednn_cpu_engine(), const_cast<uint16_t*>(weight_bits_.data()));
-    memory dst(e.pd.dst_desc(), onednn_cpu_engine(), y);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-    if (!bias_.empty()) {
-      args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), onednn_cpu_engine(), const_cast<float*>(bias_.data())));
-    }
-    e.prim.execute(onednn_cpu_stream(), args);
-    onednn_cpu_stream().wait();
-  }
-
   void run_scalar(const float* a, int64_t m, float* y) const {
 #pragma omp parallel for schedule(static) if (m * out_ * in_ >= (int64_t{1} << 20))
     for (int64_t i = 0; i < m; ++i) {
@@ -145,9 +110,8 @@ class LinearBf16 final : public Linear {
   std::vector<float> bias_;
   std::vector<uint16_t> weight_bits_;  // onednn and scalar kernels: [out, in] BF16
   PackedBf16Weights packed_;           // avx2 kernel
+  OneDnnMatmulByRows matmul_;  // onednn kernel (primitives are created on first use only)
   std::string kernel_path_;
-  mutable std::mutex mutex_;
-  mutable std::map<int64_t, Entry> cache_;
 };
 
 }  // namespace
@@ -155,7 +119,8 @@ class LinearBf16 final : public Linear {
 bool onednn_has_native_bf16_matmul() {
   static const bool has = [] {
     try {
-      const std::string impl = bf16_matmul_pd(64, 64, 64, true).impl_info_str();
+      const OneDnnMatmulByRows probe(64, 64, memory::data_type::bf16, memory::data_type::bf16, true);
+      const std::string impl = probe.primitive_desc(64).impl_info_str();
       return impl.rfind("ref", 0) != 0;
     } catch (const dnnl::error&) {
       return false;
