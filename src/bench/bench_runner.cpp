@@ -14,6 +14,7 @@
 #include "qjoule/eval/classifier_eval.h"
 #include "qjoule/eval/fidelity.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/energy/trace_csv.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/encoder_classifier.h"
@@ -322,6 +323,8 @@ struct BenchRunner::Impl {
     for (std::size_t i = 0; i < options.warmup; ++i) forward();
     const double min_s = min_seconds();
     std::vector<double> samples_ms;
+    const bool tracing = !options.trace_dir.empty() && !meter.sensors().empty();
+    if (tracing) meter.drain_trace([](const energy::TraceSample&) {});  // readings from before this run
     energy::Window window = meter.begin_window(r.run_name);
     const auto start = Clock::now();
     while (true) {
@@ -335,6 +338,12 @@ struct BenchRunner::Impl {
         break;
     }
     const energy::Measurement em = meter.end_window(window);
+    if (tracing) {
+      std::filesystem::create_directories(options.trace_dir);
+      energy::TraceCsvWriter trace(options.trace_dir / (r.run_name + ".csv"), meter);
+      trace.drain(meter, em.start_ns);
+      trace.close();
+    }
     r.measured_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     r.iters = samples_ms.size();
     r.latency = summarize_latency(samples_ms);

@@ -46,6 +46,7 @@ struct BenchArgs {
   std::string sweep;
   std::string out;  // default: qjoule-bench/<UTC time>, a new folder for each sweep
   bool resume = false;
+  bool trace = false;
   double max_accuracy_drop = 1.0;
   double interval_ms = 10.0;
   std::string power_meter;
@@ -121,6 +122,7 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   energy::MeterOptions meter_options;
   meter_options.period = std::chrono::nanoseconds(static_cast<std::int64_t>(a.interval_ms * 1e6));
   if (!a.estimate.empty()) meter_options.estimate = energy::parse_energy_estimate(a.estimate);
+  if (a.trace) meter_options.trace_capacity = std::size_t{1} << 20;
   energy::EnergyMeter meter(energy::discover_sensors(discovery), meter_options);
   meter.start();
   bool counted = false;  // a sensor whose energy goes into totals (psys and nested domains do not)
@@ -146,6 +148,7 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.iters > 0) options.iters = a.iters;
   options.min_time_s = a.min_time;
   options.cooldown_s = a.cooldown;
+  if (a.trace) options.trace_dir = out / "traces";
   bench::BenchRunner runner(options, meter);
 
   if (configs.front().model == bench::kSyntheticModelName)
@@ -238,6 +241,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--max-accuracy-drop", a->max_accuracy_drop,
                   "Flag runs whose accuracy (or agreement) drops more than this many points below FP32")
       ->capture_default_str();
+  cmd->add_flag("--trace", a->trace,
+                "Keep each run's power readings in OUT/traces/<run>.csv (time_s,sensor,energy_j,power_w)");
   cmd->add_option("--interval", a->interval_ms, "Energy sampling period in milliseconds")->capture_default_str();
   cmd->add_option("--power-meter", a->power_meter, "External meter: file:PATH or cmd:COMMAND (CSV timestamp_s,watts)");
   cmd->add_option("--energy-estimate", a->estimate,

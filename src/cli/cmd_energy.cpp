@@ -28,6 +28,7 @@
 #include "qjoule/energy/estimate.h"
 #include "qjoule/energy/measurement.h"
 #include "qjoule/energy/summary.h"
+#include "qjoule/energy/trace_csv.h"
 #include "qjoule/error.h"
 
 namespace qjoule::cli {
@@ -78,43 +79,13 @@ class IgnoreInterrupts {
   struct sigaction old_quit_ {};
 };
 
-class TraceWriter {
- public:
-  TraceWriter(const std::string& path, const energy::EnergyMeter& meter) : path_(path) {
-    if (path.empty()) return;
-    file_.open(path);
-    if (!file_) fail("--trace {}: cannot open the file for writing", path);
-    for (const auto* info : meter.sensors()) ids_.push_back(info->id);
-    file_ << "time_s,sensor,energy_j,power_w\n";
-  }
-  bool enabled() const { return file_.is_open(); }
-  void drain(energy::EnergyMeter& meter, std::int64_t origin_ns) {
-    if (!enabled()) return;
-    meter.drain_trace([&](const energy::TraceSample& s) {
-      file_ << fmt::format("{:.6f},{},{},{}\n", static_cast<double>(s.time_ns - origin_ns) / 1e9, ids_[s.sensor],
-                           s.energy_j ? fmt::format("{:.6f}", *s.energy_j) : std::string(),
-                           s.power_w ? fmt::format("{:.3f}", *s.power_w) : std::string());
-    });
-  }
-  void close() {
-    if (!enabled()) return;
-    file_.close();
-    if (!file_) fail("--trace {}: write failed", path_);
-  }
-
- private:
-  std::string path_;
-  std::ofstream file_;
-  std::vector<std::string> ids_;
-};
-
 struct ChildResult {
   int wait_status = 0;
   rusage usage{};
 };
 
 // Waits for the child on a helper thread while this thread drains the trace every 200 ms.
-ChildResult wait_for_child(pid_t pid, TraceWriter& trace, energy::EnergyMeter& meter, std::int64_t origin) {
+ChildResult wait_for_child(pid_t pid, energy::TraceCsvWriter& trace, energy::EnergyMeter& meter, std::int64_t origin) {
   std::mutex mutex;
   std::condition_variable exited;
   bool done = false;
@@ -178,7 +149,7 @@ int run_energy(const EnergyOptions& options) {
   if (!options.trace_path.empty()) meter_options.trace_capacity = std::size_t{1} << 18;
 
   energy::EnergyMeter meter(energy::discover_sensors(discovery), meter_options);
-  TraceWriter trace(options.trace_path, meter);
+  energy::TraceCsvWriter trace(options.trace_path, meter);
   meter.start();
   const std::int64_t origin = meter.sampler_stats().start_ns;
   const bool have_sensors = !meter.sensors().empty();

@@ -117,6 +117,42 @@ TEST(EnergyCli, MeasuresAFakeMachineAndWritesJsonAndTrace) {
   EXPECT_GT(std::count(csv.begin(), csv.end(), '\n'), 100);
 }
 
+TEST(EnergyCli, BenchMeasuresAFakeMachineAndKeepsTraces) {
+  const auto dir = temp_dir("cli-bench-fake");
+  FakePowercap tree(dir.filename().string());
+  tree.add_zone({"intel-rapl:0", "package-0", 40.0});
+  tree.start(1ms);
+  const auto out = dir / "out";
+  const ProcessResult r = run_qjoule(
+      {"bench", "--model", (fixtures_dir() / "tiny-bert").string(), "--precisions", "fp32,int8", "--seq", "16",
+       "--batch", "2", "--threads", "1", "--min-time", "0.3", "--idle", "0.3", "--trace", "--out", out.string()},
+      {{"QJOULE_POWERCAP_ROOT", tree.root().string()},
+       {"QJOULE_NVML_LIB", (dir / "none.so").string()},
+       {"QJOULE_PERF_POWER_ROOT", (dir / "none").string()}});
+  tree.stop();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("measuring idle power"));
+  std::istringstream lines(read_file(out / "results.jsonl"));
+  std::string line;
+  int records = 0;
+  while (std::getline(lines, line)) {
+    const auto rec = nlohmann::json::parse(line);
+    ++records;
+    ASSERT_TRUE(rec["energy_j"].is_number()) << rec["energy_unavailable"];
+    const double seconds = rec["energy_window"]["duration_s"].get<double>();
+    EXPECT_NEAR(rec["energy_j"].get<double>(), 40.0 * seconds, 40.0 * 0.015);  // lag budget as above
+    EXPECT_TRUE(rec["energy_j_per_inference"].is_number());
+    EXPECT_TRUE(rec["energy_net_j"].is_number());
+    EXPECT_TRUE(rec["energy_unavailable"].is_null());
+    EXPECT_THAT(rec["energy_method"].get<std::string>(), HasSubstr("rapl:package-0"));
+    const auto trace = out / "traces" / (rec["run_name"].get<std::string>() + ".csv");
+    const std::string csv = read_file(trace);
+    EXPECT_EQ(csv.rfind("time_s,sensor,energy_j,power_w\n", 0), 0u) << trace;
+    EXPECT_GT(std::count(csv.begin(), csv.end(), '\n'), 20) << "10 ms readings over >= 0.3 s";
+  }
+  EXPECT_EQ(records, 2);
+}
+
 TEST(EnergyCli, EstimateIsLabelled) {
   const auto env = no_sensor_env(temp_dir("cli-estimate").string());
   const ProcessResult r =

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,9 @@ struct BenchOptions {
   double cooldown_s = 0.0;            // sleep after each run
   std::size_t fidelity_examples = 32; // synthetic sequences compared with FP32 when there is no dataset
   std::size_t min_iters = 3;          // never fewer timed batches than this (percentiles need samples)
+  // Where each run's power trace goes (<trace_dir>/<run name>.csv, see qjoule/energy/trace_csv.h);
+  // empty = no traces. The meter must keep a trace (MeterOptions::trace_capacity > 0).
+  std::filesystem::path trace_dir;
 };
 
 // The precision spec without the options that are not Linear formats ("sqA" for SmoothQuant),
