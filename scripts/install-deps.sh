@@ -7,6 +7,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libutf8proc-dev
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (its GPU runtime), a Recommends only
   libgtest-dev libgmock-dev libbenchmark-dev
+  chromium libjs-chart.js fonts-dejavu-core  # `qjoule report` inlines Chart.js; its browser test runs headless Chromium
 )
 missing=()
 for p in "${packages[@]}"; do

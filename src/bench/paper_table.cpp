@@ -1,6 +1,7 @@
 #include "qjoule/bench/paper_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -31,13 +32,9 @@ std::string escape_cell(const std::string& text) {
   return out;
 }
 
-struct Column {
-  std::string header;
-  bool right_aligned;
-};
-
 // A markdown table padded to aligned columns, so it reads as well in a terminal as rendered.
-std::string render_table(const std::vector<Column>& columns, const std::vector<std::vector<std::string>>& rows) {
+std::string render_table(const std::vector<PaperTableColumn>& columns,
+                         const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width(columns.size());
   for (std::size_t c = 0; c < columns.size(); ++c) {
     width[c] = std::max<std::size_t>(display_width(columns[c].header), 3);
@@ -79,8 +76,6 @@ std::optional<std::string> token_of(const RunRecord& record) {
   }
 }
 
-bool is_baseline(const RunRecord& record) { return record.status == "ok" && token_of(record) == "fp32"; }
-
 using ShapeKey = std::tuple<std::string, std::string, std::size_t, std::size_t, int>;
 ShapeKey shape_of(const RunRecord& r) {
   return {r.config.model, r.config.device, r.config.batch, r.config.seq, r.config.threads};
@@ -107,25 +102,37 @@ std::string what_to_try(const RunRecord& record) {
   return fmt::format("weight-only INT8 (`--precisions w8`), or {}", exclude);
 }
 
+// "FP32", "INT8": how the legend names the baseline format.
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
 }  // namespace
 
-std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt) {
-  std::map<ShapeKey, const RunRecord*> baselines;  // the first FP32 run of each model and shape
+PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
+                             const std::string& baseline_precision) {
+  const std::string baseline_token = precision_token(baseline_precision);
+  const auto is_baseline = [&](const RunRecord& r) { return r.status == "ok" && token_of(r) == baseline_token; };
+  std::map<ShapeKey, const RunRecord*> baselines;  // the first baseline run of each model and shape
   for (const auto& record : records)
     if (is_baseline(record)) baselines.emplace(shape_of(record), &record);
 
-  const std::vector<Column> columns = {
+  PaperTable table;
+  table.max_accuracy_drop_pt = max_accuracy_drop_pt;
+  table.columns = {
       {"run", false},      {"precision", false},   {"batch", true},  {"seq", true},
       {"threads", true},   {"p50 ms", true},       {"seq/s", true},  {"J/inference", true},
       {"accuracy", true},  {"size MiB", true},     {"speed-up", true}, {"energy", true},
       {"accuracy Δ pt", true}, {"size x", true}};
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> flagged, without_baseline, failed;
+  std::vector<std::string> without_baseline;
   bool any_agreement = false, any_emulated = false, any_estimated = false;
+  std::vector<std::string> unavailable_reasons;  // distinct, in order of appearance
 
-  for (const auto& r : records) {
+  for (std::size_t index = 0; index < records.size(); ++index) {
+    const RunRecord& r = records[index];
     if (r.status != "ok") {
-      failed.push_back(fmt::format("- {}: {}", r.run_name, r.error.empty() ? "(no error recorded)" : r.error));
+      table.failed.push_back(fmt::format("{}: {}", r.run_name, r.error.empty() ? "(no error recorded)" : r.error));
       continue;
     }
     const auto found = baselines.find(shape_of(r));
@@ -134,8 +141,8 @@ std::string format_paper_table(const std::vector<RunRecord>& records, double max
     if (!base) without_baseline.push_back(r.run_name);
 
     std::vector<std::string> row;
-    row.push_back(escape_cell(r.run_name + (r.not_representative ? " *" : "")));
-    row.push_back(escape_cell(r.config.precision));
+    row.push_back(r.run_name + (r.not_representative ? " *" : ""));
+    row.push_back(r.config.precision);
     row.push_back(std::to_string(r.config.batch));
     row.push_back(std::to_string(r.config.seq));
     row.push_back(std::to_string(r.config.threads));
@@ -146,6 +153,9 @@ std::string format_paper_table(const std::vector<RunRecord>& records, double max
       any_estimated = any_estimated || is_estimated(r);
     } else {
       row.push_back("unavailable");
+      const std::string reason = r.energy_unavailable.empty() ? "no reason recorded" : r.energy_unavailable;
+      if (std::find(unavailable_reasons.begin(), unavailable_reasons.end(), reason) == unavailable_reasons.end())
+        unavailable_reasons.push_back(reason);
     }
 
     // Accuracy on labels when there are labels; else agreement with FP32's top-1 ("agr.").
@@ -184,8 +194,9 @@ std::string format_paper_table(const std::vector<RunRecord>& records, double max
       // The tolerance keeps 0.90 - 0.89 (= 1.0000000000000009 pt) from tripping a 1 pt threshold.
       if (drop_pt && *drop_pt > max_accuracy_drop_pt + 1e-9) {
         accuracy_delta += " !";
-        flagged.push_back(fmt::format("- {}: {:.2f} pt {} — try {}", r.run_name, -*drop_pt,
-                                      r.accuracy ? "accuracy" : "top-1 agreement with FP32", what_to_try(r)));
+        table.accuracy_drops.push_back(fmt::format("{}: {:.2f} pt {} — try {}", r.run_name, -*drop_pt,
+                                                   r.accuracy ? "accuracy" : "top-1 agreement with FP32",
+                                                   what_to_try(r)));
       }
       row.push_back(accuracy_delta);
       row.push_back(r.fp32_bytes > 0 && r.model_bytes > 0
@@ -193,23 +204,41 @@ std::string format_paper_table(const std::vector<RunRecord>& records, double max
                         : kMissing);
     }
     any_emulated = any_emulated || r.not_representative;
-    rows.push_back(std::move(row));
+    table.rows.push_back({index, std::move(row)});
   }
 
-  std::string out = rows.empty() ? std::string("No successful runs.\n") : render_table(columns, rows);
-  std::vector<std::string> below;
-  if (any_emulated) below.push_back("`*` emulated format: its latency and energy are not representative.");
-  if (any_estimated) below.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");
+  for (const auto& reason : unavailable_reasons) table.legend.push_back("energy unavailable: " + reason);
+  if (any_emulated) table.legend.push_back("`*` emulated format: its latency and energy are not representative.");
+  if (any_estimated)
+    table.legend.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");
   if (any_agreement)
-    below.push_back("agr. top-1 agreement with the FP32 run of the same model and shape (no labelled dataset).");
+    table.legend.push_back("agr. top-1 agreement with the FP32 run of the same model and shape (no labelled dataset).");
   if (!without_baseline.empty())
-    below.push_back(fmt::format("No FP32 baseline with the same model, device, batch, seq and threads for: {} "
-                                "(add fp32 to the precisions for deltas).",
-                                fmt::join(without_baseline, ", ")));
-  if (!below.empty()) out += fmt::format("\n{}\n", fmt::join(below, "\n"));
-  if (!flagged.empty())
-    out += fmt::format("\n! Accuracy drop above {} pt:\n{}\n", max_accuracy_drop_pt, fmt::join(flagged, "\n"));
-  if (!failed.empty()) out += fmt::format("\nFailed runs:\n{}\n", fmt::join(failed, "\n"));
+    table.legend.push_back(fmt::format("No {} baseline with the same model, device, batch, seq and threads for: {} "
+                                       "(add {} to the precisions for deltas).",
+                                       upper(baseline_precision), fmt::join(without_baseline, ", "),
+                                       baseline_precision));
+  return table;
+}
+
+std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt) {
+  const PaperTable table = build_paper_table(records, max_accuracy_drop_pt);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : table.rows) {
+    std::vector<std::string> cells;
+    for (const auto& cell : row.cells) cells.push_back(escape_cell(cell));
+    rows.push_back(std::move(cells));
+  }
+  const auto listed = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) out += fmt::format("- {}\n", item);
+    return out;
+  };
+  std::string out = rows.empty() ? std::string("No successful runs.\n") : render_table(table.columns, rows);
+  if (!table.legend.empty()) out += fmt::format("\n{}\n", fmt::join(table.legend, "\n"));
+  if (!table.accuracy_drops.empty())
+    out += fmt::format("\n! Accuracy drop above {} pt:\n{}", max_accuracy_drop_pt, listed(table.accuracy_drops));
+  if (!table.failed.empty()) out += fmt::format("\nFailed runs:\n{}", listed(table.failed));
   return out;
 }
 

@@ -24,6 +24,7 @@
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/energy/summary.h"
 #include "qjoule/error.h"
+#include "qjoule/report/html_report.h"
 
 namespace qjoule::cli {
 namespace {
@@ -187,9 +188,20 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
 
   bench::write_results_csv(store.records(), out / "results.csv");
   bench::write_summary_md(store.records(), out / "summary.md", a.max_accuracy_drop);
+  // The HTML report is a view of the records: if it cannot be made (no Chart.js), the sweep's
+  // results still stand, so that is a warning, not a failed bench.
+  std::string report_line;
+  try {
+    report::ReportOptions ro;
+    ro.max_accuracy_drop_pt = a.max_accuracy_drop;
+    report::write_html_report(store.records(), out / "report.html", ro);
+    report_line = ", " + (out / "report.html").string();
+  } catch (const Error& e) {
+    fmt::print(stderr, "warning: no report.html: {}\n", e.what());
+  }
   fmt::print("{}\n", bench::format_paper_table(store.records(), a.max_accuracy_drop));
-  fmt::print(stderr, "wrote {} ({} runs), {}, {}\n", results.string(), store.records().size(),
-             (out / "results.csv").string(), (out / "summary.md").string());
+  fmt::print(stderr, "wrote {} ({} runs), {}, {}{}\n", results.string(), store.records().size(),
+             (out / "results.csv").string(), (out / "summary.md").string(), report_line);
   if (failed > 0) {
     fmt::print(stderr, "{} of {} runs failed (recorded with their error)\n", failed, to_run);
     ctx.exit_code = 1;

@@ -16,5 +16,6 @@ void add_eval_command(CLI::App& app, CommandContext& ctx);
 void add_sensors_command(CLI::App& app, CommandContext& ctx);
 void add_energy_command(CLI::App& app, CommandContext& ctx);
 void add_bench_command(CLI::App& app, CommandContext& ctx);
+void add_report_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace qjoule::cli

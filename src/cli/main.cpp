@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   qjoule::cli::add_sensors_command(app, ctx);
   qjoule::cli::add_energy_command(app, ctx);
   qjoule::cli::add_bench_command(app, ctx);
+  qjoule::cli::add_report_command(app, ctx);
 
   try {
     app.parse(argc, argv);

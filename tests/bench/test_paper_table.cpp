@@ -169,6 +169,23 @@ TEST(BenchPaperTable, ColumnsAreAlignedForTheTerminal) {
   EXPECT_THAT(table, HasSubstr("---: |"));  // numbers right-aligned
 }
 
+TEST(BenchPaperTable, AsDataWithAnotherBaseline) {
+  const auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
+  const auto int8 = table_record("int8", 4.0, 0.2, 0.89, 64ull << 20);
+  const auto failed = examples::failed_record();
+  const auto table = build_paper_table({fp32, failed, int8}, 1.0, "int8");
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_EQ(table.rows[1].record, 2u);  // indices into the records, past the failed one
+  EXPECT_EQ(table.columns[kPaperTableEnergyColumn].header, "J/inference");
+  EXPECT_EQ(table.rows[0].cells[10], "0.40x");  // fp32 against int8
+  EXPECT_EQ(table.rows[0].cells[11], "+150.0%");
+  EXPECT_EQ(table.rows[1].cells[10], "baseline");
+  EXPECT_EQ(table.failed, std::vector<std::string>{failed.run_name + ": " + failed.error});
+  EXPECT_TRUE(table.legend.empty());
+  // The default is the markdown table's.
+  EXPECT_EQ(build_paper_table({fp32, int8}, 1.0).rows[1].cells[10], "2.50x");
+}
+
 TEST(BenchPaperTable, NoRecords) {
   EXPECT_EQ(format_paper_table({}, 1.0), "No successful runs.\n");
 }

@@ -93,6 +93,8 @@ TEST(CliBench, TinyBertSweepWritesRecordsCsvAndTable) {
   summary << md.rdbuf();
   EXPECT_THAT(summary.str(), HasSubstr("# qjoule bench"));
   EXPECT_THAT(summary.str(), HasSubstr("tiny-bert_cpu_int8_w8a8_s16_bs4_t1"));
+  EXPECT_THAT(summary.str(), HasSubstr("energy unavailable: "));
+  EXPECT_TRUE(fs::exists(out / "report.html")) << "needs Debian's libjs-chart.js (scripts/install-deps.sh)";
 
   // The same sweep again without --resume would mix two sweeps: refused, file untouched.
   const auto again = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_bert().string() +

@@ -3,6 +3,7 @@
 // baseline of the same model and shape; then what needs attention (accuracy drops, failures).
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,6 +21,32 @@ namespace qjoule::bench {
 // with what to try next; emulated (not representative) rows are marked "*"; failed runs are listed
 // below the table with their error, not in it.
 std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt);
+
+// The same table as data, for other renderings (the HTML report): cells as plain text (not
+// markdown-escaped), one row per successful run, and the lines format_paper_table prints below it.
+struct PaperTableColumn {
+  std::string header;
+  bool right_aligned;  // numbers
+};
+struct PaperTableRow {
+  std::size_t record;               // index into the records the table was built from
+  std::vector<std::string> cells;   // one per column
+};
+struct PaperTable {
+  std::vector<PaperTableColumn> columns;
+  std::vector<PaperTableRow> rows;
+  std::vector<std::string> legend;            // what the markers mean, runs without a baseline
+  std::vector<std::string> accuracy_drops;    // "<run>: -5.00 pt accuracy — try ...", one per flagged row
+  std::vector<std::string> failed;            // "<run>: <error>"
+  double max_accuracy_drop_pt = 0;
+};
+inline constexpr std::size_t kPaperTableEnergyColumn = 7;  // "J/inference"
+
+// `baseline_precision` is the precision spec the deltas compare against (its token must match; the
+// default gives format_paper_table's table). The agreement delta is always against FP32, which is
+// what the records' top-1 agreement measures.
+PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
+                             const std::string& baseline_precision = "fp32");
 
 // "# qjoule bench", the table, each record's notes and the environment; written atomically.
 void write_summary_md(const std::vector<RunRecord>& records, const std::filesystem::path& path,

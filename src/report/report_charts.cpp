@@ -1,0 +1,394 @@
+#include "qjoule/report/report_charts.h"
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace qjoule::report {
+namespace {
+
+using nlohmann::json;
+using bench::RunRecord;
+using Metric = std::function<std::optional<double>(const RunRecord&)>;
+
+constexpr std::array<const char*, 10> kPalette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+const char* color(std::size_t i) { return kPalette[i % kPalette.size()]; }
+
+std::vector<const RunRecord*> successful(const std::vector<RunRecord>& records) {
+  std::vector<const RunRecord*> out;
+  for (const auto& r : records)
+    if (r.status == "ok") out.push_back(&r);
+  return out;
+}
+
+// Which configuration keys differ between runs: only those go into labels.
+struct Variation {
+  bool model = false, device = false, batch = false, seq = false, threads = false;
+};
+
+Variation variation_of(const std::vector<const RunRecord*>& runs) {
+  Variation v;
+  for (const auto* r : runs) {
+    const auto& a = runs.front()->config;
+    v.model = v.model || r->config.model != a.model;
+    v.device = v.device || r->config.device != a.device;
+    v.batch = v.batch || r->config.batch != a.batch;
+    v.seq = v.seq || r->config.seq != a.seq;
+    v.threads = v.threads || r->config.threads != a.threads;
+  }
+  return v;
+}
+
+// "bs8", "distilbert cpu s128 t2": the varying keys of a run's shape (no precision).
+std::string shape_label(const RunRecord& r, const Variation& v) {
+  std::vector<std::string> parts;
+  if (v.model) parts.push_back(r.config.model);
+  if (v.device) parts.push_back(r.config.device);
+  if (v.batch) parts.push_back(fmt::format("bs{}", r.config.batch));
+  if (v.seq) parts.push_back(fmt::format("s{}", r.config.seq));
+  if (v.threads) parts.push_back(fmt::format("t{}", r.config.threads));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+std::string run_label(const RunRecord& r, const Variation& v) {
+  const std::string shape = shape_label(r, v);
+  return r.config.precision + (shape.empty() ? "" : " " + shape) + (r.not_representative ? " *" : "");
+}
+
+template <typename Key>
+std::vector<Key> in_first_appearance_order(const std::vector<const RunRecord*>& runs,
+                                           const std::function<Key(const RunRecord&)>& key_of) {
+  std::vector<Key> keys;
+  for (const auto* r : runs) {
+    Key key = key_of(*r);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+std::vector<std::string> precisions_of(const std::vector<const RunRecord*>& runs) {
+  return in_first_appearance_order<std::string>(runs, [](const RunRecord& r) { return r.config.precision; });
+}
+
+json axis(const std::string& title, const std::string& type = "linear") {
+  return {{"type", type}, {"title", {{"display", true}, {"text", title}}}};
+}
+
+// Animations off: the page draws synchronously, so its status is final when its script ends.
+json chart_config(const std::string& type, const std::string& title, json data, json x_axis, json y_axis) {
+  return {{"type", type},
+          {"data", std::move(data)},
+          {"options",
+           {{"animation", false},
+            {"responsive", true},
+            {"maintainAspectRatio", false},
+            {"plugins", {{"title", {{"display", true}, {"text", title}}}, {"legend", {{"position", "bottom"}}}}},
+            {"scales", {{"x", std::move(x_axis)}, {"y", std::move(y_axis)}}}}}};
+}
+
+json value_or_null(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json bar_dataset(const std::string& label, json values, std::size_t color_index) {
+  return {{"label", label}, {"data", std::move(values)}, {"backgroundColor", color(color_index)},
+          {"borderColor", color(color_index)}};
+}
+
+// Bars: one category per precision, one dataset per shape (the varying keys), value or null (a gap,
+// never a 0-valued bar). Datasets with no value at all are left out.
+json per_precision_data(const std::vector<const RunRecord*>& runs,
+                        const std::vector<std::pair<std::string, Metric>>& metrics) {
+  const Variation v = variation_of(runs);
+  const auto precisions = precisions_of(runs);
+  const auto shapes =
+      in_first_appearance_order<std::string>(runs, [&](const RunRecord& r) { return shape_label(r, v); });
+  json datasets = json::array();
+  std::size_t color_index = 0;
+  for (const auto& shape : shapes) {
+    for (const auto& [metric_label, metric] : metrics) {
+      json values = json::array();
+      bool any = false;
+      for (const auto& precision : precisions) {
+        std::optional<double> value;
+        for (const auto* r : runs)
+          if (r->config.precision == precision && shape_label(*r, v) == shape) value = metric(*r);
+        any = any || value.has_value();
+        values.push_back(value_or_null(value));
+      }
+      const std::string label = shape.empty() ? metric_label
+                                : metric_label.empty() ? shape
+                                                       : shape + " " + metric_label;
+      if (any) datasets.push_back(bar_dataset(label.empty() ? "value" : label, std::move(values), color_index));
+      ++color_index;
+    }
+  }
+  return {{"labels", precisions}, {"datasets", std::move(datasets)}};
+}
+
+bool has_values(const json& data) { return !data["datasets"].empty(); }
+
+ReportChart latency_chart(const std::vector<const RunRecord*>& runs) {
+  ReportChart chart{"chart-latency", "Latency per run (ms per batch): p50 bars, p90 and p99 markers", nullptr, {}};
+  const Variation v = variation_of(runs);
+  json labels = json::array(), p50 = json::array(), p90 = json::array(), p99 = json::array();
+  for (const auto* r : runs) {
+    if (!r->latency) continue;
+    labels.push_back(run_label(*r, v));
+    p50.push_back(r->latency->p50_ms);
+    p90.push_back(r->latency->p90_ms);
+    p99.push_back(r->latency->p99_ms);
+  }
+  if (labels.empty()) {
+    chart.notes.push_back("No run has latency.");
+    return chart;
+  }
+  json data = {{"labels", labels},
+               {"datasets",
+                {bar_dataset("p50", p50, 0),
+                 {{"type", "line"}, {"label", "p90"}, {"data", p90}, {"showLine", false}, {"pointStyle", "line"},
+                  {"pointRadius", 12}, {"borderWidth", 3}, {"borderColor", color(1)}, {"backgroundColor", color(1)}},
+                 {{"type", "line"}, {"label", "p99"}, {"data", p99}, {"showLine", false}, {"pointStyle", "triangle"},
+                  {"pointRadius", 6}, {"borderColor", color(3)}, {"backgroundColor", color(3)}}}}};
+  chart.config = chart_config("bar", chart.title, std::move(data), axis("run", "category"), axis("ms per batch"));
+  if (std::any_of(runs.begin(), runs.end(), [](const RunRecord* r) { return r->not_representative; }))
+    chart.notes.push_back("* emulated format: its latency is not representative.");
+  return chart;
+}
+
+ReportChart throughput_chart(const std::vector<const RunRecord*>& runs) {
+  ReportChart chart{"chart-throughput", "Throughput per precision (sequences/s)", nullptr, {}};
+  json data = per_precision_data(runs, {{"", [](const RunRecord& r) { return r.sequences_per_s; }}});
+  if (!has_values(data)) {
+    chart.notes.push_back("No run has a throughput.");
+    return chart;
+  }
+  chart.config = chart_config("bar", chart.title, std::move(data), axis("precision", "category"), axis("sequences/s"));
+  return chart;
+}
+
+double sequences_of(const RunRecord& r) { return static_cast<double>(r.iters) * static_cast<double>(r.config.batch); }
+
+ReportChart energy_chart(const std::vector<const RunRecord*>& runs) {
+  ReportChart chart{"chart-energy", "Energy per inference per precision (J per sequence)", nullptr, {}};
+  std::vector<std::string> unavailable, estimated;
+  bool any_net = false;
+  for (const auto* r : runs) {
+    if (!r->j_per_inference)
+      unavailable.push_back(fmt::format("{}: unavailable ({})", r->run_name,
+                                        r->energy_unavailable.empty() ? "no reason recorded" : r->energy_unavailable));
+    else if (r->energy_method.rfind("estimated", 0) == 0)
+      estimated.push_back(r->run_name);
+    any_net = any_net || (r->net_energy_j && r->j_per_inference);
+  }
+  // Gross and net per sequence from the window's totals; the recorded J/inference when the pass
+  // count is unknown (it is net when an idle baseline was measured, gross otherwise).
+  const Metric gross = [](const RunRecord& r) -> std::optional<double> {
+    if (!r.j_per_inference) return std::nullopt;
+    if (r.energy_j && sequences_of(r) > 0) return *r.energy_j / sequences_of(r);
+    return r.net_energy_j ? std::nullopt : r.j_per_inference;
+  };
+  const Metric net = [](const RunRecord& r) -> std::optional<double> {
+    if (!r.j_per_inference || !r.net_energy_j) return std::nullopt;
+    return sequences_of(r) > 0 ? std::optional<double>(*r.net_energy_j / sequences_of(r)) : r.j_per_inference;
+  };
+  std::vector<std::pair<std::string, Metric>> metrics = {{any_net ? "gross" : "", gross}};
+  if (any_net) metrics.push_back({"net of idle", net});
+  json data = per_precision_data(runs, metrics);
+  if (!has_values(data)) {
+    chart.notes.push_back("Energy unavailable for every run, so nothing is drawn:");
+    chart.notes.insert(chart.notes.end(), unavailable.begin(), unavailable.end());
+    return chart;
+  }
+  chart.config =
+      chart_config("bar", chart.title, std::move(data), axis("precision", "category"), axis("J per sequence"));
+  if (!unavailable.empty()) {
+    chart.notes.push_back("Not drawn (no bar, not 0):");
+    chart.notes.insert(chart.notes.end(), unavailable.begin(), unavailable.end());
+  }
+  if (!estimated.empty())
+    chart.notes.push_back(fmt::format("Estimated, not measured: {}.", fmt::join(estimated, ", ")));
+  return chart;
+}
+
+ReportChart accuracy_chart(const std::vector<const RunRecord*>& runs, bool by_accuracy) {
+  ReportChart chart{"chart-accuracy",
+                    by_accuracy ? "Accuracy per precision (%)"
+                                : "Top-1 agreement with FP32 per precision (%) — no labelled dataset",
+                    nullptr,
+                    {}};
+  const Metric metric = [by_accuracy](const RunRecord& r) -> std::optional<double> {
+    const auto value = by_accuracy ? r.accuracy : r.top1_agreement;
+    return value ? std::optional<double>(*value * 100) : std::nullopt;
+  };
+  json data = per_precision_data(runs, {{"", metric}});
+  if (!has_values(data)) {
+    chart.notes.push_back("No run has an accuracy or an agreement with FP32.");
+    return chart;
+  }
+  chart.config = chart_config("bar", chart.title, std::move(data), axis("precision", "category"),
+                              axis(by_accuracy ? "accuracy (%)" : "agreement (%)"));
+  return chart;
+}
+
+ReportChart pareto_chart(const std::vector<RunRecord>& records, const RecordPareto& pareto) {
+  ReportChart chart{"chart-pareto",
+                    pareto.cost_is_energy
+                        ? fmt::format("Energy per inference vs {} — Pareto frontier",
+                                      pareto.quality_is_accuracy ? "accuracy" : "agreement with FP32")
+                        : fmt::format("p50 latency vs {} (no run has energy: latency stands in) — Pareto frontier",
+                                      pareto.quality_is_accuracy ? "accuracy" : "agreement with FP32"),
+                    nullptr,
+                    {}};
+  if (pareto.candidates.empty()) {
+    chart.notes.push_back("No run has both values to compare.");
+    chart.notes.insert(chart.notes.end(), pareto.left_out.begin(), pareto.left_out.end());
+    return chart;
+  }
+  const auto point = [&](std::size_t k) {
+    return json{{"x", pareto.cost[k]}, {"y", pareto.quality[k]}, {"name", records[pareto.candidates[k]].run_name}};
+  };
+  json runs = json::array(), frontier = json::array();
+  for (std::size_t k = 0; k < pareto.candidates.size(); ++k) runs.push_back(point(k));
+  for (const std::size_t index : pareto.frontier) {
+    const auto k = static_cast<std::size_t>(
+        std::find(pareto.candidates.begin(), pareto.candidates.end(), index) - pareto.candidates.begin());
+    frontier.push_back(point(k));
+  }
+  json data = {{"datasets",
+                {{{"label", "Pareto frontier"}, {"data", frontier}, {"showLine", true}, {"borderColor", color(3)},
+                  {"backgroundColor", color(3)}, {"pointRadius", 7}, {"borderWidth", 2}},
+                 {{"label", "runs"}, {"data", runs}, {"borderColor", color(0)}, {"backgroundColor", color(0)},
+                  {"pointRadius", 4}}}}};
+  chart.config =
+      chart_config("scatter", chart.title, std::move(data), axis(pareto.cost_label), axis(pareto.quality_label));
+  if (!pareto.left_out.empty()) {
+    chart.notes.push_back("Not compared:");
+    chart.notes.insert(chart.notes.end(), pareto.left_out.begin(), pareto.left_out.end());
+  }
+  return chart;
+}
+
+// A line per series: x = `x_of` (batch or seq), y = metric; the series groups runs whose other
+// keys (precision, and whatever else varies) are equal.
+ReportChart scaling_chart(const std::vector<const RunRecord*>& runs, bool over_batch) {
+  const std::string what = over_batch ? "batch size" : "sequence length";
+  ReportChart chart{over_batch ? "chart-batch-scaling" : "chart-seq-scaling",
+                    over_batch ? "Batch scaling: throughput (sequences/s) vs batch size per precision"
+                               : "Sequence-length scaling: p50 latency (ms) vs sequence length per precision",
+                    nullptr,
+                    {}};
+  const auto x_of = [over_batch](const RunRecord& r) {
+    return static_cast<double>(over_batch ? r.config.batch : r.config.seq);
+  };
+  const Metric y_of = [over_batch](const RunRecord& r) -> std::optional<double> {
+    if (over_batch) return r.sequences_per_s;
+    return r.latency ? std::optional<double>(r.latency->p50_ms) : std::nullopt;
+  };
+  std::set<double> xs;
+  for (const auto* r : runs)
+    if (y_of(*r)) xs.insert(x_of(*r));
+  if (xs.size() < 2) {
+    chart.notes.push_back(fmt::format("needs ≥ 2 {}s (these runs have {}: {})", what,
+                                      xs.empty() ? "none" : "only one", fmt::join(xs, ", ")));
+    return chart;
+  }
+  Variation v = variation_of(runs);
+  (over_batch ? v.batch : v.seq) = false;
+  const auto series_of = [&](const RunRecord& r) { return run_label(r, v); };
+  const auto series = in_first_appearance_order<std::string>(runs, series_of);
+  json datasets = json::array();
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    std::vector<std::pair<double, double>> points;
+    for (const auto* r : runs)
+      if (series_of(*r) == series[s] && y_of(*r)) points.emplace_back(x_of(*r), *y_of(*r));
+    std::sort(points.begin(), points.end());
+    json data = json::array();
+    for (const auto& [x, y] : points) data.push_back({{"x", x}, {"y", y}});
+    datasets.push_back({{"label", series[s]}, {"data", data}, {"showLine", true}, {"borderColor", color(s)},
+                        {"backgroundColor", color(s)}, {"pointRadius", 4}});
+  }
+  chart.config = chart_config("scatter", chart.title, {{"datasets", datasets}},
+                              axis(what, over_batch ? "logarithmic" : "linear"),
+                              axis(over_batch ? "sequences/s" : "p50 ms per batch"));
+  return chart;
+}
+
+ReportChart size_chart(const std::vector<const RunRecord*>& runs) {
+  ReportChart chart{"chart-size", "Model size per precision (MiB, as held in memory)", nullptr, {}};
+  const auto precisions = precisions_of(runs);
+  json values = json::array();
+  bool any = false;
+  for (const auto& precision : precisions) {
+    std::optional<double> mib;
+    for (const auto* r : runs)
+      if (!mib && r->config.precision == precision && r->model_bytes > 0)
+        mib = static_cast<double>(r->model_bytes) / (1024.0 * 1024.0);
+    any = any || mib.has_value();
+    values.push_back(value_or_null(mib));
+  }
+  if (!any) {
+    chart.notes.push_back("No run recorded its model size.");
+    return chart;
+  }
+  chart.config = chart_config("bar", chart.title,
+                              {{"labels", precisions}, {"datasets", {bar_dataset("MiB", values, 2)}}},
+                              axis("precision", "category"), axis("MiB"));
+  return chart;
+}
+
+ReportChart trace_chart(const RunTrace& t, std::size_t n) {
+  ReportChart chart{fmt::format("chart-trace-{}", n), fmt::format("Power over time: {}", t.run_name), nullptr, {}};
+  json datasets = json::array();
+  for (std::size_t s = 0; s < t.trace.series.size(); ++s) {
+    const auto& series = t.trace.series[s];
+    json data = json::array();
+    for (std::size_t i = 0; i < series.time_s.size(); ++i)
+      data.push_back({{"x", series.time_s[i]}, {"y", series.power_w[i]}});
+    datasets.push_back({{"label", series.sensor + (series.derived_from_energy ? " (from energy deltas)" : "")},
+                        {"data", data}, {"showLine", true}, {"pointRadius", 0}, {"borderWidth", 1.5},
+                        {"borderColor", color(s)}, {"backgroundColor", color(s)}});
+  }
+  chart.notes = t.trace.notes;
+  chart.notes.push_back(fmt::format("From {}", t.path.string()));
+  if (datasets.empty()) return chart;
+  chart.config = chart_config("scatter", chart.title, {{"datasets", datasets}}, axis("time (s)"), axis("power (W)"));
+  return chart;
+}
+
+}  // namespace
+
+std::vector<ReportSection> build_report_charts(const std::vector<RunRecord>& records, const RecordPareto& pareto,
+                                               const std::vector<RunTrace>& traces,
+                                               const std::string& missing_traces_note) {
+  const auto runs = successful(records);
+  std::vector<ReportSection> sections;
+  if (runs.empty()) return sections;
+  const bool by_accuracy =
+      std::any_of(runs.begin(), runs.end(), [](const RunRecord* r) { return r->accuracy.has_value(); });
+  sections.push_back({"speed", "Latency and throughput", {latency_chart(runs), throughput_chart(runs)}});
+  sections.push_back({"energy", "Energy", {energy_chart(runs)}});
+  sections.push_back({"accuracy", "Accuracy", {accuracy_chart(runs, by_accuracy)}});
+  sections.push_back({"pareto", "Trade-off", {pareto_chart(records, pareto)}});
+  sections.push_back({"scaling", "Scaling", {scaling_chart(runs, true), scaling_chart(runs, false)}});
+  sections.push_back({"size", "Model size", {size_chart(runs)}});
+  ReportSection power{"traces", "Power traces", {}};
+  for (std::size_t n = 0; n < traces.size(); ++n) power.charts.push_back(trace_chart(traces[n], n));
+  if (traces.empty()) power.charts.push_back({"chart-traces-none", "Power over time", nullptr, {missing_traces_note}});
+  sections.push_back(std::move(power));
+  return sections;
+}
+
+std::size_t count_drawn_charts(const std::vector<ReportSection>& sections) {
+  std::size_t n = 0;
+  for (const auto& section : sections)
+    for (const auto& chart : section.charts) n += chart.config.is_null() ? 0 : 1;
+  return n;
+}
+
+}  // namespace qjoule::report

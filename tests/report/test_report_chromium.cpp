@@ -1,0 +1,181 @@
+// The report page in a real browser: headless Chromium loads the sample report from a file:// URL
+// with Debian's Chart.js inlined, and the page's own status element says whether every chart drew,
+// whether any script error or Content-Security-Policy violation happened, and that it finished.
+// Skips (naming the package) where chromium or libjs-chart.js is not installed.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "qjoule/report/chartjs_source.h"
+#include "qjoule/report/html_report.h"
+#include "qjoule/report/record_pareto.h"
+#include "qjoule/report/tolerant_reader.h"
+#include "run_command.h"
+#include "test_paths.h"
+
+namespace qjoule::report {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+fs::path find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+#define QJOULE_REQUIRE_BROWSER()                                                                              \
+  do {                                                                                                        \
+    if (find_on_path("chromium").empty())                                                                     \
+      GTEST_SKIP() << "chromium not found on PATH: install Debian's package `chromium` for the browser test"; \
+    if (!fs::is_regular_file(chartjs_path()))                                                                 \
+      GTEST_SKIP() << "Chart.js not found at " << chartjs_path() << ": install Debian's libjs-chart.js";      \
+  } while (0)
+
+fs::path sample_results() { return test::fixtures_dir() / "report" / "results.jsonl"; }
+
+// Reads results the way `qjoule report` does and writes the page to `out`.
+ReadResults render(const fs::path& results, const fs::path& out) {
+  auto read = read_results_tolerantly({results});
+  ReportOptions options;
+  options.results_dirs = {results.parent_path()};
+  options.inputs = {results};
+  options.skipped = read.skipped;
+  write_html_report(read.records, out, options);
+  return read;
+}
+
+// Runs headless Chromium on the page with extra arguments; returns its stdout (stderr goes to a log
+// beside the page, shown when the test fails).
+std::string chromium(const fs::path& page, const std::string& args) {
+  const fs::path dir = page.parent_path();
+  const std::string command =
+      "timeout 180 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run "
+      "--user-data-dir=" + (dir / "chromium-profile").string() +
+      " --window-size=1400,4000 --virtual-time-budget=10000 " + args + " 'file://" + page.string() + "' > " +
+      (dir / "chromium.out").string() + " 2> " + (dir / "chromium.log").string();
+  const auto result = test::run_command(command);
+  EXPECT_EQ(result.exit_code, 0) << command << "\n" << result.output << read_text(dir / "chromium.log");
+  return read_text(dir / "chromium.out");
+}
+
+// The attributes of the page's status element in the DOM the browser dumped.
+std::map<std::string, std::string> status_of(const std::string& dom) {
+  std::map<std::string, std::string> attributes;
+  const auto begin = dom.find("id=\"qjoule-report-status\"");
+  if (begin == std::string::npos) return attributes;
+  const auto tag_begin = dom.rfind('<', begin);
+  const std::string tag = dom.substr(tag_begin, dom.find('>', begin) - tag_begin);
+  const std::regex attribute("(data-[a-z-]+)=\"([^\"]*)\"");
+  for (std::sregex_iterator it(tag.begin(), tag.end(), attribute), end; it != end; ++it)
+    attributes[(*it)[1]] = (*it)[2];
+  return attributes;
+}
+
+std::vector<std::string> pareto_list_of(const std::string& dom) {
+  std::vector<std::string> names;
+  const auto begin = dom.find("<ol id=\"pareto-list\">");
+  if (begin == std::string::npos) return names;
+  const std::string list = dom.substr(begin, dom.find("</ol>", begin) - begin);
+  const std::regex item("data-run=\"([^\"]+)\"");
+  for (std::sregex_iterator it(list.begin(), list.end(), item), end; it != end; ++it) names.push_back((*it)[1]);
+  return names;
+}
+
+void expect_page_drew_cleanly(const std::string& dom, const fs::path& page) {
+  const auto status = status_of(dom);
+  ASSERT_FALSE(status.empty()) << "no #qjoule-report-status in the DOM of " << page << ":\n" << dom.substr(0, 2000);
+  EXPECT_EQ(status.at("data-done"), "1") << page;
+  EXPECT_EQ(status.at("data-errors"), "0") << page << "\n" << read_text(page.parent_path() / "chromium.log");
+  EXPECT_EQ(status.at("data-csp-violations"), "0") << page;
+  EXPECT_GT(std::stoi(status.at("data-charts-expected")), 0);
+  EXPECT_EQ(status.at("data-charts-drawn"), status.at("data-charts-expected")) << page;
+}
+
+TEST(ReportChromium, SampleReportDrawsEveryChartWithoutErrors) {
+  QJOULE_REQUIRE_BROWSER();
+  const auto page = test::temp_dir("report_chromium_dom") / "report.html";
+  const auto read = render(sample_results(), page);
+  const std::string dom = chromium(page, "--dump-dom");
+  expect_page_drew_cleanly(dom, page);
+  EXPECT_EQ(status_of(dom).at("data-charts-expected"), "8");  // all but sequence-length scaling, + a power trace
+
+  std::vector<std::string> expected;
+  for (const auto index : pareto_of_records(read.records).frontier) expected.push_back(read.records[index].run_name);
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(pareto_list_of(dom), expected);
+}
+
+TEST(ReportChromium, ScreenshotOfTheSampleReport) {
+  QJOULE_REQUIRE_BROWSER();
+  const auto page = test::temp_dir("report_chromium_png") / "report.html";
+  render(sample_results(), page);
+  const fs::path png = test::binary_dir() / "report.png";
+  std::error_code ec;
+  fs::remove(png, ec);
+  chromium(page, "--screenshot=" + png.string());
+  ASSERT_TRUE(fs::exists(png)) << read_text(page.parent_path() / "chromium.log");
+  EXPECT_GT(fs::file_size(png), 10u * 1024);
+  EXPECT_EQ(read_text(png).substr(1, 3), "PNG");
+}
+
+// The status is not zero by construction: a script error, a blocked fetch and a chart that cannot
+// be drawn all show in it.
+TEST(ReportChromium, TheStatusCountsErrorsViolationsAndUndrawnCharts) {
+  QJOULE_REQUIRE_BROWSER();
+  const auto page = test::temp_dir("report_chromium_broken") / "report.html";
+  render(sample_results(), page);
+  std::string html = read_text(page);
+  const std::string chart_type = "\"type\":\"bar\"";
+  ASSERT_NE(html.find(chart_type), std::string::npos);
+  html.replace(html.find(chart_type), chart_type.size(), "\"type\":\"no-such-chart-type\"");
+  html.replace(html.rfind("</body>"), 7,
+               "<img src=\"https://example.invalid/x.png\" alt=\"\"><script>noSuchFunction();</script></body>");
+  std::ofstream(page, std::ios::binary) << html;
+  const auto status = status_of(chromium(page, "--dump-dom"));
+  ASSERT_FALSE(status.empty());
+  EXPECT_EQ(status.at("data-done"), "1");
+  EXPECT_GE(std::stoi(status.at("data-errors")), 2);  // the broken chart, the script error
+  EXPECT_GE(std::stoi(status.at("data-csp-violations")), 1);
+  EXPECT_EQ(std::stoi(status.at("data-charts-drawn")), std::stoi(status.at("data-charts-expected")) - 1);
+}
+
+TEST(ReportChromium, TruncatedLastLineRendersAndTheSkippedLineIsNamed) {
+  QJOULE_REQUIRE_BROWSER();
+  const auto dir = test::temp_dir("report_chromium_torn");
+  const std::string text = read_text(sample_results());
+  const auto last_line = text.rfind('\n', text.size() - 2) + 1;  // a bench killed mid-write
+  std::ofstream(dir / "results.jsonl", std::ios::binary) << text.substr(0, last_line + 100);
+  const auto read = render(dir / "results.jsonl", dir / "report.html");
+  ASSERT_EQ(read.skipped.size(), 1u);
+  const std::string dom = chromium(dir / "report.html", "--dump-dom");
+  expect_page_drew_cleanly(dom, dir / "report.html");
+  EXPECT_THAT(dom, HasSubstr("Skipped (1 line)"));
+  EXPECT_THAT(dom, HasSubstr((dir / "results.jsonl").string() + ":" + std::to_string(read.skipped[0].line) +
+                             "</code>: truncated last line"));
+}
+
+}  // namespace
+}  // namespace qjoule::report
