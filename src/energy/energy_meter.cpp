@@ -72,10 +72,10 @@ SensorEnergy sensor_energy(const Sensor& sensor, const SensorWindowResult& r, do
                               ? info.nominal_update_period_s
                               : static_cast<double>(in.options->period.count()) / kNsPerS;
     if (delta == 0.0 && e.samples >= 2 && duration_s >= std::max(0.05, kMinUpdatePeriodsPerWindow * period)) {
-      e.counter_unavailable = fmt::format(
-          "the counter did not advance in {:.3f} s ({} readings): the sensor is not counting (a virtual machine "
-          "may expose it without counting)",
-          duration_s, e.samples);
+      // No numbers in the words: the same cause reads the same in every window (reports group by it).
+      e.counter_unavailable =
+          "the counter never advanced during the window: the sensor is not counting (a virtual machine may expose "
+          "it without counting)";
     } else {
       e.counter_energy_j = delta;
     }

@@ -41,8 +41,11 @@ std::vector<std::string> flagged_windows(const std::vector<bench::RunRecord>& re
     }
     const auto total = window.find("total");
     if (total != window.end() && total->is_object()) {
+      // A total with no energy is already listed as unavailable; only a number can be doubtful.
       const auto valid = total->find("valid");
-      if (valid != total->end() && valid->is_boolean() && !valid->get<bool>())
+      const auto energy = total->find("energy_j");
+      if (valid != total->end() && valid->is_boolean() && !valid->get<bool>() && energy != total->end() &&
+          energy->is_number())
         items.push_back(fmt::format("{}: total energy INVALID (a sensor in it is flagged)", r.run_name));
     }
   }

@@ -125,9 +125,11 @@ TEST(ReportHtml, TableHasThePaperTableNumbersAndUnavailableEnergyWithItsReason) 
   const auto& no_energy = find_run(records, "w8", 8);
   const auto begin = html.find("<tr data-run=\"" + no_energy.run_name + "\"");
   const std::string tr = html.substr(begin, html.find("</tr>", begin) - begin);
-  EXPECT_THAT(tr, HasSubstr("<td class=\"unavailable\">unavailable (no energy sensor: rapl: "
+  // The first clause in the cell, the whole reason on hover.
+  EXPECT_THAT(tr, HasSubstr("<td class=\"unavailable\" title=\"no energy sensor: rapl: "
                             "/sys/class/powercap/intel-rapl:0/energy_uj is not readable (Permission denied); "
-                            "nvml: libnvidia-ml.so.1 not found)</td>"));
+                            "nvml: libnvidia-ml.so.1 not found\">unavailable (no energy sensor: rapl: "
+                            "/sys/class/powercap/intel-rapl:0/energy_uj is not readable (Permission denied))</td>"));
   EXPECT_THAT(html, HasSubstr(fmt::format(">{:.4g} (est.)</td>", *find_run(records, "bf16", 8).j_per_inference)));
   EXPECT_THAT(html, HasSubstr("<th>J/inference</th>"));
   EXPECT_THAT(html, HasSubstr("class=\"sortable\""));
