@@ -216,8 +216,9 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                "size and accuracy per run.");
   cmd->footer(
       "Each finished run is appended to OUT/results.jsonl at once (fsync), so a killed sweep loses only the run\n"
-      "in progress; --resume skips what is recorded. OUT/results.csv and OUT/summary.md (the paper table, with\n"
-      "speed-up, energy and accuracy deltas against FP32 of the same shape) are written at the end.\n"
+      "in progress; --resume skips what is recorded. OUT/results.csv, OUT/summary.md (the paper table, with\n"
+      "speed-up, energy and accuracy deltas against FP32 of the same shape) and OUT/report.html (the table and\n"
+      "the plots, one self-contained page) are written at the end.\n"
       "Without --model, an embedded DistilBERT-base-shaped model with random weights is used (fidelity only).\n"
       "Sweep file: {\"defaults\": {\"seq\": 128}, \"sweep\": {\"precision\": [\"fp32\", \"int8\"], \"batch\": [1, 8]},\n"
       "             \"mode\": \"cross_product\"}   (or \"one_at_a_time\")\n"
@@ -248,7 +249,7 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--cooldown", a->cooldown, "Seconds to sleep after each run")->capture_default_str();
   cmd->add_option("--sweep", a->sweep, "Sweep file (JSON): defaults, swept keys, mode")->check(CLI::ExistingFile);
   cmd->add_option("--out", a->out,
-                  "Output folder for results.jsonl, results.csv, summary.md (default: a new qjoule-bench/<UTC time>)");
+                  "Output folder for results.jsonl, results.csv, summary.md, report.html (default: a new qjoule-bench/<UTC time>)");
   cmd->add_flag("--resume", a->resume, "Continue a sweep: skip the runs already in OUT/results.jsonl");
   cmd->add_option("--max-accuracy-drop", a->max_accuracy_drop,
                   "Flag runs whose accuracy (or agreement) drops more than this many points below FP32")
