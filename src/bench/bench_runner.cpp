@@ -15,6 +15,7 @@
 #include "qjoule/eval/fidelity.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/energy/trace_csv.h"
+#include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/encoder_classifier.h"
@@ -105,9 +106,10 @@ void validate_configs(const std::vector<RunConfig>& configs) {
   std::map<std::string, model::EncoderConfig> models;
   for (const auto& c : configs) {
     if (c.device != "cpu") {
-      if (c.device == "cuda")
-        fail("run {}: --device cuda: this build of qjoule has no CUDA backend; only cpu runs here", run_name(c));
-      fail("run {}: device '{}' is not known, expected cpu or cuda", run_name(c), c.device);
+      kernels::require_cuda_device(c.device);  // one line saying why not, where no GPU can run
+      fail("run {}: --device {}: the CUDA model runner is not part of qjoule yet (the GPU is there: {}); only cpu "
+           "runs",
+           run_name(c), c.device, kernels::cuda_device_status().devices.front());
     }
     kernels::parse_precision(plan_precision(c.precision).linear_spec);
     if (c.batch == 0) fail("run {}: batch 0, expected at least 1", run_name(c));

@@ -188,7 +188,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadBench{"sweep_unknown_key", "--sweep DIR/sweep.json --out DIR/out", "repeat"},
         BadBench{"unwritable_out", "--seq 16 --out DIR/file/out", "is not writable"},
         BadBench{"resume_without_out", "--seq 16 --resume", "--resume needs --out DIR"},
-        BadBench{"cuda_without_backend", "--device cuda --seq 16 --out DIR/out", "no CUDA backend"}),
+        BadBench{"cuda_without_gpu", "--device cuda --seq 16 --out DIR/out", "--device cuda: "},
+        BadBench{"unknown_device", "--device tpu --seq 16 --out DIR/out", "--device tpu: expected cpu, cuda or cuda:N"}),
     [](const ::testing::TestParamInfo<BadBench>& case_info) { return case_info.param.name; });
 
 TEST(CliBench, HelpTeaches) {

@@ -1,0 +1,30 @@
+# The optional CUDA backend: -DQJOULE_CUDA=AUTO (default: on when nvcc is found, e.g. the CUDA
+# toolkit in /usr/local/cuda), ON (an error without nvcc) or OFF. With it, the CUDA code is compiled
+# for sm_75, sm_80, sm_86, sm_89 and sm_90, plus sm_90 PTX for newer GPUs; a machine without a GPU
+# still builds and links it (and its GPU tests skip, saying why).
+set(QJOULE_CUDA AUTO CACHE STRING "CUDA backend: AUTO (when nvcc is found), ON (required) or OFF")
+set_property(CACHE QJOULE_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(QJOULE_HAVE_CUDA OFF)
+if(NOT QJOULE_CUDA STREQUAL "OFF")
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 75-real 80-real 86-real 89-real 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(QJOULE_HAVE_CUDA ON)
+  elseif(QJOULE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "QJOULE_CUDA=ON, but no CUDA compiler (nvcc) was found: install the CUDA toolkit or set "
+                        "CMAKE_CUDA_COMPILER")
+  endif()
+endif()
+if(QJOULE_HAVE_CUDA)
+  message(STATUS "qjoule: CUDA backend on (CUDA ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "qjoule: CUDA backend off (QJOULE_CUDA=${QJOULE_CUDA})")
+endif()
