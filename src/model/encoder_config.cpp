@@ -2,7 +2,6 @@
 
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>

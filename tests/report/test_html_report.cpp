@@ -3,7 +3,6 @@
 // skipped lines, escaping, the Pareto list, Chart.js missing, and writing the file.
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 
@@ -16,6 +15,7 @@
 #include "qjoule/report/html_report.h"
 #include "qjoule/report/record_pareto.h"
 #include "qjoule/report/validity_warnings.h"
+#include "html_attributes.h"
 #include "sample_results.h"
 #include "test_paths.h"
 
@@ -185,9 +185,8 @@ TEST(ReportHtml, ParetoListNamesTheFrontierCheapestFirst) {
   const auto begin = html.find("<ol id=\"pareto-list\">");
   ASSERT_NE(begin, std::string::npos);
   const std::string list = html.substr(begin, html.find("</ol>", begin) - begin);
-  std::vector<std::string> listed, expected;
-  const std::regex item("data-run=\"([^\"]+)\"");
-  for (std::sregex_iterator it(list.begin(), list.end(), item), end; it != end; ++it) listed.push_back((*it)[1]);
+  const std::vector<std::string> listed = test::attribute_values(list, "data-run");
+  std::vector<std::string> expected;
   for (const auto index : p.frontier) expected.push_back(records[index].run_name);
   EXPECT_EQ(listed, expected);
   // Never the emulated run (it would be cheap and accurate) nor the failed one.

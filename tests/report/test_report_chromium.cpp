@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "qjoule/report/record_pareto.h"
 #include "qjoule/report/tolerant_reader.h"
 #include "run_command.h"
+#include "html_attributes.h"
 #include "test_paths.h"
 
 namespace qjoule::report {
@@ -88,9 +88,7 @@ std::map<std::string, std::string> status_of(const std::string& dom) {
   if (begin == std::string::npos) return attributes;
   const auto tag_begin = dom.rfind('<', begin);
   const std::string tag = dom.substr(tag_begin, dom.find('>', begin) - tag_begin);
-  const std::regex attribute("(data-[a-z-]+)=\"([^\"]*)\"");
-  for (std::sregex_iterator it(tag.begin(), tag.end(), attribute), end; it != end; ++it)
-    attributes[(*it)[1]] = (*it)[2];
+  for (const auto& [name, value] : test::attributes_with_prefix(tag, "data-")) attributes[name] = value;
   return attributes;
 }
 
@@ -99,9 +97,7 @@ std::vector<std::string> pareto_list_of(const std::string& dom) {
   const auto begin = dom.find("<ol id=\"pareto-list\">");
   if (begin == std::string::npos) return names;
   const std::string list = dom.substr(begin, dom.find("</ol>", begin) - begin);
-  const std::regex item("data-run=\"([^\"]+)\"");
-  for (std::sregex_iterator it(list.begin(), list.end(), item), end; it != end; ++it) names.push_back((*it)[1]);
-  return names;
+  return test::attribute_values(list, "data-run");
 }
 
 void expect_page_drew_cleanly(const std::string& dom, const fs::path& page) {
