@@ -96,24 +96,34 @@ void attention_f32(const float* q, const float* k, const float* v, int64_t row_s
   {
     std::vector<float> scores(static_cast<size_t>(seq));
     std::vector<float> qs(static_cast<size_t>(head_dim));
+    // This head's keys transposed, [head_dim][seq]: the scores of one query are then a sum of
+    // contiguous rows (vectorized over keys), not 64-long dot products whose strict FP32 reduction
+    // order the compiler may not reorder.
+    std::vector<float> kt(static_cast<size_t>(head_dim * seq));
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t h = 0; h < heads; ++h) {
         const int32_t* m = mask + b * seq;
+        for (int64_t t = 0; t < seq; ++t) {
+          const float* krow = k + (b * seq + t) * row_stride + h * head_dim;
+          for (int64_t d = 0; d < head_dim; ++d) kt[static_cast<size_t>(d * seq + t)] = krow[d];
+        }
         for (int64_t s = 0; s < seq; ++s) {
           const float* qrow = q + (b * seq + s) * row_stride + h * head_dim;
           for (int64_t d = 0; d < head_dim; ++d) qs[d] = qrow[d] * scale;
+          std::fill(scores.begin(), scores.end(), 0.0f);
+          for (int64_t d = 0; d < head_dim; ++d) {
+            const float qd = qs[d];
+            const float* krow_t = kt.data() + d * seq;
+            for (int64_t t = 0; t < seq; ++t) scores[t] += qd * krow_t[t];
+          }
           float max_score = -std::numeric_limits<float>::infinity();
           for (int64_t t = 0; t < seq; ++t) {
             if (m[t] == 0) {
               scores[t] = -std::numeric_limits<float>::infinity();
-              continue;
+            } else {
+              max_score = std::max(max_score, scores[t]);
             }
-            const float* krow = k + (b * seq + t) * row_stride + h * head_dim;
-            float dot = 0.0f;
-            for (int64_t d = 0; d < head_dim; ++d) dot += qs[d] * krow[d];
-            scores[t] = dot;
-            max_score = std::max(max_score, dot);
           }
           float* out = ctx + (b * seq + s) * ctx_stride + h * head_dim;
           std::fill(out, out + head_dim, 0.0f);
