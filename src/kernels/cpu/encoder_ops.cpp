@@ -88,59 +88,97 @@ void tanh_f32(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
 }
 
+namespace {
+
+// One (sequence, head) of attention. The keys are transposed first, [head_dim][seq]: the scores of
+// one query are then a sum of contiguous rows (vectorized over keys), not 64-long dot products whose
+// strict FP32 reduction order the compiler may not reorder. Always inlined into an AVX-512 wrapper
+// and a baseline one, so the same loops are compiled for both and chosen at run time.
+struct HeadScratch {
+  std::vector<float> scores, qs, kt;
+};
+
+__attribute__((always_inline)) inline void attention_head(const float* q, const float* k, const float* v,
+                                                          int64_t row_stride, const int32_t* m, int64_t seq,
+                                                          int64_t head_dim, float scale, float* ctx,
+                                                          int64_t ctx_stride, HeadScratch& w) {
+  float* scores = w.scores.data();
+  float* qs = w.qs.data();
+  float* kt = w.kt.data();
+  for (int64_t t = 0; t < seq; ++t) {
+    const float* krow = k + t * row_stride;
+    for (int64_t d = 0; d < head_dim; ++d) kt[d * seq + t] = krow[d];
+  }
+  for (int64_t s = 0; s < seq; ++s) {
+    const float* qrow = q + s * row_stride;
+    for (int64_t d = 0; d < head_dim; ++d) qs[d] = qrow[d] * scale;
+    for (int64_t t = 0; t < seq; ++t) scores[t] = 0.0f;
+    for (int64_t d = 0; d < head_dim; ++d) {
+      const float qd = qs[d];
+      const float* krow_t = kt + d * seq;
+      for (int64_t t = 0; t < seq; ++t) scores[t] += qd * krow_t[t];
+    }
+    float max_score = -std::numeric_limits<float>::infinity();
+    for (int64_t t = 0; t < seq; ++t) {
+      if (m[t] == 0) {
+        scores[t] = -std::numeric_limits<float>::infinity();
+      } else {
+        max_score = std::max(max_score, scores[t]);
+      }
+    }
+    float* out = ctx + s * ctx_stride;
+    for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
+    if (max_score == -std::numeric_limits<float>::infinity()) continue;  // every key masked
+    float sum = 0.0f;
+    for (int64_t t = 0; t < seq; ++t) {
+      scores[t] = m[t] == 0 ? 0.0f : std::exp(scores[t] - max_score);
+      sum += scores[t];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t t = 0; t < seq; ++t) {
+      if (scores[t] == 0.0f) continue;
+      const float p = scores[t] * inv;
+      const float* vrow = v + t * row_stride;
+      for (int64_t d = 0; d < head_dim; ++d) out[d] += p * vrow[d];
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void attention_head_avx512(
+    const float* q, const float* k, const float* v, int64_t row_stride, const int32_t* m, int64_t seq,
+    int64_t head_dim, float scale, float* ctx, int64_t ctx_stride, HeadScratch& w) {
+  attention_head(q, k, v, row_stride, m, seq, head_dim, scale, ctx, ctx_stride, w);
+}
+
+void attention_head_baseline(const float* q, const float* k, const float* v, int64_t row_stride, const int32_t* m,
+                             int64_t seq, int64_t head_dim, float scale, float* ctx, int64_t ctx_stride,
+                             HeadScratch& w) {
+  attention_head(q, k, v, row_stride, m, seq, head_dim, scale, ctx, ctx_stride, w);
+}
+
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+
+}  // namespace
+
 void attention_f32(const float* q, const float* k, const float* v, int64_t row_stride, const int32_t* mask,
                    int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, float* ctx) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int64_t ctx_stride = heads * head_dim;
+  const auto head = cpu_has_avx512() ? attention_head_avx512 : attention_head_baseline;
 #pragma omp parallel
   {
-    std::vector<float> scores(static_cast<size_t>(seq));
-    std::vector<float> qs(static_cast<size_t>(head_dim));
-    // This head's keys transposed, [head_dim][seq]: the scores of one query are then a sum of
-    // contiguous rows (vectorized over keys), not 64-long dot products whose strict FP32 reduction
-    // order the compiler may not reorder.
-    std::vector<float> kt(static_cast<size_t>(head_dim * seq));
+    HeadScratch w{std::vector<float>(static_cast<size_t>(seq)), std::vector<float>(static_cast<size_t>(head_dim)),
+                  std::vector<float>(static_cast<size_t>(head_dim * seq))};
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t h = 0; h < heads; ++h) {
-        const int32_t* m = mask + b * seq;
-        for (int64_t t = 0; t < seq; ++t) {
-          const float* krow = k + (b * seq + t) * row_stride + h * head_dim;
-          for (int64_t d = 0; d < head_dim; ++d) kt[static_cast<size_t>(d * seq + t)] = krow[d];
-        }
-        for (int64_t s = 0; s < seq; ++s) {
-          const float* qrow = q + (b * seq + s) * row_stride + h * head_dim;
-          for (int64_t d = 0; d < head_dim; ++d) qs[d] = qrow[d] * scale;
-          std::fill(scores.begin(), scores.end(), 0.0f);
-          for (int64_t d = 0; d < head_dim; ++d) {
-            const float qd = qs[d];
-            const float* krow_t = kt.data() + d * seq;
-            for (int64_t t = 0; t < seq; ++t) scores[t] += qd * krow_t[t];
-          }
-          float max_score = -std::numeric_limits<float>::infinity();
-          for (int64_t t = 0; t < seq; ++t) {
-            if (m[t] == 0) {
-              scores[t] = -std::numeric_limits<float>::infinity();
-            } else {
-              max_score = std::max(max_score, scores[t]);
-            }
-          }
-          float* out = ctx + (b * seq + s) * ctx_stride + h * head_dim;
-          std::fill(out, out + head_dim, 0.0f);
-          if (max_score == -std::numeric_limits<float>::infinity()) continue;  // every key masked
-          float sum = 0.0f;
-          for (int64_t t = 0; t < seq; ++t) {
-            scores[t] = m[t] == 0 ? 0.0f : std::exp(scores[t] - max_score);
-            sum += scores[t];
-          }
-          const float inv = 1.0f / sum;
-          for (int64_t t = 0; t < seq; ++t) {
-            if (scores[t] == 0.0f) continue;
-            const float p = scores[t] * inv;
-            const float* vrow = v + (b * seq + t) * row_stride + h * head_dim;
-            for (int64_t d = 0; d < head_dim; ++d) out[d] += p * vrow[d];
-          }
-        }
+        const int64_t offset = b * seq * row_stride + h * head_dim;
+        head(q + offset, k + offset, v + offset, row_stride, mask + b * seq, seq, head_dim, scale,
+             ctx + b * seq * ctx_stride + h * head_dim, ctx_stride, w);
       }
     }
   }
