@@ -12,7 +12,8 @@ void add_layer_norm_f32_ref(float* x, const float* residual, int64_t rows, int64
                             const float* beta, float eps);
 
 // Element-wise activations, in place.
-void gelu_erf_f32(float* x, int64_t n);  // 0.5·x·(1 + erf(x/√2)), PyTorch's exact GELU
+void gelu_erf_f32(float* x, int64_t n);      // 0.5·x·(1 + erf(x/√2)), PyTorch's exact GELU (oneDNN eltwise)
+void gelu_erf_f32_ref(float* x, int64_t n);  // the same with libm's erff
 void relu_f32(float* x, int64_t n);
 void tanh_f32(float* x, int64_t n);
 

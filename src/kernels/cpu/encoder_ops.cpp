@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bf16.h"
+#include "kernels/cpu/onednn_engine.h"
 
 namespace qjoule::kernels {
 namespace {
@@ -58,8 +59,21 @@ void add_layer_norm_f32_ref(float* x, const float* residual, int64_t rows, int64
 }
 
 void gelu_erf_f32(float* x, int64_t n) {
+  // oneDNN's JIT eltwise (vectorized erf); libm's erff is scalar and was 12% of an int8 forward.
+  if (n <= 0) return;
+  using dnnl::memory;
+  const memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
+  const dnnl::eltwise_forward::primitive_desc pd(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_gelu_erf, md, 0.0f,
+                                  0.0f),
+      onednn_cpu_engine());
+  memory data(md, onednn_cpu_engine(), x);
+  dnnl::eltwise_forward(pd).execute(onednn_cpu_stream(), {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}});
+  onednn_cpu_stream().wait();
+}
+
+void gelu_erf_f32_ref(float* x, int64_t n) {
   constexpr float kInvSqrt2 = 0.70710678118654752440f;
-#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
 }
 
