@@ -68,10 +68,8 @@ double model_ops_per_forward(const EncoderClassifier& m) {
 }
 
 std::string kernel_summary(const EncoderClassifier& m) {
-  std::map<std::string, int> paths;
-  for (const auto& r : m.linear_reports()) ++paths[r.kernel_path];
   std::string out;
-  for (const auto& [path, n] : paths) out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", path, n);
+  for (const auto& [path, n] : m.kernel_path_counts()) out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", path, n);
   return out;
 }
 

@@ -134,7 +134,6 @@ struct BenchRunner::Impl {
   std::optional<eval::Dataset> dataset;
   // FP32 logits of the fidelity inputs, by "model|seq".
   std::map<std::string, std::vector<std::vector<float>>> fp32_logits;
-  std::map<std::string, eval::ClassifierEvalResult> fp32_results;
 
   Impl(BenchOptions o, energy::EnergyMeter& m) : options(std::move(o)), meter(m) {}
 
@@ -220,9 +219,7 @@ struct BenchRunner::Impl {
     auto it = fp32_logits.find(key);
     if (it != fp32_logits.end()) return it->second;
     const model::EncoderClassifier fp32(*params, model::fp32_linear_factory());
-    std::optional<eval::ClassifierEvalResult> result;
-    auto logits = run_fidelity_inputs(fp32, c, 0, &result);
-    if (result) fp32_results[key] = std::move(*result);
+    auto logits = run_fidelity_inputs(fp32, c);
     return fp32_logits.emplace(key, std::move(logits)).first->second;
   }
 
@@ -243,7 +240,7 @@ struct BenchRunner::Impl {
       energy_for_per_inference = m.idle_subtracted && m.total.net_energy_j ? m.total.net_energy_j : m.total.energy_j;
       std::string ids;
       for (const auto& id : m.total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
-      r.energy_method = fmt::format("{}: {}{}{}", "measured", ids,
+      r.energy_method = fmt::format("measured: {}{}{}", ids,
                                     m.idle_subtracted && m.total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
                                     m.total.valid ? "" : "; flagged, see energy_window");
       r.mean_power_w = *m.total.energy_j / m.duration_s;
@@ -305,13 +302,11 @@ struct BenchRunner::Impl {
     const model::EncoderClassifier m = build(c);
     r.model_bytes = m.bytes_held();
     r.fp32_bytes = m.fp32_bytes();
-    std::map<std::string, int> paths;
     bool emulated = false;
-    for (const auto& lr : m.linear_reports()) {
-      ++paths[lr.format + " " + lr.kernel_path];
-      emulated |= lr.kernel_path.find("emulated") != std::string::npos;
+    for (const auto& [path, n] : m.kernel_path_counts()) {
+      r.kernel_paths.push_back(kernel_line(path, n));
+      emulated |= path.find("emulated") != std::string::npos;
     }
-    for (const auto& [path, n] : paths) r.kernel_paths.push_back(kernel_line(path, n));
     if (emulated) {
       r.not_representative = true;
       r.notes.push_back("emulated (fake-quantized) layers: speed and energy are not representative of the format");

@@ -230,4 +230,16 @@ std::string iso8601_utc(std::chrono::system_clock::time_point time) {
   return std::string(text, length);
 }
 
+void clear_energy(RunRecord& record, std::string reason) {
+  record.energy_window = nullptr;
+  record.energy_j.reset();
+  record.net_energy_j.reset();
+  record.j_per_inference.reset();
+  record.mj_per_token.reset();
+  record.mean_power_w.reset();
+  record.peak_power_w.reset();
+  record.energy_method.clear();
+  record.energy_unavailable = std::move(reason);
+}
+
 }  // namespace qjoule::bench

@@ -74,10 +74,8 @@ model::QuantizationOptions quantization_options(const EvalArgs& a) {
 
 // Kernel paths used, with how many Linears ran each: "onednn:gemm:jit:f32 ×30".
 std::string kernel_summary(const model::EncoderClassifier& m) {
-  std::map<std::string, int> paths;
-  for (const auto& r : m.linear_reports()) ++paths[r.format + " " + r.kernel_path];
   std::string out;
-  for (const auto& [path, n] : paths) out += fmt::format("{}{} ×{}", out.empty() ? "" : ", ", path, n);
+  for (const auto& [path, n] : m.kernel_path_counts()) out += fmt::format("{}{} ×{}", out.empty() ? "" : ", ", path, n);
   return out;
 }
 

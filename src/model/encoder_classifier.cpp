@@ -149,6 +149,12 @@ std::vector<LinearReport> EncoderClassifier::linear_reports() const {
   return out;
 }
 
+std::map<std::string, int> EncoderClassifier::kernel_path_counts() const {
+  std::map<std::string, int> counts;
+  for (const auto& [name, linear] : all_linears_) ++counts[linear->format() + " " + linear->kernel_path()];
+  return counts;
+}
+
 std::size_t EncoderClassifier::fp32_bytes() const {
   std::size_t total = bytes_held();
   for (const auto& r : linear_reports()) total = total - r.bytes_held + r.fp32_bytes;

@@ -51,15 +51,7 @@ inline RunRecord full_record() {
 
 inline RunRecord energy_unavailable_record() {
   RunRecord r = full_record();
-  r.energy_window = nullptr;
-  r.energy_j.reset();
-  r.net_energy_j.reset();
-  r.j_per_inference.reset();
-  r.mj_per_token.reset();
-  r.mean_power_w.reset();
-  r.peak_power_w.reset();
-  r.energy_method.clear();
-  r.energy_unavailable = "no energy sensor: RAPL masked in a container, no NVML, no meter given";
+  clear_energy(r, "no energy sensor: RAPL masked in a container, no NVML, no meter given");
   r.correct.reset();
   r.labelled.reset();
   r.accuracy.reset();

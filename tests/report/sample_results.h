@@ -144,16 +144,8 @@ inline std::vector<bench::RunRecord> records() {
       r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
     }
     if (r.config.precision == "w8" && r.config.batch == 8) {  // no sensor for this run
-      r.energy_window = nullptr;
-      r.energy_j.reset();
-      r.net_energy_j.reset();
-      r.j_per_inference.reset();
-      r.mj_per_token.reset();
-      r.mean_power_w.reset();
-      r.peak_power_w.reset();
-      r.energy_method.clear();
-      r.energy_unavailable = "no energy sensor: rapl: /sys/class/powercap/intel-rapl:0/energy_uj is not readable "
-                             "(Permission denied); nvml: libnvidia-ml.so.1 not found";
+      bench::clear_energy(r, "no energy sensor: rapl: /sys/class/powercap/intel-rapl:0/energy_uj is not readable "
+                             "(Permission denied); nvml: libnvidia-ml.so.1 not found");
     }
   }
 

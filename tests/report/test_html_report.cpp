@@ -156,17 +156,7 @@ TEST(ReportHtml, UnavailableEnergyIsNeverDrawnAsZero) {
 
 TEST(ReportHtml, WithoutAnyEnergyTheChartsSayWhyAndParetoUsesLatency) {
   auto records = sample::records();
-  for (auto& r : records) {
-    r.energy_window = nullptr;
-    r.energy_j.reset();
-    r.net_energy_j.reset();
-    r.j_per_inference.reset();
-    r.mj_per_token.reset();
-    r.mean_power_w.reset();
-    r.peak_power_w.reset();
-    r.energy_method.clear();
-    r.energy_unavailable = "no energy sensor: RAPL masked in a container";
-  }
+  for (auto& r : records) bench::clear_energy(r, "no energy sensor: RAPL masked in a container");
   const auto html = render_html_report(records, options_with_fake_chartjs("report_html_no_energy"));
   const auto data = page_data(html);
   EXPECT_FALSE(data["charts"].contains("chart-energy"));

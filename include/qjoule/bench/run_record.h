@@ -54,6 +54,10 @@ struct RunRecord {
   std::vector<std::string> notes;
 };
 
+// Makes the record's energy unavailable for `reason`: every energy figure and the window cleared,
+// energy_unavailable set (the invariant to_json checks: a reason exactly when there is no energy).
+void clear_energy(RunRecord& record, std::string reason);
+
 // Every key of a record's JSON, in the documented order (the CSV keeps this order).
 inline constexpr std::array<std::string_view, 47> kRunRecordKeys = {
     "schema_version", "run_name", "start_time",

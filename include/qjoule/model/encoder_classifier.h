@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,9 @@ class EncoderClassifier {
   // as that of a native pipeline.
   bool speed_representative() const { return activations_ == ActivationDtype::f32; }
   std::vector<LinearReport> linear_reports() const;
+  // "format kernel_path" -> how many Linears ran it, e.g. {"int8 onednn:...:u8s8s32", 36}: what every
+  // result prints as the kernels that ran.
+  std::map<std::string, int> kernel_path_counts() const;
   // Bytes held in memory: every Linear as packed + embeddings, norms and other FP32 tensors.
   std::size_t bytes_held() const;
   std::size_t fp32_bytes() const;  // the same model held entirely in FP32
