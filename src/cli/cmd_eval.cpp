@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/format_util.h"
+#include "cli/quant_options.h"
 #include "qjoule/dataset.h"
 #include "qjoule/error.h"
 #include "qjoule/eval/classifier_eval.h"
@@ -18,6 +19,7 @@
 #include "qjoule/kernels/threads.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/make_linear.h"
+#include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
@@ -28,19 +30,13 @@ namespace {
 struct EvalArgs {
   std::string model;
   std::string dataset;
-  std::string precision = "fp32";
   std::size_t batch = 32;
   std::size_t max_length = 0;
   int threads = 0;
   std::string dump_logits;
   std::string text_column;
   std::string label_column;
-  // Quantization
-  std::string quant_include, quant_exclude, layer_precision;
-  int group_size = 128;
-  std::string int4_scheme = "sym";
-  bool double_quant = false;
-  bool emulate = false;
+  QuantArgs quant;
   bool smoothquant = false;
   std::string smoothquant_alpha;
   std::size_t calib = 128;
@@ -48,20 +44,8 @@ struct EvalArgs {
   bool no_fidelity = false;
 };
 
-model::QuantizationOptions quantization_options(const EvalArgs& a) {
-  model::QuantizationOptions q;
-  q.policy.precision = a.precision;
-  q.policy.include = a.quant_include;
-  q.policy.exclude = a.quant_exclude;
-  q.policy.layer_precision = a.layer_precision;
-  if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
-    fail("--group-size {} is not supported, expected 32, 64 or 128", a.group_size);
-  if (a.int4_scheme != "sym" && a.int4_scheme != "asym")
-    fail("--int4-scheme '{}' is not supported, expected sym or asym", a.int4_scheme);
-  q.format_defaults.group_size = a.group_size;
-  q.format_defaults.int4_asymmetric = a.int4_scheme == "asym";
-  q.format_defaults.nf4_double_quant = a.double_quant;
-  q.format_defaults.emulate = a.emulate;
+model::QuantizationOptions eval_quantization_options(const EvalArgs& a) {
+  auto q = quantization_options(a.quant);
   if (a.smoothquant) {
     try {
       q.smoothquant_alpha = a.smoothquant_alpha.empty() ? 0.5f : std::stof(a.smoothquant_alpha);
@@ -72,23 +56,16 @@ model::QuantizationOptions quantization_options(const EvalArgs& a) {
   return q;
 }
 
-// Kernel paths used, with how many Linears ran each: "onednn:gemm:jit:f32 ×30".
-std::string kernel_summary(const model::EncoderClassifier& m) {
-  std::string out;
-  for (const auto& [path, n] : m.kernel_path_counts()) out += fmt::format("{}{} ×{}", out.empty() ? "" : ", ", path, n);
-  return out;
-}
-
 void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   if (a.batch == 0) fail("--batch is 0, expected at least 1");
-  const auto qopts = quantization_options(a);
-  // Formats may carry options (int4:g64:asym), so parse_precision validates them, not the policy.
-  const auto policy = quant::LayerPolicy::parse(qopts.policy);
-  kernels::parse_precision(policy.precision(), qopts.format_defaults);
-  for (const auto& rule : policy.rules()) kernels::parse_precision(rule.format, qopts.format_defaults);
+  const auto qopts = eval_quantization_options(a);
+  const auto policy = parse_layer_policy(qopts);
   const auto act_dtype = model::parse_activation_dtype(a.act_dtype);
   kernels::set_num_threads(a.threads);
 
+  if (model::model_family(a.model) == model::ModelFamily::Decoder)
+    fail("{}: a decoder language model; qjoule eval scores sequence classifiers, qjoule ppl scores language models",
+         a.model);
   const auto checkpoint = io::Checkpoint::open(a.model);
   auto params = model::load_encoder_params(checkpoint, model::load_encoder_config(a.model, checkpoint));
   const model::EncoderConfig cfg = params.config;  // a copy: params is moved into the model below
@@ -142,7 +119,7 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
 
   fmt::print("model      {} ({}, {} labels)\n", a.model, cfg.architecture, cfg.num_labels);
   fmt::print("dataset    {}: {} examples{}\n", a.dataset, result.total, dataset.pretokenized ? " (pre-tokenized)" : "");
-  fmt::print("precision  {}: {}\n", a.precision, kernel_summary(model));
+  fmt::print("precision  {}: {}\n", a.quant.precision, kernel_summary(model.kernel_path_counts()));
   fmt::print("size       {} held in memory ({} as FP32)\n", human_bytes(double(model.bytes_held())),
              human_bytes(double(model.fp32_bytes())));
   fmt::print("accuracy   {}/{} = {:.4f}\n", result.correct, result.labelled, result.accuracy());
@@ -180,22 +157,7 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--dataset", a->dataset, "Labelled dataset: .tsv or .jsonl")->required();
-  cmd->add_option("--precision", a->precision,
-                  "Format of the Linear layers inside transformer blocks: fp32, bf16, fp16, int8 (W8A8 dynamic), "
-                  "w8 (INT8 weight-only), int4 (group-wise), nf4; options as NAME:OPT, e.g. int4:g64:asym")
-      ->capture_default_str();
-  cmd->add_option("--quant-include", a->quant_include,
-                  "Comma-separated globs over layer names to quantize (default: the Linears inside blocks)");
-  cmd->add_option("--quant-exclude", a->quant_exclude, "Comma-separated globs over layer names to keep in FP32");
-  cmd->add_option("--layer-precision", a->layer_precision,
-                  "Per-layer formats, first match wins: 'PATTERN=FORMAT,...', e.g. '*.ffn.*=int4,*.layer.0.*=bf16'");
-  cmd->add_option("--group-size", a->group_size, "int4: weights per scale along the input dimension (32, 64, 128)")
-      ->capture_default_str();
-  cmd->add_option("--int4-scheme", a->int4_scheme, "int4: sym or asym (with zero points)")->capture_default_str();
-  cmd->add_flag("--double-quant", a->double_quant, "nf4: quantize the absmax values to 8 bits (bitsandbytes' scheme)");
-  cmd->add_flag("--emulate", a->emulate,
-                "Fake quantization (quantize, dequantize, FP32 kernels): accuracy studies only; its speed is "
-                "not representative and is labelled so");
+  add_quant_options(cmd, a->quant, "*.ffn.*=int4,*.layer.0.*=bf16");
   auto* sq = cmd->add_option("--smoothquant", a->smoothquant_alpha,
                              "int8: SmoothQuant with this alpha (default 0.5 when given without a value)")
                  ->expected(0, 1);

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/format_util.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_config.h"
 
 namespace qjoule::cli {
@@ -19,23 +20,41 @@ struct Group {
   std::size_t bytes = 0;
 };
 
-// "distilbert.transformer.layer.3.ffn.lin1.weight" -> "layer 3"; embeddings; head.
+// "distilbert.transformer.layer.3.ffn.lin1.weight", "model.layers.3.mlp.up_proj.weight" or
+// "h.3.mlp.c_fc.weight" -> "layer 3"; embeddings; head.
 std::string group_of(const std::string& name) {
   // No std::regex: GCC 12 with ASan warns inside it (maybe-uninitialized), which -Werror turns fatal.
-  const std::string marker = ".layer.";
-  if (const auto pos = name.find(marker); pos != std::string::npos) {
-    std::size_t end = pos + marker.size();
-    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
-    if (end > pos + marker.size() && end < name.size() && name[end] == '.')
-      return fmt::format("layer {:>3}", std::stoi(name.substr(pos + marker.size(), end - pos - marker.size())));
+  for (const std::string marker : {".layer.", ".layers.", "h."}) {
+    for (auto pos = name.find(marker); pos != std::string::npos; pos = name.find(marker, pos + 1)) {
+      if (marker == "h." && pos != 0 && name[pos - 1] != '.') continue;
+      std::size_t end = pos + marker.size();
+      while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+      if (end > pos + marker.size() && end < name.size() && name[end] == '.')
+        return fmt::format("layer {:>3}", std::stoi(name.substr(pos + marker.size(), end - pos - marker.size())));
+    }
   }
-  if (name.find("embeddings") != std::string::npos) return "embeddings";
+  if (name.find("embeddings") != std::string::npos || name.find("embed_tokens") != std::string::npos ||
+      name.find("wte.") != std::string::npos || name.find("wpe.") != std::string::npos)
+    return "embeddings";
   return "head";
+}
+
+void print_decoder_config(const model::DecoderConfig& c) {
+  fmt::print("architecture  {} ({})\n", c.architecture, c.model_type);
+  fmt::print("shapes        hidden {}, layers {}, heads {} ({} key/value, head size {}), FFN {} ({}), vocab {}, "
+             "positions {}\n",
+             c.hidden_size, c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size, c.activation,
+             c.vocab_size, c.max_positions);
+  if (c.arch != model::DecoderArch::Gpt2)
+    fmt::print("rope          theta {}, scaling {}{}\n", c.rope_theta, c.rope_scaling.type,
+               c.rope_scaling.type == "default" ? "" : fmt::format(" (factor {})", c.rope_scaling.factor));
+  fmt::print("head          lm_head {}\n", c.tie_word_embeddings ? "tied to the token embeddings" : "its own weights");
 }
 
 void run_info(const std::string& model_dir, bool list_tensors) {
   const auto ck = io::Checkpoint::open(model_dir);
-  const auto cfg = model::load_encoder_config(model_dir, ck);
+  const bool decoder = model::model_family(model_dir) == model::ModelFamily::Decoder;
+  std::vector<std::string> inferred;
   std::map<std::string, Group> groups;
   std::map<std::string, std::size_t> dtypes;
   int64_t params = 0;
@@ -52,18 +71,27 @@ void run_info(const std::string& model_dir, bool list_tensors) {
   std::vector<std::string> files;
   for (const auto& f : ck.files()) files.push_back(f.filename().string());
 
-  fmt::print("model         {}\n", model_dir);
-  fmt::print("architecture  {} ({})\n", cfg.architecture, cfg.model_type);
-  fmt::print("shapes        hidden {}, layers {}, heads {} (head size {}), FFN {}, vocab {}, positions {}\n",
-             cfg.hidden_size, cfg.num_layers, cfg.num_heads, cfg.head_dim(), cfg.intermediate_size, cfg.vocab_size,
-             cfg.max_positions);
-  fmt::print("labels        {}: {}\n", cfg.num_labels, fmt::join(cfg.id2label, ", "));
+  if (decoder) {
+    const auto cfg = model::load_decoder_config(model_dir, ck);
+    fmt::print("model         {}\n", model_dir);
+    print_decoder_config(cfg);
+    inferred = cfg.inferred_fields;
+  } else {
+    const auto cfg = model::load_encoder_config(model_dir, ck);
+    fmt::print("model         {}\n", model_dir);
+    fmt::print("architecture  {} ({})\n", cfg.architecture, cfg.model_type);
+    fmt::print("shapes        hidden {}, layers {}, heads {} (head size {}), FFN {}, vocab {}, positions {}\n",
+               cfg.hidden_size, cfg.num_layers, cfg.num_heads, cfg.head_dim(), cfg.intermediate_size, cfg.vocab_size,
+               cfg.max_positions);
+    fmt::print("labels        {}: {}\n", cfg.num_labels, fmt::join(cfg.id2label, ", "));
+    inferred = cfg.inferred_fields;
+  }
   fmt::print("parameters    {} ({})\n", thousands(params), human_count(double(params)));
   fmt::print("dtypes        {}\n", fmt::join(dtype_list, ", "));
   fmt::print("on disk       {} ({}) in {}\n", human_bytes(double(ck.bytes_on_disk())), thousands(int64_t(ck.bytes_on_disk())),
              fmt::join(files, ", "));
-  if (!cfg.inferred_fields.empty())
-    fmt::print("inferred      {} (absent from config.json, read off tensor shapes)\n", fmt::join(cfg.inferred_fields, ", "));
+  if (!inferred.empty())
+    fmt::print("inferred      {} (absent from config.json, read off tensor shapes)\n", fmt::join(inferred, ", "));
   fmt::print("\n{:<12} {:>8} {:>14} {:>12}\n", "group", "tensors", "parameters", "bytes");
   for (const auto& [name, g] : groups)
     fmt::print("{:<12} {:>8} {:>14} {:>12}\n", name, g.tensors, thousands(g.params), human_bytes(double(g.bytes)));
@@ -76,7 +104,7 @@ void run_info(const std::string& model_dir, bool list_tensors) {
 }  // namespace
 
 void add_info_command(CLI::App& app, CommandContext& /*ctx*/) {
-  auto* cmd = app.add_subcommand("info", "Describe a Hugging Face checkpoint: architecture, shapes, parameters, "
+  auto* cmd = app.add_subcommand("info", "Describe a Hugging Face checkpoint (encoder classifier or decoder LM): architecture, shapes, parameters, "
                                          "dtypes, bytes on disk, tensors grouped by layer.");
   cmd->footer("Example:\n  qjoule info --model ../shared/data/models/sst2-distilbert-mini --tensors");
   auto model = std::make_shared<std::string>();

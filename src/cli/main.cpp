@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   qjoule::cli::CommandContext ctx;
   qjoule::cli::add_info_command(app, ctx);
   qjoule::cli::add_eval_command(app, ctx);
+  qjoule::cli::add_ppl_command(app, ctx);
+  qjoule::cli::add_generate_command(app, ctx);
   qjoule::cli::add_sensors_command(app, ctx);
   qjoule::cli::add_energy_command(app, ctx);
   qjoule::cli::add_bench_command(app, ctx);

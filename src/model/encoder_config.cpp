@@ -1,12 +1,11 @@
 #include "qjoule/model/encoder_config.h"
 
-#include <fstream>
 #include <optional>
-#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config_reconciler.h"
 #include "qjoule/error.h"
 
 namespace qjoule::model {
@@ -26,60 +25,6 @@ struct FieldNames {
 constexpr FieldNames kBertFields{"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                                  "intermediate_size", "hidden_act"};
 constexpr FieldNames kDistilBertFields{"vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "activation"};
-
-class Reconciler {
- public:
-  Reconciler(const std::filesystem::path& config_path, const json& config, const io::Checkpoint& ck, EncoderConfig& out)
-      : path_(config_path.string()), config_(config), ck_(ck), out_(out) {}
-
-  std::optional<int64_t> int_field(const char* field) const {
-    auto it = config_.find(field);
-    if (it == config_.end() || it->is_null()) return std::nullopt;
-    if (!it->is_number_integer()) fail("{}: field '{}' is {}, expected an integer", path_, field, it->dump());
-    return it->get<int64_t>();
-  }
-
-  const io::TensorView& tensor(const std::string& name) const { return ck_.at(name); }
-
-  // Takes `field` from config.json when present, else from the tensor's dimension; both present and
-  // different is an error naming both.
-  int64_t reconcile(const char* field, const std::string& tensor_name, std::size_t dim) {
-    const auto& t = tensor(tensor_name);
-    if (t.shape.size() <= dim)
-      fail("{}: tensor '{}' has shape {}, expected at least {} dimensions", t.file.string(), tensor_name,
-           t.shape_string(), dim + 1);
-    const int64_t from_tensor = t.shape[dim];
-    const auto from_config = int_field(field);
-    if (!from_config) {
-      out_.inferred_fields.push_back(field);
-      return from_tensor;
-    }
-    if (*from_config != from_tensor)
-      fail("{}: {} = {}, but tensor '{}' has shape {} (so {} = {})", path_, field, *from_config, tensor_name,
-           t.shape_string(), field, from_tensor);
-    return *from_config;
-  }
-
- private:
-  std::string path_;
-  const json& config_;
-  const io::Checkpoint& ck_;
-  EncoderConfig& out_;
-};
-
-int64_t count_layers(const io::Checkpoint& ck, const std::string& layer_prefix) {
-  std::set<int64_t> ids;
-  for (const auto& [name, view] : ck.tensors()) {
-    if (name.rfind(layer_prefix, 0) != 0) continue;
-    const auto rest = name.substr(layer_prefix.size());
-    const auto dot = rest.find('.');
-    try {
-      ids.insert(std::stoll(rest.substr(0, dot)));
-    } catch (const std::exception&) {
-    }
-  }
-  return static_cast<int64_t>(ids.size());
-}
 
 std::vector<std::string> read_id2label(const std::string& path, const json& config) {
   std::vector<std::string> labels;
@@ -112,10 +57,7 @@ std::string supported_architectures() {
 
 EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Checkpoint& ck) {
   const auto path = dir / "config.json";
-  std::ifstream in(path);
-  if (!in) fail("{}: cannot open (a Hugging Face model folder needs config.json)", path.string());
-  const json config = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded() || !config.is_object()) fail("{}: not a JSON object", path.string());
+  const json config = read_config_json(dir);
 
   EncoderConfig out;
   out.model_type = config.value("model_type", std::string{});
@@ -140,7 +82,7 @@ EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Ch
   const FieldNames& f = bert ? kBertFields : kDistilBertFields;
   const std::string p = out.prefix();
   const std::string layer0 = bert ? p + "encoder.layer.0." : p + "transformer.layer.0.";
-  Reconciler r(path, config, ck, out);
+  ConfigReconciler r(path, config, ck, out.inferred_fields);
 
   out.vocab_size = r.reconcile(f.vocab, p + "embeddings.word_embeddings.weight", 0);
   out.hidden_size = r.reconcile(f.hidden, p + "embeddings.word_embeddings.weight", 1);

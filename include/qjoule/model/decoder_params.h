@@ -1,0 +1,47 @@
+// The FP32 parameters of a decoder language model, read from a checkpoint and checked against the
+// config, before any quantization.
+//
+// Every Linear is held in Hugging Face nn.Linear layout ([out, in]); GPT-2's Conv1D weights (stored
+// [in, out]) are transposed on load. Linear names are the checkpoint's module names, e.g.
+// "model.layers.0.self_attn.q_proj" or "h.0.attn.c_attn", and "lm_head" for the output projection
+// (also when it is tied to the token embeddings), so --quant-include / --layer-precision patterns read
+// as they do for the checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "qjoule/io/safetensors.h"
+#include "qjoule/model/decoder_config.h"
+#include "qjoule/model/encoder_params.h"
+
+namespace qjoule::model {
+
+// Llama / Qwen2 block (pre-norm, RMSNorm without beta):
+//   x += o(attention(rope(q(n1(x))), rope(k(n1(x))), v(n1(x))));  x += down(silu(gate(n2(x))) · up(n2(x)))
+// GPT-2 block (pre-norm, LayerNorm):
+//   x += o(attention(qkv(n1(x))));  x += down(gelu_tanh(up(n2(x))))      (qkv = c_attn, up = c_fc, down = c_proj)
+struct DecoderLayerParams {
+  LayerNormParams attn_norm, mlp_norm;  // beta empty for RMSNorm
+  bool fused_qkv = false;               // GPT-2: one Linear `qkv` whose output columns are [q | k | v]
+  LinearParams qkv;                     // fused_qkv only
+  LinearParams q, k, v;                 // !fused_qkv
+  LinearParams o;
+  LinearParams gate;                    // SwiGLU only (Llama / Qwen2)
+  LinearParams up, down;
+};
+
+struct DecoderParams {
+  DecoderConfig config;
+  std::vector<float> token_embeddings;     // [vocab, hidden]
+  std::vector<float> position_embeddings;  // [positions, hidden] (GPT-2), empty with RoPE
+  std::vector<DecoderLayerParams> layers;
+  LayerNormParams final_norm;
+  LinearParams lm_head;  // [vocab, hidden], no bias; a copy of the embeddings when tied
+};
+
+// Reads every parameter as FP32 and checks each shape against the config; a missing tensor or a
+// shape that disagrees is an error naming the tensor, its shape and the expected one.
+DecoderParams load_decoder_params(const io::Checkpoint& checkpoint, const DecoderConfig& config);
+
+}  // namespace qjoule::model

@@ -1,0 +1,105 @@
+// `qjoule generate`: greedy generation from a prompt with a decoder language model, for a quick look
+// at what a quantized model says, with prefill and decode speeds.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/decoder_model.h"
+#include "qjoule/error.h"
+#include "qjoule/kernels/threads.h"
+
+namespace qjoule::cli {
+namespace {
+
+struct GenerateArgs {
+  std::string model, prompt;
+  QuantArgs quant;
+  int64_t max_new = 32;
+  int threads = 0;
+};
+
+int32_t argmax(const std::vector<float>& x) {
+  return static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin());
+}
+
+void run_generate(const GenerateArgs& a) {
+  if (a.max_new < 1) fail("--max-new {} is out of range, expected at least 1", a.max_new);
+  kernels::set_num_threads(a.threads);
+  auto d = load_decoder(a.model, a.quant);
+  const auto& cfg = d.model.config();
+  const auto prompt = d.tokenizer.encode(a.prompt, /*add_special_tokens=*/true);
+  if (prompt.empty()) fail("--prompt: the prompt has no tokens, expected some text");
+  if (static_cast<int64_t>(prompt.size()) >= cfg.max_positions)
+    fail("--prompt has {} tokens, but the model's max_position_embeddings = {} leaves no room to generate",
+         prompt.size(), cfg.max_positions);
+  const int64_t budget = std::min<int64_t>(a.max_new, cfg.max_positions - static_cast<int64_t>(prompt.size()));
+  print_decoder_header(a.model, d, a.quant);
+
+  using clock = std::chrono::steady_clock;
+  auto cache = d.model.make_cache(static_cast<int64_t>(prompt.size()) + budget);
+  std::vector<float> logits(static_cast<size_t>(cfg.vocab_size));
+  // One untimed prefill and decode step first: kernels are set up (JIT, packing) on their first call.
+  d.model.forward(prompt.data(), static_cast<int64_t>(prompt.size()), cache, logits.data(),
+                  static_cast<int64_t>(prompt.size()) - 1);
+  if (budget > 1) {
+    const int32_t warm = argmax(logits);
+    d.model.forward(&warm, 1, cache, logits.data(), 0);
+  }
+  cache.clear();
+  const auto t0 = clock::now();
+  d.model.forward(prompt.data(), static_cast<int64_t>(prompt.size()), cache, logits.data(),
+                  static_cast<int64_t>(prompt.size()) - 1);
+  const auto t1 = clock::now();
+  std::vector<int32_t> generated;
+  std::string stop = fmt::format("--max-new {}", a.max_new);
+  if (budget < a.max_new) stop = fmt::format("max_position_embeddings {}", cfg.max_positions);
+  int32_t next = argmax(logits);
+  while (true) {
+    generated.push_back(next);
+    if (cfg.eos_token_id && next == *cfg.eos_token_id) {
+      stop = "end of sequence";
+      break;
+    }
+    if (static_cast<int64_t>(generated.size()) >= budget) break;
+    d.model.forward(&next, 1, cache, logits.data(), 0);
+    next = argmax(logits);
+  }
+  const auto t2 = clock::now();
+  const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
+  const double decode_s = std::chrono::duration<double>(t2 - t1).count();
+  const auto decode_steps = static_cast<double>(generated.size() - 1);
+  fmt::print("prefill    {} tokens in {:.1f} ms ({:.0f} tokens/s)\n", prompt.size(), prefill_s * 1e3,
+             double(prompt.size()) / prefill_s);
+  if (decode_steps > 0)
+    fmt::print("decode     {} tokens in {:.1f} ms ({:.1f} tokens/s, {} threads)\n", generated.size() - 1,
+               decode_s * 1e3, decode_steps / decode_s, kernels::num_threads());
+  fmt::print("stopped    {} after {} new tokens\n\n", stop, generated.size());
+  fmt::print("{}", d.tokenizer.decode(prompt, /*skip_special_tokens=*/true));
+  fmt::print("{}\n", d.tokenizer.decode(generated, /*skip_special_tokens=*/true));
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, CommandContext& /*ctx*/) {
+  auto* cmd = app.add_subcommand("generate", "Greedy text generation from a prompt with a decoder language model "
+                                             "(a quick look at a quantized model's output and speed).");
+  cmd->footer("Example:\n  qjoule generate --model MODEL --prompt 'The capital of France is' --max-new 16 --precision int8");
+  auto a = std::make_shared<GenerateArgs>();
+  cmd->add_option("--model", a->model, "Model folder (config.json, safetensors, tokenizer.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--prompt", a->prompt, "The text to continue")->required();
+  cmd->add_option("--max-new", a->max_new, "Most tokens to generate (stops earlier at the end-of-sequence token)")
+      ->capture_default_str();
+  add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->callback([a] { run_generate(*a); });
+}
+
+}  // namespace qjoule::cli

@@ -1,0 +1,151 @@
+// `qjoule ppl`: perplexity of a decoder language model over a text file, with KL divergence, top-1
+// agreement and ΔPPL against a saved FP32 run.
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/decoder_model.h"
+#include "cli/format_util.h"
+#include "qjoule/error.h"
+#include "qjoule/eval/perplexity.h"
+#include "qjoule/kernels/threads.h"
+#include "qjoule/model/decoder_config.h"
+
+namespace qjoule::cli {
+namespace {
+
+struct PplArgs {
+  std::string model, text;
+  QuantArgs quant;
+  int64_t ctx = 0, stride = 0, max_tokens = 0;
+  std::string kl_base, save_kl_base, json;
+  int threads = 0;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("--text {}: cannot open the file", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  std::string text = s.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    fail("--text {}: the text is empty ({} bytes of whitespace at most), expected text to score", path, text.size());
+  return text;
+}
+
+void run_ppl(const PplArgs& a) {
+  if (a.max_tokens < 0) fail("--max-tokens {} is negative, expected 0 (all) or a token count", a.max_tokens);
+  kernels::set_num_threads(a.threads);
+  const std::string text = read_text(a.text);
+  auto d = load_decoder(a.model, a.quant);
+  const auto& cfg = d.model.config();
+  const int64_t ctx = a.ctx > 0 ? a.ctx : std::min<int64_t>(512, cfg.max_positions);
+  if (ctx > cfg.max_positions)
+    fail("--ctx {} is beyond the model's max_position_embeddings = {}", ctx, cfg.max_positions);
+  const int64_t stride = a.stride > 0 ? a.stride : std::max<int64_t>(1, ctx / 2);
+  std::optional<eval::KlBase> base;
+  if (!a.kl_base.empty()) base = eval::read_kl_base(a.kl_base);
+
+  auto ids = d.tokenizer.encode(text, /*add_special_tokens=*/true);
+  const auto all_tokens = ids.size();
+  if (a.max_tokens > 0 && ids.size() > static_cast<size_t>(a.max_tokens)) ids.resize(static_cast<size_t>(a.max_tokens));
+
+  print_decoder_header(a.model, d, a.quant);
+  fmt::print("text       {}: {} tokens{}\n", a.text, thousands(int64_t(ids.size())),
+             ids.size() < all_tokens ? fmt::format(" (first of {}, --max-tokens)", thousands(int64_t(all_tokens))) : "");
+  std::fflush(stdout);
+
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  eval::KlBase saved;
+  eval::PerplexityOptions opts;
+  opts.ctx = ctx;
+  opts.stride = stride;
+  opts.kl_base = base ? &*base : nullptr;
+  opts.save_kl_base = a.save_kl_base.empty() ? nullptr : &saved;
+  opts.progress = [tty](int64_t done, int64_t total) {
+    if (tty) fmt::print(stderr, "\r  window {}/{}", done, total);
+  };
+  const auto r = eval::evaluate_perplexity(d.model, ids, opts);
+  if (tty) fmt::print(stderr, "\r\033[K");
+
+  fmt::print("windows    {} of up to {} tokens, stride {}: {} tokens scored\n", r.windows, ctx, stride,
+             thousands(r.scored));
+  fmt::print("perplexity {:.4f} (mean NLL {:.5f} nats)\n", r.ppl(), r.nll_sum / double(r.scored));
+  fmt::print("time       {:.2f} s ({:.0f} tokens/s scored, {} threads)\n", r.seconds, double(r.scored) / r.seconds,
+             kernels::num_threads());
+  if (r.has_kl)
+    fmt::print("vs base    mean KL {:.6f} nats (max {:.4f}), top-1 agreement {:.4f}, ΔPPL {:+.4f} (base PPL {:.4f}, "
+               "{})\n",
+               r.kl.mean_kl, r.kl.max_kl, r.kl.top1_agreement, r.kl.delta_ppl, r.kl.base_ppl, a.kl_base);
+  if (!a.save_kl_base.empty()) {
+    eval::write_kl_base(a.save_kl_base, saved);
+    fmt::print("kl base    written to {} ({})\n", a.save_kl_base,
+               human_bytes(double(saved.log_probs.size() * 2 + saved.token_ids.size() * 4)));
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = {{"model", a.model},
+                        {"architecture", cfg.architecture},
+                        {"precision", a.quant.precision},
+                        {"kernels", d.model.kernel_path_counts()},
+                        {"bytes_held", d.model.bytes_held()},
+                        {"fp32_bytes", d.model.fp32_bytes()},
+                        {"text", a.text},
+                        {"n_tokens", r.n_tokens},
+                        {"ctx", r.ctx},
+                        {"stride", r.stride},
+                        {"windows", r.windows},
+                        {"scored_tokens", r.scored},
+                        {"nll_sum", r.nll_sum},
+                        {"ppl", r.ppl()},
+                        {"seconds", r.seconds},
+                        {"threads", kernels::num_threads()}};
+    if (r.has_kl)
+      j["kl"] = {{"base", a.kl_base},
+                 {"mean_kl", r.kl.mean_kl},
+                 {"max_kl", r.kl.max_kl},
+                 {"top1_agreement", r.kl.top1_agreement},
+                 {"base_ppl", r.kl.base_ppl},
+                 {"delta_ppl", r.kl.delta_ppl}};
+    write_output("--json", a.json, j.dump(2) + "\n");
+  }
+}
+
+}  // namespace
+
+void add_ppl_command(CLI::App& app, CommandContext& /*ctx*/) {
+  auto* cmd = app.add_subcommand("ppl", "Perplexity of a decoder language model over a text file, optionally with "
+                                        "KL divergence and top-1 agreement against a saved FP32 run.");
+  cmd->footer(
+      "The text is tokenized whole (with the tokenizer's BOS), cut to --max-tokens, and scored in windows of --ctx\n"
+      "tokens every --stride tokens; each window scores only the tokens the previous one did not.\n"
+      "Examples:\n"
+      "  qjoule ppl --model MODEL --text ../shared/data/wikitext2/test.txt --max-tokens 4096 --save-kl-base fp32.kl\n"
+      "  qjoule ppl --model MODEL --text ../shared/data/wikitext2/test.txt --max-tokens 4096 --precision nf4 "
+      "--kl-base fp32.kl");
+  auto a = std::make_shared<PplArgs>();
+  cmd->add_option("--model", a->model, "Model folder (config.json, safetensors, tokenizer.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--text", a->text, "UTF-8 text file to score")->required();
+  add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
+  cmd->add_option("--ctx", a->ctx, "Tokens per window (default: 512 or max_position_embeddings if smaller)");
+  cmd->add_option("--stride", a->stride, "Tokens between window starts (default: half of --ctx)");
+  cmd->add_option("--max-tokens", a->max_tokens, "Score only the first N tokens of the text (default: all)");
+  cmd->add_option("--kl-base", a->kl_base, "Compare with a base run saved by --save-kl-base (same text and options)");
+  cmd->add_option("--save-kl-base", a->save_kl_base,
+                  "Save this run's log-probabilities (FP16, scored tokens × vocab × 2 bytes) as a KL base");
+  cmd->add_option("--json", a->json, "Also write the result as JSON to this file ('-' for stdout)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->callback([a] { run_ppl(*a); });
+}
+
+}  // namespace qjoule::cli

@@ -1,0 +1,26 @@
+// Loading a decoder language model and its tokenizer for `qjoule ppl` and `qjoule generate`, with
+// the quantization options applied, and the header lines both print.
+#pragma once
+
+#include <string>
+
+#include "cli/quant_options.h"
+#include "qjoule/model/decoder_lm.h"
+#include "qjoule/tokenize/bpe_tokenizer.h"
+
+namespace qjoule::cli {
+
+struct LoadedDecoder {
+  model::DecoderLM model;
+  tokenize::BpeTokenizer tokenizer;
+};
+
+// The checkpoint and tokenizer.json of `dir`, the Linears built per the options. A tokenizer whose
+// vocabulary is larger than the model's is an error naming both sizes.
+LoadedDecoder load_decoder(const std::string& dir, const QuantArgs& quant);
+
+// "model      DIR (LlamaForCausalLM: 2 layers, hidden 64, heads 4/2, vocab 560, positions 128)"
+// "precision  int8: <kernel summary>"  "size       ... held in memory (... as FP32)"
+void print_decoder_header(const std::string& dir, const LoadedDecoder& d, const QuantArgs& quant);
+
+}  // namespace qjoule::cli

@@ -1,0 +1,60 @@
+#include "cli/quant_options.h"
+
+#include <fmt/format.h>
+
+#include "qjoule/error.h"
+#include "qjoule/kernels/make_linear.h"
+
+namespace qjoule::cli {
+
+void add_quant_options(CLI::App* cmd, QuantArgs& a, const std::string& layer_example) {
+  cmd->add_option("--precision", a.precision,
+                  "Format of the Linear layers inside transformer blocks: fp32, bf16, fp16, int8 (W8A8 dynamic), "
+                  "w8 (INT8 weight-only), int4 (group-wise), nf4; options as NAME:OPT, e.g. int4:g64:asym")
+      ->capture_default_str();
+  cmd->add_option("--quant-include", a.quant_include,
+                  "Comma-separated globs over layer names to quantize (default: the Linears inside blocks)");
+  cmd->add_option("--quant-exclude", a.quant_exclude, "Comma-separated globs over layer names to keep in FP32");
+  cmd->add_option("--layer-precision", a.layer_precision,
+                  "Per-layer formats, first match wins: 'PATTERN=FORMAT,...', e.g. '" + layer_example + "'");
+  cmd->add_option("--group-size", a.group_size, "int4: weights per scale along the input dimension (32, 64, 128)")
+      ->capture_default_str();
+  cmd->add_option("--int4-scheme", a.int4_scheme, "int4: sym or asym (with zero points)")->capture_default_str();
+  cmd->add_flag("--double-quant", a.double_quant, "nf4: quantize the absmax values to 8 bits (bitsandbytes' scheme)");
+  cmd->add_flag("--emulate", a.emulate,
+                "Fake quantization (quantize, dequantize, FP32 kernels): accuracy studies only; its speed is "
+                "not representative and is labelled so");
+}
+
+model::QuantizationOptions quantization_options(const QuantArgs& a) {
+  model::QuantizationOptions q;
+  q.policy.precision = a.precision;
+  q.policy.include = a.quant_include;
+  q.policy.exclude = a.quant_exclude;
+  q.policy.layer_precision = a.layer_precision;
+  if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
+    fail("--group-size {} is not supported, expected 32, 64 or 128", a.group_size);
+  if (a.int4_scheme != "sym" && a.int4_scheme != "asym")
+    fail("--int4-scheme '{}' is not supported, expected sym or asym", a.int4_scheme);
+  q.format_defaults.group_size = a.group_size;
+  q.format_defaults.int4_asymmetric = a.int4_scheme == "asym";
+  q.format_defaults.nf4_double_quant = a.double_quant;
+  q.format_defaults.emulate = a.emulate;
+  return q;
+}
+
+quant::LayerPolicy parse_layer_policy(const model::QuantizationOptions& q) {
+  // Formats may carry options (int4:g64:asym), so parse_precision validates them, not the policy.
+  auto policy = quant::LayerPolicy::parse(q.policy);
+  kernels::parse_precision(policy.precision(), q.format_defaults);
+  for (const auto& rule : policy.rules()) kernels::parse_precision(rule.format, q.format_defaults);
+  return policy;
+}
+
+std::string kernel_summary(const std::map<std::string, int>& counts) {
+  std::string out;
+  for (const auto& [path, n] : counts) out += fmt::format("{}{} ×{}", out.empty() ? "" : ", ", path, n);
+  return out;
+}
+
+}  // namespace qjoule::cli

@@ -1,0 +1,38 @@
+// The quantization options shared by `qjoule eval`, `ppl` and `generate`: --precision and its
+// per-layer rules and format options, parsed into a layer policy that is validated before any model
+// is loaded.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "qjoule/model/quantization_plan.h"
+
+namespace qjoule::cli {
+
+struct QuantArgs {
+  std::string precision = "fp32";
+  std::string quant_include, quant_exclude, layer_precision;
+  int group_size = 128;
+  std::string int4_scheme = "sym";
+  bool double_quant = false;
+  bool emulate = false;
+};
+
+// Adds --precision, --quant-include, --quant-exclude, --layer-precision, --group-size, --int4-scheme,
+// --double-quant and --emulate; `layer_example` shows a --layer-precision rule with this model
+// family's layer names.
+void add_quant_options(CLI::App* cmd, QuantArgs& a, const std::string& layer_example);
+
+// The options as the model layer takes them (SmoothQuant off); bad values fail naming the option.
+model::QuantizationOptions quantization_options(const QuantArgs& a);
+
+// The layer policy, with every format it names checked (options included) against the defaults.
+quant::LayerPolicy parse_layer_policy(const model::QuantizationOptions& q);
+
+// Kernel paths used, with how many Linears ran each: "fp32 onednn:gemm:jit:f32 ×30, ...".
+std::string kernel_summary(const std::map<std::string, int>& counts);
+
+}  // namespace qjoule::cli

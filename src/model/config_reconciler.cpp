@@ -1,0 +1,66 @@
+#include "config_reconciler.h"
+
+#include <fstream>
+#include <set>
+
+#include "qjoule/error.h"
+
+namespace qjoule::model {
+
+nlohmann::json read_config_json(const std::filesystem::path& dir) {
+  const auto path = dir / "config.json";
+  std::ifstream in(path);
+  if (!in) fail("{}: cannot open (a Hugging Face model folder needs config.json)", path.string());
+  const auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) fail("{}: not a JSON object", path.string());
+  return config;
+}
+
+std::optional<int64_t> ConfigReconciler::int_field(const char* field) const {
+  auto it = config_.find(field);
+  if (it == config_.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) fail("{}: field '{}' is {}, expected an integer", path_, field, it->dump());
+  return it->get<int64_t>();
+}
+
+std::optional<double> ConfigReconciler::number_field(const char* field) const {
+  auto it = config_.find(field);
+  if (it == config_.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) fail("{}: field '{}' is {}, expected a number", path_, field, it->dump());
+  return it->get<double>();
+}
+
+int64_t ConfigReconciler::reconcile(const char* field, const std::string& tensor_name, std::size_t dim) {
+  const auto& t = tensor(tensor_name);
+  if (t.shape.size() <= dim)
+    fail("{}: tensor '{}' has shape {}, expected at least {} dimensions", t.file.string(), tensor_name,
+         t.shape_string(), dim + 1);
+  const int64_t from_tensor = t.shape[dim];
+  const auto from_config = int_field(field);
+  if (!from_config) {
+    inferred_.push_back(field);
+    return from_tensor;
+  }
+  if (*from_config != from_tensor)
+    fail("{}: {} = {}, but tensor '{}' has shape {} (so {} = {})", path_, field, *from_config, tensor_name,
+         t.shape_string(), field, from_tensor);
+  return *from_config;
+}
+
+int64_t count_layers(const io::Checkpoint& ck, const std::string& layer_prefix) {
+  std::set<int64_t> ids;
+  for (const auto& [name, view] : ck.tensors()) {
+    if (name.rfind(layer_prefix, 0) != 0) continue;
+    const auto rest = name.substr(layer_prefix.size());
+    const auto dot = rest.find('.');
+    try {
+      std::size_t used = 0;
+      const auto index = std::stoll(rest.substr(0, dot), &used);
+      if (used == rest.substr(0, dot).size()) ids.insert(index);
+    } catch (const std::exception&) {
+    }
+  }
+  return static_cast<int64_t>(ids.size());
+}
+
+}  // namespace qjoule::model

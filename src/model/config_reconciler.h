@@ -1,0 +1,50 @@
+// Reads integer fields of a Hugging Face config.json and reconciles them with the checkpoint's tensor
+// shapes (shared by the encoder and decoder configs): a field missing from config.json comes from the
+// tensor and is recorded as inferred; a field that disagrees with the tensor is an error naming both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qjoule/io/safetensors.h"
+
+namespace qjoule::model {
+
+// config.json parsed as an object, or an error naming the file.
+nlohmann::json read_config_json(const std::filesystem::path& dir);
+
+class ConfigReconciler {
+ public:
+  ConfigReconciler(std::filesystem::path config_path, const nlohmann::json& config, const io::Checkpoint& ck,
+                   std::vector<std::string>& inferred_fields)
+      : path_(config_path.string()), config_(config), ck_(ck), inferred_(inferred_fields) {}
+
+  // The field as an integer, nullopt when absent or null; any other type is an error.
+  std::optional<int64_t> int_field(const char* field) const;
+  // The field as a number, nullopt when absent or null.
+  std::optional<double> number_field(const char* field) const;
+  const io::TensorView& tensor(const std::string& name) const { return ck_.at(name); }
+  const std::string& path() const { return path_; }
+  void mark_inferred(std::string field) { inferred_.push_back(std::move(field)); }
+
+  // Takes `field` from config.json when present, else from the tensor's dimension `dim`; both present
+  // and different is an error naming both.
+  int64_t reconcile(const char* field, const std::string& tensor_name, std::size_t dim);
+
+ private:
+  std::string path_;
+  const nlohmann::json& config_;
+  const io::Checkpoint& ck_;
+  std::vector<std::string>& inferred_;
+};
+
+// How many distinct layer indices appear in tensor names "<layer_prefix><index>.…".
+int64_t count_layers(const io::Checkpoint& ck, const std::string& layer_prefix);
+
+}  // namespace qjoule::model

@@ -1,0 +1,245 @@
+#include "qjoule/model/decoder_config.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "config_reconciler.h"
+#include "qjoule/error.h"
+
+namespace qjoule::model {
+namespace {
+
+using json = nlohmann::json;
+
+bool is_llama_type(const std::string& model_type) { return model_type == "llama" || model_type == "mistral"; }
+
+std::optional<int32_t> token_id(const json& config, const char* field) {
+  auto it = config.find(field);
+  if (it == config.end() || it->is_null()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<int32_t>();
+  if (it->is_array() && !it->empty() && (*it)[0].is_number_integer()) return (*it)[0].get<int32_t>();  // eos lists
+  return std::nullopt;
+}
+
+bool bool_field(const ConfigReconciler& r, const json& config, const char* field, bool fallback) {
+  auto it = config.find(field);
+  if (it == config.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) fail("{}: field '{}' is {}, expected true or false", r.path(), field, it->dump());
+  return it->get<bool>();
+}
+
+kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& config, int64_t max_positions) {
+  kernels::RopeScaling s;
+  auto it = config.find("rope_scaling");
+  if (it == config.end() || it->is_null()) return s;
+  if (!it->is_object()) fail("{}: rope_scaling is {}, expected an object or null", r.path(), it->dump());
+  const json& rs = *it;
+  s.type = rs.contains("rope_type") ? rs["rope_type"].get<std::string>()
+                                    : rs.value("type", std::string("default"));
+  auto number = [&](const char* key, double fallback) {
+    auto f = rs.find(key);
+    if (f == rs.end() || f->is_null()) return fallback;
+    if (!f->is_number()) fail("{}: rope_scaling.{} is {}, expected a number", r.path(), key, f->dump());
+    return f->get<double>();
+  };
+  s.factor = number("factor", 1.0);
+  s.low_freq_factor = number("low_freq_factor", 1.0);
+  s.high_freq_factor = number("high_freq_factor", 4.0);
+  s.original_max_position_embeddings =
+      static_cast<int64_t>(number("original_max_position_embeddings", static_cast<double>(max_positions)));
+  s.beta_fast = number("beta_fast", 32.0);
+  s.beta_slow = number("beta_slow", 1.0);
+  s.attention_factor = number("attention_factor", 0.0);
+  if (s.type != "default" && s.type != "linear" && s.type != "llama3" && s.type != "yarn")
+    fail("{}: rope_scaling type '{}' is not supported; supported: linear, llama3, yarn (none: default)", r.path(),
+         s.type);
+  return s;
+}
+
+void load_llama_family(const std::filesystem::path& path, const json& config, const io::Checkpoint& ck,
+                       DecoderConfig& out) {
+  ConfigReconciler r(path, config, ck, out.inferred_fields);
+  out.prefix = "model.";
+  const std::string emb = "model.embed_tokens.weight";
+  const std::string l0 = "model.layers.0.";
+  out.vocab_size = r.reconcile("vocab_size", emb, 0);
+  out.hidden_size = r.reconcile("hidden_size", emb, 1);
+  out.intermediate_size = r.reconcile("intermediate_size", l0 + "mlp.gate_proj.weight", 0);
+
+  const int64_t q_out = r.tensor(l0 + "self_attn.q_proj.weight").shape.at(0);
+  const int64_t k_out = r.tensor(l0 + "self_attn.k_proj.weight").shape.at(0);
+  auto heads = r.int_field("num_attention_heads");
+  auto head_dim = r.int_field("head_dim");
+  if (!heads && head_dim && *head_dim > 0) {
+    heads = q_out / *head_dim;
+    out.inferred_fields.push_back("num_attention_heads");
+  }
+  if (!heads) {
+    heads = 32;
+    out.inferred_fields.push_back("num_attention_heads (Hugging Face default 32)");
+  }
+  out.num_heads = *heads;
+  if (out.num_heads <= 0) fail("{}: num_attention_heads = {}, expected a positive number", r.path(), out.num_heads);
+  if (!head_dim) {
+    if (out.hidden_size % out.num_heads != 0)
+      fail("{}: num_attention_heads = {} does not divide hidden_size = {} (and no head_dim is given)", r.path(),
+           out.num_heads, out.hidden_size);
+    head_dim = out.hidden_size / out.num_heads;
+  }
+  out.head_dim = *head_dim;
+  if (out.head_dim <= 0 || out.head_dim % 2 != 0)
+    fail("{}: head_dim = {}, expected a positive even number (RoPE rotates pairs)", r.path(), out.head_dim);
+  if (q_out != out.num_heads * out.head_dim)
+    fail("{}: num_attention_heads = {} × head_dim = {} = {}, but tensor '{}' has {} rows", r.path(), out.num_heads,
+         out.head_dim, out.num_heads * out.head_dim, l0 + "self_attn.q_proj.weight", q_out);
+  if (k_out % out.head_dim != 0)
+    fail("{}: tensor '{}' has {} rows, not a multiple of head_dim = {}", r.path(), l0 + "self_attn.k_proj.weight",
+         k_out, out.head_dim);
+  const int64_t kv_from_tensor = k_out / out.head_dim;
+  if (auto kv = r.int_field("num_key_value_heads")) {
+    if (*kv != kv_from_tensor)
+      fail("{}: num_key_value_heads = {}, but tensor '{}' has {} rows (so {} heads of {})", r.path(), *kv,
+           l0 + "self_attn.k_proj.weight", k_out, kv_from_tensor, out.head_dim);
+  } else {
+    out.inferred_fields.push_back("num_key_value_heads");
+  }
+  out.num_kv_heads = kv_from_tensor;
+  if (out.num_kv_heads <= 0 || out.num_heads % out.num_kv_heads != 0)
+    fail("{}: {} key/value heads do not divide {} attention heads", r.path(), out.num_kv_heads, out.num_heads);
+
+  if (auto positions = r.int_field("max_position_embeddings")) {
+    out.max_positions = *positions;
+  } else {
+    out.max_positions = 2048;
+    out.inferred_fields.push_back("max_position_embeddings (Hugging Face default 2048)");
+  }
+  if (auto window = r.int_field("sliding_window"); window && *window > 0 && *window < out.max_positions &&
+                                                     bool_field(r, config, "use_sliding_window", true)) {
+    // Within a window no longer than sliding_window, sliding-window attention equals full attention.
+    out.max_positions = *window;
+    out.inferred_fields.push_back(fmt::format("max_position_embeddings limited to sliding_window = {}", *window));
+  }
+  out.norm_eps = static_cast<float>(r.number_field("rms_norm_eps").value_or(1e-6));
+  out.rope_theta = r.number_field("rope_theta").value_or(out.arch == DecoderArch::Qwen2 ? 1e6 : 10000.0);
+  out.rope_scaling = read_rope_scaling(r, config, out.max_positions);
+  out.activation = config.value("hidden_act", std::string("silu"));
+  if (out.activation != "silu")
+    fail("{}: hidden_act = '{}' is not supported for {}; expected silu (SwiGLU)", r.path(), out.activation,
+         out.model_type);
+  const bool attention_bias = bool_field(r, config, "attention_bias", false);
+  out.qkv_bias = out.arch == DecoderArch::Qwen2 || attention_bias;
+  out.o_bias = attention_bias;
+  out.mlp_bias = bool_field(r, config, "mlp_bias", false);
+
+  const int64_t layers = count_layers(ck, "model.layers.");
+  if (auto n = r.int_field("num_hidden_layers"); n && *n != layers)
+    fail("{}: num_hidden_layers = {}, but the checkpoint holds tensors for {} layers", r.path(), *n, layers);
+  else if (!n)
+    out.inferred_fields.push_back("num_hidden_layers");
+  out.num_layers = layers;
+
+  const bool has_head = ck.contains("lm_head.weight");
+  const bool tie = bool_field(r, config, "tie_word_embeddings", !has_head);
+  if (!tie && !has_head)
+    fail("{}: tie_word_embeddings = false, but the checkpoint has no 'lm_head.weight'", r.path());
+  out.tie_word_embeddings = tie || !has_head;
+  if (!config.contains("tie_word_embeddings")) out.inferred_fields.push_back("tie_word_embeddings");
+}
+
+void load_gpt2(const std::filesystem::path& path, const json& config, const io::Checkpoint& ck, DecoderConfig& out) {
+  ConfigReconciler r(path, config, ck, out.inferred_fields);
+  if (ck.contains("transformer.wte.weight"))
+    out.prefix = "transformer.";
+  else if (ck.contains("wte.weight"))
+    out.prefix = "";
+  else
+    fail("{}: a GPT-2 checkpoint needs 'transformer.wte.weight' (or 'wte.weight'); neither is present",
+         ck.source().string());
+  const std::string p = out.prefix;
+  out.vocab_size = r.reconcile("vocab_size", p + "wte.weight", 0);
+  out.hidden_size = r.reconcile("n_embd", p + "wte.weight", 1);
+  out.max_positions = r.reconcile("n_positions", p + "wpe.weight", 0);
+  out.intermediate_size = r.reconcile("n_inner", p + "h.0.mlp.c_fc.weight", 1);  // Conv1D: [in, out]
+  const int64_t layers = count_layers(ck, p + "h.");
+  if (auto n = r.int_field("n_layer"); n && *n != layers)
+    fail("{}: n_layer = {}, but the checkpoint holds tensors for {} layers", r.path(), *n, layers);
+  else if (!n)
+    out.inferred_fields.push_back("n_layer");
+  out.num_layers = layers;
+  if (auto heads = r.int_field("n_head")) {
+    out.num_heads = *heads;
+  } else {
+    out.num_heads = 12;
+    out.inferred_fields.push_back("n_head (Hugging Face default 12)");
+  }
+  if (out.num_heads <= 0 || out.hidden_size % out.num_heads != 0)
+    fail("{}: n_head = {} does not divide n_embd = {}", r.path(), out.num_heads, out.hidden_size);
+  out.num_kv_heads = out.num_heads;
+  out.head_dim = out.hidden_size / out.num_heads;
+  out.norm_eps = static_cast<float>(r.number_field("layer_norm_epsilon").value_or(1e-5));
+  out.activation = config.value("activation_function", std::string("gelu_new"));
+  if (out.activation != "gelu_new" && out.activation != "gelu_pytorch_tanh" && out.activation != "gelu")
+    fail("{}: activation_function = '{}' is not supported; supported: gelu_new, gelu_pytorch_tanh, gelu", r.path(),
+         out.activation);
+  for (const char* unsupported : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"})
+    if (bool_field(r, config, unsupported, false))
+      fail("{}: {} = true is not supported; expected false", r.path(), unsupported);
+  if (!bool_field(r, config, "scale_attn_weights", true))
+    fail("{}: scale_attn_weights = false is not supported; expected true", r.path());
+  out.qkv_bias = out.o_bias = out.mlp_bias = true;
+  out.tie_word_embeddings = true;
+}
+
+}  // namespace
+
+std::string supported_decoder_architectures() {
+  return "llama (LlamaForCausalLM), mistral (MistralForCausalLM, within its sliding window), qwen2 "
+         "(Qwen2ForCausalLM), gpt2 (GPT2LMHeadModel)";
+}
+
+ModelFamily model_family(const std::filesystem::path& dir) {
+  const json config = read_config_json(dir);
+  const std::string type = config.value("model_type", std::string{});
+  if (type == "bert" || type == "distilbert") return ModelFamily::Encoder;
+  if (is_llama_type(type) || type == "qwen2" || type == "gpt2") return ModelFamily::Decoder;
+  return ModelFamily::Unknown;
+}
+
+DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Checkpoint& ck) {
+  const auto path = dir / "config.json";
+  const json config = read_config_json(dir);
+  DecoderConfig out;
+  out.model_type = config.value("model_type", std::string{});
+  std::string architectures = "none";
+  if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()) {
+    out.architecture = config["architectures"][0].is_string() ? config["architectures"][0].get<std::string>() : "";
+    architectures = config["architectures"].dump();
+  }
+  struct Known {
+    const char* model_type;
+    const char* architecture;
+    DecoderArch arch;
+  };
+  static constexpr Known kKnown[] = {{"llama", "LlamaForCausalLM", DecoderArch::Llama},
+                                     {"mistral", "MistralForCausalLM", DecoderArch::Llama},
+                                     {"qwen2", "Qwen2ForCausalLM", DecoderArch::Qwen2},
+                                     {"gpt2", "GPT2LMHeadModel", DecoderArch::Gpt2}};
+  const Known* match = nullptr;
+  for (const auto& k : kKnown)
+    if (out.model_type == k.model_type && (out.architecture.empty() || out.architecture == k.architecture)) match = &k;
+  if (!match)
+    fail("{}: model_type '{}' with architectures {} is not a supported decoder; supported: {}", path.string(),
+         out.model_type, architectures, supported_decoder_architectures());
+  out.arch = match->arch;
+  out.architecture = match->architecture;
+  if (out.arch == DecoderArch::Gpt2)
+    load_gpt2(path, config, ck, out);
+  else
+    load_llama_family(path, config, ck, out);
+  out.bos_token_id = token_id(config, "bos_token_id");
+  out.eos_token_id = token_id(config, "eos_token_id");
+  if (out.num_layers == 0) fail("{}: the checkpoint holds no transformer layers", path.string());
+  return out;
+}
+
+}  // namespace qjoule::model

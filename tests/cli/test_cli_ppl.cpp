@@ -1,0 +1,111 @@
+// End-to-end tests of `qjoule ppl` and `qjoule generate` on the tiny decoder fixtures, run as a user
+// would: every precision on WikiText-2, the KL base round trip, and each bad input as one line.
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+#include "test_paths.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using qjoule::test::run_command;
+namespace fs = std::filesystem;
+
+std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
+fs::path fixture(const std::string& name) { return qjoule::test::fixtures_dir() / "decoders" / name; }
+std::string wikitext() { return qjoule::test::shared_data("wikitext2/test.txt").string(); }
+
+// Exactly one line, "qjoule: error: ...", and exit status 1.
+void expect_one_error_line(const qjoule::test::CommandResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("qjoule: error: "));
+  EXPECT_THAT(r.output, HasSubstr(needle));
+  const auto error_line = r.output.substr(r.output.find("qjoule: error: "));
+  EXPECT_EQ(std::count(error_line.begin(), error_line.end(), '\n'), 1) << r.output;
+}
+
+TEST(CliPpl, EveryPrecisionRunsOnWikiText2AndComparesWithTheFp32Base) {
+  QJOULE_REQUIRE_SHARED("wikitext2/test.txt");
+  const auto dir = qjoule::test::temp_dir("cli_ppl");
+  const std::string common = qjoule() + " ppl --model " + fixture("tiny-llama").string() + " --text " + wikitext() +
+                             " --max-tokens 400 --ctx 64 --stride 32 --threads 1";
+  const auto base = run_command(common + " --save-kl-base " + (dir / "fp32.kl").string() + " --json " +
+                                (dir / "fp32.json").string() + " 2>&1");
+  ASSERT_EQ(base.exit_code, 0) << base.output;
+  EXPECT_THAT(base.output, HasSubstr("perplexity "));
+  EXPECT_THAT(base.output, HasSubstr("399 tokens scored"));
+  nlohmann::json j;
+  std::ifstream(dir / "fp32.json") >> j;
+  EXPECT_EQ(j["scored_tokens"], 399);
+  for (const std::string p : {"bf16", "fp16", "int8", "w8", "int4", "nf4"}) {
+    const auto r = run_command(common + " --precision " + p + " --kl-base " + (dir / "fp32.kl").string() + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << p << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("precision  " + p + ": "));
+    EXPECT_THAT(r.output, HasSubstr(p + " ")) << "the format's kernel";
+    EXPECT_THAT(r.output, HasSubstr(" ×14")) << "all 14 block Linears in it";
+    EXPECT_THAT(r.output, HasSubstr("top-1 agreement"));
+    EXPECT_THAT(r.output, HasSubstr("ΔPPL"));
+  }
+}
+
+TEST(CliPpl, ContextBeyondThePositionsIsOneLineNamingBothNumbers) {
+  const auto text = qjoule::test::temp_dir("cli_ppl_ctx") / "text.txt";
+  std::ofstream(text) << "Hello world. The quick brown fox jumps over the lazy dog.\n";
+  const auto r = run_command(qjoule() + " ppl --model " + fixture("tiny-gpt2").string() + " --text " + text.string() +
+                             " --ctx 4096 2>&1");
+  expect_one_error_line(r, "--ctx 4096 is beyond the model's max_position_embeddings = ");
+}
+
+TEST(CliPpl, AnEmptyTextIsOneLine) {
+  const auto text = qjoule::test::temp_dir("cli_ppl_empty") / "empty.txt";
+  std::ofstream(text) << "\n  \n";
+  const auto r = run_command(qjoule() + " ppl --model " + fixture("tiny-qwen2").string() + " --text " + text.string() +
+                             " 2>&1");
+  expect_one_error_line(r, "the text is empty");
+}
+
+TEST(CliPpl, AKlBaseWithATokenOutsideTheVocabularyIsOneLine) {
+  const auto dir = qjoule::test::temp_dir("cli_ppl_bad_base");
+  const auto text = dir / "text.txt";
+  std::ofstream(text) << "Hello world. The quick brown fox jumps over the lazy dog, again and again.\n";
+  const std::string common = qjoule() + " ppl --model " + fixture("tiny-llama").string() + " --text " + text.string() +
+                             " --ctx 16 --stride 8";
+  ASSERT_EQ(run_command(common + " --save-kl-base " + (dir / "base.kl").string() + " 2>&1").exit_code, 0);
+  {  // token id 0 -> 1,000,000 (ids start after the 56-byte header)
+    std::fstream f(dir / "base.kl", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(56);
+    const int32_t bad = 1000000;
+    f.write(reinterpret_cast<const char*>(&bad), sizeof bad);
+  }
+  const auto r = run_command(common + " --precision int8 --kl-base " + (dir / "base.kl").string() + " 2>&1");
+  expect_one_error_line(r, "token id 1000000 at index 0 is outside the vocabulary");
+}
+
+TEST(CliPpl, ATokenizerOfAnUnsupportedModelTypeIsOneLine) {
+  const auto dir = qjoule::test::temp_dir("cli_ppl_tokenizer");
+  fs::copy(fixture("tiny-gpt2"), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  nlohmann::json tok;
+  std::ifstream(dir / "tokenizer.json") >> tok;
+  tok["model"]["type"] = "Unigram";
+  std::ofstream(dir / "tokenizer.json") << tok.dump();
+  const auto text = dir / "text.txt";
+  std::ofstream(text) << "Hello world.\n";
+  const auto r = run_command(qjoule() + " ppl --model " + dir.string() + " --text " + text.string() + " 2>&1");
+  expect_one_error_line(r, "Unigram");
+}
+
+TEST(CliGenerate, GreedyGenerationPrintsSpeedsAndText) {
+  const auto r = run_command(qjoule() + " generate --model " + fixture("tiny-qwen2").string() +
+                             " --prompt 'The quick brown fox' --max-new 8 --precision int8 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("prefill    "));
+  EXPECT_THAT(r.output, HasSubstr("stopped    "));
+  EXPECT_THAT(r.output, HasSubstr("The quick brown fox"));
+}
+
+}  // namespace

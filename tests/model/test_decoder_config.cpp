@@ -1,0 +1,129 @@
+// Decoder config.json reconciled with the checkpoint: fields inferred from tensor shapes, and every
+// disagreement or unsupported setting as one line naming the field and both values.
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "decoder_fixtures.h"
+#include "error_of.h"
+#include "qjoule/model/decoder_config.h"
+#include "qjoule/model/decoder_lm.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using qjoule::test::decoder_fixture;
+using qjoule::test::error_of;
+
+// A copy of a fixture whose config.json is edited by `edit`.
+fs::path edited_copy(const std::string& fixture, const std::string& test, const std::function<void(json&)>& edit) {
+  const auto dir = qjoule::test::temp_dir("decoder_config_" + test);
+  fs::copy(decoder_fixture(fixture), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  json config;
+  std::ifstream(dir / "config.json") >> config;
+  edit(config);
+  std::ofstream(dir / "config.json") << config.dump(2);
+  return dir;
+}
+
+qjoule::model::DecoderConfig load_config(const fs::path& dir) {
+  return qjoule::model::load_decoder_config(dir, qjoule::io::Checkpoint::open(dir));
+}
+
+TEST(DecoderConfig, ReadsEachFixturesArchitecture) {
+  const auto llama = load_config(decoder_fixture("tiny-llama"));
+  EXPECT_EQ(llama.architecture, "LlamaForCausalLM");
+  EXPECT_LT(llama.num_kv_heads, llama.num_heads);  // grouped-query attention
+  EXPECT_FALSE(llama.tie_word_embeddings);
+  EXPECT_EQ(llama.rope_scaling.type, "llama3");
+  EXPECT_TRUE(llama.inferred_fields.empty());
+  const auto qwen = load_config(decoder_fixture("tiny-qwen2"));
+  EXPECT_EQ(qwen.architecture, "Qwen2ForCausalLM");
+  EXPECT_TRUE(qwen.qkv_bias);
+  EXPECT_FALSE(qwen.o_bias);
+  EXPECT_TRUE(qwen.tie_word_embeddings);
+  const auto gpt2 = load_config(decoder_fixture("tiny-gpt2"));
+  EXPECT_EQ(gpt2.architecture, "GPT2LMHeadModel");
+  EXPECT_EQ(gpt2.prefix, "");  // tensors without "transformer.", as openai-community/gpt2 stores them
+  EXPECT_EQ(gpt2.intermediate_size, 4 * gpt2.hidden_size);
+}
+
+TEST(DecoderConfig, InfersMissingFieldsFromTensorShapes) {
+  const auto dir = edited_copy("tiny-llama", "infer", [](json& c) {
+    for (const char* f : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_key_value_heads"})
+      c.erase(f);
+  });
+  const auto inferred = load_config(dir);
+  const auto original = load_config(decoder_fixture("tiny-llama"));
+  EXPECT_EQ(inferred.vocab_size, original.vocab_size);
+  EXPECT_EQ(inferred.hidden_size, original.hidden_size);
+  EXPECT_EQ(inferred.num_layers, original.num_layers);
+  EXPECT_EQ(inferred.num_kv_heads, original.num_kv_heads);
+  EXPECT_EQ(inferred.inferred_fields.size(), 5u);
+  const auto gpt2 = edited_copy("tiny-gpt2", "infer_gpt2", [](json& c) {
+    for (const char* f : {"vocab_size", "n_embd", "n_positions", "n_layer", "n_inner"}) c.erase(f);
+  });
+  EXPECT_EQ(load_config(gpt2).max_positions, load_config(decoder_fixture("tiny-gpt2")).max_positions);
+}
+
+TEST(DecoderConfig, DisagreementsNameTheFieldAndBothValues) {
+  const auto kv = edited_copy("tiny-llama", "kv", [](json& c) { c["num_key_value_heads"] = 3; });
+  const auto m1 = error_of([&] { load_config(kv); });
+  EXPECT_NE(m1.find("num_key_value_heads = 3"), std::string::npos) << m1;
+  EXPECT_NE(m1.find("model.layers.0.self_attn.k_proj.weight"), std::string::npos) << m1;
+
+  const auto hidden = edited_copy("tiny-qwen2", "hidden", [](json& c) { c["hidden_size"] = 65; });
+  const auto m2 = error_of([&] { load_config(hidden); });
+  EXPECT_NE(m2.find("hidden_size = 65"), std::string::npos) << m2;
+  EXPECT_NE(m2.find("model.embed_tokens.weight"), std::string::npos) << m2;
+
+  const auto untied = edited_copy("tiny-qwen2", "untied", [](json& c) { c["tie_word_embeddings"] = false; });
+  const auto m3 = error_of([&] { load_config(untied); });
+  EXPECT_NE(m3.find("lm_head.weight"), std::string::npos) << m3;
+}
+
+TEST(DecoderConfig, UnsupportedSettingsAreOneClearLine) {
+  const auto arch = edited_copy("tiny-llama", "arch", [](json& c) {
+    c["model_type"] = "mamba";
+    c["architectures"] = {"MambaForCausalLM"};
+  });
+  const auto m1 = error_of([&] { load_config(arch); });
+  EXPECT_NE(m1.find("model_type 'mamba'"), std::string::npos) << m1;
+  EXPECT_NE(m1.find("supported: llama"), std::string::npos) << m1;
+  EXPECT_EQ(qjoule::model::model_family(arch), qjoule::model::ModelFamily::Unknown);
+
+  const auto dynamic = edited_copy("tiny-llama", "dynamic",
+                                   [](json& c) { c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}}; });
+  const auto m2 = error_of([&] { load_config(dynamic); });
+  EXPECT_NE(m2.find("rope_scaling type 'dynamic' is not supported"), std::string::npos) << m2;
+
+  const auto act = edited_copy("tiny-gpt2", "act", [](json& c) { c["activation_function"] = "relu"; });
+  const auto m3 = error_of([&] { load_config(act); });
+  EXPECT_NE(m3.find("activation_function = 'relu'"), std::string::npos) << m3;
+}
+
+TEST(DecoderConfig, SlidingWindowLimitsThePositions) {
+  const auto dir = edited_copy("tiny-llama", "window", [](json& c) {
+    c["model_type"] = "mistral";
+    c["architectures"] = {"MistralForCausalLM"};
+    c["rope_scaling"] = nullptr;
+    c["sliding_window"] = 16;
+  });
+  const auto c = load_config(dir);
+  EXPECT_EQ(c.max_positions, 16);
+  ASSERT_FALSE(c.inferred_fields.empty());
+  EXPECT_NE(c.inferred_fields.back().find("sliding_window = 16"), std::string::npos);
+}
+
+TEST(DecoderConfig, ShapesThatDisagreeWithTheConfigNameTheTensor) {
+  const auto dir = edited_copy("tiny-llama", "ffn", [](json& c) { c["intermediate_size"] = 7; });
+  const auto m = error_of([&] { (void)qjoule::model::load_decoder_lm(dir); });
+  EXPECT_NE(m.find("intermediate_size = 7"), std::string::npos) << m;
+  EXPECT_NE(m.find("mlp.gate_proj.weight"), std::string::npos) << m;
+}
+
+}  // namespace
