@@ -11,11 +11,13 @@ Usage: /usr/bin/python3 tools/make_tiny_bert_fixture.py [OUT_DIR]
 """
 import json
 import math
-import struct
 import sys
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from safetensors_writer import safetensors_bytes  # noqa: E402
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "tests/fixtures/tiny-bert"
 HIDDEN, LAYERS, HEADS, FFN, POSITIONS, TYPES, LABELS = 32, 2, 4, 64, 40, 2, 3
@@ -25,19 +27,6 @@ WORDS = ("the a film movie is was and but not very good bad great awful funny du
          "##s ##ly ##ing fun slow fast smart dumb").split()
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PUNCT = [".", ",", "!", "?", "'"]
-
-
-def safetensors_bytes(tensors):
-    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    dtypes = {torch.float32: "F32", torch.int64: "I64"}
-    for name, t in tensors.items():
-        raw = t.contiguous().numpy().tobytes()
-        header[name] = {"dtype": dtypes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
 
 
 def make_weights(gen):

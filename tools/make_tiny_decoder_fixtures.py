@@ -66,14 +66,14 @@ Needs Debian's python3-torch and python3-regex (for the tokenizer reference).
 import json
 import math
 import shutil
-import struct
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from safetensors_writer import safetensors_bytes  # noqa: E402
 from make_bpe_tokenizer_fixtures import Reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,20 +84,6 @@ TEXT = "data/wikitext2/test.txt"  # under SHARED
 SEQ = 24
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 PPL_CASES = [(1000, 64, 32), (1000, 128, 128)]  # (max_tokens, ctx, stride)
-
-
-def safetensors_bytes(tensors):
-    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    dtypes = {torch.float32: "F32", torch.bfloat16: "BF16", torch.int32: "I32", torch.int64: "I64"}
-    for name, t in tensors.items():
-        # numpy has no bfloat16: its bytes are those of the same bits viewed as int16.
-        raw = (t.contiguous().view(torch.int16) if t.dtype == torch.bfloat16 else t.contiguous()).numpy().tobytes()
-        header[name] = {"dtype": dtypes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
 
 
 # ---------------------------------------------------------------------------------------------
