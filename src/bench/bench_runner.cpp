@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,6 +20,8 @@
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/kernels/threads.h"
+#include "qjoule/model/decoder_config.h"
+#include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/synthetic_encoder.h"
@@ -76,7 +80,77 @@ std::vector<int32_t> timing_token_ids(const std::string& model, int64_t vocab, s
 
 std::string kernel_line(const std::string& path, int count) { return fmt::format("{} x{}", path, count); }
 
+// Decoder prompts: `count` prompts of `n` pseudo-random ids in [0, vocab), the same for every
+// precision. Prefill and decode throughput do not depend on which tokens they are (each token costs
+// the same matmuls, and attention over the same number of positions), so no text or tokenizer is
+// needed; a fixed sequence keeps runs comparable.
+std::vector<int32_t> decoder_prompt_ids(int64_t vocab, std::size_t count, std::size_t n) {
+  std::vector<int32_t> ids(count * n);
+  std::uint64_t state = 0x2545f4914f6cdd1dull;
+  for (auto& id : ids) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    id = static_cast<int32_t>((state >> 33) % static_cast<std::uint64_t>(vocab));
+  }
+  return ids;
+}
+
+int32_t argmax(const std::vector<float>& logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// Mean and sample standard deviation (n - 1; 0 for one value).
+std::pair<double, double> mean_and_sd(const std::vector<double>& values) {
+  const double n = static_cast<double>(values.size());
+  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
+  double squares = 0.0;
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return {mean, values.size() > 1 ? std::sqrt(squares / (n - 1.0)) : 0.0};
+}
+
+// Tokens/s of each repetition that processed `tokens` tokens in `ms` milliseconds.
+std::vector<double> rates(const std::vector<double>& ms, std::size_t tokens) {
+  std::vector<double> out;
+  for (double t : ms) out.push_back(static_cast<double>(tokens) * 1e3 / std::max(t, 1e-9));
+  return out;
+}
+
+// The energy of a window: gross (or estimated), the basis per-token and per-inference figures use
+// (net of idle when an idle baseline was measured, else gross; the estimate when asked for one), or
+// why there is none.
+struct WindowEnergy {
+  std::optional<double> energy_j, basis_j;
+  std::string unavailable;
+};
+
+WindowEnergy window_energy(const energy::Measurement& m) {
+  WindowEnergy e;
+  if (m.total.energy_j) {
+    e.energy_j = m.total.energy_j;
+    e.basis_j = m.idle_subtracted && m.total.net_energy_j ? m.total.net_energy_j : m.total.energy_j;
+  } else if (m.estimate) {
+    e.energy_j = e.basis_j = m.estimate->energy_j;
+  } else {
+    // Every reason: the total's, each present sensor's, each absent source's.
+    e.unavailable = m.total.unavailable.empty() ? "no energy sensor" : m.total.unavailable;
+    for (const auto& s : m.sensors) {
+      e.unavailable += fmt::format("; {}: {}", s.sensor_id,
+                                   s.energy_unavailable.empty()
+                                       ? (s.counts_in_total ? "measured" : "measured, not part of the total")
+                                       : s.energy_unavailable);
+    }
+    for (const auto& a : m.unavailable) e.unavailable += fmt::format("; {}: {}", a.source, a.reason);
+  }
+  return e;
+}
+
 }  // namespace
+
+bool is_decoder_model(const std::string& model) {
+  if (is_synthetic(model)) return false;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(std::filesystem::path(model) / "config.json", ec)) return false;
+  return model::model_family(model) == model::ModelFamily::Decoder;
+}
 
 PrecisionPlan plan_precision(const std::string& precision) {
   PrecisionPlan plan;
@@ -102,8 +176,17 @@ PrecisionPlan plan_precision(const std::string& precision) {
   return plan;
 }
 
-void validate_configs(const std::vector<RunConfig>& configs) {
-  std::map<std::string, model::EncoderConfig> models;
+void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_tokens) {
+  struct ModelShape {
+    bool decoder = false;
+    int64_t max_positions = 0;
+  };
+  std::map<std::string, ModelShape> models;
+  const auto shape_of = [](const std::string& model) {
+    if (!is_decoder_model(model)) return ModelShape{false, config_of(model).max_positions};
+    const auto checkpoint = io::Checkpoint::open(model);
+    return ModelShape{true, model::load_decoder_config(model, checkpoint).max_positions};
+  };
   for (const auto& c : configs) {
     if (c.device != "cpu") {
       kernels::require_cuda_device(c.device);  // one line saying why not, where no GPU can run
@@ -115,7 +198,22 @@ void validate_configs(const std::vector<RunConfig>& configs) {
     if (c.batch == 0) fail("run {}: batch 0, expected at least 1", run_name(c));
     if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
     auto it = models.find(c.model);
-    if (it == models.end()) it = models.emplace(c.model, config_of(c.model)).first;
+    if (it == models.end()) it = models.emplace(c.model, shape_of(c.model)).first;
+    if (it->second.decoder) {
+      if (c.batch != 1)
+        fail("run {}: batch {} with decoder model '{}': decoder runs time one sequence (a prefill of seq prompt "
+             "tokens, then decode steps), expected batch 1",
+             run_name(c), c.batch, c.model);
+      if (plan_precision(c.precision).smoothquant_alpha >= 0.0f)
+        fail("run {}: precision '{}': SmoothQuant is not supported for decoder model '{}'", run_name(c), c.precision,
+             c.model);
+      if (decode_tokens == 0) fail("run {}: 0 decode tokens, expected at least 1 (--decode-tokens)", run_name(c));
+      if (c.seq + decode_tokens > static_cast<std::size_t>(it->second.max_positions))
+        fail("run {}: {} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions "
+             "model '{}' has (max_position_embeddings)",
+             run_name(c), c.seq, decode_tokens, c.seq + decode_tokens, it->second.max_positions, c.model);
+      continue;
+    }
     if (c.seq < 2 || c.seq > static_cast<std::size_t>(it->second.max_positions))
       fail("run {}: sequence length {} is outside what model '{}' takes: 2 to {} tokens (max_position_embeddings)",
            run_name(c), c.seq, c.model, it->second.max_positions);
@@ -233,11 +331,11 @@ struct BenchRunner::Impl {
 
   void fill_energy(RunRecord& r, const energy::Measurement& m, double sequences, double tokens) {
     r.energy_window = energy::to_json(m);
-    std::optional<double> energy_for_per_inference;
+    const WindowEnergy e = window_energy(m);
+    const std::optional<double> energy_for_per_inference = e.basis_j;
     if (m.total.energy_j) {
       r.energy_j = m.total.energy_j;
       r.net_energy_j = m.total.net_energy_j;
-      energy_for_per_inference = m.idle_subtracted && m.total.net_energy_j ? m.total.net_energy_j : m.total.energy_j;
       std::string ids;
       for (const auto& id : m.total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
       r.energy_method = fmt::format("measured: {}{}{}", ids,
@@ -254,25 +352,46 @@ struct BenchRunner::Impl {
       if (counted == 1) r.peak_power_w = peak;
     } else if (m.estimate) {
       r.energy_j = m.estimate->energy_j;
-      energy_for_per_inference = m.estimate->energy_j;
       r.energy_method = "estimated: " + m.estimate->method;
       r.mean_power_w = m.estimate->energy_j / m.duration_s;
       r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
     } else {
-      // Every reason: the total's, each present sensor's, each absent source's.
-      std::string reason = m.total.unavailable.empty() ? "no energy sensor" : m.total.unavailable;
-      for (const auto& s : m.sensors) {
-        reason += fmt::format("; {}: {}", s.sensor_id,
-                              s.energy_unavailable.empty()
-                                  ? (s.counts_in_total ? "measured" : "measured, not part of the total")
-                                  : s.energy_unavailable);
-      }
-      for (const auto& a : m.unavailable) reason += fmt::format("; {}: {}", a.source, a.reason);
-      r.energy_unavailable = reason;
+      r.energy_unavailable = e.unavailable;
     }
     if (energy_for_per_inference) {
       r.j_per_inference = *energy_for_per_inference / sequences;
       r.mj_per_token = *energy_for_per_inference * 1e3 / tokens;
+    }
+  }
+
+  // Runs `body` options.iters times, or else until at least min_s seconds and min_iters repetitions
+  // have passed; returns each repetition's milliseconds and sets `seconds` to the loop's wall time.
+  std::vector<double> time_repetitions(const std::function<void()>& body, double min_s, double& seconds) const {
+    std::vector<double> samples_ms;
+    const auto start = Clock::now();
+    while (true) {
+      const auto t0 = Clock::now();
+      body();
+      const auto t1 = Clock::now();
+      samples_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      const double elapsed = std::chrono::duration<double>(t1 - start).count();
+      if (options.iters ? samples_ms.size() >= *options.iters
+                        : (elapsed >= min_s && samples_ms.size() >= options.min_iters)) {
+        seconds = elapsed;
+        return samples_ms;
+      }
+    }
+  }
+
+  void record_kernels(RunRecord& r, const std::map<std::string, int>& counts) {
+    bool emulated = false;
+    for (const auto& [path, n] : counts) {
+      r.kernel_paths.push_back(kernel_line(path, n));
+      emulated |= path.find("emulated") != std::string::npos;
+    }
+    if (emulated) {
+      r.not_representative = true;
+      r.notes.push_back("emulated (fake-quantized) layers: speed and energy are not representative of the format");
     }
   }
 
@@ -289,6 +408,13 @@ struct BenchRunner::Impl {
       r.status = "failed";
       r.error = e.what();
       r.latency.reset();
+      // A decoder run keeps the N and M it was asked for; no phase figure of a failed run stands.
+      r.prefill_tokens_per_s_mean.reset();
+      r.prefill_tokens_per_s_std.reset();
+      r.decode_iters.reset();
+      r.decode_tokens_per_s_mean.reset();
+      r.decode_tokens_per_s_std.reset();
+      r.decode_ms_per_token_mean.reset();
     }
     if (options.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
     return r;
@@ -296,21 +422,14 @@ struct BenchRunner::Impl {
 
   void run_measured(const RunConfig& c, RunRecord& r) {
     kernels::set_num_threads(c.threads);
+    if (is_decoder_model(c.model)) return run_decoder(c, r);
     load(c.model);
     const auto& reference = reference_logits(c);
     const bool rss_reset = reset_peak_rss();
     const model::EncoderClassifier m = build(c);
     r.model_bytes = m.bytes_held();
     r.fp32_bytes = m.fp32_bytes();
-    bool emulated = false;
-    for (const auto& [path, n] : m.kernel_path_counts()) {
-      r.kernel_paths.push_back(kernel_line(path, n));
-      emulated |= path.find("emulated") != std::string::npos;
-    }
-    if (emulated) {
-      r.not_representative = true;
-      r.notes.push_back("emulated (fake-quantized) layers: speed and energy are not representative of the format");
-    }
+    record_kernels(r, m.kernel_path_counts());
 
     // Timing.
     const auto ids = timing_token_ids(c.model, m.config().vocab_size, c.batch, c.seq);
@@ -319,21 +438,12 @@ struct BenchRunner::Impl {
     const auto forward = [&] { m.forward(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data()); };
     for (std::size_t i = 0; i < options.warmup; ++i) forward();
     const double min_s = min_seconds();
-    std::vector<double> samples_ms;
     const bool tracing = !options.trace_dir.empty() && !meter.sensors().empty();
     if (tracing) meter.drain_trace([](const energy::TraceSample&) {});  // readings from before this run
     energy::Window window = meter.begin_window(r.run_name);
     const auto start = Clock::now();
-    while (true) {
-      const auto t0 = Clock::now();
-      forward();
-      const auto t1 = Clock::now();
-      samples_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      const double elapsed = std::chrono::duration<double>(t1 - start).count();
-      if (options.iters ? samples_ms.size() >= *options.iters
-                        : (elapsed >= min_s && samples_ms.size() >= options.min_iters))
-        break;
-    }
+    double loop_seconds = 0;
+    const std::vector<double> samples_ms = time_repetitions(forward, min_s, loop_seconds);
     const energy::Measurement em = meter.end_window(window);
     if (tracing) {
       std::filesystem::create_directories(options.trace_dir);
@@ -372,6 +482,159 @@ struct BenchRunner::Impl {
     }
     if (is_synthetic(c.model))
       r.notes.push_back("embedded DistilBERT-base-shaped model with random weights: accuracy is fidelity to FP32 only");
+  }
+
+  // Decoder models -------------------------------------------------------------------------------
+
+  // Last-token logits of min(fidelity_examples, kDecoderFidelityPrompts) prompts of `n` tokens.
+  std::vector<std::vector<float>> decoder_fidelity_logits(const model::DecoderLM& m, std::size_t n) const {
+    const std::size_t count = std::min(options.fidelity_examples, kDecoderFidelityPrompts);
+    const auto ids = decoder_prompt_ids(m.config().vocab_size, count, n);
+    auto cache = m.make_cache(static_cast<int64_t>(n));
+    std::vector<std::vector<float>> out(count, std::vector<float>(static_cast<std::size_t>(m.config().vocab_size)));
+    for (std::size_t p = 0; p < count; ++p) {
+      cache.clear();
+      m.forward(ids.data() + p * n, static_cast<int64_t>(n), cache, out[p].data(), static_cast<int64_t>(n) - 1);
+    }
+    return out;
+  }
+
+  const std::vector<std::vector<float>>& decoder_reference_logits(const RunConfig& c) {
+    const std::string key = fmt::format("{}|{}", c.model, c.seq);
+    auto it = fp32_logits.find(key);
+    if (it != fp32_logits.end()) return it->second;
+    const model::DecoderLM fp32 = model::load_decoder_lm(c.model, model::fp32_linear_factory());
+    auto logits = decoder_fidelity_logits(fp32, c.seq);
+    return fp32_logits.emplace(key, std::move(logits)).first->second;
+  }
+
+  void run_decoder(const RunConfig& c, RunRecord& r) {
+    const std::size_t n = c.seq, steps = options.decode_tokens;
+    r.prefill_tokens = n;
+    r.decode_tokens = steps;
+    // What validate_configs checks, for runs that did not go through it.
+    if (c.batch != 1)
+      fail("batch {} with decoder model '{}': decoder runs time one sequence, expected batch 1", c.batch, c.model);
+    if (steps == 0) fail("0 decode tokens, expected at least 1 (--decode-tokens)");
+    const auto plan = plan_precision(c.precision);
+    if (plan.smoothquant_alpha >= 0.0f)
+      fail("precision '{}': SmoothQuant is not supported for decoder model '{}'", c.precision, c.model);
+    // One model's parameters at a time: an encoder's cached ones are not needed here.
+    params.reset();
+    tokenizer.reset();
+    loaded_model.clear();
+    if (!options.dataset.empty())
+      r.notes.push_back(fmt::format("--dataset {} is a classification set: not used for decoder models (qjoule ppl "
+                                    "measures their accuracy)",
+                                    options.dataset));
+
+    const auto& reference = decoder_reference_logits(c);
+    const bool rss_reset = reset_peak_rss();
+    quant::LayerPolicyOptions po;
+    po.precision = plan.linear_spec;
+    const model::DecoderLM m =
+        model::load_decoder_lm(c.model, model::quantized_linear_factory(quant::LayerPolicy::parse(po), {}));
+    const auto& cfg = m.config();
+    if (n + steps > static_cast<std::size_t>(cfg.max_positions))
+      fail("{} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions model '{}' "
+           "has (max_position_embeddings)",
+           n, steps, n + steps, cfg.max_positions, c.model);
+    r.model_bytes = m.bytes_held();
+    r.fp32_bytes = m.fp32_bytes();
+    record_kernels(r, m.kernel_path_counts());
+
+    const auto prompt = decoder_prompt_ids(cfg.vocab_size, 1, n);
+    auto cache = m.make_cache(static_cast<int64_t>(n + steps));
+    std::vector<float> logits(static_cast<std::size_t>(cfg.vocab_size));
+    const auto prefill = [&] {
+      cache.clear();
+      m.forward(prompt.data(), static_cast<int64_t>(n), cache, logits.data(), static_cast<int64_t>(n) - 1);
+    };
+    int32_t first = 0;  // the token the prefill's logits pick: every decode repetition starts from it
+    // Greedy decoding, the argmax that picks each next token included.
+    const auto decode = [&] {
+      cache.truncate(static_cast<int64_t>(n));
+      int32_t token = first;
+      for (std::size_t i = 0; i < steps; ++i) {
+        m.forward(&token, 1, cache, logits.data(), 0);
+        token = argmax(logits);
+      }
+    };
+
+    const double min_s = min_seconds();
+    const bool tracing = !options.trace_dir.empty() && !meter.sensors().empty();
+    if (tracing) meter.drain_trace([](const energy::TraceSample&) {});  // readings from before this run
+
+    // Prefill phase, in its own window.
+    for (std::size_t i = 0; i < options.warmup; ++i) prefill();
+    energy::Window prefill_window = meter.begin_window(r.run_name + ":prefill");
+    double prefill_seconds = 0;
+    const std::vector<double> prefill_ms = time_repetitions(prefill, min_s, prefill_seconds);
+    const energy::Measurement prefill_energy = meter.end_window(prefill_window);
+
+    // Decode phase, in its own window: the prompt's keys and values come from one untimed prefill.
+    prefill();
+    first = argmax(logits);
+    for (std::size_t i = 0; i < options.warmup; ++i) decode();
+    energy::Window decode_window = meter.begin_window(r.run_name + ":decode");
+    double decode_seconds = 0;
+    const std::vector<double> decode_ms = time_repetitions(decode, min_s, decode_seconds);
+    const energy::Measurement decode_energy = meter.end_window(decode_window);
+
+    if (tracing) {  // one trace over both phases (and the untimed prefill between them)
+      std::filesystem::create_directories(options.trace_dir);
+      energy::TraceCsvWriter trace(options.trace_dir / (r.run_name + ".csv"), meter);
+      trace.drain(meter, prefill_energy.start_ns);
+      trace.close();
+    }
+
+    // Prefill: the generic keys (one "batch" = one prefill of n tokens) and the phase's own.
+    r.measured_seconds = prefill_seconds;
+    r.iters = prefill_ms.size();
+    r.latency = summarize_latency(prefill_ms);
+    const double prefills = static_cast<double>(r.iters);
+    r.sequences_per_s = prefills / prefill_seconds;
+    r.tokens_per_s = prefills * static_cast<double>(n) / prefill_seconds;
+    const auto [prefill_mean, prefill_sd] = mean_and_sd(rates(prefill_ms, n));
+    r.prefill_tokens_per_s_mean = prefill_mean;
+    r.prefill_tokens_per_s_std = prefill_sd;
+    fill_energy(r, prefill_energy, prefills, prefills * static_cast<double>(n));
+    r.prefill_mj_per_token = r.mj_per_token;
+
+    // Decode.
+    r.decode_iters = decode_ms.size();
+    const auto [decode_mean, decode_sd] = mean_and_sd(rates(decode_ms, steps));
+    r.decode_tokens_per_s_mean = decode_mean;
+    r.decode_tokens_per_s_std = decode_sd;
+    r.decode_ms_per_token_mean = mean_and_sd(decode_ms).first / static_cast<double>(steps);
+    r.decode_energy_window = energy::to_json(decode_energy);
+    const WindowEnergy de = window_energy(decode_energy);
+    r.decode_energy_j = de.energy_j;
+    r.decode_energy_unavailable = de.unavailable;
+    if (de.basis_j)
+      r.decode_mj_per_token =
+          *de.basis_j * 1e3 / (static_cast<double>(decode_ms.size()) * static_cast<double>(steps));
+    if (decode_energy.total.energy_j && !decode_energy.total.valid)
+      r.notes.push_back("decode energy window flagged: see decode_energy_window");
+
+    if (rss_reset) {
+      r.peak_rss_bytes = peak_rss_bytes();
+    } else {
+      r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
+    }
+
+    // Fidelity: the next-token distribution after each prompt, against FP32's.
+    if (!reference.empty()) {
+      const auto f = eval::compare_logits(reference, decoder_fidelity_logits(m, n));
+      r.top1_agreement = f.top1_agreement;
+      r.mean_kl = f.mean_kl;
+      r.max_abs_dlogit = f.max_abs_dlogit;
+      r.fidelity_examples = f.examples;
+    }
+    r.notes.push_back(fmt::format(
+        "decoder: latency, throughput and energy_* are per prefill of {} prompt tokens; decode_* per {} greedy "
+        "steps; fidelity compares the last-token logits with FP32 on {} pseudo-random prompts; accuracy: qjoule ppl",
+        n, steps, reference.size()));
   }
 };
 

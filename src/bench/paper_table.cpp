@@ -89,6 +89,9 @@ std::string what_to_try(const RunRecord& record) {
   const std::string exclude =
       "excluding the first and last blocks from quantization (`--quant-exclude '*.layer.0.*,*.layer.<last>.*'` "
       "with the model's last layer index)";
+  if (record.decode_tokens)  // decoder: no SmoothQuant; perplexity is the accuracy that matters
+    return "weight-only INT8 (`--precisions w8`) or smaller INT4 groups (`int4:g32`), and compare perplexity with "
+           "`qjoule ppl` (where `--quant-exclude` keeps the layers it names in FP32)";
   if (token.rfind("int8_w8a8_sq", 0) == 0)
     return fmt::format("another SmoothQuant alpha (`--precisions int8:sq0.75`), weight-only INT8 (`--precisions w8`), "
                        "or {}", exclude);
@@ -125,6 +128,11 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
       {"threads", true},   {"p50 ms", true},       {"seq/s", true},  {"J/inference", true},
       {"accuracy", true},  {"size MiB", true},     {"speed-up", true}, {"energy", true},
       {"accuracy Δ pt", true}, {"size x", true}};
+  // Decoder runs add a last column, so encoder-only tables keep their shape.
+  const bool any_decoder = std::any_of(records.begin(), records.end(), [](const RunRecord& r) {
+    return r.status == "ok" && r.decode_tokens_per_s_mean.has_value();
+  });
+  if (any_decoder) table.columns.push_back({"decode tok/s", true});
   std::vector<std::string> without_baseline;
   bool any_agreement = false, any_emulated = false, any_estimated = false;
   std::vector<std::string> unavailable_reasons;  // distinct, in order of appearance
@@ -203,6 +211,8 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
                         ? fmt::format("{:.2f}x", static_cast<double>(r.fp32_bytes) / static_cast<double>(r.model_bytes))
                         : kMissing);
     }
+    if (any_decoder)
+      row.push_back(r.decode_tokens_per_s_mean ? fmt::format("{:.1f}", *r.decode_tokens_per_s_mean) : kMissing);
     any_emulated = any_emulated || r.not_representative;
     table.rows.push_back({index, std::move(row)});
   }
@@ -213,6 +223,10 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
     table.legend.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");
   if (any_agreement)
     table.legend.push_back("agr. top-1 agreement with the FP32 run of the same model and shape (no labelled dataset).");
+  if (any_decoder)
+    table.legend.push_back("Decoder runs: p50 ms, seq/s and J/inference are per prefill of seq prompt tokens; decode "
+                           "tok/s is the mean over repetitions of greedy decode steps (results.jsonl has both phases' "
+                           "tokens/s and mJ/token: prefill_*, decode_*).");
   if (!without_baseline.empty())
     table.legend.push_back(fmt::format("No {} baseline with the same model, device, batch, seq and threads for: {} "
                                        "(add {} to the precisions for deltas).",

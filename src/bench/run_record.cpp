@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <ctime>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -79,6 +80,9 @@ nlohmann::json to_json(const RunRecord& record) {
   if (!record.energy_window.is_null() && !record.energy_window.is_object())
     fail("run record '{}': energy_window is {}, expected an object or null", record.run_name,
          detail::describe_json(record.energy_window));
+  if (!record.decode_energy_window.is_null() && !record.decode_energy_window.is_object())
+    fail("run record '{}': decode_energy_window is {}, expected an object or null", record.run_name,
+         detail::describe_json(record.decode_energy_window));
   if (!record.environment.is_object())
     fail("run record '{}': environment is {}, expected an object", record.run_name,
          detail::describe_json(record.environment));
@@ -139,6 +143,25 @@ nlohmann::json to_json(const RunRecord& record) {
   j["notes"] = record.notes;
   j["environment"] = record.environment;
   j["energy_window"] = record.energy_window;
+
+  j["prefill_tokens"] = integer_or_null(record.prefill_tokens);
+  j["prefill_tokens_per_s_mean"] = number_or_null(record.prefill_tokens_per_s_mean);
+  j["prefill_tokens_per_s_std"] = number_or_null(record.prefill_tokens_per_s_std);
+  j["prefill_mj_per_token"] = number_or_null(record.prefill_mj_per_token);
+  j["decode_tokens"] = integer_or_null(record.decode_tokens);
+  j["decode_iters"] = integer_or_null(record.decode_iters);
+  j["decode_tokens_per_s_mean"] = number_or_null(record.decode_tokens_per_s_mean);
+  j["decode_tokens_per_s_std"] = number_or_null(record.decode_tokens_per_s_std);
+  j["decode_ms_per_token_mean"] = number_or_null(record.decode_ms_per_token_mean);
+  j["decode_mj_per_token"] = number_or_null(record.decode_mj_per_token);
+  j["decode_energy_j"] = number_or_null(record.decode_energy_j);
+  // As energy_unavailable: a decode phase without energy says why; an encoder run has no decode phase.
+  j["decode_energy_unavailable"] =
+      record.decode_tokens && j["decode_energy_j"].is_null()
+          ? nlohmann::json(record.decode_energy_unavailable.empty() ? "not measured (no reason recorded)"
+                                                                    : record.decode_energy_unavailable)
+          : nlohmann::json(nullptr);
+  j["decode_energy_window"] = record.decode_energy_window;
   return j;
 }
 
@@ -149,10 +172,18 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
   const auto version = json.find("schema_version");
   if (version == json.end())
     fail("run record: missing key 'schema_version', expected {}", kRunRecordSchemaVersion);
-  if (!version->is_number_integer() || version->get<std::int64_t>() != kRunRecordSchemaVersion)
-    fail("run record: schema_version {}, expected {} (written by another qjoule version)", version->dump(),
-         kRunRecordSchemaVersion);
-  detail::require_object_with_keys(json, top, kRunRecordKeys);
+  const bool readable = version->is_number_integer() &&
+                        version->get<std::int64_t>() >= kOldestReadableRunRecordSchemaVersion &&
+                        version->get<std::int64_t>() <= kRunRecordSchemaVersion;
+  if (!readable)
+    fail("run record: schema_version {}, expected {} to {} (written by another qjoule version)", version->dump(),
+         kOldestReadableRunRecordSchemaVersion, kRunRecordSchemaVersion);
+  // A version-1 record has exactly the keys version 1 had; the ones added since read as null.
+  const bool v1 = version->get<std::int64_t>() == 1;
+  const std::span<const std::string_view> keys =
+      v1 ? std::span<const std::string_view>(kRunRecordKeys.data(), kRunRecordKeysV1)
+         : std::span<const std::string_view>(kRunRecordKeys);
+  detail::require_object_with_keys(json, top, keys);
 
   const RecordReader r(json);
   RunRecord record;
@@ -218,6 +249,25 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
   if (!window.is_null() && !window.is_object())
     fail("run record: energy_window is {}, expected an object or null", detail::describe_json(window));
   record.energy_window = window;
+
+  if (!v1) {
+    record.prefill_tokens = r.optional_unsigned("prefill_tokens");
+    record.prefill_tokens_per_s_mean = r.optional_number("prefill_tokens_per_s_mean");
+    record.prefill_tokens_per_s_std = r.optional_number("prefill_tokens_per_s_std");
+    record.prefill_mj_per_token = r.optional_number("prefill_mj_per_token");
+    record.decode_tokens = r.optional_unsigned("decode_tokens");
+    record.decode_iters = r.optional_unsigned("decode_iters");
+    record.decode_tokens_per_s_mean = r.optional_number("decode_tokens_per_s_mean");
+    record.decode_tokens_per_s_std = r.optional_number("decode_tokens_per_s_std");
+    record.decode_ms_per_token_mean = r.optional_number("decode_ms_per_token_mean");
+    record.decode_mj_per_token = r.optional_number("decode_mj_per_token");
+    record.decode_energy_j = r.optional_number("decode_energy_j");
+    record.decode_energy_unavailable = r.string_or_empty("decode_energy_unavailable");
+    const auto& decode_window = r.at("decode_energy_window");
+    if (!decode_window.is_null() && !decode_window.is_object())
+      fail("run record: decode_energy_window is {}, expected an object or null", detail::describe_json(decode_window));
+    record.decode_energy_window = decode_window;
+  }
   return record;
 }
 
@@ -239,6 +289,11 @@ void clear_energy(RunRecord& record, std::string reason) {
   record.mean_power_w.reset();
   record.peak_power_w.reset();
   record.energy_method.clear();
+  record.prefill_mj_per_token.reset();
+  record.decode_energy_window = nullptr;
+  record.decode_energy_j.reset();
+  record.decode_mj_per_token.reset();
+  record.decode_energy_unavailable = record.decode_tokens ? reason : std::string();
   record.energy_unavailable = std::move(reason);
 }
 

@@ -1,6 +1,7 @@
 // `qjoule bench`: sweeps of (model × precision × batch × seq × threads), each run timed, measured
 // for energy, sized and scored, one record per run appended to OUT/results.jsonl as it finishes;
-// then OUT/results.csv, OUT/summary.md and the paper table on the console.
+// then OUT/results.csv, OUT/summary.md and the paper table on the console. A decoder model runs
+// batch 1 and times its prefill (--seq prompt tokens) and decode (--decode-tokens) phases apart.
 #include <unistd.h>
 
 #include <chrono>
@@ -41,6 +42,7 @@ struct BenchArgs {
   std::string device = "cpu";
   std::size_t warmup = 2;
   std::size_t iters = 0;
+  std::size_t decode_tokens = bench::kDefaultDecodeTokens;
   double min_time = 2.0;
   double idle = 5.0;
   double cooldown = 0.0;
@@ -55,6 +57,7 @@ struct BenchArgs {
   std::string text_column, label_column;
   // Which list options were given on the command line (they may not be mixed with --sweep).
   std::vector<std::string> lists_given;
+  bool batch_given = false;
 };
 
 std::string format_duration(double seconds) {
@@ -83,7 +86,9 @@ bench::SweepSpec sweep_from_args(const BenchArgs& a) {
     return out;
   };
   spec.swept.push_back({"precision", bench::parse_string_list("--precisions", a.precisions)});
-  spec.swept.push_back({"batch", as_text(bench::parse_size_list("--batch", a.batch))});
+  // A decoder runs one sequence at a time: without --batch it gets batch 1, not the encoders' 1,8.
+  const bool decoder_default = !a.batch_given && bench::is_decoder_model(spec.defaults.model);
+  spec.swept.push_back({"batch", as_text(bench::parse_size_list("--batch", decoder_default ? "1" : a.batch))});
   spec.swept.push_back({"seq", as_text(bench::parse_size_list("--seq", a.seq))});
   const std::string threads =
       a.threads.empty() ? std::to_string(std::max(1u, std::thread::hardware_concurrency())) : a.threads;
@@ -95,8 +100,9 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.min_time <= 0 && a.iters == 0) fail("--min-time {} is not positive, expected seconds > 0", a.min_time);
   if (a.idle < 0) fail("--idle {} is negative, expected seconds >= 0", a.idle);
   if (a.interval_ms <= 0) fail("--interval {} is not positive, expected milliseconds > 0", a.interval_ms);
+  if (a.decode_tokens == 0) fail("--decode-tokens 0, expected at least 1");
   const auto configs = bench::expand_sweep(sweep_from_args(a));
-  bench::validate_configs(configs);
+  bench::validate_configs(configs, a.decode_tokens);
 
   // Results: refuse to mix a new sweep into an old file unless resuming it.
   if (a.resume && a.out.empty()) fail("--resume needs --out DIR: the folder of the sweep to continue");
@@ -148,6 +154,7 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   options.warmup = a.warmup;
   if (a.iters > 0) options.iters = a.iters;
   options.min_time_s = a.min_time;
+  options.decode_tokens = a.decode_tokens;
   options.cooldown_s = a.cooldown;
   if (a.trace) options.trace_dir = out / "traces";
   bench::BenchRunner runner(options, meter);
@@ -156,8 +163,22 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     fmt::print(stderr,
                "model: embedded DistilBERT-base-shaped classifier (6 layers, dim 768, 12 heads, FFN 3072, vocab "
                "30,522) with random weights and synthetic inputs; accuracy is fidelity to its FP32 run\n");
+  bool any_decoder = false;
+  for (const auto& c : configs) any_decoder = any_decoder || bench::is_decoder_model(c.model);
+  if (any_decoder)
+    fmt::print(stderr,
+               "decoder model: each run times the prefill of --seq prompt tokens and {} greedy decode steps "
+               "(--decode-tokens), batch 1, each phase in its own energy window\n",
+               a.decode_tokens);
   std::size_t skipped = 0, failed = 0, done = 0;
   for (const auto& c : configs) skipped += store.has(bench::run_name(c)) ? 1 : 0;
+  // --decode-tokens is not part of a run name: say so when a resumed sweep recorded another value.
+  for (const auto& r : store.records())
+    if (r.decode_tokens && *r.decode_tokens != a.decode_tokens) {
+      fmt::print(stderr, "note: {} holds decoder runs with {} decode tokens (e.g. {}); this bench uses {}\n",
+                 results.string(), *r.decode_tokens, r.run_name, a.decode_tokens);
+      break;
+    }
   const std::size_t to_run = configs.size() - skipped;
   if (skipped > 0) fmt::print(stderr, "resume: {} of {} runs already in {}; running the other {}\n", skipped,
                               configs.size(), results.string(), to_run);
@@ -182,8 +203,24 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     std::string energy = r.j_per_inference ? fmt::format("{:.3g} J/inference", *r.j_per_inference) : "energy unavailable";
     std::string quality = r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
                                      : fmt::format("agreement {:.3f}", r.top1_agreement.value_or(0.0));
+    const std::string eta_text = done < to_run ? fmt::format(" (ETA {})", format_duration(eta)) : "";
+    if (r.decode_tokens_per_s_mean) {
+      const auto mj = [](const std::optional<double>& v) {
+        return v ? fmt::format(", {:.3g} mJ/token", *v) : std::string();
+      };
+      std::string line = fmt::format(
+          " prefill {} tokens: {:.1f} ± {:.1f} tokens/s{}; decode {} tokens: {:.1f} ± {:.1f} tokens/s ({:.2f} "
+          "ms/token){}",
+          r.prefill_tokens.value_or(0), r.prefill_tokens_per_s_mean.value_or(0.0),
+          r.prefill_tokens_per_s_std.value_or(0.0), mj(r.prefill_mj_per_token), r.decode_tokens.value_or(0),
+          *r.decode_tokens_per_s_mean, r.decode_tokens_per_s_std.value_or(0.0),
+          r.decode_ms_per_token_mean.value_or(0.0), mj(r.decode_mj_per_token));
+      if (!r.prefill_mj_per_token && !r.decode_mj_per_token) line += "; energy unavailable";
+      fmt::print(stderr, "{}; {}{}\n", line, quality, eta_text);
+      continue;
+    }
     fmt::print(stderr, " p50 {:.2f} ms, {:.1f} seq/s, {}, {}{}\n", r.latency->p50_ms, r.sequences_per_s.value_or(0.0),
-               energy, quality, done < to_run ? fmt::format(" (ETA {})", format_duration(eta)) : "");
+               energy, quality, eta_text);
   }
 
   bench::write_results_csv(store.records(), out / "results.csv");
@@ -220,12 +257,16 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       "speed-up, energy and accuracy deltas against FP32 of the same shape) and OUT/report.html (the table and\n"
       "the plots, one self-contained page) are written at the end.\n"
       "Without --model, an embedded DistilBERT-base-shaped model with random weights is used (fidelity only).\n"
+      "A decoder model (Llama, Qwen2 or GPT-2 folder) runs batch 1: each run times the prefill of --seq prompt\n"
+      "tokens and, in a second energy window, --decode-tokens greedy decode steps; the record has prefill and\n"
+      "decode tokens/s (mean ± sd over repetitions) and mJ/token of each phase (docs/bench-records.md).\n"
       "Sweep file: {\"defaults\": {\"seq\": 128}, \"sweep\": {\"precision\": [\"fp32\", \"int8\"], \"batch\": [1, 8]},\n"
       "             \"mode\": \"cross_product\"}   (or \"one_at_a_time\")\n"
       "Examples:\n"
       "  qjoule bench                                   # the default sweep, a few minutes on 2 cores\n"
       "  qjoule bench --model ../shared/data/models/sst2-distilbert-mini \\\n"
       "               --dataset ../shared/data/sst2/dev.tsv --precisions fp32,int8,nf4 --batch 8\n"
+      "  qjoule bench --model tests/fixtures/decoders/tiny-llama --precisions fp32,int8 --seq 64 --decode-tokens 32\n"
       "  qjoule bench --sweep sweep.json --out results/ --resume");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("--model", a->model, "Model folder (default: the embedded DistilBERT-base-shaped model)")
@@ -235,8 +276,16 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                                      "Formats, comma-separated: fp32, bf16, fp16, int8, w8, int4, nf4, with options "
                                      "as NAME:OPT (int4:g64:asym, nf4:dq, int8:sq0.5 for SmoothQuant)")
                          ->capture_default_str();
-  auto* batch = cmd->add_option("--batch", a->batch, "Batch sizes, comma-separated")->capture_default_str();
-  auto* seq = cmd->add_option("--seq", a->seq, "Sequence lengths in tokens, comma-separated")->capture_default_str();
+  auto* batch =
+      cmd->add_option("--batch", a->batch, "Batch sizes, comma-separated (decoder models: 1, the default for them)")
+          ->capture_default_str();
+  auto* seq = cmd->add_option("--seq", a->seq,
+                              "Sequence lengths in tokens, comma-separated (decoder models: prompt tokens prefilled)")
+                  ->capture_default_str();
+  cmd->add_option("--decode-tokens", a->decode_tokens,
+                  "Decoder models: tokens generated (greedy, one per step) per timed decode repetition after the "
+                  "prompt; --seq + this must fit max_position_embeddings")
+      ->capture_default_str();
   auto* threads = cmd->add_option("--threads", a->threads, "CPU thread counts, comma-separated (default: all cores)");
   cmd->add_option("--device", a->device, "cpu (cuda where the CUDA backend is built)")->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Batches run before timing")->capture_default_str();
@@ -265,6 +314,7 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->callback([a, &ctx, precisions, batch, seq, threads] {
     for (auto* o : {precisions, batch, seq, threads})
       if (o->count() > 0) a->lists_given.push_back(o->get_name());
+    a->batch_given = batch->count() > 0;
     run_bench(*a, ctx);
   });
 }

@@ -19,35 +19,42 @@ std::vector<std::string> flags_of(const nlohmann::json& sensor) {
   return flags;
 }
 
+// The flagged sensors and doubtful totals of one window; `run` names the run (and the phase).
+void flagged_in_window(const nlohmann::json& window, const std::string& run, std::vector<std::string>& items) {
+  if (!window.is_object()) return;
+  const auto sensors = window.find("sensors");
+  if (sensors != window.end() && sensors->is_array()) {
+    for (const auto& sensor : *sensors) {
+      if (!sensor.is_object()) continue;
+      const auto valid = sensor.find("valid");
+      const bool invalid = valid != sensor.end() && valid->is_boolean() && !valid->get<bool>();
+      const auto flags = flags_of(sensor);
+      if (!invalid && flags.empty()) continue;
+      const auto id = sensor.find("id");
+      items.push_back(fmt::format("{}: sensor {} {}{}", run,
+                                  id != sensor.end() && id->is_string() ? id->get<std::string>() : "(unnamed)",
+                                  invalid ? "INVALID" : "valid, noted",
+                                  flags.empty() ? "" : fmt::format(" (flags: {})", fmt::join(flags, ", "))));
+    }
+  }
+  const auto total = window.find("total");
+  if (total != window.end() && total->is_object()) {
+    // A total with no energy is already listed as unavailable; only a number can be doubtful.
+    const auto valid = total->find("valid");
+    const auto energy = total->find("energy_j");
+    if (valid != total->end() && valid->is_boolean() && !valid->get<bool>() && energy != total->end() &&
+        energy->is_number())
+      items.push_back(fmt::format("{}: total energy INVALID (a sensor in it is flagged)", run));
+  }
+}
+
 std::vector<std::string> flagged_windows(const std::vector<bench::RunRecord>& records) {
   std::vector<std::string> items;
   for (const auto& r : records) {
-    const auto& window = r.energy_window;
-    if (!window.is_object()) continue;
-    const auto sensors = window.find("sensors");
-    if (sensors != window.end() && sensors->is_array()) {
-      for (const auto& sensor : *sensors) {
-        if (!sensor.is_object()) continue;
-        const auto valid = sensor.find("valid");
-        const bool invalid = valid != sensor.end() && valid->is_boolean() && !valid->get<bool>();
-        const auto flags = flags_of(sensor);
-        if (!invalid && flags.empty()) continue;
-        const auto id = sensor.find("id");
-        items.push_back(fmt::format("{}: sensor {} {}{}", r.run_name,
-                                    id != sensor.end() && id->is_string() ? id->get<std::string>() : "(unnamed)",
-                                    invalid ? "INVALID" : "valid, noted",
-                                    flags.empty() ? "" : fmt::format(" (flags: {})", fmt::join(flags, ", "))));
-      }
-    }
-    const auto total = window.find("total");
-    if (total != window.end() && total->is_object()) {
-      // A total with no energy is already listed as unavailable; only a number can be doubtful.
-      const auto valid = total->find("valid");
-      const auto energy = total->find("energy_j");
-      if (valid != total->end() && valid->is_boolean() && !valid->get<bool>() && energy != total->end() &&
-          energy->is_number())
-        items.push_back(fmt::format("{}: total energy INVALID (a sensor in it is flagged)", r.run_name));
-    }
+    // A decoder run has two windows: energy_window is its prefill's, decode_energy_window its decode's.
+    const bool decoder = r.decode_energy_window.is_object();
+    flagged_in_window(r.energy_window, decoder ? r.run_name + " (prefill)" : r.run_name, items);
+    if (decoder) flagged_in_window(r.decode_energy_window, r.run_name + " (decode)", items);
   }
   return items;
 }

@@ -1,5 +1,5 @@
-// Hand-made run records shared by the bench tests: a full one, one without energy, a failed one,
-// and a small builder for paper-table cases.
+// Hand-made run records shared by the bench tests: a full one, one without energy, a failed one, a
+// decoder run with both phases, and a small builder for paper-table cases.
 #pragma once
 
 #include <cstddef>
@@ -67,6 +67,54 @@ inline RunRecord failed_record() {
   r.status = "failed";
   r.error = "layer 'classifier.weight': cols 2 is not a multiple of 64";
   r.energy_unavailable = "run failed before measuring";
+  return r;
+}
+
+// A decoder run (tiny-llama, int8, 64 prompt tokens, 32 decode tokens) with both phases measured.
+inline RunRecord decoder_record() {
+  RunRecord r;
+  r.config.model = "tests/fixtures/decoders/tiny-llama";
+  r.config.precision = "int8";
+  r.config.batch = 1;
+  r.config.seq = 64;
+  r.config.threads = 2;
+  r.run_name = run_name(r.config);
+  r.start_time = "2026-11-23T20:10:00Z";
+  r.environment = {{"cpu", "AMD EPYC 7B13"}, {"cores", 2}};
+  r.kernel_paths = {"int8 onednn:brg:avx2:u8s8s32 x14", "fp32 onednn:brg:avx2:f32 x1"};
+  r.warmup_iters = 2;
+  r.iters = 40;
+  r.latency = LatencyStats{40, 0.5, 0.05, 0.4, 0.5, 0.55, 0.6, 0.7};
+  r.measured_seconds = 0.02;
+  r.sequences_per_s = 2000.0;
+  r.tokens_per_s = 2000.0 * 64;
+  r.energy_window = {{"name", "prefill"}, {"duration_s", 0.02}, {"sensors", nlohmann::json::array()}};
+  r.energy_j = 0.8;
+  r.net_energy_j = 0.5;
+  r.j_per_inference = 0.5 / 40;
+  r.mj_per_token = 0.5 / 40 / 64 * 1000;
+  r.mean_power_w = 40.0;
+  r.energy_method = "measured: rapl:package-0 (per inference: net of idle)";
+  r.model_bytes = 946'688;
+  r.fp32_bytes = 1'806'848;
+  r.peak_rss_bytes = 17'000'000;
+  r.top1_agreement = 0.875;
+  r.mean_kl = 0.004;
+  r.max_abs_dlogit = 0.4;
+  r.fidelity_examples = 8;
+  r.notes = {"decoder: per prefill"};
+  r.prefill_tokens = 64;
+  r.prefill_tokens_per_s_mean = 128'500.25;
+  r.prefill_tokens_per_s_std = 3'100.5;
+  r.prefill_mj_per_token = r.mj_per_token;
+  r.decode_tokens = 32;
+  r.decode_iters = 25;
+  r.decode_tokens_per_s_mean = 7'700.125;
+  r.decode_tokens_per_s_std = 165.5;
+  r.decode_ms_per_token_mean = 0.13;
+  r.decode_energy_j = 4.2;
+  r.decode_mj_per_token = 2.6 * 1e3 / (25 * 32);
+  r.decode_energy_window = {{"name", "decode"}, {"duration_s", 0.104}, {"sensors", nlohmann::json::array()}};
   return r;
 }
 

@@ -113,14 +113,40 @@ TEST(BenchResultsStore, ABadMiddleLineFailsNamingFileAndLine) {
 TEST(BenchResultsStore, RecordsThatDoNotReadFailNamingTheLine) {
   const auto dir = test::temp_dir("bench_store_bad_record");
   auto json = to_json(examples::full_record());
-  json["schema_version"] = 2;
+  json["schema_version"] = 3;
   write_text(dir / "results.jsonl", json.dump() + "\n");
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
-              HasSubstr("results.jsonl:1: run record: schema_version 2, expected 1"));
+              HasSubstr("results.jsonl:1: run record: schema_version 3, expected 1 to 2"));
 
   write_text(dir / "results.jsonl", line_of(examples::full_record()) + "\n" + line_of(examples::full_record()));
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
               HasSubstr(":3: run '" + examples::full_record().run_name + "' is recorded twice (also on line 1)"));
+}
+
+// tests/fixtures/bench/results-v1.jsonl: a results.jsonl written by qjoule before schema version 2.
+TEST(BenchResultsStore, AVersion1FileResumesWithVersion2LinesAppended) {
+  const auto dir = test::temp_dir("bench_store_v1");
+  const std::string v1 = read_text(test::fixtures_dir() / "bench" / "results-v1.jsonl");
+  ASSERT_THAT(v1, HasSubstr("{\"accuracy\":"));
+  ASSERT_THAT(v1, HasSubstr("\"schema_version\":1,"));
+  write_text(dir / "results.jsonl", v1);
+  {
+    auto store = ResultsStore::open(dir);
+    ASSERT_EQ(store.records().size(), 14u);
+    EXPECT_TRUE(store.notes().empty());
+    for (const auto& r : store.records()) {
+      EXPECT_EQ(r.schema_version, kRunRecordSchemaVersion);
+      EXPECT_FALSE(r.decode_tokens);
+      EXPECT_TRUE(to_json(r)["prefill_tokens_per_s_mean"].is_null());
+    }
+    store.append(examples::decoder_record());
+  }
+  auto store = ResultsStore::open(dir);
+  ASSERT_EQ(store.records().size(), 15u);
+  EXPECT_EQ(store.records().back().decode_tokens, 32u);
+  EXPECT_EQ(read_text(dir / "results.jsonl").rfind(v1, 0), 0u) << "the old lines are left as they were";
+  const auto csv = format_results_csv(store.records());
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 16);
 }
 
 TEST(BenchResultsStore, AnUnwritableDirectoryFailsBeforeAnyRun) {
@@ -144,23 +170,30 @@ TEST(BenchResultsStore, MovesKeepTheFile) {
 
 TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   const auto columns = results_csv_columns();
-  EXPECT_EQ(columns.size(), kRunRecordKeys.size() - 2);
+  EXPECT_EQ(columns.size(), kRunRecordKeys.size() - 3);
   EXPECT_EQ(std::count(columns.begin(), columns.end(), "environment"), 0);
   EXPECT_EQ(std::count(columns.begin(), columns.end(), "energy_window"), 0);
+  EXPECT_EQ(std::count(columns.begin(), columns.end(), "decode_energy_window"), 0);
 
   RunRecord comma = examples::failed_record();
   comma.error = "bad \"shape\", expected 64";
-  const auto csv = format_results_csv({examples::full_record(), examples::energy_unavailable_record(), comma});
+  const auto csv = format_results_csv(
+      {examples::full_record(), examples::energy_unavailable_record(), comma, examples::decoder_record()});
   std::vector<std::string> lines;
   std::stringstream in(csv);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 4u);
+  ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0].rfind("schema_version,run_name,start_time,model,device,precision,batch,seq,threads,status,", 0),
             0u);
   EXPECT_THAT(lines[0], HasSubstr(",latency_p50_ms,"));
   EXPECT_THAT(lines[0], HasSubstr(",energy_j_per_inference,"));
-  EXPECT_THAT(lines[0], ::testing::EndsWith(",kernel_paths,notes"));
-  EXPECT_THAT(lines[1], HasSubstr("1,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
+  // The version-1 columns keep their places; the phase columns follow them.
+  EXPECT_THAT(lines[0], HasSubstr(",kernel_paths,notes,prefill_tokens,prefill_tokens_per_s_mean,"));
+  EXPECT_THAT(lines[0], ::testing::EndsWith(",decode_energy_j,decode_energy_unavailable"));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(",,,,,,,,,,,,"));  // an encoder run: 12 empty phase cells
+  EXPECT_THAT(lines[4], ::testing::EndsWith(",64,128500.25,3100.5," + to_json(examples::decoder_record())["prefill_mj_per_token"].dump() +
+                                            ",32,25,7700.125,165.5,0.13,3.25,4.2,"));
+  EXPECT_THAT(lines[1], HasSubstr("2,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
                                   "distilbert-base,cpu,int8,8,128,2,ok,,false,5,20,20,4.25,0.5,3.5,4.0,5.0,6.0,6.5,"));
   EXPECT_THAT(lines[1], HasSubstr(",int8 onednn:gemm:u8s8s32 x30; fp32 layernorm x13,"));
   // Nulls are empty cells; a cell with commas is quoted.

@@ -58,8 +58,8 @@ TEST(BenchRunRecord, JsonHasExactlyTheDocumentedKeys) {
 }
 
 TEST(BenchRunRecord, RoundTrips) {
-  for (const auto& record :
-       {examples::full_record(), examples::energy_unavailable_record(), examples::failed_record()}) {
+  for (const auto& record : {examples::full_record(), examples::energy_unavailable_record(),
+                             examples::failed_record(), examples::decoder_record()}) {
     const auto back = through_text(record);
     EXPECT_EQ(to_json(back), to_json(record)) << record.run_name;
     EXPECT_EQ(back.config.precision, record.config.precision);
@@ -76,6 +76,100 @@ TEST(BenchRunRecord, RoundTrips) {
   ASSERT_TRUE(full.latency);
   EXPECT_EQ(full.latency->p99_ms, 6.0);
   EXPECT_EQ(full.tokens_per_s, 1882.35 * 128);  // doubles survive the text exactly
+}
+
+TEST(BenchRunRecord, EncoderRunsHaveNullPhaseKeys) {
+  const auto json = to_json(examples::full_record());
+  EXPECT_EQ(json["schema_version"], 2);
+  for (std::size_t k = kRunRecordKeysV1; k < kRunRecordKeys.size(); ++k)
+    EXPECT_TRUE(json[std::string(kRunRecordKeys[k])].is_null()) << kRunRecordKeys[k];
+}
+
+TEST(BenchRunRecord, DecoderPhaseFieldsRoundTrip) {
+  const RunRecord record = examples::decoder_record();
+  const auto json = to_json(record);
+  EXPECT_EQ(json["prefill_tokens"], 64);
+  EXPECT_EQ(json["prefill_tokens_per_s_mean"], 128'500.25);
+  EXPECT_EQ(json["prefill_tokens_per_s_std"], 3'100.5);
+  EXPECT_EQ(json["prefill_mj_per_token"], json["energy_mj_per_token"]);
+  EXPECT_EQ(json["decode_tokens"], 32);
+  EXPECT_EQ(json["decode_iters"], 25);
+  EXPECT_EQ(json["decode_tokens_per_s_mean"], 7'700.125);
+  EXPECT_EQ(json["decode_tokens_per_s_std"], 165.5);
+  EXPECT_EQ(json["decode_ms_per_token_mean"], 0.13);
+  EXPECT_EQ(json["decode_energy_j"], 4.2);
+  EXPECT_EQ(json["decode_mj_per_token"], 2.6 * 1e3 / (25 * 32));
+  EXPECT_TRUE(json["decode_energy_unavailable"].is_null());
+  EXPECT_EQ(json["decode_energy_window"]["name"], "decode");
+
+  const RunRecord back = through_text(record);
+  EXPECT_EQ(back.prefill_tokens, record.prefill_tokens);
+  EXPECT_EQ(back.prefill_tokens_per_s_mean, record.prefill_tokens_per_s_mean);
+  EXPECT_EQ(back.prefill_tokens_per_s_std, record.prefill_tokens_per_s_std);
+  EXPECT_EQ(back.prefill_mj_per_token, record.prefill_mj_per_token);
+  EXPECT_EQ(back.decode_tokens, record.decode_tokens);
+  EXPECT_EQ(back.decode_iters, record.decode_iters);
+  EXPECT_EQ(back.decode_tokens_per_s_mean, record.decode_tokens_per_s_mean);
+  EXPECT_EQ(back.decode_tokens_per_s_std, record.decode_tokens_per_s_std);
+  EXPECT_EQ(back.decode_ms_per_token_mean, record.decode_ms_per_token_mean);
+  EXPECT_EQ(back.decode_mj_per_token, record.decode_mj_per_token);
+  EXPECT_EQ(back.decode_energy_j, record.decode_energy_j);
+  EXPECT_EQ(back.decode_energy_window, record.decode_energy_window);
+  EXPECT_EQ(to_json(back), json);
+}
+
+TEST(BenchRunRecord, DecodeEnergyNullCarriesItsReason) {
+  RunRecord r = examples::decoder_record();
+  clear_energy(r, "no energy sensor: RAPL masked");
+  auto json = to_json(r);
+  for (const char* key : {"energy_j", "prefill_mj_per_token", "decode_energy_j", "decode_mj_per_token",
+                          "decode_energy_window", "energy_window"})
+    EXPECT_TRUE(json[key].is_null()) << key;
+  EXPECT_EQ(json["energy_unavailable"], "no energy sensor: RAPL masked");
+  EXPECT_EQ(json["decode_energy_unavailable"], "no energy sensor: RAPL masked");
+  EXPECT_EQ(json["decode_tokens_per_s_mean"], 7'700.125) << "speed stands without energy";
+  EXPECT_EQ(to_json(through_text(r)), json);
+
+  r.decode_energy_unavailable.clear();
+  EXPECT_EQ(to_json(r)["decode_energy_unavailable"], "not measured (no reason recorded)");
+  // No decode phase (an encoder run): no reason either.
+  RunRecord encoder = examples::energy_unavailable_record();
+  encoder.decode_energy_unavailable = "stray";
+  EXPECT_TRUE(to_json(encoder)["decode_energy_unavailable"].is_null());
+  encoder.decode_energy_window = "not an object";
+  EXPECT_THAT(error_of([&] { to_json(encoder); }), HasSubstr("decode_energy_window is a string"));
+}
+
+// A version-1 line as qjoule wrote it before decoder runs: the first 47 keys, schema_version 1.
+nlohmann::json as_version_1(const RunRecord& record) {
+  auto json = to_json(record);
+  for (std::size_t k = kRunRecordKeysV1; k < kRunRecordKeys.size(); ++k) json.erase(std::string(kRunRecordKeys[k]));
+  json["schema_version"] = 1;
+  return json;
+}
+
+TEST(BenchRunRecord, Version1RecordsStillRead) {
+  for (const auto& record :
+       {examples::full_record(), examples::energy_unavailable_record(), examples::failed_record()}) {
+    const auto v1 = as_version_1(record);
+    ASSERT_EQ(v1.size(), kRunRecordKeysV1);
+    const RunRecord back = run_record_from_json(nlohmann::json::parse(v1.dump()));
+    EXPECT_EQ(back.schema_version, kRunRecordSchemaVersion) << "read as the current version, nothing lost";
+    EXPECT_FALSE(back.prefill_tokens);
+    EXPECT_FALSE(back.decode_tokens);
+    EXPECT_FALSE(back.decode_tokens_per_s_mean);
+    EXPECT_TRUE(back.decode_energy_window.is_null());
+    EXPECT_EQ(to_json(back), to_json(record)) << record.run_name;
+    EXPECT_THAT(test::validate_json_schema(schema(), to_json(back)), IsEmpty());
+  }
+  // Version 1 has exactly its own keys: a phase key in a version-1 line is unknown there ...
+  auto v1 = as_version_1(examples::full_record());
+  v1["decode_tokens"] = 32;
+  EXPECT_THAT(error_of([&] { run_record_from_json(v1); }), HasSubstr("unknown key 'decode_tokens'"));
+  // ... and version 2 needs them all.
+  auto v2 = to_json(examples::decoder_record());
+  v2.erase("decode_tokens_per_s_std");
+  EXPECT_THAT(error_of([&] { run_record_from_json(v2); }), HasSubstr("missing key 'decode_tokens_per_s_std'"));
 }
 
 TEST(BenchRunRecord, EnergyNullCarriesItsReason) {
@@ -115,10 +209,14 @@ TEST(BenchRunRecord, NonFiniteOptionalsBecomeNull) {
 
 TEST(BenchRunRecord, ReadingIsStrict) {
   auto json = to_json(examples::full_record());
-  json["schema_version"] = 2;
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 2, expected 1"));
+  json["schema_version"] = 3;
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 3, expected 1 to 2"));
+  json["schema_version"] = 0;
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 0, expected 1 to 2"));
+  json["schema_version"] = "2";
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version \"2\", expected 1 to 2"));
   json.erase("schema_version");
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("missing key 'schema_version', expected 1"));
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("missing key 'schema_version', expected 2"));
 
   json = to_json(examples::full_record());
   json.erase("latency_p90_ms");
@@ -162,8 +260,10 @@ TEST(BenchRecordSchema, SchemaListsExactlyTheRecordKeys) {
 }
 
 TEST(BenchRecordSchema, RecordsFromToJsonValidate) {
-  for (const auto& record :
-       {examples::full_record(), examples::energy_unavailable_record(), examples::failed_record()})
+  RunRecord decoder_without_energy = examples::decoder_record();
+  clear_energy(decoder_without_energy, "no energy sensor");
+  for (const auto& record : {examples::full_record(), examples::energy_unavailable_record(),
+                             examples::failed_record(), examples::decoder_record(), decoder_without_energy})
     EXPECT_THAT(test::validate_json_schema(schema(), to_json(record)), IsEmpty()) << record.run_name;
 }
 
@@ -197,6 +297,17 @@ TEST(BenchRecordSchema, TheValidatorRefusesKeywordsItDoesNotCheck) {
   const nlohmann::json with_pattern = {{"type", "string"}, {"pattern", "^a"}};
   EXPECT_THAT(test::validate_json_schema(with_pattern, "b"),
               ::testing::Contains(HasSubstr("uses 'pattern', which this validator does not support")));
+}
+
+TEST(BenchRecordSchema, SchemaDescribesTheCurrentVersion) {
+  EXPECT_EQ(schema().at("properties").at("schema_version").at("enum"), nlohmann::json::array({kRunRecordSchemaVersion}));
+  auto json = to_json(examples::decoder_record());
+  json["decode_tokens"] = 0;
+  EXPECT_THAT(test::validate_json_schema(schema(), json), ::testing::Contains(HasSubstr("below the minimum 1")));
+  json = to_json(examples::decoder_record());
+  json["decode_energy_window"] = "x";
+  EXPECT_THAT(test::validate_json_schema(schema(), json),
+              ::testing::Contains(HasSubstr("$.decode_energy_window: expected type")));
 }
 
 TEST(BenchRecordSchema, TheMarkdownDocumentsEveryKey) {

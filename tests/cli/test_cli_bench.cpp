@@ -32,6 +32,7 @@ namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
 fs::path tiny_bert() { return qjoule::test::fixtures_dir() / "tiny-bert"; }
+fs::path tiny_decoder(const std::string& name) { return qjoule::test::fixtures_dir() / "decoders" / name; }
 // No real sensor: an empty powercap root, no NVML, no perf PMU (the machine's own may be a VM's).
 std::string no_sensors(const fs::path& dir) {
   return "QJOULE_POWERCAP_ROOT=" + (dir / "none").string() + " QJOULE_NVML_LIB=" + (dir / "none.so").string() +
@@ -67,7 +68,8 @@ TEST(CliBench, TinyBertSweepWritesRecordsCsvAndTable) {
   EXPECT_EQ(records[0]["run_name"], "tiny-bert_cpu_fp32_s16_bs2_t1");
   EXPECT_EQ(records[1]["run_name"], "tiny-bert_cpu_int8_w8a8_s16_bs2_t1");
   for (const auto& rec : records) {
-    EXPECT_EQ(rec["schema_version"], 1);
+    EXPECT_EQ(rec["schema_version"], 2);
+    EXPECT_TRUE(rec["decode_tokens"].is_null()) << "an encoder run has no decode phase";
     EXPECT_EQ(rec["status"], "ok");
     EXPECT_EQ(rec["accuracy_labelled"], 12);
     EXPECT_GE(rec["latency_count"].get<int>(), 3);
@@ -192,11 +194,105 @@ INSTANTIATE_TEST_SUITE_P(
         BadBench{"unknown_device", "--device tpu --seq 16 --out DIR/out", "--device tpu: expected cpu, cuda or cuda:N"}),
     [](const ::testing::TestParamInfo<BadBench>& case_info) { return case_info.param.name; });
 
+TEST(CliBench, DecoderPrefillAndDecodeThroughputPerPhase) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_decoder");
+  const auto out = dir / "out";
+  // No --batch: a decoder model gets batch 1 (not the encoders' default 1,8).
+  const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_decoder("tiny-llama").string() +
+                             " --precisions fp32,int8 --seq 16 --decode-tokens 8 --iters 3 --threads 1 --idle 0 "
+                             "--out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto records = read_records(out / "results.jsonl");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0]["run_name"], "tiny-llama_cpu_fp32_s16_bs1_t1");
+  EXPECT_EQ(records[1]["run_name"], "tiny-llama_cpu_int8_w8a8_s16_bs1_t1");
+  for (const auto& rec : records) {
+    EXPECT_EQ(rec["schema_version"], 2);
+    EXPECT_EQ(rec["status"], "ok") << rec["error"];
+    EXPECT_EQ(rec["batch"], 1);
+    EXPECT_EQ(rec["prefill_tokens"], 16);
+    EXPECT_EQ(rec["decode_tokens"], 8);
+    EXPECT_EQ(rec["iters"], 3);
+    EXPECT_EQ(rec["decode_iters"], 3);
+    EXPECT_GT(rec["prefill_tokens_per_s_mean"].get<double>(), 0.0);
+    EXPECT_GE(rec["prefill_tokens_per_s_std"].get<double>(), 0.0);
+    EXPECT_GT(rec["decode_tokens_per_s_mean"].get<double>(), 0.0);
+    EXPECT_GE(rec["decode_tokens_per_s_std"].get<double>(), 0.0);
+    EXPECT_GT(rec["decode_ms_per_token_mean"].get<double>(), 0.0);
+    EXPECT_GT(rec["tokens_per_s"].get<double>(), 0.0);
+    // No sensor: null with the reason, for each phase; never 0.
+    for (const char* key : {"energy_j", "prefill_mj_per_token", "decode_energy_j", "decode_mj_per_token"})
+      EXPECT_TRUE(rec[key].is_null()) << key;
+    EXPECT_THAT(rec["energy_unavailable"].get<std::string>(), HasSubstr("rapl"));
+    EXPECT_THAT(rec["decode_energy_unavailable"].get<std::string>(), HasSubstr("rapl"));
+    EXPECT_TRUE(rec["accuracy"].is_null());
+    EXPECT_EQ(rec["fidelity_examples"], 8);
+  }
+  EXPECT_EQ(records[0]["fidelity_top1_agreement"], 1.0);
+  EXPECT_THAT(r.output, HasSubstr("decoder model: each run times the prefill of --seq prompt tokens and 8 greedy"));
+  EXPECT_THAT(r.output, HasSubstr("[1/2] tiny-llama_cpu_fp32_s16_bs1_t1 ... prefill 16 tokens: "));
+  EXPECT_THAT(r.output, HasSubstr("decode 8 tokens: "));
+  EXPECT_THAT(r.output, HasSubstr("| decode tok/s |"));
+  std::ifstream csv(out / "results.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_THAT(header, HasSubstr(",decode_tokens_per_s_mean,"));
+  EXPECT_TRUE(fs::exists(out / "report.html"));
+
+  // Resumed with another --decode-tokens: the recorded runs are kept, and the bench says so.
+  const auto resumed = run_command(no_sensors(dir) + qjoule() + " bench --model " +
+                                   tiny_decoder("tiny-llama").string() +
+                                   " --precisions fp32,int8 --seq 16 --decode-tokens 4 --iters 3 --threads 1 --idle 0 "
+                                   "--resume --out " + out.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("holds decoder runs with 8 decode tokens"));
+  EXPECT_EQ(count_lines(out / "results.jsonl"), 2u);
+}
+
+TEST(CliBench, DecoderEnergyEstimateGivesMillijoulesPerTokenPerPhase) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_decoder_estimate");
+  const auto out = dir / "out";
+  const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_decoder("tiny-gpt2").string() +
+                             " --precisions fp32 --seq 8 --decode-tokens 4 --min-time 0.05 --threads 1 --idle 0 "
+                             "--energy-estimate cpu-tdp=65 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto records = read_records(out / "results.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  const auto& rec = records[0];
+  EXPECT_GT(rec["prefill_mj_per_token"].get<double>(), 0.0);
+  EXPECT_GT(rec["decode_mj_per_token"].get<double>(), 0.0);
+  EXPECT_EQ(rec["prefill_mj_per_token"], rec["energy_mj_per_token"]);
+  EXPECT_TRUE(rec["decode_energy_unavailable"].is_null());
+  EXPECT_THAT(rec["energy_method"].get<std::string>(), HasSubstr("estimated"));
+  EXPECT_TRUE(rec["decode_energy_window"].is_object());
+  EXPECT_NEAR(rec["decode_mj_per_token"].get<double>(),
+              rec["decode_energy_j"].get<double>() * 1e3 / (rec["decode_iters"].get<double>() * 4), 1e-9);
+}
+
+TEST(CliBench, DecoderRunsRefuseWhatTheyCannotMeasure) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_decoder_bad");
+  const std::string model = " bench --model " + tiny_decoder("tiny-llama").string();
+  const auto batched = run_command(qjoule() + model + " --batch 1,4 --seq 16 --out " + (dir / "a").string());
+  EXPECT_EQ(batched.exit_code, 1) << batched.output;
+  EXPECT_THAT(batched.output, HasSubstr("run tiny-llama_cpu_fp32_s16_bs4_t"));
+  EXPECT_THAT(batched.output, HasSubstr("batch 4 with decoder model"));
+  EXPECT_LE(std::count(batched.output.begin(), batched.output.end(), '\n'), 1) << batched.output;
+  const auto too_long = run_command(qjoule() + model + " --seq 100 --decode-tokens 64 --out " + (dir / "b").string());
+  EXPECT_EQ(too_long.exit_code, 1) << too_long.output;
+  EXPECT_THAT(too_long.output, HasSubstr("100 prompt tokens (seq) + 64 decode tokens (--decode-tokens) = 164 is more "
+                                         "than the 128 positions"));
+  const auto zero = run_command(qjoule() + model + " --seq 16 --decode-tokens 0 --out " + (dir / "c").string());
+  EXPECT_EQ(zero.exit_code, 1) << zero.output;
+  EXPECT_THAT(zero.output, HasSubstr("--decode-tokens 0, expected at least 1"));
+  for (const char* sub : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dir / sub / "results.jsonl")) << sub;
+}
+
 TEST(CliBench, HelpTeaches) {
   const auto r = run_command(qjoule() + " bench --help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* text : {"--precisions", "--batch", "--seq", "--threads", "--resume", "--sweep", "--out",
-                           "--max-accuracy-drop", "--min-time", "--idle", "Examples", "fp32,bf16,int8,w8,int4,nf4"})
+                           "--max-accuracy-drop", "--min-time", "--idle", "Examples", "fp32,bf16,int8,w8,int4,nf4",
+                           "--decode-tokens", "decoder model"})
     EXPECT_THAT(r.output, HasSubstr(text));
 }
 

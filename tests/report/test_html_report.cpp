@@ -107,6 +107,32 @@ TEST(ReportHtml, ValidityWarningsComeFirstAndNameTheRuns) {
   EXPECT_THAT(html, HasSubstr("estimated: cpu-tdp=65 W x utilisation 0.97"));
 }
 
+TEST(ReportHtml, ADecoderRunShowsDecodeThroughputAndItsDecodeWindowsFlags) {
+  auto records = sample::records();
+  bench::RunRecord d = records.front();  // a measured fp32 run, made a decoder run
+  d.config.model = "tiny-llama";
+  d.config.seq = 64;
+  d.run_name = bench::run_name(d.config);
+  d.prefill_tokens = 64;
+  d.prefill_tokens_per_s_mean = 1234.5;
+  d.prefill_tokens_per_s_std = 10.0;
+  d.prefill_mj_per_token = d.mj_per_token;
+  d.decode_tokens = 32;
+  d.decode_iters = 5;
+  d.decode_tokens_per_s_mean = 321.5;
+  d.decode_tokens_per_s_std = 4.0;
+  d.decode_ms_per_token_mean = 3.1;
+  d.decode_energy_j = 19.0;
+  d.decode_mj_per_token = 80.0;
+  d.decode_energy_window = sample::energy_window("decode", 0.5, 19.0, true);
+  records.push_back(d);
+  const auto html = render_html_report(records, options_with_fake_chartjs("report_html_decoder"));
+  EXPECT_THAT(html, HasSubstr("<th>decode tok/s</th>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"num\">321.5</td>"));
+  EXPECT_THAT(html, HasSubstr(d.run_name + " (decode): sensor rapl:package-0 INVALID (flags: short_window)"));
+  EXPECT_THAT(html, Not(HasSubstr(d.run_name + " (prefill): sensor")));  // its prefill window is clean
+}
+
 TEST(ReportHtml, TableHasThePaperTableNumbersAndUnavailableEnergyWithItsReason) {
   const auto records = sample::records();
   const auto html = render_html_report(records, options_with_fake_chartjs("report_html_table"));

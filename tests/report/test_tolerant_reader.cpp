@@ -51,7 +51,7 @@ TEST(ReportTolerantReader, SkipsGarbageNewerSchemaAndBadRecordsButReadsTheRest) 
   const auto dir = test::temp_dir("report_reader_mixed");
   const auto records = sample::records();
   auto newer = bench::to_json(records[1]);
-  newer["schema_version"] = 2;
+  newer["schema_version"] = 3;
   auto wrong_type = bench::to_json(records[2]);
   wrong_type["batch"] = "eight";
   const auto file = write(dir / "results.jsonl", line_of(records[0]) + "this is not json\n" + newer.dump() + "\n" +
@@ -65,13 +65,23 @@ TEST(ReportTolerantReader, SkipsGarbageNewerSchemaAndBadRecordsButReadsTheRest) 
   EXPECT_THAT(results.skipped[0].reason, HasSubstr("not JSON"));
   EXPECT_THAT(results.skipped[0].reason, ::testing::Not(HasSubstr("json.exception")));
   EXPECT_EQ(results.skipped[1].line, 3u);
-  EXPECT_THAT(results.skipped[1].reason, HasSubstr("schema_version 2 is newer"));
+  EXPECT_THAT(results.skipped[1].reason, HasSubstr("schema_version 3 is newer"));
   EXPECT_EQ(results.skipped[2].line, 5u);  // line 4 is blank: ignored, but counted
   EXPECT_THAT(results.skipped[2].reason, HasSubstr("batch"));
   EXPECT_EQ(results.skipped[3].line, 6u);
   EXPECT_THAT(results.skipped[3].reason, HasSubstr("expected an object"));
   EXPECT_EQ(results.skipped[4].line, 7u);
   EXPECT_THAT(results.skipped[4].reason, HasSubstr("already read at " + file.string() + ":1"));
+}
+
+// tests/fixtures/bench/results-v1.jsonl is this sample as qjoule wrote it at schema version 1.
+TEST(ReportTolerantReader, Version1ResultsReadWithoutLoss) {
+  const auto results = read_results_tolerantly({test::fixtures_dir() / "bench" / "results-v1.jsonl"});
+  EXPECT_TRUE(results.skipped.empty());
+  const auto records = sample::records();
+  ASSERT_EQ(results.records.size(), records.size());
+  for (std::size_t i = 0; i < records.size(); ++i)
+    EXPECT_EQ(bench::to_json(results.records[i]), bench::to_json(records[i])) << records[i].run_name;
 }
 
 TEST(ReportTolerantReader, AnOlderSchemaVersionIsSkippedWithTheReadersReason) {

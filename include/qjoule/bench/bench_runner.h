@@ -3,6 +3,18 @@
 // memory, and scores accuracy on a labelled dataset and fidelity to the FP32 run of the same model
 // and sequence length. A run that fails (a format that does not fit the model's shapes, say) comes
 // back as a record with status "failed" and the error's one line; the sweep goes on.
+//
+// A decoder language model (a folder whose config.json is a Llama, Qwen2 or GPT-2 causal LM) runs the
+// decoder path instead: batch 1, `seq` = N prompt tokens, M = BenchOptions::decode_tokens. Two phases,
+// each timed and measured in its own energy window:
+//   prefill: {clear the KV cache; one forward pass over the N prompt tokens, logits of the last only},
+//            warm-up passes, then timed passes (iters / min_time_s / min_iters as for encoders);
+//   decode:  one prefill outside the window, warm-up repetitions, then timed repetitions of
+//            {truncate the cache back to the N prompt tokens; M greedy steps of one token each}.
+// The record's latency, throughput and energy keys describe the prefill phase (one "batch" = one
+// prefill of N tokens); the prefill_* / decode_* keys hold each phase's tokens/s (mean and standard
+// deviation over repetitions) and energy per token. Fidelity compares the last-token logits with the
+// FP32 model's on a few pseudo-random prompts of N tokens; accuracy is null (`qjoule ppl` measures it).
 #pragma once
 
 #include <cstddef>
@@ -25,6 +37,13 @@ namespace qjoule::bench {
 // The model name that stands for the embedded DistilBERT-base-shaped classifier with random weights.
 inline constexpr const char* kSyntheticModelName = "distilbert-base";
 
+// Tokens generated per decode repetition of a decoder model, unless asked otherwise.
+inline constexpr std::size_t kDefaultDecodeTokens = 32;
+
+// Prompts (of `seq` tokens) on which a decoder run's last-token logits are compared with FP32's:
+// min(fidelity_examples, this), each one FP32 and one quantized prefill.
+inline constexpr std::size_t kDecoderFidelityPrompts = 8;
+
 struct BenchOptions {
   std::string dataset;  // labelled dataset for accuracy ("" = fidelity on synthetic inputs only)
   std::string text_column, label_column;
@@ -34,6 +53,7 @@ struct BenchOptions {
   double cooldown_s = 0.0;            // sleep after each run
   std::size_t fidelity_examples = 32; // synthetic sequences compared with FP32 when there is no dataset
   std::size_t min_iters = 3;          // never fewer timed batches than this (percentiles need samples)
+  std::size_t decode_tokens = kDefaultDecodeTokens;  // decoder models: greedy steps per decode repetition
   // Where each run's power trace goes (<trace_dir>/<run name>.csv, see qjoule/energy/trace_csv.h);
   // empty = no traces. The meter must keep a trace (MeterOptions::trace_capacity > 0).
   std::filesystem::path trace_dir;
@@ -47,9 +67,15 @@ struct PrecisionPlan {
 };
 PrecisionPlan plan_precision(const std::string& precision);
 
+// Whether `model` is a decoder language model: a folder whose config.json names a supported causal
+// LM (model::model_family). The embedded model and folders without config.json are not.
+bool is_decoder_model(const std::string& model);
+
 // Checks every configuration before anything runs: known device and precision (with its options),
-// and a sequence length the model has positions for. Fails with one line naming the configuration.
-void validate_configs(const std::vector<RunConfig>& configs);
+// and a sequence length the model has positions for; for a decoder model also batch 1, no
+// SmoothQuant, decode_tokens >= 1 and seq + decode_tokens within max_position_embeddings. Fails with
+// one line naming the configuration.
+void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_tokens = kDefaultDecodeTokens);
 
 // The machine and build the records come from (CPU model, cores, ISA flags, OS, compiler, qjoule
 // version and commit, oneDNN), the same for every run of one invocation.

@@ -19,7 +19,9 @@ namespace qjoule::bench {
 // in points, size ratio (fp32_bytes / model_bytes). The baseline row reads "baseline". Rows whose
 // accuracy (or agreement) drop exceeds max_accuracy_drop_pt are marked "!" and listed below the table
 // with what to try next; emulated (not representative) rows are marked "*"; failed runs are listed
-// below the table with their error, not in it.
+// below the table with their error, not in it. When a successful run is a decoder run, a last
+// column "decode tok/s" (decode_tokens_per_s_mean) is added and a legend line says that the other
+// speed and energy columns of decoder runs are per prefill.
 std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt);
 
 // The same table as data, for other renderings (the HTML report): cells as plain text (not

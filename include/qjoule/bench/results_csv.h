@@ -10,8 +10,9 @@
 
 namespace qjoule::bench {
 
-// The CSV columns: kRunRecordKeys without the objects `environment` and `energy_window`. The lists
-// `kernel_paths` and `notes` become one cell each, their items joined with "; ".
+// The CSV columns: kRunRecordKeys without the objects `environment`, `energy_window` and
+// `decode_energy_window`. The lists `kernel_paths` and `notes` become one cell each, their items
+// joined with "; ".
 std::vector<std::string_view> results_csv_columns();
 
 // The header line and one line per record (RFC 4180 quoting; null is an empty cell).

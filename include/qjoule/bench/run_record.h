@@ -2,6 +2,11 @@
 // the model was, how accurate it stayed. One JSON line per run in results.jsonl; the CSV and the
 // paper table are projections of the same keys. Every key, type, unit and null is documented in
 // docs/bench-records.md and checked by docs/bench-record.schema.json.
+//
+// Decoder language models are measured in two phases, each in its own energy window: prefill (the
+// `seq` prompt tokens in one forward pass) and decode (greedy steps of one token over the KV cache).
+// Their figures are the prefill_* / decode_* keys (null for encoder runs); the generic latency,
+// throughput and energy keys of a decoder run describe its prefill phase.
 #pragma once
 
 #include <array>
@@ -20,7 +25,11 @@
 
 namespace qjoule::bench {
 
-inline constexpr int kRunRecordSchemaVersion = 1;
+// 2 added the prefill_* / decode_* keys (decoder runs). Version-1 records still read: their phase
+// keys are absent and read as null, and the record reads back as version 2 (nothing is lost: version
+// 1 had no decoder runs).
+inline constexpr int kRunRecordSchemaVersion = 2;
+inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
 struct RunRecord {
   int schema_version = kRunRecordSchemaVersion;
@@ -52,14 +61,30 @@ struct RunRecord {
   std::optional<double> top1_agreement, mean_kl, max_abs_dlogit;  // fidelity to the FP32 run of the same model & shape
   std::size_t fidelity_examples = 0;
   std::vector<std::string> notes;
+
+  // Decoder runs only (all absent for encoder runs). prefill_tokens and decode_tokens are set as soon
+  // as a decoder run starts; the rest once its phase was measured.
+  std::optional<std::size_t> prefill_tokens;                          // N: prompt tokens per prefill (= seq)
+  std::optional<double> prefill_tokens_per_s_mean, prefill_tokens_per_s_std;  // over timed prefills
+  std::optional<double> prefill_mj_per_token;                         // prefill window, per prompt token
+  std::optional<std::size_t> decode_tokens;                           // M: greedy steps per decode repetition
+  std::optional<std::size_t> decode_iters;                            // timed decode repetitions
+  std::optional<double> decode_tokens_per_s_mean, decode_tokens_per_s_std;  // over timed repetitions
+  std::optional<double> decode_ms_per_token_mean;                     // mean over repetitions of ms / M
+  std::optional<double> decode_mj_per_token;                          // decode window, per generated token
+  std::optional<double> decode_energy_j;                              // gross J of the decode window
+  std::string decode_energy_unavailable;                              // why decode_energy_j is absent
+  nlohmann::json decode_energy_window;                                // null when no decode window
 };
 
-// Makes the record's energy unavailable for `reason`: every energy figure and the window cleared,
-// energy_unavailable set (the invariant to_json checks: a reason exactly when there is no energy).
+// Makes the record's energy unavailable for `reason`: every energy figure and window cleared (the
+// decode phase's too), energy_unavailable set, and decode_energy_unavailable too for a decoder run
+// (the invariant to_json keeps: a reason exactly when there is no energy).
 void clear_energy(RunRecord& record, std::string reason);
 
-// Every key of a record's JSON, in the documented order (the CSV keeps this order).
-inline constexpr std::array<std::string_view, 47> kRunRecordKeys = {
+// Every key of a record's JSON, in the documented order (the CSV keeps this order). Keys added
+// after version 1 go at the end, so the columns of a version-1 CSV keep their places.
+inline constexpr std::array<std::string_view, 60> kRunRecordKeys = {
     "schema_version", "run_name", "start_time",
     "model", "device", "precision", "batch", "seq", "threads",
     "status", "error", "not_representative", "warmup_iters", "iters",
@@ -71,18 +96,32 @@ inline constexpr std::array<std::string_view, 47> kRunRecordKeys = {
     "model_bytes", "fp32_bytes", "peak_rss_bytes",
     "accuracy_correct", "accuracy_labelled", "accuracy",
     "fidelity_top1_agreement", "fidelity_mean_kl", "fidelity_max_abs_dlogit", "fidelity_examples",
-    "kernel_paths", "notes", "environment", "energy_window"};
+    "kernel_paths", "notes", "environment", "energy_window",
+    // schema version 2: decoder phases
+    "prefill_tokens", "prefill_tokens_per_s_mean", "prefill_tokens_per_s_std", "prefill_mj_per_token",
+    "decode_tokens", "decode_iters", "decode_tokens_per_s_mean", "decode_tokens_per_s_std",
+    "decode_ms_per_token_mean", "decode_mj_per_token", "decode_energy_j", "decode_energy_unavailable",
+    "decode_energy_window"};
+
+// The keys version 1 had: kRunRecordKeys up to and including "energy_window".
+inline constexpr std::size_t kRunRecordKeysV1 = 47;
+static_assert(kRunRecordKeys[kRunRecordKeysV1 - 1] == "energy_window");
+static_assert(kRunRecordKeys.back() == "decode_energy_window", "the array's size must match its keys");
 
 // One flat object with every key of kRunRecordKeys. Absent optionals are null; the energy figures
-// also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null).
+// also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null), and
+// so does the decode phase: "decode_energy_unavailable" is a string when decode_tokens is set and
+// decode_energy_j is null, else null.
 // `error` is null unless status is "failed"; `energy_method` is null when empty. A non-finite
 // optional number is written as null (JSON has no NaN). A status other than "ok"/"failed", a
-// non-finite measured_seconds or an energy_window that is neither an object nor null fails.
+// non-finite measured_seconds or an energy_window (or decode_energy_window) that is neither an
+// object nor null fails.
 nlohmann::json to_json(const RunRecord& record);
 
-// Reads what to_json wrote (round-trips). A schema_version other than kRunRecordSchemaVersion, a
-// missing or unknown key, or a wrong type fails with a line naming the key, what was found and what
-// was expected.
+// Reads what to_json wrote (round-trips). Also reads version-1 records (which lack the keys added
+// since: they read as null) and returns them as version kRunRecordSchemaVersion. Any other
+// schema_version, a missing or unknown key (for that version), or a wrong type fails with a line
+// naming the key, what was found and what was expected.
 RunRecord run_record_from_json(const nlohmann::json& json);
 
 // "2026-11-23T19:45:02Z": ISO 8601, UTC, whole seconds.

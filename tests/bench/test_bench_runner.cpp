@@ -1,0 +1,210 @@
+// The bench runner's decoder path on the tiny decoder fixtures (tests/fixtures/decoders): which
+// models are decoders, what validate_configs refuses for them, both phases timed and recorded, and
+// energy per phase from a scripted sensor (a known wattage) or, without a sensor, null with a reason.
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "error_of.h"
+#include "json_schema_subset.h"
+#include "qjoule/bench/bench_runner.h"
+#include "qjoule/energy/energy_meter.h"
+#include "scripted_sensors.h"
+#include "test_paths.h"
+
+namespace qjoule::bench {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using test::error_of;
+
+std::string decoder(const std::string& name) { return (test::fixtures_dir() / "decoders" / name).string(); }
+std::string tiny_bert() { return (test::fixtures_dir() / "tiny-bert").string(); }
+
+const nlohmann::json& schema() {
+  static const nlohmann::json s = [] {
+    std::ifstream in(QJOULE_BENCH_RECORD_SCHEMA);
+    std::stringstream text;
+    text << in.rdbuf();
+    return nlohmann::json::parse(text.str());
+  }();
+  return s;
+}
+
+RunConfig decoder_config(const std::string& precision, std::size_t seq = 16, const std::string& model = "tiny-llama") {
+  RunConfig c;
+  c.model = decoder(model);
+  c.precision = precision;
+  c.batch = 1;
+  c.seq = seq;
+  c.threads = 1;
+  return c;
+}
+
+BenchOptions fast_options(std::size_t decode_tokens = 8) {
+  BenchOptions o;
+  o.warmup = 1;
+  o.iters = 3;
+  o.decode_tokens = decode_tokens;
+  return o;
+}
+
+TEST(BenchRunnerDecoder, TellsDecodersFromEncoders) {
+  for (const char* name : {"tiny-llama", "tiny-qwen2", "tiny-gpt2"}) EXPECT_TRUE(is_decoder_model(decoder(name))) << name;
+  EXPECT_FALSE(is_decoder_model(tiny_bert()));
+  EXPECT_FALSE(is_decoder_model(kSyntheticModelName));
+  EXPECT_FALSE(is_decoder_model((test::fixtures_dir() / "no-such-model").string()));
+}
+
+TEST(BenchRunnerDecoder, ValidateConfigsRefusesWhatADecoderRunCannotBe) {
+  validate_configs({decoder_config("fp32"), decoder_config("int8")}, 8);  // fine
+
+  RunConfig batched = decoder_config("fp32");
+  batched.batch = 2;
+  EXPECT_EQ(error_of([&] { validate_configs({decoder_config("fp32"), batched}, 8); }),
+            "run tiny-llama_cpu_fp32_s16_bs2_t1: batch 2 with decoder model '" + decoder("tiny-llama") +
+                "': decoder runs time one sequence (a prefill of seq prompt tokens, then decode steps), expected "
+                "batch 1");
+
+  // tiny-llama has 128 positions: 120 + 8 fits, 120 + 9 does not.
+  validate_configs({decoder_config("fp32", 120)}, 8);
+  EXPECT_EQ(error_of([&] { validate_configs({decoder_config("fp32", 120)}, 9); }),
+            "run tiny-llama_cpu_fp32_s120_bs1_t1: 120 prompt tokens (seq) + 9 decode tokens (--decode-tokens) = 129 "
+            "is more than the 128 positions model '" +
+                decoder("tiny-llama") + "' has (max_position_embeddings)");
+  EXPECT_THAT(error_of([&] { validate_configs({decoder_config("fp32")}, 0); }), HasSubstr("0 decode tokens"));
+  EXPECT_THAT(error_of([&] { validate_configs({decoder_config("int8:sq0.5")}, 8); }),
+              HasSubstr("SmoothQuant is not supported for decoder model"));
+
+  // Encoders are checked as before, and batch > 1 stays fine for them.
+  RunConfig encoder;
+  encoder.model = tiny_bert();
+  encoder.batch = 4;
+  encoder.seq = 16;
+  validate_configs({encoder, decoder_config("fp32")}, 8);
+}
+
+TEST(BenchRunnerDecoder, RunsPrefillAndDecodeWithoutASensor) {
+  energy::EnergyMeter meter(energy::SensorDiscovery{});
+  meter.start();
+  BenchRunner runner(fast_options(8), meter);
+  for (const auto& precision : {"fp32", "int8"}) {
+    const RunRecord r = runner.run(decoder_config(precision));
+    ASSERT_EQ(r.status, "ok") << r.error;
+    EXPECT_EQ(r.prefill_tokens, 16u);
+    EXPECT_EQ(r.decode_tokens, 8u);
+    EXPECT_EQ(r.iters, 3u);
+    EXPECT_EQ(r.decode_iters, 3u);
+    ASSERT_TRUE(r.latency);
+    EXPECT_EQ(r.latency->count, 3u);
+    EXPECT_GT(*r.prefill_tokens_per_s_mean, 0.0);
+    EXPECT_GE(*r.prefill_tokens_per_s_std, 0.0);
+    EXPECT_GT(*r.decode_tokens_per_s_mean, 0.0);
+    EXPECT_GE(*r.decode_tokens_per_s_std, 0.0);
+    EXPECT_GT(*r.decode_ms_per_token_mean, 0.0);
+    EXPECT_GT(*r.tokens_per_s, 0.0);
+    EXPECT_NEAR(*r.tokens_per_s, *r.sequences_per_s * 16, 1e-6 * *r.tokens_per_s);
+    // No sensor: every energy figure null, each phase with its reason.
+    EXPECT_FALSE(r.energy_j);
+    EXPECT_FALSE(r.prefill_mj_per_token);
+    EXPECT_FALSE(r.decode_energy_j);
+    EXPECT_FALSE(r.decode_mj_per_token);
+    EXPECT_THAT(r.energy_unavailable, HasSubstr("no energy sensor"));
+    EXPECT_THAT(r.decode_energy_unavailable, HasSubstr("no energy sensor"));
+    EXPECT_TRUE(r.energy_window.is_object());
+    EXPECT_TRUE(r.decode_energy_window.is_object());
+    // Accuracy is qjoule ppl's; fidelity: the next token after 8 prompts, against FP32.
+    EXPECT_FALSE(r.accuracy);
+    EXPECT_EQ(r.fidelity_examples, kDecoderFidelityPrompts);
+    ASSERT_TRUE(r.top1_agreement);
+    if (std::string(precision) == "fp32") {
+      EXPECT_EQ(*r.top1_agreement, 1.0);
+      EXPECT_EQ(*r.max_abs_dlogit, 0.0);
+      EXPECT_EQ(r.model_bytes, r.fp32_bytes);
+    } else {
+      EXPECT_LT(r.model_bytes, r.fp32_bytes);
+      EXPECT_GE(*r.top1_agreement, 0.5);
+    }
+    EXPECT_FALSE(r.kernel_paths.empty());
+    const auto json = to_json(r);
+    EXPECT_THAT(test::validate_json_schema(schema(), json), IsEmpty()) << json.dump();
+    EXPECT_EQ(json["decode_energy_unavailable"], r.decode_energy_unavailable);
+  }
+}
+
+TEST(BenchRunnerDecoder, EveryFixtureArchitectureRuns) {
+  energy::EnergyMeter meter(energy::SensorDiscovery{});
+  meter.start();
+  BenchRunner runner(fast_options(4), meter);
+  for (const char* model : {"tiny-qwen2", "tiny-gpt2"}) {
+    const RunRecord r = runner.run(decoder_config("w8", 8, model));
+    ASSERT_EQ(r.status, "ok") << model << ": " << r.error;
+    EXPECT_GT(*r.decode_tokens_per_s_mean, 0.0) << model;
+    EXPECT_EQ(r.decode_tokens, 4u);
+  }
+}
+
+TEST(BenchRunnerDecoder, EnergyPerTokenOfEachPhaseFromItsOwnWindow) {
+  auto sensor = std::make_unique<test::ScriptedSensor>("rapl:package-0", true, false, 25.0);
+  energy::SensorDiscovery found;
+  found.sensors.push_back(std::move(sensor));
+  energy::MeterOptions meter_options;
+  meter_options.period = std::chrono::milliseconds(1);
+  energy::EnergyMeter meter(std::move(found), meter_options);
+  meter.start();
+  BenchOptions options = fast_options(8);
+  options.iters.reset();  // time-bound, so that each window spans many sampler periods
+  options.min_time_s = 0.05;
+  BenchRunner runner(options, meter);
+  const RunRecord r = runner.run(decoder_config("fp32"));
+  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_TRUE(r.energy_j && r.decode_energy_j) << r.energy_unavailable << " / " << r.decode_energy_unavailable;
+  EXPECT_TRUE(r.energy_unavailable.empty());
+  EXPECT_TRUE(r.decode_energy_unavailable.empty());
+  // 25 W over each window (no idle baseline: gross is the basis).
+  const double prefill_s = r.energy_window.at("duration_s").get<double>();
+  const double decode_s = r.decode_energy_window.at("duration_s").get<double>();
+  EXPECT_NEAR(*r.energy_j / prefill_s, 25.0, 25.0 * 0.15);
+  EXPECT_NEAR(*r.decode_energy_j / decode_s, 25.0, 25.0 * 0.15);
+  // Per token: the window's energy over the tokens it processed.
+  EXPECT_DOUBLE_EQ(*r.prefill_mj_per_token, *r.energy_j * 1e3 / (static_cast<double>(r.iters) * 16));
+  EXPECT_DOUBLE_EQ(*r.mj_per_token, *r.prefill_mj_per_token);
+  EXPECT_DOUBLE_EQ(*r.j_per_inference, *r.energy_j / static_cast<double>(r.iters));
+  EXPECT_DOUBLE_EQ(*r.decode_mj_per_token, *r.decode_energy_j * 1e3 / (static_cast<double>(*r.decode_iters) * 8));
+  EXPECT_GE(r.iters, 3u);
+  EXPECT_GE(*r.decode_iters, 3u);
+  EXPECT_THAT(r.energy_method, HasSubstr("measured: rapl:package-0"));
+  EXPECT_THAT(test::validate_json_schema(schema(), to_json(r)), IsEmpty());
+}
+
+TEST(BenchRunnerDecoder, AFailedDecoderRunKeepsItsShapeAndAReason) {
+  energy::EnergyMeter meter(energy::SensorDiscovery{});
+  meter.start();
+  BenchRunner runner(fast_options(8), meter);
+  RunConfig c = decoder_config("fp32");
+  c.batch = 2;  // not validated first: the runner refuses it itself
+  const RunRecord r = runner.run(c);
+  EXPECT_EQ(r.status, "failed");
+  EXPECT_THAT(r.error, HasSubstr("batch 2 with decoder model"));
+  EXPECT_EQ(r.prefill_tokens, 16u);
+  EXPECT_EQ(r.decode_tokens, 8u);
+  EXPECT_FALSE(r.decode_tokens_per_s_mean);
+  const auto json = to_json(r);
+  EXPECT_EQ(json["decode_energy_unavailable"], "not measured (no reason recorded)");
+  EXPECT_THAT(test::validate_json_schema(schema(), json), IsEmpty());
+
+  // Too many positions: a failed record naming both numbers.
+  const RunRecord long_run = BenchRunner(fast_options(20), meter).run(decoder_config("fp32", 120));
+  EXPECT_EQ(long_run.status, "failed");
+  EXPECT_THAT(long_run.error, HasSubstr("120 prompt tokens (seq) + 20 decode tokens (--decode-tokens) = 140"));
+}
+
+}  // namespace
+}  // namespace qjoule::bench
