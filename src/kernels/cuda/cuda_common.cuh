@@ -1,0 +1,106 @@
+// Shared by the nvcc-compiled sources of the CUDA linear layers: error text, an owning device
+// allocation and a current-device guard. Errors are returned as text (empty on success); the C++
+// side (linear_cuda.cpp) turns them into one-line qjoule::Error messages.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+namespace qjoule::kernels::cuda_detail {
+
+inline std::string describe(cudaError_t err, const char* what) {
+  return std::string(what) + ": " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")";
+}
+
+inline std::string describe(cublasStatus_t status, const char* what) {
+  return std::string(what) + ": " + cublasLtGetStatusString(status) + " (" + cublasLtGetStatusName(status) + ")";
+}
+
+// The error of the last kernel launch, as text ("" when it was accepted).
+inline std::string launch_error(const char* kernel) {
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? std::string() : describe(err, kernel);
+}
+
+// One cudaMalloc'd region, freed on destruction. Grows on request; never shrinks.
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  ~DeviceMemory() { release(); }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // Exactly `bytes` of new memory, zero-filled (the previous contents are freed).
+  std::string allocate(std::size_t bytes, const char* what) {
+    release();
+    if (bytes == 0) return {};
+    cudaError_t err = cudaMalloc(&ptr_, bytes);
+    if (err != cudaSuccess) {
+      ptr_ = nullptr;
+      return describe(err, what);
+    }
+    bytes_ = bytes;
+    err = cudaMemset(ptr_, 0, bytes);
+    return err == cudaSuccess ? std::string() : describe(err, what);
+  }
+
+  // At least `bytes`, keeping the current region when it is large enough. Growing waits for the
+  // whole device first, since work queued on any stream may still read the old region.
+  std::string reserve(std::size_t bytes, const char* what) {
+    if (bytes <= bytes_) return {};
+    if (ptr_ != nullptr) {
+      const cudaError_t err = cudaDeviceSynchronize();
+      if (err != cudaSuccess) return describe(err, what);
+    }
+    return allocate(bytes, what);
+  }
+
+  // allocate(bytes) and copy `host` into it.
+  std::string upload(const void* host, std::size_t bytes, const char* what) {
+    std::string error = allocate(bytes, what);
+    if (!error.empty() || bytes == 0) return error;
+    const cudaError_t err = cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice);
+    return err == cudaSuccess ? std::string() : describe(err, what);
+  }
+
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void release() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Makes `device` current for its scope and restores the previous device afterwards.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    status_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  std::string error() const { return status_ == cudaSuccess ? std::string() : describe(status_, "cudaSetDevice"); }
+
+ private:
+  int previous_ = -1;
+  cudaError_t status_ = cudaSuccess;
+};
+
+}  // namespace qjoule::kernels::cuda_detail

@@ -1,0 +1,336 @@
+// make_linear_cuda: checks the format and the shape, then the GPU, prepares the weights on the host
+// with the CPU layers' own quantizers (padding INT8 / FP8 matrices to multiples of 16) and hands them
+// to the device side (linear_cuda_device.h). Every failure is one qjoule::Error line naming the tensor.
+#include "qjoule/kernels/linear_cuda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kernels/cuda/linear_cuda_device.h"
+#include "qjoule/error.h"
+#include "qjoule/kernels/cuda_device.h"
+#include "qjoule/kernels/cuda_gemm_bench.h"
+
+#if QJOULE_HAVE_CUDA
+#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/quantize_symmetric_rows.h"
+#include "kernels/cuda/cuda_bench_device.h"
+#include "qjoule/quant/formats.h"
+#include "qjoule/quant/quantize_fp16.h"
+#include "qjoule/quant/quantize_int4.h"
+#include "qjoule/quant/quantize_nf4.h"
+#include "qjoule/quant/require_finite.h"
+#endif
+
+namespace qjoule::kernels {
+namespace {
+
+// What a validated format runs as.
+struct Plan {
+  bool packed = false;
+  cuda_detail::GemmKind gemm = cuda_detail::GemmKind::f32;
+  cuda_detail::PackedKind four_bit = cuda_detail::PackedKind::int4_sym;
+  int min_compute = 75;  // compute capability × 10 the kernels need
+  std::string kernel_path;
+  std::string packed_name;  // "int4", "nf4", "nf4dq"
+};
+
+Plan validate(const LinearFormat& f, int64_t out, int64_t in, const std::string& tensor) {
+  using cuda_detail::GemmKind;
+  const std::string& p = f.precision;
+  if (out <= 0 || in <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, out, in);
+  if (f.emulate)
+    fail("tensor '{}': precision '{}:emulate': fake quantization runs on the CPU only; CUDA layers run the real format",
+         tensor, p);
+  if (p == "w8")
+    fail("tensor '{}': precision 'w8' (INT8 weight-only) has no CUDA kernel; use int8 (W8A8 through cuBLASLt) or "
+         "fp16",
+         tensor);
+  const auto names = cuda_supported_precisions();
+  if (std::find(names.begin(), names.end(), p) == names.end())
+    fail("tensor '{}': precision '{}' is not available on CUDA; expected one of {}", tensor, p, fmt::join(names, ", "));
+  Plan plan;
+  if (p == "fp32") {
+    plan.gemm = GemmKind::f32;
+    plan.kernel_path = "cublaslt:f32";
+  } else if (p == "tf32") {
+    plan.gemm = GemmKind::tf32;
+    plan.min_compute = 80;
+    plan.kernel_path = "cublaslt:tf32:tensor_op";
+  } else if (p == "fp16") {
+    plan.gemm = GemmKind::f16;
+    plan.kernel_path = "cublaslt:f16:tensor_op";
+  } else if (p == "bf16") {
+    plan.gemm = GemmKind::bf16;
+    plan.min_compute = 80;
+    plan.kernel_path = "cublaslt:bf16:tensor_op";
+  } else if (p == "int8") {
+    plan.gemm = GemmKind::s8;
+    plan.kernel_path = "cublaslt:s8:tensor_op";
+  } else if (p == "fp8") {
+    plan.gemm = GemmKind::e4m3;
+    plan.min_compute = 89;
+    plan.kernel_path = "cublaslt:e4m3:tensor_op";
+  } else if (p == "int4") {
+    if (f.int4_int8_activations)
+      fail("tensor '{}': int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8",
+           tensor);
+    if (f.group_size != 32 && f.group_size != 64 && f.group_size != 128)
+      fail("tensor '{}': int4 group size {}; expected 32, 64 or 128", tensor, f.group_size);
+    if (in % f.group_size != 0)
+      fail("tensor '{}': in_features {} is not a multiple of the int4 group size {} (qjoule does not pad)", tensor, in,
+           f.group_size);
+    plan.packed = true;
+    plan.four_bit = f.int4_asymmetric ? cuda_detail::PackedKind::int4_asym : cuda_detail::PackedKind::int4_sym;
+    plan.packed_name = "int4";
+  } else {  // nf4
+    if (in % 64 != 0)
+      fail("tensor '{}': in_features {} is not a multiple of the nf4 block size 64 (qjoule does not pad)", tensor, in);
+    plan.packed = true;
+    plan.four_bit = f.nf4_double_quant ? cuda_detail::PackedKind::nf4dq : cuda_detail::PackedKind::nf4;
+    plan.packed_name = f.nf4_double_quant ? "nf4dq" : "nf4";
+  }
+  if (plan.packed) plan.kernel_path = "qjoule:cuda:" + plan.packed_name + "_gemv+f16_cublaslt";
+  return plan;
+}
+
+#if QJOULE_HAVE_CUDA
+
+using cuda_detail::DenseWeights;
+using cuda_detail::GemmKind;
+using cuda_detail::PackedKind;
+using cuda_detail::PackedWeights;
+
+template <class T>
+void append_bytes(std::vector<uint8_t>& bytes, const std::vector<T>& values) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const std::size_t at = bytes.size();
+  bytes.resize(at + values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(bytes.data() + at, values.data(), values.size() * sizeof(T));
+}
+
+void require_finite_matrix(const float* W, int64_t out, int64_t in, const std::string& tensor, const char* format) {
+  for (int64_t r = 0; r < out; ++r) quant::require_finite(W + r * in, in, tensor, r, format);
+}
+
+DenseWeights dense_weights(GemmKind kind, const float* W, int64_t out, int64_t in, const std::string& tensor) {
+  DenseWeights w;
+  w.kind = kind;
+  w.out = out;
+  w.in = in;
+  w.rows = out;
+  w.cols = in;
+  const auto n = static_cast<std::size_t>(out * in);
+  switch (kind) {
+    case GemmKind::f32:
+    case GemmKind::tf32:
+      require_finite_matrix(W, out, in, tensor, kind == GemmKind::f32 ? "fp32" : "tf32");
+      w.data.resize(n * sizeof(float));
+      std::memcpy(w.data.data(), W, n * sizeof(float));
+      break;
+    case GemmKind::f16: append_bytes(w.data, quant::quantize_matrix_fp16(W, out, in, tensor).bits); break;
+    case GemmKind::bf16: {
+      require_finite_matrix(W, out, in, tensor, "bf16");
+      std::vector<uint16_t> bits(n);
+      for (std::size_t i = 0; i < n; ++i) bits[i] = f32_to_bf16_bits(W[i]);
+      append_bytes(w.data, bits);
+      break;
+    }
+    case GemmKind::s8: {
+      w.rows = cuda_detail::round_up(out, cuda_detail::kLowpPad);
+      w.cols = cuda_detail::round_up(in, cuda_detail::kLowpPad);
+      std::vector<int8_t> q(n);
+      w.row_scales.assign(static_cast<std::size_t>(w.rows), 0.0f);
+      quantize_rows_symmetric_s8(W, out, in, 127, q.data(), w.row_scales.data(), "tensor '" + tensor + "'");
+      w.data.assign(static_cast<std::size_t>(w.rows * w.cols), 0);
+      for (int64_t r = 0; r < out; ++r)
+        std::memcpy(w.data.data() + r * w.cols, q.data() + r * in, static_cast<std::size_t>(in));
+      break;
+    }
+    case GemmKind::e4m3: {
+      require_finite_matrix(W, out, in, tensor, "fp8");
+      w.rows = cuda_detail::round_up(out, cuda_detail::kLowpPad);
+      w.cols = cuda_detail::round_up(in, cuda_detail::kLowpPad);
+      float amax = 0.0f;
+      for (std::size_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(W[i]));
+      float inv = 0.0f, scale = 0.0f;
+      cuda_detail::e4m3_scales(amax, inv, scale);
+      w.row_scales.assign(static_cast<std::size_t>(w.rows), scale);
+      w.data.assign(static_cast<std::size_t>(w.rows * w.cols), 0);
+      for (int64_t r = 0; r < out; ++r)
+        for (int64_t c = 0; c < in; ++c) w.data[static_cast<std::size_t>(r * w.cols + c)] = cuda_detail::fp32_to_e4m3(W[r * in + c] * inv);
+      break;
+    }
+  }
+  return w;
+}
+
+template <class Block>
+void int4_blocks(const float* W, int64_t out, int64_t in, const std::string& tensor, PackedWeights& w) {
+  append_bytes(w.blocks, quant::quantize_matrix_int4<Block>(W, out, in, tensor).blocks);
+}
+
+PackedWeights packed_weights(const Plan& plan, const LinearFormat& f, const float* W, int64_t out, int64_t in,
+                             const std::string& tensor) {
+  PackedWeights w;
+  w.kind = plan.four_bit;
+  w.out = out;
+  w.in = in;
+  w.nf4_table.assign(quant::kNf4Table.begin(), quant::kNf4Table.end());
+  w.dynamic_map.assign(quant::dynamic_map_signed().begin(), quant::dynamic_map_signed().end());
+  switch (plan.four_bit) {
+    case PackedKind::int4_sym:
+    case PackedKind::int4_asym: {
+      w.group_size = f.group_size;
+      const bool asym = plan.four_bit == PackedKind::int4_asym;
+      if (f.group_size == 32) {
+        asym ? int4_blocks<quant::BlockInt4Asym<32>>(W, out, in, tensor, w)
+             : int4_blocks<quant::BlockInt4Sym<32>>(W, out, in, tensor, w);
+      } else if (f.group_size == 64) {
+        asym ? int4_blocks<quant::BlockInt4Asym<64>>(W, out, in, tensor, w)
+             : int4_blocks<quant::BlockInt4Sym<64>>(W, out, in, tensor, w);
+      } else {
+        asym ? int4_blocks<quant::BlockInt4Asym<128>>(W, out, in, tensor, w)
+             : int4_blocks<quant::BlockInt4Sym<128>>(W, out, in, tensor, w);
+      }
+      break;
+    }
+    case PackedKind::nf4:
+      w.group_size = quant::kNf4BlockSize;
+      append_bytes(w.blocks, quant::quantize_matrix_nf4(W, out, in, tensor).blocks);
+      break;
+    case PackedKind::nf4dq: {
+      w.group_size = quant::kNf4BlockSize;
+      const quant::Nf4DqMatrix m = quant::quantize_matrix_nf4_double(W, out, in, tensor);
+      append_bytes(w.blocks, m.blocks);
+      w.absmax_scales = m.absmax_scales;
+      w.absmax_mean = m.absmax_mean;
+      break;
+    }
+  }
+  return w;
+}
+
+class CudaLinearImpl final : public CudaLinear {
+ public:
+  CudaLinearImpl(std::unique_ptr<cuda_detail::DeviceLinear> impl, Plan plan, std::string precision,
+                 std::string tensor_name, int64_t out_features, int64_t in_features, int device_index)
+      : impl_(std::move(impl)),
+        plan_(std::move(plan)),
+        format_(std::move(precision)),
+        tensor_(std::move(tensor_name)),
+        out_(out_features),
+        in_(in_features),
+        device_(device_index) {}
+
+  void forward(const float* x, int64_t m, float* y) const override {
+    check(impl_->forward_host(x, m, y), m);
+  }
+  void forward_device(const float* x_device, int64_t m, float* y_device, CUstream_st* stream) const override {
+    check(impl_->forward(x_device, m, y_device, stream), m);
+  }
+  int64_t in_features() const override { return in_; }
+  int64_t out_features() const override { return out_; }
+  std::string format() const override { return format_; }
+  std::string kernel_path() const override { return plan_.kernel_path; }
+  std::size_t bytes_held() const override { return impl_->bytes_held(); }
+  int device() const override { return device_; }
+  std::string kernel_path_for(int64_t m) const override {
+    if (!plan_.packed) return plan_.kernel_path;
+    return m <= cuda_detail::kGemvMaxRows ? "qjoule:cuda:" + plan_.packed_name + "_gemv"
+                                          : "qjoule:cuda:" + plan_.packed_name + "_dequant_f16+cublaslt:f16:tensor_op";
+  }
+  cuda_detail::DeviceLinear* device_linear() const { return impl_.get(); }
+
+ private:
+  void check(const std::string& error, int64_t m) const {
+    if (!error.empty())
+      fail("tensor '{}': CUDA {} forward of {} rows on GPU {}: {}", tensor_, kernel_path_for(m), m, device_, error);
+  }
+
+  std::unique_ptr<cuda_detail::DeviceLinear> impl_;
+  Plan plan_;
+  std::string format_, tensor_;
+  int64_t out_, in_;
+  int device_;
+};
+
+#endif  // QJOULE_HAVE_CUDA
+
+}  // namespace
+
+std::vector<std::string> cuda_supported_precisions() { return {"fp32", "tf32", "fp16", "bf16", "int8", "fp8", "int4", "nf4"}; }
+
+std::unique_ptr<CudaLinear> make_linear_cuda(const LinearFormat& format, const float* W, const float* bias,
+                                             int64_t out, int64_t in, const std::string& tensor_name, int device) {
+  const Plan plan = validate(format, out, in, tensor_name);
+#if QJOULE_HAVE_CUDA
+  // The host work first (its errors name the tensor and need no GPU), then the GPU.
+  DenseWeights dense;
+  PackedWeights packed;
+  if (plan.packed) {
+    packed = packed_weights(plan, format, W, out, in, tensor_name);
+  } else {
+    dense = dense_weights(plan.gemm, W, out, in, tensor_name);
+  }
+  std::vector<float> b;
+  if (bias != nullptr) b.assign(bias, bias + out);
+#else
+  (void)W;
+  (void)bias;
+#endif
+  const CudaDeviceStatus& status = cuda_device_status();
+  if (!status.usable)
+    fail("tensor '{}': CUDA {} layer: no usable GPU: {}", tensor_name, format.precision, status.reason);
+  if (device < 0 || device >= status.device_count)
+    fail("tensor '{}': GPU {} does not exist; this machine has {} (0 to {})", tensor_name, device, status.device_count,
+         status.device_count - 1);
+#if QJOULE_HAVE_CUDA
+  cuda_detail::DeviceInfo info;
+  if (std::string e = cuda_detail::query_device(device, info); !e.empty())
+    fail("tensor '{}': GPU {}: {}", tensor_name, device, e);
+  const int compute = info.major * 10 + info.minor;
+  if (compute < plan.min_compute)
+    fail("tensor '{}': {} ({}) needs compute capability {}.{} or newer; GPU {} is {} (sm_{})", tensor_name,
+         format.precision, plan.kernel_path, plan.min_compute / 10, plan.min_compute % 10, device, info.name, compute);
+  std::unique_ptr<cuda_detail::DeviceLinear> impl;
+  const std::string error = plan.packed ? cuda_detail::make_packed_linear(packed, b, device, impl)
+                                        : cuda_detail::make_dense_linear(dense, b, device, impl);
+  if (!error.empty())
+    fail("tensor '{}': CUDA {} layer [{}, {}] on GPU {}: {}", tensor_name, format.precision, out, in, device, error);
+  return std::make_unique<CudaLinearImpl>(std::move(impl), plan, format.precision, tensor_name, out, in, device);
+#else
+  fail("tensor '{}': CUDA {} layer: this qjoule was built without the CUDA backend", tensor_name, format.precision);
+#endif
+}
+
+std::vector<float> time_linear_forward(const std::vector<const CudaLinear*>& layers, int64_t m, int reps) {
+  if (layers.empty()) fail("time_linear_forward: no layers");
+#if QJOULE_HAVE_CUDA
+  std::vector<cuda_detail::DeviceLinear*> impls;
+  for (const CudaLinear* layer : layers) {
+    const auto* impl = dynamic_cast<const CudaLinearImpl*>(layer);
+    if (impl == nullptr || layer->in_features() != layers[0]->in_features() ||
+        layer->out_features() != layers[0]->out_features() || layer->device() != layers[0]->device())
+      fail("time_linear_forward: the layers must be make_linear_cuda layers of one shape on one GPU");
+    impls.push_back(impl->device_linear());
+  }
+  std::vector<float> ms;
+  if (std::string e = cuda_detail::bench_forward(impls, layers[0]->in_features(), layers[0]->out_features(), m, reps,
+                                                layers[0]->device(), ms);
+      !e.empty())
+    fail("timing {} forward calls of {} rows: {}", layers[0]->kernel_path_for(m), m, e);
+  return ms;
+#else
+  (void)m;
+  (void)reps;
+  fail("time_linear_forward: this qjoule was built without the CUDA backend");
+#endif
+}
+
+}  // namespace qjoule::kernels
