@@ -1,6 +1,7 @@
 #include "qjoule/model/encoder_classifier.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "qjoule/error.h"
@@ -8,6 +9,43 @@
 #include "qjoule/kernels/encoder_ops.h"
 
 namespace qjoule::model {
+namespace {
+
+// "a.b.q_lin", "a.b.k_lin", "a.b.v_lin" -> "a.b.q_lin+k_lin+v_lin".
+std::string fused_name(const std::vector<std::string>& names) {
+  const auto dot = names.front().rfind('.');
+  const std::string prefix = dot == std::string::npos ? "" : names.front().substr(0, dot + 1);
+  std::string out = names.front();
+  for (size_t i = 1; i < names.size(); ++i)
+    out += "+" + (names[i].starts_with(prefix) ? names[i].substr(prefix.size()) : names[i]);
+  return out;
+}
+
+// Q, K and V as one Linear: weight rows [q; k; v], biases likewise (zeros for a part without one).
+LinearParams fused_qkv_params(const LinearParams& q, const LinearParams& k, const LinearParams& v) {
+  LinearParams f;
+  f.in_features = q.in_features;
+  const bool any_bias = !q.bias.empty() || !k.bias.empty() || !v.bias.empty();
+  for (const LinearParams* p : {&q, &k, &v}) {
+    if (p->in_features != q.in_features)
+      fail("{}: {} inputs where {} has {}; Q, K and V must read the same input", p->name, p->in_features, q.name,
+           q.in_features);
+    f.out_features += p->out_features;
+    f.weight.insert(f.weight.end(), p->weight.begin(), p->weight.end());
+    if (any_bias) {
+      if (p->bias.empty()) {
+        f.bias.insert(f.bias.end(), static_cast<size_t>(p->out_features), 0.0f);
+      } else {
+        f.bias.insert(f.bias.end(), p->bias.begin(), p->bias.end());
+      }
+    }
+    f.fused_from.push_back(p->name);
+  }
+  f.name = fused_name(f.fused_from);
+  return f;
+}
+
+}  // namespace
 
 LinearFactory fp32_linear_factory() {
   return [](const LinearParams& p, bool /*in_block*/) {
@@ -43,6 +81,7 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
       embedding_norm_(std::move(params.embedding_norm)) {
   auto build = [&](LinearParams& p, bool in_block) {
     auto linear = factory(p, in_block);
+    if (!linear) fail("{}: the Linear factory built nothing", p.name);
     all_linears_.push_back({p.name, linear.get()});
     p.weight = {};  // the Linear holds its own copy in its own format
     p.bias = {};
@@ -50,9 +89,23 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
   };
   for (auto& lp : params.layers) {
     Layer layer;
-    layer.q = build(lp.q, true);
-    layer.k = build(lp.k, true);
-    layer.v = build(lp.v, true);
+    if (lp.q.out_features == config_.hidden_size && lp.k.out_features == config_.hidden_size &&
+        lp.v.out_features == config_.hidden_size) {
+      const LinearParams fused = fused_qkv_params(lp.q, lp.k, lp.v);
+      layer.qkv = factory(fused, true);
+      if (layer.qkv) {
+        all_linears_.push_back({fused.name, layer.qkv.get(), true});
+        for (LinearParams* p : {&lp.q, &lp.k, &lp.v}) {
+          p->weight = {};
+          p->bias = {};
+        }
+      }
+    }
+    if (!layer.qkv) {
+      layer.q = build(lp.q, true);
+      layer.k = build(lp.k, true);
+      layer.v = build(lp.v, true);
+    }
     layer.o = build(lp.o, true);
     layer.ffn_in = build(lp.ffn_in, true);
     layer.ffn_out = build(lp.ffn_out, true);
@@ -77,58 +130,73 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
            i % seq, config_.vocab_size);
   }
 
+  // Activations, every one written before it is read: one uninitialized block (a vector's zeroing
+  // would be a pass over ~30 MB per DistilBERT-base batch of 8 × 128). Q, K and V are one [rows, 3h]
+  // tensor from a fused Linear, or its three [rows, h] thirds.
+  const int64_t f = config_.intermediate_size;
+  const auto block = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(rows * (6 * h + f)));
+  float* const x = block.get();
+  float* const qkv = x + rows * h;
+  float* const ctx = qkv + 3 * rows * h;
+  float* const tmp = ctx + rows * h;
+  float* const ffn = tmp + rows * h;
+
   // Embeddings: word + position (+ token type 0 for BERT), then LayerNorm.
-  std::vector<float> x(static_cast<size_t>(rows * h));
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
     const float* w = word_embeddings_.data() + static_cast<int64_t>(ids[i]) * h;
     const float* p = position_embeddings_.data() + (i % seq) * h;
-    float* out = x.data() + i * h;
+    float* out = x + i * h;
     for (int64_t c = 0; c < h; ++c) out[c] = w[c] + p[c];
     if (!token_type_embeddings_.empty()) {
       for (int64_t c = 0; c < h; ++c) out[c] += token_type_embeddings_[static_cast<size_t>(c)];
     }
   }
-  kernels::add_layer_norm_f32(x.data(), nullptr, rows, h, embedding_norm_.gamma.data(), embedding_norm_.beta.data(),
+  kernels::add_layer_norm_f32(x, nullptr, rows, h, embedding_norm_.gamma.data(), embedding_norm_.beta.data(),
                               config_.layer_norm_eps);
-  round_activations(x.data(), rows * h);
+  round_activations(x, rows * h);
 
-  const int64_t f = config_.intermediate_size;
-  std::vector<float> q(x.size()), k(x.size()), v(x.size()), ctx(x.size()), tmp(x.size());
-  std::vector<float> ffn(static_cast<size_t>(rows * f));
   for (const Layer& layer : layers_) {
-    layer.q->forward(x.data(), rows, q.data());
-    layer.k->forward(x.data(), rows, k.data());
-    layer.v->forward(x.data(), rows, v.data());
-    round_activations(q.data(), rows * h);
-    round_activations(k.data(), rows * h);
-    round_activations(v.data(), rows * h);
-    kernels::attention_f32(q.data(), k.data(), v.data(), h, mask, batch, seq, config_.num_heads, config_.head_dim(),
-                           ctx.data());
-    round_activations(ctx.data(), rows * h);
-    layer.o->forward(ctx.data(), rows, tmp.data());
-    round_activations(tmp.data(), rows * h);
-    kernels::add_layer_norm_f32(x.data(), tmp.data(), rows, h, layer.attn_norm.gamma.data(),
-                                layer.attn_norm.beta.data(), config_.layer_norm_eps);
-    round_activations(x.data(), rows * h);
-    layer.ffn_in->forward(x.data(), rows, ffn.data());
-    round_activations(ffn.data(), rows * f);
-    if (config_.activation == "relu") {
-      kernels::relu_f32(ffn.data(), rows * f);
+    const float *q = qkv, *k = nullptr, *v = nullptr;
+    int64_t stride = h;
+    if (layer.qkv) {
+      layer.qkv->forward(x, rows, qkv);
+      k = q + h;
+      v = q + 2 * h;
+      stride = 3 * h;
     } else {
-      kernels::gelu_erf_f32(ffn.data(), rows * f);
+      layer.q->forward(x, rows, qkv);
+      layer.k->forward(x, rows, qkv + rows * h);
+      layer.v->forward(x, rows, qkv + 2 * rows * h);
+      k = q + rows * h;
+      v = q + 2 * rows * h;
     }
-    round_activations(ffn.data(), rows * f);
-    layer.ffn_out->forward(ffn.data(), rows, tmp.data());
-    round_activations(tmp.data(), rows * h);
-    kernels::add_layer_norm_f32(x.data(), tmp.data(), rows, h, layer.ffn_norm.gamma.data(),
-                                layer.ffn_norm.beta.data(), config_.layer_norm_eps);
-    round_activations(x.data(), rows * h);
+    round_activations(qkv, 3 * rows * h);
+    kernels::attention_f32(q, k, v, stride, mask, batch, seq, config_.num_heads, config_.head_dim(), ctx);
+    round_activations(ctx, rows * h);
+    layer.o->forward(ctx, rows, tmp);
+    round_activations(tmp, rows * h);
+    kernels::add_layer_norm_f32(x, tmp, rows, h, layer.attn_norm.gamma.data(), layer.attn_norm.beta.data(),
+                                config_.layer_norm_eps);
+    round_activations(x, rows * h);
+    layer.ffn_in->forward(x, rows, ffn);
+    round_activations(ffn, rows * f);
+    if (config_.activation == "relu") {
+      kernels::relu_f32(ffn, rows * f);
+    } else {
+      kernels::gelu_erf_f32(ffn, rows * f);
+    }
+    round_activations(ffn, rows * f);
+    layer.ffn_out->forward(ffn, rows, tmp);
+    round_activations(tmp, rows * h);
+    kernels::add_layer_norm_f32(x, tmp, rows, h, layer.ffn_norm.gamma.data(), layer.ffn_norm.beta.data(),
+                                config_.layer_norm_eps);
+    round_activations(x, rows * h);
   }
 
   // Head on the first ([CLS]) token of each sequence.
   std::vector<float> cls(static_cast<size_t>(batch * h)), pooled(static_cast<size_t>(batch * h));
-  for (int64_t b = 0; b < batch; ++b) std::copy_n(x.data() + b * seq * h, h, cls.data() + b * h);
+  for (int64_t b = 0; b < batch; ++b) std::copy_n(x + b * seq * h, h, cls.data() + b * h);
   head_dense_->forward(cls.data(), batch, pooled.data());
   round_activations(pooled.data(), batch * h);
   if (config_.arch == EncoderArch::Bert) {
@@ -142,7 +210,7 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
 
 std::vector<LinearReport> EncoderClassifier::linear_reports() const {
   std::vector<LinearReport> out;
-  for (const auto& [name, linear] : all_linears_) {
+  for (const auto& [name, linear, fused] : all_linears_) {
     out.push_back({name, linear->format(), linear->kernel_path(), linear->bytes_held(),
                    static_cast<std::size_t>(linear->out_features() * (linear->in_features() + 1)) * sizeof(float)});
   }
@@ -151,7 +219,8 @@ std::vector<LinearReport> EncoderClassifier::linear_reports() const {
 
 std::map<std::string, int> EncoderClassifier::kernel_path_counts() const {
   std::map<std::string, int> counts;
-  for (const auto& [name, linear] : all_linears_) ++counts[linear->format() + " " + linear->kernel_path()];
+  for (const auto& [name, linear, fused] : all_linears_)
+    ++counts[linear->format() + " " + linear->kernel_path() + (fused ? kFusedQkvMark : "")];
   return counts;
 }
 

@@ -36,16 +36,29 @@ class AbsMaxRecordingLinear final : public kernels::Linear {
 
 LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const kernels::LinearFormat& defaults,
                                        SmoothingFactors smoothing) {
-  return [policy, defaults, smoothing = std::move(smoothing)](const LinearParams& p, bool in_block) {
-    const auto decision = policy.resolve(p.name, in_block);
-    const auto format = kernels::parse_precision(decision.format, defaults);
-    const float* s = nullptr;
-    if (format.precision == "int8") {
-      auto it = smoothing.find(p.name);
-      if (it != smoothing.end()) s = it->second.data();
+  return [policy, defaults, smoothing = std::move(smoothing)](const LinearParams& p,
+                                                              bool in_block) -> std::unique_ptr<kernels::Linear> {
+    // The policy decides per checkpoint Linear: a fused one is built only when every part gets the same
+    // format and the same SmoothQuant factors (or none), so fusing changes nothing but the call count.
+    const std::vector<std::string> names = p.fused_from.empty() ? std::vector<std::string>{p.name} : p.fused_from;
+    const auto format = kernels::parse_precision(policy.resolve(names.front(), in_block).format, defaults);
+    const std::vector<float>* s = nullptr;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const auto format_i = kernels::parse_precision(policy.resolve(names[i], in_block).format, defaults);
+      if (kernels::format_spec(format_i) != kernels::format_spec(format)) return nullptr;
+      const std::vector<float>* si = nullptr;
+      if (format.precision == "int8") {
+        auto it = smoothing.find(names[i]);
+        if (it != smoothing.end()) si = &it->second;
+      }
+      if (i == 0) {
+        s = si;
+      } else if ((s == nullptr) != (si == nullptr) || (s != nullptr && *s != *si)) {
+        return nullptr;
+      }
     }
     return kernels::make_linear(format, p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(), p.out_features,
-                                p.in_features, p.name, s);
+                                p.in_features, p.name, s != nullptr ? s->data() : nullptr);
   };
 }
 
@@ -59,6 +72,7 @@ SmoothingFactors calibrate_smoothquant(const EncoderParams& params, float alpha,
   EncoderParams copy = params;
   const auto fp32 = fp32_linear_factory();
   EncoderClassifier recorder(std::move(copy), [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
+    if (!p.fused_from.empty()) return nullptr;  // Q, K and V record apart, each under its own name
     auto inner = fp32(p, in_block);
     auto it = act_absmax.find(p.name);
     if (it == act_absmax.end()) return inner;

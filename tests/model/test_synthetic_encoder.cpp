@@ -8,6 +8,7 @@
 
 #include "qjoule/error.h"
 #include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/quantization_plan.h"
 
 namespace qjoule::model {
 namespace {
@@ -63,6 +64,96 @@ TEST(SyntheticEncoder, RunsAndTokensAreInRange) {
   std::vector<float> logits(6);
   m.forward(ids.data(), mask.data(), 3, 16, logits.data());
   for (float l : logits) EXPECT_TRUE(std::isfinite(l));
+}
+
+// The same factory, but Q, K and V always built apart.
+LinearFactory unfused(LinearFactory inner) {
+  return [inner = std::move(inner)](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
+    if (!p.fused_from.empty()) return nullptr;
+    return inner(p, in_block);
+  };
+}
+
+LinearFactory policy_factory(const std::string& precision, const std::string& layer_precision = "",
+                             SmoothingFactors smoothing = {}) {
+  quant::LayerPolicyOptions o;
+  o.precision = precision;
+  o.layer_precision = layer_precision;
+  return quantized_linear_factory(quant::LayerPolicy::parse(o), {}, std::move(smoothing));
+}
+
+std::vector<float> logits_of(const EncoderClassifier& m, const SyntheticEncoderSpec& spec) {
+  const int64_t batch = 3, seq = 16;
+  const auto ids = synthetic_token_ids(spec, batch, seq);
+  std::vector<int32_t> mask(ids.size(), 1);
+  for (int64_t t = 9; t < seq; ++t) mask[static_cast<size_t>(seq + t)] = 0;  // one padded example
+  std::vector<float> logits(static_cast<size_t>(batch * spec.num_labels));
+  m.forward(ids.data(), mask.data(), batch, seq, logits.data());
+  return logits;
+}
+
+TEST(SyntheticEncoder, QkvFusedIntoOneLinearAndReportedSo) {
+  const auto spec = small_spec();
+  const EncoderClassifier m(synthetic_encoder_params(spec), policy_factory("int8"));
+  const auto reports = m.linear_reports();
+  ASSERT_EQ(reports.size(), 2u * 4u + 2u) << "per block: fused q+k+v, out_lin, lin1, lin2; then the head";
+  EXPECT_EQ(reports[0].name, "distilbert.transformer.layer.0.attention.q_lin+k_lin+v_lin");
+  EXPECT_EQ(reports[0].format, "int8");
+  EXPECT_EQ(reports[0].fp32_bytes, 3u * 64u * (64u + 1u) * sizeof(float));
+  EXPECT_EQ(reports[1].name, "distilbert.transformer.layer.0.attention.out_lin");
+  int fused = 0, total = 0;
+  for (const auto& [path, n] : m.kernel_path_counts()) {
+    total += n;
+    if (path.ends_with(EncoderClassifier::kFusedQkvMark)) {
+      fused += n;
+      EXPECT_EQ(path.rfind("int8 ", 0), 0u) << path;
+    }
+  }
+  EXPECT_EQ(fused, 2);
+  EXPECT_EQ(total, 10) << "fused Q, K, V count once each: 2 blocks x (1 + 3) + 2 head Linears";
+  EXPECT_EQ(m.bytes_held(),
+            EncoderClassifier(synthetic_encoder_params(spec), unfused(policy_factory("int8"))).bytes_held())
+      << "the same codes, scales, compensations and biases, held once";
+}
+
+TEST(SyntheticEncoder, QkvKeptApartWhenTheirFormatsDiffer) {
+  const auto spec = small_spec();
+  const EncoderClassifier m(synthetic_encoder_params(spec), policy_factory("int8", "*.k_lin=bf16"));
+  const auto reports = m.linear_reports();
+  ASSERT_EQ(reports.size(), 2u * 6u + 2u);
+  EXPECT_EQ(reports[0].name, "distilbert.transformer.layer.0.attention.q_lin");
+  EXPECT_EQ(reports[0].format, "int8");
+  EXPECT_EQ(reports[1].format, "bf16");
+  for (const auto& [path, n] : m.kernel_path_counts())
+    EXPECT_FALSE(path.ends_with(EncoderClassifier::kFusedQkvMark)) << path;
+}
+
+TEST(SyntheticEncoder, FusedQkvGivesTheLogitsOfSeparateLinears) {
+  // int8: the same per-token activation codes (one input), per-row weight codes and exact integer
+  // products, so the logits are bit-identical; fp32/bf16 may differ by oneDNN's blocking: budget 1e-5.
+  const auto spec = small_spec();
+  const auto params = synthetic_encoder_params(spec);
+  for (const std::string precision : {"fp32", "bf16", "int8", "w8"}) {
+    const auto fused = logits_of(EncoderClassifier(params, policy_factory(precision)), spec);
+    const auto apart = logits_of(EncoderClassifier(params, unfused(policy_factory(precision))), spec);
+    ASSERT_EQ(fused.size(), apart.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      if (precision == "int8") {
+        EXPECT_EQ(fused[i], apart[i]) << precision << " logit " << i;
+      } else {
+        EXPECT_NEAR(fused[i], apart[i], 1e-5f) << precision << " logit " << i;
+      }
+    }
+  }
+  // SmoothQuant: Q, K and V share one s, so the fused layer takes it.
+  const auto smoothing = calibrate_smoothquant(params, 0.5f, [&](const EncoderClassifier& m) { logits_of(m, spec); });
+  const EncoderClassifier smoothed(params, policy_factory("int8", "", smoothing));
+  EXPECT_EQ(smoothed.linear_reports().size(), 10u);
+  EXPECT_NE(smoothed.linear_reports()[0].kernel_path.find(":smoothed"), std::string::npos);
+  const EncoderClassifier smoothed_apart(params, unfused(policy_factory("int8", "", smoothing)));
+  EXPECT_EQ(logits_of(smoothed, spec), logits_of(smoothed_apart, spec));
+  EXPECT_EQ(smoothed.bytes_held() + 2u * 2u * 64u * sizeof(float), smoothed_apart.bytes_held())
+      << "per block, the fused layer holds the shared 1/s once instead of three times";
 }
 
 TEST(SyntheticEncoder, BadSpecsAreClearErrors) {

@@ -20,13 +20,18 @@ namespace qjoule::model {
 
 // Builds the Linear for one layer; `in_block` is true for the Linears inside transformer blocks
 // (Q, K, V, attention output, FFN in/out) and false for the head.
+// EncoderClassifier first offers each block's Q, K and V as one fused LinearParams (weights and biases
+// concatenated [q; k; v], `fused_from` naming the three): the factory builds it when the three would
+// get the same format and kernel — one activation pass and one GEMM instead of three — or returns
+// nullptr, and the model then asks for the three separately. Only fused params may get nullptr.
 using LinearFactory =
     std::function<std::unique_ptr<kernels::Linear>(const LinearParams& params, bool in_block)>;
 
-// The default factory: FP32 on oneDNN for every layer.
+// The default factory: FP32 on oneDNN for every layer (fused Q, K, V included).
 LinearFactory fp32_linear_factory();
 
-// One row per Linear: what ran and what it holds.
+// One row per Linear that runs: what ran and what it holds. Fused Q, K and V are one row whose name
+// joins the three, e.g. "distilbert.transformer.layer.0.attention.q_lin+k_lin+v_lin".
 struct LinearReport {
   std::string name;
   std::string format;
@@ -61,21 +66,27 @@ class EncoderClassifier {
   // as that of a native pipeline.
   bool speed_representative() const { return activations_ == ActivationDtype::f32; }
   std::vector<LinearReport> linear_reports() const;
-  // "format kernel_path" -> how many Linears ran it, e.g. {"int8 onednn:...:u8s8s32", 36}: what every
-  // result prints as the kernels that ran.
+  // "format kernel_path" -> how many Linears ran it: what every result prints as the kernels that ran.
+  // Fused Q, K, V Linears are counted apart, their key ending in kFusedQkvMark: DistilBERT-base in int8
+  // gives {"int8 onednn:...:u8s8s32", 18}, {"int8 onednn:...:u8s8s32 [q+k+v fused]", 6} (6 blocks × 3
+  // of its 36 Linears) and the FP32 head's {"fp32 ...", 2}.
   std::map<std::string, int> kernel_path_counts() const;
+  static constexpr const char* kFusedQkvMark = " [q+k+v fused]";
   // Bytes held in memory: every Linear as packed + embeddings, norms and other FP32 tensors.
   std::size_t bytes_held() const;
   std::size_t fp32_bytes() const;  // the same model held entirely in FP32
 
  private:
   struct Layer {
-    std::unique_ptr<kernels::Linear> q, k, v, o, ffn_in, ffn_out;
+    std::unique_ptr<kernels::Linear> qkv;      // Q, K and V as one Linear [3·hidden], when fused
+    std::unique_ptr<kernels::Linear> q, k, v;  // otherwise
+    std::unique_ptr<kernels::Linear> o, ffn_in, ffn_out;
     LayerNormParams attn_norm, ffn_norm;
   };
   struct NamedLinear {
     std::string name;
     const kernels::Linear* linear;
+    bool fused_qkv = false;
   };
 
   void round_activations(float* x, int64_t n) const;

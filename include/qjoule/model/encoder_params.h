@@ -17,6 +17,9 @@ struct LinearParams {
   int64_t in_features = 0;
   std::vector<float> weight;  // [out, in] row-major
   std::vector<float> bias;    // [out]
+  // Empty for a Linear of the checkpoint. Set when the model asks for one Linear standing for several
+  // that read the same input (Q, K and V): their names, in the order their rows are concatenated.
+  std::vector<std::string> fused_from;
 };
 
 struct LayerNormParams {

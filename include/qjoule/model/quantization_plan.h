@@ -30,6 +30,9 @@ struct QuantizationOptions {
 using SmoothingFactors = std::map<std::string, std::vector<float>>;
 
 // The factory for a policy; `smoothing` (may be empty) applies to the int8 layers it names.
+// Fused Q, K, V params (LinearParams::fused_from) are built as one Linear when the policy gives the three
+// the same format and, for int8, the same SmoothQuant factors or none (calibrate_smoothquant gives them
+// one shared s); otherwise it returns nullptr and the model builds them apart.
 LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const kernels::LinearFormat& defaults,
                                        SmoothingFactors smoothing = {});
 

@@ -19,7 +19,8 @@
 namespace qjoule::kernels {
 namespace {
 
-// y[i, j] = float(acc[i, j] − comp[j]) · (sa[i] · sw[j]) + b[j]. The reference uses the same expression.
+// y[i, j] = float(acc[i, j] − comp[j]) · (sa[i] · sw[j]) + b[j], the expression of the kernel's
+// dequantize_row_s32_scalar (the AVX paths fuse its last multiply-add).
 inline float dequantize(int32_t acc, int32_t comp, float sa, float sw, float b) {
   return static_cast<float>(acc - comp) * (sa * sw) + b;
 }
@@ -84,18 +85,10 @@ class LinearInt8W8A8OneDnn final : public Linear {
     // int32 accumulators land in y's storage (same size as float) and are converted in place.
     gemm_->run(s.codes.data(), m, reinterpret_cast<int32_t*>(y));
     const float* sa = s.scales.data();
+    const DequantizeRowS32 dequantize_row = dequantize_row_s32_for_cpu();
 #pragma omp parallel for schedule(static) if (m * out_ >= (int64_t{1} << 15))
     for (int64_t i = 0; i < m; ++i) {
-      float* row = y + i * out_;
-      constexpr int64_t kChunk = 256;
-      int32_t acc[kChunk];
-      for (int64_t j0 = 0; j0 < out_; j0 += kChunk) {
-        const int64_t n = std::min(kChunk, out_ - j0);
-        std::memcpy(acc, row + j0, static_cast<size_t>(n) * sizeof(int32_t));
-        for (int64_t j = 0; j < n; ++j) {
-          row[j0 + j] = dequantize(acc[j], compensation_[j0 + j], sa[i], weight_scales_[j0 + j], bias_[j0 + j]);
-        }
-      }
+      dequantize_row(y + i * out_, out_, sa[i], compensation_.data(), weight_scales_.data(), bias_.data());
     }
   }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "qjoule/error.h"
@@ -142,6 +143,52 @@ void quantize_rows_symmetric_u8_shifted(const float* v, int64_t rows, int64_t co
     }
   }
   if (!error.empty()) throw Error(error);
+}
+
+void dequantize_row_s32_scalar(float* row, int64_t n, float sa, const int32_t* comp, const float* sw, const float* b) {
+  constexpr int64_t kChunk = 256;
+  int32_t acc[kChunk];
+  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+    const int64_t len = std::min(kChunk, n - j0);
+    std::memcpy(acc, row + j0, static_cast<size_t>(len) * sizeof(int32_t));
+    for (int64_t j = 0; j < len; ++j)
+      row[j0 + j] = static_cast<float>(acc[j] - comp[j0 + j]) * (sa * sw[j0 + j]) + b[j0 + j];
+  }
+}
+
+__attribute__((target("avx512f"))) void dequantize_row_s32_avx512(float* row, int64_t n, float sa, const int32_t* comp,
+                                                                  const float* sw, const float* b) {
+  const __m512 vsa = _mm512_set1_ps(sa);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = n - j >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1u);
+    const __m512i acc = _mm512_maskz_loadu_epi32(k, row + j);
+    // maskz form: GCC 12's unmasked cvtepi32_ps trips -Wmaybe-uninitialized on its "undefined" source.
+    const __m512 d = _mm512_maskz_cvtepi32_ps(k, _mm512_sub_epi32(acc, _mm512_maskz_loadu_epi32(k, comp + j)));
+    const __m512 scale = _mm512_mul_ps(vsa, _mm512_maskz_loadu_ps(k, sw + j));
+    _mm512_mask_storeu_ps(row + j, k, _mm512_fmadd_ps(d, scale, _mm512_maskz_loadu_ps(k, b + j)));
+  }
+}
+
+__attribute__((target("avx2,fma"))) void dequantize_row_s32_avx2(float* row, int64_t n, float sa, const int32_t* comp,
+                                                                 const float* sw, const float* b) {
+  const __m256 vsa = _mm256_set1_ps(sa);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t j = 0; j < n; j += 8) {
+    const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(n - j, 8))), lane);
+    const __m256i acc = _mm256_maskload_epi32(reinterpret_cast<const int*>(row + j), k);
+    const __m256 d = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc, _mm256_maskload_epi32(comp + j, k)));
+    const __m256 scale = _mm256_mul_ps(vsa, _mm256_maskload_ps(sw + j, k));
+    _mm256_maskstore_ps(row + j, k, _mm256_fmadd_ps(d, scale, _mm256_maskload_ps(b + j, k)));
+  }
+}
+
+DequantizeRowS32 dequantize_row_s32_for_cpu() {
+  static const DequantizeRowS32 fn = [] {
+    if (__builtin_cpu_supports("avx512f")) return &dequantize_row_s32_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &dequantize_row_s32_avx2;
+    return &dequantize_row_s32_scalar;
+  }();
+  return fn;
 }
 
 }  // namespace qjoule::kernels

@@ -34,4 +34,17 @@ void quantize_rows_symmetric_u8_shifted_scalar(const float* v, int64_t rows, int
                                                float* scales, const std::string& what,
                                                const float* col_scale = nullptr);
 
+// One row of the u8×s8 GEMM's int32 accumulators, held in the FP32 output's storage, to FP32 in place:
+// row[j] = float(acc[j] − comp[j]) · (sa · sw[j]) + b[j] (comp: the +128 shift's compensation, sa the
+// token's scale, sw the channel scales, b the bias). The AVX-512 and AVX2 forms fuse the last multiply-
+// add — one rounding fewer than the scalar form — on every column alike, tails included (masked).
+using DequantizeRowS32 = void (*)(float* row, int64_t n, float sa, const int32_t* comp, const float* sw,
+                                  const float* b);
+void dequantize_row_s32_scalar(float* row, int64_t n, float sa, const int32_t* comp, const float* sw, const float* b);
+void dequantize_row_s32_avx2(float* row, int64_t n, float sa, const int32_t* comp, const float* sw,
+                             const float* b);  // AVX2 + FMA CPUs only
+void dequantize_row_s32_avx512(float* row, int64_t n, float sa, const int32_t* comp, const float* sw,
+                               const float* b);  // AVX512F CPUs only
+DequantizeRowS32 dequantize_row_s32_for_cpu();    // the widest of the three this CPU runs
+
 }  // namespace qjoule::kernels

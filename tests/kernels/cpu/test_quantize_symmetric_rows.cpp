@@ -1,6 +1,9 @@
 // Symmetric per-row INT8 quantization: the AVX2 activation path must produce exactly the scalar
-// codes (budget: 0 — identical IEEE operations), and edge cases behave as documented.
+// codes (budget: 0 — identical IEEE operations), and edge cases behave as documented. The AVX
+// dequantization rows match the scalar one within FLT_EPSILON·(|y| + |product| + |bias|): one fused
+// multiply-add instead of a rounded multiply and an add.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -45,6 +48,45 @@ TEST(QuantizeSymmetricRows, SimdActivationCodesEqualScalarCodes) {
     EXPECT_EQ(s_simd[3], 0.0f);
     EXPECT_EQ(simd[static_cast<size_t>(4 * cols)], 255) << "the outlier maps to +127";
     for (uint8_t c : simd) EXPECT_GE(c, 1) << "codes stay in [1, 255]";
+  }
+}
+
+TEST(QuantizeSymmetricRows, SimdDequantizationMatchesScalarWithinOneRounding) {
+  using namespace qjoule::kernels;
+  std::vector<std::pair<const char*, DequantizeRowS32>> paths;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    paths.emplace_back("avx2", dequantize_row_s32_avx2);
+  if (__builtin_cpu_supports("avx512f")) paths.emplace_back("avx512", dequantize_row_s32_avx512);
+  if (paths.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> acc_dist(-4000000, 4000000), comp_dist(-300000, 300000);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 768, 2304}) {
+    std::vector<int32_t> acc(static_cast<size_t>(n) + 1), comp(static_cast<size_t>(n));
+    std::vector<float> sw(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    for (auto& v : acc) v = acc_dist(rng);
+    for (auto& v : comp) v = comp_dist(rng);
+    for (auto& v : sw) v = std::fabs(normal(rng)) * 1e-3f;
+    for (auto& v : b) v = normal(rng);
+    const float sa = 0.02f;
+    std::vector<float> scalar(acc.size());
+    std::memcpy(scalar.data(), acc.data(), acc.size() * sizeof(float));
+    dequantize_row_s32_scalar(scalar.data(), n, sa, comp.data(), sw.data(), b.data());
+    for (const auto& [name, fn] : paths) {
+      std::vector<float> simd(acc.size());
+      std::memcpy(simd.data(), acc.data(), acc.size() * sizeof(float));
+      fn(simd.data(), n, sa, comp.data(), sw.data(), b.data());
+      for (int64_t j = 0; j < n; ++j) {
+        const float ulp = std::numeric_limits<float>::epsilon();
+        const float product = float(acc[size_t(j)] - comp[size_t(j)]) * (sa * sw[size_t(j)]);
+        ASSERT_NEAR(simd[size_t(j)], scalar[size_t(j)],
+                    ulp * (std::fabs(scalar[size_t(j)]) + std::fabs(product) + std::fabs(b[size_t(j)])))
+            << name << " n=" << n << " j=" << j;
+      }
+      int32_t after;
+      std::memcpy(&after, &simd[size_t(n)], sizeof after);
+      ASSERT_EQ(after, acc[size_t(n)]) << name << ": wrote past the row (n=" << n << ")";
+    }
   }
 }
 
