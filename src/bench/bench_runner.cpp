@@ -18,11 +18,13 @@
 #include "qjoule/io/safetensors.h"
 #include "qjoule/energy/trace_csv.h"
 #include "qjoule/kernels/cuda_device.h"
+#include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/encoder_classifier_cuda.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/synthetic_encoder.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
@@ -122,16 +124,16 @@ struct WindowEnergy {
   std::string unavailable;
 };
 
-WindowEnergy window_energy(const energy::Measurement& m) {
+WindowEnergy window_energy(const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate) {
   WindowEnergy e;
-  if (m.total.energy_j) {
-    e.energy_j = m.total.energy_j;
-    e.basis_j = m.idle_subtracted && m.total.net_energy_j ? m.total.net_energy_j : m.total.energy_j;
-  } else if (m.estimate) {
+  if (total.energy_j) {
+    e.energy_j = total.energy_j;
+    e.basis_j = m.idle_subtracted && total.net_energy_j ? total.net_energy_j : total.energy_j;
+  } else if (m.estimate && allow_estimate) {
     e.energy_j = e.basis_j = m.estimate->energy_j;
   } else {
     // Every reason: the total's, each present sensor's, each absent source's.
-    e.unavailable = m.total.unavailable.empty() ? "no energy sensor" : m.total.unavailable;
+    e.unavailable = total.unavailable.empty() ? "no energy sensor" : total.unavailable;
     for (const auto& s : m.sensors) {
       e.unavailable += fmt::format("; {}: {}", s.sensor_id,
                                    s.energy_unavailable.empty()
@@ -141,6 +143,36 @@ WindowEnergy window_energy(const energy::Measurement& m) {
     for (const auto& a : m.unavailable) e.unavailable += fmt::format("; {}: {}", a.source, a.reason);
   }
   return e;
+}
+
+WindowEnergy window_energy(const energy::Measurement& m) { return window_energy(m, m.total, true); }
+
+// The total over the sensors that count in totals and that `take` accepts (EnergyMeter's rule, on a
+// subset): a CPU run leaves GPU boards out, a GPU run keeps its own GPU's board only.
+energy::EnergyTotal total_over(const energy::Measurement& m, const std::function<bool(const energy::SensorEnergy&)>& take,
+                               const std::string& none_reason) {
+  energy::EnergyTotal t;
+  double sum = 0.0, net_sum = 0.0;
+  bool all_net = true, all_valid = true;
+  for (const auto& e : m.sensors) {
+    if (!e.counts_in_total || !e.energy_j || !take(e)) continue;
+    sum += *e.energy_j;
+    t.sensor_ids.push_back(e.sensor_id);
+    all_valid = all_valid && e.validity.valid();
+    if (e.net_energy_j) {
+      net_sum += *e.net_energy_j;
+    } else {
+      all_net = false;
+    }
+  }
+  if (t.sensor_ids.empty()) {
+    t.unavailable = none_reason;
+    return t;
+  }
+  t.energy_j = sum;
+  if (all_net) t.net_energy_j = net_sum;
+  t.valid = all_valid;
+  return t;
 }
 
 }  // namespace
@@ -188,18 +220,27 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
     return ModelShape{true, model::load_decoder_config(model, checkpoint).max_positions};
   };
   for (const auto& c : configs) {
-    if (c.device != "cpu") {
-      kernels::require_cuda_device(c.device);  // one line saying why not, where no GPU can run
-      fail("run {}: --device {}: the CUDA model runner is not part of qjoule yet (the GPU is there: {}); only cpu "
-           "runs",
-           run_name(c), c.device, kernels::cuda_device_status().devices.front());
+    const bool on_gpu = c.device != "cpu";
+    if (on_gpu) kernels::require_cuda_device(c.device);  // one line saying why not, where no GPU can run
+    const PrecisionPlan plan = plan_precision(c.precision);
+    if (on_gpu) {
+      kernels::check_cuda_format(kernels::parse_cuda_precision(plan.linear_spec),
+                                 fmt::format("run {}: precision '{}'", run_name(c), c.precision));
+      if (plan.smoothquant_alpha >= 0.0f)
+        fail("run {}: precision '{}': SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per "
+             "token without smoothing)",
+             run_name(c), c.precision);
+    } else {
+      kernels::parse_precision(plan.linear_spec);
     }
-    kernels::parse_precision(plan_precision(c.precision).linear_spec);
     if (c.batch == 0) fail("run {}: batch 0, expected at least 1", run_name(c));
     if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
     auto it = models.find(c.model);
     if (it == models.end()) it = models.emplace(c.model, shape_of(c.model)).first;
     if (it->second.decoder) {
+      if (on_gpu)
+        fail("run {}: decoder model '{}' on --device {}: decoder models do not run on the GPU yet; use --device cpu",
+             run_name(c), c.model, c.device);
       if (c.batch != 1)
         fail("run {}: batch {} with decoder model '{}': decoder runs time one sequence (a prefill of seq prompt "
              "tokens, then decode steps), expected batch 1",
@@ -279,9 +320,29 @@ struct BenchRunner::Impl {
     return model::EncoderClassifier(*params, model::quantized_linear_factory(policy, defaults, smoothing));
   }
 
+  // The GPU twin of build(): every Linear in the format the layer policy gives it, on GPU `device`.
+  std::unique_ptr<model::EncoderClassifierCuda> build_cuda(const RunConfig& c, int device) {
+    quant::LayerPolicyOptions po;
+    po.precision = plan_precision(c.precision).linear_spec;
+    return std::make_unique<model::EncoderClassifierCuda>(
+        *params, model::cuda_linear_formats(quant::LayerPolicy::parse(po)), device);
+  }
+
+  std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
+                                                      std::size_t limit = 0,
+                                                      std::optional<eval::ClassifierEvalResult>* result = nullptr) {
+    return run_fidelity_inputs(
+        m.config(),
+        [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
+          m.forward(ids, mask, batch, seq, logits);
+        },
+        c, limit, result);
+  }
+
   // Logits of the fidelity inputs: the dataset (truncated to seq tokens) or synthetic sequences.
   // With a dataset the full evaluation result is returned too.
-  std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
+  std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderConfig& cfg,
+                                                      const eval::ClassifierForward& forward, const RunConfig& c,
                                                       std::size_t limit = 0,
                                                       std::optional<eval::ClassifierEvalResult>* result = nullptr) {
     if (dataset) {
@@ -292,21 +353,21 @@ struct BenchRunner::Impl {
         subset.examples.assign(dataset->examples.begin(), dataset->examples.begin() + static_cast<long>(limit));
         set = &subset;
       }
-      auto r = eval::evaluate_classifier(m, tokenizer ? &*tokenizer : nullptr, *set, {c.batch, c.seq});
+      auto r = eval::evaluate_classifier(cfg, forward, tokenizer ? &*tokenizer : nullptr, *set, {c.batch, c.seq});
       auto logits = r.logits;
       if (result != nullptr) *result = std::move(r);
       return logits;
     }
     const std::size_t count = limit > 0 ? std::min(limit, options.fidelity_examples) : options.fidelity_examples;
-    const auto ids = timing_token_ids(c.model, m.config().vocab_size, count, c.seq);
+    const auto ids = timing_token_ids(c.model, cfg.vocab_size, count, c.seq);
     const std::vector<int32_t> mask(ids.size(), 1);
-    const auto labels = static_cast<std::size_t>(m.config().num_labels);
+    const auto labels = static_cast<std::size_t>(cfg.num_labels);
     std::vector<std::vector<float>> out;
     std::vector<float> logits;
     for (std::size_t start = 0; start < count; start += c.batch) {
       const std::size_t n = std::min(c.batch, count - start);
       logits.assign(n * labels, 0.0f);
-      m.forward(ids.data() + start * c.seq, mask.data() + start * c.seq, int64_t(n), int64_t(c.seq), logits.data());
+      forward(ids.data() + start * c.seq, mask.data() + start * c.seq, int64_t(n), int64_t(c.seq), logits.data());
       for (std::size_t i = 0; i < n; ++i) out.emplace_back(logits.begin() + long(i * labels), logits.begin() + long((i + 1) * labels));
     }
     return out;
@@ -330,27 +391,36 @@ struct BenchRunner::Impl {
   }
 
   void fill_energy(RunRecord& r, const energy::Measurement& m, double sequences, double tokens) {
+    fill_energy(r, m, m.total, true, sequences, tokens);
+  }
+
+  // The record's energy keys from `total` (the window's own total, or a subset of its sensors);
+  // the CPU-utilisation estimate only where `allow_estimate`.
+  void fill_energy(RunRecord& r, const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate,
+                   double sequences, double tokens) {
     r.energy_window = energy::to_json(m);
-    const WindowEnergy e = window_energy(m);
+    const WindowEnergy e = window_energy(m, total, allow_estimate);
     const std::optional<double> energy_for_per_inference = e.basis_j;
-    if (m.total.energy_j) {
-      r.energy_j = m.total.energy_j;
-      r.net_energy_j = m.total.net_energy_j;
+    if (total.energy_j) {
+      r.energy_j = total.energy_j;
+      r.net_energy_j = total.net_energy_j;
       std::string ids;
-      for (const auto& id : m.total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
+      for (const auto& id : total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
       r.energy_method = fmt::format("measured: {}{}{}", ids,
-                                    m.idle_subtracted && m.total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
-                                    m.total.valid ? "" : "; flagged, see energy_window");
-      r.mean_power_w = *m.total.energy_j / m.duration_s;
+                                    m.idle_subtracted && total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
+                                    total.valid ? "" : "; flagged, see energy_window");
+      r.mean_power_w = *total.energy_j / m.duration_s;
       std::optional<double> peak;
       int counted = 0;
       for (const auto& s : m.sensors) {
-        if (!s.counts_in_total) continue;
+        if (!s.counts_in_total ||
+            std::find(total.sensor_ids.begin(), total.sensor_ids.end(), s.sensor_id) == total.sensor_ids.end())
+          continue;
         ++counted;
         peak = s.peak_power_w;
       }
       if (counted == 1) r.peak_power_w = peak;
-    } else if (m.estimate) {
+    } else if (m.estimate && allow_estimate) {
       r.energy_j = m.estimate->energy_j;
       r.energy_method = "estimated: " + m.estimate->method;
       r.mean_power_w = m.estimate->energy_j / m.duration_s;
@@ -364,16 +434,68 @@ struct BenchRunner::Impl {
     }
   }
 
+  // A GPU run's energy is its GPU's NVML sensor alone; a CPU run never counts a GPU board (a sweep that
+  // mixes devices has NVML sensors on). Without GPU sensors in the window, a CPU run keeps the meter's
+  // own total, as it always has.
+  void fill_device_energy(RunRecord& r, const energy::Measurement& m, int gpu_index, double sequences, double tokens) {
+    const auto is_gpu = [](const energy::SensorEnergy& e) { return e.scope == energy::SensorScope::gpu; };
+    if (gpu_index < 0) {
+      if (std::none_of(m.sensors.begin(), m.sensors.end(), is_gpu)) return fill_energy(r, m, sequences, tokens);
+      const auto total = total_over(m, [&](const energy::SensorEnergy& e) { return !is_gpu(e); },
+                                    "no CPU-side sensor had a value (GPU boards are not counted for a cpu run)");
+      fill_energy(r, m, total, true, sequences, tokens);
+      r.notes.push_back("GPU sensors were read (a sweep with cuda runs) but are not part of this cpu run's energy");
+      return;
+    }
+    std::string reason;
+    const auto sensor = options.gpu_energy_sensors.find(gpu_index);
+    if (sensor == options.gpu_energy_sensors.end()) {
+      const auto why = options.gpu_energy_absent.find(gpu_index);
+      reason = fmt::format("no NVML sensor was selected for GPU {}{}", gpu_index,
+                           why == options.gpu_energy_absent.end() ? std::string() : ": " + why->second);
+    } else {
+      reason = fmt::format("{} (GPU {}'s board) gave no energy", sensor->second, gpu_index);
+      for (const auto& a : m.unavailable)
+        if (a.source == sensor->second || a.source == "nvml") reason += fmt::format(": {}: {}", a.source, a.reason);
+      for (const auto& e : m.sensors)
+        if (e.sensor_id == sensor->second && !e.energy_unavailable.empty()) reason += ": " + e.energy_unavailable;
+    }
+    const auto total = total_over(
+        m,
+        [&](const energy::SensorEnergy& e) {
+          return sensor != options.gpu_energy_sensors.end() && e.sensor_id == sensor->second;
+        },
+        reason);
+    fill_energy(r, m, total, false, sequences, tokens);
+    if (total.energy_j) {
+      r.energy_method += fmt::format("; GPU {}'s board only, the host's sensors are in energy_window", gpu_index);
+    } else {
+      r.energy_unavailable = reason;  // not the CPU's sensors, nor a CPU-utilisation estimate: neither is the GPU's
+    }
+  }
+
   // Runs `body` options.iters times, or else until at least min_s seconds and min_iters repetitions
   // have passed; returns each repetition's milliseconds and sets `seconds` to the loop's wall time.
   std::vector<double> time_repetitions(const std::function<void()>& body, double min_s, double& seconds) const {
+    return time_self_timed_repetitions(
+        [&body]() -> std::optional<double> {
+          body();
+          return std::nullopt;
+        },
+        min_s, seconds);
+  }
+
+  // The same where `body` may time itself (CUDA events): its milliseconds are the sample when it
+  // returns them, the host's wall clock around it otherwise.
+  std::vector<double> time_self_timed_repetitions(const std::function<std::optional<double>()>& body, double min_s,
+                                                  double& seconds) const {
     std::vector<double> samples_ms;
     const auto start = Clock::now();
     while (true) {
       const auto t0 = Clock::now();
-      body();
+      const std::optional<double> own_ms = body();
       const auto t1 = Clock::now();
-      samples_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      samples_ms.push_back(own_ms ? *own_ms : std::chrono::duration<double, std::milli>(t1 - t0).count());
       const double elapsed = std::chrono::duration<double>(t1 - start).count();
       if (options.iters ? samples_ms.size() >= *options.iters
                         : (elapsed >= min_s && samples_ms.size() >= options.min_iters)) {
@@ -420,30 +542,88 @@ struct BenchRunner::Impl {
     return r;
   }
 
+  // A synchronize hook on the meter for as long as the GPU model it calls lives.
+  class HookGuard {
+   public:
+    HookGuard(energy::EnergyMeter& meter, std::string label, std::function<void()> hook)
+        : meter_(meter), label_(std::move(label)) {
+      meter_.add_synchronize_hook(label_, std::move(hook));
+    }
+    ~HookGuard() { meter_.remove_synchronize_hook(label_); }
+    HookGuard(const HookGuard&) = delete;
+    HookGuard& operator=(const HookGuard&) = delete;
+
+   private:
+    energy::EnergyMeter& meter_;
+    std::string label_;
+  };
+
   void run_measured(const RunConfig& c, RunRecord& r) {
     kernels::set_num_threads(c.threads);
-    if (is_decoder_model(c.model)) return run_decoder(c, r);
+    const bool on_gpu = kernels::is_cuda_device(c.device);
+    if (is_decoder_model(c.model)) {
+      // What validate_configs checks, for runs that did not go through it.
+      if (on_gpu)
+        fail("decoder model '{}' on --device {}: decoder models do not run on the GPU yet; use --device cpu", c.model,
+             c.device);
+      return run_decoder(c, r);
+    }
+    // What validate_configs checks, before anything loads: the GPU (one line why not), a known device.
+    const int gpu_index = on_gpu ? kernels::require_cuda_device(c.device) : -1;
+    if (!on_gpu && c.device != "cpu") kernels::require_cuda_device(c.device);  // names what was wrong
     load(c.model);
     const auto& reference = reference_logits(c);
     const bool rss_reset = reset_peak_rss();
-    const model::EncoderClassifier m = build(c);
-    r.model_bytes = m.bytes_held();
-    r.fp32_bytes = m.fp32_bytes();
-    record_kernels(r, m.kernel_path_counts());
+    // The model on its device: the CPU EncoderClassifier, or the GPU twin with every weight on GPU N.
+    std::optional<model::EncoderClassifier> cpu;
+    std::unique_ptr<model::EncoderClassifierCuda> gpu;
+    model::EncoderConfig cfg;
+    eval::ClassifierForward forward_fn;
+    std::optional<HookGuard> hook;
+    if (on_gpu) {
+      gpu = build_cuda(c, gpu_index);
+      cfg = gpu->config();
+      r.model_bytes = gpu->bytes_held();
+      r.fp32_bytes = gpu->fp32_bytes();
+      record_kernels(r, gpu->kernel_path_counts());
+      forward_fn = [&m = *gpu](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
+        m.forward(ids, mask, batch, seq, logits);
+      };
+      hook.emplace(meter, fmt::format("cuda:{} cudaDeviceSynchronize", gpu_index), [&m = *gpu] { m.synchronize(); });
+      r.notes.push_back(fmt::format("device: GPU {}; every weight on the GPU ({} bytes of parameters); non-GEMM "
+                                    "operations {}",
+                                    gpu->device_name(), r.model_bytes, gpu->nongemm_path()));
+      r.notes.push_back(fmt::format("latency: CUDA events on GPU {} around each batch (ids and mask copied in, "
+                                    "forward, logits copied out); the energy window synchronizes GPU {} at both ends",
+                                    gpu_index, gpu_index));
+    } else {
+      cpu.emplace(build(c));
+      cfg = cpu->config();
+      r.model_bytes = cpu->bytes_held();
+      r.fp32_bytes = cpu->fp32_bytes();
+      record_kernels(r, cpu->kernel_path_counts());
+      forward_fn = [&m = *cpu](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
+        m.forward(ids, mask, batch, seq, logits);
+      };
+    }
 
     // Timing.
-    const auto ids = timing_token_ids(c.model, m.config().vocab_size, c.batch, c.seq);
+    const auto ids = timing_token_ids(c.model, cfg.vocab_size, c.batch, c.seq);
     const std::vector<int32_t> mask(ids.size(), 1);
-    std::vector<float> logits(c.batch * static_cast<std::size_t>(m.config().num_labels));
-    const auto forward = [&] { m.forward(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data()); };
-    for (std::size_t i = 0; i < options.warmup; ++i) forward();
+    std::vector<float> logits(c.batch * static_cast<std::size_t>(cfg.num_labels));
+    const auto batch = [&]() -> std::optional<double> {
+      if (gpu) return gpu->forward_timed(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
+      cpu->forward(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
+      return std::nullopt;
+    };
+    for (std::size_t i = 0; i < options.warmup; ++i) batch();
     const double min_s = min_seconds();
     const bool tracing = !options.trace_dir.empty() && !meter.sensors().empty();
     if (tracing) meter.drain_trace([](const energy::TraceSample&) {});  // readings from before this run
     energy::Window window = meter.begin_window(r.run_name);
     const auto start = Clock::now();
     double loop_seconds = 0;
-    const std::vector<double> samples_ms = time_repetitions(forward, min_s, loop_seconds);
+    const std::vector<double> samples_ms = time_self_timed_repetitions(batch, min_s, loop_seconds);
     const energy::Measurement em = meter.end_window(window);
     if (tracing) {
       std::filesystem::create_directories(options.trace_dir);
@@ -457,16 +637,17 @@ struct BenchRunner::Impl {
     const double sequences = double(r.iters) * double(c.batch);
     r.sequences_per_s = sequences / r.measured_seconds;
     r.tokens_per_s = sequences * double(c.seq) / r.measured_seconds;
-    fill_energy(r, em, sequences, sequences * double(c.seq));
+    fill_device_energy(r, em, gpu_index, sequences, sequences * double(c.seq));
     if (rss_reset) {
       r.peak_rss_bytes = peak_rss_bytes();
     } else {
       r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
     }
+    if (gpu) r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations)");
 
     // Accuracy and fidelity.
     std::optional<eval::ClassifierEvalResult> result;
-    const auto run_logits = run_fidelity_inputs(m, c, 0, &result);
+    const auto run_logits = run_fidelity_inputs(cfg, forward_fn, c, 0, &result);
     const auto f = eval::compare_logits(reference, run_logits);
     r.top1_agreement = f.top1_agreement;
     r.mean_kl = f.mean_kl;

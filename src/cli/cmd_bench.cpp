@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/energy/summary.h"
 #include "qjoule/error.h"
+#include "qjoule/kernels/cuda_device.h"
 #include "qjoule/report/html_report.h"
 
 namespace qjoule::cli {
@@ -124,7 +127,29 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   for (const auto& note : store.notes()) fmt::print(stderr, "note: {}\n", note);
 
   energy::DiscoveryOptions discovery;
-  discovery.use_nvml = false;  // CPU runs: a GPU's idle draw is not this work's energy
+  // CPU runs: a GPU's idle draw is not this work's energy, so NVML is read only for the GPUs that cuda runs
+  // use, each matched with its NVML index by PCI address (CUDA's numbering can differ from NVML's).
+  discovery.use_nvml = false;
+  std::map<int, std::string> gpu_energy_sensors, gpu_energy_absent;
+  for (const auto& c : configs) {
+    if (!kernels::is_cuda_device(c.device)) continue;
+    const int gpu = kernels::require_cuda_device(c.device);
+    if (gpu_energy_sensors.count(gpu) > 0 || gpu_energy_absent.count(gpu) > 0) continue;
+    const auto& status = kernels::cuda_device_status();
+    const std::string bus = static_cast<std::size_t>(gpu) < status.pci_bus_ids.size()
+                                ? status.pci_bus_ids[static_cast<std::size_t>(gpu)]
+                                : std::string();
+    std::string why = "the CUDA runtime gave no PCI address";
+    const std::optional<unsigned> nvml = bus.empty() ? std::nullopt : energy::nvml_index_of_pci_bus_id(bus, why);
+    if (!nvml) {
+      gpu_energy_absent[gpu] = fmt::format("GPU {} ({}) has no NVML match: {}", gpu, bus.empty() ? "?" : bus, why);
+      fmt::print(stderr, "energy: {}; its runs get no measured energy\n", gpu_energy_absent[gpu]);
+      continue;
+    }
+    discovery.use_nvml = true;
+    discovery.gpus.push_back(*nvml);
+    gpu_energy_sensors[gpu] = fmt::format("nvml:gpu{}", *nvml);
+  }
   discovery.power_meter = a.power_meter;
   energy::MeterOptions meter_options;
   meter_options.period = std::chrono::nanoseconds(static_cast<std::int64_t>(a.interval_ms * 1e6));
@@ -157,6 +182,8 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   options.decode_tokens = a.decode_tokens;
   options.cooldown_s = a.cooldown;
   if (a.trace) options.trace_dir = out / "traces";
+  options.gpu_energy_sensors = gpu_energy_sensors;
+  options.gpu_energy_absent = gpu_energy_absent;
   bench::BenchRunner runner(options, meter);
 
   if (configs.front().model == bench::kSyntheticModelName)
@@ -287,7 +314,10 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                   "prompt; --seq + this must fit max_position_embeddings")
       ->capture_default_str();
   auto* threads = cmd->add_option("--threads", a->threads, "CPU thread counts, comma-separated (default: all cores)");
-  cmd->add_option("--device", a->device, "cpu (cuda where the CUDA backend is built)")->capture_default_str();
+  cmd->add_option("--device", a->device,
+                  "cpu, or cuda / cuda:N: encoder classifiers entirely on GPU N (fp32, tf32, fp16, bf16, int8, fp8, "
+                  "int4, nf4), latency from CUDA events, energy from that GPU's NVML sensor")
+      ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Batches run before timing")->capture_default_str();
   cmd->add_option("--iters", a->iters, "Timed batches per run (default: as many as fit --min-time)");
   cmd->add_option("--min-time", a->min_time,

@@ -18,9 +18,12 @@
 #include "qjoule/eval/fidelity.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/cuda_device.h"
+#include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/encoder_classifier_cuda.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 
@@ -42,6 +45,7 @@ struct EvalArgs {
   std::size_t calib = 128;
   std::string act_dtype = "f32";
   bool no_fidelity = false;
+  std::string device = "cpu";
 };
 
 model::QuantizationOptions eval_quantization_options(const EvalArgs& a) {
@@ -56,11 +60,35 @@ model::QuantizationOptions eval_quantization_options(const EvalArgs& a) {
   return q;
 }
 
+// The layer policy for the GPU model: every format it names must have a CUDA kernel ("tf32" and "fp8"
+// are names there too), checked before any model is loaded.
+quant::LayerPolicy parse_cuda_layer_policy(const model::QuantizationOptions& q) {
+  auto policy = quant::LayerPolicy::parse(q.policy);
+  const auto check = [&q](const std::string& spec, const std::string& what) {
+    kernels::check_cuda_format(kernels::parse_cuda_precision(spec, q.format_defaults), what + " on the GPU");
+  };
+  check(policy.precision(), "--precision " + policy.precision());
+  for (const auto& rule : policy.rules())
+    check(rule.format, fmt::format("--layer-precision '{}={}'", rule.pattern, rule.format));
+  return policy;
+}
+
 void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   if (a.batch == 0) fail("--batch is 0, expected at least 1");
+  // --device first: without a usable GPU, that is the one line to say.
+  const bool on_gpu = a.device != "cpu";
+  const int gpu = on_gpu ? kernels::require_cuda_device(a.device) : -1;
   const auto qopts = eval_quantization_options(a);
-  const auto policy = parse_layer_policy(qopts);
+  const auto policy = on_gpu ? parse_cuda_layer_policy(qopts) : parse_layer_policy(qopts);
   const auto act_dtype = model::parse_activation_dtype(a.act_dtype);
+  if (on_gpu && act_dtype != model::ActivationDtype::f32)
+    fail("--act-dtype {} --device {}: the GPU model keeps FP32 activations (BF16 activation emulation runs on the "
+         "CPU only); use --device cpu",
+         a.act_dtype, a.device);
+  if (on_gpu && a.smoothquant)
+    fail("--smoothquant --device {}: SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per "
+         "token without smoothing); use --device cpu",
+         a.device);
   kernels::set_num_threads(a.threads);
 
   if (model::model_family(a.model) == model::ModelFamily::Decoder)
@@ -96,8 +124,27 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
                           act_dtype == model::ActivationDtype::f32;
   std::optional<model::EncoderParams> fp32_params;
   if (!a.no_fidelity && !plain_fp32) fp32_params = params;
-  const model::EncoderClassifier model(
-      std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults, smoothing), act_dtype);
+  // The model on its device: a CPU EncoderClassifier, or the GPU twin with every weight on GPU `gpu`.
+  std::optional<model::EncoderClassifier> cpu_model;
+  std::unique_ptr<model::EncoderClassifierCuda> gpu_model;
+  eval::ClassifierForward forward;
+  if (on_gpu) {
+    gpu_model = std::make_unique<model::EncoderClassifierCuda>(
+        params, model::cuda_linear_formats(policy, qopts.format_defaults), gpu);
+    params = {};
+    forward = [&m = *gpu_model](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
+      m.forward(ids, mask, batch, seq, logits);
+    };
+  } else {
+    cpu_model.emplace(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults, smoothing),
+                      act_dtype);
+    forward = [&m = *cpu_model](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
+      m.forward(ids, mask, batch, seq, logits);
+    };
+  }
+  const auto kernel_counts = on_gpu ? gpu_model->kernel_path_counts() : cpu_model->kernel_path_counts();
+  const std::size_t bytes_held = on_gpu ? gpu_model->bytes_held() : cpu_model->bytes_held();
+  const std::size_t fp32_bytes = on_gpu ? gpu_model->fp32_bytes() : cpu_model->fp32_bytes();
 
   std::size_t max_length = a.max_length;
   if (max_length > static_cast<std::size_t>(cfg.max_positions)) {
@@ -111,7 +158,7 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
     if (tty) fmt::print(stderr, "\r  {}/{} examples", done, total);
   };
   eval::ClassifierEvalOptions opts{a.batch, max_length};
-  const auto result = eval::evaluate_classifier(model, tok, dataset, opts, progress);
+  const auto result = eval::evaluate_classifier(cfg, forward, tok, dataset, opts, progress);
   if (tty) fmt::print(stderr, "\r\033[K");
   if (result.truncated > 0)
     fmt::print(stderr, "warning: {} of {} examples were longer than {} tokens and were truncated to it\n",
@@ -119,14 +166,19 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
 
   fmt::print("model      {} ({}, {} labels)\n", a.model, cfg.architecture, cfg.num_labels);
   fmt::print("dataset    {}: {} examples{}\n", a.dataset, result.total, dataset.pretokenized ? " (pre-tokenized)" : "");
-  fmt::print("precision  {}: {}\n", a.quant.precision, kernel_summary(model.kernel_path_counts()));
-  fmt::print("size       {} held in memory ({} as FP32)\n", human_bytes(double(model.bytes_held())),
-             human_bytes(double(model.fp32_bytes())));
+  if (on_gpu)
+    fmt::print("device     {}: GPU {} (every weight on the GPU; non-GEMM operations {})\n", a.device,
+               gpu_model->device_name(), gpu_model->nongemm_path());
+  fmt::print("precision  {}: {}\n", a.quant.precision, kernel_summary(kernel_counts));
+  fmt::print("size       {} held in {} ({} as FP32)\n", human_bytes(double(bytes_held)),
+             on_gpu ? "GPU memory" : "memory", human_bytes(double(fp32_bytes)));
   fmt::print("accuracy   {}/{} = {:.4f}\n", result.correct, result.labelled, result.accuracy());
-  fmt::print("time       {:.2f} s ({:.1f} examples/s; batch {}, max length {}, {} threads)\n", result.seconds,
-             double(result.total) / result.seconds, a.batch, result.max_length, kernels::num_threads());
-  if (!model.speed_representative())
-    fmt::print("activations {}\n", model.activation_path());
+  fmt::print("time       {:.2f} s ({:.1f} examples/s; batch {}, max length {}, {})\n", result.seconds,
+             double(result.total) / result.seconds, a.batch, result.max_length,
+             on_gpu ? fmt::format("GPU {}, tokenization on the CPU", gpu)
+                    : fmt::format("{} threads", kernels::num_threads()));
+  if (cpu_model && !cpu_model->speed_representative())
+    fmt::print("activations {}\n", cpu_model->activation_path());
   if (fp32_params) {
     const model::EncoderClassifier reference(std::move(*fp32_params), model::fp32_linear_factory());
     const auto ref = eval::evaluate_classifier(reference, tok, dataset, opts);
@@ -176,6 +228,10 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
                   "Truncate sequences to this many tokens, [CLS] and [SEP] included "
                   "(default: the model's max_position_embeddings)");
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--device", a->device,
+                  "cpu, or cuda / cuda:N: the whole model on GPU N (formats fp32, tf32, fp16, bf16, int8, fp8, int4, "
+                  "nf4; where the CUDA backend is built and a GPU is usable)")
+      ->capture_default_str();
   cmd->add_option("--dump-logits", a->dump_logits, "Write a TSV: index label pred logit0 logit1 ...");
   cmd->add_option("--text-column", a->text_column, "Name of the text column/field (default: sentence or text)");
   cmd->add_option("--label-column", a->label_column, "Name of the label column/field (default: label or labels)");

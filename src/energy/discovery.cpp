@@ -26,6 +26,11 @@ void take(SensorDiscovery& into, Found& found) {
 
 }  // namespace
 
+std::optional<unsigned> nvml_index_of_pci_bus_id(const std::string& pci_bus_id, std::string& why_not,
+                                                 const std::string& nvml_library) {
+  return nvml_index_of_bus_id(choose(nvml_library, "QJOULE_NVML_LIB", "libnvidia-ml.so.1"), pci_bus_id, why_not);
+}
+
 SensorDiscovery discover_sensors(const DiscoveryOptions& options) {
   SensorDiscovery found;
   if (options.use_nvml) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -291,6 +292,10 @@ std::vector<const SensorInfo*> EnergyMeter::sensors() const {
 void EnergyMeter::add_synchronize_hook(std::string label, std::function<void()> hook) {
   if (!hook) fail("energy meter: synchronize hook `{}` is empty", label);
   hooks_.emplace_back(std::move(label), std::move(hook));
+}
+
+std::size_t EnergyMeter::remove_synchronize_hook(const std::string& label) {
+  return std::erase_if(hooks_, [&label](const auto& hook) { return hook.first == label; });
 }
 
 void EnergyMeter::run_synchronize_hooks() {

@@ -69,5 +69,7 @@ using DeviceGetTotalEnergyConsumptionFn = Return (*)(Device, unsigned long long*
 using DeviceGetPowerUsageFn = Return (*)(Device, unsigned int*);                    // mW
 using DeviceGetFieldValuesFn = Return (*)(Device, int, FieldValue*);
 using SystemGetDriverVersionFn = Return (*)(char*, unsigned int);
+using DeviceGetHandleByPciBusIdFn = Return (*)(const char*, Device*);  // "domain:bus:device.function"
+using DeviceGetIndexFn = Return (*)(Device, unsigned int*);
 
 }  // namespace qjoule::energy::nvml

@@ -52,6 +52,9 @@ std::shared_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   library->device_get_field_values = symbol<nvml::DeviceGetFieldValuesFn>(h, "nvmlDeviceGetFieldValues");
   library->system_get_driver_version =
       symbol<nvml::SystemGetDriverVersionFn>(h, "nvmlSystemGetDriverVersion");
+  library->device_get_handle_by_pci_bus_id = symbol<nvml::DeviceGetHandleByPciBusIdFn>(
+      h, "nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId");
+  library->device_get_index = symbol<nvml::DeviceGetIndexFn>(h, "nvmlDeviceGetIndex");
 
   if (init == nullptr || library->shutdown_ == nullptr || library->device_get_count == nullptr ||
       library->device_get_handle_by_index == nullptr) {

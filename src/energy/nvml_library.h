@@ -30,6 +30,8 @@ class NvmlLibrary {
   nvml::DeviceGetPowerUsageFn device_get_power_usage = nullptr;
   nvml::DeviceGetFieldValuesFn device_get_field_values = nullptr;
   nvml::SystemGetDriverVersionFn system_get_driver_version = nullptr;
+  nvml::DeviceGetHandleByPciBusIdFn device_get_handle_by_pci_bus_id = nullptr;
+  nvml::DeviceGetIndexFn device_get_index = nullptr;
 
  private:
   NvmlLibrary() = default;

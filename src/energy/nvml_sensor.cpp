@@ -93,6 +93,30 @@ bool is_ga100(const std::string& name) {
 
 }  // namespace
 
+std::optional<unsigned> nvml_index_of_bus_id(const std::string& library_path, const std::string& pci_bus_id,
+                                             std::string& why_not) {
+  std::shared_ptr<NvmlLibrary> library = NvmlLibrary::open(library_path, why_not);
+  if (!library) return std::nullopt;
+  if (library->device_get_handle_by_pci_bus_id == nullptr || library->device_get_index == nullptr) {
+    why_not = fmt::format("{} lacks nvmlDeviceGetHandleByPciBusId or nvmlDeviceGetIndex (driver too old)",
+                          library->path());
+    return std::nullopt;
+  }
+  nvml::Device device = nullptr;
+  nvml::Return status = library->device_get_handle_by_pci_bus_id(pci_bus_id.c_str(), &device);
+  if (status != nvml::kSuccess) {
+    why_not = fmt::format("nvmlDeviceGetHandleByPciBusId({}) failed: {}", pci_bus_id, library->error_text(status));
+    return std::nullopt;
+  }
+  unsigned int index = 0;
+  status = library->device_get_index(device, &index);
+  if (status != nvml::kSuccess) {
+    why_not = fmt::format("nvmlDeviceGetIndex for {} failed: {}", pci_bus_id, library->error_text(status));
+    return std::nullopt;
+  }
+  return index;
+}
+
 NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<unsigned>& gpus) {
   NvmlDiscovery found;
   std::string why_not;

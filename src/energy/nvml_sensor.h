@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct NvmlDiscovery {
 // One sensor per selected GPU (`gpus` empty = all). Throws qjoule::Error for a --gpu index that
 // does not exist.
 NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<unsigned>& gpus);
+
+// The NVML index of the GPU at `pci_bus_id` (nvmlDeviceGetHandleByPciBusId + nvmlDeviceGetIndex), or
+// std::nullopt with `why_not` (no library, a driver without those functions, an unknown address).
+std::optional<unsigned> nvml_index_of_bus_id(const std::string& library_path, const std::string& pci_bus_id,
+                                             std::string& why_not);
 
 // Converts an NVML field value to a double, or returns false for an unknown value type.
 bool field_value_as_double(const nvml::FieldValue& field, double& out) noexcept;

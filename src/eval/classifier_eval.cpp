@@ -48,7 +48,18 @@ ClassifierEvalResult evaluate_classifier(const model::EncoderClassifier& model,
                                          const tokenize::WordPieceTokenizer* tokenizer, const Dataset& dataset,
                                          const ClassifierEvalOptions& options,
                                          const std::function<void(std::size_t, std::size_t)>& progress) {
-  const auto& cfg = model.config();
+  return evaluate_classifier(
+      model.config(),
+      [&model](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
+        model.forward(ids, mask, batch, seq, logits);
+      },
+      tokenizer, dataset, options, progress);
+}
+
+ClassifierEvalResult evaluate_classifier(const model::EncoderConfig& cfg, const ClassifierForward& forward,
+                                         const tokenize::WordPieceTokenizer* tokenizer, const Dataset& dataset,
+                                         const ClassifierEvalOptions& options,
+                                         const std::function<void(std::size_t, std::size_t)>& progress) {
   if (dataset.examples.empty()) fail("{}: dataset is empty, expected at least one example", dataset.path.string());
   if (options.batch_size == 0) fail("--batch is 0, expected at least 1");
   ClassifierEvalResult result;
@@ -83,7 +94,7 @@ ClassifierEvalResult evaluate_classifier(const model::EncoderClassifier& model,
       }
     }
     std::vector<float> logits(count * labels);
-    model.forward(ids.data(), mask.data(), static_cast<int64_t>(count), static_cast<int64_t>(len), logits.data());
+    forward(ids.data(), mask.data(), static_cast<int64_t>(count), static_cast<int64_t>(len), logits.data());
     for (std::size_t i = 0; i < count; ++i) {
       const auto row = logits.begin() + static_cast<long>(i * labels);
       const int pred = static_cast<int>(std::max_element(row, row + static_cast<long>(labels)) - row);

@@ -15,6 +15,7 @@
 #include "json_schema_subset.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/energy/energy_meter.h"
+#include "qjoule/kernels/cuda_device.h"
 #include "scripted_sensors.h"
 #include "test_paths.h"
 
@@ -27,6 +28,7 @@ using test::error_of;
 
 std::string decoder(const std::string& name) { return (test::fixtures_dir() / "decoders" / name).string(); }
 std::string tiny_bert() { return (test::fixtures_dir() / "tiny-bert").string(); }
+const kernels::CudaDeviceStatus& kernels_status() { return kernels::cuda_device_status(); }
 
 const nlohmann::json& schema() {
   static const nlohmann::json s = [] {
@@ -204,6 +206,124 @@ TEST(BenchRunnerDecoder, AFailedDecoderRunKeepsItsShapeAndAReason) {
   const RunRecord long_run = BenchRunner(fast_options(20), meter).run(decoder_config("fp32", 120));
   EXPECT_EQ(long_run.status, "failed");
   EXPECT_THAT(long_run.error, HasSubstr("120 prompt tokens (seq) + 20 decode tokens (--decode-tokens) = 140"));
+}
+
+// ---- --device cuda ---------------------------------------------------------------------------------
+
+RunConfig encoder_config(const std::string& precision, const std::string& device = "cpu") {
+  RunConfig c;
+  c.model = tiny_bert();
+  c.device = device;
+  c.precision = precision;
+  c.batch = 2;
+  c.seq = 16;
+  c.threads = 1;
+  return c;
+}
+
+// A meter with a CPU package at 25 W and a GPU board ("nvml:gpu0", scope gpu) at 300 W.
+std::unique_ptr<energy::EnergyMeter> cpu_and_gpu_meter() {
+  auto package = std::make_unique<test::ScriptedSensor>("rapl:package-0", true, false, 25.0);
+  auto board = std::make_unique<test::ScriptedSensor>("nvml:gpu0", true, false, 300.0);
+  board->mutable_info().scope = energy::SensorScope::gpu;
+  energy::SensorDiscovery found;
+  found.sensors.push_back(std::move(package));
+  found.sensors.push_back(std::move(board));
+  energy::MeterOptions meter_options;
+  meter_options.period = std::chrono::milliseconds(1);
+  auto meter = std::make_unique<energy::EnergyMeter>(std::move(found), meter_options);
+  meter->start();
+  return meter;
+}
+
+// Where a driver is present, asking for the status starts the CUDA runtime, whose allocations
+// LeakSanitizer reports: the GPU-facing tests run in release builds only (as the CUDA tests do).
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_UNDER_ASAN() GTEST_SKIP() << "the CUDA runtime's allocations read as leaks under LeakSanitizer"
+#else
+#define SKIP_UNDER_ASAN() (void)0
+#endif
+
+TEST(BenchRunnerCuda, ValidateConfigsSaysWhyNoGpuRunsBeforeAnyRun) {
+  SKIP_UNDER_ASAN();
+  const auto& status = kernels_status();
+  if (status.usable) {
+    validate_configs({encoder_config("fp8", "cuda"), encoder_config("int4:g32", "cuda:0")});  // names, not the GPU
+    EXPECT_THAT(error_of([] { validate_configs({encoder_config("int8:sq0.5", "cuda")}); }),
+                HasSubstr("SmoothQuant runs on the CPU only"));
+    EXPECT_THAT(error_of([] { validate_configs({encoder_config("w8", "cuda")}); }),
+                HasSubstr("precision 'w8' (INT8 weight-only) has no CUDA kernel"));
+    RunConfig d = decoder_config("fp32");
+    d.device = "cuda";
+    EXPECT_THAT(error_of([&] { validate_configs({d}, 8); }), HasSubstr("decoder models do not run on the GPU yet"));
+    return;
+  }
+  EXPECT_EQ(error_of([] { validate_configs({encoder_config("fp32"), encoder_config("int8", "cuda")}); }),
+            "--device cuda: " + status.reason);
+  EXPECT_EQ(error_of([] { validate_configs({encoder_config("fp32", "cuda:1")}); }), "--device cuda:1: " + status.reason);
+  EXPECT_THAT(error_of([] { validate_configs({encoder_config("fp32", "gpu")}); }),
+              HasSubstr("--device gpu: expected cpu, cuda or cuda:N"));
+  // A run that did not go through validate_configs fails with the same reason, recorded.
+  energy::EnergyMeter meter(energy::SensorDiscovery{});
+  meter.start();
+  BenchRunner runner(fast_options(), meter);
+  const RunRecord r = runner.run(encoder_config("fp32", "cuda"));
+  EXPECT_EQ(r.status, "failed");
+  EXPECT_EQ(r.error, "--device cuda: " + status.reason);
+}
+
+TEST(BenchRunnerCuda, ACpuRunNeverCountsAGpuBoard) {
+  const auto meter = cpu_and_gpu_meter();
+  BenchOptions options = fast_options();
+  options.iters.reset();
+  options.min_time_s = 0.05;
+  BenchRunner runner(options, *meter);
+  const RunRecord r = runner.run(encoder_config("fp32"));
+  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_TRUE(r.energy_j) << r.energy_unavailable;
+  EXPECT_THAT(r.energy_method, HasSubstr("measured: rapl:package-0 ("));
+  EXPECT_THAT(r.energy_method, ::testing::Not(HasSubstr("nvml")));
+  const double seconds = r.energy_window.at("duration_s").get<double>();
+  EXPECT_NEAR(*r.energy_j / seconds, 25.0, 25.0 * 0.15);
+  EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("not part of this cpu run's energy")));
+  EXPECT_THAT(test::validate_json_schema(schema(), to_json(r)), IsEmpty());
+}
+
+TEST(BenchRunnerCuda, AGpuRunIsTimedByEventsAndMeasuredByItsGpuSensor) {
+  SKIP_UNDER_ASAN();
+  const auto& status = kernels_status();
+  if (!status.usable) GTEST_SKIP() << "no usable GPU: " << status.reason;
+  const auto meter = cpu_and_gpu_meter();
+  BenchOptions options = fast_options();
+  options.iters.reset();
+  options.min_time_s = 0.05;
+  options.gpu_energy_sensors[0] = "nvml:gpu0";
+  BenchRunner runner(options, *meter);
+  const RunRecord r = runner.run(encoder_config("int8", "cuda"));
+  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_TRUE(r.energy_j) << r.energy_unavailable;
+  EXPECT_THAT(r.energy_method, HasSubstr("measured: nvml:gpu0 ("));
+  EXPECT_THAT(r.energy_method, HasSubstr("GPU 0's board only"));
+  const double seconds = r.energy_window.at("duration_s").get<double>();
+  EXPECT_NEAR(*r.energy_j / seconds, 300.0, 300.0 * 0.15);
+  EXPECT_THAT(r.energy_window.at("synchronized_with").dump(), HasSubstr("cuda:0 cudaDeviceSynchronize"));
+  EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("latency: CUDA events on GPU 0")));
+  EXPECT_THAT(r.kernel_paths, ::testing::Contains(HasSubstr("int8 cublaslt:s8:tensor_op")));
+  EXPECT_GT(r.latency->p50_ms, 0.0);
+  EXPECT_EQ(r.top1_agreement, 1.0);
+  EXPECT_THAT(test::validate_json_schema(schema(), to_json(r)), IsEmpty());
+
+  // Without a sensor for its GPU: unavailable with the reason, never the CPU package's energy.
+  options.gpu_energy_sensors.clear();
+  options.gpu_energy_absent[0] = "GPU 0 (0000:01:00.0) has no NVML match: test";
+  BenchRunner bare(options, *meter);
+  const RunRecord u = bare.run(encoder_config("fp32", "cuda"));
+  ASSERT_EQ(u.status, "ok") << u.error;
+  EXPECT_FALSE(u.energy_j);
+  EXPECT_THAT(u.energy_unavailable, HasSubstr("no NVML sensor was selected for GPU 0: GPU 0 (0000:01:00.0)"));
+  // The hook left with the model: a later window is not synchronized with the GPU.
+  energy::Window w = meter->begin_window("after");
+  EXPECT_TRUE(meter->end_window(w).synchronized_with.empty());
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // End-to-end tests of `qjoule info`, `qjoule eval` and `--version`, run as a user would.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "qjoule/kernels/cuda_device.h"
 #include "run_command.h"
 #include "test_paths.h"
 
@@ -143,6 +145,62 @@ TEST(CliEval, QuantizedRunReportsFidelityAndEmulatedActivations) {
   const auto skipped = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
                                    (tiny_bert() / "dataset.tsv").string() + " --precision nf4 --no-fidelity");
   EXPECT_THAT(skipped.output, Not(HasSubstr("fidelity")));
+}
+
+// `--device cuda`: without a usable GPU (or without the CUDA backend) one line with the reason and exit 1;
+// with one, the whole model runs on the GPU and its logits match the CPU's.
+TEST(CliEval, DeviceCudaRunsOnTheGpuOrSaysWhyNot) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Where a driver is present, the CUDA runtime's allocations read as leaks under LeakSanitizer.
+  GTEST_SKIP() << "--device cuda is checked in release builds";
+#endif
+  const auto& status = qjoule::kernels::cuda_device_status();
+  const auto dir = qjoule::test::temp_dir("cli_eval_cuda");
+  const std::string base = qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
+                           (tiny_bert() / "dataset.tsv").string();
+  if (!status.usable) {
+    for (const std::string device : {"cuda", "cuda:1"}) {
+      const auto r = run_command(base + " --device " + device + " --precision int8");
+      EXPECT_EQ(r.exit_code, 1) << r.output;
+      EXPECT_THAT(r.output, HasSubstr("--device " + device + ": " + status.reason)) << r.output;
+      EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+      EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    }
+    if (!status.built) {
+      EXPECT_THAT(status.reason, HasSubstr("built without the CUDA backend"));
+    }
+    const auto bad = run_command(base + " --device tpu");
+    EXPECT_EQ(bad.exit_code, 1) << bad.output;
+    EXPECT_THAT(bad.output, HasSubstr("--device tpu: expected cpu, cuda or cuda:N"));
+    return;
+  }
+  const auto cpu = run_command(base + " --dump-logits " + (dir / "cpu.tsv").string());
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  const auto gpu = run_command(base + " --device cuda --dump-logits " + (dir / "gpu.tsv").string());
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.output;
+  EXPECT_THAT(gpu.output, HasSubstr("device     cuda: GPU 0: "));
+  EXPECT_THAT(gpu.output, HasSubstr("fp32 cublaslt:f32"));
+  EXPECT_THAT(gpu.output, HasSubstr("held in GPU memory"));
+  EXPECT_THAT(gpu.output, HasSubstr("accuracy   4/12 = 0.3333"));
+  EXPECT_LT(max_logit_diff(dir / "gpu.tsv", dir / "cpu.tsv"), 1e-4);
+  // Every format with a CUDA kernel runs (fidelity against the CPU's FP32); the others are one line.
+  const int sm = status.compute_capabilities.at(0);
+  for (const std::string p : {"tf32", "fp16", "bf16", "int8", "fp8", "int4:g32", "int4:g32:asym"}) {
+    if ((p == "fp8" && sm < 89) || ((p == "tf32" || p == "bf16") && sm < 80)) continue;  // refused below
+    const auto r = run_command(base + " --device cuda --precision " + p);
+    EXPECT_EQ(r.exit_code, 0) << p << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("fidelity   top-1 agreement with FP32 ")) << p;
+  }
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--precision w8", "--precision w8 on the GPU: precision 'w8' (INT8 weight-only) has no CUDA kernel"},
+           {"--precision int8 --act-dtype bf16", "the GPU model keeps FP32 activations"},
+           {"--precision int8 --smoothquant", "SmoothQuant runs on the CPU only"},
+           {"--precision int8 --emulate", "fake quantization runs on the CPU only"}}) {
+    const auto r = run_command(base + " --device cuda " + args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(expected)) << args;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
 }
 
 TEST(CliEval, OverlongTextIsTruncatedWithOneWarning) {

@@ -9,6 +9,7 @@
 //   FAKE_NVML_FIELDS=unsupported       field 186 -> NOT_SUPPORTED (inside nvmlFieldValue_t)
 //   FAKE_NVML_ARCH=9                   nvmlDeviceGetArchitecture (default 9, Hopper)
 //   FAKE_NVML_INIT_ERROR=9             nvmlInit returns this code
+// GPU i sits at PCI address 0000:(0x10 + i):00.0 (nvmlDeviceGetHandleByPciBusId_v2, any domain width).
 // Built twice: the second build (FAKE_NVML_OLD_DRIVER) lacks nvmlDeviceGetFieldValues,
 // nvmlDeviceGetTotalEnergyConsumption and nvmlDeviceGetArchitecture, like an old driver.
 #include <time.h>
@@ -25,6 +26,7 @@ constexpr int kSuccess = 0;
 constexpr int kInvalidArgument = 2;
 constexpr int kNotSupported = 3;
 constexpr int kUninitialized = 1;
+constexpr int kNotFound = 6;
 constexpr int kMaxGpus = 8;
 
 struct FakeDevice {
@@ -122,6 +124,7 @@ FAKE_EXPORT const char* nvmlErrorString(int code) {
     case 1: return "Uninitialized";
     case 2: return "Invalid Argument";
     case 3: return "Not Supported";
+    case 6: return "Not Found";
     case 9: return "Driver Not Loaded";
     default: return "Unknown Error";
   }
@@ -158,6 +161,28 @@ FAKE_EXPORT int nvmlDeviceGetPowerUsage(void* device, unsigned int* milliwatts) 
 }
 
 #ifndef FAKE_NVML_OLD_DRIVER
+FAKE_EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, void** device) {
+  if (g_inits <= 0) return kUninitialized;
+  if (bus_id == nullptr || device == nullptr) return kInvalidArgument;
+  // "domain:bus:device.function": the bus is the two hex digits after the first colon.
+  const char* colon = std::strchr(bus_id, ':');
+  if (colon == nullptr) return kInvalidArgument;
+  char* end = nullptr;
+  const long bus = std::strtol(colon + 1, &end, 16);
+  if (end == colon + 1 || *end != ':' || std::strcmp(end, ":00.0") != 0) return kNotFound;
+  const long index = bus - 0x10;
+  if (index < 0 || index >= g_gpus) return kNotFound;
+  *device = &g_devices[index];
+  return kSuccess;
+}
+
+FAKE_EXPORT int nvmlDeviceGetIndex(void* device, unsigned int* index) {
+  const int i = index_of(device);
+  if (i < 0 || index == nullptr) return kInvalidArgument;
+  *index = static_cast<unsigned>(i);
+  return kSuccess;
+}
+
 FAKE_EXPORT int nvmlDeviceGetArchitecture(void* device, unsigned int* arch) {
   if (index_of(device) < 0 || arch == nullptr) return kInvalidArgument;
   *arch = g_arch;

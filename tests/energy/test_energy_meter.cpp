@@ -207,6 +207,13 @@ TEST(EnergyMeter, SynchronizeHooksRunAroundEveryTimestamp) {
   const Measurement m = rig.meter->end_window(w);
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(m.synchronized_with, std::vector<std::string>{"cuda"});
+  // A removed hook no longer runs, nor is it listed.
+  EXPECT_EQ(rig.meter->remove_synchronize_hook("cuda"), 1u);
+  EXPECT_EQ(rig.meter->remove_synchronize_hook("cuda"), 0u);
+  Window w2 = rig.meter->begin_window("cpu");
+  const Measurement m2 = rig.meter->end_window(w2);
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(m2.synchronized_with.empty());
 }
 
 TEST(EnergyMeter, WindowsNestAndOverlap) {

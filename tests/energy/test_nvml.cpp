@@ -104,6 +104,22 @@ TEST_F(EnergyNvml, GpuOptionSelectsAndRejectsMissingIndices) {
   }
 }
 
+TEST_F(EnergyNvml, PciBusIdGivesTheNvmlIndex) {
+  ::setenv("FAKE_NVML_GPUS", "3", 1);
+  std::string why;
+  // cudaDeviceGetPCIBusId's form (4-digit domain) and NVML's own (8-digit) both resolve.
+  EXPECT_EQ(nvml_index_of_pci_bus_id("0000:11:00.0", why), std::optional<unsigned>(1)) << why;
+  EXPECT_EQ(nvml_index_of_pci_bus_id("00000000:12:00.0", why), std::optional<unsigned>(2)) << why;
+  EXPECT_EQ(nvml_index_of_pci_bus_id("0000:3B:00.0", why), std::nullopt);
+  EXPECT_THAT(why, HasSubstr("nvmlDeviceGetHandleByPciBusId(0000:3B:00.0) failed: Not Found"));
+  ::setenv("QJOULE_NVML_LIB", QJOULE_FAKE_NVML_OLD, 1);
+  EXPECT_EQ(nvml_index_of_pci_bus_id("0000:10:00.0", why), std::nullopt);
+  EXPECT_THAT(why, HasSubstr("lacks nvmlDeviceGetHandleByPciBusId or nvmlDeviceGetIndex"));
+  ::setenv("QJOULE_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+  EXPECT_EQ(nvml_index_of_pci_bus_id("0000:10:00.0", why), std::nullopt);
+  EXPECT_THAT(why, HasSubstr("no NVIDIA driver is installed"));
+}
+
 TEST_F(EnergyNvml, UnsupportedEnergyCounterFallsBackToPowerWithAReason) {
   ::setenv("FAKE_NVML_ENERGY", "unsupported", 1);
   ::setenv("FAKE_NVML_WATTS", "80", 1);

@@ -4,6 +4,14 @@
 // and sequence length. A run that fails (a format that does not fit the model's shapes, say) comes
 // back as a record with status "failed" and the error's one line; the sweep goes on.
 //
+// --device cuda[:N] (encoder classifiers only) builds the whole model on GPU N
+// (model::EncoderClassifierCuda): each timed batch is bracketed by CUDA events on the model's stream
+// (input copy in, forward, logits copy out) and those event times are the latency samples; the energy
+// window synchronizes GPU N at both ends (a meter synchronize hook) and the run's energy is GPU N's
+// NVML sensor (BenchOptions::gpu_energy_sensors), the other sensors staying in energy_window. A CPU run
+// never counts a GPU sensor. Accuracy and fidelity run on the GPU model too; the FP32 reference is the
+// CPU's.
+//
 // A decoder language model (a folder whose config.json is a Llama, Qwen2 or GPT-2 causal LM) runs the
 // decoder path instead: batch 1, `seq` = N prompt tokens, M = BenchOptions::decode_tokens. Two phases,
 // each timed and measured in its own energy window:
@@ -57,6 +65,11 @@ struct BenchOptions {
   // Where each run's power trace goes (<trace_dir>/<run name>.csv, see qjoule/energy/trace_csv.h);
   // empty = no traces. The meter must keep a trace (MeterOptions::trace_capacity > 0).
   std::filesystem::path trace_dir;
+  // --device cuda[:N] runs: CUDA device index N -> the id of the meter's NVML sensor for that GPU
+  // ("nvml:gpuK"; `qjoule bench` matches them by PCI address). A GPU run's energy is that sensor's alone;
+  // a GPU without an entry (or whose sensor is absent) has its energy unavailable, with the reason.
+  std::map<int, std::string> gpu_energy_sensors;
+  std::map<int, std::string> gpu_energy_absent;  // CUDA device index -> why it has no sensor
 };
 
 // The precision spec without the options that are not Linear formats ("sqA" for SmoothQuant),
@@ -73,8 +86,10 @@ bool is_decoder_model(const std::string& model);
 
 // Checks every configuration before anything runs: known device and precision (with its options),
 // and a sequence length the model has positions for; for a decoder model also batch 1, no
-// SmoothQuant, decode_tokens >= 1 and seq + decode_tokens within max_position_embeddings. Fails with
-// one line naming the configuration.
+// SmoothQuant, decode_tokens >= 1 and seq + decode_tokens within max_position_embeddings. A cuda
+// device must be usable (else the one-line reason from cuda_device_status()), its model an encoder
+// classifier, its precision one with a CUDA kernel and without SmoothQuant. Fails with one line
+// naming the configuration.
 void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_tokens = kDefaultDecodeTokens);
 
 // The machine and build the records come from (CPU model, cores, ISA flags, OS, compiler, qjoule

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ struct SensorDiscovery {
   std::vector<std::unique_ptr<Sensor>> sensors;
   std::vector<SensorAbsence> absent;
 };
+
+// The NVML index (as DiscoveryOptions::gpus and the sensor id "nvml:gpuN" count) of the GPU at PCI
+// address `pci_bus_id` ("0000:3B:00.0", as cudaDeviceGetPCIBusId writes it): CUDA's and NVML's
+// numbering differ under CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER. std::nullopt, with `why_not` set
+// to one line, when NVML is absent or does not know the address. `nvml_library` as in DiscoveryOptions.
+std::optional<unsigned> nvml_index_of_pci_bus_id(const std::string& pci_bus_id, std::string& why_not,
+                                                 const std::string& nvml_library = "");
 
 // Probes every source. Absent sources are listed, never fatal; a malformed option (an unknown
 // --power-meter form, a --gpu index that does not exist) throws qjoule::Error.

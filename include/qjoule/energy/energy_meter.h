@@ -129,6 +129,8 @@ class EnergyMeter {
   // A GPU backend registers its "synchronize device" call here; begin_window() and end_window()
   // run every hook before taking their timestamps so queued device work is inside the window.
   void add_synchronize_hook(std::string label, std::function<void()> hook);
+  // Removes every hook registered under `label` (a model that leaves its GPU); returns how many.
+  std::size_t remove_synchronize_hook(const std::string& label);
 
   Window begin_window(std::string name);
   Measurement end_window(Window& window);  // the window is closed afterwards

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ struct ClassifierEvalResult {
 // `progress(done, total)` is called after each batch (may be empty). Text examples need a tokenizer;
 // pre-tokenized ones are used as they are (truncated to max_length, keeping the final [SEP]).
 ClassifierEvalResult evaluate_classifier(const model::EncoderClassifier& model,
+                                         const tokenize::WordPieceTokenizer* tokenizer, const Dataset& dataset,
+                                         const ClassifierEvalOptions& options,
+                                         const std::function<void(std::size_t, std::size_t)>& progress = {});
+
+// The same for any model with EncoderClassifier::forward's contract (a GPU model, say): its config and
+// forward(ids, mask, batch, seq, logits).
+using ClassifierForward =
+    std::function<void(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits)>;
+ClassifierEvalResult evaluate_classifier(const model::EncoderConfig& config, const ClassifierForward& forward,
                                          const tokenize::WordPieceTokenizer* tokenizer, const Dataset& dataset,
                                          const ClassifierEvalOptions& options,
                                          const std::function<void(std::size_t, std::size_t)>& progress = {});

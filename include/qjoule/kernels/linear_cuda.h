@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "qjoule/kernels/linear.h"
@@ -44,6 +45,15 @@ namespace qjoule::kernels {
 
 // {"fp32", "tf32", "fp16", "bf16", "int8", "fp8", "int4", "nf4"}
 std::vector<std::string> cuda_supported_precisions();
+
+// parse_precision (make_linear.h) that also knows the CUDA-only names "tf32" and "fp8" (which take no
+// options). Whether the result has a CUDA kernel is check_cuda_format's question.
+LinearFormat parse_cuda_precision(std::string_view spec, const LinearFormat& defaults = {});
+
+// Fails with one line beginning with `what` (e.g. "--precision w8") unless some CUDA layer runs this
+// format: the checks of make_linear_cuda that need no shape (emulate, w8, int4 with a8, an unknown
+// precision, the int4 group size). Needs no GPU.
+void check_cuda_format(const LinearFormat& format, const std::string& what);
 
 class CudaLinear : public Linear {
  public:

@@ -39,9 +39,17 @@ CudaDeviceStatus query() {
   s.device_count = count;
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {
+      s.devices.push_back(fmt::format("{}: (cudaGetDeviceProperties failed)", i));
+      s.pci_bus_ids.emplace_back();
+      s.compute_capabilities.push_back(0);
+      continue;
+    }
     s.devices.push_back(fmt::format("{}: {} (sm_{}{}, {:.1f} GiB)", i, p.name, p.major, p.minor,
                                     double(p.totalGlobalMem) / double(1ull << 30)));
+    s.compute_capabilities.push_back(p.major * 10 + p.minor);
+    char bus_id[32] = {};
+    s.pci_bus_ids.emplace_back(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, i) == cudaSuccess ? bus_id : "");
   }
   s.usable = count > 0;
   if (!s.usable) s.reason = "the CUDA runtime reports 0 GPUs";
@@ -77,6 +85,22 @@ int require_cuda_device(const std::string& device) {
     fail("--device {}: GPU {} does not exist; this machine has {} (0 to {})", device, index, s.device_count,
          s.device_count - 1);
   return index;
+}
+
+bool is_cuda_device(const std::string& device) { return device == "cuda" || device.rfind("cuda:", 0) == 0; }
+
+void synchronize_cuda_device(int device) {
+#if QJOULE_HAVE_CUDA
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  cudaError_t err = previous == device ? cudaSuccess : cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  if (previous >= 0 && previous != device) cudaSetDevice(previous);
+  if (err != cudaSuccess)
+    fail("synchronizing GPU {}: {} ({})", device, cudaGetErrorString(err), cudaGetErrorName(err));
+#else
+  fail("synchronizing GPU {}: this qjoule was built without the CUDA backend", device);
+#endif
 }
 
 }  // namespace qjoule::kernels

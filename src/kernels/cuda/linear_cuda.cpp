@@ -40,20 +40,21 @@ struct Plan {
   std::string packed_name;  // "int4", "nf4", "nf4dq"
 };
 
-Plan validate(const LinearFormat& f, int64_t out, int64_t in, const std::string& tensor) {
+// The format alone (no shape): what check_cuda_format and make_linear_cuda both reject. Errors begin
+// with `who` ("tensor 'NAME'").
+Plan validate_format(const LinearFormat& f, const std::string& who) {
   using cuda_detail::GemmKind;
   const std::string& p = f.precision;
-  if (out <= 0 || in <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, out, in);
   if (f.emulate)
-    fail("tensor '{}': precision '{}:emulate': fake quantization runs on the CPU only; CUDA layers run the real format",
-         tensor, p);
+    fail("{}: precision '{}:emulate': fake quantization runs on the CPU only; CUDA layers run the real format",
+         who, p);
   if (p == "w8")
-    fail("tensor '{}': precision 'w8' (INT8 weight-only) has no CUDA kernel; use int8 (W8A8 through cuBLASLt) or "
+    fail("{}: precision 'w8' (INT8 weight-only) has no CUDA kernel; use int8 (W8A8 through cuBLASLt) or "
          "fp16",
-         tensor);
+         who);
   const auto names = cuda_supported_precisions();
   if (std::find(names.begin(), names.end(), p) == names.end())
-    fail("tensor '{}': precision '{}' is not available on CUDA; expected one of {}", tensor, p, fmt::join(names, ", "));
+    fail("{}: precision '{}' is not available on CUDA; expected one of {}", who, p, fmt::join(names, ", "));
   Plan plan;
   if (p == "fp32") {
     plan.gemm = GemmKind::f32;
@@ -78,24 +79,30 @@ Plan validate(const LinearFormat& f, int64_t out, int64_t in, const std::string&
     plan.kernel_path = "cublaslt:e4m3:tensor_op";
   } else if (p == "int4") {
     if (f.int4_int8_activations)
-      fail("tensor '{}': int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8",
-           tensor);
+      fail("{}: int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8",
+           who);
     if (f.group_size != 32 && f.group_size != 64 && f.group_size != 128)
-      fail("tensor '{}': int4 group size {}; expected 32, 64 or 128", tensor, f.group_size);
-    if (in % f.group_size != 0)
-      fail("tensor '{}': in_features {} is not a multiple of the int4 group size {} (qjoule does not pad)", tensor, in,
-           f.group_size);
+      fail("{}: int4 group size {}; expected 32, 64 or 128", who, f.group_size);
     plan.packed = true;
     plan.four_bit = f.int4_asymmetric ? cuda_detail::PackedKind::int4_asym : cuda_detail::PackedKind::int4_sym;
     plan.packed_name = "int4";
   } else {  // nf4
-    if (in % 64 != 0)
-      fail("tensor '{}': in_features {} is not a multiple of the nf4 block size 64 (qjoule does not pad)", tensor, in);
     plan.packed = true;
     plan.four_bit = f.nf4_double_quant ? cuda_detail::PackedKind::nf4dq : cuda_detail::PackedKind::nf4;
     plan.packed_name = f.nf4_double_quant ? "nf4dq" : "nf4";
   }
   if (plan.packed) plan.kernel_path = "qjoule:cuda:" + plan.packed_name + "_gemv+f16_cublaslt";
+  return plan;
+}
+
+Plan validate(const LinearFormat& f, int64_t out, int64_t in, const std::string& tensor) {
+  if (out <= 0 || in <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, out, in);
+  Plan plan = validate_format(f, "tensor '" + tensor + "'");
+  if (f.precision == "int4" && in % f.group_size != 0)
+    fail("tensor '{}': in_features {} is not a multiple of the int4 group size {} (qjoule does not pad)", tensor, in,
+         f.group_size);
+  if (f.precision == "nf4" && in % 64 != 0)
+    fail("tensor '{}': in_features {} is not a multiple of the nf4 block size 64 (qjoule does not pad)", tensor, in);
   return plan;
 }
 
@@ -265,6 +272,18 @@ class CudaLinearImpl final : public CudaLinear {
 }  // namespace
 
 std::vector<std::string> cuda_supported_precisions() { return {"fp32", "tf32", "fp16", "bf16", "int8", "fp8", "int4", "nf4"}; }
+
+LinearFormat parse_cuda_precision(std::string_view spec, const LinearFormat& defaults) {
+  const std::string_view name = spec.substr(0, spec.find(':'));
+  if (name != "tf32" && name != "fp8") return parse_precision(spec, defaults);
+  if (name.size() != spec.size())
+    fail("precision '{}': {} takes no options (it runs on CUDA only, with one fixed scheme)", spec, name);
+  LinearFormat f = defaults;
+  f.precision = std::string(name);
+  return f;
+}
+
+void check_cuda_format(const LinearFormat& format, const std::string& what) { validate_format(format, what); }
 
 std::unique_ptr<CudaLinear> make_linear_cuda(const LinearFormat& format, const float* W, const float* bias,
                                              int64_t out, int64_t in, const std::string& tensor_name, int device) {
