@@ -46,29 +46,34 @@ class DeviceGuard {
   int previous_ = -1;
 };
 
-// cudaMalloc'd bytes, freed on destruction.
-class DeviceBuffer {
+cudaError_t malloc_device(void** ptr, std::size_t bytes) { return cudaMalloc(ptr, bytes); }
+cudaError_t malloc_pinned(void** ptr, std::size_t bytes) { return cudaMallocHost(ptr, bytes); }
+
+// Bytes from a CUDA allocator, freed on destruction: device memory (cudaMalloc) or the pinned host
+// staging area of the explicit copies (cudaMallocHost).
+template <cudaError_t (*Alloc)(void**, std::size_t), cudaError_t (*Free)(void*)>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(std::size_t bytes, int device, const std::string& what) {
+  CudaBuffer() = default;
+  CudaBuffer(std::size_t bytes, int device, const std::string& what) {
     if (bytes == 0) return;
-    check(cudaMalloc(&ptr_, bytes), device, "cudaMalloc of " + what);
+    check(Alloc(&ptr_, bytes), device, (Alloc == malloc_pinned ? "cudaMallocHost of " : "cudaMalloc of ") + what);
     bytes_ = bytes;
   }
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
+  ~CudaBuffer() {
+    if (ptr_ != nullptr) Free(ptr_);
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  CudaBuffer(CudaBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  CudaBuffer& operator=(CudaBuffer&& o) noexcept {
     if (this != &o) {
-      if (ptr_ != nullptr) cudaFree(ptr_);
+      if (ptr_ != nullptr) Free(ptr_);
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
     }
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
 
   template <class T>
   T* as() const {
@@ -81,40 +86,8 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-// cudaMallocHost'd (pinned) bytes, freed on destruction: the staging area of the explicit copies.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(std::size_t bytes, int device, const std::string& what) {
-    if (bytes == 0) return;
-    check(cudaMallocHost(&ptr_, bytes), device, "cudaMallocHost of " + what);
-    bytes_ = bytes;
-  }
-  ~PinnedBuffer() {
-    if (ptr_ != nullptr) cudaFreeHost(ptr_);
-  }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    if (this != &o) {
-      if (ptr_ != nullptr) cudaFreeHost(ptr_);
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
+using DeviceBuffer = CudaBuffer<malloc_device, cudaFree>;
+using PinnedBuffer = CudaBuffer<malloc_pinned, cudaFreeHost>;
 
 DeviceBuffer upload(const std::vector<float>& host, int device, const std::string& what) {
   DeviceBuffer buffer(host.size() * sizeof(float), device, what);

@@ -7,8 +7,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
+
+#include "linear_cuda_device.h"
 
 namespace qjoule::kernels::cuda_detail {
 
@@ -101,6 +105,47 @@ class DeviceGuard {
  private:
   int previous_ = -1;
   cudaError_t status_ = cudaSuccess;
+};
+
+// What every device layer shares: the device, its shape, a mutex over its plans and working buffers,
+// and the two entry points (device pointers on a stream; host pointers, copied explicitly), both of
+// which run the layer's forward_locked with the mutex held and the device current.
+class LockedDeviceLinear : public DeviceLinear {
+ public:
+  std::string forward(const float* x, int64_t m, float* y, CUstream_st* stream) override {
+    if (m <= 0) return {};
+    DeviceGuard guard(device_);
+    if (std::string e = guard.error(); !e.empty()) return e;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return forward_locked(x, m, y, stream);
+  }
+
+  std::string forward_host(const float* x, int64_t m, float* y) override {
+    if (m <= 0) return {};
+    DeviceGuard guard(device_);
+    if (std::string e = guard.error(); !e.empty()) return e;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::size_t xb = static_cast<std::size_t>(m * in_) * sizeof(float);
+    const std::size_t yb = static_cast<std::size_t>(m * out_) * sizeof(float);
+    if (std::string e = host_x_.reserve(xb, "cudaMalloc of x"); !e.empty()) return e;
+    if (std::string e = host_y_.reserve(yb, "cudaMalloc of y"); !e.empty()) return e;
+    cudaError_t err = cudaMemcpy(host_x_.as<void>(), x, xb, cudaMemcpyHostToDevice);
+    if (err != cudaSuccess) return describe(err, "cudaMemcpy of x to the GPU");
+    if (std::string e = forward_locked(host_x_.as<float>(), m, host_y_.as<float>(), nullptr); !e.empty()) return e;
+    err = cudaMemcpy(y, host_y_.as<void>(), yb, cudaMemcpyDeviceToHost);
+    if (err != cudaSuccess) return describe(err, "forward (its kernels, or cudaMemcpy of y from the GPU)");
+    err = cudaGetLastError();
+    return err == cudaSuccess ? std::string() : describe(err, "forward");
+  }
+
+ protected:
+  // x, y on the device; called with mutex_ held and device_ current.
+  virtual std::string forward_locked(const float* x, int64_t m, float* y, cudaStream_t stream) = 0;
+
+  int device_ = 0;
+  int64_t out_ = 0, in_ = 0;
+  std::mutex mutex_;  // plans and working buffers
+  DeviceMemory host_x_, host_y_;
 };
 
 }  // namespace qjoule::kernels::cuda_detail

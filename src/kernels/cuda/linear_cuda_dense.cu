@@ -150,7 +150,7 @@ std::size_t element_bytes(GemmKind kind) {
 
 // ---- the layer --------------------------------------------------------------------------------------
 
-class DenseLinear final : public DeviceLinear {
+class DenseLinear final : public LockedDeviceLinear {
  public:
   std::string init(const DenseWeights& w, const std::vector<float>& bias, int device) {
     device_ = device;
@@ -170,36 +170,10 @@ class DenseLinear final : public DeviceLinear {
     return error;
   }
 
-  std::string forward(const float* x, int64_t m, float* y, CUstream_st* stream) override {
-    if (m <= 0) return {};
-    DeviceGuard guard(device_);
-    if (std::string e = guard.error(); !e.empty()) return e;
-    std::lock_guard<std::mutex> lock(mutex_);
-    return forward_locked(x, m, y, stream);
-  }
-
-  std::string forward_host(const float* x, int64_t m, float* y) override {
-    if (m <= 0) return {};
-    DeviceGuard guard(device_);
-    if (std::string e = guard.error(); !e.empty()) return e;
-    std::lock_guard<std::mutex> lock(mutex_);
-    const std::size_t xb = static_cast<std::size_t>(m * in_) * sizeof(float);
-    const std::size_t yb = static_cast<std::size_t>(m * out_) * sizeof(float);
-    if (std::string e = host_x_.reserve(xb, "cudaMalloc of x"); !e.empty()) return e;
-    if (std::string e = host_y_.reserve(yb, "cudaMalloc of y"); !e.empty()) return e;
-    cudaError_t err = cudaMemcpy(host_x_.as<void>(), x, xb, cudaMemcpyHostToDevice);
-    if (err != cudaSuccess) return describe(err, "cudaMemcpy of x to the GPU");
-    if (std::string e = forward_locked(host_x_.as<float>(), m, host_y_.as<float>(), nullptr); !e.empty()) return e;
-    err = cudaMemcpy(y, host_y_.as<void>(), yb, cudaMemcpyDeviceToHost);
-    if (err != cudaSuccess) return describe(err, "forward (its kernels, or cudaMemcpy of y from the GPU)");
-    err = cudaGetLastError();
-    return err == cudaSuccess ? std::string() : describe(err, "forward");
-  }
-
   std::size_t bytes_held() const override { return weights_.bytes() + row_scales_.bytes() + bias_.bytes(); }
 
  private:
-  std::string forward_locked(const float* x, int64_t m, float* y, cudaStream_t s) {
+  std::string forward_locked(const float* x, int64_t m, float* y, cudaStream_t s) override {
     if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0)
       return "x and y must be 16-byte aligned device pointers";
     const float* bias = bias_.bytes() > 0 ? bias_.as<float>() : nullptr;
@@ -291,14 +265,12 @@ class DenseLinear final : public DeviceLinear {
     return {};
   }
 
-  int device_ = 0;
   GemmKind kind_ = GemmKind::f32;
-  int64_t out_ = 0, in_ = 0, rows_ = 0, cols_ = 0;
+  int64_t rows_ = 0, cols_ = 0;
   LtContext* context_ = nullptr;
   DeviceMemory weights_, row_scales_, bias_;
-  std::mutex mutex_;  // plans and working buffers
   std::map<int64_t, std::unique_ptr<LtPlan>> plans_;
-  DeviceMemory activations_, activation_scales_, accumulators_, host_x_, host_y_;
+  DeviceMemory activations_, activation_scales_, accumulators_;
 };
 
 }  // namespace

@@ -262,7 +262,7 @@ std::string ensure_tables(const PackedWeights& w) {
   return {};
 }
 
-class PackedLinear final : public DeviceLinear {
+class PackedLinear final : public LockedDeviceLinear {
  public:
   std::string init(const PackedWeights& w, const std::vector<float>& bias, int device) {
     device_ = device;
@@ -286,38 +286,12 @@ class PackedLinear final : public DeviceLinear {
     return error;
   }
 
-  std::string forward(const float* x, int64_t m, float* y, CUstream_st* stream) override {
-    if (m <= 0) return {};
-    DeviceGuard guard(device_);
-    if (std::string e = guard.error(); !e.empty()) return e;
-    std::lock_guard<std::mutex> lock(mutex_);
-    return forward_locked(x, m, y, stream);
-  }
-
-  std::string forward_host(const float* x, int64_t m, float* y) override {
-    if (m <= 0) return {};
-    DeviceGuard guard(device_);
-    if (std::string e = guard.error(); !e.empty()) return e;
-    std::lock_guard<std::mutex> lock(mutex_);
-    const std::size_t xb = static_cast<std::size_t>(m * in_) * sizeof(float);
-    const std::size_t yb = static_cast<std::size_t>(m * out_) * sizeof(float);
-    if (std::string e = host_x_.reserve(xb, "cudaMalloc of x"); !e.empty()) return e;
-    if (std::string e = host_y_.reserve(yb, "cudaMalloc of y"); !e.empty()) return e;
-    cudaError_t err = cudaMemcpy(host_x_.as<void>(), x, xb, cudaMemcpyHostToDevice);
-    if (err != cudaSuccess) return describe(err, "cudaMemcpy of x to the GPU");
-    if (std::string e = forward_locked(host_x_.as<float>(), m, host_y_.as<float>(), nullptr); !e.empty()) return e;
-    err = cudaMemcpy(y, host_y_.as<void>(), yb, cudaMemcpyDeviceToHost);
-    if (err != cudaSuccess) return describe(err, "forward (its kernels, or cudaMemcpy of y from the GPU)");
-    err = cudaGetLastError();
-    return err == cudaSuccess ? std::string() : describe(err, "forward");
-  }
-
   std::size_t bytes_held() const override {
     return blocks_.bytes() + absmax_scales_.bytes() + extra_bytes_ + bias_.bytes();
   }
 
  private:
-  std::string forward_locked(const float* x, int64_t m, float* y, cudaStream_t s) {
+  std::string forward_locked(const float* x, int64_t m, float* y, cudaStream_t s) override {
     if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0)
       return "x and y must be 16-byte aligned device pointers";
     switch (kind_) {
@@ -387,17 +361,15 @@ class PackedLinear final : public DeviceLinear {
     return {};
   }
 
-  int device_ = 0;
   PackedKind kind_ = PackedKind::int4_sym;
   int group_ = 0;
-  int64_t out_ = 0, in_ = 0, panel_rows_ = 0;
+  int64_t panel_rows_ = 0;
   float mean_ = 0.0f;
   std::size_t extra_bytes_ = 0;
   LtContext* context_ = nullptr;
   DeviceMemory blocks_, absmax_scales_, bias_;
-  std::mutex mutex_;  // plans and working buffers
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<LtPlan>> plans_;
-  DeviceMemory act16_, panel_, host_x_, host_y_;
+  DeviceMemory act16_, panel_;
 };
 
 }  // namespace
