@@ -76,18 +76,17 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, float* x, int
   std::vector<float> hn(static_cast<size_t>(n * h));
   norm(layer.attn_norm, x, n, hn.data());
 
-  std::vector<float> qkv;
+  // Q, K and V: one fused Linear (GPT-2's c_attn, rows [q | k | v]) or three blocks [n, q | k | v].
+  std::vector<float> qkv(static_cast<size_t>(n * (qd + 2 * kvd)));
   const float *q = nullptr, *k = nullptr, *v = nullptr;
   int64_t q_stride = qd, kv_stride = kvd;
   if (layer.qkv) {
-    qkv.resize(static_cast<size_t>(n * (qd + 2 * kvd)));
     layer.qkv->forward(hn.data(), n, qkv.data());
     q_stride = kv_stride = qd + 2 * kvd;
     q = qkv.data();
     k = q + qd;
     v = k + kvd;
   } else {
-    qkv.resize(static_cast<size_t>(n * (qd + 2 * kvd)));
     float* qb = qkv.data();
     float* kb = qb + n * qd;
     float* vb = kb + n * kvd;

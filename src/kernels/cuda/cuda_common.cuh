@@ -24,6 +24,12 @@ inline std::string describe(cublasStatus_t status, const char* what) {
   return std::string(what) + ": " + cublasLtGetStatusString(status) + " (" + cublasLtGetStatusName(status) + ")";
 }
 
+// Blocks for a grid-stride loop over n elements with `threads` per block (1 to 65536).
+inline unsigned grid_for(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
+}
+
 // The error of the last kernel launch, as text ("" when it was accepted).
 inline std::string launch_error(const char* kernel) {
   const cudaError_t err = cudaGetLastError();

@@ -70,18 +70,6 @@ std::string fill_kind(GemmKind kind, void* p, int64_t n, uint32_t seed) {
   return "unknown GEMM kind";
 }
 
-std::size_t operand_bytes(GemmKind kind) {
-  switch (kind) {
-    case GemmKind::f32:
-    case GemmKind::tf32: return 4;
-    case GemmKind::f16:
-    case GemmKind::bf16: return 2;
-    case GemmKind::s8:
-    case GemmKind::e4m3: return 1;
-  }
-  return 4;
-}
-
 // Events destroyed on every path.
 struct Events {
   std::vector<cudaEvent_t> start, stop;
@@ -129,7 +117,7 @@ std::string bench_gemm(GemmKind kind, int64_t m, int64_t n, int64_t k, int reps,
   LtContext* context = nullptr;
   if (std::string e = lt_context(context); !e.empty()) return e;
   DeviceMemory a, b, d;
-  const std::size_t eb = operand_bytes(kind);
+  const std::size_t eb = gemm_element_bytes(kind);
   if (std::string e = a.allocate(static_cast<std::size_t>(n * k) * eb, "cudaMalloc of A"); !e.empty()) return e;
   if (std::string e = b.allocate(static_cast<std::size_t>(m * k) * eb, "cudaMalloc of B"); !e.empty()) return e;
   if (std::string e = d.allocate(static_cast<std::size_t>(m * n) * 4, "cudaMalloc of D"); !e.empty()) return e;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/encoder_ops_cuda.h"
 
 namespace qjoule::kernels::cuda_detail {
@@ -14,17 +15,6 @@ namespace {
 constexpr int kElementThreads = 256;
 constexpr int kLayerNormThreads = 256;
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
-
-std::string launch_result(const char* kernel) {
-  const cudaError_t err = cudaGetLastError();
-  if (err == cudaSuccess) return {};
-  return std::string(kernel) + " launch: " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")";
-}
-
-unsigned grid_for(int64_t n, int threads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<unsigned>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
-}
 
 // ---- block reductions (blockDim.x a multiple of 32, at most 1024) -----------------------------------
 
@@ -174,7 +164,7 @@ template <Unary kOp>
 std::string unary(float* x, int64_t n, CUstream_st* stream, const char* name) {
   if (n <= 0) return {};
   unary_kernel<kOp><<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(x, n);
-  return launch_result(name);
+  return launch_error(name);
 }
 
 }  // namespace
@@ -186,7 +176,7 @@ std::string embedding_sum_cuda(const int32_t* ids, const float* word, const floa
   if (seq <= 0) return "embedding_sum_kernel: sequence length " + std::to_string(seq) + ", expected at least 1";
   embedding_sum_kernel<<<grid_for(rows * hidden, kElementThreads), kElementThreads, 0, stream>>>(
       ids, word, position, token_type0, rows, seq, hidden, out);
-  return launch_result("embedding_sum_kernel");
+  return launch_error("embedding_sum_kernel");
 }
 
 std::string add_layer_norm_cuda(float* x, const float* residual, int64_t rows, int64_t cols, const float* gamma,
@@ -195,7 +185,7 @@ std::string add_layer_norm_cuda(float* x, const float* residual, int64_t rows, i
   if (rows > 0x7fffffff) return "add_layer_norm_kernel: " + std::to_string(rows) + " rows, at most 2^31 - 1";
   add_layer_norm_kernel<<<static_cast<unsigned>(rows), kLayerNormThreads, 0, stream>>>(x, residual, cols, gamma,
                                                                                        beta, eps);
-  return launch_result("add_layer_norm_kernel");
+  return launch_error("add_layer_norm_kernel");
 }
 
 std::string gelu_erf_cuda(float* x, int64_t n, CUstream_st* stream) {
@@ -223,7 +213,7 @@ std::string attention_cuda(const float* q, const float* k, const float* v, int64
   const dim3 grid(static_cast<unsigned>(seq), static_cast<unsigned>(heads), static_cast<unsigned>(batch));
   attention_kernel<<<grid, kAttentionThreads, shared, stream>>>(q, k, v, row_stride, mask, causal ? 1 : 0, seq, heads,
                                                                head_dim, scale, ctx);
-  return launch_result("attention_kernel");
+  return launch_error("attention_kernel");
 }
 
 }  // namespace qjoule::kernels::cuda_detail

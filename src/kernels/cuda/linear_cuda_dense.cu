@@ -131,23 +131,6 @@ __global__ void dequantize_kernel(const Acc* __restrict__ acc, int64_t ld, int64
   }
 }
 
-unsigned grid_for(int64_t n, int threads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<unsigned>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
-}
-
-std::size_t element_bytes(GemmKind kind) {
-  switch (kind) {
-    case GemmKind::f32:
-    case GemmKind::tf32: return 4;
-    case GemmKind::f16:
-    case GemmKind::bf16: return 2;
-    case GemmKind::s8:
-    case GemmKind::e4m3: return 1;
-  }
-  return 4;
-}
-
 // ---- the layer --------------------------------------------------------------------------------------
 
 class DenseLinear final : public LockedDeviceLinear {
@@ -292,7 +275,7 @@ std::string query_device(int device, DeviceInfo& info) {
 
 std::string make_dense_linear(const DenseWeights& weights, const std::vector<float>& bias, int device,
                               std::unique_ptr<DeviceLinear>& result) {
-  if (weights.data.size() != static_cast<std::size_t>(weights.rows * weights.cols) * element_bytes(weights.kind))
+  if (weights.data.size() != static_cast<std::size_t>(weights.rows * weights.cols) * gemm_element_bytes(weights.kind))
     return "internal: weight bytes do not match the device matrix";
   auto layer = std::make_unique<DenseLinear>();
   if (std::string e = layer->init(weights, bias, device); !e.empty()) return e;

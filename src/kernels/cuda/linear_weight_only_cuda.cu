@@ -240,11 +240,6 @@ __global__ void to_half_kernel(const float* __restrict__ x, __half* __restrict__
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = __float2half_rn(x[i]);
 }
 
-unsigned grid_for(int64_t n, int threads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<unsigned>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
-}
-
 // Copies the tables to the current device once.
 std::string ensure_tables(const PackedWeights& w) {
   static std::mutex mutex;

@@ -64,4 +64,17 @@ class LtPlan {
 // Short name of a kind for messages: "f32", "tf32", "f16", "bf16", "s8", "e4m3".
 const char* gemm_kind_name(GemmKind kind);
 
+// Bytes per element of a GEMM operand of `kind`.
+inline std::size_t gemm_element_bytes(GemmKind kind) {
+  switch (kind) {
+    case GemmKind::f32:
+    case GemmKind::tf32: return 4;
+    case GemmKind::f16:
+    case GemmKind::bf16: return 2;
+    case GemmKind::s8:
+    case GemmKind::e4m3: return 1;
+  }
+  return 4;
+}
+
 }  // namespace qjoule::kernels::cuda_detail
