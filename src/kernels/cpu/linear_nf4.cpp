@@ -1,4 +1,5 @@
-// make_linear_nf4: bitsandbytes NF4 weights (optionally with double-quantized absmax), FP32 compute.
+// make_linear_nf4: bitsandbytes NF4 weights (optionally with double-quantized absmax), FP32 compute
+// (BF16 panel compute for prefill on AVX-512 BF16 CPUs, labelled).
 #include "kernels/cpu/weight_only_gemm.h"
 #include "kernels/cpu/weight_only_linear.h"
 #include "qjoule/quant/quantize_nf4.h"
@@ -8,17 +9,20 @@ namespace qjoule::kernels {
 std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,
                                         const Nf4Options& options, const std::string& tensor_name) {
   const WeightOnlyIsa isa = weight_only_isa();
-  const bool avx2 = isa == WeightOnlyIsa::avx2;
   if (options.double_quant) {
     using Packed = quant::Nf4DqMatrix;
-    return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-        quant::quantize_matrix_nf4_double(W, out, in, tensor_name), bias, "nf4", isa, "nf4dq_f32",
-        avx2 ? &detail::gemm_nf4dq_f32_avx2 : &detail::gemm_nf4dq_f32_scalar, nullptr, tensor_name);
+    auto gemm = isa == WeightOnlyIsa::avx512 ? &detail::gemm_nf4dq_f32_avx512
+                : isa == WeightOnlyIsa::avx2 ? &detail::gemm_nf4dq_f32_avx2
+                                             : &detail::gemm_nf4dq_f32_scalar;
+    return std::make_unique<detail::WeightOnlyLinear<Packed>>(quant::quantize_matrix_nf4_double(W, out, in, tensor_name),
+                                                              bias, "nf4", weight_only_kernel_path(isa, "nf4dq_f32", true), gemm, nullptr, tensor_name);
   }
   using Packed = quant::Nf4Matrix;
-  return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-      quant::quantize_matrix_nf4(W, out, in, tensor_name), bias, "nf4", isa, "nf4_f32",
-      avx2 ? &detail::gemm_nf4_f32_avx2 : &detail::gemm_nf4_f32_scalar, nullptr, tensor_name);
+  auto gemm = isa == WeightOnlyIsa::avx512 ? &detail::gemm_nf4_f32_avx512
+              : isa == WeightOnlyIsa::avx2 ? &detail::gemm_nf4_f32_avx2
+                                           : &detail::gemm_nf4_f32_scalar;
+  return std::make_unique<detail::WeightOnlyLinear<Packed>>(quant::quantize_matrix_nf4(W, out, in, tensor_name), bias,
+                                                            "nf4", weight_only_kernel_path(isa, "nf4_f32", true), gemm, nullptr, tensor_name);
 }
 
 }  // namespace qjoule::kernels

@@ -9,9 +9,11 @@ std::unique_ptr<Linear> make_linear_w8(const float* W, const float* bias, int64_
                                        const std::string& tensor_name) {
   using Packed = quant::Int8Matrix;
   const WeightOnlyIsa isa = weight_only_isa();
-  auto gemm = isa == WeightOnlyIsa::avx2 ? &detail::gemm_w8_f32_avx2 : &detail::gemm_w8_f32_scalar;
+  auto gemm = isa == WeightOnlyIsa::avx512 ? &detail::gemm_w8_f32_avx512
+              : isa == WeightOnlyIsa::avx2 ? &detail::gemm_w8_f32_avx2
+                                           : &detail::gemm_w8_f32_scalar;
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(quant::quantize_matrix_int8(W, out, in, tensor_name), bias,
-                                                            "w8", isa, "w8_f32", gemm, nullptr, tensor_name);
+                                                            "w8", weight_only_kernel_path(isa, "w8_f32"), gemm, nullptr, tensor_name);
 }
 
 }  // namespace qjoule::kernels

@@ -1,14 +1,16 @@
-// Which ISA the weight-only kernels dispatch to, and the switch that forces the scalar path.
+// Which ISA the weight-only kernels dispatch to, and the switches that cap it (scalar by function or by
+// QJOULE_FORCE_SCALAR=1; any level by set_weight_only_isa_limit, for tests and benchmarks).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/cpu/weight_only_avx512.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::kernels {
 namespace {
 
-std::atomic<bool> g_force_scalar{false};
+std::atomic<int> g_limit{static_cast<int>(WeightOnlyIsa::avx512)};
 
 bool env_forces_scalar() {
   const char* v = std::getenv("QJOULE_FORCE_SCALAR");
@@ -27,13 +29,50 @@ bool cpu_supports_avx2_fma_f16c() {
   return supported;
 }
 
-void set_force_scalar_kernels(bool force) { g_force_scalar.store(force); }
-
-WeightOnlyIsa weight_only_isa() {
-  if (g_force_scalar.load() || env_forces_scalar()) return WeightOnlyIsa::scalar;
-  return cpu_supports_avx2_fma_f16c() ? WeightOnlyIsa::avx2 : WeightOnlyIsa::scalar;
+bool cpu_supports_avx512_weight_only() {
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    // libgcc's checks include the OS's XSAVE support for the ZMM and mask state.
+    return cpu_supports_avx2_fma_f16c() && __builtin_cpu_supports("avx512f") != 0 &&
+           __builtin_cpu_supports("avx512bw") != 0 && __builtin_cpu_supports("avx512vl") != 0 &&
+           __builtin_cpu_supports("avx512dq") != 0;
+  }();
+  return supported;
 }
 
-std::string_view isa_name(WeightOnlyIsa isa) { return isa == WeightOnlyIsa::avx2 ? "avx2" : "scalar"; }
+void set_force_scalar_kernels(bool force) {
+  g_limit.store(static_cast<int>(force ? WeightOnlyIsa::scalar : WeightOnlyIsa::avx512));
+}
+
+void set_weight_only_isa_limit(WeightOnlyIsa limit) { g_limit.store(static_cast<int>(limit)); }
+
+WeightOnlyIsa weight_only_isa() {
+  if (env_forces_scalar()) return WeightOnlyIsa::scalar;
+  const int limit = g_limit.load();
+  if (limit >= static_cast<int>(WeightOnlyIsa::avx512) && cpu_supports_avx512_weight_only()) return WeightOnlyIsa::avx512;
+  if (limit >= static_cast<int>(WeightOnlyIsa::avx2) && cpu_supports_avx2_fma_f16c()) return WeightOnlyIsa::avx2;
+  return WeightOnlyIsa::scalar;
+}
+
+std::string_view isa_name(WeightOnlyIsa isa) {
+  switch (isa) {
+    case WeightOnlyIsa::avx512: return "avx512";
+    case WeightOnlyIsa::avx2: return "avx2";
+    case WeightOnlyIsa::scalar: break;
+  }
+  return "scalar";
+}
+
+std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool bf16_decode) {
+  if (isa != WeightOnlyIsa::avx512) return "qjoule:" + std::string(isa_name(isa)) + ":" + kernel;
+  // Decode (m <= 4) runs the AVX-512 GEMV, with BF16 products for 4-bit formats where the CPU has
+  // AVX512_BF16; prefill runs the BF16 panel product there, and the AVX2 kernel elsewhere.
+  if (!avx512::bf16_panel_available()) return "qjoule:avx512:" + kernel + ",m>4:qjoule:avx2:" + kernel;
+  std::string decode = "qjoule:avx512:" + kernel;
+  if (bf16_decode && kernel.ends_with("_f32")) {
+    decode = "qjoule:avx512_bf16:" + kernel.substr(0, kernel.size() - 4) + "_bf16";
+  }
+  return decode + ",m>4:bf16_panel+" + avx512::bf16_panel_kernel_path();
+}
 
 }  // namespace qjoule::kernels

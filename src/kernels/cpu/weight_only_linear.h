@@ -18,12 +18,12 @@ class WeightOnlyLinear final : public Linear {
   using Gemm = void (*)(const Packed&, const float* bias, const float* x, int64_t m, float* y);
   using GemmNamed = void (*)(const Packed&, const float* bias, const float* x, int64_t m, float* y, std::string_view);
 
-  // kernel: the kernel's name without the ISA, e.g. "nf4_f32"; the path becomes "qjoule:<isa>:<kernel>".
-  WeightOnlyLinear(Packed w, const float* bias, std::string format, WeightOnlyIsa isa, const std::string& kernel,
-                   Gemm gemm, GemmNamed gemm_named, std::string tensor_name)
+  // kernel_path: weight_only_kernel_path(isa, kernel name, ...), e.g. "qjoule:avx2:nf4_f32".
+  WeightOnlyLinear(Packed w, const float* bias, std::string format, std::string kernel_path, Gemm gemm,
+                   GemmNamed gemm_named, std::string tensor_name)
       : w_(std::move(w)),
         format_(std::move(format)),
-        kernel_path_("qjoule:" + std::string(isa_name(isa)) + ":" + kernel),
+        kernel_path_(std::move(kernel_path)),
         gemm_(gemm),
         gemm_named_(gemm_named),
         tensor_name_(std::move(tensor_name)) {

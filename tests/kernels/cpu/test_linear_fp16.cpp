@@ -27,7 +27,7 @@ TEST(LinearFp16Weights, MatchesReferenceAcrossShapesAndIsas) {
         kernels::linear_fp16_weights_ref(x.data(), s.m, w.data(), bias, s.out, s.in, "t.weight", ref.data());
         test::expect_within_budget(y, ref, test::budget_scale(x, w, bias, s), s, lin->kernel_path());
         EXPECT_EQ(lin->format(), "fp16");
-        EXPECT_EQ(lin->kernel_path(), "qjoule:" + std::string(kernels::isa_name(isa)) + ":f16w_f32");
+        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "f16w_f32", false));
         EXPECT_EQ(lin->bytes_held(), size_t(s.out * s.in) * 2 + (with_bias ? size_t(s.out) * 4 : 0));
         EXPECT_EQ(lin->in_features(), s.in);
         EXPECT_EQ(lin->out_features(), s.out);

@@ -37,8 +37,7 @@ TEST(LinearInt4, MatchesReferenceAcrossGroupsSchemesActivationsShapesAndIsas) {
             lin->forward(x.data(), s.m, y.data());
             test::expect_within_budget(y, ref, scale, s, lin->kernel_path() + " " + describe(opt));
             EXPECT_EQ(lin->format(), "int4");
-            EXPECT_EQ(lin->kernel_path(),
-                      "qjoule:" + std::string(kernels::isa_name(isa)) + (s8 ? ":int4_s8" : ":int4_f32"));
+            EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, s8 ? "int4_s8" : "int4_f32", !s8, !s8));
             const size_t block_bytes = size_t(asym ? 4 : 2) + size_t(g / 2);
             EXPECT_EQ(lin->bytes_held(), size_t(s.out * (s.in / g)) * block_bytes + (bias ? size_t(s.out) * 4 : 0));
           }

@@ -29,7 +29,7 @@ TEST(LinearNf4, MatchesReferenceAcrossShapesDoubleQuantAndIsas) {
         lin->forward(x.data(), s.m, y.data());
         test::expect_within_budget(y, ref, scale, s, lin->kernel_path());
         EXPECT_EQ(lin->format(), "nf4");
-        EXPECT_EQ(lin->kernel_path(), "qjoule:" + std::string(kernels::isa_name(isa)) + (dq ? ":nf4dq_f32" : ":nf4_f32"));
+        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, dq ? "nf4dq_f32" : "nf4_f32", true, true));
         const size_t blocks = size_t(s.out * s.in / 64);
         const size_t packed = dq ? blocks * 33 + (blocks + 255) / 256 * 4 + 4 : blocks * 36;
         EXPECT_EQ(lin->bytes_held(), packed + (bias ? size_t(s.out) * 4 : 0));

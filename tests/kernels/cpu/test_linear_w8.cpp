@@ -27,7 +27,7 @@ TEST(LinearW8, MatchesReferenceAcrossShapesAndIsas) {
         kernels::linear_w8_ref(x.data(), s.m, w.data(), bias, s.out, s.in, "t.weight", ref.data());
         test::expect_within_budget(y, ref, test::budget_scale(x, w, bias, s), s, lin->kernel_path());
         EXPECT_EQ(lin->format(), "w8");
-        EXPECT_EQ(lin->kernel_path(), "qjoule:" + std::string(kernels::isa_name(isa)) + ":w8_f32");
+        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "w8_f32"));
         EXPECT_EQ(lin->bytes_held(), size_t(s.out * s.in) + size_t(s.out) * 4 + (with_bias ? size_t(s.out) * 4 : 0));
       }
     }

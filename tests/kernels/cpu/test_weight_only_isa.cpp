@@ -13,14 +13,44 @@ std::string nf4_path() {
   return kernels::make_linear_nf4(w.data(), nullptr, 4, 64, {}, "t")->kernel_path();
 }
 
+kernels::WeightOnlyIsa widest_isa() {
+  if (kernels::cpu_supports_avx512_weight_only()) return kernels::WeightOnlyIsa::avx512;
+  return kernels::cpu_supports_avx2_fma_f16c() ? kernels::WeightOnlyIsa::avx2 : kernels::WeightOnlyIsa::scalar;
+}
+
 TEST(WeightOnlyIsa, PathReflectsTheDispatchedIsa) {
   kernels::set_force_scalar_kernels(false);
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   EXPECT_EQ(kernels::cpu_supports_avx2_fma_f16c(), avx2);
+  EXPECT_EQ(kernels::cpu_supports_avx512_weight_only(), avx512);
   if (std::getenv("QJOULE_FORCE_SCALAR") == nullptr) {
-    EXPECT_EQ(kernels::weight_only_isa(), avx2 ? kernels::WeightOnlyIsa::avx2 : kernels::WeightOnlyIsa::scalar);
-    EXPECT_EQ(nf4_path(), avx2 ? "qjoule:avx2:nf4_f32" : "qjoule:scalar:nf4_f32");
+    EXPECT_EQ(kernels::weight_only_isa(), widest_isa());
+    const std::string path = nf4_path();
+    EXPECT_EQ(path, avx512 ? kernels::weight_only_kernel_path(kernels::WeightOnlyIsa::avx512, "nf4_f32", true)
+                    : avx2 ? "qjoule:avx2:nf4_f32"
+                           : "qjoule:scalar:nf4_f32");
+    if (avx512) {
+      // The prefill path is named after the decode path: BF16 panels on oneDNN, or the AVX2 kernel.
+      const bool bf16 = path.find(",m>4:bf16_panel+onednn:") != std::string::npos;
+      EXPECT_TRUE(bf16 ? path.starts_with("qjoule:avx512_bf16:nf4_bf16,m>4:")
+                       : path == "qjoule:avx512:nf4_f32,m>4:qjoule:avx2:nf4_f32")
+          << path;
+    }
   }
+}
+
+TEST(WeightOnlyIsa, TheLimitCapsTheIsa) {
+  kernels::set_weight_only_isa_limit(kernels::WeightOnlyIsa::avx2);
+  if (std::getenv("QJOULE_FORCE_SCALAR") == nullptr && kernels::cpu_supports_avx2_fma_f16c()) {
+    EXPECT_EQ(kernels::weight_only_isa(), kernels::WeightOnlyIsa::avx2);
+    EXPECT_EQ(nf4_path(), "qjoule:avx2:nf4_f32");
+  }
+  kernels::set_weight_only_isa_limit(kernels::WeightOnlyIsa::scalar);
+  EXPECT_EQ(nf4_path(), "qjoule:scalar:nf4_f32");
+  kernels::set_force_scalar_kernels(false);
+  EXPECT_EQ(kernels::isa_name(kernels::WeightOnlyIsa::avx512), "avx512");
 }
 
 TEST(WeightOnlyIsa, ScalarCanBeForcedByFunction) {
@@ -37,8 +67,7 @@ TEST(WeightOnlyIsa, ScalarCanBeForcedByEnvironment) {
   EXPECT_EQ(kernels::weight_only_isa(), kernels::WeightOnlyIsa::scalar);
   EXPECT_EQ(nf4_path(), "qjoule:scalar:nf4_f32");
   setenv("QJOULE_FORCE_SCALAR", "0", 1);
-  EXPECT_EQ(kernels::weight_only_isa(),
-            kernels::cpu_supports_avx2_fma_f16c() ? kernels::WeightOnlyIsa::avx2 : kernels::WeightOnlyIsa::scalar);
+  EXPECT_EQ(kernels::weight_only_isa(), widest_isa());
   if (before != nullptr) {
     setenv("QJOULE_FORCE_SCALAR", saved.c_str(), 1);
   } else {

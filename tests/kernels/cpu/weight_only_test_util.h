@@ -1,6 +1,9 @@
-// Shared helpers of the weight-only linear tests: random data, both ISAs, and the comparison
-// against the _ref twin with the budget every test states:
+// Shared helpers of the weight-only linear tests: random data, every ISA this CPU runs, and the
+// comparison against the _ref twin with the budget every test states:
 //   |y − y_ref| <= 1e-5 · (Σ_k |x_k · w_k| + |b|) + 1e-30     (FP32 vs double accumulation)
+// except where the layer multiplies in BF16 (AVX-512 with BF16: the prefill's BF16 panel for m > 4 rows,
+// the 4-bit formats' BF16 GEMV for m <= 4): there x and the dequantized w are each rounded to BF16 (relative error <= 2^-9 each, so <= 2^-8 + 2^-18 per product)
+// before FP32 accumulation, and the budget is kBf16PanelBudget = 2^-8 + 1e-5 instead.
 #pragma once
 
 #include <cmath>
@@ -20,19 +23,38 @@ inline std::vector<float> normal_vector(size_t n, unsigned seed, float sigma = 1
   return qjoule::test::random_vector(n, seed, sigma);
 }
 
-// The ISAs this run can test: scalar always; avx2 when the CPU has it and QJOULE_FORCE_SCALAR does not
-// force the scalar path for the whole run.
+inline constexpr double kBf16PanelBudget = 0x1p-8 + 1e-5;
+
+// The ISAs this run can test: scalar always; avx2 and avx512 when the CPU has them and
+// QJOULE_FORCE_SCALAR does not force the scalar path for the whole run.
 inline std::vector<kernels::WeightOnlyIsa> runnable_isas() {
   std::vector<kernels::WeightOnlyIsa> isas{kernels::WeightOnlyIsa::scalar};
   kernels::set_force_scalar_kernels(false);
-  if (kernels::weight_only_isa() == kernels::WeightOnlyIsa::avx2) isas.push_back(kernels::WeightOnlyIsa::avx2);
+  const kernels::WeightOnlyIsa widest = kernels::weight_only_isa();
+  if (widest >= kernels::WeightOnlyIsa::avx2) isas.push_back(kernels::WeightOnlyIsa::avx2);
+  if (widest >= kernels::WeightOnlyIsa::avx512) isas.push_back(kernels::WeightOnlyIsa::avx512);
   return isas;
 }
 
-// Makes layers built inside its scope use `isa` (forcing scalar, or not forcing it).
+// The kernel path a layer built for `isa` reports; formats without an AVX-512 kernel (fp16, int4:a8)
+// pass avx512_kernel = false and run avx2; 4-bit formats pass bf16_decode = true.
+inline std::string expected_path(kernels::WeightOnlyIsa isa, const std::string& kernel, bool avx512_kernel = true,
+                                 bool bf16_decode = false) {
+  if (!avx512_kernel && isa == kernels::WeightOnlyIsa::avx512) isa = kernels::WeightOnlyIsa::avx2;
+  return kernels::weight_only_kernel_path(isa, kernel, bf16_decode);
+}
+
+// The relative budget for a layer with this kernel path at m rows (see the top of this file).
+inline double relative_budget(const std::string& kernel_path, int64_t m) {
+  const bool bf16_decode = kernel_path.starts_with("qjoule:avx512_bf16:");
+  const bool bf16_prefill = kernel_path.find(",m>4:bf16_panel") != std::string::npos;
+  return (m > 4 ? bf16_prefill : bf16_decode) ? kBf16PanelBudget : 1e-5;
+}
+
+// Makes layers built inside its scope use `isa` at most.
 class ScopedIsa {
  public:
-  explicit ScopedIsa(kernels::WeightOnlyIsa isa) { kernels::set_force_scalar_kernels(isa == kernels::WeightOnlyIsa::scalar); }
+  explicit ScopedIsa(kernels::WeightOnlyIsa isa) { kernels::set_weight_only_isa_limit(isa); }
   ~ScopedIsa() { kernels::set_force_scalar_kernels(false); }
   ScopedIsa(const ScopedIsa&) = delete;
   ScopedIsa& operator=(const ScopedIsa&) = delete;
@@ -56,11 +78,13 @@ inline std::vector<double> budget_scale(const std::vector<float>& x, const std::
   return scale;
 }
 
-// Checks |y − y_ref| <= 1e-5 · scale + 1e-30 element by element.
+// Checks |y − y_ref| <= relative_budget(what, m) · scale + 1e-30 element by element (`what` starts with
+// the layer's kernel path).
 inline void expect_within_budget(const std::vector<float>& y, const std::vector<float>& y_ref,
                                  const std::vector<double>& scale, const Shape& s, const std::string& what) {
+  const double rel = relative_budget(what, s.m);
   for (size_t at = 0; at < y.size(); ++at) {
-    ASSERT_LE(std::fabs(double(y[at]) - y_ref[at]), 1e-5 * scale[at] + 1e-30)
+    ASSERT_LE(std::fabs(double(y[at]) - y_ref[at]), rel * scale[at] + 1e-30)
         << what << " m=" << s.m << " out=" << s.out << " in=" << s.in << " at [" << at / size_t(s.out) << ", "
         << at % size_t(s.out) << "]: " << y[at] << " vs " << y_ref[at];
   }

@@ -1,0 +1,210 @@
+// AVX-512 decoders of the weight-only formats (layouts: qjoule/quant/formats.h) and their entry points;
+// the loops are weight_only_avx512.h's. A 128-weight chunk of a 4-bit row is 64 bytes of nibbles held
+// as 16 dword lanes, gathered from 1 (int4 G = 128), 2 (G = 64, nf4) or 4 (G = 32) blocks, with each
+// lane's scale (and zero point) beside it.
+#include <type_traits>
+
+#include "kernels/cpu/weight_only_avx512.h"
+#include "kernels/cpu/weight_only_gemm.h"
+
+namespace qjoule::kernels::detail {
+namespace {
+
+template <class Block>
+constexpr bool kIsAsym = !std::is_same_v<Block, quant::BlockInt4Sym<Block::kSize>>;
+
+template <class Block>
+int zero_point(const Block& b) {
+  if constexpr (kIsAsym<Block>) {
+    return b.zero;
+  } else {
+    return quant::kInt4SymZero;
+  }
+}
+
+// The 64 bytes of nibbles of `count` consecutive blocks (count = 128 / block size) as one vector.
+template <class Block>
+QJOULE_TARGET_AVX512 inline __m512i gather_codes(const Block* b) {
+  constexpr int G = Block::kSize;
+  if constexpr (G == 128) {
+    return _mm512_loadu_si512(b[0].qs);
+  } else if constexpr (G == 64) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs))),
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)), 1);
+  } else {
+    static_assert(G == 32);
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[2].qs)), 2);
+    return _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[3].qs)), 3);
+  }
+}
+
+// Per-lane values from one value per block: lanes 16/count·j .. belong to block j.
+template <int Count>
+QJOULE_TARGET_AVX512 inline __m512 per_block_lanes(const float (&v)[Count]) {
+  if constexpr (Count == 1) {
+    return _mm512_set1_ps(v[0]);
+  } else if constexpr (Count == 2) {
+    return _mm512_insertf32x8(_mm512_set1_ps(v[0]), _mm256_set1_ps(v[1]), 1);
+  } else {
+    static_assert(Count == 4);
+    const __m512 four = _mm512_castps128_ps512(_mm_setr_ps(v[0], v[1], v[2], v[3]));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), four);
+  }
+}
+
+template <class Block>
+struct Int4Decoder {
+  static constexpr bool kNibbles = true;
+  static constexpr bool kHasZero = kIsAsym<Block>;
+  static constexpr int G = Block::kSize;
+  static constexpr int kCount = static_cast<int>(avx512::kChunk) / G;  // blocks per chunk
+  const quant::BlockMatrix<Block>& w;
+  int64_t rows() const { return w.rows; }
+  int64_t cols() const { return w.cols; }
+  // sym: T[u] = u − 8 (the implicit zero folded in); asym: T[u] = u, the zero point applied per lane.
+  QJOULE_TARGET_AVX512 __m512 table() const {
+    const __m512 u = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return kHasZero ? u : _mm512_sub_ps(u, _mm512_set1_ps(float(quant::kInt4SymZero)));
+  }
+  struct Row {
+    const Block* blocks;
+    QJOULE_TARGET_AVX512 void chunk(int64_t c, __m512i& codes, __m512& d, __m512& z) const {
+      const Block* b = blocks + c * kCount;
+      codes = gather_codes(b);
+      float ds[kCount], zs[kCount];
+      for (int j = 0; j < kCount; ++j) {
+        ds[j] = _cvtsh_ss(b[j].d);
+        zs[j] = static_cast<float>(zero_point(b[j]));
+      }
+      d = per_block_lanes<kCount>(ds);
+      z = per_block_lanes<kCount>(zs);
+    }
+    QJOULE_TARGET_AVX512 float at(int64_t k) const {
+      const Block& b = blocks[k / G];
+      const int i = static_cast<int>(k % G);
+      const int u = (i % 2 == 0) ? (b.qs[i / 2] >> 4) : (b.qs[i / 2] & 0x0F);
+      return static_cast<float>(u - zero_point(b)) * _cvtsh_ss(b.d);
+    }
+  };
+  Row row(int64_t o) const { return Row{w.row(o)}; }
+};
+
+QJOULE_TARGET_AVX512 inline __m512 nf4_table() { return _mm512_loadu_ps(quant::kNf4Table.data()); }
+
+inline float nf4_code_at(const uint8_t* qs, int64_t i) {
+  const uint8_t byte = qs[i / 2];
+  return quant::kNf4Table[(i % 2 == 0) ? (byte >> 4) : (byte & 0x0F)];
+}
+
+struct Nf4Decoder {
+  static constexpr bool kNibbles = true;
+  static constexpr bool kHasZero = false;
+  const quant::Nf4Matrix& w;
+  int64_t rows() const { return w.rows; }
+  int64_t cols() const { return w.cols; }
+  QJOULE_TARGET_AVX512 __m512 table() const { return nf4_table(); }
+  struct Row {
+    const quant::BlockNf4* blocks;
+    QJOULE_TARGET_AVX512 void chunk(int64_t c, __m512i& codes, __m512& d, __m512& z) const {
+      const quant::BlockNf4* b = blocks + 2 * c;
+      codes = gather_codes(b);
+      const float a[2] = {b[0].absmax, b[1].absmax};
+      d = per_block_lanes<2>(a);
+      z = _mm512_setzero_ps();
+    }
+    QJOULE_TARGET_AVX512 float at(int64_t k) const {
+      const quant::BlockNf4& b = blocks[k / quant::kNf4BlockSize];
+      return nf4_code_at(b.qs, k % quant::kNf4BlockSize) * b.absmax;
+    }
+  };
+  Row row(int64_t o) const { return Row{w.row(o)}; }
+};
+
+struct Nf4DqDecoder {
+  static constexpr bool kNibbles = true;
+  static constexpr bool kHasZero = false;
+  const quant::Nf4DqMatrix& w;
+  int64_t rows() const { return w.rows; }
+  int64_t cols() const { return w.cols; }
+  QJOULE_TARGET_AVX512 __m512 table() const { return nf4_table(); }
+  struct Row {
+    const quant::BlockNf4Dq* blocks;
+    int64_t first_block;  // flattened index of the row's first block
+    const float* map;     // quant::dynamic_map_signed()
+    const float* scales;  // one per 256 flattened blocks
+    float mean;
+    // As quant::Nf4DqMatrix::absmax: map[code] · scale + mean (a multiply, then an add).
+    QJOULE_TARGET_AVX512 float absmax(int64_t kb) const {
+      const float scaled = map[blocks[kb].absmax_code] * scales[(first_block + kb) / quant::kNf4DoubleQuantGroup];
+      return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(scaled), _mm_set_ss(mean)));  // no FMA contraction
+    }
+    QJOULE_TARGET_AVX512 void chunk(int64_t c, __m512i& codes, __m512& d, __m512& z) const {
+      codes = gather_codes(blocks + 2 * c);
+      const float a[2] = {absmax(2 * c), absmax(2 * c + 1)};
+      d = per_block_lanes<2>(a);
+      z = _mm512_setzero_ps();
+    }
+    QJOULE_TARGET_AVX512 float at(int64_t k) const {
+      const int64_t kb = k / quant::kNf4BlockSize;
+      return nf4_code_at(blocks[kb].qs, k % quant::kNf4BlockSize) * absmax(kb);
+    }
+  };
+  Row row(int64_t o) const {
+    return Row{w.row(o), o * w.blocks_per_row(), quant::dynamic_map_signed().data(), w.absmax_scales.data(),
+               w.absmax_mean};
+  }
+};
+
+struct W8Decoder {
+  static constexpr bool kNibbles = false;
+  static constexpr bool kHasZero = false;
+  const quant::Int8Matrix& w;
+  int64_t rows() const { return w.rows; }
+  int64_t cols() const { return w.cols; }
+  struct Row {
+    const int8_t* q;
+    float s;
+    QJOULE_TARGET_AVX512 __m512 load16(int64_t k) const {
+      return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k))));
+    }
+    QJOULE_TARGET_AVX512 __m512 load_masked(int64_t k, __mmask16 mask) const {
+      return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, q + k)));
+    }
+    float scale() const { return s; }
+    float at(int64_t k) const { return static_cast<float>(q[k]) * s; }
+  };
+  Row row(int64_t o) const { return Row{w.q.data() + o * w.cols, w.scales[static_cast<size_t>(o)]}; }
+};
+
+}  // namespace
+
+template <class Block>
+void gemm_int4_f32_avx512(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm(Int4Decoder<Block>{w}, bias, x, m, y, [&] { gemm_int4_f32_avx2<Block>(w, bias, x, m, y); });
+}
+
+void gemm_nf4_f32_avx512(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm(Nf4Decoder{w}, bias, x, m, y, [&] { gemm_nf4_f32_avx2(w, bias, x, m, y); });
+}
+
+void gemm_nf4dq_f32_avx512(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm(Nf4DqDecoder{w}, bias, x, m, y, [&] { gemm_nf4dq_f32_avx2(w, bias, x, m, y); });
+}
+
+void gemm_w8_f32_avx512(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm(W8Decoder{w}, bias, x, m, y, [&] { gemm_w8_f32_avx2(w, bias, x, m, y); });
+}
+
+#define QJOULE_INT4_AVX512(BLOCK) \
+  template void gemm_int4_f32_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, float*);
+QJOULE_INT4_AVX512(quant::BlockInt4Sym<32>)
+QJOULE_INT4_AVX512(quant::BlockInt4Sym<64>)
+QJOULE_INT4_AVX512(quant::BlockInt4Sym<128>)
+QJOULE_INT4_AVX512(quant::BlockInt4Asym<32>)
+QJOULE_INT4_AVX512(quant::BlockInt4Asym<64>)
+QJOULE_INT4_AVX512(quant::BlockInt4Asym<128>)
+#undef QJOULE_INT4_AVX512
+
+}  // namespace qjoule::kernels::detail

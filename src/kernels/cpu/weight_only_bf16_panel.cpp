@@ -1,0 +1,78 @@
+// The prefill product of the AVX-512 weight-only kernels: BF16 activations times a panel of weight rows
+// dequantized to BF16, on oneDNN's native BF16 matmul (weight_only_avx512.h). One primitive per
+// (m, k, n, ldy, bias) shape, created on first use and cached process-wide.
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+#include "kernels/cpu/linear_bf16_kernels.h"
+#include "kernels/cpu/onednn_engine.h"
+#include "kernels/cpu/weight_only_avx512.h"
+
+namespace qjoule::kernels::avx512 {
+namespace {
+
+using dnnl::memory;
+
+struct Entry {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+};
+
+dnnl::matmul::primitive_desc make_pd(int64_t m, int64_t k, int64_t n, int64_t ldy, bool with_bias) {
+  const memory::desc src_md({m, k}, memory::data_type::bf16, memory::format_tag::ab);
+  const memory::desc wei_md({k, n}, memory::data_type::bf16, memory::dims{1, k});  // panel [n, k] seen as [k, n]
+  const memory::desc dst_md({m, n}, memory::data_type::f32, memory::dims{ldy, 1});
+  if (with_bias) {
+    const memory::desc bias_md({1, n}, memory::data_type::f32, memory::format_tag::ab);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), onednn_cpu_engine());
+  }
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, dst_md), onednn_cpu_engine());
+}
+
+const Entry& entry_for(int64_t m, int64_t k, int64_t n, int64_t ldy, bool with_bias) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, bool>, Entry> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(m, k, n, ldy, with_bias);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  auto pd = make_pd(m, k, n, ldy, with_bias);
+  return cache.emplace(key, Entry{pd, dnnl::matmul(pd)}).first->second;
+}
+
+}  // namespace
+
+void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n, const float* bias,
+                       float* y, int64_t ldy) {
+  const Entry& e = entry_for(m, k, n, ldy, bias != nullptr);
+  const dnnl::engine& engine = onednn_cpu_engine();
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, const_cast<uint16_t*>(a))},
+      {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, const_cast<uint16_t*>(panel))},
+      {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, y)}};
+  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), engine, const_cast<float*>(bias)));
+  e.prim.execute(onednn_cpu_stream(), args);
+  onednn_cpu_stream().wait();
+}
+
+bool bf16_panel_available() {
+  static const bool available = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") != 0 && __builtin_cpu_supports("avx512bw") != 0 &&
+           __builtin_cpu_supports("avx512vl") != 0 && __builtin_cpu_supports("avx512dq") != 0 &&
+           onednn_has_native_bf16_matmul();
+  }();
+  return available;
+}
+
+const std::string& bf16_panel_kernel_path() {
+  static const std::string path = [] {
+    if (!bf16_panel_available()) return std::string();
+    return onednn_kernel_path(make_pd(64, 256, 64, 64, true)) + ":bf16bf16f32";
+  }();
+  return path;
+}
+
+}  // namespace qjoule::kernels::avx512
