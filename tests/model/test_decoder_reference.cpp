@@ -155,7 +155,17 @@ TEST_P(DecoderFormatTest, RunsTheFormatsKernelLikeItsEmulatedTwinAndNearFp32) {
     return logits;
   };
   const auto a = run(fp32), b = run(model), e = run(twin);
-  EXPECT_LE(relative_rms(e, b), precision == "int8" ? 5e-3 : 1e-3) << "vs the emulated twin";
+  // Weight-only kernels that multiply in BF16 (AVX-512 BF16 CPUs: the 4-bit GEMV and the BF16 prefill
+  // panel, named in the kernel path) round activations and dequantized weights to BF16, which the FP32
+  // emulated twin does not: 2^-9 per operand, 0.5-1% relative RMS of these random models' logits
+  // (measured on Zen 4), so their budget is 2e-2; a wrong layout is off by O(1).
+  bool bf16_compute = false;
+  for (const auto& [path, count] : model.kernel_path_counts()) {
+    bf16_compute = bf16_compute || path.find("bf16_panel") != std::string::npos ||
+                   path.find("avx512_bf16:") != std::string::npos;
+  }
+  const double twin_budget = bf16_compute && precision != "bf16" ? 2e-2 : precision == "int8" ? 5e-3 : 1e-3;
+  EXPECT_LE(relative_rms(e, b), twin_budget) << "vs the emulated twin";
   const bool four_bit = precision == "int4" || precision == "nf4";
   const bool eight_bit = precision == "int8" || precision == "w8";
   EXPECT_LE(relative_rms(a, b), four_bit ? 0.5 : eight_bit ? 0.05 : 0.01) << "vs FP32";
