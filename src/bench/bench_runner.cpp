@@ -9,7 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_inputs.h"
 #include "bench/peak_rss.h"
+#include "bench/window_energy.h"
 #include "qjoule/bench/latency_stats.h"
 #include "qjoule/dataset.h"
 #include "qjoule/error.h"
@@ -33,68 +35,14 @@ namespace qjoule::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-bool is_synthetic(const std::string& model) { return model == kSyntheticModelName; }
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const auto end = text.find(sep, start);
-    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return out;
-    start = end + 1;
-  }
-}
-
-model::EncoderConfig config_of(const std::string& model) {
-  if (is_synthetic(model)) {
-    const auto spec = model::distilbert_base_spec();
-    model::EncoderConfig c;
-    c.vocab_size = spec.vocab_size;
-    c.max_positions = spec.max_positions;
-    c.num_labels = spec.num_labels;
-    return c;
-  }
-  const auto checkpoint = io::Checkpoint::open(model);
-  return model::load_encoder_config(model, checkpoint);
-}
-
-// Token ids for timing: `count` sequences of exactly `seq` real tokens ([CLS] ... [SEP] where the
-// vocabulary has them), so that the shape asked for is the shape timed.
-std::vector<int32_t> timing_token_ids(const std::string& model, int64_t vocab, std::size_t count, std::size_t seq) {
-  if (is_synthetic(model)) return model::synthetic_token_ids(model::distilbert_base_spec(), count, seq);
-  std::vector<int32_t> ids(count * seq);
-  std::uint64_t state = 0x9e3779b97f4a7c15ull;
-  const int64_t low = vocab > 2000 ? 1000 : 0;
-  for (std::size_t s = 0; s < count; ++s) {
-    for (std::size_t t = 0; t < seq; ++t) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      ids[s * seq + t] = static_cast<int32_t>(low + static_cast<int64_t>((state >> 33) % std::uint64_t(vocab - low)));
-    }
-    if (vocab > 102) {
-      ids[s * seq] = 101;
-      ids[s * seq + seq - 1] = 102;
-    }
-  }
-  return ids;
-}
+using detail::decoder_prompt_ids;
+using detail::is_synthetic;
+using detail::timing_token_ids;
+using detail::total_over;
+using detail::window_energy;
+using detail::WindowEnergy;
 
 std::string kernel_line(const std::string& path, int count) { return fmt::format("{} x{}", path, count); }
-
-// Decoder prompts: `count` prompts of `n` pseudo-random ids in [0, vocab), the same for every
-// precision. Prefill and decode throughput do not depend on which tokens they are (each token costs
-// the same matmuls, and attention over the same number of positions), so no text or tokenizer is
-// needed; a fixed sequence keeps runs comparable.
-std::vector<int32_t> decoder_prompt_ids(int64_t vocab, std::size_t count, std::size_t n) {
-  std::vector<int32_t> ids(count * n);
-  std::uint64_t state = 0x2545f4914f6cdd1dull;
-  for (auto& id : ids) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    id = static_cast<int32_t>((state >> 33) % static_cast<std::uint64_t>(vocab));
-  }
-  return ids;
-}
 
 int32_t argmax(const std::vector<float>& logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -116,150 +64,7 @@ std::vector<double> rates(const std::vector<double>& ms, std::size_t tokens) {
   return out;
 }
 
-// The energy of a window: gross (or estimated), the basis per-token and per-inference figures use
-// (net of idle when an idle baseline was measured, else gross; the estimate when asked for one), or
-// why there is none.
-struct WindowEnergy {
-  std::optional<double> energy_j, basis_j;
-  std::string unavailable;
-};
-
-WindowEnergy window_energy(const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate) {
-  WindowEnergy e;
-  if (total.energy_j) {
-    e.energy_j = total.energy_j;
-    e.basis_j = m.idle_subtracted && total.net_energy_j ? total.net_energy_j : total.energy_j;
-  } else if (m.estimate && allow_estimate) {
-    e.energy_j = e.basis_j = m.estimate->energy_j;
-  } else {
-    // Every reason: the total's, each present sensor's, each absent source's.
-    e.unavailable = total.unavailable.empty() ? "no energy sensor" : total.unavailable;
-    for (const auto& s : m.sensors) {
-      e.unavailable += fmt::format("; {}: {}", s.sensor_id,
-                                   s.energy_unavailable.empty()
-                                       ? (s.counts_in_total ? "measured" : "measured, not part of the total")
-                                       : s.energy_unavailable);
-    }
-    for (const auto& a : m.unavailable) e.unavailable += fmt::format("; {}: {}", a.source, a.reason);
-  }
-  return e;
-}
-
-WindowEnergy window_energy(const energy::Measurement& m) { return window_energy(m, m.total, true); }
-
-// The total over the sensors that count in totals and that `take` accepts (EnergyMeter's rule, on a
-// subset): a CPU run leaves GPU boards out, a GPU run keeps its own GPU's board only.
-energy::EnergyTotal total_over(const energy::Measurement& m, const std::function<bool(const energy::SensorEnergy&)>& take,
-                               const std::string& none_reason) {
-  energy::EnergyTotal t;
-  double sum = 0.0, net_sum = 0.0;
-  bool all_net = true, all_valid = true;
-  for (const auto& e : m.sensors) {
-    if (!e.counts_in_total || !e.energy_j || !take(e)) continue;
-    sum += *e.energy_j;
-    t.sensor_ids.push_back(e.sensor_id);
-    all_valid = all_valid && e.validity.valid();
-    if (e.net_energy_j) {
-      net_sum += *e.net_energy_j;
-    } else {
-      all_net = false;
-    }
-  }
-  if (t.sensor_ids.empty()) {
-    t.unavailable = none_reason;
-    return t;
-  }
-  t.energy_j = sum;
-  if (all_net) t.net_energy_j = net_sum;
-  t.valid = all_valid;
-  return t;
-}
-
 }  // namespace
-
-bool is_decoder_model(const std::string& model) {
-  if (is_synthetic(model)) return false;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(std::filesystem::path(model) / "config.json", ec)) return false;
-  return model::model_family(model) == model::ModelFamily::Decoder;
-}
-
-PrecisionPlan plan_precision(const std::string& precision) {
-  PrecisionPlan plan;
-  const auto parts = split(precision, ':');
-  plan.linear_spec = parts.front();
-  for (std::size_t i = 1; i < parts.size(); ++i) {
-    const std::string& opt = parts[i];
-    if (opt.size() > 2 && opt.rfind("sq", 0) == 0) {
-      try {
-        std::size_t used = 0;
-        plan.smoothquant_alpha = std::stof(opt.substr(2), &used);
-        if (used != opt.size() - 2) throw std::invalid_argument(opt);
-      } catch (const std::exception&) {
-        fail("precision '{}': SmoothQuant option '{}' is not sq<ALPHA>, e.g. sq0.5", precision, opt);
-      }
-      if (!(plan.smoothquant_alpha >= 0.0f && plan.smoothquant_alpha <= 1.0f))
-        fail("precision '{}': SmoothQuant alpha {} is outside [0, 1]", precision, plan.smoothquant_alpha);
-      if (parts.front() != "int8") fail("precision '{}': SmoothQuant (sq) applies to int8 only", precision);
-      continue;
-    }
-    plan.linear_spec += ":" + opt;
-  }
-  return plan;
-}
-
-void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_tokens) {
-  struct ModelShape {
-    bool decoder = false;
-    int64_t max_positions = 0;
-  };
-  std::map<std::string, ModelShape> models;
-  const auto shape_of = [](const std::string& model) {
-    if (!is_decoder_model(model)) return ModelShape{false, config_of(model).max_positions};
-    const auto checkpoint = io::Checkpoint::open(model);
-    return ModelShape{true, model::load_decoder_config(model, checkpoint).max_positions};
-  };
-  for (const auto& c : configs) {
-    const bool on_gpu = c.device != "cpu";
-    if (on_gpu) kernels::require_cuda_device(c.device);  // one line saying why not, where no GPU can run
-    const PrecisionPlan plan = plan_precision(c.precision);
-    if (on_gpu) {
-      kernels::check_cuda_format(kernels::parse_cuda_precision(plan.linear_spec),
-                                 fmt::format("run {}: precision '{}'", run_name(c), c.precision));
-      if (plan.smoothquant_alpha >= 0.0f)
-        fail("run {}: precision '{}': SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per "
-             "token without smoothing)",
-             run_name(c), c.precision);
-    } else {
-      kernels::parse_precision(plan.linear_spec);
-    }
-    if (c.batch == 0) fail("run {}: batch 0, expected at least 1", run_name(c));
-    if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
-    auto it = models.find(c.model);
-    if (it == models.end()) it = models.emplace(c.model, shape_of(c.model)).first;
-    if (it->second.decoder) {
-      if (on_gpu)
-        fail("run {}: decoder model '{}' on --device {}: decoder models do not run on the GPU yet; use --device cpu",
-             run_name(c), c.model, c.device);
-      if (c.batch != 1)
-        fail("run {}: batch {} with decoder model '{}': decoder runs time one sequence (a prefill of seq prompt "
-             "tokens, then decode steps), expected batch 1",
-             run_name(c), c.batch, c.model);
-      if (plan_precision(c.precision).smoothquant_alpha >= 0.0f)
-        fail("run {}: precision '{}': SmoothQuant is not supported for decoder model '{}'", run_name(c), c.precision,
-             c.model);
-      if (decode_tokens == 0) fail("run {}: 0 decode tokens, expected at least 1 (--decode-tokens)", run_name(c));
-      if (c.seq + decode_tokens > static_cast<std::size_t>(it->second.max_positions))
-        fail("run {}: {} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions "
-             "model '{}' has (max_position_embeddings)",
-             run_name(c), c.seq, decode_tokens, c.seq + decode_tokens, it->second.max_positions, c.model);
-      continue;
-    }
-    if (c.seq < 2 || c.seq > static_cast<std::size_t>(it->second.max_positions))
-      fail("run {}: sequence length {} is outside what model '{}' takes: 2 to {} tokens (max_position_embeddings)",
-           run_name(c), c.seq, c.model, it->second.max_positions);
-  }
-}
 
 struct BenchRunner::Impl {
   BenchOptions options;

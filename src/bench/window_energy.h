@@ -1,0 +1,30 @@
+// The energy a run record reports for one measurement window, and totals over a subset of its sensors.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "qjoule/energy/measurement.h"
+
+namespace qjoule::bench::detail {
+
+// The energy of a window: gross (or estimated), the basis per-token and per-inference figures use
+// (net of idle when an idle baseline was measured, else gross; the estimate when asked for one), or
+// why there is none.
+struct WindowEnergy {
+  std::optional<double> energy_j, basis_j;
+  std::string unavailable;
+};
+
+// From `total` (the window's own total, or one over a subset: total_over); the estimate only when
+// allow_estimate and the measurement carries one.
+WindowEnergy window_energy(const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate);
+WindowEnergy window_energy(const energy::Measurement& m);  // the window's own total, estimate allowed
+
+// The total over the sensors that count in totals and that `take` accepts (EnergyMeter's rule, on a
+// subset): a CPU run leaves GPU boards out, a GPU run keeps its own GPU's board only.
+energy::EnergyTotal total_over(const energy::Measurement& m, const std::function<bool(const energy::SensorEnergy&)>& take,
+                               const std::string& none_reason);
+
+}  // namespace qjoule::bench::detail
