@@ -11,7 +11,7 @@
 //   prefill  tokens/s of one --prompt token prefill (median of --repeats).
 // A plain program (not Google Benchmark): about a minute per format on 2 cores at the default sizes.
 //   bench_decode [--formats fp32,bf16,int8,w8,int4,nf4] [--threads 2] [--prompt 128] [--decode 32]
-//                [--layers 22] [--vocab 4096] [--isa avx512|avx2|scalar] [--repeats 3]
+//                [--layers 22] [--vocab 4096] [--isa avx512_bf16|avx512|avx2|scalar] [--repeats 3]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -59,7 +59,7 @@ int32_t argmax(const std::vector<float>& v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Decode and prefill speed of a TinyLlama-shaped synthetic decoder per format, vs triad bandwidth"};
-  std::string formats = "fp32,bf16,int8,w8,int4,nf4", isa = "avx512";
+  std::string formats = "fp32,bf16,int8,w8,int4,nf4", isa = "avx512_bf16";
   int threads = 2, layers = 22, repeats = 3;
   int64_t prompt = 128, decode = 32, vocab = 4096;
   app.add_option("--formats", formats, "comma-separated precisions")->capture_default_str();
@@ -70,13 +70,14 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", vocab, "vocabulary")->capture_default_str()->check(CLI::Range(16, 200000));
   app.add_option("--repeats", repeats, "runs per phase (median)")->capture_default_str()->check(CLI::Range(1, 100));
   app.add_option("--isa", isa, "widest weight-only ISA")->capture_default_str()->check(
-      CLI::IsMember({"avx512", "avx2", "scalar"}));
+      CLI::IsMember({"avx512_bf16", "avx512", "avx2", "scalar"}));
   CLI11_PARSE(app, argc, argv);
 
   using qjoule::kernels::WeightOnlyIsa;
-  qjoule::kernels::set_weight_only_isa_limit(isa == "avx512" ? WeightOnlyIsa::avx512
-                                             : isa == "avx2" ? WeightOnlyIsa::avx2
-                                                             : WeightOnlyIsa::scalar);
+  qjoule::kernels::set_weight_only_isa_limit(isa == "avx512_bf16" ? WeightOnlyIsa::avx512_bf16
+                                             : isa == "avx512"    ? WeightOnlyIsa::avx512
+                                             : isa == "avx2"      ? WeightOnlyIsa::avx2
+                                                                  : WeightOnlyIsa::scalar);
   qjoule::kernels::set_num_threads(threads);
   const auto& triad = qjoule::bench::measured_triad(threads);
   fmt::print("triad: {:.1f} GB/s on {} threads ({}; arrays of {} MiB, last-level cache {} MiB)\n", triad.gb_per_s,

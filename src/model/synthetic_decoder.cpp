@@ -11,12 +11,7 @@ namespace {
 using detail::SyntheticRng;
 
 LinearParams linear(SyntheticRng& rng, std::string name, int64_t out, int64_t in) {
-  LinearParams p;
-  p.name = std::move(name);
-  p.out_features = out;
-  p.in_features = in;
-  p.weight = detail::synthetic_normal_vector(rng, out * in, 0.02f);
-  return p;
+  return detail::synthetic_linear(rng, std::move(name), out, in, false);  // Llama's Linears have no bias
 }
 
 LayerNormParams rms_norm(std::string name, int64_t h) {

@@ -15,8 +15,7 @@ using Rng = detail::SyntheticRng;
 std::vector<float> normal_vector(Rng& rng, int64_t n, float stddev) { return detail::synthetic_normal_vector(rng, n, stddev); }
 
 LinearParams linear(Rng& rng, std::string name, int64_t out, int64_t in) {
-  return {std::move(name), out, in, normal_vector(rng, out * in, 0.02f), std::vector<float>(std::size_t(out), 0.0f),
-          {}};
+  return detail::synthetic_linear(rng, std::move(name), out, in, true);
 }
 
 LayerNormParams norm(std::string name, int64_t h) {

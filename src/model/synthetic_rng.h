@@ -4,7 +4,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "qjoule/model/encoder_params.h"
 
 namespace qjoule::model::detail {
 
@@ -33,6 +37,17 @@ inline std::vector<float> synthetic_normal_vector(SyntheticRng& rng, int64_t n, 
   std::vector<float> v(static_cast<std::size_t>(n));
   for (auto& x : v) x = stddev * rng.normal();
   return v;
+}
+
+// A Linear named `name`, weights ~ N(0, 0.02) (BERT's and Llama's initializer), bias zeros or none.
+inline LinearParams synthetic_linear(SyntheticRng& rng, std::string name, int64_t out, int64_t in, bool zero_bias) {
+  LinearParams p;
+  p.name = std::move(name);
+  p.out_features = out;
+  p.in_features = in;
+  p.weight = synthetic_normal_vector(rng, out * in, 0.02f);
+  if (zero_bias) p.bias.assign(static_cast<std::size_t>(out), 0.0f);
+  return p;
 }
 
 }  // namespace qjoule::model::detail

@@ -56,28 +56,30 @@ std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64
                                         const Nf4Options& options, const std::string& tensor_name);
 
 // ---- ISA dispatch -------------------------------------------------------------------------------
-// avx512 (AVX512F/BW/VL/DQ + AVX2/FMA/F16C): w8, int4 (FP32 activations) and nf4 run an AVX-512 GEMV for
-// m <= 4 rows (decode: packed rows streamed once, unpacked in registers; FP32 FMAs, or for int4 and
-// nf4 on AVX512_BF16 CPUs vdpbf16ps on BF16-rounded activations, FP32 accumulation) and, for larger m
-// (prefill), dequantize weight rows once per call into a BF16 panel multiplied by the BF16-rounded
-// activations on oneDNN's native BF16 matmul (compute type BF16 × BF16 → FP32, said in the kernel
-// path: "qjoule:avx512:int4_f32,m>4:bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32"); without
-// AVX512_BF16 the prefill runs the AVX2 kernels, and the path says so. fp16 and int4:a8 have no
-// AVX-512 kernel: on such a CPU they run (and are labelled) avx2.
-enum class WeightOnlyIsa { scalar = 0, avx2 = 1, avx512 = 2 };
-// The ISA that weight-only linears built from now on use (fixed per layer at construction): the widest
-// this CPU runs, at most the limit (set_weight_only_isa_limit; default avx512), and scalar whenever
-// set_force_scalar_kernels(true) or the environment variable QJOULE_FORCE_SCALAR=1 (read at each
-// construction) asks for it.
+// Levels, each a superset of the one before:
+//   avx2         AVX2 + FMA + F16C: the kernels described above.
+//   avx512       + AVX512F/BW/VL/DQ: w8, int4 (FP32 activations) and nf4 run an AVX-512 GEMV for m <= 4
+//                rows (decode: packed rows streamed once, unpacked in registers, FP32 FMAs), the AVX2
+//                kernels for larger m. Path "qjoule:avx512:int4_f32,m>4:qjoule:avx2:int4_f32".
+//   avx512_bf16  + AVX512_BF16 and oneDNN's native BF16 matmul: the 4-bit GEMVs multiply BF16-rounded
+//                activations with vdpbf16ps (FP32 accumulation; w8 stays FP32), and larger m dequantize
+//                weight rows once per call into a BF16 panel multiplied on oneDNN's BF16 matmul (compute
+//                BF16 × BF16 → FP32). Path "qjoule:avx512_bf16:int4_bf16,m>4:bf16_panel+onednn:brg:
+//                avx512_core_bf16:bf16bf16f32".
+// fp16 and int4:a8 have no AVX-512 kernel: at the avx512 levels they run, and are labelled, avx2.
+enum class WeightOnlyIsa { scalar = 0, avx2 = 1, avx512 = 2, avx512_bf16 = 3 };
+// The ISA that weight-only linears built from now on use (fixed per layer at construction, kernel and
+// label together): the widest level this CPU runs, at most the limit (set_weight_only_isa_limit;
+// default avx512_bf16), and scalar whenever set_force_scalar_kernels(true) or the environment
+// variable QJOULE_FORCE_SCALAR=1 (read at each construction) asks for it.
 WeightOnlyIsa weight_only_isa();
-void set_force_scalar_kernels(bool force);          // true: limit scalar; false: limit avx512
+void set_force_scalar_kernels(bool force);            // true: limit scalar; false: no limit
 void set_weight_only_isa_limit(WeightOnlyIsa limit);  // e.g. avx2, to compare kernels on one CPU
-std::string_view isa_name(WeightOnlyIsa isa);        // "scalar", "avx2", "avx512"
+std::string_view isa_name(WeightOnlyIsa isa);          // "scalar", "avx2", "avx512", "avx512_bf16"
 bool cpu_supports_avx2_fma_f16c();
 bool cpu_supports_avx512_weight_only();
-// "qjoule:<isa>:<kernel>", and for avx512 the prefill path after ",m>4:". bf16_decode: the format's
-// AVX-512 GEMV multiplies in BF16 where the CPU has AVX512_BF16 (4-bit formats: "qjoule:avx512_bf16:
-// int4_bf16,m>4:..."; activations rounded to BF16, FP32 accumulation).
+// "qjoule:<isa>:<kernel>"; at the avx512 levels the prefill path follows ",m>4:". bf16_decode: the
+// format's avx512_bf16 GEMV multiplies in BF16 (4-bit formats: "qjoule:avx512_bf16:int4_bf16,m>4:...").
 std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool bf16_decode = false);
 
 // ---- Scalar references (the twins every kernel is tested against) ---------------------------------

@@ -63,16 +63,10 @@ struct Nf4DqDecoder {
   int64_t rows() const { return w.rows; }
   int64_t cols() const { return w.cols; }
   struct Row {
+    const quant::Nf4DqMatrix& w;
     const quant::BlockNf4Dq* blocks;
     int64_t first_block;  // flattened index of the row's first block
-    const float* map;     // quant::dynamic_map_signed()
-    const float* scales;  // one per 256 flattened blocks
-    float mean;
-    // As quant::Nf4DqMatrix::absmax: map[code] · scale + mean (a multiply, then an add).
-    QJOULE_TARGET_AVX2 float absmax(int64_t kb) const {
-      const float scaled = map[blocks[kb].absmax_code] * scales[(first_block + kb) / quant::kNf4DoubleQuantGroup];
-      return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(scaled), _mm_set_ss(mean)));  // no FMA contraction
-    }
+    float absmax(int64_t kb) const { return w.absmax(first_block + kb); }
     QJOULE_TARGET_AVX2 void decode64(int64_t k, __m256 out[8]) const {
       const int64_t kb = k / quant::kNf4BlockSize;
       nf4_decode64(blocks[kb].qs, absmax(kb), out);
@@ -86,10 +80,7 @@ struct Nf4DqDecoder {
       return nf4_at(blocks[kb].qs, k % quant::kNf4BlockSize, absmax(kb));
     }
   };
-  Row row(int64_t o) const {
-    return Row{w.row(o), o * w.blocks_per_row(), quant::dynamic_map_signed().data(), w.absmax_scales.data(),
-               w.absmax_mean};
-  }
+  Row row(int64_t o) const { return Row{w, w.row(o), o * w.blocks_per_row()}; }
 };
 
 }  // namespace

@@ -130,36 +130,25 @@ struct Nf4DqDecoder {
   int64_t cols() const { return w.cols; }
   QJOULE_TARGET_AVX512 __m512 table() const { return nf4_table(); }
   struct Row {
+    const quant::Nf4DqMatrix& w;
     const quant::BlockNf4Dq* blocks;
     int64_t first_block;  // flattened index of the row's first block
-    const float* map;     // quant::dynamic_map_signed()
-    const float* scales;  // one per 256 flattened blocks
-    float mean;
-    // As quant::Nf4DqMatrix::absmax: map[code] · scale + mean (a multiply, then an add).
-    QJOULE_TARGET_AVX512 float absmax(int64_t kb) const {
-      const float scaled = map[blocks[kb].absmax_code] * scales[(first_block + kb) / quant::kNf4DoubleQuantGroup];
-      return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(scaled), _mm_set_ss(mean)));  // no FMA contraction
-    }
     QJOULE_TARGET_AVX512 void chunk(int64_t c, __m512i& codes, __m512& d, __m512& z) const {
       codes = gather_codes(blocks + 2 * c);
-      const float a[2] = {absmax(2 * c), absmax(2 * c + 1)};
+      const float a[2] = {w.absmax(first_block + 2 * c), w.absmax(first_block + 2 * c + 1)};
       d = per_block_lanes<2>(a);
       z = _mm512_setzero_ps();
     }
-    QJOULE_TARGET_AVX512 float at(int64_t k) const {
+    float at(int64_t k) const {
       const int64_t kb = k / quant::kNf4BlockSize;
-      return nf4_code_at(blocks[kb].qs, k % quant::kNf4BlockSize) * absmax(kb);
+      return nf4_code_at(blocks[kb].qs, k % quant::kNf4BlockSize) * w.absmax(first_block + kb);
     }
   };
-  Row row(int64_t o) const {
-    return Row{w.row(o), o * w.blocks_per_row(), quant::dynamic_map_signed().data(), w.absmax_scales.data(),
-               w.absmax_mean};
-  }
+  Row row(int64_t o) const { return Row{w, w.row(o), o * w.blocks_per_row()}; }
 };
 
 struct W8Decoder {
   static constexpr bool kNibbles = false;
-  static constexpr bool kHasZero = false;
   const quant::Int8Matrix& w;
   int64_t rows() const { return w.rows; }
   int64_t cols() const { return w.cols; }
@@ -181,24 +170,40 @@ struct W8Decoder {
 }  // namespace
 
 template <class Block>
-void gemm_int4_f32_avx512(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y) {
-  avx512::run_gemm(Int4Decoder<Block>{w}, bias, x, m, y, [&] { gemm_int4_f32_avx2<Block>(w, bias, x, m, y); });
+void gemm_int4_avx512(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm<false>(Int4Decoder<Block>{w}, bias, x, m, y, [&] { gemm_int4_f32_avx2<Block>(w, bias, x, m, y); });
+}
+template <class Block>
+void gemm_int4_avx512_bf16(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm<true>(Int4Decoder<Block>{w}, bias, x, m, y, [] {});
 }
 
-void gemm_nf4_f32_avx512(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
-  avx512::run_gemm(Nf4Decoder{w}, bias, x, m, y, [&] { gemm_nf4_f32_avx2(w, bias, x, m, y); });
+void gemm_nf4_avx512(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm<false>(Nf4Decoder{w}, bias, x, m, y, [&] { gemm_nf4_f32_avx2(w, bias, x, m, y); });
+}
+void gemm_nf4_avx512_bf16(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm<true>(Nf4Decoder{w}, bias, x, m, y, [] {});
 }
 
-void gemm_nf4dq_f32_avx512(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
-  avx512::run_gemm(Nf4DqDecoder{w}, bias, x, m, y, [&] { gemm_nf4dq_f32_avx2(w, bias, x, m, y); });
+void gemm_nf4dq_avx512(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm<false>(Nf4DqDecoder{w}, bias, x, m, y, [&] { gemm_nf4dq_f32_avx2(w, bias, x, m, y); });
+}
+void gemm_nf4dq_avx512_bf16(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm<true>(Nf4DqDecoder{w}, bias, x, m, y, [] {});
 }
 
-void gemm_w8_f32_avx512(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
-  avx512::run_gemm(W8Decoder{w}, bias, x, m, y, [&] { gemm_w8_f32_avx2(w, bias, x, m, y); });
+void gemm_w8_avx512(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm<false>(W8Decoder{w}, bias, x, m, y, [&] { gemm_w8_f32_avx2(w, bias, x, m, y); });
+}
+void gemm_w8_avx512_bf16(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::run_gemm<true>(W8Decoder{w}, bias, x, m, y, [] {});
 }
 
-#define QJOULE_INT4_AVX512(BLOCK) \
-  template void gemm_int4_f32_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, float*);
+#define QJOULE_INT4_AVX512(BLOCK)                                                                               \
+  template void gemm_int4_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
+                                        float*);                                                               \
+  template void gemm_int4_avx512_bf16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,     \
+                                             int64_t, float*);
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<32>)
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<64>)
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<128>)

@@ -12,20 +12,19 @@ template <class Block>
 std::unique_ptr<Linear> make_int4(const float* W, const float* bias, int64_t out, int64_t in,
                                   const Int4Options& options, const std::string& tensor_name) {
   using Packed = quant::BlockMatrix<Block>;
-  WeightOnlyIsa isa = weight_only_isa();
+  const WeightOnlyIsa isa = weight_only_isa();
   auto packed = quant::quantize_matrix_int4<Block>(W, out, in, tensor_name);
   if (options.int8_activations) {
-    if (isa == WeightOnlyIsa::avx512) isa = WeightOnlyIsa::avx2;  // int4_s8 has no AVX-512 kernel
+    const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);  // int4_s8 has no AVX-512 kernel
     return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-        std::move(packed), bias, "int4", weight_only_kernel_path(isa, "int4_s8"), nullptr,
-        isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_s8_avx2<Block> : &detail::gemm_int4_s8_scalar<Block>,
+        std::move(packed), bias, "int4", weight_only_kernel_path(s8_isa, "int4_s8"), nullptr,
+        s8_isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_s8_avx2<Block> : &detail::gemm_int4_s8_scalar<Block>,
         tensor_name);
   }
-  auto gemm = isa == WeightOnlyIsa::avx512 ? &detail::gemm_int4_f32_avx512<Block>
-              : isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_f32_avx2<Block>
-                                           : &detail::gemm_int4_f32_scalar<Block>;
-  return std::make_unique<detail::WeightOnlyLinear<Packed>>(std::move(packed), bias, "int4", weight_only_kernel_path(isa, "int4_f32", true), gemm,
-                                                            nullptr, tensor_name);
+  auto gemm = detail::gemm_for(isa, &detail::gemm_int4_f32_scalar<Block>, &detail::gemm_int4_f32_avx2<Block>,
+                               &detail::gemm_int4_avx512<Block>, &detail::gemm_int4_avx512_bf16<Block>);
+  return std::make_unique<detail::WeightOnlyLinear<Packed>>(
+      std::move(packed), bias, "int4", weight_only_kernel_path(isa, "int4_f32", true), gemm, nullptr, tensor_name);
 }
 
 template <int G>

@@ -1,9 +1,9 @@
 // Entry points of qjoule's weight-only GEMM kernels, one per format and ISA:
 //   y[m, rows] = x[m, cols] · Wᵀ + bias   (W packed as in qjoule/quant/formats.h; bias may be null)
 // Every entry is multi-threaded with OpenMP over output features (qjoule::kernels::set_num_threads).
-// The _avx2 entries need AVX2 + FMA + F16C, the _avx512 entries AVX512F/BW/VL/DQ as well (checked by
-// the caller: weight_only_isa()); the _avx512 entries run the AVX2 kernel for m > 4 where this CPU has
-// no BF16 panel path (weight_only_avx512.h).
+// The _avx2 entries need AVX2 + FMA + F16C, the _avx512 entries AVX512F/BW/VL/DQ as well, the
+// _avx512_bf16 entries AVX512_BF16 and oneDNN's native BF16 matmul too (checked by the caller:
+// weight_only_isa()).
 #pragma once
 
 #include <cstdint>
@@ -33,11 +33,19 @@ template <class Block>
 void gemm_int4_s8_scalar(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
                          std::string_view layer);
 
-void gemm_w8_f32_avx512(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+// AVX-512 entries, one per ISA level: _avx512 (FP32 GEMV for m <= 4, the AVX2 kernel above) and
+// _avx512_bf16 (BF16 GEMV for the 4-bit formats, FP32 for w8; the BF16 panel prefill), see
+// weight_only_avx512.h.
+void gemm_w8_avx512(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_w8_avx512_bf16(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 template <class Block>
-void gemm_int4_f32_avx512(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
-void gemm_nf4_f32_avx512(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
-void gemm_nf4dq_f32_avx512(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_int4_avx512(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Block>
+void gemm_int4_avx512_bf16(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4_avx512(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4_avx512_bf16(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4dq_avx512(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4dq_avx512_bf16(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
 
 void gemm_nf4_f32_avx2(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_nf4_f32_scalar(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
@@ -47,8 +55,10 @@ void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const
 #define QJOULE_INT4_GEMM_EXTERN(BLOCK)                                                                         \
   extern template void gemm_int4_f32_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
                                                  int64_t, float*);                                             \
-  extern template void gemm_int4_f32_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
-                                                   int64_t, float*);                                           \
+  extern template void gemm_int4_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,     \
+                                               int64_t, float*);                                               \
+  extern template void gemm_int4_avx512_bf16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
+                                                    int64_t, float*);                                          \
   extern template void gemm_int4_f32_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*,             \
                                                    const float*, int64_t, float*);                             \
   extern template void gemm_int4_s8_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,  \

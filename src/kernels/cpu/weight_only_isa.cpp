@@ -10,7 +10,7 @@
 namespace qjoule::kernels {
 namespace {
 
-std::atomic<int> g_limit{static_cast<int>(WeightOnlyIsa::avx512)};
+std::atomic<int> g_limit{static_cast<int>(WeightOnlyIsa::avx512_bf16)};
 
 bool env_forces_scalar() {
   const char* v = std::getenv("QJOULE_FORCE_SCALAR");
@@ -41,7 +41,7 @@ bool cpu_supports_avx512_weight_only() {
 }
 
 void set_force_scalar_kernels(bool force) {
-  g_limit.store(static_cast<int>(force ? WeightOnlyIsa::scalar : WeightOnlyIsa::avx512));
+  g_limit.store(static_cast<int>(force ? WeightOnlyIsa::scalar : WeightOnlyIsa::avx512_bf16));
 }
 
 void set_weight_only_isa_limit(WeightOnlyIsa limit) { g_limit.store(static_cast<int>(limit)); }
@@ -49,6 +49,10 @@ void set_weight_only_isa_limit(WeightOnlyIsa limit) { g_limit.store(static_cast<
 WeightOnlyIsa weight_only_isa() {
   if (env_forces_scalar()) return WeightOnlyIsa::scalar;
   const int limit = g_limit.load();
+  if (limit >= static_cast<int>(WeightOnlyIsa::avx512_bf16) && cpu_supports_avx512_weight_only() &&
+      avx512::bf16_panel_available()) {
+    return WeightOnlyIsa::avx512_bf16;
+  }
   if (limit >= static_cast<int>(WeightOnlyIsa::avx512) && cpu_supports_avx512_weight_only()) return WeightOnlyIsa::avx512;
   if (limit >= static_cast<int>(WeightOnlyIsa::avx2) && cpu_supports_avx2_fma_f16c()) return WeightOnlyIsa::avx2;
   return WeightOnlyIsa::scalar;
@@ -56,6 +60,7 @@ WeightOnlyIsa weight_only_isa() {
 
 std::string_view isa_name(WeightOnlyIsa isa) {
   switch (isa) {
+    case WeightOnlyIsa::avx512_bf16: return "avx512_bf16";
     case WeightOnlyIsa::avx512: return "avx512";
     case WeightOnlyIsa::avx2: return "avx2";
     case WeightOnlyIsa::scalar: break;
@@ -64,15 +69,19 @@ std::string_view isa_name(WeightOnlyIsa isa) {
 }
 
 std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool bf16_decode) {
-  if (isa != WeightOnlyIsa::avx512) return "qjoule:" + std::string(isa_name(isa)) + ":" + kernel;
-  // Decode (m <= 4) runs the AVX-512 GEMV, with BF16 products for 4-bit formats where the CPU has
-  // AVX512_BF16; prefill runs the BF16 panel product there, and the AVX2 kernel elsewhere.
-  if (!avx512::bf16_panel_available()) return "qjoule:avx512:" + kernel + ",m>4:qjoule:avx2:" + kernel;
-  std::string decode = "qjoule:avx512:" + kernel;
-  if (bf16_decode && kernel.ends_with("_f32")) {
-    decode = "qjoule:avx512_bf16:" + kernel.substr(0, kernel.size() - 4) + "_bf16";
+  switch (isa) {
+    case WeightOnlyIsa::scalar:
+    case WeightOnlyIsa::avx2: break;
+    case WeightOnlyIsa::avx512: return "qjoule:avx512:" + kernel + ",m>4:qjoule:avx2:" + kernel;
+    case WeightOnlyIsa::avx512_bf16: {
+      std::string decode = "qjoule:avx512:" + kernel;
+      if (bf16_decode && kernel.ends_with("_f32")) {
+        decode = "qjoule:avx512_bf16:" + kernel.substr(0, kernel.size() - 4) + "_bf16";
+      }
+      return decode + ",m>4:bf16_panel+" + avx512::bf16_panel_kernel_path();
+    }
   }
-  return decode + ",m>4:bf16_panel+" + avx512::bf16_panel_kernel_path();
+  return "qjoule:" + std::string(isa_name(isa)) + ":" + kernel;
 }
 
 }  // namespace qjoule::kernels

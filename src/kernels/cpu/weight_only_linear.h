@@ -11,6 +11,21 @@
 
 namespace qjoule::kernels::detail {
 
+// The GEMM entry of a layer built for `isa`, one per level.
+template <class Gemm>
+Gemm gemm_for(WeightOnlyIsa isa, Gemm scalar, Gemm avx2, Gemm avx512, Gemm avx512_bf16) {
+  switch (isa) {
+    case WeightOnlyIsa::avx512_bf16: return avx512_bf16;
+    case WeightOnlyIsa::avx512: return avx512;
+    case WeightOnlyIsa::avx2: return avx2;
+    case WeightOnlyIsa::scalar: break;
+  }
+  return scalar;
+}
+
+// `isa`, at most avx2: the level of formats without AVX-512 kernels (fp16, int4:a8).
+inline WeightOnlyIsa at_most_avx2(WeightOnlyIsa isa) { return isa > WeightOnlyIsa::avx2 ? WeightOnlyIsa::avx2 : isa; }
+
 // Packed: quant::Fp16Matrix, Int8Matrix, BlockMatrix<...>, Nf4DqMatrix (rows, cols, bytes()).
 template <class Packed>
 class WeightOnlyLinear final : public Linear {

@@ -1,8 +1,10 @@
-// The AVX-512 weight-only kernels' own cases beyond the per-format tests (which run every ISA): a
-// product wider than one 4 MiB BF16 panel (several oneDNN calls writing column slices of y, the bias
-// offset with them), every GEMV row count 1..4 on both sides of the prefill switch, and rows whose
-// length leaves a tail after the last 128-weight chunk. Budgets: weight_only_test_util.h (BF16
-// products: 2^-8 + 1e-5 of Σ|x·w|; FP32: 1e-5). Skips where the CPU has no AVX-512.
+// The AVX-512 weight-only kernels' own cases beyond the per-format tests (which run every ISA level), on
+// both AVX-512 levels the CPU runs (avx512: FP32 GEMVs and the AVX2 prefill; avx512_bf16: BF16 GEMVs and
+// the BF16 panel prefill): a product wider than one 4 MiB BF16 panel (several oneDNN calls whose dense
+// results are copied into column slices of y, the bias offset with them), every GEMV row count 1..4 on
+// both sides of the prefill switch, and rows whose length leaves a tail after the last 128-weight chunk.
+// Budgets: weight_only_test_util.h (BF16 products: 2^-8 + 1e-5 of Σ|x·w|; FP32: 1e-5). Skips where the
+// CPU has no AVX-512.
 #include <gtest/gtest.h>
 
 #include "weight_only_test_util.h"
@@ -12,23 +14,34 @@ namespace {
 using namespace qjoule;
 using qjoule::test::Shape;
 
-bool have_avx512() { return kernels::cpu_supports_avx512_weight_only() && std::getenv("QJOULE_FORCE_SCALAR") == nullptr; }
+// The AVX-512 levels this CPU runs.
+std::vector<kernels::WeightOnlyIsa> avx512_levels() {
+  std::vector<kernels::WeightOnlyIsa> levels;
+  for (auto isa : test::runnable_isas()) {
+    if (isa >= kernels::WeightOnlyIsa::avx512) levels.push_back(isa);
+  }
+  return levels;
+}
 
 template <class Make, class Ref>
 void check(const Shape& s, const Make& make, const Ref& ref, unsigned seed) {
   const auto x = test::normal_vector(size_t(s.m * s.in), seed);
   const auto w = test::normal_vector(size_t(s.out * s.in), seed + 1, 0.05f);
   const auto b = test::normal_vector(size_t(s.out), seed + 2);
-  test::ScopedIsa scoped(kernels::WeightOnlyIsa::avx512);
-  auto lin = make(w.data(), b.data(), s.out, s.in);
-  std::vector<float> y(size_t(s.m * s.out)), y_ref(y.size());
-  lin->forward(x.data(), s.m, y.data());
+  std::vector<float> y_ref(size_t(s.m * s.out));
   ref(x.data(), s.m, w.data(), b.data(), s.out, s.in, y_ref.data());
-  test::expect_within_budget(y, y_ref, test::budget_scale(x, w, b.data(), s), s, lin->kernel_path());
+  for (auto isa : avx512_levels()) {
+    test::ScopedIsa scoped(isa);
+    auto lin = make(w.data(), b.data(), s.out, s.in);
+    ASSERT_TRUE(lin->kernel_path().starts_with("qjoule:avx512")) << lin->kernel_path();
+    std::vector<float> y(y_ref.size());
+    lin->forward(x.data(), s.m, y.data());
+    test::expect_within_budget(y, y_ref, test::budget_scale(x, w, b.data(), s), s, lin->kernel_path());
+  }
 }
 
 TEST(WeightOnlyAvx512, PrefillAcrossSeveralBf16Panels) {
-  if (!have_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/VL/DQ): the AVX-512 kernels cannot run";
+  if (avx512_levels().empty()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/VL/DQ): the AVX-512 kernels cannot run";
   // in = 8192: a 4 MiB BF16 panel holds 256 rows, so 300 rows take two panels (256 + 44).
   const Shape s{5, 300, 8192};
   check(
@@ -49,7 +62,7 @@ TEST(WeightOnlyAvx512, PrefillAcrossSeveralBf16Panels) {
 }
 
 TEST(WeightOnlyAvx512, EveryGemvRowCountAndTheFirstPrefillSizeWithTails) {
-  if (!have_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/VL/DQ): the AVX-512 kernels cannot run";
+  if (avx512_levels().empty()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/VL/DQ): the AVX-512 kernels cannot run";
   for (int64_t m = 1; m <= 5; ++m) {
     for (int64_t in : {64, 320, 448}) {  // 0, 2 and 3 full chunks, then a 64-weight tail
       const Shape s{m, 37, in};

@@ -13,8 +13,18 @@ std::string nf4_path() {
   return kernels::make_linear_nf4(w.data(), nullptr, 4, 64, {}, "t")->kernel_path();
 }
 
+bool bf16_panel_runs() {
+  // The avx512_bf16 level: AVX512_BF16 and oneDNN's native BF16 matmul (its kernel path ends in bf16_panel).
+  kernels::set_weight_only_isa_limit(kernels::WeightOnlyIsa::avx512_bf16);
+  const bool runs = kernels::weight_only_isa() == kernels::WeightOnlyIsa::avx512_bf16;
+  kernels::set_force_scalar_kernels(false);
+  return runs;
+}
+
 kernels::WeightOnlyIsa widest_isa() {
-  if (kernels::cpu_supports_avx512_weight_only()) return kernels::WeightOnlyIsa::avx512;
+  if (kernels::cpu_supports_avx512_weight_only()) {
+    return bf16_panel_runs() ? kernels::WeightOnlyIsa::avx512_bf16 : kernels::WeightOnlyIsa::avx512;
+  }
   return kernels::cpu_supports_avx2_fma_f16c() ? kernels::WeightOnlyIsa::avx2 : kernels::WeightOnlyIsa::scalar;
 }
 
@@ -25,18 +35,19 @@ TEST(WeightOnlyIsa, PathReflectsTheDispatchedIsa) {
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   EXPECT_EQ(kernels::cpu_supports_avx2_fma_f16c(), avx2);
   EXPECT_EQ(kernels::cpu_supports_avx512_weight_only(), avx512);
+  if (bf16_panel_runs()) {
+    EXPECT_TRUE(avx512 && __builtin_cpu_supports("avx512bf16"));
+  }
   if (std::getenv("QJOULE_FORCE_SCALAR") == nullptr) {
     EXPECT_EQ(kernels::weight_only_isa(), widest_isa());
     const std::string path = nf4_path();
-    EXPECT_EQ(path, avx512 ? kernels::weight_only_kernel_path(kernels::WeightOnlyIsa::avx512, "nf4_f32", true)
-                    : avx2 ? "qjoule:avx2:nf4_f32"
-                           : "qjoule:scalar:nf4_f32");
-    if (avx512) {
-      // The prefill path is named after the decode path: BF16 panels on oneDNN, or the AVX2 kernel.
-      const bool bf16 = path.find(",m>4:bf16_panel+onednn:") != std::string::npos;
-      EXPECT_TRUE(bf16 ? path.starts_with("qjoule:avx512_bf16:nf4_bf16,m>4:")
-                       : path == "qjoule:avx512:nf4_f32,m>4:qjoule:avx2:nf4_f32")
-          << path;
+    switch (widest_isa()) {
+      case kernels::WeightOnlyIsa::avx512_bf16:
+        EXPECT_TRUE(path.starts_with("qjoule:avx512_bf16:nf4_bf16,m>4:bf16_panel+onednn:")) << path;
+        break;
+      case kernels::WeightOnlyIsa::avx512: EXPECT_EQ(path, "qjoule:avx512:nf4_f32,m>4:qjoule:avx2:nf4_f32"); break;
+      case kernels::WeightOnlyIsa::avx2: EXPECT_EQ(path, "qjoule:avx2:nf4_f32"); break;
+      case kernels::WeightOnlyIsa::scalar: EXPECT_EQ(path, "qjoule:scalar:nf4_f32"); break;
     }
   }
 }
@@ -47,10 +58,16 @@ TEST(WeightOnlyIsa, TheLimitCapsTheIsa) {
     EXPECT_EQ(kernels::weight_only_isa(), kernels::WeightOnlyIsa::avx2);
     EXPECT_EQ(nf4_path(), "qjoule:avx2:nf4_f32");
   }
+  kernels::set_weight_only_isa_limit(kernels::WeightOnlyIsa::avx512);
+  if (std::getenv("QJOULE_FORCE_SCALAR") == nullptr && kernels::cpu_supports_avx512_weight_only()) {
+    EXPECT_EQ(kernels::weight_only_isa(), kernels::WeightOnlyIsa::avx512);
+    EXPECT_EQ(nf4_path(), "qjoule:avx512:nf4_f32,m>4:qjoule:avx2:nf4_f32");
+  }
   kernels::set_weight_only_isa_limit(kernels::WeightOnlyIsa::scalar);
   EXPECT_EQ(nf4_path(), "qjoule:scalar:nf4_f32");
   kernels::set_force_scalar_kernels(false);
   EXPECT_EQ(kernels::isa_name(kernels::WeightOnlyIsa::avx512), "avx512");
+  EXPECT_EQ(kernels::isa_name(kernels::WeightOnlyIsa::avx512_bf16), "avx512_bf16");
 }
 
 TEST(WeightOnlyIsa, ScalarCanBeForcedByFunction) {

@@ -1,8 +1,8 @@
 // Shared helpers of the weight-only linear tests: random data, every ISA this CPU runs, and the
 // comparison against the _ref twin with the budget every test states:
 //   |y − y_ref| <= 1e-5 · (Σ_k |x_k · w_k| + |b|) + 1e-30     (FP32 vs double accumulation)
-// except where the layer multiplies in BF16 (AVX-512 with BF16: the prefill's BF16 panel for m > 4 rows,
-// the 4-bit formats' BF16 GEMV for m <= 4): there x and the dequantized w are each rounded to BF16 (relative error <= 2^-9 each, so <= 2^-8 + 2^-18 per product)
+// except where the layer multiplies in BF16 (the avx512_bf16 level: the prefill's BF16 panel for m > 4
+// rows, the 4-bit formats' BF16 GEMV for m <= 4): there x and the dequantized w are each rounded to BF16 (relative error <= 2^-9 each, so <= 2^-8 + 2^-18 per product)
 // before FP32 accumulation, and the budget is kBf16PanelBudget = 2^-8 + 1e-5 instead.
 #pragma once
 
@@ -25,14 +25,15 @@ inline std::vector<float> normal_vector(size_t n, unsigned seed, float sigma = 1
 
 inline constexpr double kBf16PanelBudget = 0x1p-8 + 1e-5;
 
-// The ISAs this run can test: scalar always; avx2 and avx512 when the CPU has them and
-// QJOULE_FORCE_SCALAR does not force the scalar path for the whole run.
+// The ISA levels this run can test: scalar always, and every wider level the CPU runs unless
+// QJOULE_FORCE_SCALAR forces the scalar path for the whole run.
 inline std::vector<kernels::WeightOnlyIsa> runnable_isas() {
   std::vector<kernels::WeightOnlyIsa> isas{kernels::WeightOnlyIsa::scalar};
   kernels::set_force_scalar_kernels(false);
   const kernels::WeightOnlyIsa widest = kernels::weight_only_isa();
-  if (widest >= kernels::WeightOnlyIsa::avx2) isas.push_back(kernels::WeightOnlyIsa::avx2);
-  if (widest >= kernels::WeightOnlyIsa::avx512) isas.push_back(kernels::WeightOnlyIsa::avx512);
+  for (auto level : {kernels::WeightOnlyIsa::avx2, kernels::WeightOnlyIsa::avx512, kernels::WeightOnlyIsa::avx512_bf16}) {
+    if (widest >= level) isas.push_back(level);
+  }
   return isas;
 }
 
@@ -40,7 +41,7 @@ inline std::vector<kernels::WeightOnlyIsa> runnable_isas() {
 // pass avx512_kernel = false and run avx2; 4-bit formats pass bf16_decode = true.
 inline std::string expected_path(kernels::WeightOnlyIsa isa, const std::string& kernel, bool avx512_kernel = true,
                                  bool bf16_decode = false) {
-  if (!avx512_kernel && isa == kernels::WeightOnlyIsa::avx512) isa = kernels::WeightOnlyIsa::avx2;
+  if (!avx512_kernel && isa > kernels::WeightOnlyIsa::avx2) isa = kernels::WeightOnlyIsa::avx2;
   return kernels::weight_only_kernel_path(isa, kernel, bf16_decode);
 }
 
