@@ -1,6 +1,7 @@
 #include "qjoule/quant/quantize_int4.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <type_traits>
 
@@ -13,11 +14,12 @@ namespace {
 
 // FP16 bits of a group scale; a scale beyond FP16's range stops with an error naming the group.
 uint16_t group_scale_fp16(float scale, std::string_view tensor, int64_t row, int64_t group, int group_size,
-                          std::string_view scheme, float limit) {
+                          int64_t n, std::string_view scheme, float limit) {
   const uint16_t h = fp32_to_fp16_bits(scale);
   if ((h & 0x7C00u) == 0x7C00u) {
     fail("tensor '{}': int4 {} scale {} of row {} columns [{}, {}) exceeds the FP16 range (max {}); expected |w| <= {}",
-         tensor, scheme, scale, row, group * group_size, (group + 1) * group_size, kFp16Max, limit);
+         tensor, scheme, scale, row, group * group_size, std::min<int64_t>((group + 1) * group_size, n), kFp16Max,
+         limit);
   }
   return h;
 }
@@ -26,13 +28,17 @@ void pack_nibbles(const uint8_t* u, int n, uint8_t* qs) {
   for (int i = 0; i < n / 2; ++i) qs[i] = static_cast<uint8_t>((u[2 * i] << 4) | u[2 * i + 1]);
 }
 
-void require_multiple(int64_t n, int group_size, std::string_view tensor) {
-  if (n % group_size != 0) {
-    fail("tensor '{}': in_features {} is not a multiple of the int4 group size {}; expected a group size that "
-         "divides it (32, 64 or 128)",
-         tensor, n, group_size);
-  }
+// Group g of a row of n weights, zero-padded to G (formats.h, "Any width": the last group may be partial,
+// and zeros change neither max|w| nor the asym range, so the padding codes decode to exactly 0).
+template <int G>
+std::array<float, G> padded_group(const float* x, int64_t n, int64_t g) {
+  std::array<float, G> xg{};
+  const int64_t len = std::min<int64_t>(G, n - g * G);
+  std::copy(x + g * G, x + g * G + len, xg.begin());
+  return xg;
 }
+
+int64_t group_count(int64_t n, int G) { return (n + G - 1) / G; }
 
 int round_clamp(float v, int lo, int hi) { return static_cast<int>(std::clamp(std::nearbyint(v), float(lo), float(hi))); }
 
@@ -40,13 +46,12 @@ int round_clamp(float v, int lo, int hi) { return static_cast<int>(std::clamp(st
 
 template <int G>
 void quantize_row_int4_sym_ref(const float* x, int64_t n, BlockInt4Sym<G>* y, std::string_view tensor, int64_t row) {
-  require_multiple(n, G, tensor);
   require_finite(x, n, tensor, row, "int4");
-  for (int64_t g = 0; g < n / G; ++g) {
-    const float* xg = x + g * G;
+  for (int64_t g = 0; g < group_count(n, G); ++g) {
+    const std::array<float, G> xg = padded_group<G>(x, n, g);
     float amax = 0.0f;
     for (int i = 0; i < G; ++i) amax = std::max(amax, std::fabs(xg[i]));
-    const uint16_t h = group_scale_fp16(amax / kInt4SymMaxCode, tensor, row, g, G, "sym", kFp16Max * kInt4SymMaxCode);
+    const uint16_t h = group_scale_fp16(amax / kInt4SymMaxCode, tensor, row, g, G, n, "sym", kFp16Max * kInt4SymMaxCode);
     const float d = fp16_bits_to_fp32(h);
     uint8_t u[G];
     for (int i = 0; i < G; ++i) {
@@ -60,24 +65,24 @@ void quantize_row_int4_sym_ref(const float* x, int64_t n, BlockInt4Sym<G>* y, st
 
 template <int G>
 void dequantize_row_int4_sym_ref(const BlockInt4Sym<G>* x, int64_t n, float* y) {
-  for (int64_t g = 0; g < n / G; ++g) {
+  for (int64_t g = 0; g < group_count(n, G); ++g) {
     const float d = fp16_bits_to_fp32(x[g].d);
-    for (int i = 0; i < G; ++i) y[g * G + i] = static_cast<float>(int4_nibble(x[g].qs, i) - kInt4SymZero) * d;
+    const int64_t len = std::min<int64_t>(G, n - g * G);
+    for (int i = 0; i < len; ++i) y[g * G + i] = static_cast<float>(int4_nibble(x[g].qs, i) - kInt4SymZero) * d;
   }
 }
 
 template <int G>
 void quantize_row_int4_asym_ref(const float* x, int64_t n, BlockInt4Asym<G>* y, std::string_view tensor, int64_t row) {
-  require_multiple(n, G, tensor);
   require_finite(x, n, tensor, row, "int4");
-  for (int64_t g = 0; g < n / G; ++g) {
-    const float* xg = x + g * G;
+  for (int64_t g = 0; g < group_count(n, G); ++g) {
+    const std::array<float, G> xg = padded_group<G>(x, n, g);
     float lo = 0.0f, hi = 0.0f;  // the range always contains 0, so 0 encodes exactly
     for (int i = 0; i < G; ++i) {
       lo = std::min(lo, xg[i]);
       hi = std::max(hi, xg[i]);
     }
-    const uint16_t h = group_scale_fp16((hi - lo) / kInt4AsymMaxCode, tensor, row, g, G, "asym",
+    const uint16_t h = group_scale_fp16((hi - lo) / kInt4AsymMaxCode, tensor, row, g, G, n, "asym",
                                         kFp16Max * kInt4AsymMaxCode / 2);
     const float d = fp16_bits_to_fp32(h);
     const int z = d == 0.0f ? 0 : round_clamp(-lo / d, 0, kInt4AsymMaxCode);
@@ -96,10 +101,11 @@ void quantize_row_int4_asym_ref(const float* x, int64_t n, BlockInt4Asym<G>* y, 
 
 template <int G>
 void dequantize_row_int4_asym_ref(const BlockInt4Asym<G>* x, int64_t n, float* y) {
-  for (int64_t g = 0; g < n / G; ++g) {
+  for (int64_t g = 0; g < group_count(n, G); ++g) {
     const float d = fp16_bits_to_fp32(x[g].d);
     const int z = x[g].zero;
-    for (int i = 0; i < G; ++i) y[g * G + i] = static_cast<float>(int4_nibble(x[g].qs, i) - z) * d;
+    const int64_t len = std::min<int64_t>(G, n - g * G);
+    for (int i = 0; i < len; ++i) y[g * G + i] = static_cast<float>(int4_nibble(x[g].qs, i) - z) * d;
   }
 }
 
@@ -107,13 +113,12 @@ template <class Block>
 BlockMatrix<Block> quantize_matrix_int4(const float* w, int64_t rows, int64_t cols, std::string_view tensor) {
   constexpr int G = Block::kSize;
   if (rows <= 0 || cols <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, rows, cols);
-  require_multiple(cols, G, tensor);
   BlockMatrix<Block> m;
   m.rows = rows;
   m.cols = cols;
-  m.blocks.resize(static_cast<std::size_t>(rows * (cols / G)));
+  m.blocks.resize(static_cast<std::size_t>(rows * m.blocks_per_row()));
   for (int64_t r = 0; r < rows; ++r) {
-    Block* out = m.blocks.data() + r * (cols / G);
+    Block* out = m.blocks.data() + r * m.blocks_per_row();
     if constexpr (std::is_same_v<Block, BlockInt4Sym<G>>) {
       quantize_row_int4_sym_ref<G>(w + r * cols, cols, out, tensor, r);
     } else {

@@ -1,6 +1,7 @@
 #include "qjoule/quant/quantize_nf4.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "qjoule/error.h"
@@ -10,12 +11,7 @@
 namespace qjoule::quant {
 namespace {
 
-void require_nf4_cols(int64_t cols, std::string_view tensor) {
-  if (cols % kNf4BlockSize != 0) {
-    fail("tensor '{}': in_features {} is not a multiple of the nf4 block size {}; expected a multiple of {}", tensor,
-         cols, kNf4BlockSize, kNf4BlockSize);
-  }
-}
+int64_t block_count(int64_t n) { return (n + kNf4BlockSize - 1) / kNf4BlockSize; }
 
 }  // namespace
 
@@ -39,10 +35,13 @@ uint8_t quantize_nf4_code(float x) {
 }
 
 void quantize_row_nf4_ref(const float* x, int64_t n, BlockNf4* y, std::string_view tensor, int64_t row) {
-  require_nf4_cols(n, tensor);
   require_finite(x, n, tensor, row, "nf4");
-  for (int64_t b = 0; b < n / kNf4BlockSize; ++b) {
-    const float* xb = x + b * kNf4BlockSize;
+  for (int64_t b = 0; b < block_count(n); ++b) {
+    // The last block of a row may be partial: zero-padded, which leaves absmax unchanged and gives
+    // the padding code 7 (0.0), formats.h "Any width".
+    std::array<float, kNf4BlockSize> xb{};
+    const int64_t len = std::min<int64_t>(kNf4BlockSize, n - b * kNf4BlockSize);
+    std::copy(x + b * kNf4BlockSize, x + b * kNf4BlockSize + len, xb.begin());
     float amax = 0.0f;
     for (int i = 0; i < kNf4BlockSize; ++i) amax = std::max(amax, std::fabs(xb[i]));
     uint8_t code[kNf4BlockSize];
@@ -59,22 +58,21 @@ void quantize_row_nf4_ref(const float* x, int64_t n, BlockNf4* y, std::string_vi
 }
 
 void dequantize_row_nf4_ref(const BlockNf4* x, int64_t n, float* y) {
-  for (int64_t b = 0; b < n / kNf4BlockSize; ++b) {
-    for (int i = 0; i < kNf4BlockSize / 2; ++i) {
-      const uint8_t byte = x[b].qs[i];
-      y[b * kNf4BlockSize + 2 * i] = kNf4Table[byte >> 4] * x[b].absmax;
-      y[b * kNf4BlockSize + 2 * i + 1] = kNf4Table[byte & 0x0F] * x[b].absmax;
+  for (int64_t b = 0; b < block_count(n); ++b) {
+    const int64_t len = std::min<int64_t>(kNf4BlockSize, n - b * kNf4BlockSize);
+    for (int64_t i = 0; i < len; ++i) {
+      const uint8_t byte = x[b].qs[i / 2];
+      y[b * kNf4BlockSize + i] = kNf4Table[i % 2 == 0 ? byte >> 4 : byte & 0x0F] * x[b].absmax;
     }
   }
 }
 
 Nf4Matrix quantize_matrix_nf4(const float* w, int64_t rows, int64_t cols, std::string_view tensor) {
   if (rows <= 0 || cols <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, rows, cols);
-  require_nf4_cols(cols, tensor);
   Nf4Matrix m;
   m.rows = rows;
   m.cols = cols;
-  m.blocks.resize(static_cast<std::size_t>(rows * (cols / kNf4BlockSize)));
+  m.blocks.resize(static_cast<std::size_t>(rows * m.blocks_per_row()));
   for (int64_t r = 0; r < rows; ++r) {
     quantize_row_nf4_ref(w + r * cols, cols, m.blocks.data() + r * m.blocks_per_row(), tensor, r);
   }
@@ -108,9 +106,10 @@ void dequantize_row_nf4_dq_ref(const Nf4DqMatrix& w, int64_t r, float* y) {
   for (int64_t kb = 0; kb < w.blocks_per_row(); ++kb) {
     const BlockNf4Dq& blk = w.row(r)[kb];
     const float absmax = w.absmax(r * w.blocks_per_row() + kb);
-    for (int i = 0; i < kNf4BlockSize / 2; ++i) {
-      y[kb * kNf4BlockSize + 2 * i] = kNf4Table[blk.qs[i] >> 4] * absmax;
-      y[kb * kNf4BlockSize + 2 * i + 1] = kNf4Table[blk.qs[i] & 0x0F] * absmax;
+    const int64_t len = std::min<int64_t>(kNf4BlockSize, w.cols - kb * kNf4BlockSize);
+    for (int64_t i = 0; i < len; ++i) {
+      const uint8_t byte = blk.qs[i / 2];
+      y[kb * kNf4BlockSize + i] = kNf4Table[i % 2 == 0 ? byte >> 4 : byte & 0x0F] * absmax;
     }
   }
 }

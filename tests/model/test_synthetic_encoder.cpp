@@ -156,6 +156,32 @@ TEST(SyntheticEncoder, FusedQkvGivesTheLogitsOfSeparateLinears) {
       << "per block, the fused layer holds the shared 1/s once instead of three times";
 }
 
+// Widths that are not multiples of the 4-bit groups (hidden 320 as BERT-small, FFN 1000): int4 with its
+// default group 128 and nf4 build every layer with a partial last group, and the logits stay close to
+// FP32 (relative RMS over the logits < 0.1; 4-bit weights, 2 layers).
+TEST(SyntheticEncoder, FourBitFormatsRunAtWidthsThatAreNotMultiplesOfTheirGroups) {
+  auto spec = small_spec();
+  spec.hidden_size = 320;
+  spec.num_heads = 5;
+  spec.intermediate_size = 1000;
+  const auto params = synthetic_encoder_params(spec);
+  const auto fp32 = logits_of(EncoderClassifier(params, policy_factory("fp32")), spec);
+  for (const std::string precision : {"int4", "nf4", "int4:g64:asym", "nf4:dq"}) {
+    const EncoderClassifier m(params, policy_factory(precision));
+    for (const auto& r : m.linear_reports()) {  // the transformer blocks' Linears (the head's policy is its own)
+      if (r.name.find(".layer.") == std::string::npos) continue;
+      EXPECT_EQ(r.format, precision.substr(0, precision.find(':'))) << r.name;
+    }
+    const auto q = logits_of(m, spec);
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < q.size(); ++i) {
+      num += (double(q[i]) - fp32[i]) * (double(q[i]) - fp32[i]);
+      den += double(fp32[i]) * fp32[i];
+    }
+    EXPECT_LT(std::sqrt(num / den), 0.1) << precision;
+  }
+}
+
 TEST(SyntheticEncoder, BadSpecsAreClearErrors) {
   auto s = small_spec();
   s.num_heads = 5;

@@ -1,7 +1,9 @@
 // INT4 group-wise quantization, sym and asym, G = 32/64/128 (formats.h "int4").
 // Budgets: sym round trip |x − x̂| <= d/2 + (max|x| − 7d)⁺ (the FP16-rounded scale may fall short of
 // max/7), asym <= d (the integer zero point shifts the grid by up to d/2); d is the stored FP16 scale.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -162,14 +164,51 @@ TYPED_TEST(QuantizeInt4, NanIsRejectedNamingTensorAndIndex) {
                   ::testing::AllOf(::testing::HasSubstr("q.weight"), ::testing::HasSubstr("NaN at [2, 7]"))));
 }
 
-TYPED_TEST(QuantizeInt4, ColsNotAMultipleOfTheGroupIsAnError) {
+// Any width (formats.h): a row's last group holds t < G weights; its scale is that of its t weights
+// alone, its padding codes decode to exactly 0, and the row decodes as a zero-padded row would.
+TYPED_TEST(QuantizeInt4, APartialLastGroupHasTheScaleOfWhatItHoldsAndZeroPadding) {
   using Block = TypeParam;
-  std::vector<float> w(Block::kSize + 16, 1.0f);
-  const std::string group = std::to_string(Block::kSize);
-  EXPECT_THAT([&] { quantize_matrix_int4<Block>(w.data(), 1, Block::kSize + 16, "k.weight"); },
-              ::testing::ThrowsMessage<qjoule::Error>(::testing::AllOf(
-                  ::testing::HasSubstr("k.weight"), ::testing::HasSubstr(std::to_string(Block::kSize + 16)),
-                  ::testing::HasSubstr("group size " + group))));
+  constexpr int G = Block::kSize;
+  for (int64_t cols : {int64_t{G + 16}, int64_t{2 * G + 1}, int64_t{331}, int64_t{G - 1}}) {
+    const int64_t rows = 3, nb = (cols + G - 1) / G, t = cols - (nb - 1) * G;
+    auto w = normal(size_t(rows * cols), 9);
+    w[size_t(cols - 1)] = 3.0f;  // the largest weight of row 0 sits in its partial group
+    const auto m = quantize_matrix_int4<Block>(w.data(), rows, cols, "k.weight");
+    ASSERT_EQ(m.blocks_per_row(), nb);
+    ASSERT_EQ(m.padded_cols(), nb * G);
+    EXPECT_EQ(m.bytes(), size_t(rows * nb) * sizeof(Block));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> padded(size_t(nb * G), 0.0f);
+      std::copy(w.begin() + r * cols, w.begin() + (r + 1) * cols, padded.begin());
+      std::vector<Block> expected;
+      quantize_row<Block>(padded, expected);
+      for (int64_t g = 0; g < nb; ++g) {
+        const Block& got = m.row(r)[g];
+        EXPECT_EQ(got.d, expected[size_t(g)].d) << "row " << r << " group " << g;
+        EXPECT_EQ(0, std::memcmp(got.qs, expected[size_t(g)].qs, sizeof got.qs)) << "row " << r << " group " << g;
+      }
+      const Block& last = m.row(r)[nb - 1];
+      float amax = 0.0f, lo = 0.0f, hi = 0.0f;
+      for (int64_t c = (nb - 1) * G; c < cols; ++c) {
+        amax = std::max(amax, std::fabs(w[size_t(r * cols + c)]));
+        lo = std::min(lo, w[size_t(r * cols + c)]);
+        hi = std::max(hi, w[size_t(r * cols + c)]);
+      }
+      const float d = kIsSym<Block> ? amax / 7.0f : (hi - lo) / 15.0f;
+      EXPECT_EQ(last.d, fp32_to_fp16_bits(d)) << "row " << r;
+      int zero = kInt4SymZero;
+      if constexpr (!kIsSym<Block>) zero = last.zero;
+      for (int64_t i = t; i < G; ++i) EXPECT_EQ(int4_nibble(last.qs, i), zero) << "padding " << i << " of row " << r;
+      std::vector<float> back(size_t(cols) + 1, -1.0f);  // one sentinel past the row: dequantize writes cols values
+      if constexpr (kIsSym<Block>) {
+        dequantize_row_int4_sym_ref<G>(m.row(r), cols, back.data());
+      } else {
+        dequantize_row_int4_asym_ref<G>(m.row(r), cols, back.data());
+      }
+      EXPECT_EQ(back[size_t(cols)], -1.0f);
+      EXPECT_LE(std::fabs(back[size_t(cols - 1)] - w[size_t(r * cols + cols - 1)]), fp16_bits_to_fp32(last.d));
+    }
+  }
 }
 
 TYPED_TEST(QuantizeInt4, MatrixLayoutAndBitsPerWeight) {

@@ -159,11 +159,43 @@ TEST(Nf4, NanInfAndBadShapesAreErrorsNamingTheTensor) {
   EXPECT_THAT([&] { quantize_matrix_nf4(w.data(), 2, 64, "l.out.weight"); },
               ::testing::ThrowsMessage<qjoule::Error>(::testing::AllOf(::testing::HasSubstr("l.out.weight"),
                                                                        ::testing::HasSubstr("+Inf at [1, 3]"))));
-  std::vector<float> v(96, 0.1f);
-  EXPECT_THAT([&] { quantize_matrix_nf4(v.data(), 1, 96, "l.out.weight"); },
+  EXPECT_THAT([&] { quantize_matrix_nf4(w.data(), 0, 64, "l.out.weight"); },
               ::testing::ThrowsMessage<qjoule::Error>(::testing::AllOf(::testing::HasSubstr("l.out.weight"),
-                                                                       ::testing::HasSubstr("96"),
-                                                                       ::testing::HasSubstr("64"))));
+                                                                       ::testing::HasSubstr("[0, 64]"))));
+}
+
+// Any width (formats.h): the last block of a row holds t < 64 weights; its absmax is theirs, the
+// padding codes are 7 (0.0), and dequantize writes exactly cols values; double quantization counts
+// ceil(cols / 64) blocks per row.
+TEST(Nf4, APartialLastBlockHasTheAbsmaxOfWhatItHoldsAndZeroPadding) {
+  for (int64_t cols : {int64_t{96}, int64_t{331}, int64_t{63}}) {
+    const int64_t rows = 2, nb = (cols + 63) / 64, t = cols - (nb - 1) * 64;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> w(size_t(rows * cols));
+    for (auto& v : w) v = dist(rng);
+    const auto m = quantize_matrix_nf4(w.data(), rows, cols, "l.out.weight");
+    ASSERT_EQ(m.blocks.size(), size_t(rows * nb));
+    const auto dq = quantize_matrix_nf4_double(w.data(), rows, cols, "l.out.weight");
+    ASSERT_EQ(dq.blocks.size(), size_t(rows * nb));
+    for (int64_t r = 0; r < rows; ++r) {
+      const BlockNf4& last = m.row(r)[nb - 1];
+      float amax = 0.0f;
+      for (int64_t c = (nb - 1) * 64; c < cols; ++c) amax = std::max(amax, std::fabs(w[size_t(r * cols + c)]));
+      EXPECT_EQ(last.absmax, amax) << "row " << r;
+      for (int64_t i = t; i < 64; ++i) {
+        EXPECT_EQ(i % 2 == 0 ? last.qs[i / 2] >> 4 : last.qs[i / 2] & 0x0F, kNf4ZeroCode) << "padding " << i;
+      }
+      std::vector<float> back(size_t(cols) + 1, -1.0f), back_dq(size_t(cols) + 1, -1.0f);
+      dequantize_row_nf4_ref(m.row(r), cols, back.data());
+      dequantize_row_nf4_dq_ref(dq, r, back_dq.data());
+      EXPECT_EQ(back[size_t(cols)], -1.0f);
+      EXPECT_EQ(back_dq[size_t(cols)], -1.0f);
+      for (int64_t c = 0; c < cols; ++c) {
+        EXPECT_LE(std::fabs(back[size_t(c)] - w[size_t(r * cols + c)]), 0.13852f * m.row(r)[c / 64].absmax) << c;
+      }
+    }
+  }
 }
 
 // ---- dynamic map and double quantization --------------------------------------------------------

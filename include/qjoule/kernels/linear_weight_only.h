@@ -46,12 +46,12 @@ std::unique_ptr<Linear> make_linear_fp16_weights(const float* W, const float* bi
 // format() "w8"; kernel "w8_f32": INT8 per-row weights dequantized in the kernel, FP32 compute.
 std::unique_ptr<Linear> make_linear_w8(const float* W, const float* bias, int64_t out, int64_t in,
                                        const std::string& tensor_name);
-// format() "int4"; kernel "int4_f32" or, with int8_activations, "int4_s8". `in` must be a multiple of
-// the group size (no padding): otherwise an error names the tensor, `in` and the group size.
+// format() "int4"; kernel "int4_f32" or, with int8_activations, "int4_s8". Any `in`: a row's last group
+// may be partial (formats.h, "Any width"; the kernels run on the padded width, activations zero-padded).
 std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int64_t out, int64_t in,
                                          const Int4Options& options, const std::string& tensor_name);
 // format() "nf4"; kernel "nf4_f32" (or "nf4dq_f32" with double quantization): codes decoded through
-// the 16-entry table held in two registers. `in` must be a multiple of 64.
+// the 16-entry table held in two registers. Any `in` (a row's last block may be partial, as int4).
 std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,
                                         const Nf4Options& options, const std::string& tensor_name);
 

@@ -6,9 +6,18 @@
 // ----------------------------------
 // * A weight matrix W is [rows = out_features, cols = in_features], row-major as Hugging Face stores
 //   nn.Linear weights. Blocks and groups run along `cols` (the input dimension, the dot-product axis)
-//   and never straddle rows: block-wise formats require cols to be a multiple of the block size and
-//   stop with an error that names the tensor otherwise (qjoule does not pad). A row's blocks are
-//   contiguous; row r starts at block r * (cols / block_size).
+//   and never straddle rows. A row's blocks are contiguous; row r starts at block r * blocks_per_row,
+//   blocks_per_row = ceil(cols / block_size).
+// * Any width (cols need not be a multiple of the block size): the LAST block of a row may hold fewer
+//   weights, t = cols − (blocks_per_row − 1) · block_size. It is stored as a whole block; its scale
+//   (absmax, zero point) is computed from its t weights only, and its remaining block_size − t codes
+//   are padding that decodes to exactly 0 (int4 sym: u = 8; int4 asym: u = z; nf4: code 7). This is
+//   the same as quantizing the row zero-padded to padded_cols = blocks_per_row · block_size, since
+//   zeros change neither max|w| nor the asym range (which always contains 0). Kernels run on the
+//   padded width with the activations zero-padded to it (0 · 0 = 0: the padding adds nothing).
+//   The padding is held in memory, so it counts in bytes() and model_bytes; bits per weight over the
+//   real weights is 8 · sizeof(block) · blocks_per_row / cols (int4 G128 at cols 320: 3 blocks of
+//   66 bytes = 4.95 bpw; at 960: 4.40; at 2880: 4.22; cols a multiple of G: 4.125).
 // * Rounding to integers is round-half-to-even (std::nearbyint in the default rounding mode, which
 //   is also what _mm256_cvtps_epi32 does), and every integer code is clamped to its range.
 // * Nibble order (every 4-bit format, INT4 and NF4 alike): two consecutive elements q[2i], q[2i+1]
@@ -41,6 +50,7 @@ constexpr double kFp16BitsPerWeight = 16.0;
 struct Fp16Matrix {
   int64_t rows = 0, cols = 0;
   std::vector<uint16_t> bits;  // [rows * cols] FP16 bit patterns, row-major
+  int64_t padded_cols() const { return cols; }  // no blocks along cols: kernels run on cols itself
   std::size_t bytes() const { return bits.size() * sizeof(uint16_t); }
 };
 
@@ -67,6 +77,7 @@ struct Int8Matrix {
   int64_t rows = 0, cols = 0;
   std::vector<int8_t> q;       // [rows * cols] codes, row-major
   std::vector<float> scales;   // [rows] FP32 per-row scales
+  int64_t padded_cols() const { return cols; }  // no blocks along cols
   std::size_t bytes() const { return q.size() * sizeof(int8_t) + scales.size() * sizeof(float); }
 };
 
@@ -121,8 +132,9 @@ constexpr double bits_per_weight() { return 8.0 * sizeof(Block) / Block::kSize; 
 //   kNf4Table to w / absmax (bitsandbytes' rule: w · (1 / absmax) compared against the midpoints
 //   between adjacent sorted table values, see quantize_nf4_code). Decode W = kNf4Table[code] · absmax.
 //   Codes use the nibble order above, exactly as bitsandbytes' quantize_4bit(quant_type="nf4")
-//   packs them; since cols is a multiple of 64, qjoule's blocks are bitsandbytes' blocks over the
-//   flattened tensor. bpw = 4 + 32 / 64 = 4.5.
+//   packs them; where cols is a multiple of 64, qjoule's blocks are bitsandbytes' blocks over the
+//   flattened tensor (bitsandbytes' blocks straddle rows otherwise; qjoule's never do: a row's last
+//   block may be partial, see "Any width" above). bpw = 4 + 32 / 64 = 4.5 (cols a multiple of 64).
 //   Deviations, both only where bitsandbytes would compute 0 · inf = NaN: an all-zero block
 //   (absmax 0) gets code 7 (the 0.0 entry), and a subnormal absmax (1 / absmax overflows) divides
 //   instead of multiplying by the reciprocal.
@@ -177,9 +189,10 @@ constexpr uint8_t kDynamicMapZeroCode = 127;
 // ================================================================================================
 template <class Block>
 struct BlockMatrix {
-  int64_t rows = 0, cols = 0;  // cols % Block::kSize == 0
-  std::vector<Block> blocks;   // [rows * cols / Block::kSize]; row r starts at r * blocks_per_row()
-  int64_t blocks_per_row() const { return cols / Block::kSize; }
+  int64_t rows = 0, cols = 0;  // any cols > 0; a row's last block may be partial ("Any width" above)
+  std::vector<Block> blocks;   // [rows * blocks_per_row()]; row r starts at r * blocks_per_row()
+  int64_t blocks_per_row() const { return (cols + Block::kSize - 1) / Block::kSize; }
+  int64_t padded_cols() const { return blocks_per_row() * Block::kSize; }  // the width kernels run on
   const Block* row(int64_t r) const { return blocks.data() + r * blocks_per_row(); }
   std::size_t bytes() const { return blocks.size() * sizeof(Block); }
 };
@@ -187,11 +200,12 @@ struct BlockMatrix {
 using Nf4Matrix = BlockMatrix<BlockNf4>;
 
 struct Nf4DqMatrix {
-  int64_t rows = 0, cols = 0;     // cols % 64 == 0
-  std::vector<BlockNf4Dq> blocks;  // as BlockMatrix; flattened block index b = r * cols/64 + c/64
+  int64_t rows = 0, cols = 0;     // any cols > 0, as BlockMatrix
+  std::vector<BlockNf4Dq> blocks;  // as BlockMatrix; flattened block index b = r * blocks_per_row() + c/64
   std::vector<float> absmax_scales;  // [ceil(blocks / 256)] FP32 scale of each group of 256 absmax codes
   float absmax_mean = 0.0f;          // FP32 mean of all absmax values, added back when decoding
-  int64_t blocks_per_row() const { return cols / kNf4BlockSize; }
+  int64_t blocks_per_row() const { return (cols + kNf4BlockSize - 1) / kNf4BlockSize; }
+  int64_t padded_cols() const { return blocks_per_row() * kNf4BlockSize; }
   const BlockNf4Dq* row(int64_t r) const { return blocks.data() + r * blocks_per_row(); }
   // Decoded absmax of flattened block b: map[code_b] · scale[b / 256] + mean.
   float absmax(int64_t b) const {

@@ -9,7 +9,9 @@
 
 namespace qjoule::quant {
 
-// n must be a multiple of G. `tensor`/`row` name the row in errors (NaN/Inf, FP16 scale overflow).
+// A row of n weights (any n > 0) into ceil(n / G) blocks; the last may be partial, its padding codes
+// decoding to 0 (formats.h, "Any width"). Dequantize writes n values. `tensor`/`row` name the row in
+// errors (NaN/Inf, FP16 scale overflow).
 template <int G>
 void quantize_row_int4_sym_ref(const float* x, int64_t n, BlockInt4Sym<G>* y, std::string_view tensor, int64_t row);
 template <int G>
@@ -19,7 +21,7 @@ void quantize_row_int4_asym_ref(const float* x, int64_t n, BlockInt4Asym<G>* y, 
 template <int G>
 void dequantize_row_int4_asym_ref(const BlockInt4Asym<G>* x, int64_t n, float* y);
 
-// Whole matrix [rows, cols]; cols not a multiple of G stops with an error naming the tensor, cols and G.
+// Whole matrix [rows, cols], any cols > 0: rows of blocks_per_row() = ceil(cols / G) blocks.
 template <class Block>
 BlockMatrix<Block> quantize_matrix_int4(const float* w, int64_t rows, int64_t cols, std::string_view tensor);
 

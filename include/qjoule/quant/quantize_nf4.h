@@ -13,15 +13,16 @@ namespace qjoule::quant {
 // the lower code).
 uint8_t quantize_nf4_code(float x);
 
-// One row of n weights (n % 64 == 0) into n / 64 blocks. `tensor`/`row` name the row in errors.
+// One row of n weights (any n > 0) into ceil(n / 64) blocks, the last possibly partial (formats.h,
+// "Any width"); dequantize writes n values. `tensor`/`row` name the row in errors.
 void quantize_row_nf4_ref(const float* x, int64_t n, BlockNf4* y, std::string_view tensor, int64_t row);
 void dequantize_row_nf4_ref(const BlockNf4* x, int64_t n, float* y);
 
-// Whole matrix; cols not a multiple of 64 stops with an error naming the tensor and cols.
+// Whole matrix [rows, cols], any cols > 0.
 Nf4Matrix quantize_matrix_nf4(const float* w, int64_t rows, int64_t cols, std::string_view tensor);
 // NF4 codes as quantize_matrix_nf4, then the absmax values double-quantized (formats.h).
 Nf4DqMatrix quantize_matrix_nf4_double(const float* w, int64_t rows, int64_t cols, std::string_view tensor);
-// Row r of a double-quantized matrix, decoded through the dequantized absmax values.
+// Row r of a double-quantized matrix, decoded through the dequantized absmax values: w.cols values.
 void dequantize_row_nf4_dq_ref(const Nf4DqMatrix& w, int64_t r, float* y);
 
 }  // namespace qjoule::quant

@@ -35,7 +35,7 @@ struct Int4Decoder {
   static constexpr bool kPermuted = true;
   const quant::BlockMatrix<Block>& w;
   int64_t rows() const { return w.rows; }
-  int64_t cols() const { return w.cols; }
+  int64_t cols() const { return w.padded_cols(); }
   struct Row {
     const Block* blocks;
     QJOULE_TARGET_AVX2 void decode64(int64_t k, __m256 out[8]) const {
@@ -66,7 +66,7 @@ struct Int4Decoder {
       out[2] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d);
       out[3] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d);
     }
-    QJOULE_TARGET_AVX2 float at(int64_t k) const {  // unused: cols is a multiple of G
+    QJOULE_TARGET_AVX2 float at(int64_t k) const {  // unused: padded_cols() is a multiple of G
       const Block& b = blocks[k / G];
       const int i = static_cast<int>(k % G);
       const int u = (i % 2 == 0) ? (b.qs[i / 2] >> 4) : (b.qs[i / 2] & 0x0F);

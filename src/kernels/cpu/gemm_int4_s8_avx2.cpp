@@ -74,7 +74,7 @@ template <class Block, int MR>
 QJOULE_TARGET_AVX2 void int4_s8_rows(const quant::BlockMatrix<Block>& w, const BlockQ8Act* xa, const float* bias,
                                      float* y, int64_t o_begin, int64_t o_end) {
   constexpr int G = Block::kSize, S = G / kQ8ActBlockSize;
-  const int64_t N = w.rows, groups = w.blocks_per_row(), nb32 = w.cols / kQ8ActBlockSize;
+  const int64_t N = w.rows, groups = w.blocks_per_row(), nb32 = w.padded_cols() / kQ8ActBlockSize;
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t o = o_begin; o < o_end; ++o) {
     const Block* wb = w.row(o);
@@ -116,7 +116,7 @@ QJOULE_TARGET_AVX2 void int4_s8_rows_dispatch(int64_t mr, const quant::BlockMatr
 template <class Block>
 void gemm_int4_s8_avx2(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
                        std::string_view layer) {
-  const int64_t N = w.rows, K = w.cols, nb32 = K / kQ8ActBlockSize;
+  const int64_t N = w.rows, K = w.padded_cols(), nb32 = K / kQ8ActBlockSize;
   if (m <= 0 || N <= 0) return;
   std::vector<BlockQ8Act> xq(static_cast<std::size_t>(m * nb32));
   std::atomic<int64_t> bad_row{-1};

@@ -17,7 +17,7 @@ template <class Block>
 void gemm_int4_s8_scalar(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
                          std::string_view layer) {
   constexpr int G = Block::kSize, S = G / quant::kQ8ActBlockSize;
-  const int64_t N = w.rows, K = w.cols, nb32 = K / quant::kQ8ActBlockSize;
+  const int64_t N = w.rows, K = w.padded_cols(), nb32 = K / quant::kQ8ActBlockSize;
   if (m <= 0 || N <= 0) return;
   std::vector<quant::BlockQ8Act> xq(static_cast<std::size_t>(m * nb32));
   for (int64_t i = 0; i < m; ++i) quant::quantize_row_q8_act_ref(x + i * K, K, xq.data() + i * nb32, layer, i);

@@ -27,7 +27,7 @@ QJOULE_TARGET_AVX2 inline float nf4_at(const uint8_t* qs, int64_t i, float absma
   return quant::kNf4Table[(i % 2 == 0) ? (byte >> 4) : (byte & 0x0F)] * absmax;
 }
 
-// cols is a multiple of 64: decode32 and at() exist for the driver's tails and are never reached.
+// padded_cols() is a multiple of 64: decode32 and at() exist for the driver's tails and are never reached.
 QJOULE_TARGET_AVX2 inline void nf4_decode32_unused(const uint8_t* qs, int64_t k, float absmax, __m256 out[4]) {
   alignas(32) float v[32];
   for (int i = 0; i < 32; ++i) v[i] = nf4_at(qs, k + i, absmax);
@@ -38,7 +38,7 @@ struct Nf4Decoder {
   static constexpr bool kPermuted = true;
   const quant::Nf4Matrix& w;
   int64_t rows() const { return w.rows; }
-  int64_t cols() const { return w.cols; }
+  int64_t cols() const { return w.padded_cols(); }
   struct Row {
     const quant::BlockNf4* blocks;
     QJOULE_TARGET_AVX2 void decode64(int64_t k, __m256 out[8]) const {
@@ -61,7 +61,7 @@ struct Nf4DqDecoder {
   static constexpr bool kPermuted = true;
   const quant::Nf4DqMatrix& w;
   int64_t rows() const { return w.rows; }
-  int64_t cols() const { return w.cols; }
+  int64_t cols() const { return w.padded_cols(); }
   struct Row {
     const quant::Nf4DqMatrix& w;
     const quant::BlockNf4Dq* blocks;

@@ -62,7 +62,7 @@ struct Int4Decoder {
   static constexpr int kCount = static_cast<int>(avx512::kChunk) / G;  // blocks per chunk
   const quant::BlockMatrix<Block>& w;
   int64_t rows() const { return w.rows; }
-  int64_t cols() const { return w.cols; }
+  int64_t cols() const { return w.padded_cols(); }
   // sym: T[u] = u − 8 (the implicit zero folded in); asym: T[u] = u, the zero point applied per lane.
   QJOULE_TARGET_AVX512 __m512 table() const {
     const __m512 u = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -103,7 +103,7 @@ struct Nf4Decoder {
   static constexpr bool kHasZero = false;
   const quant::Nf4Matrix& w;
   int64_t rows() const { return w.rows; }
-  int64_t cols() const { return w.cols; }
+  int64_t cols() const { return w.padded_cols(); }
   QJOULE_TARGET_AVX512 __m512 table() const { return nf4_table(); }
   struct Row {
     const quant::BlockNf4* blocks;
@@ -127,7 +127,7 @@ struct Nf4DqDecoder {
   static constexpr bool kHasZero = false;
   const quant::Nf4DqMatrix& w;
   int64_t rows() const { return w.rows; }
-  int64_t cols() const { return w.cols; }
+  int64_t cols() const { return w.padded_cols(); }
   QJOULE_TARGET_AVX512 __m512 table() const { return nf4_table(); }
   struct Row {
     const quant::Nf4DqMatrix& w;

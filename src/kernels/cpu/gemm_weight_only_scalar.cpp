@@ -58,12 +58,12 @@ template <class Block>
 void gemm_int4_f32_scalar(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y) {
   constexpr int G = Block::kSize;
   run_scalar_gemm(
-      w.rows, w.cols,
+      w.rows, w.padded_cols(),
       [&w](int64_t o, float* row) {
         if constexpr (std::is_same_v<Block, quant::BlockInt4Sym<G>>) {
-          quant::dequantize_row_int4_sym_ref<G>(w.row(o), w.cols, row);
+          quant::dequantize_row_int4_sym_ref<G>(w.row(o), w.padded_cols(), row);
         } else {
-          quant::dequantize_row_int4_asym_ref<G>(w.row(o), w.cols, row);
+          quant::dequantize_row_int4_asym_ref<G>(w.row(o), w.padded_cols(), row);
         }
       },
       bias, x, m, y);
@@ -71,13 +71,13 @@ void gemm_int4_f32_scalar(const quant::BlockMatrix<Block>& w, const float* bias,
 
 void gemm_nf4_f32_scalar(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
   run_scalar_gemm(
-      w.rows, w.cols, [&w](int64_t o, float* row) { quant::dequantize_row_nf4_ref(w.row(o), w.cols, row); }, bias, x,
+      w.rows, w.padded_cols(), [&w](int64_t o, float* row) { quant::dequantize_row_nf4_ref(w.row(o), w.padded_cols(), row); }, bias, x,
       m, y);
 }
 
 void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
   run_scalar_gemm(
-      w.rows, w.cols, [&w](int64_t o, float* row) { quant::dequantize_row_nf4_dq_ref(w, o, row); }, bias, x, m, y);
+      w.rows, w.padded_cols(), [&w](int64_t o, float* row) { quant::dequantize_row_nf4_dq_ref(w, o, row); }, bias, x, m, y);
 }
 
 template void gemm_int4_f32_scalar<quant::BlockInt4Sym<32>>(const quant::BlockMatrix<quant::BlockInt4Sym<32>>&,

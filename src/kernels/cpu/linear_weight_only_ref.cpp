@@ -1,5 +1,6 @@
 // The scalar reference twins of the weight-only linears: the quant:: reference quantizers and
 // dequantizers, then dot products accumulated in double.
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 #include <vector>
@@ -53,9 +54,12 @@ void int4_s8_ref(const float* x, int64_t m, const float* W, const float* bias, i
                  const std::string& tensor, float* y) {
   constexpr int G = Block::kSize, S = G / quant::kQ8ActBlockSize;
   const auto w = quant::quantize_matrix_int4<Block>(W, out, in, tensor);
-  const int64_t nb32 = in / quant::kQ8ActBlockSize;
+  // Activations zero-padded to the blocks' width (a partial last group: formats.h, "Any width").
+  const int64_t K = w.padded_cols(), nb32 = K / quant::kQ8ActBlockSize;
+  std::vector<float> xp(static_cast<std::size_t>(m * K), 0.0f);
+  for (int64_t i = 0; i < m; ++i) std::copy(x + i * in, x + (i + 1) * in, xp.begin() + i * K);
   std::vector<quant::BlockQ8Act> xq(static_cast<std::size_t>(m * nb32));
-  for (int64_t i = 0; i < m; ++i) quant::quantize_row_q8_act_ref(x + i * in, in, xq.data() + i * nb32, tensor, i);
+  for (int64_t i = 0; i < m; ++i) quant::quantize_row_q8_act_ref(xp.data() + i * K, K, xq.data() + i * nb32, tensor, i);
   for (int64_t o = 0; o < out; ++o) {
     const Block* wb = w.row(o);
     for (int64_t i = 0; i < m; ++i) {

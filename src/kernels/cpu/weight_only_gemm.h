@@ -1,5 +1,7 @@
 // Entry points of qjoule's weight-only GEMM kernels, one per format and ISA:
-//   y[m, rows] = x[m, cols] · Wᵀ + bias   (W packed as in qjoule/quant/formats.h; bias may be null)
+//   y[m, rows] = x[m, K] · Wᵀ + bias   (W packed as in qjoule/quant/formats.h; bias may be null)
+// with K = w.padded_cols(): a block format whose rows end in a partial block is multiplied over its
+// padded width, so x must hold K columns, zero beyond w.cols (WeightOnlyLinear::forward pads them).
 // Every entry is multi-threaded with OpenMP over output features (qjoule::kernels::set_num_threads).
 // The _avx2 entries need AVX2 + FMA + F16C, the _avx512 entries AVX512F/BW/VL/DQ as well, the
 // _avx512_bf16 entries AVX512_BF16 and oneDNN's native BF16 matmul too (checked by the caller:

@@ -2,6 +2,7 @@
 // container) and the FP32 bias, and runs the GEMM entry chosen for the ISA at construction.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,13 @@ class WeightOnlyLinear final : public Linear {
   void forward(const float* x, int64_t m, float* y) const override {
     if (m <= 0) return;
     const float* b = bias_.empty() ? nullptr : bias_.data();
+    const int64_t K = w_.padded_cols();
+    std::vector<float> padded;  // rows ending in a partial block: x zero-padded to the blocks' width
+    if (K != w_.cols) {
+      padded.assign(static_cast<std::size_t>(m * K), 0.0f);
+      for (int64_t i = 0; i < m; ++i) std::copy(x + i * w_.cols, x + (i + 1) * w_.cols, padded.data() + i * K);
+      x = padded.data();
+    }
     if (gemm_named_ != nullptr) {
       gemm_named_(w_, b, x, m, y, tensor_name_);
     } else {

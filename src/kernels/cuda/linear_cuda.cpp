@@ -99,10 +99,13 @@ Plan validate(const LinearFormat& f, int64_t out, int64_t in, const std::string&
   if (out <= 0 || in <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, out, in);
   Plan plan = validate_format(f, "tensor '" + tensor + "'");
   if (f.precision == "int4" && in % f.group_size != 0)
-    fail("tensor '{}': in_features {} is not a multiple of the int4 group size {} (qjoule does not pad)", tensor, in,
-         f.group_size);
+    fail("tensor '{}': in_features {} is not a multiple of the int4 group size {}; the CUDA kernels need whole groups "
+         "(the CPU kernels take a partial last group)",
+         tensor, in, f.group_size);
   if (f.precision == "nf4" && in % 64 != 0)
-    fail("tensor '{}': in_features {} is not a multiple of the nf4 block size 64 (qjoule does not pad)", tensor, in);
+    fail("tensor '{}': in_features {} is not a multiple of the nf4 block size 64; the CUDA kernels need whole blocks "
+         "(the CPU kernels take a partial last block)",
+         tensor, in);
   return plan;
 }
 

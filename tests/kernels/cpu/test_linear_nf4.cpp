@@ -38,11 +38,31 @@ TEST(LinearNf4, MatchesReferenceAcrossShapesDoubleQuantAndIsas) {
   }
 }
 
-TEST(LinearNf4, InNotAMultipleOf64IsAnErrorNamingTensorAndIn) {
-  std::vector<float> w(2 * 100, 0.1f);
-  EXPECT_THAT([&] { kernels::make_linear_nf4(w.data(), nullptr, 2, 100, {}, "pre_classifier.weight"); },
-              ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("pre_classifier.weight"),
-                                                               ::testing::HasSubstr("100"))));
+// Any width: a row's last 64-block may be partial (formats.h, "Any width"); widths of real models and a
+// prime, decode and prefill, every ISA, with and without double quantization.
+TEST(LinearNf4, AnyWidthWithAPartialLastBlockMatchesReference) {
+  for (int64_t in : {100, 320, 960, 2880, 331}) {
+    for (bool dq : {false, true}) {
+      for (int64_t m : {1, 5}) {
+        const Shape s{m, 6, in};
+        const auto x = test::normal_vector(size_t(s.m * s.in), 41);
+        const auto w = test::normal_vector(size_t(s.out * s.in), 42, 0.05f);
+        std::vector<float> ref(size_t(s.m * s.out));
+        kernels::linear_nf4_ref(x.data(), s.m, w.data(), nullptr, s.out, s.in, {dq}, "pre_classifier.weight",
+                                ref.data());
+        const auto scale = test::budget_scale(x, w, nullptr, s);
+        for (auto isa : test::runnable_isas()) {
+          test::ScopedIsa scoped(isa);
+          auto lin = kernels::make_linear_nf4(w.data(), nullptr, s.out, s.in, {dq}, "pre_classifier.weight");
+          std::vector<float> y(ref.size());
+          lin->forward(x.data(), s.m, y.data());
+          test::expect_within_budget(y, ref, scale, s, lin->kernel_path() + (dq ? " dq" : ""));
+          const size_t blocks = size_t(s.out * ((in + 63) / 64));
+          EXPECT_EQ(lin->bytes_held(), dq ? blocks * 33 + (blocks + 255) / 256 * 4 + 4 : blocks * 36);
+        }
+      }
+    }
+  }
 }
 
 TEST(LinearNf4, QuantizationErrorVsFp32IsThatOf4Bits) {
