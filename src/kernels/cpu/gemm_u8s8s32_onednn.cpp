@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "kernels/cpu/onednn_engine.h"
 #include "qjoule/error.h"
 
@@ -9,7 +10,8 @@ namespace qjoule::kernels {
 
 using dnnl::memory;
 
-GemmU8S8S32OneDnn::GemmU8S8S32OneDnn(const int8_t* b, int64_t n, int64_t k) : n_(n), k_(k), b_(b, b + n * k) {
+GemmU8S8S32OneDnn::GemmU8S8S32OneDnn(const int8_t* b, int64_t n, int64_t k, bool allow_gemv)
+    : n_(n), k_(k), gemv_(allow_gemv && cpu_supports_avx512_vnni()), b_(b, b + n * k) {
   if (n <= 0 || k <= 0) fail("u8s8s32 GEMM: shape n={} k={} is empty; expected both > 0", n, k);
 }
 
@@ -29,8 +31,11 @@ const GemmU8S8S32OneDnn::Entry& GemmU8S8S32OneDnn::entry_for(int64_t m) const {
   return cache_.emplace(m, Entry{pd, dnnl::matmul(pd)}).first->second;
 }
 
+bool GemmU8S8S32OneDnn::uses_gemv(int64_t m) const { return gemv_ && m <= kGemvU8S8S32MaxRows; }
+
 void GemmU8S8S32OneDnn::run(const uint8_t* a, int64_t m, int32_t* c) const {
   if (m <= 0) return;
+  if (uses_gemv(m)) return gemv_u8s8s32_avx512_vnni(a, m, b_.data(), n_, k_, c);
   const Entry& e = entry_for(m);
   memory a_mem(e.pd.src_desc(), onednn_cpu_engine(), const_cast<uint8_t*>(a));
   memory b_mem(e.pd.weights_desc(), onednn_cpu_engine(), const_cast<int8_t*>(b_.data()));
@@ -40,7 +45,13 @@ void GemmU8S8S32OneDnn::run(const uint8_t* a, int64_t m, int32_t* c) const {
 }
 
 std::string GemmU8S8S32OneDnn::kernel_path(int64_t m) const {
+  if (uses_gemv(m)) return "qjoule:avx512_vnni:u8s8s32_gemv";
   return onednn_kernel_path(entry_for(m).pd) + ":u8s8s32";
+}
+
+std::string GemmU8S8S32OneDnn::kernel_path() const {
+  const std::string decode = kernel_path(1), prefill = kernel_path(kGemvU8S8S32MaxRows + 1);
+  return decode == prefill ? decode : decode + ",m>" + std::to_string(kGemvU8S8S32MaxRows) + ":" + prefill;
 }
 
 namespace {

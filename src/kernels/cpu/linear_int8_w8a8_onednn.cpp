@@ -72,7 +72,7 @@ class LinearInt8W8A8OneDnn final : public Linear {
     bias_.assign(static_cast<size_t>(out), 0.0f);
     if (bias != nullptr) std::copy(bias, bias + out, bias_.begin());
     gemm_ = std::make_unique<GemmU8S8S32OneDnn>(codes.data(), out, in);
-    kernel_path_ = gemm_->kernel_path(1) + (qmax_ == 63 ? ":w7bit" : "") + (smoothing != nullptr ? ":smoothed" : "");
+    kernel_path_ = gemm_->kernel_path() + (qmax_ == 63 ? ":w7bit" : "") + (smoothing != nullptr ? ":smoothed" : "");
   }
 
   void forward(const float* x, int64_t m, float* y) const override {
