@@ -14,7 +14,9 @@
 //
 // int8 (W8A8 dynamic) — per-output-channel symmetric INT8 weights, scale_j = max|W_j| / qmax;
 //   activations quantized per token (row of x) at run time, symmetric, scale_i = max|x_i| / 127;
-//   INT8×INT8→INT32 products in oneDNN's u8×s8 matmul (the s8 activation codes are shifted by +128
+//   INT8×INT8→INT32 products in a u8×s8 matmul: for m <= 4 rows on CPUs with AVX512_VNNI, qjoule's
+//   GEMV (gemv_u8s8s32_avx512_vnni.h, "qjoule:avx512_vnni:u8s8s32_gemv,m>4:onednn:..."), otherwise
+//   oneDNN's (the s8 activation codes are shifted by +128
 //   into u8 and the shift is removed exactly with the weight column sums: Σ(q+128)w = Σqw + 128·Σw);
 //   dequantization y = acc · scale_i · scale_j + b_j in one pass after the matmul.
 //   qmax is 127 on CPUs whose int8 GEMM accumulates without int16 saturation (VNNI), and 63 on
