@@ -47,25 +47,34 @@ TEST(LinearInt4, MatchesReferenceAcrossGroupsSchemesActivationsShapesAndIsas) {
   }
 }
 
+// The layer built on every ISA against its twin (budget: weight_only_test_util.h), with bias; bytes held
+// count ceil(in / G) blocks per row (a partial last group is held whole) and the FP32 bias.
+void expect_int4_matches_reference(const kernels::Int4Options& opt, const Shape& s, unsigned seed) {
+  const auto x = test::normal_vector(size_t(s.m * s.in), seed);
+  const auto w = test::normal_vector(size_t(s.out * s.in), seed + 1, 0.05f);
+  const auto b = test::normal_vector(size_t(s.out), seed + 2);
+  std::vector<float> ref(size_t(s.m * s.out));
+  kernels::linear_int4_ref(x.data(), s.m, w.data(), b.data(), s.out, s.in, opt, "t.weight", ref.data());
+  const auto scale = test::budget_scale(x, w, b.data(), s);
+  const int64_t g = opt.group_size;
+  const size_t block_bytes = size_t(opt.asymmetric ? 4 : 2) + size_t(g / 2);
+  for (auto isa : test::runnable_isas()) {
+    test::ScopedIsa scoped(isa);
+    auto lin = kernels::make_linear_int4(w.data(), b.data(), s.out, s.in, opt, "t.weight");
+    EXPECT_EQ(lin->in_features(), s.in);
+    std::vector<float> y(ref.size());
+    lin->forward(x.data(), s.m, y.data());
+    test::expect_within_budget(y, ref, scale, s, lin->kernel_path() + " " + describe(opt));
+    EXPECT_EQ(lin->bytes_held(), size_t(s.out * ((s.in + g - 1) / g)) * block_bytes + size_t(s.out) * 4);
+  }
+}
+
 // G = 32 allows in % 64 == 32: the last 32 columns take the natural-order decode32 path.
 TEST(LinearInt4, Group32WithAnOdd32ColumnTailMatchesReference) {
   for (bool asym : {false, true}) {
     for (bool s8 : {false, true}) {
-      const kernels::Int4Options opt{32, asym, s8};
       for (Shape s : {Shape{1, 5, 96}, Shape{3, 9, 160}, Shape{20, 9, 608}}) {
-        const auto x = test::normal_vector(size_t(s.m * s.in), 13);
-        const auto w = test::normal_vector(size_t(s.out * s.in), 14, 0.05f);
-        const auto b = test::normal_vector(size_t(s.out), 15);
-        std::vector<float> ref(size_t(s.m * s.out));
-        kernels::linear_int4_ref(x.data(), s.m, w.data(), b.data(), s.out, s.in, opt, "t.weight", ref.data());
-        const auto scale = test::budget_scale(x, w, b.data(), s);
-        for (auto isa : test::runnable_isas()) {
-          test::ScopedIsa scoped(isa);
-          auto lin = kernels::make_linear_int4(w.data(), b.data(), s.out, s.in, opt, "t.weight");
-          std::vector<float> y(ref.size());
-          lin->forward(x.data(), s.m, y.data());
-          test::expect_within_budget(y, ref, scale, s, lin->kernel_path() + " " + describe(opt));
-        }
+        expect_int4_matches_reference({32, asym, s8}, s, 13);
       }
     }
   }
@@ -73,32 +82,13 @@ TEST(LinearInt4, Group32WithAnOdd32ColumnTailMatchesReference) {
 
 // Any width (formats.h, "Any width"): a row's last group may be partial, for widths that real models
 // have (320: BERT-small hidden, 960: SmolLM-360M hidden, 2880) and a prime; decode (m = 1) and
-// prefill (m = 5) on every ISA, against the twin; bytes held count ceil(in / G) blocks per row.
+// prefill (m = 5) on every ISA, against the twin.
 TEST(LinearInt4, AnyWidthWithAPartialLastGroupMatchesReference) {
   for (int64_t in : {320, 960, 2880, 331}) {
     for (int g : {32, 64, 128}) {
       for (bool asym : {false, true}) {
         for (bool s8 : {false, true}) {
-          const kernels::Int4Options opt{g, asym, s8};
-          for (int64_t m : {1, 5}) {
-            const Shape s{m, 6, in};
-            const auto x = test::normal_vector(size_t(s.m * s.in), 31);
-            const auto w = test::normal_vector(size_t(s.out * s.in), 32, 0.05f);
-            const auto b = test::normal_vector(size_t(s.out), 33);
-            std::vector<float> ref(size_t(s.m * s.out));
-            kernels::linear_int4_ref(x.data(), s.m, w.data(), b.data(), s.out, s.in, opt, "t.weight", ref.data());
-            const auto scale = test::budget_scale(x, w, b.data(), s);
-            for (auto isa : test::runnable_isas()) {
-              test::ScopedIsa scoped(isa);
-              auto lin = kernels::make_linear_int4(w.data(), b.data(), s.out, s.in, opt, "t.weight");
-              EXPECT_EQ(lin->in_features(), in);
-              std::vector<float> y(ref.size());
-              lin->forward(x.data(), s.m, y.data());
-              test::expect_within_budget(y, ref, scale, s, lin->kernel_path() + " " + describe(opt));
-              const size_t block_bytes = size_t(asym ? 4 : 2) + size_t(g / 2);
-              EXPECT_EQ(lin->bytes_held(), size_t(s.out * ((in + g - 1) / g)) * block_bytes + size_t(s.out) * 4);
-            }
-          }
+          for (int64_t m : {1, 5}) expect_int4_matches_reference({g, asym, s8}, Shape{m, 6, in}, 31);
         }
       }
     }
