@@ -7,11 +7,12 @@
 //   peak_frac  GOP/s over this CPU's measured peak for the same thread count — the FP32 FMA peak for
 //              formats that compute in FP32 (fp32, bf16, fp16, w8, int4, nf4), the int8
 //              vpmaddubsw peak for formats with integer dot products (int8, int4:a8); see cpu_peak.h;
-//   GB/s       the layer's bytes held (packed weights, scales, bias) per iteration over the wall time:
-//              at M = 1 the traffic a GEMV cannot avoid. For M <= 4 the benchmark cycles through enough
-//              copies of the layer (their bytes >= 2x the last-level cache) that every iteration reads
-//              its weights from memory, not from the cache;
-//   triad_frac GB/s over the STREAM triad bandwidth measured in this program for the same thread count
+//   GB/s       M <= 4 only: the layer's bytes held (packed weights, scales, bias) per iteration over the
+//              wall time, the traffic a GEMV cannot avoid; the benchmark cycles through enough copies of
+//              the layer (their bytes >= 2x the last-level cache) that every iteration reads its weights
+//              from memory, not from the cache (at larger M one layer is reused from the cache, so no
+//              bandwidth figure is reported);
+//   triad_frac M <= 4 only: GB/s over the STREAM triad bandwidth measured in this program for the same thread count
 //              (triad_bandwidth.h): how close a GEMV comes to the memory limit.
 // The label is the kernel_path that actually ran and which peak was used.
 // Short run: bench_linear --benchmark_min_time=0.05 (see bench/README.md); one format and the GEMVs:
@@ -106,8 +107,10 @@ void bm_linear(benchmark::State& state, const std::string& spec) {
   const double triad = qjoule::bench::measured_triad(threads).gb_per_s;
   state.counters["GOP/s"] = gops;
   if (peak_gops > 0.0) state.counters["peak_frac"] = gops / peak_gops;
-  state.counters["GB/s"] = gbps;
-  if (triad > 0.0) state.counters["triad_frac"] = gbps / triad;
+  if (m <= kGemvMaxM) {  // only where every forward reads its weights from memory (the ring of copies)
+    state.counters["GB/s"] = gbps;
+    if (triad > 0.0) state.counters["triad_frac"] = gbps / triad;
+  }
   state.SetLabel(fmt::format("{} | vs {} peak {:.0f}, triad {:.1f} GB/s{}", layers.front()->kernel_path(),
                              uses_int8_peak(spec) ? "int8" : "fp32", peak_gops, triad,
                              layers.size() > 1 ? fmt::format(", {} copies", layers.size()) : ""));

@@ -21,7 +21,7 @@
 //   dequantization y = acc · scale_i · scale_j + b_j in one pass after the matmul.
 //   qmax is 127 on CPUs whose int8 GEMM accumulates without int16 saturation (VNNI), and 63 on
 //   AVX2/AVX-512 without VNNI, where oneDNN's vpmaddubsw-based GEMM would otherwise saturate (see
-//   gemm_u8s8s32_onednn.h); kernel_path says which, e.g. "onednn:gemm:jit:u8s8s32:w7bit".
+//   gemm_u8s8s32.h); kernel_path says which, e.g. "onednn:gemm:jit:u8s8s32:w7bit".
 #pragma once
 
 #include <cstdint>

@@ -2,9 +2,9 @@
 //   c[i, j] = Σ_t a[i, t] · b[j, t]    a: u8 [m, k], b: s8 [n, k] row-major, c: s32 [m, n], exact.
 // Each weight row is streamed once, 64 bytes at a time (4 rows at once, one vpdpbusd per 64 weights and
 // activation row, int32 lanes, no saturation), and reduced at the row's end; the threads split the
-// output rows. oneDNN 2.6 runs m = 1 at about half the memory bandwidth (its kernels block for reuse
-// that a GEMV does not have); this kernel aims at the bandwidth. Tested bit-exact against the plain
-// integer reference and oneDNN (test_gemm_u8s8s32_onednn).
+// output rows. With oneDNN 2.6 at m = 1, TinyLlama-shaped int8 decode read 40–49% of the triad bandwidth
+// (bench_decode, Zen 4); this kernel aims at the bandwidth. Tested bit-exact against the plain
+// integer reference and oneDNN (test_gemm_u8s8s32).
 #pragma once
 
 #include <cstdint>

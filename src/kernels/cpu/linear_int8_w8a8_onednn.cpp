@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/gemm_u8s8s32_onednn.h"
+#include "kernels/cpu/gemm_u8s8s32.h"
 #include "kernels/cpu/quantize_symmetric_rows.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"
@@ -71,7 +71,7 @@ class LinearInt8W8A8OneDnn final : public Linear {
     }
     bias_.assign(static_cast<size_t>(out), 0.0f);
     if (bias != nullptr) std::copy(bias, bias + out, bias_.begin());
-    gemm_ = std::make_unique<GemmU8S8S32OneDnn>(codes.data(), out, in);
+    gemm_ = std::make_unique<GemmU8S8S32>(codes.data(), out, in);
     kernel_path_ = gemm_->kernel_path() + (qmax_ == 63 ? ":w7bit" : "") + (smoothing != nullptr ? ":smoothed" : "");
   }
 
@@ -106,7 +106,7 @@ class LinearInt8W8A8OneDnn final : public Linear {
   int64_t out_, in_;
   std::string name_;
   int qmax_;
-  std::unique_ptr<GemmU8S8S32OneDnn> gemm_;
+  std::unique_ptr<GemmU8S8S32> gemm_;
   std::vector<float> weight_scales_;
   std::vector<int32_t> compensation_;  // 128 · Σ_k Wq[j, k]
   std::vector<float> bias_;            // zeros when the layer has none (held, so counted)

@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/cpu/gemm_u8s8s32_onednn.h"
+#include "kernels/cpu/gemm_u8s8s32.h"
 
 namespace {
 
-using qjoule::kernels::GemmU8S8S32OneDnn;
+using qjoule::kernels::GemmU8S8S32;
 using qjoule::kernels::int8_gemm_weight_qmax;
 
 std::vector<int32_t> reference(const std::vector<uint8_t>& a, const std::vector<int8_t>& b, int64_t m, int64_t n,
@@ -24,7 +24,7 @@ std::vector<int32_t> reference(const std::vector<uint8_t>& a, const std::vector<
   return c;
 }
 
-TEST(GemmU8S8S32OneDnn, ExactWithinTheMeasuredWeightRange) {
+TEST(GemmU8S8S32, ExactWithinTheMeasuredWeightRange) {
   const int qmax = int8_gemm_weight_qmax();
   ASSERT_TRUE(qmax == 127 || qmax == 63) << qmax;
   std::mt19937 rng(11);
@@ -35,7 +35,7 @@ TEST(GemmU8S8S32OneDnn, ExactWithinTheMeasuredWeightRange) {
     // A quarter of the operands sit at the extremes, where vpmaddubsw pairs would saturate.
     for (auto& v : a) v = static_cast<uint8_t>(coin(rng) == 0 ? 255 : ua(rng));
     for (auto& v : b) v = static_cast<int8_t>(coin(rng) == 0 ? (coin(rng) < 2 ? qmax : -qmax) : ub(rng));
-    GemmU8S8S32OneDnn gemm(b.data(), n, k);
+    GemmU8S8S32 gemm(b.data(), n, k);
     std::vector<int32_t> c(static_cast<size_t>(m * n));
     gemm.run(a.data(), m, c.data());
     ASSERT_EQ(c, reference(a, b, m, n, k)) << "m=" << m << " n=" << n << " k=" << k;
@@ -51,14 +51,14 @@ TEST(GemmU8S8S32OneDnn, ExactWithinTheMeasuredWeightRange) {
 // qjoule's VNNI GEMV (m <= 4) against the integer reference and oneDNN at the same m: bit-exact, at
 // k with and without a 64-byte tail, n not a multiple of the 4-row or 32-row blocks, and worst-case
 // operands (a = 255, |b| = 127) that would saturate a vpmaddubsw pair.
-TEST(GemmU8S8S32OneDnn, VnniGemvIsExactAndEqualsOneDnn) {
+TEST(GemmU8S8S32, VnniGemvIsExactAndEqualsOneDnn) {
   if (!qjoule::kernels::cpu_supports_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX512_VNNI";
   std::mt19937 rng(12);
   std::uniform_int_distribution<int> ua(0, 255), ub(-127, 127), coin(0, 3);
   for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {5, 64}, {37, 100}, {70, 768}, {131, 2048}, {9, 5632}}) {
     std::vector<int8_t> b(static_cast<size_t>(n * k));
     for (auto& v : b) v = static_cast<int8_t>(coin(rng) == 0 ? (coin(rng) < 2 ? 127 : -127) : ub(rng));
-    const GemmU8S8S32OneDnn gemv(b.data(), n, k), onednn(b.data(), n, k, /*allow_gemv=*/false);
+    const GemmU8S8S32 gemv(b.data(), n, k), onednn(b.data(), n, k, /*allow_gemv=*/false);
     EXPECT_EQ(gemv.kernel_path(), "qjoule:avx512_vnni:u8s8s32_gemv,m>4:" + onednn.kernel_path(5));
     for (int64_t m = 1; m <= qjoule::kernels::kGemvU8S8S32MaxRows; ++m) {
       std::vector<uint8_t> a(static_cast<size_t>(m * k));
@@ -76,13 +76,13 @@ TEST(GemmU8S8S32OneDnn, VnniGemvIsExactAndEqualsOneDnn) {
   }
 }
 
-TEST(GemmU8S8S32OneDnn, SevenBitWeightsOnlyWhereFullRangeSaturates) {
+TEST(GemmU8S8S32, SevenBitWeightsOnlyWhereFullRangeSaturates) {
   // The probe's verdict is reproducible: if it chose 63, full-range weights really are inexact here.
   if (int8_gemm_weight_qmax() == 127) GTEST_SKIP() << "this CPU's int8 GEMM does not saturate (VNNI)";
   const int64_t m = 4, n = 8, k = 64;
   std::vector<uint8_t> a(static_cast<size_t>(m * k), 255);
   std::vector<int8_t> b(static_cast<size_t>(n * k), 127);
-  GemmU8S8S32OneDnn gemm(b.data(), n, k);
+  GemmU8S8S32 gemm(b.data(), n, k);
   std::vector<int32_t> c(static_cast<size_t>(m * n));
   gemm.run(a.data(), m, c.data());
   EXPECT_NE(c, reference(a, b, m, n, k)) << "expected vpmaddubsw saturation with |w| = 127";

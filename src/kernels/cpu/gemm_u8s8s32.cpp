@@ -1,4 +1,4 @@
-#include "kernels/cpu/gemm_u8s8s32_onednn.h"
+#include "kernels/cpu/gemm_u8s8s32.h"
 
 #include <unordered_map>
 
@@ -10,12 +10,12 @@ namespace qjoule::kernels {
 
 using dnnl::memory;
 
-GemmU8S8S32OneDnn::GemmU8S8S32OneDnn(const int8_t* b, int64_t n, int64_t k, bool allow_gemv)
+GemmU8S8S32::GemmU8S8S32(const int8_t* b, int64_t n, int64_t k, bool allow_gemv)
     : n_(n), k_(k), gemv_(allow_gemv && cpu_supports_avx512_vnni()), b_(b, b + n * k) {
   if (n <= 0 || k <= 0) fail("u8s8s32 GEMM: shape n={} k={} is empty; expected both > 0", n, k);
 }
 
-const GemmU8S8S32OneDnn::Entry& GemmU8S8S32OneDnn::entry_for(int64_t m) const {
+const GemmU8S8S32::Entry& GemmU8S8S32::entry_for(int64_t m) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = cache_.find(m);
   if (it != cache_.end()) return it->second;
@@ -31,9 +31,9 @@ const GemmU8S8S32OneDnn::Entry& GemmU8S8S32OneDnn::entry_for(int64_t m) const {
   return cache_.emplace(m, Entry{pd, dnnl::matmul(pd)}).first->second;
 }
 
-bool GemmU8S8S32OneDnn::uses_gemv(int64_t m) const { return gemv_ && m <= kGemvU8S8S32MaxRows; }
+bool GemmU8S8S32::uses_gemv(int64_t m) const { return gemv_ && m <= kGemvU8S8S32MaxRows; }
 
-void GemmU8S8S32OneDnn::run(const uint8_t* a, int64_t m, int32_t* c) const {
+void GemmU8S8S32::run(const uint8_t* a, int64_t m, int32_t* c) const {
   if (m <= 0) return;
   if (uses_gemv(m)) return gemv_u8s8s32_avx512_vnni(a, m, b_.data(), n_, k_, c);
   const Entry& e = entry_for(m);
@@ -44,12 +44,12 @@ void GemmU8S8S32OneDnn::run(const uint8_t* a, int64_t m, int32_t* c) const {
   onednn_cpu_stream().wait();
 }
 
-std::string GemmU8S8S32OneDnn::kernel_path(int64_t m) const {
+std::string GemmU8S8S32::kernel_path(int64_t m) const {
   if (uses_gemv(m)) return "qjoule:avx512_vnni:u8s8s32_gemv";
   return onednn_kernel_path(entry_for(m).pd) + ":u8s8s32";
 }
 
-std::string GemmU8S8S32OneDnn::kernel_path() const {
+std::string GemmU8S8S32::kernel_path() const {
   const std::string decode = kernel_path(1), prefill = kernel_path(kGemvU8S8S32MaxRows + 1);
   return decode == prefill ? decode : decode + ",m>" + std::to_string(kGemvU8S8S32MaxRows) + ":" + prefill;
 }
@@ -63,7 +63,7 @@ bool gemm_exact_at(int qmax) {
   std::vector<int8_t> b(n * k);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < k; ++i) b[j * k + i] = static_cast<int8_t>(j < n / 2 ? qmax : -qmax);
-  GemmU8S8S32OneDnn gemm(b.data(), n, k);
+  GemmU8S8S32 gemm(b.data(), n, k);
   for (int64_t m : {1, 7, 64}) {
     std::vector<uint8_t> a(m * k, 255);
     std::vector<int32_t> c(m * n);

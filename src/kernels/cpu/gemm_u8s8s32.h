@@ -23,10 +23,10 @@
 
 namespace qjoule::kernels {
 
-class GemmU8S8S32OneDnn {
+class GemmU8S8S32 {
  public:
   // b: [n, k] s8 row-major, copied. allow_gemv = false: oneDNN at every m (to compare the two).
-  GemmU8S8S32OneDnn(const int8_t* b, int64_t n, int64_t k, bool allow_gemv = true);
+  GemmU8S8S32(const int8_t* b, int64_t n, int64_t k, bool allow_gemv = true);
 
   // c[m, n] = a[m, k] · bᵀ in exact int32 arithmetic (up to the saturation caveat above).
   void run(const uint8_t* a, int64_t m, int32_t* c) const;
