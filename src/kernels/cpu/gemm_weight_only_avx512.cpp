@@ -155,6 +155,7 @@ struct W8Decoder {
   struct Row {
     const int8_t* q;
     float s;
+    QJOULE_TARGET_AVX512 __m512i load64(int64_t k) const { return _mm512_loadu_si512(q + k); }
     QJOULE_TARGET_AVX512 __m512 load16(int64_t k) const {
       return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k))));
     }

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/gemm_bf16_avx2.h"
+#include "kernels/cpu/gemv_dense_avx512.h"
 #include "kernels/cpu/linear_bf16_kernels.h"
 #include "kernels/cpu/onednn_matmul_by_rows.h"
 #include "qjoule/error.h"
@@ -47,7 +48,9 @@ class LinearBf16 final : public Linear {
     switch (kernel_) {
       case Bf16Kernel::onednn:
         weight_bits_ = to_bf16(W, out * in);
-        kernel_path_ = onednn_kernel_path(matmul_.primitive_desc(1)) + ":bf16bf16f32";
+        gemv_ = cpu_supports_gemv_bf16_avx512();
+        kernel_path_ = onednn_kernel_path(matmul_.primitive_desc(gemv_ ? kGemvDenseMaxRows + 1 : 1)) + ":bf16bf16f32";
+        if (gemv_) kernel_path_ = "qjoule:avx512_bf16:bf16_gemv,m>4:" + kernel_path_;
         break;
       case Bf16Kernel::avx2:
         packed_ = pack_bf16_weights(W, bias, out, in);
@@ -68,6 +71,10 @@ class LinearBf16 final : public Linear {
       std::vector<uint16_t>& a = activation_scratch<uint16_t>(count);
 #pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
       for (int64_t i = 0; i < count; ++i) a[static_cast<size_t>(i)] = f32_to_bf16_bits(x[i]);
+      if (gemv_ && m <= kGemvDenseMaxRows) {
+        gemv_bf16_avx512(a.data(), m, weight_bits_.data(), bias_.empty() ? nullptr : bias_.data(), out_, in_, y);
+        return;
+      }
       matmul_.execute(m, a.data(), weight_bits_.data(), bias_.empty() ? nullptr : bias_.data(), y);
       return;
     }
@@ -111,6 +118,7 @@ class LinearBf16 final : public Linear {
   std::vector<uint16_t> weight_bits_;  // onednn and scalar kernels: [out, in] BF16
   PackedBf16Weights packed_;           // avx2 kernel
   OneDnnMatmulByRows matmul_;  // onednn kernel (primitives are created on first use only)
+  bool gemv_ = false;          // onednn kernel: qjoule's AVX512_BF16 GEMV for m <= kGemvDenseMaxRows
   std::string kernel_path_;
 };
 

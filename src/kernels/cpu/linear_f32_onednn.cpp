@@ -1,8 +1,10 @@
-// FP32 linear layer on oneDNN's matmul. Weights stay in Hugging Face's [out, in] layout and are
+// FP32 linear layer: qjoule's AVX-512 GEMV for m <= kGemvDenseMaxRows (decode) where the CPU has
+// AVX-512, oneDNN's matmul otherwise. Weights stay in Hugging Face's [out, in] layout and are
 // described to oneDNN as a transposed [in, out] matrix; one primitive is created per distinct
 // row count m and cached, since transformer shapes repeat.
 #include <vector>
 
+#include "kernels/cpu/gemv_dense_avx512.h"
 #include "kernels/cpu/onednn_matmul_by_rows.h"
 #include "qjoule/kernels/linear.h"
 
@@ -17,13 +19,19 @@ class LinearF32OneDnn final : public Linear {
       : out_(out_features),
         in_(in_features),
         weight_(weight, weight + out_features * in_features),
-        matmul_(out_features, in_features, memory::data_type::f32, memory::data_type::f32, bias != nullptr) {
+        matmul_(out_features, in_features, memory::data_type::f32, memory::data_type::f32, bias != nullptr),
+        gemv_(cpu_supports_gemv_f32_avx512()) {
     if (bias != nullptr) bias_.assign(bias, bias + out_features);
-    kernel_path_ = onednn_kernel_path(matmul_.primitive_desc(1)) + ":f32";
+    const std::string onednn = onednn_kernel_path(matmul_.primitive_desc(gemv_ ? kGemvDenseMaxRows + 1 : 1)) + ":f32";
+    kernel_path_ = gemv_ ? "qjoule:avx512:f32_gemv,m>4:" + onednn : onednn;
   }
 
   void forward(const float* x, int64_t m, float* y) const override {
     if (m <= 0) return;
+    if (gemv_ && m <= kGemvDenseMaxRows) {
+      gemv_f32_avx512(x, m, weight_.data(), bias_.empty() ? nullptr : bias_.data(), out_, in_, y);
+      return;
+    }
     matmul_.execute(m, x, weight_.data(), bias_.empty() ? nullptr : bias_.data(), y);
   }
 
@@ -37,6 +45,7 @@ class LinearF32OneDnn final : public Linear {
   int64_t out_, in_;
   std::vector<float> weight_, bias_;
   OneDnnMatmulByRows matmul_;
+  bool gemv_;  // qjoule's AVX-512 GEMV for m <= kGemvDenseMaxRows
   std::string kernel_path_;
 };
 

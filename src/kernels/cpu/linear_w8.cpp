@@ -12,7 +12,7 @@ std::unique_ptr<Linear> make_linear_w8(const float* W, const float* bias, int64_
   auto gemm = detail::gemm_for(isa, &detail::gemm_w8_f32_scalar, &detail::gemm_w8_f32_avx2, &detail::gemm_w8_avx512,
                                &detail::gemm_w8_avx512_bf16);
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(quant::quantize_matrix_int8(W, out, in, tensor_name), bias,
-                                                            "w8", weight_only_kernel_path(isa, "w8_f32"), gemm, nullptr, tensor_name);
+                                                            "w8", weight_only_kernel_path(isa, "w8_f32", true), gemm, nullptr, tensor_name);
 }
 
 }  // namespace qjoule::kernels

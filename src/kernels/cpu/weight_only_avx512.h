@@ -10,7 +10,9 @@
 //    aim is the memory bandwidth. 4-bit rows cost one shift, one vpermps and one FP32 FMA per 16
 //    weights (avx512), or one shift, one vpermw and one vdpbf16ps per 32 weights (avx512_bf16:
 //    activations rounded to BF16, FP32 accumulation, gemv_nibbles_bf16); w8 rows cost one sign
-//    extension, one conversion and one FP32 FMA per 16 weights on both levels.
+//    extension, one conversion and one FP32 FMA per 16 weights (avx512), or per 64 weights three
+//    shifts, four vpermw and four vdpbf16ps on the weight's two nibbles (avx512_bf16: activations
+//    rounded to BF16, gemv_bytes_bf16).
 //  * m > kGemvMaxRows (prefill), avx512_bf16: rows of W are dequantized once per call into a BF16 panel
 //    (kPanelBytes at most) and oneDNN's native BF16 matmul multiplies the BF16-rounded activations by it
 //    (vdpbf16ps / AMX, FP32 accumulation). avx512 (no AVX512_BF16): the caller's AVX2 tiled FP32
@@ -32,15 +34,18 @@
 // order of its terms, and neither does a matrix product whose K axis is permuted in both operands.
 //
 // Natural-order decoders (Dec::kNibbles = false: w8) provide
-//   Row::load16(k) -> __m512 (16 unscaled weights), Row::load_masked(k, mask16), float Row::scale(),
+//   Row::load64(k) -> __m512i (the 64 int8 codes k .. k + 63, raw), Row::load16(k) -> __m512 (16 unscaled
+//   weights), Row::load_masked(k, mask16), float Row::scale(),
 //   float Row::at(k) (scaled; the panel's last K % 32 weights).
 #pragma once
 
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -55,7 +60,7 @@ namespace qjoule::kernels::avx512 {
 constexpr int64_t kChunk = 128;           // weights per decoded chunk of a 4-bit row (64 bytes)
 constexpr int64_t kGemvMaxRows = 4;       // m up to this: GEMV
 constexpr int64_t kGemvOutBlock = 16;     // output rows per OpenMP work item
-constexpr int64_t kPanelBytes = 4 << 20;  // BF16 panel of dequantized weight rows, at most
+constexpr int64_t kPanelBytes = 256 << 10;  // BF16 panel of dequantized weight rows per thread, at most
 
 // The BF16 panel product (weight_only_bf16_panel.cpp): y[:, n0 .. n0 + n) = a · panelᵀ + bias[n0 ..),
 // a: [m, k] BF16, panel: [n, k] BF16 (row-major, i.e. oneDNN's "ba"), y with row stride ldy (a
@@ -244,33 +249,134 @@ QJOULE_TARGET_AVX512_BF16 void gemv_nibbles_bf16(const Dec& dec, const Bf16WordT
   }
 }
 
-// ---- GEMV, natural-order formats (w8) -----------------------------------------------------------------
+// ---- GEMV, natural-order formats (w8), FP32 products (avx512) ---------------------------------------
+// R rows of W at once (R load streams, each activation load shared by the R rows), 16 weights per step
+// and row; the row's scale applied once after the reduction. R = 1: the cost is the conversions, and one
+// sequential stream per thread suits the prefetchers best (4 rows at once measured no faster).
+template <class Dec, int MR, int R>
+QJOULE_TARGET_AVX512 void gemv_natural_rows(const Dec& dec, const float* x, const float* bias, float* y, int64_t o) {
+  const int64_t K = dec.cols(), N = dec.rows();
+  typename Dec::Row rows[R] = {};
+  for (int r = 0; r < R; ++r) rows[r] = dec.row(o + r);
+  __m512 acc[R][MR];
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < MR; ++i) acc[r][i] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m512 w[R];
+    for (int r = 0; r < R; ++r) w[r] = rows[r].load16(k);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_loadu_ps(x + i * K + k);
+      for (int r = 0; r < R; ++r) acc[r][i] = _mm512_fmadd_ps(w[r], xv, acc[r][i]);
+    }
+  }
+  if (k < K) {
+    const __mmask16 mask = tail_mask(K - k);
+    __m512 w[R];
+    for (int r = 0; r < R; ++r) w[r] = rows[r].load_masked(k, mask);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + i * K + k);
+      for (int r = 0; r < R; ++r) acc[r][i] = _mm512_fmadd_ps(w[r], xv, acc[r][i]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float scale = rows[r].scale();
+    for (int i = 0; i < MR; ++i) {
+      y[i * N + o + r] = _mm512_reduce_add_ps(acc[r][i]) * scale + (bias != nullptr ? bias[o + r] : 0.0f);
+    }
+  }
+}
+
 template <class Dec, int MR>
 QJOULE_TARGET_AVX512 void gemv_natural(const Dec& dec, const float* x, const float* bias, float* y, int64_t o_begin,
                                        int64_t o_end) {
+  constexpr int kRowsAtOnce = 1;
+  int64_t o = o_begin;
+  for (; o + kRowsAtOnce <= o_end; o += kRowsAtOnce) gemv_natural_rows<Dec, MR, kRowsAtOnce>(dec, x, bias, y, o);
+  for (; o < o_end; ++o) gemv_natural_rows<Dec, MR, 1>(dec, x, bias, y, o);
+}
+
+// ---- GEMV, w8, BF16 products (avx512_bf16) ------------------------------------------------------------
+// An int8 weight is w = 16·hi + lo (hi: its top nibble as a signed value, lo: its low nibble, 0..15),
+// both terms exact in BF16. Per 64 weights (one 64-byte load, 32 words of two bytes) four vpermw
+// lookups (word >> 0, 4, 8, 12 into 32-word tables holding bf16(lo) and bf16(16·hi) of i & 15, so no
+// index needs a mask) and four vdpbf16ps: words of shifts 0 and 4 (the even bytes) pair with the even
+// activations, shifts 8 and 12 (odd bytes) with the odd ones. Products of BF16 values are exact in FP32;
+// the activations are rounded to BF16 once per call, split into even and odd halves per 64-weight chunk:
+//   xb[64c + j] = bf16(x[64c + 2j]),  xb[64c + 32 + j] = bf16(x[64c + 2j + 1]),  j = 0..31;
+// the last K % 64 in natural order. Cost per 64 bytes: 3 shifts, 4 vpermw, 4 vdpbf16ps (the cost of a
+// 4-bit chunk in gemv_nibbles_bf16, which reads memory at the triad bandwidth), where the FP32 form needs
+// 4 sign extensions, 4 conversions and 4 FMAs.
+constexpr int64_t kByteChunk = 64;
+
+QJOULE_TARGET_AVX512_BF16 inline void split_even_odd_bf16(const float* x, int64_t K, uint16_t* xb) {
+  const int64_t chunks = K / kByteChunk;
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t c = 0; c < chunks; ++c) {
+    const float* xc = x + c * kByteChunk;
+    const __m512 v0 = _mm512_loadu_ps(xc), v1 = _mm512_loadu_ps(xc + 16);
+    const __m512 v2 = _mm512_loadu_ps(xc + 32), v3 = _mm512_loadu_ps(xc + 48);
+    const __m512bh e = _mm512_cvtne2ps_pbh(_mm512_permutex2var_ps(v2, even, v3), _mm512_permutex2var_ps(v0, even, v1));
+    const __m512bh o = _mm512_cvtne2ps_pbh(_mm512_permutex2var_ps(v2, odd, v3), _mm512_permutex2var_ps(v0, odd, v1));
+    _mm512_storeu_si512(xb + c * kByteChunk, reinterpret_cast<const __m512i&>(e));
+    _mm512_storeu_si512(xb + c * kByteChunk + 32, reinterpret_cast<const __m512i&>(o));
+  }
+  for (int64_t k = chunks * kByteChunk; k < K; ++k) xb[k] = f32_to_bf16_bits(x[k]);
+}
+
+// The two 32-word tables, in memory (see Bf16WordTable).
+struct W8NibbleTables {
+  alignas(64) uint16_t lo[32];
+  alignas(64) uint16_t hi[32];
+};
+inline W8NibbleTables w8_nibble_tables() {
+  W8NibbleTables t;
+  for (int i = 0; i < 32; ++i) {
+    const int u = i & 15;
+    t.lo[i] = f32_to_bf16_bits(static_cast<float>(u));
+    t.hi[i] = f32_to_bf16_bits(static_cast<float>(16 * (u < 8 ? u : u - 16)));
+  }
+  return t;
+}
+
+template <class Dec, int MR>
+QJOULE_TARGET_AVX512_BF16 void gemv_bytes_bf16(const Dec& dec, const W8NibbleTables& tables, const uint16_t* xb,
+                                               const float* bias, float* y, int64_t o_begin, int64_t o_end) {
   const int64_t K = dec.cols(), N = dec.rows();
-  const int64_t K64 = K - K % 64;
+  const int64_t Kc = K - K % kByteChunk;
+  const __m512i lo = _mm512_load_si512(tables.lo), hi = _mm512_load_si512(tables.hi);
   for (int64_t o = o_begin; o < o_end; ++o) {
     const auto row = dec.row(o);
     __m512 acc[MR][4];
     for (int i = 0; i < MR; ++i)
       for (int a = 0; a < 4; ++a) acc[i][a] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K64; k += 64) {
-#pragma GCC unroll 4
-      for (int a = 0; a < 4; ++a) {
-        const __m512 w = row.load16(k + 16 * a);
-        for (int i = 0; i < MR; ++i) acc[i][a] = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + i * K + k + 16 * a), acc[i][a]);
+    for (int64_t k = 0; k < Kc; k += kByteChunk) {
+      __m512i v = row.load64(k);
+      __asm__("" : "+v"(v));  // one load of the codes, not one folded into each shift
+      __m512i w[4];
+      w[0] = _mm512_permutexvar_epi16(v, lo);
+      w[1] = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 4), hi);
+      w[2] = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 8), lo);
+      w[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 12), hi);
+      for (int i = 0; i < MR; ++i) {
+        const __m512i xe = _mm512_loadu_si512(xb + i * K + k);
+        const __m512i xo = _mm512_loadu_si512(xb + i * K + k + 32);
+        for (int a = 0; a < 4; ++a) {
+          acc[i][a] = _mm512_dpbf16_ps(acc[i][a], reinterpret_cast<const __m512bh&>(w[a]),
+                                       reinterpret_cast<const __m512bh&>(a < 2 ? xe : xo));
+        }
       }
     }
-    for (int64_t k = K64; k < K; k += 16) {
-      const __mmask16 mask = tail_mask(K - k);
-      const __m512 w = row.load_masked(k, mask);
-      for (int i = 0; i < MR; ++i) acc[i][0] = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(mask, x + i * K + k), acc[i][0]);
+    float tail[MR] = {};
+    for (int64_t k = Kc; k < K; ++k) {  // the last K % 64 weights, one by one (scaled)
+      const float wk = row.at(k);
+      for (int i = 0; i < MR; ++i) tail[i] += wk * bf16_bits_to_f32(xb[i * K + k]);
     }
     const float scale = row.scale();
     for (int i = 0; i < MR; ++i) {
       const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]), _mm512_add_ps(acc[i][2], acc[i][3]));
-      y[i * N + o] = _mm512_reduce_add_ps(sum) * scale + (bias != nullptr ? bias[o] : 0.0f);
+      y[i * N + o] = _mm512_reduce_add_ps(sum) * scale + tail[i] + (bias != nullptr ? bias[o] : 0.0f);
     }
   }
 }
@@ -338,10 +444,29 @@ QJOULE_TARGET_AVX512_BF16 inline void to_bf16(const float* x, int64_t count, uin
   for (; i < count; ++i) a[i] = f32_to_bf16_bits(x[i]);
 }
 
+// A buffer reused across calls that grows when asked for more and never initializes its contents (a
+// std::vector that alternates between layer shapes would zero megabytes on every growth).
+template <class T>
+class ScratchBuffer {
+ public:
+  T* get(int64_t count) {
+    const auto n = static_cast<size_t>(count);
+    if (n > capacity_) {
+      data_.reset(new T[n]);
+      capacity_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  size_t capacity_ = 0;
+};
+
 // Per-thread scratch of the calls below, reused across calls.
 struct Scratch {
-  std::vector<float> xp, xs;
-  std::vector<uint16_t> a, panel;
+  ScratchBuffer<float> xp, xs;
+  ScratchBuffer<uint16_t> a, panel;
 };
 inline Scratch& scratch() {
   thread_local Scratch s;
@@ -364,31 +489,39 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
     if constexpr (Dec::kNibbles) {
       float* xs = nullptr;
       if constexpr (Dec::kHasZero) {
-        s.xs.resize(static_cast<size_t>(m * 16 * chunks));
-        xs = s.xs.data();
+        xs = s.xs.get(m * 16 * chunks);
       }
       if constexpr (kBf16) {
-        s.a.resize(static_cast<size_t>(m * K));
+        uint16_t* a = s.a.get(m * K);
         for (int64_t i = 0; i < m; ++i) {
-          permute_like_chunks_bf16(x_in + i * K, K, s.a.data() + i * K, xs != nullptr ? xs + i * 16 * chunks : nullptr);
+          permute_like_chunks_bf16(x_in + i * K, K, a + i * K, xs != nullptr ? xs + i * 16 * chunks : nullptr);
         }
         const Bf16WordTable table = bf16_word_table(dec);
         with_rows(m, [&](auto mr) {
           for_each_row_block(0, N, [&](int64_t o_begin, int64_t o_end) {
-            gemv_nibbles_bf16<Dec, decltype(mr)::value>(dec, table, s.a.data(), xs, bias, y, o_begin, o_end);
+            gemv_nibbles_bf16<Dec, decltype(mr)::value>(dec, table, a, xs, bias, y, o_begin, o_end);
           });
         });
       } else {
-        s.xp.resize(static_cast<size_t>(m * K));
+        float* xp = s.xp.get(m * K);
         for (int64_t i = 0; i < m; ++i) {
-          permute_like_chunks(x_in + i * K, K, s.xp.data() + i * K, xs != nullptr ? xs + i * 16 * chunks : nullptr);
+          permute_like_chunks(x_in + i * K, K, xp + i * K, xs != nullptr ? xs + i * 16 * chunks : nullptr);
         }
         with_rows(m, [&](auto mr) {
           for_each_row_block(0, N, [&](int64_t o_begin, int64_t o_end) {
-            gemv_nibbles<Dec, decltype(mr)::value>(dec, s.xp.data(), xs, bias, y, o_begin, o_end);
+            gemv_nibbles<Dec, decltype(mr)::value>(dec, xp, xs, bias, y, o_begin, o_end);
           });
         });
       }
+    } else if constexpr (kBf16) {
+      uint16_t* a = s.a.get(m * K);
+      for (int64_t i = 0; i < m; ++i) split_even_odd_bf16(x_in + i * K, K, a + i * K);
+      const W8NibbleTables tables = w8_nibble_tables();
+      with_rows(m, [&](auto mr) {
+        for_each_row_block(0, N, [&](int64_t o_begin, int64_t o_end) {
+          gemv_bytes_bf16<Dec, decltype(mr)::value>(dec, tables, a, bias, y, o_begin, o_end);
+        });
+      });
     } else {
       with_rows(m, [&](auto mr) {
         for_each_row_block(0, N, [&](int64_t o_begin, int64_t o_end) {
@@ -399,24 +532,35 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
     return;
   }
   if constexpr (kBf16) {
-    const float* x = x_in;
-    if constexpr (Dec::kNibbles) {  // the panel is in chunk order: the activations follow it
-      s.xp.resize(static_cast<size_t>(m * K));
+    // The activations rounded to BF16, rows split over the threads; for 4-bit formats first permuted
+    // into the panel's chunk order (in the calling thread's scratch: each OpenMP thread has its own).
+    uint16_t* a = s.a.get(m * K);
 #pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < m; ++i) permute_like_chunks(x_in + i * K, K, s.xp.data() + i * K, nullptr);
-      x = s.xp.data();
+    for (int64_t i = 0; i < m; ++i) {
+      const float* xi = x_in + i * K;
+      if constexpr (Dec::kNibbles) {
+        float* row = scratch().xp.get(K);
+        permute_like_chunks(xi, K, row, nullptr);
+        xi = row;
+      }
+      to_bf16(xi, K, a + i * K);
     }
-    s.a.resize(static_cast<size_t>(m * K));
-    to_bf16(x, m * K, s.a.data());
-    const int64_t panel_rows = std::max<int64_t>(16, (kPanelBytes / 2 / K) / 16 * 16);
-    s.panel.resize(static_cast<size_t>(std::min(N, panel_rows) * K));
-    uint16_t* panel = s.panel.data();
-    for (int64_t n0 = 0; n0 < N; n0 += panel_rows) {
-      const int64_t n = std::min(panel_rows, N - n0);
-      for_each_row_block(n0, n0 + n, [&](int64_t o_begin, int64_t o_end) {
-        dequantize_rows_bf16(dec, o_begin, o_end, panel + (o_begin - n0) * K);
-      });
-      bf16_panel_matmul(s.a.data(), m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+    // Panels of whole 16-row blocks within kPanelBytes, as many as a multiple of the thread count (a
+    // balanced static split); each thread dequantizes its panels into its own scratch, which stays in its
+    // L2, and multiplies them right away: no barrier between the two steps, no panel through L3.
+    const int64_t threads = std::max(1, omp_get_max_threads());
+    const int64_t blocks = (N + 15) / 16;
+    const int64_t max_blocks = std::max<int64_t>(1, kPanelBytes / 2 / K / 16);
+    int64_t panels = (blocks + max_blocks - 1) / max_blocks;
+    panels = std::min(blocks, (panels + threads - 1) / threads * threads);
+    const int64_t panel_rows = (blocks + panels - 1) / panels * 16;
+    const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < panel_count; ++p) {
+      const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
+      uint16_t* panel = scratch().panel.get(panel_rows * K);
+      dequantize_rows_bf16(dec, n0, n0 + n, panel);
+      bf16_panel_matmul(a, m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
     }
   }
 }

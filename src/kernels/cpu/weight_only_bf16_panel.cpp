@@ -2,6 +2,11 @@
 // rows dequantized to BF16, on oneDNN's native BF16 matmul (weight_only_avx512.h). One primitive per
 // (m, k, n, bias) shape, created on first use and cached process-wide.
 //
+// Each OpenMP thread runs its own panels (run_gemm's parallel loop calls this from inside it): oneDNN
+// then runs single-threaded in the calling thread (it does inside an OpenMP parallel region), on a
+// stream and a scratchpad of the thread's own (user scratchpad mode: concurrent executions of one
+// primitive share nothing).
+//
 // The product is always written densely ([m, n], row stride n): oneDNN 2.6 runs a dense destination on
 // its brgemm kernel but a strided one (a column slice of y) on gemm:jit (measured, every shape tried),
 // and the kernel path names one implementation. A panel narrower than y is written to scratch and
@@ -30,14 +35,17 @@ struct Entry {
 };
 
 dnnl::matmul::primitive_desc make_pd(int64_t m, int64_t k, int64_t n, bool with_bias) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const memory::desc src_md({m, k}, memory::data_type::bf16, memory::format_tag::ab);
   const memory::desc wei_md({k, n}, memory::data_type::bf16, memory::dims{1, k});  // panel [n, k] seen as [k, n]
   const memory::desc dst_md({m, n}, memory::data_type::f32, memory::format_tag::ab);
   if (with_bias) {
     const memory::desc bias_md({1, n}, memory::data_type::f32, memory::format_tag::ab);
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), onednn_cpu_engine());
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), attr,
+                                        onednn_cpu_engine());
   }
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, dst_md), onednn_cpu_engine());
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, dst_md), attr, onednn_cpu_engine());
 }
 
 std::string path_of(const dnnl::matmul::primitive_desc& pd) { return onednn_kernel_path(pd) + ":bf16bf16f32"; }
@@ -63,19 +71,24 @@ void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* 
                        float* y, int64_t ldy) {
   const Entry& e = entry_for(m, k, n, bias != nullptr);
   thread_local std::vector<float> dense;
+  thread_local std::vector<uint8_t> scratchpad;
+  const dnnl::engine& engine = onednn_cpu_engine();
+  thread_local dnnl::stream stream(engine);
+  const memory::desc scratch_md = e.pd.scratchpad_desc();
+  if (scratchpad.size() < scratch_md.get_size()) scratchpad.resize(scratch_md.get_size());
   float* out = y;
   if (ldy != n) {
     dense.resize(static_cast<size_t>(m * n));
     out = dense.data();
   }
-  const dnnl::engine& engine = onednn_cpu_engine();
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, const_cast<uint16_t*>(a))},
       {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, const_cast<uint16_t*>(panel))},
-      {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, out)}};
+      {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, out)},
+      {DNNL_ARG_SCRATCHPAD, memory(scratch_md, engine, scratchpad.data())}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), engine, const_cast<float*>(bias)));
-  e.prim.execute(onednn_cpu_stream(), args);
-  onednn_cpu_stream().wait();
+  e.prim.execute(stream, args);
+  stream.wait();
   if (out != y) {
 #pragma omp parallel for schedule(static) if (m * n >= (int64_t{1} << 15))
     for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * ldy, out + i * n, sizeof(float) * static_cast<size_t>(n));

@@ -72,7 +72,8 @@ TEST(LinearBf16, EveryKernelMatchesReferenceWithinBudget) {
           EXPECT_EQ(lin->kernel_path(), "qjoule:scalar:bf16w_bf16a_f32acc");
           EXPECT_EQ(lin->bytes_held(), size_t(out * in) * 2 + (with_bias ? size_t(out) * 4 : 0));
         } else {
-          EXPECT_EQ(lin->kernel_path().rfind("onednn:", 0), 0u) << lin->kernel_path();
+          // oneDNN, after qjoule's AVX512_BF16 GEMV for m <= 4 where the CPU has one.
+          EXPECT_NE(lin->kernel_path().find("onednn:"), std::string::npos) << lin->kernel_path();
           EXPECT_TRUE(lin->kernel_path().ends_with(":bf16bf16f32")) << lin->kernel_path();
         }
       }

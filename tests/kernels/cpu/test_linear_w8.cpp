@@ -1,4 +1,4 @@
-// make_linear_w8 (kernel w8_f32) vs linear_w8_ref, both ISAs.
+// make_linear_w8 (kernel w8_f32; w8_bf16 decode on avx512_bf16) vs linear_w8_ref, every ISA.
 // Budget vs the twin: 1e-5 · Σ|x·w| (weight_only_test_util.h). Quantization error vs FP32 weights
 // (quantization_error_vs_fp32): relative RMS < 1e-2 (per-row INT8 of Gaussian weights: ≈0.007).
 #include <gmock/gmock.h>
@@ -27,7 +27,7 @@ TEST(LinearW8, MatchesReferenceAcrossShapesAndIsas) {
         kernels::linear_w8_ref(x.data(), s.m, w.data(), bias, s.out, s.in, "t.weight", ref.data());
         test::expect_within_budget(y, ref, test::budget_scale(x, w, bias, s), s, lin->kernel_path());
         EXPECT_EQ(lin->format(), "w8");
-        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "w8_f32"));
+        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "w8_f32", true, true));
         EXPECT_EQ(lin->bytes_held(), size_t(s.out * s.in) + size_t(s.out) * 4 + (with_bias ? size_t(s.out) * 4 : 0));
       }
     }
