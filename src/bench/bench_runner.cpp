@@ -13,6 +13,7 @@
 #include "bench/peak_rss.h"
 #include "bench/window_energy.h"
 #include "qjoule/bench/latency_stats.h"
+#include "qjoule/bench/memory_prediction.h"
 #include "qjoule/dataset.h"
 #include "qjoule/error.h"
 #include "qjoule/eval/classifier_eval.h"
@@ -489,7 +490,7 @@ struct BenchRunner::Impl {
     const std::string key = fmt::format("{}|{}", c.model, c.seq);
     auto it = fp32_logits.find(key);
     if (it != fp32_logits.end()) return it->second;
-    const model::DecoderLM fp32 = model::load_decoder_lm(c.model, model::fp32_linear_factory());
+    const model::DecoderLM fp32 = model::load_decoder_lm_streamed(c.model);  // one layer in FP32 at a time
     auto logits = decoder_fidelity_logits(fp32, c.seq);
     return fp32_logits.emplace(key, std::move(logits)).first->second;
   }
@@ -513,6 +514,16 @@ struct BenchRunner::Impl {
       r.notes.push_back(fmt::format("--dataset {} is a classification set: not used for decoder models (qjoule ppl "
                                     "measures their accuracy)",
                                     options.dataset));
+
+    // Predicted before anything is built: a run that would not fit is skipped, never killed midway.
+    reset_peak_rss();  // returns freed memory first, so the baseline is what this process really holds
+    const MemoryPrediction predicted = predict_peak_memory(c, steps, current_rss_bytes().value_or(0));
+    const auto available = available_memory_bytes();
+    if (predicted.unavailable.empty() && available &&
+        predicted.peak_bytes() - predicted.baseline_bytes > *available)
+      fail("skipped, not run: predicted peak memory {} MiB ({} MiB for the model) is more than the {} MiB available "
+           "(MemAvailable)",
+           predicted.peak_bytes() >> 20, predicted.model_bytes >> 20, *available >> 20);
 
     const auto& reference = decoder_reference_logits(c);
     const bool rss_reset = reset_peak_rss();
@@ -605,6 +616,10 @@ struct BenchRunner::Impl {
 
     if (rss_reset) {
       r.peak_rss_bytes = peak_rss_bytes();
+      if (r.peak_rss_bytes && predicted.unavailable.empty())
+        r.notes.push_back(fmt::format("peak memory predicted {} MiB ({}), measured {} MiB ({:+.1f}%)",
+                                      predicted.peak_bytes() >> 20, kMemoryPredictionMethod, *r.peak_rss_bytes >> 20,
+                                      100.0 * (double(predicted.peak_bytes()) / double(*r.peak_rss_bytes) - 1.0)));
     } else {
       r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
     }

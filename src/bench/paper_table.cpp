@@ -127,7 +127,7 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
       {"run", false},      {"precision", false},   {"batch", true},  {"seq", true},
       {"threads", true},   {"p50 ms", true},       {"seq/s", true},  {"J/inference", true},
       {"accuracy", true},  {"size MiB", true},     {"speed-up", true}, {"energy", true},
-      {"accuracy Δ pt", true}, {"size x", true}};
+      {"accuracy Δ pt", true}, {"size x", true},      {"peak MiB", true}};
   // Decoder runs add a last column, so encoder-only tables keep their shape.
   const bool any_decoder = std::any_of(records.begin(), records.end(), [](const RunRecord& r) {
     return r.status == "ok" && r.decode_tokens_per_s_mean.has_value();
@@ -211,6 +211,9 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
                         ? fmt::format("{:.2f}x", static_cast<double>(r.fp32_bytes) / static_cast<double>(r.model_bytes))
                         : kMissing);
     }
+    // The run's peak resident memory, next to size MiB's model bytes: what the format really costs.
+    row.push_back(r.peak_rss_bytes ? fmt::format("{:.0f}", static_cast<double>(*r.peak_rss_bytes) / (1024.0 * 1024.0))
+                                   : kMissing);
     if (any_decoder)
       row.push_back(r.decode_tokens_per_s_mean ? fmt::format("{:.1f}", *r.decode_tokens_per_s_mean) : kMissing);
     any_emulated = any_emulated || r.not_representative;

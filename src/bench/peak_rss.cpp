@@ -1,5 +1,7 @@
 #include "bench/peak_rss.h"
 
+#include <malloc.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -7,6 +9,9 @@
 namespace qjoule::bench {
 
 bool reset_peak_rss() {
+  // Freed memory the allocator still holds (the previous run's model, the FP32 reference) goes back
+  // to the system first: otherwise it stays resident and the new high-water mark starts above it.
+  ::malloc_trim(0);
   std::ofstream out("/proc/self/clear_refs");
   if (!out) return false;
   out << "5";
@@ -14,17 +19,26 @@ bool reset_peak_rss() {
   return static_cast<bool>(out);
 }
 
-std::optional<std::uint64_t> peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
+namespace {
+
+// The "KEY:   N kB" line of a /proc file, in bytes.
+std::optional<std::uint64_t> proc_kib_field(const char* file, const std::string& key) {
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      std::istringstream fields(line.substr(6));
+    if (line.rfind(key, 0) == 0) {
+      std::istringstream fields(line.substr(key.size()));
       std::uint64_t kib = 0;
       if (fields >> kib) return kib * 1024;
     }
   }
   return std::nullopt;
 }
+
+}  // namespace
+
+std::optional<std::uint64_t> peak_rss_bytes() { return proc_kib_field("/proc/self/status", "VmHWM:"); }
+std::optional<std::uint64_t> current_rss_bytes() { return proc_kib_field("/proc/self/status", "VmRSS:"); }
+std::optional<std::uint64_t> available_memory_bytes() { return proc_kib_field("/proc/meminfo", "MemAvailable:"); }
 
 }  // namespace qjoule::bench

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/bench_dry_run.h"
 #include "cli/commands.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/paper_table.h"
@@ -52,6 +53,7 @@ struct BenchArgs {
   std::string sweep;
   std::string out;  // default: qjoule-bench/<UTC time>, a new folder for each sweep
   bool resume = false;
+  bool dry_run = false;
   bool trace = false;
   double max_accuracy_drop = 1.0;
   double interval_ms = 10.0;
@@ -106,6 +108,10 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.decode_tokens == 0) fail("--decode-tokens 0, expected at least 1");
   const auto configs = bench::expand_sweep(sweep_from_args(a));
   bench::validate_configs(configs, a.decode_tokens);
+  if (a.dry_run) {
+    print_bench_dry_run(configs, a.decode_tokens);
+    return;
+  }
 
   // Results: refuse to mix a new sweep into an old file unless resuming it.
   if (a.resume && a.out.empty()) fail("--resume needs --out DIR: the folder of the sweep to continue");
@@ -330,6 +336,9 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--out", a->out,
                   "Output folder for results.jsonl, results.csv, summary.md, report.html (default: a new qjoule-bench/<UTC time>)");
   cmd->add_flag("--resume", a->resume, "Continue a sweep: skip the runs already in OUT/results.jsonl");
+  cmd->add_flag("--dry-run", a->dry_run,
+                "Run nothing: print each run's predicted peak memory and whether it fits in the memory available "
+                "now (a sweep skips, with one line, a decoder run predicted not to fit)");
   cmd->add_option("--max-accuracy-drop", a->max_accuracy_drop,
                   "Flag runs whose accuracy (or agreement) drops more than this many points below FP32")
       ->capture_default_str();

@@ -18,7 +18,7 @@ LoadedDecoder load_decoder(const std::string& dir, const QuantArgs& quant) {
   if (tokenizer.vocab_size() > config.vocab_size)
     fail("{}: the tokenizer has {} tokens but the model's vocabulary only {}", dir, tokenizer.vocab_size(),
          config.vocab_size);
-  auto params = model::load_decoder_params(checkpoint, config);
+  auto params = model::load_decoder_params(checkpoint, config, /*defer_linears=*/true);  // built one Linear at a time
   return {model::DecoderLM(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults)),
           std::move(tokenizer)};
 }

@@ -1,5 +1,8 @@
 #include "qjoule/io/safetensors.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -181,6 +184,16 @@ const TensorView& Checkpoint::at(const std::string& name) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end()) fail("{}: tensor '{}' is missing", source_.string(), name);
   return it->second;
+}
+
+void Checkpoint::release(const std::string& name) const {
+  const TensorView& t = at(name);
+  if (t.nbytes == 0) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(t.data) / page * page;
+  const auto end = reinterpret_cast<std::uintptr_t>(t.data) + t.nbytes;
+  // Advisory: a failure leaves the pages resident, which changes memory use, never a result.
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 std::vector<float> Checkpoint::to_f32(const std::string& name) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/streamed_linear_f32.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/encoder_ops.h"
 
@@ -27,9 +28,14 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory)
       final_norm_(std::move(params.final_norm)) {
   if (config_.arch != DecoderArch::Gpt2)
     rope_ = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
-  auto build = [&](const LinearParams& p, bool in_block) {
+  // A deferred Linear's FP32 weights exist only while its own layer is built.
+  auto build = [&](LinearParams& p, bool in_block) {
+    if (params.load_linear && p.weight.empty()) params.load_linear(p);
     auto linear = factory(p, in_block);
-    all_linears_.push_back({p.name, linear.get(), (p.weight.size() + p.bias.size()) * sizeof(float)});
+    // From the shape: a streamed Linear has no weights loaded.
+    const auto weights = static_cast<std::size_t>(p.out_features * (p.in_features + (p.has_bias || !p.bias.empty())));
+    all_linears_.push_back({p.name, linear.get(), weights * sizeof(float)});
+    free_weights(p);  // the params are this model's own: nothing else reads them
     return linear;
   };
   for (auto& lp : params.layers) {
@@ -42,7 +48,7 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory)
       layer.v = build(lp.v, true);
     }
     layer.o = build(lp.o, true);
-    if (!lp.gate.weight.empty()) layer.gate = build(lp.gate, true);
+    if (lp.gate.out_features > 0) layer.gate = build(lp.gate, true);
     layer.up = build(lp.up, true);
     layer.down = build(lp.down, true);
     layer.attn_norm = std::move(lp.attn_norm);
@@ -200,7 +206,18 @@ std::size_t DecoderLM::fp32_bytes() const {
 DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory) {
   const auto ck = io::Checkpoint::open(dir);
   auto config = load_decoder_config(dir, ck);
-  return DecoderLM(load_decoder_params(ck, config), factory);
+  return DecoderLM(load_decoder_params(ck, config, /*defer_linears=*/true), factory);
+}
+
+DecoderLM load_decoder_lm_streamed(const std::filesystem::path& dir) {
+  const auto ck = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(dir));
+  auto config = load_decoder_config(dir, *ck);
+  auto params = load_decoder_params(*ck, config, /*defer_linears=*/true);
+  // The Linears read the checkpoint at each forward: their loader keeps it open for the model's life.
+  std::function<void(LinearParams&)> load = [ck, inner = std::move(params.load_linear)](LinearParams& p) { inner(p); };
+  params.load_linear = nullptr;  // the constructor then builds each Linear from its shape alone
+  return DecoderLM(std::move(params),
+                   [load](const LinearParams& p, bool) { return make_streamed_linear_f32(p, load); });
 }
 
 }  // namespace qjoule::model

@@ -1,5 +1,8 @@
 #include "qjoule/model/decoder_params.h"
 
+#include <map>
+#include <memory>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -8,43 +11,52 @@
 namespace qjoule::model {
 namespace {
 
+// Where a deferred Linear's weights come from: the checkpoint tensor (GPT-2 Conv1D: stored [in, out]).
+struct LinearSource {
+  std::string weight;  // tensor name of the weight
+  std::string bias;    // tensor name of the bias, empty for none
+  bool conv1d = false;
+};
+
 class DecoderParamReader {
  public:
-  DecoderParamReader(const io::Checkpoint& ck, const DecoderConfig& cfg) : ck_(ck), cfg_(cfg) {}
+  DecoderParamReader(const io::Checkpoint& ck, const DecoderConfig& cfg, bool defer_linears)
+      : ck_(ck), cfg_(cfg), defer_(defer_linears), sources_(std::make_shared<std::map<std::string, LinearSource>>()) {}
 
-  std::vector<float> read(const std::string& name, const std::vector<int64_t>& expected) const {
+  // The tensor, its shape checked against the config.
+  const io::TensorView& check(const std::string& name, const std::vector<int64_t>& expected) const {
     const auto& t = ck_.at(name);
     if (t.shape != expected)
       fail("{}: tensor '{}' has shape {}, expected [{}] from config.json ({}: hidden {}, heads {}/{} of {}, "
            "intermediate {}, vocab {})",
            t.file.string(), name, t.shape_string(), fmt::join(expected, ", "), cfg_.architecture, cfg_.hidden_size,
            cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim, cfg_.intermediate_size, cfg_.vocab_size);
-    return ck_.to_f32(name);
+    return t;
+  }
+
+  // The tensor as FP32; its mapped pages are released once converted.
+  std::vector<float> read(const std::string& name, const std::vector<int64_t>& expected) const {
+    check(name, expected);
+    auto values = ck_.to_f32(name);
+    ck_.release(name);
+    return values;
   }
 
   // nn.Linear: weight [out, in].
   LinearParams linear(const std::string& name, int64_t out, int64_t in, bool bias) const {
-    LinearParams p;
-    p.name = name;
-    p.out_features = out;
-    p.in_features = in;
-    p.weight = read(name + ".weight", {out, in});
-    if (bias) p.bias = read(name + ".bias", {out});
-    return p;
+    return make(name, out, in, LinearSource{name + ".weight", bias ? name + ".bias" : "", false},
+                {out, in});
   }
 
-  // GPT-2's Conv1D: weight stored [in, out], transposed here to [out, in].
+  // GPT-2's Conv1D: weight stored [in, out], transposed to [out, in].
   LinearParams conv1d(const std::string& name, int64_t out, int64_t in) const {
-    LinearParams p;
-    p.name = name;
-    p.out_features = out;
-    p.in_features = in;
-    const auto stored = read(name + ".weight", {in, out});
-    p.weight.resize(stored.size());
-    for (int64_t i = 0; i < in; ++i)
-      for (int64_t o = 0; o < out; ++o) p.weight[static_cast<size_t>(o * in + i)] = stored[static_cast<size_t>(i * out + o)];
-    p.bias = read(name + ".bias", {out});
-    return p;
+    return make(name, out, in, LinearSource{name + ".weight", name + ".bias", true}, {in, out});
+  }
+
+  // lm_head: its own weight, or the token embeddings when tied.
+  LinearParams lm_head(const std::string& weight_tensor) const {
+    return make("lm_head", cfg_.vocab_size, cfg_.hidden_size, LinearSource{weight_tensor, "", false},
+                {cfg_.vocab_size, cfg_.hidden_size});
   }
 
   LayerNormParams norm(const std::string& name, bool beta) const {
@@ -55,9 +67,48 @@ class DecoderParamReader {
     return n;
   }
 
+  // Fills p.weight and p.bias from the checkpoint (a Linear made in deferred mode).
+  static void load(const io::Checkpoint& ck, const LinearSource& src, LinearParams& p) {
+    p.weight = ck.to_f32(src.weight);
+    ck.release(src.weight);
+    if (src.conv1d) {
+      std::vector<float> transposed(p.weight.size());
+      const int64_t in = p.in_features, out = p.out_features;
+      for (int64_t i = 0; i < in; ++i)
+        for (int64_t o = 0; o < out; ++o)
+          transposed[static_cast<size_t>(o * in + i)] = p.weight[static_cast<size_t>(i * out + o)];
+      p.weight = std::move(transposed);
+    }
+    if (!src.bias.empty()) {
+      p.bias = ck.to_f32(src.bias);
+      ck.release(src.bias);
+    }
+  }
+
+  std::shared_ptr<const std::map<std::string, LinearSource>> sources() const { return sources_; }
+
  private:
+  LinearParams make(const std::string& name, int64_t out, int64_t in, const LinearSource& src,
+                    const std::vector<int64_t>& stored_shape) const {
+    LinearParams p;
+    p.name = name;
+    p.out_features = out;
+    p.in_features = in;
+    p.has_bias = !src.bias.empty();
+    check(src.weight, stored_shape);
+    if (!src.bias.empty()) check(src.bias, {out});
+    if (defer_) {
+      (*sources_)[name] = src;
+    } else {
+      load(ck_, src, p);
+    }
+    return p;
+  }
+
   const io::Checkpoint& ck_;
   const DecoderConfig& cfg_;
+  bool defer_;
+  std::shared_ptr<std::map<std::string, LinearSource>> sources_;
 };
 
 void load_llama_layers(const DecoderParamReader& r, const DecoderConfig& c, DecoderParams& out) {
@@ -99,8 +150,8 @@ void load_gpt2_layers(const DecoderParamReader& r, const DecoderConfig& c, Decod
 
 }  // namespace
 
-DecoderParams load_decoder_params(const io::Checkpoint& ck, const DecoderConfig& cfg) {
-  const DecoderParamReader r(ck, cfg);
+DecoderParams load_decoder_params(const io::Checkpoint& ck, const DecoderConfig& cfg, bool defer_linears) {
+  const DecoderParamReader r(ck, cfg, defer_linears);
   DecoderParams out;
   out.config = cfg;
   const bool gpt2 = cfg.arch == DecoderArch::Gpt2;
@@ -110,11 +161,14 @@ DecoderParams load_decoder_params(const io::Checkpoint& ck, const DecoderConfig&
     load_gpt2_layers(r, cfg, out);
   else
     load_llama_layers(r, cfg, out);
-  out.lm_head.name = "lm_head";
-  out.lm_head.out_features = cfg.vocab_size;
-  out.lm_head.in_features = cfg.hidden_size;
-  out.lm_head.weight = cfg.tie_word_embeddings ? out.token_embeddings
-                                               : r.read("lm_head.weight", {cfg.vocab_size, cfg.hidden_size});
+  out.lm_head = r.lm_head(cfg.tie_word_embeddings ? embeddings : "lm_head.weight");
+  if (defer_linears) {
+    out.load_linear = [&ck, sources = r.sources()](LinearParams& p) {
+      const auto it = sources->find(p.name);
+      if (it == sources->end()) fail("{}: no deferred Linear '{}' in this checkpoint", ck.source().string(), p.name);
+      DecoderParamReader::load(ck, it->second, p);
+    };
+  }
   return out;
 }
 

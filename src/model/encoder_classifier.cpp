@@ -83,8 +83,7 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
     auto linear = factory(p, in_block);
     if (!linear) fail("{}: the Linear factory built nothing", p.name);
     all_linears_.push_back({p.name, linear.get()});
-    p.weight = {};  // the Linear holds its own copy in its own format
-    p.bias = {};
+    free_weights(p);  // the Linear holds its own copy in its own format
     return linear;
   };
   for (auto& lp : params.layers) {
@@ -96,8 +95,7 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
       if (layer.qkv) {
         all_linears_.push_back({fused.name, layer.qkv.get(), true});
         for (LinearParams* p : {&lp.q, &lp.k, &lp.v}) {
-          p->weight = {};
-          p->bias = {};
+          free_weights(*p);
         }
       }
     }

@@ -14,6 +14,7 @@
 #include "error_of.h"
 #include "json_schema_subset.h"
 #include "qjoule/bench/bench_runner.h"
+#include "qjoule/bench/memory_prediction.h"
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "scripted_sensors.h"
@@ -139,6 +140,36 @@ TEST(BenchRunnerDecoder, RunsPrefillAndDecodeWithoutASensor) {
     EXPECT_THAT(test::validate_json_schema(schema(), json), IsEmpty()) << json.dump();
     EXPECT_EQ(json["decode_energy_unavailable"], r.decode_energy_unavailable);
   }
+}
+
+// The predicted model bytes are the run's exactly (each kind of Linear is built once, as the run
+// builds it), and the run's notes give the prediction next to the measured peak.
+TEST(BenchRunnerDecoder, PredictsTheRunsModelBytesExactlyAndNotesPredictedAgainstMeasuredPeak) {
+  energy::EnergyMeter meter(energy::SensorDiscovery{});
+  meter.start();
+  BenchRunner runner(fast_options(8), meter);
+  for (const char* model : {"tiny-llama", "tiny-gpt2"}) {
+    for (const char* precision : {"fp32", "bf16", "int8", "w8", "int4", "nf4"}) {
+      const RunConfig c = decoder_config(precision, 8, model);
+      const MemoryPrediction p = predict_peak_memory(c, 8, 1000);
+      ASSERT_THAT(p.unavailable, IsEmpty());
+      EXPECT_EQ(p.baseline_bytes, 1000u);
+      EXPECT_GT(p.build_transient_bytes, 0u);
+      EXPECT_GT(p.run_bytes, 0u);
+      EXPECT_EQ(p.peak_bytes(), p.baseline_bytes + p.model_bytes + p.build_transient_bytes + p.run_bytes);
+      const RunRecord r = runner.run(c);
+      ASSERT_EQ(r.status, "ok") << r.error;
+      EXPECT_EQ(p.model_bytes, r.model_bytes) << model << " " << precision;
+      if (r.peak_rss_bytes) {
+        bool noted = false;
+        for (const auto& n : r.notes) noted = noted || n.find("peak memory predicted") != std::string::npos;
+        EXPECT_TRUE(noted) << model << " " << precision;
+      }
+    }
+  }
+  RunConfig encoder;
+  encoder.model = tiny_bert();
+  EXPECT_THAT(predict_peak_memory(encoder, 8, 0).unavailable, HasSubstr("decoder models only"));
 }
 
 TEST(BenchRunnerDecoder, EveryFixtureArchitectureRuns) {

@@ -54,7 +54,7 @@ std::size_t code_points(const std::string& text) {
 }
 
 // Columns: 0 run, 1 precision, 2 batch, 3 seq, 4 threads, 5 p50, 6 seq/s, 7 J/inf, 8 accuracy,
-// 9 size MiB, 10 speed-up, 11 energy, 12 accuracy delta, 13 size x.
+// 9 size MiB, 10 speed-up, 11 energy, 12 accuracy delta, 13 size x, 14 peak MiB (15 decode tok/s).
 TEST(BenchPaperTable, DecoderRunsAddADecodeColumnAndALegend) {
   RunRecord fp32 = examples::decoder_record();
   fp32.config.precision = "fp32";
@@ -65,18 +65,19 @@ TEST(BenchPaperTable, DecoderRunsAddADecodeColumnAndALegend) {
   const auto encoder = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
   const auto table = format_paper_table({encoder, fp32, int8}, 20.0);
   const auto header = cells_of(lines_of(table)[0]);
-  ASSERT_EQ(header.size(), 15u) << table;
-  EXPECT_EQ(header[14], "decode tok/s");
+  ASSERT_EQ(header.size(), 16u) << table;
+  EXPECT_EQ(header[14], "peak MiB");
+  EXPECT_EQ(header[15], "decode tok/s");
   EXPECT_EQ(header[7], "J/inference") << "the energy column keeps its place";
-  EXPECT_EQ(cells_of(row_of(table, fp32.run_name))[14], "5000.0");
+  EXPECT_EQ(cells_of(row_of(table, fp32.run_name))[15], "5000.0");
   const auto q = cells_of(row_of(table, int8.run_name));
-  EXPECT_EQ(q[14], "7700.1");
+  EXPECT_EQ(q[15], "7700.1");
   EXPECT_EQ(q[6], "2000.0") << "seq/s of a decoder run: prefills/s";
-  EXPECT_EQ(cells_of(row_of(table, encoder.run_name))[14], "—");
+  EXPECT_EQ(cells_of(row_of(table, encoder.run_name))[15], "—");
   EXPECT_THAT(table, HasSubstr("Decoder runs: p50 ms, seq/s and J/inference are per prefill"));
 
-  // Encoder-only tables keep their 14 columns.
-  EXPECT_EQ(cells_of(lines_of(format_paper_table({encoder}, 2.0))[0]).size(), 14u);
+  // Encoder-only tables keep their 15 columns.
+  EXPECT_EQ(cells_of(lines_of(format_paper_table({encoder}, 2.0))[0]).size(), 15u);
   // A decoder's accuracy advice has no SmoothQuant (not supported for decoders).
   int8.top1_agreement = 0.5;
   const auto flagged = format_paper_table({fp32, int8}, 1.0);
@@ -86,11 +87,12 @@ TEST(BenchPaperTable, DecoderRunsAddADecodeColumnAndALegend) {
 
 TEST(BenchPaperTable, DeltasAgainstTheFp32Baseline) {
   const auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
-  const auto int8 = table_record("int8", 4.0, 0.2, 0.89, 64ull << 20);
+  auto int8 = table_record("int8", 4.0, 0.2, 0.89, 64ull << 20);
+  int8.peak_rss_bytes = 100ull << 20;
   const auto table = format_paper_table({fp32, int8}, 2.0);
 
   const auto base = cells_of(row_of(table, fp32.run_name));
-  ASSERT_EQ(base.size(), 14u) << table;
+  ASSERT_EQ(base.size(), 15u) << table;
   EXPECT_EQ(base[5], "10.00");
   EXPECT_EQ(base[6], "100.0");
   EXPECT_EQ(base[7], "0.5");
@@ -109,6 +111,10 @@ TEST(BenchPaperTable, DeltasAgainstTheFp32Baseline) {
   EXPECT_EQ(q[11], "-60.0%");
   EXPECT_EQ(q[12], "-1.00");
   EXPECT_EQ(q[13], "4.00x");
+  EXPECT_EQ(q[14], "100");  // peak MiB: the run's peak_rss_bytes, next to its model's 64 MiB
+  auto no_peak = int8;
+  no_peak.peak_rss_bytes.reset();
+  EXPECT_EQ(cells_of(row_of(format_paper_table({fp32, no_peak}, 2.0), int8.run_name))[14], "—");
   EXPECT_THAT(table, Not(HasSubstr("Accuracy drop above")));
 }
 

@@ -341,12 +341,31 @@ TEST(CliBench, DecoderRunsRefuseWhatTheyCannotMeasure) {
   for (const char* sub : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dir / sub / "results.jsonl")) << sub;
 }
 
+// --dry-run runs nothing: one line per run with its predicted peak memory and whether it fits; an
+// encoder's prediction is unavailable, saying why; no results folder is made.
+TEST(CliBench, DryRunPredictsPeakMemoryPerRunAndRunsNothing) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_dry_run");
+  const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_decoder("tiny-llama").string() +
+                             " --precisions fp32,int4 --seq 8 --threads 1 --dry-run --out " + (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dry run: nothing runs"));
+  EXPECT_THAT(r.output, HasSubstr("exact model bytes + sized buffers"));
+  EXPECT_THAT(r.output, HasSubstr("peak MiB"));
+  EXPECT_THAT(r.output, HasSubstr("tiny-llama_cpu_fp32_s8_bs1_t1"));
+  EXPECT_THAT(r.output, HasSubstr("tiny-llama_cpu_int4_g128_sym_s8_bs1_t1"));
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  const auto encoder = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_bert().string() +
+                                   " --precisions fp32 --batch 1 --seq 8 --threads 1 --dry-run");
+  ASSERT_EQ(encoder.exit_code, 0) << encoder.output;
+  EXPECT_THAT(encoder.output, HasSubstr("unavailable: predicted for decoder models only"));
+}
+
 TEST(CliBench, HelpTeaches) {
   const auto r = run_command(qjoule() + " bench --help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* text : {"--precisions", "--batch", "--seq", "--threads", "--resume", "--sweep", "--out",
                            "--max-accuracy-drop", "--min-time", "--idle", "Examples", "fp32,bf16,int8,w8,int4,nf4",
-                           "--decode-tokens", "decoder model"})
+                           "--decode-tokens", "decoder model", "--dry-run"})
     EXPECT_THAT(r.output, HasSubstr(text));
 }
 

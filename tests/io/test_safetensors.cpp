@@ -59,6 +59,24 @@ TEST_F(SafetensorsTest, RoundTripsTensorsAndMetadata) {
   EXPECT_EQ(SafetensorsFile::open(dir / "m.safetensors").metadata().at("format"), "pt");
 }
 
+// release() drops a tensor's pages from memory, never its values: the tensor and its neighbours (which
+// share its first and last pages) read back unchanged, and releasing twice is harmless.
+TEST_F(SafetensorsTest, ReleasedTensorsReadBackUnchanged) {
+  std::vector<float> before{1, 2, 3}, big(20000), after{4, 5};
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i) * 0.5f;
+  qjoule::io::write_safetensors(dir / "m.safetensors", {{"before", DType::F32, {3}, bytes_of(before)},
+                                                        {"big", DType::F32, {20000}, bytes_of(big)},
+                                                        {"after", DType::F32, {2}, bytes_of(after)}});
+  const auto ck = Checkpoint::open(dir / "m.safetensors");
+  EXPECT_EQ(ck.to_f32("big"), big);
+  ck.release("big");
+  ck.release("big");
+  ck.release("before");
+  EXPECT_EQ(ck.to_f32("before"), before);
+  EXPECT_EQ(ck.to_f32("big"), big);
+  EXPECT_EQ(ck.to_f32("after"), after);
+}
+
 TEST_F(SafetensorsTest, LoadsShardedCheckpoints) {
   std::vector<float> a{1, 2}, b{3};
   qjoule::io::write_safetensors(dir / "model-00001-of-00002.safetensors", {{"a", DType::F32, {2}, bytes_of(a)}});

@@ -93,6 +93,30 @@ TEST_P(DecoderReferenceTest, ReportsEveryLinearAndItsBytes) {
   EXPECT_EQ(model.bytes_held(), model.fp32_bytes());  // all FP32
 }
 
+// The streamed FP32 model (each Linear reads its weights from the checkpoint at every forward) runs
+// the same FP32 kernels on the same weights: its logits equal the resident model's bit for bit, and it
+// holds no Linear weights.
+TEST_P(DecoderReferenceTest, StreamedFp32ModelEqualsTheResidentOneAndHoldsNoLinearWeights) {
+  const auto ref = read_decoder_reference(GetParam());
+  const auto resident = load_decoder_lm(decoder_fixture(GetParam()));
+  const auto streamed = qjoule::model::load_decoder_lm_streamed(decoder_fixture(GetParam()));
+  const auto n = static_cast<int64_t>(ref.ids.size());
+  std::vector<float> a(static_cast<size_t>(n * ref.vocab)), b(a.size());
+  auto cache_a = resident.make_cache(), cache_b = streamed.make_cache();
+  resident.forward(ref.ids.data(), n, cache_a, a.data());
+  streamed.forward(ref.ids.data(), n, cache_b, b.data());
+  EXPECT_EQ(max_abs_diff(a.data(), b.data(), a.size()), 0.0f);
+  // Twice: the second forward reads the released pages back from the page cache.
+  cache_b.clear();
+  streamed.forward(ref.ids.data(), n, cache_b, b.data());
+  EXPECT_EQ(max_abs_diff(a.data(), b.data(), a.size()), 0.0f);
+  std::size_t linear_bytes = 0;
+  for (const auto& r : resident.linear_reports()) linear_bytes += r.bytes_held;
+  EXPECT_EQ(streamed.bytes_held(), resident.bytes_held() - linear_bytes);
+  EXPECT_EQ(streamed.fp32_bytes(), resident.fp32_bytes());
+  for (const auto& r : streamed.linear_reports()) EXPECT_EQ(r.bytes_held, 0u) << r.name;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderReferenceTest, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-gpt2"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;

@@ -62,6 +62,10 @@ class Checkpoint {
   const TensorView& at(const std::string& name) const;
   // A copy of the tensor as FP32 (from F32, F16, BF16 or F64), or an error naming its dtype.
   std::vector<float> to_f32(const std::string& name) const;
+  // Drops the pages of the tensor's bytes from this process's resident memory (madvise DONTNEED on the
+  // read-only map; the file stays in the page cache and a later read faults them back in): a model
+  // converted tensor by tensor holds at most the tensor being converted, not the whole mapped file.
+  void release(const std::string& name) const;
   std::size_t bytes_on_disk() const;  // sum of file sizes
   std::vector<std::filesystem::path> files() const;
 

@@ -83,4 +83,10 @@ class DecoderLM {
 // Loads `dir` (config.json + safetensors) into a DecoderLM.
 DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory = fp32_linear_factory());
 
+// The FP32 model of `dir` holding no Linear weights: each Linear reads its weights from the checkpoint
+// at every forward (model/streamed_linear_f32.h), so the model holds its embeddings, norms and one
+// layer's FP32 weights at a time. Outputs equal load_decoder_lm's FP32 ones; forwards are slower. For
+// reference outputs of models whose FP32 weights would not fit beside the quantized one.
+DecoderLM load_decoder_lm_streamed(const std::filesystem::path& dir);
+
 }  // namespace qjoule::model

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "qjoule/io/safetensors.h"
@@ -38,10 +39,17 @@ struct DecoderParams {
   std::vector<DecoderLayerParams> layers;
   LayerNormParams final_norm;
   LinearParams lm_head;  // [vocab, hidden], no bias; a copy of the embeddings when tied
+  // Set when the Linears were loaded deferred: their name and shape are filled, their weight and bias
+  // empty, and this fills them from the checkpoint when the model builds that Linear (which then drops
+  // them), so that a quantized model never holds every FP32 weight at once.
+  std::function<void(LinearParams&)> load_linear;
 };
 
 // Reads every parameter as FP32 and checks each shape against the config; a missing tensor or a
-// shape that disagrees is an error naming the tensor, its shape and the expected one.
-DecoderParams load_decoder_params(const io::Checkpoint& checkpoint, const DecoderConfig& config);
+// shape that disagrees is an error naming the tensor, its shape and the expected one. Each tensor's
+// mapped pages are released once converted. defer_linears: the Linears' weights are read only when
+// DecoderLM builds each one (DecoderParams::load_linear); the checkpoint must then outlive that.
+DecoderParams load_decoder_params(const io::Checkpoint& checkpoint, const DecoderConfig& config,
+                                  bool defer_linears = false);
 
 }  // namespace qjoule::model

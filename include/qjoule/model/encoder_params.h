@@ -17,10 +17,18 @@ struct LinearParams {
   int64_t in_features = 0;
   std::vector<float> weight;  // [out, in] row-major
   std::vector<float> bias;    // [out]
+  bool has_bias = false;      // set with weights not loaded yet (deferred): whether a bias will come
   // Empty for a Linear of the checkpoint. Set when the model asks for one Linear standing for several
   // that read the same input (Q, K and V): their names, in the order their rows are concatenated.
   std::vector<std::string> fused_from;
 };
+
+// Frees p's weight and bias, memory included (`p.weight = {}` would keep the capacity: it is the
+// initializer-list assignment, which clears without freeing).
+inline void free_weights(LinearParams& p) {
+  std::vector<float>().swap(p.weight);
+  std::vector<float>().swap(p.bias);
+}
 
 struct LayerNormParams {
   std::string name;

@@ -1,0 +1,116 @@
+// Writes the synthetic TinyLlama-shaped decoder (qjoule/model/synthetic_decoder.h: 22 layers, hidden
+// 2048, FFN 5632, 32/4 heads, vocabulary 4096, random weights from a fixed seed) as a Hugging Face
+// checkpoint folder: config.json and model.safetensors in BF16 (1.9 GB; --dtype f32: 3.7 GB). It is
+// the model `qjoule bench` sweeps to measure what each format costs in memory, from a checkpoint as
+// users have one (bench/README.md):
+//   build/release/bench/write_synthetic_decoder /tmp/tinyllama-shapes
+//   build/release/src/cli/qjoule bench --model /tmp/tinyllama-shapes --precisions fp32,bf16,int8,w8,int4,nf4
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "qjoule/error.h"
+#include "qjoule/io/safetensors.h"
+#include "qjoule/model/synthetic_decoder.h"
+
+namespace {
+
+using qjoule::io::DType;
+
+uint16_t to_bf16_bits(float f) {  // round to nearest even (the weights are finite)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7FFF + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+
+Tensor convert(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v, bool bf16) {
+  Tensor t{name, std::move(shape), {}};
+  if (bf16) {
+    t.bytes.resize(v.size() * 2);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const uint16_t b = to_bf16_bits(v[i]);
+      std::memcpy(t.bytes.data() + 2 * i, &b, 2);
+    }
+  } else {
+    t.bytes.resize(v.size() * 4);
+    std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  }
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Write the synthetic TinyLlama-shaped decoder as a Hugging Face checkpoint (config.json + "
+               "model.safetensors)."};
+  std::string out, dtype = "bf16";
+  int64_t layers = 22, vocab = 4096;
+  app.add_option("folder", out, "output folder (created)")->required();
+  app.add_option("--dtype", dtype, "stored dtype of every tensor")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
+  app.add_option("--layers", layers, "transformer blocks")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--vocab", vocab, "vocabulary size (TinyLlama has 32,000)")
+      ->check(CLI::Range(16, 256000))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    auto spec = qjoule::model::tinyllama_shapes_spec(vocab);
+    spec.num_layers = layers;
+    auto p = qjoule::model::synthetic_decoder_params(spec);
+    const auto& c = p.config;
+    const bool bf16 = dtype == "bf16";
+    std::vector<Tensor> tensors;
+    const auto add = [&](const std::string& name, std::vector<int64_t> shape, std::vector<float>& v) {
+      tensors.push_back(convert(name, std::move(shape), v, bf16));
+      v = {};  // one FP32 copy less as we go
+    };
+    add("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, p.token_embeddings);
+    for (std::size_t i = 0; i < p.layers.size(); ++i) {
+      auto& l = p.layers[i];
+      add(l.attn_norm.name + ".weight", {c.hidden_size}, l.attn_norm.gamma);
+      add(l.mlp_norm.name + ".weight", {c.hidden_size}, l.mlp_norm.gamma);
+      for (auto* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+        add(lin->name + ".weight", {lin->out_features, lin->in_features}, lin->weight);
+    }
+    add("model.norm.weight", {c.hidden_size}, p.final_norm.gamma);
+    add("lm_head.weight", {c.vocab_size, c.hidden_size}, p.lm_head.weight);
+
+    std::filesystem::create_directories(out);
+    std::vector<qjoule::io::TensorToWrite> views;
+    for (const auto& t : tensors) views.push_back({t.name, bf16 ? DType::BF16 : DType::F32, t.shape, t.bytes});
+    qjoule::io::write_safetensors(std::filesystem::path(out) / "model.safetensors", views, {{"format", "pt"}});
+    const nlohmann::json config = {
+        {"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
+        {"hidden_size", c.hidden_size},         {"intermediate_size", c.intermediate_size},
+        {"num_hidden_layers", c.num_layers},    {"num_attention_heads", c.num_heads},
+        {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
+        {"vocab_size", c.vocab_size},           {"max_position_embeddings", c.max_positions},
+        {"hidden_act", "silu"},                 {"rms_norm_eps", c.norm_eps},
+        {"rope_theta", c.rope_theta},           {"tie_word_embeddings", false},
+        {"attention_bias", false},              {"mlp_bias", false},
+        {"torch_dtype", bf16 ? "bfloat16" : "float32"}};
+    std::ofstream(std::filesystem::path(out) / "config.json") << config.dump(2) << "\n";
+    std::size_t bytes = 0;
+    for (const auto& t : tensors) bytes += t.bytes.size();
+    fmt::print("wrote {}: {} tensors, {:.2f} GB of {} ({} layers, hidden {}, FFN {}, vocab {})\n", out, tensors.size(),
+               double(bytes) / 1e9, dtype, c.num_layers, c.hidden_size, c.intermediate_size, c.vocab_size);
+  } catch (const qjoule::Error& e) {
+    fmt::print(stderr, "write_synthetic_decoder: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
