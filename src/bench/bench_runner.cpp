@@ -333,16 +333,20 @@ struct BenchRunner::Impl {
     try {
       run_measured(c, r);
     } catch (const std::exception& e) {
-      r.status = "failed";
-      r.error = e.what();
-      r.latency.reset();
-      // A decoder run keeps the N and M it was asked for; no phase figure of a failed run stands.
-      r.prefill_tokens_per_s_mean.reset();
-      r.prefill_tokens_per_s_std.reset();
-      r.decode_iters.reset();
-      r.decode_tokens_per_s_mean.reset();
-      r.decode_tokens_per_s_std.reset();
-      r.decode_ms_per_token_mean.reset();
+      // No measured figure of a failed run stands: a fresh record keeps what identifies the run (its
+      // configuration, start, environment, the N and M a decoder run was asked for) and its notes.
+      RunRecord failed;
+      failed.config = r.config;
+      failed.run_name = r.run_name;
+      failed.start_time = r.start_time;
+      failed.environment = r.environment;
+      failed.warmup_iters = r.warmup_iters;
+      failed.prefill_tokens = r.prefill_tokens;
+      failed.decode_tokens = r.decode_tokens;
+      failed.notes = std::move(r.notes);
+      failed.status = "failed";
+      failed.error = e.what();
+      r = std::move(failed);
     }
     if (options.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
     return r;

@@ -1,10 +1,15 @@
 #include "qjoule/bench/results_store.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <optional>
 #include <utility>
@@ -56,6 +61,23 @@ std::string json_error_text(const std::string& what) {
   return what.rfind("[json.exception", 0) == 0 && close != std::string::npos ? what.substr(close + 2) : what;
 }
 
+// The pid holding a flock on the file behind `fd`, from /proc/locks ("" when it cannot be told).
+std::string flock_holder(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return "";
+  const std::string device_inode =
+      fmt::format("{:02x}:{:02x}:{}", major(st.st_dev), minor(st.st_dev), static_cast<unsigned long>(st.st_ino));
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream fields(line);
+    std::string index, kind, mode, access, pid, where;
+    if (!(fields >> index >> kind >> mode >> access >> pid >> where)) continue;
+    if (kind == "FLOCK" && where == device_inode) return pid;
+  }
+  return "";
+}
+
 }  // namespace
 
 ResultsStore ResultsStore::open(const std::filesystem::path& out_dir) {
@@ -63,6 +85,17 @@ ResultsStore ResultsStore::open(const std::filesystem::path& out_dir) {
   const auto path = out_dir / kResultsFileName;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) fail("'{}' is not writable: {}", path.string(), errno_text(errno));
+  // One writer per results file for the store's whole life: a second bench on the same --out (a
+  // concurrent --resume, say) would run and record every configuration again.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    const std::string holder = flock_holder(fd);
+    ::close(fd);
+    if (err == EWOULDBLOCK)
+      fail("'{}' is in use by another qjoule bench{}; wait for it to finish, or choose another --out", path.string(),
+           holder.empty() ? "" : " (pid " + holder + ")");
+    fail("cannot lock '{}': {}", path.string(), errno_text(err));
+  }
   ResultsStore store(out_dir, fd);
   store.load();
   return store;

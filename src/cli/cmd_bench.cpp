@@ -4,6 +4,7 @@
 // batch 1 and times its prefill (--seq prompt tokens) and decode (--decode-tokens) phases apart.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -19,6 +20,7 @@
 
 #include "cli/bench_dry_run.h"
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/paper_table.h"
 #include "qjoule/bench/results_csv.h"
@@ -108,6 +110,13 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.decode_tokens == 0) fail("--decode-tokens 0, expected at least 1");
   const auto configs = bench::expand_sweep(sweep_from_args(a));
   bench::validate_configs(configs, a.decode_tokens);
+  int most_threads = 0;
+  for (const auto& c : configs) {
+    if (c.threads > kMaxThreads)
+      fail("run {}: {} threads is out of range, expected 1 to {}", bench::run_name(c), c.threads, kMaxThreads);
+    most_threads = std::max(most_threads, c.threads);
+  }
+  warn_if_more_threads_than_cpus(most_threads, "--threads");
   if (a.dry_run) {
     print_bench_dry_run(configs, a.decode_tokens);
     return;
@@ -224,7 +233,12 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     fmt::print(stderr, "[{:>{}}/{}] {} ...", index, std::to_string(configs.size()).size(), configs.size(), name);
     std::fflush(stderr);
     const bench::RunRecord r = runner.run(c);
-    store.append(r);
+    try {
+      store.append(r);
+    } catch (const Error&) {
+      fmt::print(stderr, "\n");  // the error goes on its own line, not after the progress line's "..."
+      throw;
+    }
     ++done;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const double eta = elapsed / double(done) * double(to_run - done);
@@ -318,20 +332,26 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--decode-tokens", a->decode_tokens,
                   "Decoder models: tokens generated (greedy, one per step) per timed decode repetition after the "
                   "prompt; --seq + this must fit max_position_embeddings")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1e6));
   auto* threads = cmd->add_option("--threads", a->threads, "CPU thread counts, comma-separated (default: all cores)");
   cmd->add_option("--device", a->device,
                   "cpu, or cuda / cuda:N: encoder classifiers entirely on GPU N (fp32, tf32, fp16, bf16, int8, fp8, "
                   "int4, nf4), latency from CUDA events, energy from that GPU's NVML sensor")
       ->capture_default_str();
-  cmd->add_option("--warmup", a->warmup, "Batches run before timing")->capture_default_str();
-  cmd->add_option("--iters", a->iters, "Timed batches per run (default: as many as fit --min-time)");
+  cmd->add_option("--warmup", a->warmup, "Batches run before timing")->capture_default_str()->check(in_range(0, 1e6));
+  cmd->add_option("--iters", a->iters, "Timed batches per run (default: as many as fit --min-time)")
+      ->check(in_range(1, 1e9));
   cmd->add_option("--min-time", a->min_time,
                   "Seconds of timed batches per run, at least (and at least 10 energy-counter updates)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 86400));
   cmd->add_option("--idle", a->idle, "Seconds of idle power measured first, subtracted as net energy (with sensors)")
-      ->capture_default_str();
-  cmd->add_option("--cooldown", a->cooldown, "Seconds to sleep after each run")->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 3600));
+  cmd->add_option("--cooldown", a->cooldown, "Seconds to sleep after each run")
+      ->capture_default_str()
+      ->check(in_range(0, 3600));
   cmd->add_option("--sweep", a->sweep, "Sweep file (JSON): defaults, swept keys, mode")->check(CLI::ExistingFile);
   cmd->add_option("--out", a->out,
                   "Output folder for results.jsonl, results.csv, summary.md, report.html (default: a new qjoule-bench/<UTC time>)");
@@ -341,10 +361,13 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                 "now (a sweep skips, with one line, a decoder run predicted not to fit)");
   cmd->add_option("--max-accuracy-drop", a->max_accuracy_drop,
                   "Flag runs whose accuracy (or agreement) drops more than this many points below FP32")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 100));
   cmd->add_flag("--trace", a->trace,
                 "Keep each run's power readings in OUT/traces/<run>.csv (time_s,sensor,energy_j,power_w)");
-  cmd->add_option("--interval", a->interval_ms, "Energy sampling period in milliseconds")->capture_default_str();
+  cmd->add_option("--interval", a->interval_ms, "Energy sampling period in milliseconds")
+      ->capture_default_str()
+      ->check(above(0, 60000));
   cmd->add_option("--power-meter", a->power_meter, "External meter: file:PATH or cmd:COMMAND (CSV timestamp_s,watts)");
   cmd->add_option("--energy-estimate", a->estimate,
                   "Only when no sensor can measure: cpu-tdp=WATTS, scaled by CPU utilisation, labelled estimated");

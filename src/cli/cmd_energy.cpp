@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "cli/format_util.h"
 #include "energy/child_process.h"
 #include "qjoule/energy/discovery.h"
@@ -241,13 +242,13 @@ void add_energy_command(CLI::App& app, CommandContext& ctx) {
                   "Sampling period in milliseconds (one thread samples every sensor)")
       ->type_name("MS")
       ->capture_default_str()
-      ->check(CLI::Range(0.1, 10000.0));
+      ->check(in_range(0.1, 10000));
   cmd->add_option("--idle", options->idle_s,
                   "Seconds of idle power to measure before the command; net energy subtracts it "
                   "(0 skips; skipped anyway when no sensor exists)")
       ->type_name("S")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(in_range(0, 3600));
   cmd->add_option("--json", options->json_path, "Write the measurement as JSON to FILE (`-` for stdout)")
       ->type_name("FILE");
   cmd->add_option("--trace", options->trace_path,

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "cli/format_util.h"
 #include "cli/quant_options.h"
 #include "qjoule/dataset.h"
@@ -89,7 +90,7 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
     fail("--smoothquant --device {}: SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per "
          "token without smoothing); use --device cpu",
          a.device);
-  kernels::set_num_threads(a.threads);
+  use_threads(a.threads);
 
   if (model::model_family(a.model) == model::ModelFamily::Decoder)
     fail("{}: a decoder language model; qjoule eval scores sequence classifiers, qjoule ppl scores language models",
@@ -214,7 +215,8 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
                              "int8: SmoothQuant with this alpha (default 0.5 when given without a value)")
                  ->expected(0, 1);
   cmd->add_option("--calib", a->calib, "SmoothQuant: calibrate on the first N examples of the dataset")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1e9));
   cmd->add_option("--act-dtype", a->act_dtype,
                   "Activations between operations: f32, or bf16 (rounded to BF16 between operations; emulated on "
                   "CPUs without BF16 arithmetic, so its speed is labelled not representative)")
@@ -223,11 +225,13 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
                 "Skip the FP32 reference run that a non-FP32 precision is compared with (top-1 agreement, "
                 "mean KL, max |Δlogit|)");
   cmd->add_option("--batch", a->batch, "Sequences per forward pass (padded to the longest in the batch)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1e6));
   cmd->add_option("--max-length", a->max_length,
                   "Truncate sequences to this many tokens, [CLS] and [SEP] included "
-                  "(default: the model's max_position_embeddings)");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+                  "(default: the model's max_position_embeddings)")
+      ->check(in_range(1, 1e6));
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
   cmd->add_option("--device", a->device,
                   "cpu, or cuda / cuda:N: the whole model on GPU N (formats fp32, tf32, fp16, bf16, int8, fp8, int4, "
                   "nf4; where the CUDA backend is built and a GPU is usable)")

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "cli/decoder_model.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/threads.h"
@@ -30,7 +31,7 @@ int32_t argmax(const std::vector<float>& x) {
 
 void run_generate(const GenerateArgs& a) {
   if (a.max_new < 1) fail("--max-new {} is out of range, expected at least 1", a.max_new);
-  kernels::set_num_threads(a.threads);
+  use_threads(a.threads);
   auto d = load_decoder(a.model, a.quant);
   const auto& cfg = d.model.config();
   const auto prompt = d.tokenizer.encode(a.prompt, /*add_special_tokens=*/true);
@@ -96,9 +97,10 @@ void add_generate_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--prompt", a->prompt, "The text to continue")->required();
   cmd->add_option("--max-new", a->max_new, "Most tokens to generate (stops earlier at the end-of-sequence token)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1e6));
   add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
   cmd->callback([a] { run_generate(*a); });
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "cli/decoder_model.h"
 #include "cli/format_util.h"
 #include "qjoule/error.h"
@@ -44,7 +45,7 @@ std::string read_text(const std::string& path) {
 
 void run_ppl(const PplArgs& a) {
   if (a.max_tokens < 0) fail("--max-tokens {} is negative, expected 0 (all) or a token count", a.max_tokens);
-  kernels::set_num_threads(a.threads);
+  use_threads(a.threads);
   const std::string text = read_text(a.text);
   auto d = load_decoder(a.model, a.quant);
   const auto& cfg = d.model.config();
@@ -137,14 +138,17 @@ void add_ppl_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--text", a->text, "UTF-8 text file to score")->required();
   add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
-  cmd->add_option("--ctx", a->ctx, "Tokens per window (default: 512 or max_position_embeddings if smaller)");
-  cmd->add_option("--stride", a->stride, "Tokens between window starts (default: half of --ctx)");
-  cmd->add_option("--max-tokens", a->max_tokens, "Score only the first N tokens of the text (default: all)");
+  cmd->add_option("--ctx", a->ctx, "Tokens per window (default: 512 or max_position_embeddings if smaller)")
+      ->check(in_range(2, 1e7));
+  cmd->add_option("--stride", a->stride, "Tokens between window starts (default: half of --ctx)")
+      ->check(in_range(1, 1e7));
+  cmd->add_option("--max-tokens", a->max_tokens, "Score only the first N tokens of the text (default: all)")
+      ->check(in_range(2, 1e12));
   cmd->add_option("--kl-base", a->kl_base, "Compare with a base run saved by --save-kl-base (same text and options)");
   cmd->add_option("--save-kl-base", a->save_kl_base,
                   "Save this run's log-probabilities (FP16, scored tokens × vocab × 2 bytes) as a KL base");
   cmd->add_option("--json", a->json, "Also write the result as JSON to this file ('-' for stdout)");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
   cmd->callback([a] { run_ppl(*a); });
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "qjoule/report/html_report.h"
 #include "qjoule/report/tolerant_reader.h"
 
@@ -74,7 +75,8 @@ void add_report_command(CLI::App& app, CommandContext& /*ctx*/) {
   cmd->add_option("--baseline", a->baseline, "Precision the table's deltas compare against")->capture_default_str();
   cmd->add_option("--max-accuracy-drop", a->max_accuracy_drop,
                   "Flag runs whose accuracy (or agreement) drops more than this many points below the baseline")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 100));
   cmd->callback([a] { run_report(*a); });
 }
 

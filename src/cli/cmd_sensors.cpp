@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "cli/format_util.h"
 #include "qjoule/energy/discovery.h"
 #include "qjoule/energy/energy_meter.h"
@@ -117,7 +118,7 @@ void add_sensors_command(CLI::App& app, CommandContext& ctx) {
                   "period and current power; 0 skips")
       ->type_name("MS")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 60000.0));
+      ->check(in_range(0, 60000));
   cmd->add_option("--json", options->json_path, "Also write the list as JSON to FILE (`-` for stdout)")
       ->type_name("FILE");
   cmd->callback([options, &ctx] {

@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ValidationError& e) {
+    // A flag's value outside its range: one line naming the flag, the value and the range.
+    std::fprintf(stderr, "qjoule: error: %s\n", e.what());
+    return 1;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const qjoule::Error& e) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -137,6 +138,51 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   return st;
 }
 
+namespace {
+
+// A shard named by the index must be a file of the checkpoint's folder: a name that leaves it (an
+// absolute path, a ".." component) is refused rather than opened. Symlinks inside the folder are
+// followed: the Hugging Face cache keeps every shard as a link into its blobs folder.
+void require_inside_folder(const std::filesystem::path& index_path, const std::string& tensor,
+                           const std::string& shard, const std::filesystem::path& folder) {
+  const std::filesystem::path named = std::filesystem::path(shard).lexically_normal();
+  bool inside = !shard.empty() && !named.is_absolute() && !named.has_root_name() && named.has_filename();
+  for (const auto& part : named) inside = inside && part != "..";
+  if (!inside)
+    fail("{}: weight_map['{}'] names shard '{}', which is outside the checkpoint folder {}; expected a file name "
+         "inside it",
+         index_path.string(), tensor, shard, folder.string());
+}
+
+}  // namespace
+
+// Every weight read is checked once, at every precision: a NaN or Inf would make every output of the
+// model meaningless (and an FP32 run agree with itself), so it is an error naming the tensor and the
+// first bad element. Branch-free over blocks, so the check costs a fraction of the conversion.
+static void require_finite_tensor(const TensorView& t, const std::string& name, const std::vector<float>& values) {
+  constexpr std::size_t kBlock = 4096;
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (std::size_t base = 0; base < values.size(); base += kBlock) {
+    const std::size_t end = std::min(values.size(), base + kBlock);
+    bool bad = false;
+    for (std::size_t i = base; i < end; ++i) bad |= !(std::fabs(values[i]) <= kMax);
+    if (!bad) continue;
+    std::size_t i = base;
+    while (std::fabs(values[i]) <= kMax) ++i;
+    std::vector<int64_t> index(t.shape.size());
+    std::size_t rest = i;
+    for (std::size_t d = t.shape.size(); d-- > 0;) {
+      const auto extent = static_cast<std::size_t>(std::max<int64_t>(t.shape[d], 1));
+      index[d] = static_cast<int64_t>(rest % extent);
+      rest /= extent;
+    }
+    const char* found = std::isnan(values[i]) ? "NaN" : (values[i] > 0 ? "+Inf" : "-Inf");
+    fail("{}: tensor '{}' {} has {} at [{}]; expected finite values (the model's outputs would be meaningless at "
+         "any precision)",
+         t.file.string(), name, t.shape_string(), found, fmt::join(index, ", "));
+  }
+}
+
 Checkpoint Checkpoint::open(const std::filesystem::path& path) {
   Checkpoint ck;
   ck.source_ = path;
@@ -156,6 +202,7 @@ Checkpoint Checkpoint::open(const std::filesystem::path& path) {
       if (!shard.is_string()) fail("{}: weight_map['{}'] is not a file name", index_path.string(), tensor);
       const auto name = shard.get<std::string>();
       if (!shard_of_file.count(name)) {
+        require_inside_folder(index_path, tensor, name, path);
         shard_of_file[name] = ck.files_.size();
         ck.files_.push_back(SafetensorsFile::open(path / name));
       }
@@ -223,6 +270,7 @@ std::vector<float> Checkpoint::to_f32(const std::string& name) const {
       fail("{}: tensor '{}' has dtype {}, expected a floating-point dtype (F32, F16, BF16, F64)", t.file.string(),
            name, dtype_name(t.dtype));
   }
+  require_finite_tensor(t, name, out);
   return out;
 }
 

@@ -23,6 +23,18 @@ std::optional<int64_t> ConfigReconciler::int_field(const char* field) const {
   return it->get<int64_t>();
 }
 
+double ConfigReconciler::positive_number_field(const char* field, double fallback) const {
+  const auto v = number_field(field);
+  if (!v) return fallback;
+  if (!(*v > 0.0)) fail("{}: {} = {}, expected a positive number", path_, field, *v);
+  return *v;
+}
+
+void ConfigReconciler::require_token_id_in_vocab(const char* field, std::optional<int64_t> id, int64_t vocab) const {
+  if (id && (*id < 0 || *id >= vocab))
+    fail("{}: {} = {} is outside the vocabulary [0, {}) of the embeddings", path_, field, *id, vocab);
+}
+
 std::optional<double> ConfigReconciler::number_field(const char* field) const {
   auto it = config_.find(field);
   if (it == config_.end() || it->is_null()) return std::nullopt;

@@ -119,8 +119,8 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
     out.max_positions = *window;
     out.inferred_fields.push_back(fmt::format("max_position_embeddings limited to sliding_window = {}", *window));
   }
-  out.norm_eps = static_cast<float>(r.number_field("rms_norm_eps").value_or(1e-6));
-  out.rope_theta = r.number_field("rope_theta").value_or(out.arch == DecoderArch::Qwen2 ? 1e6 : 10000.0);
+  out.norm_eps = static_cast<float>(r.positive_number_field("rms_norm_eps", 1e-6));
+  out.rope_theta = r.positive_number_field("rope_theta", out.arch == DecoderArch::Qwen2 ? 1e6 : 10000.0);
   out.rope_scaling = read_rope_scaling(r, config, out.max_positions);
   out.activation = config.value("hidden_act", std::string("silu"));
   if (out.activation != "silu")
@@ -176,7 +176,7 @@ void load_gpt2(const std::filesystem::path& path, const json& config, const io::
     fail("{}: n_head = {} does not divide n_embd = {}", r.path(), out.num_heads, out.hidden_size);
   out.num_kv_heads = out.num_heads;
   out.head_dim = out.hidden_size / out.num_heads;
-  out.norm_eps = static_cast<float>(r.number_field("layer_norm_epsilon").value_or(1e-5));
+  out.norm_eps = static_cast<float>(r.positive_number_field("layer_norm_epsilon", 1e-5));
   out.activation = config.value("activation_function", std::string("gelu_new"));
   if (out.activation != "gelu_new" && out.activation != "gelu_pytorch_tanh" && out.activation != "gelu")
     fail("{}: activation_function = '{}' is not supported; supported: gelu_new, gelu_pytorch_tanh, gelu", r.path(),
@@ -238,6 +238,10 @@ DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Ch
     load_llama_family(path, config, ck, out);
   out.bos_token_id = token_id(config, "bos_token_id");
   out.eos_token_id = token_id(config, "eos_token_id");
+  std::vector<std::string> no_inference;
+  const ConfigReconciler ids(path, config, ck, no_inference);
+  ids.require_token_id_in_vocab("bos_token_id", out.bos_token_id, out.vocab_size);
+  ids.require_token_id_in_vocab("eos_token_id", out.eos_token_id, out.vocab_size);
   if (out.num_layers == 0) fail("{}: the checkpoint holds no transformer layers", path.string());
   return out;
 }

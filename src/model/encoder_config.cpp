@@ -142,10 +142,10 @@ EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Ch
   if (act != "gelu" && act != "relu")
     fail("{}: {} = '{}' is not supported; supported: gelu (erf form), relu", path.string(), f.activation, act);
   out.activation = act;
-  if (config.contains("layer_norm_eps") && config["layer_norm_eps"].is_number())
-    out.layer_norm_eps = config["layer_norm_eps"].get<float>();
+  out.layer_norm_eps = static_cast<float>(r.positive_number_field("layer_norm_eps", out.layer_norm_eps));
   if (config.contains("pad_token_id") && config["pad_token_id"].is_number_integer())
     out.pad_token_id = config["pad_token_id"].get<int64_t>();
+  r.require_token_id_in_vocab("pad_token_id", out.pad_token_id, out.vocab_size);
   if (!bert && config.value("sinusoidal_pos_embds", false))
     fail("{}: sinusoidal_pos_embds = true is not supported; expected false (learned positions)", path.string());
   return out;

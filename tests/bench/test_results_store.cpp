@@ -7,6 +7,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "error_of.h"
 
@@ -58,6 +59,21 @@ TEST(BenchResultsStore, CreatesTheDirectoryAppendsAndReopens) {
   EXPECT_TRUE(store.has(examples::failed_record().run_name));
   EXPECT_FALSE(store.has("nope"));
   EXPECT_EQ(store.results_path(), dir / "results.jsonl");
+}
+
+// One writer per results file: a second store on the same folder (a second `bench --resume` on one
+// --out) is refused with one line naming the holder, until the first is closed.
+TEST(BenchResultsStore, ASecondWriterOnTheSameFolderIsRefusedNamingTheHolder) {
+  const auto dir = test::temp_dir("bench_store_locked");
+  {
+    auto first = ResultsStore::open(dir);
+    const auto message = error_of([&] { ResultsStore::open(dir); });
+    EXPECT_THAT(message, HasSubstr("results.jsonl' is in use by another qjoule bench (pid " +
+                                   std::to_string(::getpid()) + "); wait for it to finish, or choose another --out"));
+    auto moved = std::move(first);  // the lock moves with the store
+    EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }), HasSubstr("is in use by another qjoule bench"));
+  }
+  EXPECT_NO_THROW(ResultsStore::open(dir));
 }
 
 TEST(BenchResultsStore, AppendingARecordedRunFails) {
@@ -162,9 +178,11 @@ TEST(BenchResultsStore, AnUnwritableDirectoryFailsBeforeAnyRun) {
 
 TEST(BenchResultsStore, MovesKeepTheFile) {
   const auto dir = test::temp_dir("bench_store_move");
-  auto store = ResultsStore::open(dir);
-  ResultsStore moved = std::move(store);
-  moved.append(examples::full_record());
+  {
+    auto store = ResultsStore::open(dir);
+    ResultsStore moved = std::move(store);
+    moved.append(examples::full_record());
+  }
   EXPECT_EQ(ResultsStore::open(dir).records().size(), 1u);
 }
 

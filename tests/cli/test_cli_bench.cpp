@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +109,26 @@ TEST(CliBench, TinyBertSweepWritesRecordsCsvAndTable) {
   EXPECT_EQ(count_lines(out / "results.jsonl"), 6u);
 }
 
+// Two benches on one --out at the same time: the second gets one line naming the first (the results
+// file is locked for a bench's whole run), and every configuration is recorded exactly once.
+TEST(CliBench, ConcurrentResumesOnOneOutRecordEachRunOnce) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_concurrent");
+  const auto out = dir / "out";
+  const std::string bench = no_sensors(dir) + qjoule() + " bench --model " + tiny_bert().string() +
+                            " --precisions fp32,int8,bf16 --batch 1 --seq 8 --threads 1 --min-time 0.4 --idle 0 "
+                            "--resume --out " + out.string();
+  const auto r = run_command("sh -c '" + bench + " > " + (dir / "a.log").string() + " 2>&1 & " + bench + "; wait'");
+  std::stringstream a_log;
+  a_log << std::ifstream(dir / "a.log").rdbuf();
+  const std::string both = r.output + a_log.str();
+  EXPECT_THAT(both, HasSubstr("results.jsonl' is in use by another qjoule bench (pid "));
+  const auto records = read_records(out / "results.jsonl");
+  std::set<std::string> names;
+  for (const auto& rec : records) names.insert(rec["run_name"].get<std::string>());
+  EXPECT_EQ(records.size(), 3u) << both;
+  EXPECT_EQ(names.size(), 3u) << both;
+}
+
 TEST(CliBench, KilledSweepResumesWithEveryRunExactlyOnce) {
   const auto dir = qjoule::test::temp_dir("cli_bench_kill");
   const auto out = dir / "out";
@@ -192,7 +213,25 @@ INSTANTIATE_TEST_SUITE_P(
         BadBench{"sweep_unknown_key", "--sweep DIR/sweep.json --out DIR/out", "repeat"},
         BadBench{"unwritable_out", "--seq 16 --out DIR/file/out", "is not writable"},
         BadBench{"resume_without_out", "--seq 16 --resume", "--resume needs --out DIR"},
-        BadBench{"unknown_device", "--device tpu --seq 16 --out DIR/out", "--device tpu: expected cpu, cuda or cuda:N"}),
+        BadBench{"unknown_device", "--device tpu --seq 16 --out DIR/out", "--device tpu: expected cpu, cuda or cuda:N"},
+        BadBench{"batch_negative", "--batch -1 --seq 16 --out DIR/out", "--batch '-1': '-1' is not a positive integer"},
+        BadBench{"threads_huge", "--threads 1,100000 --seq 16 --out DIR/out",
+                 "100000 threads is out of range, expected 1 to 1024"},
+        BadBench{"warmup_negative", "--warmup -1 --seq 16 --out DIR/out",
+                 "--warmup: -1 is out of range, expected 0 to 1000000"},
+        BadBench{"iters_zero", "--iters 0 --seq 16 --out DIR/out",
+                 "--iters: 0 is out of range, expected 1 to 1000000000"},
+        BadBench{"cooldown_negative", "--cooldown -1 --seq 16 --out DIR/out",
+                 "--cooldown: -1 is out of range, expected 0 to 3600"},
+        BadBench{"idle_negative", "--idle -1 --seq 16 --out DIR/out", "--idle: -1 is out of range, expected 0 to 3600"},
+        BadBench{"min_time_text", "--min-time soon --seq 16 --out DIR/out",
+                 "--min-time: 'soon' is not a number, expected 0 to 86400"},
+        BadBench{"interval_zero", "--interval 0 --seq 16 --out DIR/out",
+                 "--interval: 0 is out of range, expected more than 0 and at most 60000"},
+        BadBench{"accuracy_drop_negative", "--max-accuracy-drop -2 --seq 16 --out DIR/out",
+                 "--max-accuracy-drop: -2 is out of range, expected 0 to 100"},
+        BadBench{"decode_tokens_negative", "--decode-tokens -1 --seq 16 --out DIR/out",
+                 "--decode-tokens: -1 is out of range, expected 1 to 1000000"}),
     [](const ::testing::TestParamInfo<BadBench>& case_info) { return case_info.param.name; });
 
 // `--device cuda`: without a usable GPU (or the CUDA backend), one line with the reason before any run,
@@ -337,7 +376,7 @@ TEST(CliBench, DecoderRunsRefuseWhatTheyCannotMeasure) {
                                          "than the 128 positions"));
   const auto zero = run_command(qjoule() + model + " --seq 16 --decode-tokens 0 --out " + (dir / "c").string());
   EXPECT_EQ(zero.exit_code, 1) << zero.output;
-  EXPECT_THAT(zero.output, HasSubstr("--decode-tokens 0, expected at least 1"));
+  EXPECT_THAT(zero.output, HasSubstr("--decode-tokens: 0 is out of range, expected 1 to 1000000"));
   for (const char* sub : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dir / sub / "results.jsonl")) << sub;
 }
 

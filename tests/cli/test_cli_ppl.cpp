@@ -61,6 +61,28 @@ TEST(CliPpl, ContextBeyondThePositionsIsOneLineNamingBothNumbers) {
   expect_one_error_line(r, "--ctx 4096 is beyond the model's max_position_embeddings = ");
 }
 
+// Numeric flags out of range: one line naming the flag, the value and the range (never a silent default).
+TEST(CliPpl, NumericFlagsOutOfRangeAreOneLine) {
+  const std::string ppl = qjoule() + " ppl --model " + fixture("tiny-llama").string() + " --text " +
+                          (fixture("tiny-llama") / "config.json").string();
+  expect_one_error_line(run_command(ppl + " --ctx 0"), "--ctx: 0 is out of range, expected 2 to 10000000");
+  expect_one_error_line(run_command(ppl + " --stride 0"), "--stride: 0 is out of range, expected 1 to 10000000");
+  expect_one_error_line(run_command(ppl + " --max-tokens -5"), "--max-tokens: -5 is out of range, expected 2 to");
+  expect_one_error_line(run_command(ppl + " --threads 0"), "--threads: 0 is out of range, expected 1 to 1024");
+  const std::string generate = qjoule() + " generate --model " + fixture("tiny-llama").string() + " --prompt hi";
+  expect_one_error_line(run_command(generate + " --threads -1"), "--threads: -1 is out of range, expected 1 to 1024");
+  expect_one_error_line(run_command(generate + " --max-new 0"), "--max-new: 0 is out of range, expected 1 to 1000000");
+}
+
+// More threads than logical CPUs runs, with one warning line saying what it costs.
+TEST(CliPpl, MoreThreadsThanCpusIsAWarning) {
+  const auto r = run_command(qjoule() + " generate --model " + fixture("tiny-llama").string() +
+                             " --prompt hi --max-new 1 --threads 1024");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("warning: --threads 1024 is more than the "));
+  EXPECT_THAT(r.output, HasSubstr("logical CPUs here: threads will share CPUs"));
+}
+
 TEST(CliPpl, AnEmptyTextIsOneLine) {
   const auto text = qjoule::test::temp_dir("cli_ppl_empty") / "empty.txt";
   std::ofstream(text) << "\n  \n";

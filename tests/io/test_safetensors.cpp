@@ -1,5 +1,6 @@
 // safetensors reader: round trips, sharded checkpoints, and one test per bad-input message.
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,59 @@ TEST_F(SafetensorsTest, MissingTensorAndMissingFile) {
   } catch (const qjoule::Error& e) {
     EXPECT_THAT(std::string(e.what()), HasSubstr("nope: no such file or folder"));
   }
+}
+
+// An index whose shard path leaves the checkpoint folder (through "..", or absolute) is one line naming
+// the index, the tensor and the path; nothing outside is opened. A symlink inside the folder is
+// followed (the Hugging Face cache's layout: every shard a link into its blobs folder).
+TEST_F(SafetensorsTest, ShardPathsMustStayInsideTheCheckpointFolder) {
+  std::vector<float> a{1};
+  const fs::path outside = dir / "outside";
+  fs::create_directories(outside);
+  qjoule::io::write_safetensors(outside / "s1.safetensors", {{"a", DType::F32, {1}, bytes_of(a)}});
+  const fs::path model = dir / "model";
+  fs::create_directories(model);
+  fs::create_symlink(outside, model / "link");
+  const std::vector<std::string> escaping = {"../outside/s1.safetensors", (outside / "s1.safetensors").string(),
+                                             "link/../../outside/s1.safetensors"};
+  for (const std::string& shard : escaping) {
+    std::ofstream(model / "model.safetensors.index.json") << R"({"weight_map": {"a": ")" + shard + R"("}})";
+    try {
+      Checkpoint::open(model);
+      FAIL() << "expected an error for " << shard;
+    } catch (const qjoule::Error& e) {
+      EXPECT_THAT(std::string(e.what()), AllOf(HasSubstr("model.safetensors.index.json: weight_map['a'] names shard '" +
+                                                         shard + "', which is outside the checkpoint folder"),
+                                               HasSubstr("expected a file name inside it")));
+    }
+  }
+  std::ofstream(model / "model.safetensors.index.json") << R"({"weight_map": {"a": "link/s1.safetensors"}})";
+  EXPECT_EQ(Checkpoint::open(model).to_f32("a"), a);
+}
+
+// A NaN or Inf in a weight is an error at load, at every precision (FP32 included), naming the file, the
+// tensor, its shape and the first bad element's index; F16 and BF16 infinities too.
+TEST_F(SafetensorsTest, NonFiniteWeightsAreAnErrorNamingTheTensorAndIndex) {
+  std::vector<float> w(2 * 5, 0.5f);
+  w[7] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> v{1.0f, -std::numeric_limits<float>::infinity()};
+  std::vector<uint16_t> h{0x3c00, 0x7c00};  // fp16 1.0, +Inf
+  qjoule::io::write_safetensors(dir / "m.safetensors", {{"layer.weight", DType::F32, {2, 5}, bytes_of(w)},
+                                                        {"v", DType::F32, {2}, bytes_of(v)},
+                                                        {"h", DType::F16, {2}, std::as_bytes(std::span(h))}});
+  const auto ck = Checkpoint::open(dir / "m.safetensors");
+  const auto message = [&](const std::string& name) {
+    try {
+      (void)ck.to_f32(name);
+    } catch (const qjoule::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message("layer.weight"), AllOf(HasSubstr("m.safetensors: tensor 'layer.weight' [2, 5] has NaN at [1, 2]"),
+                                             HasSubstr("expected finite values")));
+  EXPECT_THAT(message("v"), HasSubstr("tensor 'v' [2] has -Inf at [1]"));
+  EXPECT_THAT(message("h"), HasSubstr("tensor 'h' [2] has +Inf at [1]"));
 }
 
 TEST_F(SafetensorsTest, ShardIndexNamingAbsentTensor) {

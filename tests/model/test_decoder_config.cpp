@@ -86,6 +86,31 @@ TEST(DecoderConfig, DisagreementsNameTheFieldAndBothValues) {
   EXPECT_NE(m3.find("lm_head.weight"), std::string::npos) << m3;
 }
 
+// Values the model uses outside their range are one line naming the file, the field and the value:
+// a norm epsilon or RoPE theta that is not positive (it would give NaN perplexities), a special token
+// id outside the vocabulary.
+TEST(DecoderConfig, ValuesOutsideTheirRangeNameTheField) {
+  struct Case {
+    const char* fixture;
+    const char* field;
+    json value;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"tiny-llama", "rms_norm_eps", -1e-6, "rms_norm_eps = -1e-06, expected a positive number"},
+      {"tiny-llama", "rope_theta", 0, "rope_theta = 0, expected a positive number"},
+      {"tiny-qwen2", "rms_norm_eps", 0.0, "rms_norm_eps = 0, expected a positive number"},
+      {"tiny-gpt2", "layer_norm_epsilon", -0.5, "layer_norm_epsilon = -0.5, expected a positive number"},
+      {"tiny-llama", "eos_token_id", 100000, "eos_token_id = 100000 is outside the vocabulary [0, "},
+      {"tiny-gpt2", "bos_token_id", -1, "bos_token_id = -1 is outside the vocabulary [0, "},
+  };
+  for (const auto& c : cases) {
+    const auto dir = edited_copy(c.fixture, std::string("range_") + c.field, [&](json& j) { j[c.field] = c.value; });
+    const auto m = error_of([&] { load_config(dir); });
+    EXPECT_NE(m.find("config.json: " + std::string(c.expected)), std::string::npos) << c.field << ": " << m;
+  }
+}
+
 TEST(DecoderConfig, UnsupportedSettingsAreOneClearLine) {
   const auto arch = edited_copy("tiny-llama", "arch", [](json& c) {
     c["model_type"] = "mamba";

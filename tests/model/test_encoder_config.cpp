@@ -93,6 +93,14 @@ TEST_F(EncoderConfigTest, UnknownArchitectureListsSupported) {
                                  "supported: bert (BertForSequenceClassification), distilbert"));
 }
 
+TEST_F(EncoderConfigTest, NormEpsilonMustBePositiveAndPadInsideTheVocabulary) {
+  config["layer_norm_eps"] = -1e-12;
+  EXPECT_THAT(error(), HasSubstr("config.json: layer_norm_eps = -1e-12, expected a positive number"));
+  config["layer_norm_eps"] = 1e-12;
+  config["pad_token_id"] = 53;
+  EXPECT_THAT(error(), HasSubstr("config.json: pad_token_id = 53 is outside the vocabulary [0, 53) of the embeddings"));
+}
+
 TEST_F(EncoderConfigTest, HeadsMustDivideHidden) {
   config["num_attention_heads"] = 5;
   EXPECT_THAT(error(), HasSubstr("num_attention_heads = 5 does not divide the hidden size 32"));
