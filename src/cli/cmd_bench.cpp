@@ -26,6 +26,7 @@
 #include "qjoule/bench/results_csv.h"
 #include "qjoule/bench/results_store.h"
 #include "qjoule/bench/sweep.h"
+#include "qjoule/bench/sweep_identity.h"
 #include "qjoule/energy/discovery.h"
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/energy/summary.h"
@@ -139,6 +140,7 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (!a.resume && std::filesystem::exists(results, ec) && std::filesystem::file_size(results, ec) > 0)
     fail("{} already holds results; pass --resume to continue that sweep, or choose another --out", results.string());
   auto store = bench::ResultsStore::open(out);
+  bench::check_sweep_identity(out, bench::sweep_identity(configs, a.dataset));  // under the store's lock
   for (const auto& note : store.notes()) fmt::print(stderr, "note: {}\n", note);
 
   energy::DiscoveryOptions discovery;

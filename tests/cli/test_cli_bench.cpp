@@ -129,6 +129,20 @@ TEST(CliBench, ConcurrentResumesOnOneOutRecordEachRunOnce) {
   EXPECT_EQ(names.size(), 3u) << both;
 }
 
+// --resume onto another model's results: one line saying which models differ; nothing appended.
+TEST(CliBench, ResumingAnotherModelsSweepIsRefused) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_other_model");
+  const auto out = dir / "out";
+  const std::string common = no_sensors(dir) + qjoule() + " bench --precisions fp32 --seq 8 --threads 1 --iters 3 "
+                                                          "--idle 0 --out " + out.string();
+  ASSERT_EQ(run_command(common + " --model " + tiny_bert().string()).exit_code, 0);
+  const auto r = run_command(common + " --resume --model " + tiny_decoder("tiny-llama").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("sweep-identity.json: this sweep measured model(s)"));
+  EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(count_lines(out / "results.jsonl"), 2u) << "tiny-bert's two batch sizes, nothing more";
+}
+
 TEST(CliBench, KilledSweepResumesWithEveryRunExactlyOnce) {
   const auto dir = qjoule::test::temp_dir("cli_bench_kill");
   const auto out = dir / "out";

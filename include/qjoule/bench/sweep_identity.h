@@ -1,0 +1,31 @@
+// What a results folder was measured on, kept next to its results (OUT/sweep-identity.json) so that
+// `bench --resume` never mixes runs of another checkpoint or dataset into a sweep: each model's
+// identity (its path and a content hash of config.json and every safetensors header, so a checkpoint
+// rewritten in place is noticed too) and the dataset scored.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qjoule/bench/run_config.h"
+
+namespace qjoule::bench {
+
+inline constexpr const char* kSweepIdentityFileName = "sweep-identity.json";
+
+// "embedded" for the embedded model; else 16 hex digits of FNV-1a over config.json and the safetensors
+// headers (length prefix and JSON), files in name order. A folder that cannot be read fails naming it.
+std::string model_identity(const std::string& model);
+
+// {"models": {model: identity, ...}, "dataset": dataset} for these configurations.
+nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset);
+
+// Writes `identity` to OUT/sweep-identity.json when the folder has none (a new sweep, or one started
+// before this file existed); otherwise compares: other models, a model whose checkpoint changed, or
+// another dataset fails with one line saying what differs.
+void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::json& identity);
+
+}  // namespace qjoule::bench
