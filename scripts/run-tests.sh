@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds qjoule twice (release with -Werror, and ASan+UBSan) and runs the
-# whole GoogleTest suite under ctest in both. Exits non-zero if any build or test fails.
+# whole GoogleTest suite under ctest in both, then runs each fuzz target (scripts/fuzz.sh) for 20 s.
+# Exits non-zero if any build, test or fuzz target fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -17,6 +18,9 @@ bash scripts/build.sh asan
 echo "== sanitizer tests =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan -j "$(nproc)" --output-on-failure -LE no-sanitizer || status=1
+
+echo "== fuzz targets (libFuzzer, ASan+UBSan), 20 s each =="
+bash scripts/fuzz.sh 20 || status=1
 
 echo "run-tests: finished in $(( $(date +%s) - start )) s, status $status"
 exit $status

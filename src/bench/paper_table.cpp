@@ -160,10 +160,11 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
       row.push_back(fmt::format("{:.4g}{}", *r.j_per_inference, is_estimated(r) ? " (est.)" : ""));
       any_estimated = any_estimated || is_estimated(r);
     } else {
-      row.push_back("unavailable");
+      // A short cell and one numbered footnote per distinct reason (the reasons are long).
       const std::string reason = r.energy_unavailable.empty() ? "no reason recorded" : r.energy_unavailable;
-      if (std::find(unavailable_reasons.begin(), unavailable_reasons.end(), reason) == unavailable_reasons.end())
-        unavailable_reasons.push_back(reason);
+      auto it = std::find(unavailable_reasons.begin(), unavailable_reasons.end(), reason);
+      if (it == unavailable_reasons.end()) it = unavailable_reasons.insert(unavailable_reasons.end(), reason);
+      row.push_back(fmt::format("n/a [{}]", it - unavailable_reasons.begin() + 1));
     }
 
     // Accuracy on labels when there are labels; else agreement with FP32's top-1 ("agr.").
@@ -220,7 +221,8 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
     table.rows.push_back({index, std::move(row)});
   }
 
-  for (const auto& reason : unavailable_reasons) table.legend.push_back("energy unavailable: " + reason);
+  for (std::size_t i = 0; i < unavailable_reasons.size(); ++i)
+    table.legend.push_back(fmt::format("n/a [{}] energy unavailable: {}", i + 1, unavailable_reasons[i]));
   if (any_emulated) table.legend.push_back("`*` emulated format: its latency and energy are not representative.");
   if (any_estimated)
     table.legend.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");

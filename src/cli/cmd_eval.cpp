@@ -26,6 +26,7 @@
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/encoder_classifier_cuda.h"
 #include "qjoule/model/quantization_plan.h"
+#include "qjoule/model/unused_tensors.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 
 namespace qjoule::cli {
@@ -97,6 +98,8 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
          a.model);
   const auto checkpoint = io::Checkpoint::open(a.model);
   auto params = model::load_encoder_params(checkpoint, model::load_encoder_config(a.model, checkpoint));
+  if (const auto unused = model::unused_tensors_warning(checkpoint); !unused.empty())
+    fmt::print(stderr, "warning: {}\n", unused);
   const model::EncoderConfig cfg = params.config;  // a copy: params is moved into the model below
   eval::DatasetOptions dopts;
   dopts.text_column = a.text_column;

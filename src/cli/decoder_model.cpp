@@ -6,6 +6,7 @@
 #include "cli/format_util.h"
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/model/unused_tensors.h"
 
 namespace qjoule::cli {
 
@@ -19,8 +20,11 @@ LoadedDecoder load_decoder(const std::string& dir, const QuantArgs& quant) {
     fail("{}: the tokenizer has {} tokens but the model's vocabulary only {}", dir, tokenizer.vocab_size(),
          config.vocab_size);
   auto params = model::load_decoder_params(checkpoint, config, /*defer_linears=*/true);  // built one Linear at a time
-  return {model::DecoderLM(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults)),
-          std::move(tokenizer)};
+  LoadedDecoder out{model::DecoderLM(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults)),
+                    std::move(tokenizer)};
+  if (const auto unused = model::unused_tensors_warning(checkpoint); !unused.empty())
+    fmt::print(stderr, "warning: {}\n", unused);
+  return out;
 }
 
 void print_decoder_header(const std::string& dir, const LoadedDecoder& d, const QuantArgs& quant) {

@@ -230,7 +230,15 @@ Checkpoint Checkpoint::open(const std::filesystem::path& path) {
 const TensorView& Checkpoint::at(const std::string& name) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end()) fail("{}: tensor '{}' is missing", source_.string(), name);
+  read_.insert(name);
   return it->second;
+}
+
+std::vector<std::string> Checkpoint::unread_tensors() const {
+  std::vector<std::string> out;
+  for (const auto& [name, tensor] : tensors_)
+    if (read_.count(name) == 0) out.push_back(name);
+  return out;
 }
 
 void Checkpoint::release(const std::string& name) const {

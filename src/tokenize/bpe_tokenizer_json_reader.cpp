@@ -194,9 +194,10 @@ std::vector<DecoderStep> read_decoder(const Fields& f, const json& node) {
     } else if (type == "Strip") {
       const std::u32string content = decode_utf8(f.string(*step, "content", where + ".content"), f.file());
       if (content.size() != 1) fail("{}: {}.content must be one character", f.file(), where);
-      const auto count = [&](const char* key) {
-        const json* v = f.find(*step, key);
-        return v ? static_cast<size_t>(f.id(*v, where + "." + key)) : size_t{0};
+      // Init-captures: clang before 16 cannot capture structured bindings (the fuzz build uses clang 14).
+      const auto count = [&f, &node_of_step = *step, &path = where](const char* key) {
+        const json* v = f.find(node_of_step, key);
+        return v ? static_cast<size_t>(f.id(*v, path + "." + key)) : size_t{0};
       };
       out.emplace_back(StripDecoder{content[0], count("start"), count("stop")});
     } else if (type == "Metaspace") {

@@ -174,7 +174,10 @@ TEST(BenchPaperTable, UnavailableEstimatedEmulatedAndFailedRuns) {
   const auto failed = examples::failed_record();
   const auto table = format_paper_table({fp32, estimated, emulated, failed}, 1.0);
 
-  EXPECT_EQ(cells_of(row_of(table, fp32.run_name))[7], "unavailable");
+  EXPECT_EQ(cells_of(row_of(table, fp32.run_name))[7], "n/a [1]");  // one footnote per distinct reason
+  EXPECT_EQ(cells_of(row_of(table, emulated.run_name))[7], "n/a [1]");
+  EXPECT_THAT(table, HasSubstr("n/a [1] energy unavailable: "));
+  EXPECT_THAT(table, Not(HasSubstr("n/a [2]")));
   EXPECT_EQ(cells_of(row_of(table, estimated.run_name))[7], "0.3 (est.)");
   EXPECT_EQ(cells_of(row_of(table, estimated.run_name))[11], "—");  // the baseline has no energy
   EXPECT_EQ(cells_of(row_of(table, emulated.run_name))[0], emulated.run_name + " *");

@@ -92,13 +92,13 @@ TEST(CliBench, TinyBertSweepWritesRecordsCsvAndTable) {
   EXPECT_THAT(r.output, HasSubstr("| run"));
   EXPECT_THAT(r.output, HasSubstr("baseline"));
   EXPECT_THAT(r.output, HasSubstr("[6/6] tiny-bert_cpu_bf16_s16_bs4_t1"));
-  EXPECT_THAT(r.output, HasSubstr("unavailable"));
+  EXPECT_THAT(r.output, HasSubstr("n/a [1]"));
   std::ifstream md(out / "summary.md");
   std::stringstream summary;
   summary << md.rdbuf();
   EXPECT_THAT(summary.str(), HasSubstr("# qjoule bench"));
   EXPECT_THAT(summary.str(), HasSubstr("tiny-bert_cpu_int8_w8a8_s16_bs4_t1"));
-  EXPECT_THAT(summary.str(), HasSubstr("energy unavailable: "));
+  EXPECT_THAT(summary.str(), HasSubstr("n/a [1] energy unavailable: "));
   EXPECT_TRUE(fs::exists(out / "report.html")) << "needs Debian's libjs-chart.js (scripts/install-deps.sh)";
 
   // The same sweep again without --resume would mix two sweeps: refused, file untouched.

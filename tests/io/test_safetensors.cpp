@@ -69,7 +69,9 @@ TEST_F(SafetensorsTest, ReleasedTensorsReadBackUnchanged) {
                                                         {"big", DType::F32, {20000}, bytes_of(big)},
                                                         {"after", DType::F32, {2}, bytes_of(after)}});
   const auto ck = Checkpoint::open(dir / "m.safetensors");
+  EXPECT_EQ(ck.unread_tensors(), (std::vector<std::string>{"after", "before", "big"}));
   EXPECT_EQ(ck.to_f32("big"), big);
+  EXPECT_EQ(ck.unread_tensors(), (std::vector<std::string>{"after", "before"}));
   ck.release("big");
   ck.release("big");
   ck.release("before");

@@ -2,7 +2,9 @@
 // disagreement or unsupported setting as one line naming the field and both values.
 #include <fstream>
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "error_of.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/decoder_lm.h"
+#include "qjoule/model/unused_tensors.h"
 
 namespace {
 
@@ -18,6 +21,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using qjoule::test::decoder_fixture;
 using qjoule::test::error_of;
+using qjoule::model::load_decoder_config;
 
 // A copy of a fixture whose config.json is edited by `edit`.
 fs::path edited_copy(const std::string& fixture, const std::string& test, const std::function<void(json&)>& edit) {
@@ -109,6 +113,36 @@ TEST(DecoderConfig, ValuesOutsideTheirRangeNameTheField) {
     const auto m = error_of([&] { load_config(dir); });
     EXPECT_NE(m.find("config.json: " + std::string(c.expected)), std::string::npos) << c.field << ": " << m;
   }
+}
+
+// A tensor the model does not read is one warning line naming it (known buffers such as GPT-2's
+// attention masks are not); a checkpoint the model reads whole gives none.
+TEST(DecoderConfig, TensorsTheModelDoesNotReadAreOneWarningLine) {
+  const auto dir = edited_copy("tiny-llama", "unused", [](json&) {});
+  {
+    const auto original = qjoule::io::Checkpoint::open(decoder_fixture("tiny-llama"));
+    std::vector<qjoule::io::TensorToWrite> tensors;
+    for (const auto& [name, t] : original.tensors())
+      tensors.push_back({name, t.dtype, t.shape, std::span<const std::byte>(t.data, t.nbytes)});
+    const std::vector<float> extra(4, 1.0f), mask(4, 1.0f);
+    tensors.push_back(
+        {"model.layers.0.mlp.gate_proj.wieght", qjoule::io::DType::F32, {4}, std::as_bytes(std::span(extra))});
+    tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", qjoule::io::DType::F32, {4},
+                       std::as_bytes(std::span(mask))});
+    qjoule::io::write_safetensors(dir / "model.safetensors", tensors);
+  }
+  const auto ck = qjoule::io::Checkpoint::open(dir);
+  const auto model = qjoule::model::DecoderLM(
+      qjoule::model::load_decoder_params(ck, load_decoder_config(dir, ck), /*defer_linears=*/true),
+      qjoule::model::fp32_linear_factory());
+  EXPECT_EQ(qjoule::model::unused_tensors_warning(ck),
+            dir.string() + ": 1 tensor is not used by the model: model.layers.0.mlp.gate_proj.wieght");
+
+  const auto whole = qjoule::io::Checkpoint::open(decoder_fixture("tiny-gpt2"));
+  const auto gpt2 = qjoule::model::DecoderLM(
+      qjoule::model::load_decoder_params(whole, load_decoder_config(decoder_fixture("tiny-gpt2"), whole)),
+      qjoule::model::fp32_linear_factory());
+  EXPECT_EQ(qjoule::model::unused_tensors_warning(whole), "");
 }
 
 TEST(DecoderConfig, UnsupportedSettingsAreOneClearLine) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <string>
@@ -66,6 +67,9 @@ class Checkpoint {
   // read-only map; the file stays in the page cache and a later read faults them back in): a model
   // converted tensor by tensor holds at most the tensor being converted, not the whole mapped file.
   void release(const std::string& name) const;
+  // The tensors never asked for through at() or to_f32() (in name order): once a model is built, the
+  // checkpoint's tensors it does not use.
+  std::vector<std::string> unread_tensors() const;
   std::size_t bytes_on_disk() const;  // sum of file sizes
   std::vector<std::filesystem::path> files() const;
 
@@ -73,6 +77,7 @@ class Checkpoint {
   std::filesystem::path source_;
   std::vector<SafetensorsFile> files_;
   std::map<std::string, TensorView> tensors_;
+  mutable std::set<std::string> read_;  // names asked for through at()
 };
 
 // Writes a safetensors file (used by fixture generators and tests). Tensors are laid out in the

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets (fuzz/: Debian's clang, libFuzzer, ASan + UBSan) into build/fuzz and runs each
+# for SECONDS (default 20) from a seed corpus made of the test fixtures. A crash, a leak or a sanitizer
+# report fails the script; the input that caused it is left in build/fuzz/findings/ (replay it with
+# `build/fuzz/<target> build/fuzz/findings/<file>`).
+#   scripts/fuzz.sh          # 20 s per target (CI)
+#   scripts/fuzz.sh 600      # longer, by hand
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-20}"
+CC=clang CXX=clang++ cmake -S fuzz -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/fuzz -j "$(nproc)"
+
+fixtures=tests/fixtures
+corpus=build/fuzz/corpus
+findings=build/fuzz/findings
+rm -rf "$corpus"
+mkdir -p "$findings" "$corpus"/fuzz_safetensors "$corpus"/fuzz_shard_index "$corpus"/fuzz_tokenizer_json \
+  "$corpus"/fuzz_dataset
+cp "$fixtures"/tiny-bert/model.safetensors "$corpus"/fuzz_safetensors/tiny-bert
+printf '%s' '{"metadata": {}, "weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}}' \
+  > "$corpus"/fuzz_shard_index/two-shards
+printf '%s' '{"weight_map": {"a": "../s1.safetensors"}}' > "$corpus"/fuzz_shard_index/outside
+i=0
+for f in "$fixtures"/bpe/*/tokenizer.json "$fixtures"/decoders/*/tokenizer.json; do
+  i=$((i + 1)); cp "$f" "$corpus/fuzz_tokenizer_json/seed$i"
+done
+cp "$fixtures"/tiny-bert/dataset.tsv "$corpus"/fuzz_dataset/tsv
+printf '%s\n' '{"sentence": "a fine film", "label": 1}' '{"input_ids": [2, 7, 3], "label": 0}' \
+  > "$corpus"/fuzz_dataset/jsonl
+
+status=0
+for target in fuzz_safetensors fuzz_shard_index fuzz_tokenizer_json fuzz_dataset; do
+  max_len=8192
+  [ "$target" = fuzz_safetensors ] && max_len=131072
+  [ "$target" = fuzz_tokenizer_json ] && max_len=65536
+  echo "fuzz: $target for ${seconds} s"
+  if ! UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz/"$target" -max_total_time="$seconds" \
+      -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$findings/$target-" "$corpus/$target" 2> "build/fuzz/$target.log"; then
+    echo "fuzz: $target FAILED; the last lines of build/fuzz/$target.log:"
+    tail -n 30 "build/fuzz/$target.log"
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build/fuzz/$target.log" | tr '\n' ' '
+    echo
+  fi
+done
+exit $status
