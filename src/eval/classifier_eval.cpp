@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "qjoule/eval/finite_logits.h"
 #include "qjoule/error.h"
 
 namespace qjoule::eval {
@@ -95,6 +96,8 @@ ClassifierEvalResult evaluate_classifier(const model::EncoderConfig& cfg, const 
     }
     std::vector<float> logits(count * labels);
     forward(ids.data(), mask.data(), static_cast<int64_t>(count), static_cast<int64_t>(len), logits.data());
+    require_finite_logits(logits.data(), logits.size(), fmt::format("examples {} to {}", first, first + count - 1),
+                          "accuracy");
     for (std::size_t i = 0; i < count; ++i) {
       const auto row = logits.begin() + static_cast<long>(i * labels);
       const int pred = static_cast<int>(std::max_element(row, row + static_cast<long>(labels)) - row);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "qjoule/eval/finite_logits.h"
 #include "qjoule/error.h"
 
 namespace qjoule::eval {
@@ -39,6 +42,8 @@ Fidelity compare_logits(const std::vector<std::vector<float>>& reference, const 
     if (ref.size() != got.size() || ref.empty())
       fail("fidelity: example {} has {} reference logits and {} run logits, expected the same non-zero count", e,
            ref.size(), got.size());
+    require_finite_logits(ref.data(), ref.size(), fmt::format("fidelity, example {} (FP32 reference)", e), "fidelity");
+    require_finite_logits(got.data(), got.size(), fmt::format("fidelity, example {}", e), "fidelity");
     if (argmax(ref) == argmax(got)) ++f.top1_agree;
     const auto lp = log_softmax(ref);
     const auto lq = log_softmax(got);

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "qjoule/eval/finite_logits.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/decoder_ops.h"
 #include "qjoule/quant/fp16_convert.h"
@@ -88,6 +91,8 @@ PerplexityResult evaluate_perplexity(const model::DecoderLM& model, const std::v
     logits.resize(static_cast<size_t>((n - first_row) * vocab));
     cache.clear();
     model.forward(ids.data() + w.begin, n, cache, logits.data(), first_row);
+    require_finite_logits(logits.data(), logits.size(),
+                          fmt::format("perplexity, window of tokens {} to {}", w.begin, w.end - 1), "perplexity");
     for (int64_t t = w.score_from; t < w.end; ++t, ++k) {
       const float* row = logits.data() + (t - 1 - w.begin - first_row) * vocab;
       kernels::log_softmax_f32(row, 1, vocab, logp.data());

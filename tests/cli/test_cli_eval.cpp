@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <span>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "qjoule/kernels/cuda_device.h"
+#include "qjoule/io/safetensors.h"
 #include "run_command.h"
 #include "test_paths.h"
 
@@ -142,6 +145,38 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"id_out_of_vocab", "{\"input_ids\": [2, 60, 3], \"label\": 1}\n", "d.jsonl", "",
                  "token id 60 at batch row 0, position 1 is outside the vocabulary [0, 53)"}),
     [](const auto& test_info) { return test_info.param.name; });
+
+// A NaN in a weight is one line naming the tensor at every precision, FP32 included (it ran before and
+// agreed with itself).
+TEST(CliEval, NonFiniteWeightsFailAtEveryPrecision) {
+  const auto dir = qjoule::test::temp_dir("cli_eval_nan_weights");
+  for (const char* file : {"config.json", "vocab.txt", "tokenizer_config.json"})
+    std::filesystem::copy_file(tiny_bert() / file, dir / file, std::filesystem::copy_options::overwrite_existing);
+  {
+    const auto original = qjoule::io::Checkpoint::open(tiny_bert());
+    std::vector<std::vector<float>> values;
+    std::vector<qjoule::io::TensorToWrite> tensors;
+    values.reserve(1);  // one modified tensor: its span stays valid
+    for (const auto& [name, t] : original.tensors()) {
+      if (name != "classifier.weight") {
+        tensors.push_back({name, t.dtype, t.shape, std::span<const std::byte>(t.data, t.nbytes)});
+        continue;
+      }
+      values.push_back(original.to_f32(name));
+      values.back()[4] = std::nanf("");
+      tensors.push_back({name, qjoule::io::DType::F32, t.shape, std::as_bytes(std::span(values.back()))});
+    }
+    qjoule::io::write_safetensors(dir / "model.safetensors", tensors);
+  }
+  for (const char* precision : {"fp32", "int8"}) {
+    const auto r = run_command(qjoule() + " eval --model " + dir.string() + " --dataset " +
+                               (tiny_bert() / "dataset.tsv").string() + " --precision " + precision);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("tensor 'classifier.weight' [3, 32] has NaN at [0, 4]; expected finite values"))
+        << precision;
+    EXPECT_THAT(r.output, Not(HasSubstr("accuracy")));
+  }
+}
 
 TEST(CliEval, QuantizedRunReportsFidelityAndEmulatedActivations) {
   const auto r = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +

@@ -2,6 +2,9 @@
 #include "qjoule/eval/fidelity.h"
 
 #include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -54,6 +57,26 @@ TEST(Fidelity, MismatchedShapesNameBoth) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("example 0 has 2 reference logits and 3 run logits"));
   }
+}
+
+// A NaN or Inf in either side's logits ends the comparison with one line naming the example and the
+// logit: never an agreement or KL computed from them (the same check guards accuracy and perplexity).
+TEST(Fidelity, NonFiniteLogitsAreAnErrorNotAScore) {
+  const float nan = std::nanf("");
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto message = [](const std::vector<std::vector<float>>& ref, const std::vector<std::vector<float>>& run) {
+    try {
+      compare_logits(ref, run);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message({{1.0f, 2.0f}, {1.0f, 2.0f}}, {{1.0f, 2.0f}, {0.5f, nan}}),
+              ::testing::HasSubstr("fidelity, example 1: the model's logit 1 is NaN; no fidelity is computed from "
+                                   "non-finite outputs"));
+  EXPECT_THAT(message({{-inf, 2.0f}}, {{1.0f, 2.0f}}),
+              ::testing::HasSubstr("fidelity, example 0 (FP32 reference): the model's logit 0 is -Inf"));
 }
 
 }  // namespace
