@@ -17,6 +17,7 @@
 #include "cli/decoder_model.h"
 #include "cli/format_util.h"
 #include "qjoule/error.h"
+#include "qjoule/tokenize/utf8.h"
 #include "qjoule/eval/perplexity.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/decoder_config.h"
@@ -40,6 +41,7 @@ std::string read_text(const std::string& path) {
   std::string text = s.str();
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     fail("--text {}: the text is empty ({} bytes of whitespace at most), expected text to score", path, text.size());
+  tokenize::check_utf8(text, "--text " + path);  // the error names the file, not the tokenizer's input
   return text;
 }
 

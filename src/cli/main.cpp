@@ -45,7 +45,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "qjoule: error: %s\n", e.what());
     return 1;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A usage error (a missing argument, a value that does not convert, an unknown flag): one line,
+    // with CLI11's exit code so scripts can tell it from a run's failure.
+    std::fprintf(stderr, "qjoule: error: %s (see --help)\n", e.what());
+    return e.get_exit_code();
   } catch (const qjoule::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "qjoule: error: %s\n", e.what());

@@ -91,6 +91,13 @@ TEST(CliPpl, AnEmptyTextIsOneLine) {
   expect_one_error_line(r, "the text is empty");
 }
 
+TEST(CliPpl, ATextThatIsNotUtf8IsOneLineNamingTheFile) {
+  const auto text = qjoule::test::temp_dir("cli_ppl_utf8") / "latin1.txt";
+  std::ofstream(text) << "caf\xe9 au lait\n";
+  const auto r = run_command(qjoule() + " ppl --model " + fixture("tiny-llama").string() + " --text " + text.string());
+  expect_one_error_line(r, "--text " + text.string() + ": invalid UTF-8 at byte offset 3");
+}
+
 TEST(CliPpl, AKlBaseWithATokenOutsideTheVocabularyIsOneLine) {
   const auto dir = qjoule::test::temp_dir("cli_ppl_bad_base");
   const auto text = dir / "text.txt";
