@@ -43,7 +43,7 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   std::map<std::tuple<std::string, int64_t, int64_t, bool>, std::uint64_t> built;  // one Linear per kind
   auto add_linear = [&](const model::LinearParams& p, bool in_block) {
     if (p.out_features == 0) return;
-    const bool bias = p.has_bias || !p.bias.empty();
+    const bool bias = model::with_bias(p);
     const auto key = std::make_tuple(policy.resolve(p.name, in_block).format, p.out_features, p.in_features, bias);
     auto it = built.find(key);
     if (it == built.end()) {

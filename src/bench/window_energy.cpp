@@ -1,5 +1,7 @@
 #include "bench/window_energy.h"
 
+#include <string>
+
 #include <fmt/format.h>
 
 namespace qjoule::bench::detail {
@@ -20,7 +22,11 @@ WindowEnergy window_energy(const energy::Measurement& m, const energy::EnergyTot
                                        ? (s.counts_in_total ? "measured" : "measured, not part of the total")
                                        : s.energy_unavailable);
     }
-    for (const auto& a : m.unavailable) e.unavailable += fmt::format("; {}: {}", a.source, a.reason);
+    for (const auto& a : m.unavailable) {
+      const std::string absence = fmt::format("{}: {}", a.source, a.reason);
+      // With no sensor at all, the total's reason already lists every absent source.
+      if (e.unavailable.find(absence) == std::string::npos) e.unavailable += "; " + absence;
+    }
   }
   return e;
 }

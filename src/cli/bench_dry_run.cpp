@@ -11,7 +11,7 @@
 
 namespace qjoule::cli {
 
-std::size_t print_bench_dry_run(const std::vector<bench::RunConfig>& configs, std::size_t decode_tokens) {
+void print_bench_dry_run(const std::vector<bench::RunConfig>& configs, std::size_t decode_tokens) {
   const auto available = bench::available_memory_bytes();
   const auto baseline = bench::current_rss_bytes().value_or(0);
   fmt::print("dry run: nothing runs. Peak memory predicted per run ({}; baseline {} MiB: this process now), {}\n",
@@ -21,7 +21,6 @@ std::size_t print_bench_dry_run(const std::vector<bench::RunConfig>& configs, st
   std::size_t width = 3;
   for (const auto& c : configs) width = std::max(width, bench::run_name(c).size());
   fmt::print("{:<{}}  {:>10}  {:>10}  {:>10}  {}\n", "run", width, "model MiB", "build MiB", "peak MiB", "fits");
-  std::size_t too_big = 0;
   for (const auto& c : configs) {
     const std::string name = bench::run_name(c);
     bench::MemoryPrediction p;
@@ -36,11 +35,9 @@ std::size_t print_bench_dry_run(const std::vector<bench::RunConfig>& configs, st
       continue;
     }
     const bool fits = !available || p.peak_bytes() - p.baseline_bytes <= *available;
-    too_big += fits ? 0 : 1;
     fmt::print("{:<{}}  {:>10}  {:>10}  {:>10}  {}\n", name, width, p.model_bytes >> 20, p.build_transient_bytes >> 20,
                p.peak_bytes() >> 20, !available ? "unknown" : fits ? "yes" : "no: the sweep would skip it");
   }
-  return too_big;
 }
 
 }  // namespace qjoule::cli

@@ -9,7 +9,7 @@
 
 namespace qjoule::cli {
 
-// Prints one line per configuration; returns how many are predicted not to fit.
-std::size_t print_bench_dry_run(const std::vector<bench::RunConfig>& configs, std::size_t decode_tokens);
+// Prints one line per configuration.
+void print_bench_dry_run(const std::vector<bench::RunConfig>& configs, std::size_t decode_tokens);
 
 }  // namespace qjoule::cli

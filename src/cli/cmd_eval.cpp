@@ -76,7 +76,6 @@ quant::LayerPolicy parse_cuda_layer_policy(const model::QuantizationOptions& q) 
 }
 
 void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
-  if (a.batch == 0) fail("--batch is 0, expected at least 1");
   // --device first: without a usable GPU, that is the one line to say.
   const bool on_gpu = a.device != "cpu";
   const int gpu = on_gpu ? kernels::require_cuda_device(a.device) : -1;
@@ -113,7 +112,6 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
 
   model::SmoothingFactors smoothing;
   if (qopts.smoothquant_alpha >= 0.0f || a.smoothquant) {
-    if (a.calib == 0) fail("--calib is 0, expected at least 1 calibration example");
     eval::Dataset calib_set{dataset.path, {}, dataset.pretokenized, dataset.labeled};
     calib_set.examples.assign(dataset.examples.begin(),
                               dataset.examples.begin() + static_cast<long>(std::min(a.calib, dataset.examples.size())));

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/flag_ranges.h"
 #include "cli/decoder_model.h"
+#include "cli/flag_ranges.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/threads.h"
 
@@ -30,7 +30,6 @@ int32_t argmax(const std::vector<float>& x) {
 }
 
 void run_generate(const GenerateArgs& a) {
-  if (a.max_new < 1) fail("--max-new {} is out of range, expected at least 1", a.max_new);
   use_threads(a.threads);
   auto d = load_decoder(a.model, a.quant);
   const auto& cfg = d.model.config();

@@ -13,14 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/flag_ranges.h"
 #include "cli/decoder_model.h"
+#include "cli/flag_ranges.h"
 #include "cli/format_util.h"
 #include "qjoule/error.h"
-#include "qjoule/tokenize/utf8.h"
 #include "qjoule/eval/perplexity.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/decoder_config.h"
+#include "qjoule/tokenize/utf8.h"
 
 namespace qjoule::cli {
 namespace {
@@ -46,7 +46,6 @@ std::string read_text(const std::string& path) {
 }
 
 void run_ppl(const PplArgs& a) {
-  if (a.max_tokens < 0) fail("--max-tokens {} is negative, expected 0 (all) or a token count", a.max_tokens);
   use_threads(a.threads);
   const std::string text = read_text(a.text);
   auto d = load_decoder(a.model, a.quant);

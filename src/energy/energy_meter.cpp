@@ -17,16 +17,11 @@ namespace {
 
 constexpr double kNsPerS = 1e9;
 
-// Each distinct "source: reason" once, in order (discovery may report one source's absence twice).
 std::string join_absences(const std::vector<SensorAbsence>& absent) {
   std::string text;
-  std::vector<std::string> seen;
   for (const SensorAbsence& a : absent) {
-    std::string item = a.source + ": " + a.reason;
-    if (std::find(seen.begin(), seen.end(), item) != seen.end()) continue;
     if (!text.empty()) text += "; ";
-    text += item;
-    seen.push_back(std::move(item));
+    text += a.source + ": " + a.reason;
   }
   return text;
 }

@@ -154,12 +154,10 @@ void require_inside_folder(const std::filesystem::path& index_path, const std::s
          index_path.string(), tensor, shard, folder.string());
 }
 
-}  // namespace
-
 // Every weight read is checked once, at every precision: a NaN or Inf would make every output of the
 // model meaningless (and an FP32 run agree with itself), so it is an error naming the tensor and the
 // first bad element. Branch-free over blocks, so the check costs a fraction of the conversion.
-static void require_finite_tensor(const TensorView& t, const std::string& name, const std::vector<float>& values) {
+void require_finite_tensor(const TensorView& t, const std::string& name, const std::vector<float>& values) {
   constexpr std::size_t kBlock = 4096;
   constexpr float kMax = std::numeric_limits<float>::max();
   for (std::size_t base = 0; base < values.size(); base += kBlock) {
@@ -182,6 +180,8 @@ static void require_finite_tensor(const TensorView& t, const std::string& name, 
          t.file.string(), name, t.shape_string(), found, fmt::join(index, ", "));
   }
 }
+
+}  // namespace
 
 Checkpoint Checkpoint::open(const std::filesystem::path& path) {
   Checkpoint ck;

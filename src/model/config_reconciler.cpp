@@ -30,11 +30,6 @@ double ConfigReconciler::positive_number_field(const char* field, double fallbac
   return *v;
 }
 
-void ConfigReconciler::require_token_id_in_vocab(const char* field, std::optional<int64_t> id, int64_t vocab) const {
-  if (id && (*id < 0 || *id >= vocab))
-    fail("{}: {} = {} is outside the vocabulary [0, {}) of the embeddings", path_, field, *id, vocab);
-}
-
 std::optional<double> ConfigReconciler::number_field(const char* field) const {
   auto it = config_.find(field);
   if (it == config_.end() || it->is_null()) return std::nullopt;
@@ -73,6 +68,12 @@ int64_t count_layers(const io::Checkpoint& ck, const std::string& layer_prefix) 
     }
   }
   return static_cast<int64_t>(ids.size());
+}
+
+void require_token_id_in_vocab(const std::filesystem::path& config_path, const char* field, std::optional<int64_t> id,
+                               int64_t vocab) {
+  if (id && (*id < 0 || *id >= vocab))
+    fail("{}: {} = {} is outside the vocabulary [0, {}) of the embeddings", config_path.string(), field, *id, vocab);
 }
 
 }  // namespace qjoule::model

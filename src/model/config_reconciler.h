@@ -32,8 +32,6 @@ class ConfigReconciler {
   // The field as a number > 0 (a norm epsilon, RoPE's theta), `fallback` when absent or null; zero, a
   // negative number or a non-number is an error naming the file, the field and the value.
   double positive_number_field(const char* field, double fallback) const;
-  // A token id the model uses (bos, eos, pad): absent stays absent; outside [0, vocab) is an error.
-  void require_token_id_in_vocab(const char* field, std::optional<int64_t> id, int64_t vocab) const;
   const io::TensorView& tensor(const std::string& name) const { return ck_.at(name); }
   const std::string& path() const { return path_; }
   void mark_inferred(std::string field) { inferred_.push_back(std::move(field)); }
@@ -48,6 +46,11 @@ class ConfigReconciler {
   const io::Checkpoint& ck_;
   std::vector<std::string>& inferred_;
 };
+
+// A token id the model uses (bos, eos, pad) from `config_path`: absent is fine; outside [0, vocab) is an
+// error naming the file, the field and the id.
+void require_token_id_in_vocab(const std::filesystem::path& config_path, const char* field, std::optional<int64_t> id,
+                               int64_t vocab);
 
 // How many distinct layer indices appear in tensor names "<layer_prefix><index>.…".
 int64_t count_layers(const io::Checkpoint& ck, const std::string& layer_prefix);

@@ -238,10 +238,8 @@ DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Ch
     load_llama_family(path, config, ck, out);
   out.bos_token_id = token_id(config, "bos_token_id");
   out.eos_token_id = token_id(config, "eos_token_id");
-  std::vector<std::string> no_inference;
-  const ConfigReconciler ids(path, config, ck, no_inference);
-  ids.require_token_id_in_vocab("bos_token_id", out.bos_token_id, out.vocab_size);
-  ids.require_token_id_in_vocab("eos_token_id", out.eos_token_id, out.vocab_size);
+  require_token_id_in_vocab(path, "bos_token_id", out.bos_token_id, out.vocab_size);
+  require_token_id_in_vocab(path, "eos_token_id", out.eos_token_id, out.vocab_size);
   if (out.num_layers == 0) fail("{}: the checkpoint holds no transformer layers", path.string());
   return out;
 }

@@ -33,7 +33,7 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory)
     if (params.load_linear && p.weight.empty()) params.load_linear(p);
     auto linear = factory(p, in_block);
     // From the shape: a streamed Linear has no weights loaded.
-    const auto weights = static_cast<std::size_t>(p.out_features * (p.in_features + (p.has_bias || !p.bias.empty())));
+    const auto weights = static_cast<std::size_t>(p.out_features * (p.in_features + (with_bias(p) ? 1 : 0)));
     all_linears_.push_back({p.name, linear.get(), weights * sizeof(float)});
     free_weights(p);  // the params are this model's own: nothing else reads them
     return linear;

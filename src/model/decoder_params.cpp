@@ -18,6 +18,13 @@ struct LinearSource {
   bool conv1d = false;
 };
 
+// The tensor as FP32, its mapped pages released once converted.
+std::vector<float> to_f32_released(const io::Checkpoint& ck, const std::string& name) {
+  auto values = ck.to_f32(name);
+  ck.release(name);
+  return values;
+}
+
 class DecoderParamReader {
  public:
   DecoderParamReader(const io::Checkpoint& ck, const DecoderConfig& cfg, bool defer_linears)
@@ -34,12 +41,10 @@ class DecoderParamReader {
     return t;
   }
 
-  // The tensor as FP32; its mapped pages are released once converted.
+  // The tensor as FP32, its shape checked; its mapped pages are released once converted.
   std::vector<float> read(const std::string& name, const std::vector<int64_t>& expected) const {
     check(name, expected);
-    auto values = ck_.to_f32(name);
-    ck_.release(name);
-    return values;
+    return to_f32_released(ck_, name);
   }
 
   // nn.Linear: weight [out, in].
@@ -69,8 +74,7 @@ class DecoderParamReader {
 
   // Fills p.weight and p.bias from the checkpoint (a Linear made in deferred mode).
   static void load(const io::Checkpoint& ck, const LinearSource& src, LinearParams& p) {
-    p.weight = ck.to_f32(src.weight);
-    ck.release(src.weight);
+    p.weight = to_f32_released(ck, src.weight);
     if (src.conv1d) {
       std::vector<float> transposed(p.weight.size());
       const int64_t in = p.in_features, out = p.out_features;
@@ -79,10 +83,7 @@ class DecoderParamReader {
           transposed[static_cast<size_t>(o * in + i)] = p.weight[static_cast<size_t>(i * out + o)];
       p.weight = std::move(transposed);
     }
-    if (!src.bias.empty()) {
-      p.bias = ck.to_f32(src.bias);
-      ck.release(src.bias);
-    }
+    if (!src.bias.empty()) p.bias = to_f32_released(ck, src.bias);
   }
 
   std::shared_ptr<const std::map<std::string, LinearSource>> sources() const { return sources_; }

@@ -145,7 +145,7 @@ EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Ch
   out.layer_norm_eps = static_cast<float>(r.positive_number_field("layer_norm_eps", out.layer_norm_eps));
   if (config.contains("pad_token_id") && config["pad_token_id"].is_number_integer())
     out.pad_token_id = config["pad_token_id"].get<int64_t>();
-  r.require_token_id_in_vocab("pad_token_id", out.pad_token_id, out.vocab_size);
+  require_token_id_in_vocab(path, "pad_token_id", out.pad_token_id, out.vocab_size);
   if (!bert && config.value("sinusoidal_pos_embds", false))
     fail("{}: sinusoidal_pos_embds = true is not supported; expected false (learned positions)", path.string());
   return out;

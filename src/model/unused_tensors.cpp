@@ -1,5 +1,6 @@
 #include "qjoule/model/unused_tensors.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 #include <vector>

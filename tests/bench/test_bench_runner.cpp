@@ -172,6 +172,25 @@ TEST(BenchRunnerDecoder, PredictsTheRunsModelBytesExactlyAndNotesPredictedAgains
   EXPECT_THAT(predict_peak_memory(encoder, 8, 0).unavailable, HasSubstr("decoder models only"));
 }
 
+// Without any sensor, each absent source's reason appears once in the record (the meter's "no energy
+// sensor: ..." already lists them; appending them again doubled every reason).
+TEST(BenchRunnerDecoder, EachAbsentSourceIsNamedOnceInTheEnergyReason) {
+  energy::SensorDiscovery found;
+  found.absent.push_back({"rapl", "no RAPL zones here"});
+  found.absent.push_back({"nvml", "no NVIDIA driver"});
+  energy::EnergyMeter meter(std::move(found));
+  meter.start();
+  const RunRecord r = BenchRunner(fast_options(2), meter).run(decoder_config("fp32", 8));
+  ASSERT_EQ(r.status, "ok") << r.error;
+  for (const std::string reason : {"rapl: no RAPL zones here", "nvml: no NVIDIA driver"}) {
+    for (const std::string* text : {&r.energy_unavailable, &r.decode_energy_unavailable}) {
+      const auto first = text->find(reason);
+      EXPECT_NE(first, std::string::npos) << *text;
+      EXPECT_EQ(text->find(reason, first + 1), std::string::npos) << *text;
+    }
+  }
+}
+
 TEST(BenchRunnerDecoder, EveryFixtureArchitectureRuns) {
   energy::EnergyMeter meter(energy::SensorDiscovery{});
   meter.start();

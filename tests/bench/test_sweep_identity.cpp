@@ -42,7 +42,8 @@ TEST(SweepIdentity, ContentNotPathIdentifiesACheckpoint) {
   std::ofstream(copy / "config.json", std::ios::app) << " ";
   EXPECT_NE(model_identity(original), model_identity(copy.string()));
   EXPECT_NE(model_identity(original), model_identity((test::fixtures_dir() / "decoders" / "tiny-gpt2").string()));
-  EXPECT_THAT(error_of([] { (void)model_identity("/no/such/model"); }), HasSubstr("cannot read config.json"));
+  EXPECT_THAT(error_of([] { (void)model_identity("/no/such/model"); }),
+              HasSubstr("/no/such/model/config.json: model config file not found"));
 }
 
 TEST(SweepIdentity, AResumeWithOtherModelsAChangedCheckpointOrAnotherDatasetIsOneLine) {
@@ -58,6 +59,10 @@ TEST(SweepIdentity, AResumeWithOtherModelsAChangedCheckpointOrAnotherDatasetIsOn
                         "\"], this bench runs [\"" + gpt2.string() + "\"]"));
   EXPECT_THAT(error_of([&] { check_sweep_identity(out, sweep_identity({config_of(llama)}, "dev.tsv")); }),
               HasSubstr("this sweep scored dataset '', this bench 'dev.tsv'"));
+  const auto hand_edited = test::temp_dir("sweep_identity_bad_file");
+  std::ofstream(hand_edited / kSweepIdentityFileName) << R"({"models": {}, "dataset": 3})";
+  EXPECT_THAT(error_of([&] { check_sweep_identity(hand_edited, sweep_identity({config_of(llama)}, "")); }),
+              HasSubstr("sweep-identity.json: 'dataset' is 3, expected a string"));
   std::ofstream(llama / "config.json", std::ios::app) << "\n";
   EXPECT_THAT(error_of([&] { check_sweep_identity(out, sweep_identity({config_of(llama)}, "")); }),
               HasSubstr("model '" + llama.string() + "' has changed since this sweep measured it"));

@@ -105,6 +105,11 @@ struct BadInput {
 };
 void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
 
+// A flag outside its range, on a one-row dataset.
+BadInput flag_case(std::string name, std::string flag, std::string expected) {
+  return {std::move(name), "sentence\tlabel\ngood film\t1\n", "d.tsv", std::move(flag), std::move(expected)};
+}
+
 class CliEvalBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliEvalBadInput, OneClearLine) {
@@ -127,20 +132,13 @@ INSTANTIATE_TEST_SUITE_P(
                  "precision 'int3': unknown format 'int3'; expected one of fp32"},
         BadInput{"act_dtype", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--act-dtype fp8",
                  "--act-dtype 'fp8' is not supported, expected f32 or bf16"},
-        BadInput{"batch_zero", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--batch 0",
-                 "--batch: 0 is out of range, expected 1 to 1000000"},
-        BadInput{"batch_negative", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--batch -1",
-                 "--batch: -1 is out of range, expected 1 to 1000000"},
-        BadInput{"max_length_zero", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--max-length 0",
-                 "--max-length: 0 is out of range, expected 1 to 1000000"},
-        BadInput{"threads_zero", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--threads 0",
-                 "--threads: 0 is out of range, expected 1 to 1024"},
-        BadInput{"threads_negative", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--threads -2",
-                 "--threads: -2 is out of range, expected 1 to 1024"},
-        BadInput{"threads_huge", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--threads 100000",
-                 "--threads: 100000 is out of range, expected 1 to 1024"},
-        BadInput{"calib_not_a_number", "sentence\tlabel\ngood film\t1\n", "d.tsv", "--calib many",
-                 "--calib: 'many' is not a number, expected 1 to 1000000000"},
+        flag_case("batch_zero", "--batch 0", "--batch: 0 is out of range, expected 1 to 1000000"),
+        flag_case("batch_negative", "--batch -1", "--batch: -1 is out of range, expected 1 to 1000000"),
+        flag_case("max_length_zero", "--max-length 0", "--max-length: 0 is out of range, expected 1 to 1000000"),
+        flag_case("threads_zero", "--threads 0", "--threads: 0 is out of range, expected 1 to 1024"),
+        flag_case("threads_negative", "--threads -2", "--threads: -2 is out of range, expected 1 to 1024"),
+        flag_case("threads_huge", "--threads 100000", "--threads: 100000 is out of range, expected 1 to 1024"),
+        flag_case("calib_not_a_number", "--calib many", "--calib: 'many' is not a number, expected 1 to 1000000000"),
         BadInput{"empty", "sentence\tlabel\n", "d.tsv", "", "empty"},
         BadInput{"id_out_of_vocab", "{\"input_ids\": [2, 60, 3], \"label\": 1}\n", "d.jsonl", "",
                  "token id 60 at batch row 0, position 1 is outside the vocabulary [0, 53)"}),

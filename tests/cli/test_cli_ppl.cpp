@@ -75,7 +75,7 @@ TEST(CliPpl, NumericFlagsOutOfRangeAreOneLine) {
 }
 
 // More threads than logical CPUs runs, with one warning line saying what it costs.
-TEST(CliPpl, MoreThreadsThanCpusIsAWarning) {
+TEST(CliGenerate, MoreThreadsThanCpusIsAWarning) {
   const auto r = run_command(qjoule() + " generate --model " + fixture("tiny-llama").string() +
                              " --prompt hi --max-new 1 --threads 1024");
   EXPECT_EQ(r.exit_code, 0) << r.output;

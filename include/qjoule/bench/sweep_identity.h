@@ -16,8 +16,9 @@ namespace qjoule::bench {
 
 inline constexpr const char* kSweepIdentityFileName = "sweep-identity.json";
 
-// "embedded" for the embedded model; else 16 hex digits of FNV-1a over config.json and the safetensors
-// headers (length prefix and JSON), files in name order. A folder that cannot be read fails naming it.
+// "embedded" for the embedded model; else 16 hex digits of FNV-1a over config.json and the checkpoint's
+// tensors as the safetensors reader parsed them (name, file, dtype, shape, size). A folder that cannot
+// be read fails naming it.
 std::string model_identity(const std::string& model);
 
 // {"models": {model: identity, ...}, "dataset": dataset} for these configurations.

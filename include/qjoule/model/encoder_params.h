@@ -23,6 +23,9 @@ struct LinearParams {
   std::vector<std::string> fused_from;
 };
 
+// Whether p has a bias: loaded, or to come (deferred weights).
+inline bool with_bias(const LinearParams& p) { return p.has_bias || !p.bias.empty(); }
+
 // Frees p's weight and bias, memory included (`p.weight = {}` would keep the capacity: it is the
 // initializer-list assignment, which clears without freeing).
 inline void free_weights(LinearParams& p) {
