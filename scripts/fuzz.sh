@@ -28,6 +28,11 @@ done
 cp "$fixtures"/tiny-bert/dataset.tsv "$corpus"/fuzz_dataset/tsv
 printf '%s\n' '{"sentence": "a fine film", "label": 1}' '{"input_ids": [2, 7, 3], "label": 0}' \
   > "$corpus"/fuzz_dataset/jsonl
+# Inputs that crashed a target once are replayed on every run (fuzz/regressions/README.md).
+for dir in fuzz/regressions/fuzz_*/; do
+  target=$(basename "$dir")
+  cp "$dir"* "$corpus/$target/"
+done
 
 status=0
 for target in fuzz_safetensors fuzz_shard_index fuzz_tokenizer_json fuzz_dataset; do

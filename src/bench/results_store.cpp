@@ -20,6 +20,7 @@
 
 #include "bench/atomic_file.h"
 #include "qjoule/error.h"
+#include "qjoule/io/json_error_text.h"
 
 namespace qjoule::bench {
 namespace {
@@ -56,10 +57,6 @@ std::string read_all(int fd, const std::filesystem::path& path) {
   }
 }
 
-std::string json_error_text(const std::string& what) {
-  const auto close = what.find("] ");
-  return what.rfind("[json.exception", 0) == 0 && close != std::string::npos ? what.substr(close + 2) : what;
-}
 
 // The pid holding a flock on the file behind `fd`, from /proc/locks ("" when it cannot be told).
 std::string flock_holder(int fd) {
@@ -157,13 +154,13 @@ void ResultsStore::load() {
     nlohmann::json json;
     try {
       json = nlohmann::json::parse(line.text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       if (is_last) {
         cut_at = line.offset;
         break;
       }
       fail("{}:{}: not a JSON line ({}); only the last line may be torn, so this file was edited or corrupted",
-           path.string(), line.number, json_error_text(e.what()));
+           path.string(), line.number, io::json_error_text(e));
     }
     RunRecord record;
     try {

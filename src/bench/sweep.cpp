@@ -14,6 +14,7 @@
 #include "bench/json_fields.h"
 #include "bench/run_config_reader.h"
 #include "qjoule/error.h"
+#include "qjoule/io/json_error_text.h"
 
 namespace qjoule::bench {
 namespace {
@@ -130,14 +131,6 @@ std::vector<RunConfig> expand_one_at_a_time(const SweepSpec& spec) {
   return runs;
 }
 
-// nlohmann's what() starts with "[json.exception.parse_error.101] "; the rest is the useful part.
-std::string without_json_prefix(const std::string& what) {
-  if (!what.empty() && what.front() == '[') {
-    const auto close = what.find("] ");
-    if (close != std::string::npos) return what.substr(close + 2);
-  }
-  return what;
-}
 
 }  // namespace
 
@@ -165,8 +158,8 @@ SweepSpec parse_sweep_file(const std::filesystem::path& path) {
   nlohmann::ordered_json ordered;
   try {
     ordered = nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("{} is not valid JSON: {}", where, without_json_prefix(e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    fail("{} is not valid JSON: {}", where, io::json_error_text(e));
   }
   const nlohmann::json document = ordered;
   const detail::JsonPlace top{where, ""};

@@ -10,6 +10,7 @@
 
 #include "eval/dataset_readers.h"
 #include "qjoule/error.h"
+#include "qjoule/io/json_error_text.h"
 #include "qjoule/tokenize/utf8.h"
 
 namespace qjoule::eval {
@@ -28,13 +29,6 @@ std::vector<std::string> field_names(const json& object) {
   std::vector<std::string> names;
   for (const auto& item : object.items()) names.push_back(item.key());
   return names;
-}
-
-// nlohmann says "[json.exception.parse_error.101] parse error at line 1, column 5: <detail>".
-std::string describe_parse_error(const json::parse_error& e) {
-  std::string_view what = e.what();
-  if (const auto at = what.find("column "); at != std::string_view::npos) what.remove_prefix(at);
-  return std::string(what);
 }
 
 // The name of the first field of `object` among `names`, or the first of them when none is there.
@@ -95,8 +89,8 @@ Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view b
     json object;
     try {
       object = json::parse(line.text);
-    } catch (const json::parse_error& e) {
-      fail("{}: malformed JSON at {}; expected one JSON object per line", where, describe_parse_error(e));
+    } catch (const json::exception& e) {
+      fail("{}: malformed JSON ({}); expected one JSON object per line", where, io::json_error_text(e));
     }
     if (!object.is_object()) {
       fail("{}: found a JSON {}, expected one JSON object per line (JSON Lines){}", where,

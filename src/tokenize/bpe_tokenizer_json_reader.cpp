@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qjoule/error.h"
+#include "qjoule/io/json_error_text.h"
 #include "qjoule/tokenize/utf8.h"
 #include "tokenize/bpe_spec.h"
 #include "tokenize/file_bytes.h"
@@ -18,12 +19,6 @@ namespace {
 using nlohmann::json;
 
 const std::string kMetaspace = "\xE2\x96\x81";  // ▁
-
-std::string describe_parse_error(const json::parse_error& e) {
-  std::string_view what = e.what();
-  if (const auto close = what.find("] "); close != std::string_view::npos) what.remove_prefix(close + 2);
-  return std::string(what);
-}
 
 // Field access with one-line errors naming the file and the field's dotted path.
 class Fields {
@@ -351,8 +346,8 @@ BpeSpec read_bpe_tokenizer_json(const std::filesystem::path& path) {
   json doc;
   try {
     doc = json::parse(read_file_bytes(path, "tokenizer.json"));
-  } catch (const json::parse_error& e) {
-    fail("{}: malformed JSON ({}), expected a Hugging Face tokenizer.json", f.file(), describe_parse_error(e));
+  } catch (const json::exception& e) {
+    fail("{}: malformed JSON ({}), expected a Hugging Face tokenizer.json", f.file(), io::json_error_text(e));
   }
   if (!doc.is_object()) {
     fail("{}: found a JSON {}, expected a Hugging Face tokenizer.json object", f.file(), doc.type_name());

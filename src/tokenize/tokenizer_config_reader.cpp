@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qjoule/error.h"
+#include "qjoule/io/json_error_text.h"
 #include "tokenize/file_bytes.h"
 #include "tokenize/tokenizer_spec.h"
 
@@ -29,10 +30,8 @@ WordPieceOptions read_tokenizer_config(const std::filesystem::path& path) {
   json doc;
   try {
     doc = json::parse(read_file_bytes(path, "tokenizer config"));
-  } catch (const json::parse_error& e) {
-    std::string_view what = e.what();
-    if (const auto close = what.find("] "); close != std::string_view::npos) what.remove_prefix(close + 2);
-    fail("{}: malformed JSON ({}), expected a tokenizer_config.json object", file, what);
+  } catch (const json::exception& e) {
+    fail("{}: malformed JSON ({}), expected a tokenizer_config.json object", file, io::json_error_text(e));
   }
   if (!doc.is_object()) fail("{}: found a JSON {}, expected an object", file, doc.type_name());
   WordPieceOptions options;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qjoule/error.h"
+#include "qjoule/io/json_error_text.h"
 #include "tokenize/file_bytes.h"
 #include "tokenize/tokenizer_spec.h"
 
@@ -17,13 +18,6 @@ namespace qjoule::tokenize {
 namespace {
 
 using nlohmann::json;
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; keep the readable part.
-std::string describe_parse_error(const json::parse_error& e) {
-  std::string_view what = e.what();
-  if (const auto close = what.find("] "); close != std::string_view::npos) what.remove_prefix(close + 2);
-  return std::string(what);
-}
 
 class JsonFile {
  public:
@@ -166,9 +160,9 @@ TokenizerSpec read_tokenizer_json(const std::filesystem::path& path) {
   json doc;
   try {
     doc = json::parse(read_file_bytes(path, "tokenizer.json"));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     fail("{}: malformed JSON ({}), expected a Hugging Face tokenizer.json", file.name(),
-         describe_parse_error(e));
+         io::json_error_text(e));
   }
   if (!doc.is_object()) {
     fail("{}: found a JSON {}, expected a Hugging Face tokenizer.json object", file.name(), doc.type_name());

@@ -124,6 +124,9 @@ TEST(BenchResultsStore, ABadMiddleLineFailsNamingFileAndLine) {
   EXPECT_THAT(message, HasSubstr(path.string() + ":2: not a JSON line"));
   EXPECT_EQ(read_text(path).size(), line_of(examples::full_record()).size() + 10 +
                                         line_of(examples::failed_record()).size());  // left untouched
+  write_text(path, line_of(examples::full_record()) + "{\"latency_ms\": 1E400}\n" + line_of(examples::failed_record()));
+  EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
+              HasSubstr(path.string() + ":2: not a JSON line (number overflow parsing '1E400')"));
 }
 
 TEST(BenchResultsStore, RecordsThatDoNotReadFailNamingTheLine) {

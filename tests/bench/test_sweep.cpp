@@ -173,6 +173,9 @@ TEST(BenchSweepFile, BatchZeroAndWrongTypes) {
 TEST(BenchSweepFile, UnreadableOrInvalidJson) {
   auto path = write_file("bench_sweep_invalid", R"({"sweep": )");
   EXPECT_THAT(error_of([&] { parse_sweep_file(path); }), HasSubstr("is not valid JSON: parse error"));
+  path = write_file("bench_sweep_overflow", R"({"sweep": {"batch": [1E400]}})");
+  EXPECT_THAT(error_of([&] { parse_sweep_file(path); }),
+              HasSubstr("is not valid JSON: number overflow parsing '1E400'"));
   path = test::temp_dir("bench_sweep_missing") / "absent.json";
   EXPECT_THAT(error_of([&] { parse_sweep_file(path); }),
               HasSubstr("cannot read sweep file '" + path.string() + "': No such file or directory"));

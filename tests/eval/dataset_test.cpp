@@ -190,8 +190,11 @@ TEST(DatasetErrors, WrongNumberOfColumns) {
 TEST(DatasetErrors, MalformedJsonLine) {
   const std::string message =
       load_error(write_dataset("dev.jsonl", "{\"text\": \"a\", \"label\": 1}\n{\"text\": \"b\", label: 0}\n"));
-  EXPECT_THAT(message, HasSubstr("dev.jsonl:2: malformed JSON at column"));
+  EXPECT_THAT(message, HasSubstr("dev.jsonl:2: malformed JSON (parse error at line 1, column"));
   EXPECT_THAT(message, HasSubstr("expected one JSON object per line"));
+  // Found by fuzz_dataset in CI: a number too large for a double threw past the reader.
+  EXPECT_THAT(load_error(write_dataset("big.jsonl", "{\"text\": \"a\", \"label\": 2E2222222}\n")),
+              HasSubstr("big.jsonl:1: malformed JSON (number overflow parsing '2E2222222')"));
   EXPECT_THAT(load_error(write_dataset("array.json", "[\n{\"text\": \"a\", \"label\": 1}\n]\n")),
               HasSubstr("array.json:1: malformed JSON"));
   EXPECT_THAT(load_error(write_dataset("list.jsonl", "[1, 2]\n")),

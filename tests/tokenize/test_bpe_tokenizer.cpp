@@ -263,6 +263,9 @@ TEST(BpeTokenizerErrors, NotJson) {
   const auto path = write_json_text("{\"model\": ");
   EXPECT_THAT(test::error_of([&] { BpeTokenizer::from_tokenizer_json(path); }),
               HasSubstr("tokenizer.json: malformed JSON"));
+  const auto overflow = write_json_text(R"({"model": {"type": "BPE", "dropout": 1E400}})");
+  EXPECT_THAT(test::error_of([&] { BpeTokenizer::from_tokenizer_json(overflow); }),
+              HasSubstr("tokenizer.json: malformed JSON (number overflow parsing '1E400')"));
 }
 
 TEST(BpeTokenizerErrors, MissingModelVocabOrMerges) {

@@ -185,6 +185,14 @@ TEST(TokenizerJson, MalformedJsonIsOneLine) {
   EXPECT_EQ(message.find('\n'), std::string::npos);
 }
 
+// Found by fuzz_dataset in CI: json::parse throws out_of_range (not parse_error) for 1E400.
+TEST(TokenizerJson, NumberTooLargeForADoubleIsOneLine) {
+  const auto path = write_file(test::temp_dir(test_dir_name()) / "tokenizer.json",
+                               R"({"model": {"type": "WordPiece", "vocab": {"a": 1E400}}})");
+  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_tokenizer_json(path); }),
+              HasSubstr(path.string() + ": malformed JSON (number overflow parsing '1E400')"));
+}
+
 // --- model folders ---------------------------------------------------------------------------
 
 TEST(ModelDir, PrefersTokenizerJson) {
@@ -211,6 +219,10 @@ TEST(ModelDir, FallsBackToVocabTxtWithTokenizerConfig) {
   write_file(dir / "tokenizer_config.json", R"({"do_lower_case": "yes"})");
   EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
               HasSubstr("tokenizer_config.json: 'do_lower_case' is \"yes\" (a JSON string), expected true or false"));
+  // A number too large for a double is nlohmann's out_of_range, not a parse_error: still one line.
+  write_file(dir / "tokenizer_config.json", R"({"model_max_length": 1E400})");
+  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
+              HasSubstr("tokenizer_config.json: malformed JSON (number overflow parsing '1E400')"));
 }
 
 TEST(ModelDir, SaysWhatItLookedFor) {
