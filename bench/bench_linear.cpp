@@ -67,7 +67,7 @@ const std::vector<std::unique_ptr<Linear>>& layers_for(const std::string& spec, 
   if (it != cache.end()) return it->second;
   const auto w = random_vector(size_t(n * k), 1, 0.05f);
   const auto b = random_vector(size_t(n), 2, 0.1f);
-  const auto format = qjoule::kernels::parse_precision(spec);
+  const auto format = qjoule::quant::parse_format_spec(spec);
   const std::string name = fmt::format("bench.{}x{}", k, n);
   std::vector<std::unique_ptr<Linear>> layers;
   layers.push_back(qjoule::kernels::make_linear(format, w.data(), b.data(), n, k, name));

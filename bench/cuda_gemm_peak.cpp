@@ -32,6 +32,7 @@
 namespace {
 
 using namespace qjoule::kernels;
+namespace quant = qjoule::quant;
 
 struct Options {
   int reps = 20;
@@ -66,14 +67,14 @@ void gemm_table(const Options& o, const CudaGpuInfo& gpu) {
   fmt::print("{:<6} {:<24} {:>9} {:>9} {:>9} {:>9}  {}\n", "format", "cuBLASLt types", "ms", "T(FL)OP/s", "peak",
              "fraction", "peak source");
   struct Row {
-    const char* precision;
+    quant::Format precision;
     const char* types;
     int min_cc;
   };
-  const Row rows[] = {{"fp16", "f16 x f16 -> f32", 75},
-                      {"bf16", "bf16 x bf16 -> f32", 80},
-                      {"int8", "s8 x s8 -> s32", 75},
-                      {"fp8", "e4m3 x e4m3 -> f32", 89}};
+  const Row rows[] = {{quant::Format::fp16, "f16 x f16 -> f32", 75},
+                      {quant::Format::bf16, "bf16 x bf16 -> f32", 80},
+                      {quant::Format::int8, "s8 x s8 -> s32", 75},
+                      {quant::Format::fp8, "e4m3 x e4m3 -> f32", 89}};
   const int cc = gpu.major * 10 + gpu.minor;
   for (const Row& r : rows) {
     if (cc < r.min_cc) {
@@ -115,19 +116,19 @@ void gemv_table(const Options& o, const CudaGpuInfo& gpu, double copy_bw) {
              "of copy");
   struct Row {
     const char* name;
-    LinearFormat format;
+    quant::FormatSpec format;
   };
   std::vector<Row> rows;
   for (bool asym : {false, true}) {
-    LinearFormat f;
-    f.precision = "int4";
+    quant::FormatSpec f;
+    f.format = quant::Format::int4;
     f.group_size = 128;
     f.int4_asymmetric = asym;
     rows.push_back({asym ? "int4 g128 asym" : "int4 g128 sym", f});
   }
   for (bool dq : {false, true}) {
-    LinearFormat f;
-    f.precision = "nf4";
+    quant::FormatSpec f;
+    f.format = quant::Format::nf4;
     f.nf4_double_quant = dq;
     rows.push_back({dq ? "nf4 dq" : "nf4", f});
   }

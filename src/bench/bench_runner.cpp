@@ -29,6 +29,7 @@
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/encoder_classifier_cuda.h"
 #include "qjoule/model/quantization_plan.h"
+#include "qjoule/quant/format_spec.h"
 #include "qjoule/model/synthetic_encoder.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 
@@ -112,14 +113,14 @@ struct BenchRunner::Impl {
   }
 
   model::EncoderClassifier build(const RunConfig& c) {
-    const auto plan = plan_precision(c.precision);
+    const auto spec = quant::parse_format_spec(c.precision);
     quant::LayerPolicyOptions po;
-    po.precision = plan.linear_spec;
+    po.precision = c.precision;
     const auto policy = quant::LayerPolicy::parse(po);
-    kernels::LinearFormat defaults;
+    quant::FormatSpec defaults;
     model::SmoothingFactors smoothing;
-    if (plan.smoothquant_alpha >= 0.0f) {
-      smoothing = model::calibrate_smoothquant(*params, plan.smoothquant_alpha, [&](const model::EncoderClassifier& m) {
+    if (spec.smoothquant_alpha) {
+      smoothing = model::calibrate_smoothquant(*params, *spec.smoothquant_alpha, [&](const model::EncoderClassifier& m) {
         run_fidelity_inputs(m, c, /*limit=*/16);
       });
     }
@@ -129,7 +130,7 @@ struct BenchRunner::Impl {
   // The GPU twin of build(): every Linear in the format the layer policy gives it, on GPU `device`.
   std::unique_ptr<model::EncoderClassifierCuda> build_cuda(const RunConfig& c, int device) {
     quant::LayerPolicyOptions po;
-    po.precision = plan_precision(c.precision).linear_spec;
+    po.precision = c.precision;
     return std::make_unique<model::EncoderClassifierCuda>(
         *params, model::cuda_linear_formats(quant::LayerPolicy::parse(po)), device);
   }
@@ -507,8 +508,7 @@ struct BenchRunner::Impl {
     if (c.batch != 1)
       fail("batch {} with decoder model '{}': decoder runs time one sequence, expected batch 1", c.batch, c.model);
     if (steps == 0) fail("0 decode tokens, expected at least 1 (--decode-tokens)");
-    const auto plan = plan_precision(c.precision);
-    if (plan.smoothquant_alpha >= 0.0f)
+    if (quant::parse_format_spec(c.precision).smoothquant_alpha)
       fail("precision '{}': SmoothQuant is not supported for decoder model '{}'", c.precision, c.model);
     // One model's parameters at a time: an encoder's cached ones are not needed here.
     params.reset();
@@ -532,7 +532,7 @@ struct BenchRunner::Impl {
     const auto& reference = decoder_reference_logits(c);
     const bool rss_reset = reset_peak_rss();
     quant::LayerPolicyOptions po;
-    po.precision = plan.linear_spec;
+    po.precision = c.precision;
     const model::DecoderLM m =
         model::load_decoder_lm(c.model, model::quantized_linear_factory(quant::LayerPolicy::parse(po), {}));
     const auto& cfg = m.config();

@@ -37,7 +37,7 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   const auto params = model::load_decoder_params(ck, cfg, /*defer_linears=*/true);
 
   quant::LayerPolicyOptions po;
-  po.precision = plan_precision(c.precision).linear_spec;
+  po.precision = c.precision;
   const auto policy = quant::LayerPolicy::parse(po);
   const auto factory = model::quantized_linear_factory(policy, {});
   std::map<std::tuple<std::string, int64_t, int64_t, bool>, std::uint64_t> built;  // one Linear per kind

@@ -11,6 +11,7 @@
 
 #include "bench/atomic_file.h"
 #include "qjoule/error.h"
+#include "qjoule/quant/format_spec.h"
 
 namespace qjoule::bench {
 namespace {
@@ -85,23 +86,24 @@ bool is_estimated(const RunRecord& record) { return record.energy_method.rfind("
 
 // What usually recovers accuracy for this format.
 std::string what_to_try(const RunRecord& record) {
-  const std::string token = token_of(record).value_or("");
+  const auto spec = quant::try_parse_format_spec(record.config.precision);
+  const quant::Format format = spec ? spec->format : quant::Format::fp32;
   const std::string exclude =
       "excluding the first and last blocks from quantization (`--quant-exclude '*.layer.0.*,*.layer.<last>.*'` "
       "with the model's last layer index)";
   if (record.decode_tokens)  // decoder: no SmoothQuant; perplexity is the accuracy that matters
-    return "weight-only INT8 (`--precisions w8`) or smaller INT4 groups (`int4:g32`), and compare perplexity with "
+    return "weight-only INT8 (`--precisions w8`) or smaller INT4 groups (`int4:g=32`), and compare perplexity with "
            "`qjoule ppl` (where `--quant-exclude` keeps the layers it names in FP32)";
-  if (token.rfind("int8_w8a8_sq", 0) == 0)
-    return fmt::format("another SmoothQuant alpha (`--precisions int8:sq0.75`), weight-only INT8 (`--precisions w8`), "
+  if (format == quant::Format::int8 && spec->smoothquant_alpha)
+    return fmt::format("another SmoothQuant alpha (`--precisions int8:sq=0.75`), weight-only INT8 (`--precisions w8`), "
                        "or {}", exclude);
-  if (token.rfind("int8", 0) == 0)
-    return fmt::format("SmoothQuant (`--precisions int8:sq0.5`), weight-only INT8 (`--precisions w8`), or {}", exclude);
-  if (token.rfind("int4", 0) == 0)
-    return fmt::format("smaller groups (`--precisions int4:g64` or `int4:g32`), `asym`, weight-only INT8 "
+  if (format == quant::Format::int8)
+    return fmt::format("SmoothQuant (`--precisions int8:sq=0.5`), weight-only INT8 (`--precisions w8`), or {}", exclude);
+  if (format == quant::Format::int4)
+    return fmt::format("smaller groups (`--precisions int4:g=64` or `int4:g=32`), `asym`, weight-only INT8 "
                        "(`--precisions w8`), or {}", exclude);
-  if (token.rfind("nf4", 0) == 0)
-    return fmt::format("weight-only INT8 (`--precisions w8`), `int4:g32`, or {}", exclude);
+  if (format == quant::Format::nf4)
+    return fmt::format("weight-only INT8 (`--precisions w8`), `int4:g=32`, or {}", exclude);
   return fmt::format("weight-only INT8 (`--precisions w8`), or {}", exclude);
 }
 

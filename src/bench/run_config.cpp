@@ -10,6 +10,7 @@
 #include "bench/json_fields.h"
 #include "bench/run_config_reader.h"
 #include "qjoule/error.h"
+#include "qjoule/quant/format_spec.h"
 
 namespace qjoule::bench {
 namespace {
@@ -25,11 +26,6 @@ std::vector<std::string> split(const std::string& text, char separator) {
   }
 }
 
-bool starts_with_digits_after(const std::string& token, std::string_view prefix) {
-  if (token.size() <= prefix.size() || token.compare(0, prefix.size(), prefix) != 0) return false;
-  return token.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
-}
-
 }  // namespace
 
 std::string sanitize_name_token(std::string_view text) {
@@ -43,42 +39,19 @@ std::string sanitize_name_token(std::string_view text) {
 }
 
 std::string precision_token(const std::string& precision) {
-  auto tokens = split(precision, ':');
-  const std::string format = sanitize_name_token(tokens.front());
-  if (format.empty())
-    fail("precision '{}' has no format, expected e.g. fp32, int8, int4:g64:asym", precision);
-
-  bool emulate = false;
-  std::string group = "128", scheme = "sym";  // int4's defaults
-  std::optional<std::string> smoothquant;     // int8's "sqA"
-  bool double_quant = false;                  // nf4's "dq"
-  std::vector<std::string> unknown;
-  for (std::size_t i = 1; i < tokens.size(); ++i) {
-    const std::string option = sanitize_name_token(tokens[i]);
-    if (option.empty()) continue;
-    if (option == "emulate") {
-      emulate = true;
-    } else if (format == "int4" && starts_with_digits_after(option, "g")) {
-      group = option.substr(1);
-    } else if (format == "int4" && (option == "sym" || option == "asym")) {
-      scheme = option;
-    } else if (format == "int8" && option.rfind("sq", 0) == 0) {
-      smoothquant = option;
-    } else if (format == "nf4" && option == "dq") {
-      double_quant = true;
-    } else {
-      unknown.push_back(option);
-    }
+  try {
+    return quant::run_token(quant::parse_format_spec(precision));
+  } catch (const Error&) {
+    // Not a spec this qjoule reads (a typo, or a record from another version): still a name, so that
+    // the error about it can say which run it is. Its parts, sanitized, in the order given.
   }
-
-  std::string token = format;
-  if (format == "int8") token = "int8_w8a8";
-  if (format == "w8") token = "w8a32";
-  if (format == "int4") token = fmt::format("int4_g{}_{}", group, scheme);
-  if (smoothquant) token += "_" + *smoothquant;
-  if (double_quant) token += "_dq";
-  for (const auto& option : unknown) token += "_" + option;
-  if (emulate) token += "_emulated";
+  const std::vector<std::string> parts = split(precision, ':');
+  std::string token = sanitize_name_token(parts.front());
+  if (const auto format = quant::find_format(parts.front())) token = quant::traits(*format).run_token;
+  if (token.empty()) fail("precision '{}' has no format, expected e.g. fp32, int8, int4:g=64:asym", precision);
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    if (const std::string clean = sanitize_name_token(parts[i]); !clean.empty()) token += "_" + clean;
+  }
   return token;
 }
 

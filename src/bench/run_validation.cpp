@@ -1,5 +1,5 @@
-// What `qjoule bench` checks before any run: which models are decoders, how a precision splits into
-// the Linear format and SmoothQuant, and every configuration of a sweep (one line naming the run).
+// What `qjoule bench` checks before any run: which models are decoders, that each precision is a
+// format spec some kernel on its device runs, and every configuration of a sweep (one line naming the run).
 #include <filesystem>
 #include <map>
 
@@ -13,22 +13,9 @@
 #include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/model/decoder_config.h"
+#include "qjoule/quant/format_spec.h"
 
 namespace qjoule::bench {
-namespace {
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const auto end = text.find(sep, start);
-    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return out;
-    start = end + 1;
-  }
-}
-
-}  // namespace
 
 using detail::config_of;
 using detail::is_synthetic;
@@ -38,30 +25,6 @@ bool is_decoder_model(const std::string& model) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(std::filesystem::path(model) / "config.json", ec)) return false;
   return model::model_family(model) == model::ModelFamily::Decoder;
-}
-
-PrecisionPlan plan_precision(const std::string& precision) {
-  PrecisionPlan plan;
-  const auto parts = split(precision, ':');
-  plan.linear_spec = parts.front();
-  for (std::size_t i = 1; i < parts.size(); ++i) {
-    const std::string& opt = parts[i];
-    if (opt.size() > 2 && opt.rfind("sq", 0) == 0) {
-      try {
-        std::size_t used = 0;
-        plan.smoothquant_alpha = std::stof(opt.substr(2), &used);
-        if (used != opt.size() - 2) throw std::invalid_argument(opt);
-      } catch (const std::exception&) {
-        fail("precision '{}': SmoothQuant option '{}' is not sq<ALPHA>, e.g. sq0.5", precision, opt);
-      }
-      if (!(plan.smoothquant_alpha >= 0.0f && plan.smoothquant_alpha <= 1.0f))
-        fail("precision '{}': SmoothQuant alpha {} is outside [0, 1]", precision, plan.smoothquant_alpha);
-      if (parts.front() != "int8") fail("precision '{}': SmoothQuant (sq) applies to int8 only", precision);
-      continue;
-    }
-    plan.linear_spec += ":" + opt;
-  }
-  return plan;
 }
 
 void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_tokens) {
@@ -78,16 +41,12 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
   for (const auto& c : configs) {
     const bool on_gpu = c.device != "cpu";
     if (on_gpu) kernels::require_cuda_device(c.device);  // one line saying why not, where no GPU can run
-    const PrecisionPlan plan = plan_precision(c.precision);
+    const std::string what = fmt::format("run {}: precision '{}'", run_name(c), c.precision);
+    const quant::FormatSpec spec = quant::parse_format_spec(c.precision);
     if (on_gpu) {
-      kernels::check_cuda_format(kernels::parse_cuda_precision(plan.linear_spec),
-                                 fmt::format("run {}: precision '{}'", run_name(c), c.precision));
-      if (plan.smoothquant_alpha >= 0.0f)
-        fail("run {}: precision '{}': SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per "
-             "token without smoothing)",
-             run_name(c), c.precision);
+      kernels::check_cuda_format(spec, what);
     } else {
-      kernels::parse_precision(plan.linear_spec);
+      kernels::require_cpu_format(spec, what);
     }
     if (c.batch == 0) fail("run {}: batch 0, expected at least 1", run_name(c));
     if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
@@ -101,7 +60,7 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
         fail("run {}: batch {} with decoder model '{}': decoder runs time one sequence (a prefill of seq prompt "
              "tokens, then decode steps), expected batch 1",
              run_name(c), c.batch, c.model);
-      if (plan_precision(c.precision).smoothquant_alpha >= 0.0f)
+      if (spec.smoothquant_alpha)
         fail("run {}: precision '{}': SmoothQuant is not supported for decoder model '{}'", run_name(c), c.precision,
              c.model);
       if (decode_tokens == 0) fail("run {}: 0 decode tokens, expected at least 1 (--decode-tokens)", run_name(c));

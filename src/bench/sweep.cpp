@@ -14,6 +14,7 @@
 #include "bench/json_fields.h"
 #include "bench/run_config_reader.h"
 #include "qjoule/error.h"
+#include "qjoule/quant/format_spec.h"
 #include "qjoule/io/json_error_text.h"
 
 namespace qjoule::bench {
@@ -97,7 +98,10 @@ std::vector<RunConfig> expand_cross_product(const SweepSpec& spec) {
   for (auto& [key, values] : axes)
     if (key == "precision")
       std::stable_partition(values.begin(), values.end(),
-                            [](const std::string& v) { return precision_token(v) == "fp32"; });
+                            [](const std::string& v) {
+                              const auto parsed = quant::try_parse_format_spec(v);
+                              return parsed && parsed->format == quant::Format::fp32;
+                            });
 
   std::vector<RunConfig> runs;
   std::set<std::string> names;

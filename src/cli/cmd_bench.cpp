@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,17 +33,17 @@
 #include "qjoule/energy/summary.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/cuda_device.h"
+#include "qjoule/quant/format_spec.h"
 #include "qjoule/report/html_report.h"
 
 namespace qjoule::cli {
 namespace {
 
-constexpr const char* kDefaultPrecisions = "fp32,bf16,int8,w8,int4,nf4";
 
 struct BenchArgs {
   std::string model;
   std::string dataset;
-  std::string precisions = kDefaultPrecisions;
+  std::string precisions = quant::default_sweep_precisions();
   std::string batch = "1,8";
   std::string seq = "128";
   std::string threads;  // default: every hardware thread
@@ -108,6 +109,11 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.min_time <= 0 && a.iters == 0) fail("--min-time {} is not positive, expected seconds > 0", a.min_time);
   const auto configs = bench::expand_sweep(sweep_from_args(a));
   bench::validate_configs(configs, a.decode_tokens);
+  std::set<std::string> noted;
+  for (const auto& c : configs) {
+    if (!noted.insert(c.precision).second) continue;
+    if (const auto note = quant::old_spelling_note(c.precision); !note.empty()) fmt::print(stderr, "note: {}\n", note);
+  }
   int most_threads = 0;
   for (const auto& c : configs) {
     if (c.threads > kMaxThreads)
@@ -319,8 +325,9 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--dataset", a->dataset, "Labelled dataset (.tsv/.jsonl) for accuracy (default: fidelity only)");
   auto* precisions = cmd->add_option("--precisions", a->precisions,
-                                     "Formats, comma-separated: fp32, bf16, fp16, int8, w8, int4, nf4, with options "
-                                     "as NAME:OPT (int4:g64:asym, nf4:dq, int8:sq0.5 for SmoothQuant)")
+                                     "Formats, comma-separated: " + quant::cpu_format_names() +
+                                         " (see `qjoule info --formats`), with options as NAME:OPTION (int4:g=64:asym, "
+                                         "nf4:dq, int8:sq=0.5 for SmoothQuant)")
                          ->capture_default_str();
   auto* batch =
       cmd->add_option("--batch", a->batch, "Batch sizes, comma-separated (decoder models: 1, the default for them)")

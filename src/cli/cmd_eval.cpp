@@ -27,6 +27,7 @@
 #include "qjoule/model/encoder_classifier_cuda.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
+#include "qjoule/quant/format_spec.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 
 namespace qjoule::cli {
@@ -53,11 +54,15 @@ struct EvalArgs {
 model::QuantizationOptions eval_quantization_options(const EvalArgs& a) {
   auto q = quantization_options(a.quant);
   if (a.smoothquant) {
+    float alpha = 0.5f;
     try {
-      q.smoothquant_alpha = a.smoothquant_alpha.empty() ? 0.5f : std::stof(a.smoothquant_alpha);
+      if (!a.smoothquant_alpha.empty()) alpha = std::stof(a.smoothquant_alpha);
     } catch (const std::exception&) {
       fail("--smoothquant '{}' is not a number, expected an alpha in [0, 1]", a.smoothquant_alpha);
     }
+    if (q.smoothquant_alpha >= 0.0f && q.smoothquant_alpha != alpha)
+      fail("--smoothquant {} and --precision {} give two SmoothQuant alphas; expected one", alpha, a.quant.precision);
+    q.smoothquant_alpha = alpha;
   }
   return q;
 }
@@ -67,7 +72,7 @@ model::QuantizationOptions eval_quantization_options(const EvalArgs& a) {
 quant::LayerPolicy parse_cuda_layer_policy(const model::QuantizationOptions& q) {
   auto policy = quant::LayerPolicy::parse(q.policy);
   const auto check = [&q](const std::string& spec, const std::string& what) {
-    kernels::check_cuda_format(kernels::parse_cuda_precision(spec, q.format_defaults), what + " on the GPU");
+    kernels::check_cuda_format(quant::parse_format_spec(spec, q.format_defaults), what + " on the GPU");
   };
   check(policy.precision(), "--precision " + policy.precision());
   for (const auto& rule : policy.rules())
@@ -111,7 +116,7 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   const auto* tok = tokenizer ? &*tokenizer : nullptr;
 
   model::SmoothingFactors smoothing;
-  if (qopts.smoothquant_alpha >= 0.0f || a.smoothquant) {
+  if (qopts.smoothquant_alpha >= 0.0f) {
     eval::Dataset calib_set{dataset.path, {}, dataset.pretokenized, dataset.labeled};
     calib_set.examples.assign(dataset.examples.begin(),
                               dataset.examples.begin() + static_cast<long>(std::min(a.calib, dataset.examples.size())));
@@ -122,7 +127,8 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
                calib_set.examples.size());
   }
   // The FP32 twin for fidelity: only when the run is not plain FP32 already.
-  const bool plain_fp32 = policy.precision() == "fp32" && policy.rules().empty() &&
+  const bool plain_fp32 = quant::parse_format_spec(policy.precision()).format == quant::Format::fp32 &&
+                          policy.rules().empty() &&
                           act_dtype == model::ActivationDtype::f32;
   std::optional<model::EncoderParams> fp32_params;
   if (!a.no_fidelity && !plain_fp32) fp32_params = params;

@@ -1,4 +1,5 @@
-// `qjoule info --model DIR`: what a checkpoint holds, before anything runs.
+// `qjoule info --model DIR`: what a checkpoint holds, before anything runs; `qjoule info --formats`:
+// the formats it can run.
 #include <map>
 #include <string>
 
@@ -7,9 +8,11 @@
 
 #include "cli/commands.h"
 #include "cli/format_util.h"
+#include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_config.h"
+#include "qjoule/quant/format.h"
 
 namespace qjoule::cli {
 namespace {
@@ -101,19 +104,44 @@ void run_info(const std::string& model_dir, bool list_tensors) {
   }
 }
 
+// `qjoule info --formats`: the format table (quant/format.h), one row per format.
+void print_formats() {
+  fmt::print("{:<5} {:>6}  {:<11} {:<9}  {}\n", "name", "bits/w", "kind", "devices", "what it is [options]");
+  for (const quant::FormatTraits& t : quant::all_formats()) {
+    const std::string kind = t.weight_only ? "weight-only" : t.quantizes_activations ? "w+act" : "dense";
+    const std::string devices = t.runs_on_cpu && t.runs_on_cuda ? "cpu, cuda" : t.runs_on_cpu ? "cpu" : "cuda";
+    fmt::print("{:<5} {:>6.3f}  {:<11} {:<9}  {}\n", t.name, t.bits_per_weight, kind, devices, t.doc);
+    if (!t.options.empty()) fmt::print("{:<37}[{}]\n", "", t.options);
+  }
+  fmt::print("\nA precision spec is NAME[:OPTION]..., e.g. int4:g=64:asym, nf4:dq, int8:sq=0.5 (SmoothQuant).\n"
+             "Every CPU format but fp32 also takes :emulate (fake quantization, for accuracy studies only).\n"
+             "bits/w counts the scales, at the default options (int4: g=128, sym).\n");
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app, CommandContext& /*ctx*/) {
   auto* cmd = app.add_subcommand("info", "Describe a Hugging Face checkpoint (encoder classifier or decoder LM): architecture, shapes, parameters, "
                                          "dtypes, bytes on disk, tensors grouped by layer.");
-  cmd->footer("Example:\n  qjoule info --model ../shared/data/models/sst2-distilbert-mini --tensors");
+  cmd->footer("Examples:\n  qjoule info --model ../shared/data/models/sst2-distilbert-mini --tensors\n"
+              "  qjoule info --formats");
   auto model = std::make_shared<std::string>();
   auto tensors = std::make_shared<bool>(false);
+  auto formats = std::make_shared<bool>(false);
   cmd->add_option("--model", *model, "Model folder (config.json + model.safetensors or a sharded index)")
-      ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--tensors", *tensors, "Also list every tensor with its dtype and shape");
-  cmd->callback([model, tensors] { run_info(*model, *tensors); });
+  cmd->add_flag("--formats", *formats, "List the formats qjoule runs (--precision names), with bits per weight, "
+                                       "devices and options");
+  cmd->callback([model, tensors, formats] {
+    if (*formats) {
+      if (!model->empty()) fail("info: --formats and --model are two questions; expected one of them");
+      print_formats();
+      return;
+    }
+    if (model->empty()) fail("info: --model DIR is required (or --formats for the format table)");
+    run_info(*model, *tensors);
+  });
 }
 
 }  // namespace qjoule::cli

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/report/html_report.h"
 #include "qjoule/report/tolerant_reader.h"
 
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 struct ReportArgs {
   std::vector<std::string> files;
   std::string out;
-  std::string baseline = "fp32";
+  std::string baseline{quant::name(quant::Format::fp32)};
   double max_accuracy_drop = 1.0;
 };
 

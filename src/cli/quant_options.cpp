@@ -4,13 +4,15 @@
 
 #include "qjoule/error.h"
 #include "qjoule/kernels/make_linear.h"
+#include "qjoule/quant/format_spec.h"
 
 namespace qjoule::cli {
 
 void add_quant_options(CLI::App* cmd, QuantArgs& a, const std::string& layer_example) {
   cmd->add_option("--precision", a.precision,
-                  "Format of the Linear layers inside transformer blocks: fp32, bf16, fp16, int8 (W8A8 dynamic), "
-                  "w8 (INT8 weight-only), int4 (group-wise), nf4; options as NAME:OPT, e.g. int4:g64:asym")
+                  "Format of the Linear layers inside transformer blocks: " + quant::cpu_format_names() +
+                      " (see `qjoule info --formats`); options as NAME:OPTION, e.g. int4:g=64:asym, nf4:dq, "
+                      "int8:sq=0.5 (SmoothQuant)")
       ->capture_default_str();
   cmd->add_option("--quant-include", a.quant_include,
                   "Comma-separated globs over layer names to quantize (default: the Linears inside blocks)");
@@ -40,14 +42,25 @@ model::QuantizationOptions quantization_options(const QuantArgs& a) {
   q.format_defaults.int4_asymmetric = a.int4_scheme == "asym";
   q.format_defaults.nf4_double_quant = a.double_quant;
   q.format_defaults.emulate = a.emulate;
+  if (const auto spec = quant::parse_format_spec(a.precision, q.format_defaults); spec.smoothquant_alpha)
+    q.smoothquant_alpha = *spec.smoothquant_alpha;
   return q;
 }
 
 quant::LayerPolicy parse_layer_policy(const model::QuantizationOptions& q) {
-  // Formats may carry options (int4:g64:asym), so parse_precision validates them, not the policy.
+  // Formats may carry options (int4:g=64:asym), so parse_format_spec validates them, not the policy.
   auto policy = quant::LayerPolicy::parse(q.policy);
-  kernels::parse_precision(policy.precision(), q.format_defaults);
-  for (const auto& rule : policy.rules()) kernels::parse_precision(rule.format, q.format_defaults);
+  const auto check = [&](const std::string& spec, const std::string& what) {
+    kernels::require_cpu_format(quant::parse_format_spec(spec, q.format_defaults), what);
+    if (const auto note = quant::old_spelling_note(spec); !note.empty()) fmt::print(stderr, "note: {}\n", note);
+  };
+  check(policy.precision(), "--precision " + policy.precision());
+  for (const auto& rule : policy.rules()) {
+    const std::string what = fmt::format("--layer-precision '{}={}'", rule.pattern, rule.format);
+    check(rule.format, what);
+    if (quant::parse_format_spec(rule.format).smoothquant_alpha)
+      fail("{}: SmoothQuant takes one alpha for the whole model; write it in --precision (e.g. int8:sq=0.5)", what);
+  }
   return policy;
 }
 

@@ -9,11 +9,12 @@
 #include <CLI/CLI.hpp>
 
 #include "qjoule/model/quantization_plan.h"
+#include "qjoule/quant/format.h"
 
 namespace qjoule::cli {
 
 struct QuantArgs {
-  std::string precision = "fp32";
+  std::string precision{quant::name(quant::Format::fp32)};
   std::string quant_include, quant_exclude, layer_precision;
   int group_size = 128;
   std::string int4_scheme = "sym";
@@ -26,10 +27,13 @@ struct QuantArgs {
 // family's layer names.
 void add_quant_options(CLI::App* cmd, QuantArgs& a, const std::string& layer_example);
 
-// The options as the model layer takes them (SmoothQuant off); bad values fail naming the option.
+// The options as the model layer takes them; bad values fail naming the option. SmoothQuant is on
+// when --precision says int8:sq=ALPHA (smoothquant_alpha = ALPHA), off otherwise.
 model::QuantizationOptions quantization_options(const QuantArgs& a);
 
-// The layer policy, with every format it names checked (options included) against the defaults.
+// The layer policy, with every format it names checked (options included) against the defaults and
+// against the CPU's kernels; SmoothQuant in a --layer-precision rule fails (one alpha per model, in
+// --precision). A spec in the old spelling (int4:g64) prints one note on stderr.
 quant::LayerPolicy parse_layer_policy(const model::QuantizationOptions& q);
 
 // Kernel paths used, with how many Linears ran each: "fp32 onednn:gemm:jit:f32 ×30, ...".

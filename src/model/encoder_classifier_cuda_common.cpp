@@ -7,9 +7,9 @@
 
 namespace qjoule::model {
 
-CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy, const kernels::LinearFormat& defaults) {
+CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults) {
   return [policy, defaults](const LinearParams& p, bool in_block) {
-    const auto format = kernels::parse_cuda_precision(policy.resolve(p.name, in_block).format, defaults);
+    const auto format = quant::parse_format_spec(policy.resolve(p.name, in_block).format, defaults);
     kernels::check_cuda_format(format, "tensor '" + p.name + "'");
     return format;
   };
@@ -30,12 +30,11 @@ void check_forward_inputs(const EncoderConfig& config, const int32_t* ids, int64
   }
 }
 
-bool fuses_qkv(const kernels::LinearFormat& q, const kernels::LinearFormat& k, const kernels::LinearFormat& v) {
-  const std::string spec = kernels::format_spec(q);
-  if (kernels::format_spec(k) != spec || kernels::format_spec(v) != spec) return false;
+bool fuses_qkv(const quant::FormatSpec& q, const quant::FormatSpec& k, const quant::FormatSpec& v) {
+  if (k != q || v != q) return false;
   // fp8 has one scale per tensor and nf4:dq quantizes its absmax values in groups of 256 blocks: one
   // fused tensor would not hold the numbers of three.
-  return q.precision != "fp8" && !(q.precision == "nf4" && q.nf4_double_quant);
+  return q.format != quant::Format::fp8 && !(q.format == quant::Format::nf4 && q.nf4_double_quant);
 }
 
 std::string fused_name(const std::vector<std::string>& names) {

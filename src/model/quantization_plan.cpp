@@ -34,20 +34,20 @@ class AbsMaxRecordingLinear final : public kernels::Linear {
 
 }  // namespace
 
-LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const kernels::LinearFormat& defaults,
+LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults,
                                        SmoothingFactors smoothing) {
   return [policy, defaults, smoothing = std::move(smoothing)](const LinearParams& p,
                                                               bool in_block) -> std::unique_ptr<kernels::Linear> {
     // The policy decides per checkpoint Linear: a fused one is built only when every part gets the same
     // format and the same SmoothQuant factors (or none), so fusing changes nothing but the call count.
     const std::vector<std::string> names = p.fused_from.empty() ? std::vector<std::string>{p.name} : p.fused_from;
-    const auto format = kernels::parse_precision(policy.resolve(names.front(), in_block).format, defaults);
+    const auto format = quant::parse_format_spec(policy.resolve(names.front(), in_block).format, defaults);
     const std::vector<float>* s = nullptr;
     for (size_t i = 0; i < names.size(); ++i) {
-      const auto format_i = kernels::parse_precision(policy.resolve(names[i], in_block).format, defaults);
-      if (kernels::format_spec(format_i) != kernels::format_spec(format)) return nullptr;
+      const auto format_i = quant::parse_format_spec(policy.resolve(names[i], in_block).format, defaults);
+      if (format_i != format) return nullptr;
       const std::vector<float>* si = nullptr;
-      if (format.precision == "int8") {
+      if (format.format == quant::Format::int8) {
         auto it = smoothing.find(names[i]);
         if (it != smoothing.end()) si = &it->second;
       }

@@ -1,5 +1,7 @@
 #include "model/streamed_linear_f32.h"
 
+#include "qjoule/quant/format.h"
+
 #include <utility>
 
 namespace qjoule::model {
@@ -24,7 +26,7 @@ class StreamedLinearF32 final : public kernels::Linear {
 
   int64_t in_features() const override { return shape_.in_features; }
   int64_t out_features() const override { return shape_.out_features; }
-  std::string format() const override { return "fp32"; }
+  std::string format() const override { return std::string(quant::name(quant::Format::fp32)); }
   std::string kernel_path() const override {
     return "qjoule:streamed_f32 (weights read from the checkpoint at each forward, then the FP32 Linear)";
   }

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "qjoule/error.h"
+#include "qjoule/quant/format.h"
 
 namespace qjoule::quant {
 namespace {
@@ -89,8 +90,9 @@ std::vector<LayerPrecisionRule> parse_layer_precision(std::string_view text,
   constexpr std::string_view option = "--layer-precision";
   std::vector<LayerPrecisionRule> rules;
   for (std::string_view item : split_items(text, option)) {
+    // The first '=' ends the pattern: the format may hold more (int4:g=64, int8:sq=0.5).
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos || item.find('=', eq + 1) != std::string_view::npos) {
+    if (eq == std::string_view::npos) {
       fail("{}: item '{}' is not PATTERN=FORMAT; expected e.g. '*.ffn.*=int4,*.attention.*=int8'", option, item);
     }
     const std::string_view pattern = trim(item.substr(0, eq)), format = trim(item.substr(eq + 1));
@@ -125,14 +127,14 @@ LayerDecision LayerPolicy::resolve(std::string_view layer_name, bool is_block_li
   std::string candidate_reason;
   if (!include_.empty()) {
     const std::string hit = first_match(include_, layer_name);
-    if (hit.empty()) return {"fp32", "not matched by --quant-include"};
+    if (hit.empty()) return {std::string(name(Format::fp32)), "not matched by --quant-include"};
     candidate_reason = fmt::format("included by --quant-include '{}'", hit);
   } else {
-    if (!is_block_linear) return {"fp32", "not a transformer-block linear (kept FP32 by default)"};
+    if (!is_block_linear) return {std::string(name(Format::fp32)), "not a transformer-block linear (kept FP32 by default)"};
     candidate_reason = "block linear";
   }
   if (const std::string hit = first_match(exclude_, layer_name); !hit.empty()) {
-    return {"fp32", fmt::format("excluded by --quant-exclude '{}'", hit)};
+    return {std::string(name(Format::fp32)), fmt::format("excluded by --quant-exclude '{}'", hit)};
   }
   for (const LayerPrecisionRule& rule : rules_) {
     if (glob_match(rule.pattern, layer_name)) {

@@ -1,6 +1,7 @@
 #include "qjoule/quant/quantize_fp16.h"
 
 #include "qjoule/error.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/quant/fp16_convert.h"
 #include "qjoule/quant/require_finite.h"
 
@@ -14,7 +15,7 @@ Fp16Matrix quantize_matrix_fp16(const float* w, int64_t rows, int64_t cols, std:
   m.bits.resize(static_cast<std::size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = w + r * cols;
-    require_finite(x, cols, tensor, r, "fp16");
+    require_finite(x, cols, tensor, r, name(Format::fp16));
     for (int64_t c = 0; c < cols; ++c) {
       const uint16_t h = fp32_to_fp16_bits(x[c]);
       if ((h & 0x7C00u) == 0x7C00u) {

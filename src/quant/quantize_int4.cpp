@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "qjoule/error.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/quant/fp16_convert.h"
 #include "qjoule/quant/require_finite.h"
 
@@ -46,7 +47,7 @@ int round_clamp(float v, int lo, int hi) { return static_cast<int>(std::clamp(st
 
 template <int G>
 void quantize_row_int4_sym_ref(const float* x, int64_t n, BlockInt4Sym<G>* y, std::string_view tensor, int64_t row) {
-  require_finite(x, n, tensor, row, "int4");
+  require_finite(x, n, tensor, row, name(Format::int4));
   for (int64_t g = 0; g < group_count(n, G); ++g) {
     const std::array<float, G> xg = padded_group<G>(x, n, g);
     float amax = 0.0f;
@@ -74,7 +75,7 @@ void dequantize_row_int4_sym_ref(const BlockInt4Sym<G>* x, int64_t n, float* y) 
 
 template <int G>
 void quantize_row_int4_asym_ref(const float* x, int64_t n, BlockInt4Asym<G>* y, std::string_view tensor, int64_t row) {
-  require_finite(x, n, tensor, row, "int4");
+  require_finite(x, n, tensor, row, name(Format::int4));
   for (int64_t g = 0; g < group_count(n, G); ++g) {
     const std::array<float, G> xg = padded_group<G>(x, n, g);
     float lo = 0.0f, hi = 0.0f;  // the range always contains 0, so 0 encodes exactly

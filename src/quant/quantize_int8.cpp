@@ -4,12 +4,13 @@
 #include <cmath>
 
 #include "qjoule/error.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/quant/require_finite.h"
 
 namespace qjoule::quant {
 
 float quantize_row_int8_ref(const float* x, int64_t n, int8_t* q, std::string_view tensor, int64_t row) {
-  require_finite(x, n, tensor, row, "int8");
+  require_finite(x, n, tensor, row, name(Format::int8));
   float amax = 0.0f;
   for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
   float scale = amax / static_cast<float>(kInt8MaxCode);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "qjoule/error.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/quant/quantize_dynamic8.h"
 #include "qjoule/quant/require_finite.h"
 
@@ -35,7 +36,7 @@ uint8_t quantize_nf4_code(float x) {
 }
 
 void quantize_row_nf4_ref(const float* x, int64_t n, BlockNf4* y, std::string_view tensor, int64_t row) {
-  require_finite(x, n, tensor, row, "nf4");
+  require_finite(x, n, tensor, row, name(Format::nf4));
   for (int64_t b = 0; b < block_count(n); ++b) {
     // The last block of a row may be partial: zero-padded, which leaves absmax unchanged and gives
     // the padding code 7 (0.0), formats.h "Any width".

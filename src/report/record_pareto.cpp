@@ -5,17 +5,15 @@
 #include <fmt/format.h>
 
 #include "qjoule/error.h"
+#include "qjoule/quant/format_spec.h"
 #include "qjoule/report/pareto.h"
 
 namespace qjoule::report {
 namespace {
 
 bool is_fp32(const bench::RunRecord& r) {
-  try {
-    return bench::precision_token(r.config.precision) == "fp32";
-  } catch (const Error&) {
-    return false;
-  }
+  const auto spec = quant::try_parse_format_spec(r.config.precision);
+  return spec && spec->format == quant::Format::fp32;
 }
 
 std::optional<double> agreement_of(const bench::RunRecord& r) {

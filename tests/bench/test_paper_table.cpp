@@ -146,7 +146,7 @@ TEST(BenchPaperTable, AccuracyDropsAboveTheThresholdAreFlaggedWithWhatToTry) {
                                     [&](const std::string& l) { return l.rfind("- " + int8.run_name, 0) == 0; });
   ASSERT_NE(flagged, lines.end()) << table;
   EXPECT_THAT(*flagged, HasSubstr("-5.00 pt accuracy"));
-  EXPECT_THAT(*flagged, HasSubstr("SmoothQuant (`--precisions int8:sq0.5`)"));
+  EXPECT_THAT(*flagged, HasSubstr("SmoothQuant (`--precisions int8:sq=0.5`)"));
   EXPECT_THAT(*flagged, HasSubstr("`--precisions w8`"));
   EXPECT_THAT(*flagged, HasSubstr("first and last blocks"));
   EXPECT_THAT(table, Not(HasSubstr("- " + int4.run_name)));

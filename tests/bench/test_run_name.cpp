@@ -38,6 +38,9 @@ TEST(BenchRunName, PrecisionTokens) {
   EXPECT_EQ(precision_token("int4:asym:g32"), "int4_g32_asym");
   EXPECT_EQ(precision_token("nf4"), "nf4");
   EXPECT_EQ(precision_token("nf4:dq"), "nf4_dq");
+  // The current grammar names runs as the old spellings did, so a sweep resumes across the change.
+  EXPECT_EQ(precision_token("int8:sq=0.5"), "int8_w8a8_sq0.5");
+  EXPECT_EQ(precision_token("int4:g=64:asym"), "int4_g64_asym");
 }
 
 TEST(BenchRunName, DefaultsAreFilledSoEqualFormatsGetEqualNames) {

@@ -73,6 +73,23 @@ TEST(CliEval, InfoDescribesTheTinyBert) {
   EXPECT_THAT(r.output, HasSubstr("layer   1"));
 }
 
+TEST(CliEval, InfoListsTheFormatTable) {
+  const auto r = run_command(qjoule() + " info --formats");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("int4   4.125  weight-only cpu, cuda  4-bit integers"));
+  EXPECT_THAT(r.output, HasSubstr("[g=32|64|128, sym|asym, a8]"));
+  EXPECT_THAT(r.output, HasSubstr("nf4    4.500  weight-only cpu, cuda  NormalFloat-4"));
+  EXPECT_THAT(r.output, HasSubstr("fp8    8.000  w+act       cuda       FP8 E4M3"));
+  for (std::size_t start = 0, end; (end = r.output.find('\n', start)) != std::string::npos; start = end + 1)
+    EXPECT_LE(end - start, 100u) << "a line wider than a terminal: " << r.output.substr(start, end - start);
+  const auto none = run_command(qjoule() + " info");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.output, HasSubstr("info: --model DIR is required (or --formats for the format table)"));
+  const auto both = run_command(qjoule() + " info --formats --model " + tiny_bert().string());
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_THAT(both.output, HasSubstr("--formats and --model are two questions"));
+}
+
 TEST(CliEval, TinyBertTextDatasetMatchesPyTorchLogits) {
   const auto out = qjoule::test::temp_dir("cli_tiny_bert") / "logits.tsv";
   const auto r = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
@@ -191,6 +208,39 @@ TEST(CliEval, QuantizedRunReportsFidelityAndEmulatedActivations) {
   const auto skipped = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
                                    (tiny_bert() / "dataset.tsv").string() + " --precision nf4 --no-fidelity");
   EXPECT_THAT(skipped.output, Not(HasSubstr("fidelity")));
+}
+
+// One precision grammar for every command: eval takes bench's SmoothQuant spelling and the new one.
+TEST(CliEval, PrecisionSpecsAreBenchsGrammar) {
+  const std::string base = qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
+                           (tiny_bert() / "dataset.tsv").string() + " --no-fidelity --calib 4";
+  const auto current = run_command(base + " --precision int8:sq=0.5");
+  ASSERT_EQ(current.exit_code, 0) << current.output;
+  EXPECT_THAT(current.output, HasSubstr("smoothquant: alpha 0.5, calibrated on the first 4 examples"));
+  EXPECT_THAT(current.output, Not(HasSubstr("old spelling")));
+  const auto old = run_command(base + " --precision int8:sq0.5");
+  ASSERT_EQ(old.exit_code, 0) << old.output;
+  EXPECT_THAT(old.output, HasSubstr("note: precision 'int8:sq0.5': 'sq0.5' is the old spelling of 'sq=0.5' (still read)"));
+  EXPECT_THAT(old.output, HasSubstr("smoothquant: alpha 0.5, calibrated on the first 4 examples"));
+  const auto accuracy_line = [](const std::string& out) { return out.substr(out.find("accuracy   ")).substr(0, 30); };
+  EXPECT_EQ(accuracy_line(old.output), accuracy_line(current.output));
+  const auto int4 = run_command(base + " --precision int4:g=32:asym");
+  ASSERT_EQ(int4.exit_code, 0) << int4.output;
+  EXPECT_THAT(int4.output, HasSubstr("precision  int4:g=32:asym: "));
+
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--precision int8:sq=0.5 --smoothquant 0.7",
+            "--smoothquant 0.7 and --precision int8:sq=0.5 give two SmoothQuant alphas; expected one"},
+           {"--precision int8:sq=2", "precision 'int8:sq=2': SmoothQuant alpha 2 is outside [0, 1]"},
+           {"--precision w8:sq=0.5", "precision 'w8:sq=0.5': option 'sq=0.5' applies to int8 only, not to w8"},
+           {"--precision fp8", "--precision fp8: fp8 runs on CUDA only; on the CPU expected one of fp32, bf16"},
+           {"--precision int8 --layer-precision '*.ffn.*=int8:sq=0.5'",
+            "--layer-precision '*.ffn.*=int8:sq=0.5': SmoothQuant takes one alpha for the whole model"}}) {
+    const auto r = run_command(base + " " + args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(expected)) << args;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
 }
 
 // `--device cuda`: without a usable GPU (or without the CUDA backend) one line with the reason and exit 1;

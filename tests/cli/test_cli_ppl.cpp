@@ -72,6 +72,10 @@ TEST(CliPpl, NumericFlagsOutOfRangeAreOneLine) {
   const std::string generate = qjoule() + " generate --model " + fixture("tiny-llama").string() + " --prompt hi";
   expect_one_error_line(run_command(generate + " --threads -1"), "--threads: -1 is out of range, expected 1 to 1024");
   expect_one_error_line(run_command(generate + " --max-new 0"), "--max-new: 0 is out of range, expected 1 to 1000000");
+  expect_one_error_line(run_command(ppl + " --precision int8:sq=0.5"),
+                        "--precision int8:sq=0.5: SmoothQuant is not supported for decoder models");
+  expect_one_error_line(run_command(generate + " --precision int4:g=48"),
+                        "precision 'int4:g=48': int4 group size '48', expected 32, 64 or 128");
 }
 
 // More threads than logical CPUs runs, with one warning line saying what it costs.

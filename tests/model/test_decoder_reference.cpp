@@ -140,7 +140,7 @@ qjoule::model::DecoderLM load_in_format(const std::string& name, const std::stri
                                         int group) {
   qjoule::quant::LayerPolicyOptions policy;
   policy.precision = precision;
-  qjoule::kernels::LinearFormat defaults;
+  qjoule::quant::FormatSpec defaults;
   defaults.group_size = group;
   defaults.emulate = emulate;
   return load_decoder_lm(decoder_fixture(name), qjoule::model::quantized_linear_factory(

@@ -75,11 +75,11 @@ quant::LayerPolicy policy(const std::string& precision, const std::string& layer
 TEST(EncoderClassifierCudaFormats, BlockLinearsGetThePolicyFormatAndTheHeadStaysFp32) {
   const EncoderParams p = small_distilbert();
   const auto formats = cuda_linear_formats(policy("int8", "*.layer.0.*=fp8,*.ffn.lin2=tf32"));
-  EXPECT_EQ(formats(p.layers[0].q, true).precision, "fp8");
-  EXPECT_EQ(formats(p.layers[1].q, true).precision, "int8");
-  EXPECT_EQ(formats(p.layers[1].ffn_out, true).precision, "tf32");
-  EXPECT_EQ(formats(p.head_dense, false).precision, "fp32");
-  EXPECT_EQ(formats(p.classifier, false).precision, "fp32");
+  EXPECT_EQ(formats(p.layers[0].q, true).format, quant::Format::fp8);
+  EXPECT_EQ(formats(p.layers[1].q, true).format, quant::Format::int8);
+  EXPECT_EQ(formats(p.layers[1].ffn_out, true).format, quant::Format::tf32);
+  EXPECT_EQ(formats(p.head_dense, false).format, quant::Format::fp32);
+  EXPECT_EQ(formats(p.classifier, false).format, quant::Format::fp32);
   const auto int4 = cuda_linear_formats(policy("int4:g64:asym"))(p.layers[0].o, true);
   EXPECT_EQ(int4.group_size, 64);
   EXPECT_TRUE(int4.int4_asymmetric);
@@ -93,8 +93,8 @@ TEST(EncoderClassifierCudaFormats, FormatsWithoutACudaKernelAreOneLineErrors) {
               HasSubstr("fake quantization runs on the CPU only"));
   EXPECT_THAT(error_of([&] { cuda_linear_formats(policy("int4:a8"))(p.layers[0].q, true); }),
               HasSubstr("int4 with INT8 activations (a8) has no CUDA kernel"));
-  EXPECT_THAT(error_of([] { kernels::parse_cuda_precision("fp8:g64"); }), HasSubstr("fp8 takes no options"));
-  EXPECT_THAT(error_of([] { kernels::parse_cuda_precision("fp4"); }), HasSubstr("unknown format 'fp4'"));
+  EXPECT_THAT(error_of([] { quant::parse_format_spec("fp8:g64"); }), HasSubstr("fp8 takes no options"));
+  EXPECT_THAT(error_of([] { quant::parse_format_spec("fp4"); }), HasSubstr("unknown format 'fp4'"));
 }
 
 TEST(EncoderClassifierCuda, WithoutAGpuTheConstructorSaysWhy) {

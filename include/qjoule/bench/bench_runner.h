@@ -72,14 +72,6 @@ struct BenchOptions {
   std::map<int, std::string> gpu_energy_absent;  // CUDA device index -> why it has no sensor
 };
 
-// The precision spec without the options that are not Linear formats ("sqA" for SmoothQuant),
-// and the SmoothQuant alpha they asked for (< 0: none). "int8:sq0.5" -> {"int8", 0.5}.
-struct PrecisionPlan {
-  std::string linear_spec;
-  float smoothquant_alpha = -1.0f;
-};
-PrecisionPlan plan_precision(const std::string& precision);
-
 // Whether `model` is a decoder language model: a folder whose config.json names a supported causal
 // LM (model::model_family). The embedded model and folders without config.json are not.
 bool is_decoder_model(const std::string& model);

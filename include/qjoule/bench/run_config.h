@@ -14,7 +14,7 @@ namespace qjoule::bench {
 struct RunConfig {
   std::string model = "distilbert-base";  // a name or a checkpoint folder
   std::string device = "cpu";
-  std::string precision = "fp32";  // full spec, may carry options: "int4:g64:asym", "nf4:dq", "int8:sq0.5"
+  std::string precision = "fp32";  // a format spec (quant/format_spec.h): "int4:g=64:asym", "nf4:dq", "int8:sq=0.5"
   std::size_t batch = 1;
   std::size_t seq = 128;
   int threads = 1;
@@ -27,11 +27,10 @@ inline constexpr std::array<std::string_view, 6> kRunConfigKeys = {"model", "dev
 // Keeps only [A-Za-z0-9.-]: `_` separates the parts of a run name, so no part may contain one.
 std::string sanitize_name_token(std::string_view text);
 
-// The canonical name of a precision spec, with defaults filled in so that equal formats get equal
-// names: "fp32", "int8_w8a8", "int8_w8a8_sq0.5", "w8a32", "int4_g128_sym" (for "int4" and
-// "int4:g128:sym" alike), "int4_g64_asym", "nf4", "nf4_dq"; unknown options are kept sanitized, in
-// the order given, after the known ones; an `emulate` option anywhere adds "_emulated" last.
-// An empty format ("", ":g64") fails.
+// The canonical name of a precision spec (quant::run_token): equal formats get equal names, so "int4"
+// and "int4:g=128:sym" both give "int4_g128_sym"; "int8:sq=0.5" and "int8:sq0.5" give
+// "int8_w8a8_sq0.5". A spec that does not parse still gets a name (its parts, sanitized, joined by
+// '_') so that the error about it can name the run; one with no format ("", ":g64") fails.
 std::string precision_token(const std::string& precision);
 
 // The model's part of a run name: a path gives its last component, then sanitized. Empty fails.

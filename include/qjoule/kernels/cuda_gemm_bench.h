@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "qjoule/quant/format.h"
+
 namespace qjoule::kernels {
 
 class CudaLinear;
@@ -31,15 +33,15 @@ struct DensePeak {
   double tops = 0.0;   // 0: unknown for this GPU / precision
   std::string source;  // "datasheet: H100 SXM5", "estimate: 132 SMs x 1980 MHz x 4096 FLOP/clk/SM", or why unknown
 };
-// precision: "tf32", "fp16", "bf16", "int8" or "fp8". The vendor's datasheet figure for the GPUs it
+// precision: tf32, fp16, bf16, int8 or fp8. The vendor's datasheet figure for the GPUs it
 // knows by name (H100 SXM / PCIe, H200, A100); otherwise an estimate from SM count × reported clock ×
 // the architecture's dense per-SM rate (sm_75, 80, 86, 89, 90; data-centre rates with FP32
 // accumulation, so GeForce parts, which halve them, read low), or 0 when it has none.
-DensePeak dense_tensor_peak(const CudaGpuInfo& gpu, const std::string& precision);
+DensePeak dense_tensor_peak(const CudaGpuInfo& gpu, quant::Format precision);
 
-// cuBLASLt alone: D[m, n] = B[m, k] · A[n, k]ᵀ in `precision` ("fp32", "tf32", "fp16", "bf16", "int8",
-// "fp8") on random operands, times in ms (reps ≥ 1).
-std::vector<float> time_cublaslt_gemm(const std::string& precision, int64_t m, int64_t n, int64_t k, int reps,
+// cuBLASLt alone: D[m, n] = B[m, k] · A[n, k]ᵀ in `precision` (fp32, tf32, fp16, bf16, int8,
+// fp8) on random operands, times in ms (reps ≥ 1).
+std::vector<float> time_cublaslt_gemm(quant::Format precision, int64_t m, int64_t n, int64_t k, int reps,
                                       int device = 0);
 
 // A device-to-device copy of `bytes`; times in ms. Bandwidth = 2 · bytes / time (read + written).

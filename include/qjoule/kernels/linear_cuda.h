@@ -38,22 +38,16 @@
 
 #include "qjoule/kernels/linear.h"
 #include "qjoule/kernels/make_linear.h"
+#include "qjoule/quant/format_spec.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
 namespace qjoule::kernels {
 
-// {"fp32", "tf32", "fp16", "bf16", "int8", "fp8", "int4", "nf4"}
-std::vector<std::string> cuda_supported_precisions();
-
-// parse_precision (make_linear.h) that also knows the CUDA-only names "tf32" and "fp8" (which take no
-// options). Whether the result has a CUDA kernel is check_cuda_format's question.
-LinearFormat parse_cuda_precision(std::string_view spec, const LinearFormat& defaults = {});
-
 // Fails with one line beginning with `what` (e.g. "--precision w8") unless some CUDA layer runs this
 // format: the checks of make_linear_cuda that need no shape (emulate, w8, int4 with a8, an unknown
 // precision, the int4 group size). Needs no GPU.
-void check_cuda_format(const LinearFormat& format, const std::string& what);
+void check_cuda_format(const quant::FormatSpec& format, const std::string& what);
 
 class CudaLinear : public Linear {
  public:
@@ -72,12 +66,12 @@ class CudaLinear : public Linear {
 
 // Builds a layer on GPU `device` from FP32 W [out, in] row-major (Hugging Face layout) and bias [out]
 // (or nullptr); both are quantized / converted on the host and copied to the GPU. Uses
-// format.precision (one of cuda_supported_precisions(); "tf32" and "fp8" are CUDA-only names),
+// format.format (a format whose traits say runs_on_cuda; tf32 and fp8 run on CUDA only),
 // group_size and int4_asymmetric for int4, nf4_double_quant for nf4. Everything else is a one-line
 // qjoule::Error naming the tensor: int4 with INT8 activations (a8), w8, emulate, an unknown precision,
 // `in` not a multiple of the int4 group or of 64 for nf4, non-finite weights, |w| > 65504 for fp16,
 // fp8 on a GPU below sm_89, tf32 / bf16 below sm_80, no usable GPU (with cuda_device_status()'s reason).
-std::unique_ptr<CudaLinear> make_linear_cuda(const LinearFormat& format, const float* W, const float* bias,
+std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, const float* W, const float* bias,
                                              int64_t out, int64_t in, const std::string& tensor_name, int device = 0);
 
 }  // namespace qjoule::kernels

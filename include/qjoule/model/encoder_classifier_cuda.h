@@ -39,12 +39,12 @@
 namespace qjoule::model {
 
 // The format of one Linear on the GPU; `in_block` as for LinearFactory.
-using CudaLinearFormats = std::function<kernels::LinearFormat(const LinearParams& params, bool in_block)>;
+using CudaLinearFormats = std::function<quant::FormatSpec(const LinearParams& params, bool in_block)>;
 
 // The layer policy's decision for each Linear, parsed with kernels::parse_cuda_precision (so "tf32"
 // and "fp8" are names too) on top of `defaults`: block Linears get --precision (or their rule), the
 // head stays fp32, exactly as quantized_linear_factory decides on the CPU.
-CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy, const kernels::LinearFormat& defaults = {});
+CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults = {});
 
 class EncoderClassifierCuda {
  public:

@@ -22,7 +22,7 @@ namespace qjoule::model {
 
 struct QuantizationOptions {
   quant::LayerPolicyOptions policy;  // precision + include/exclude + per-layer rules
-  kernels::LinearFormat format_defaults;  // group size, int4 scheme, double quant, emulate
+  quant::FormatSpec format_defaults;  // group size, int4 scheme, double quant, emulate
   float smoothquant_alpha = -1.0f;        // < 0: off
 };
 
@@ -33,7 +33,7 @@ using SmoothingFactors = std::map<std::string, std::vector<float>>;
 // Fused Q, K, V params (LinearParams::fused_from) are built as one Linear when the policy gives the three
 // the same format and, for int8, the same SmoothQuant factors or none (calibrate_smoothquant gives them
 // one shared s); otherwise it returns nullptr and the model builds them apart.
-LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const kernels::LinearFormat& defaults,
+LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults,
                                        SmoothingFactors smoothing = {});
 
 // Runs `run_calibration(model)` on an FP32 copy of `params` whose Linears record the per-input-channel

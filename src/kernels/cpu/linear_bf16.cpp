@@ -8,6 +8,7 @@
 #include "kernels/cpu/gemv_dense_avx512.h"
 #include "kernels/cpu/linear_bf16_kernels.h"
 #include "kernels/cpu/onednn_matmul_by_rows.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"
 
@@ -90,7 +91,7 @@ class LinearBf16 final : public Linear {
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
-  std::string format() const override { return "bf16"; }
+  std::string format() const override { return std::string(quant::name(quant::Format::bf16)); }
   std::string kernel_path() const override { return kernel_path_; }
   std::size_t bytes_held() const override {
     if (kernel_ == Bf16Kernel::avx2) {  // padded panels and the padded bias the kernel reads

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/gemv_dense_avx512.h"
 #include "kernels/cpu/onednn_matmul_by_rows.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/kernels/linear.h"
 
 namespace qjoule::kernels {
@@ -37,7 +38,7 @@ class LinearF32OneDnn final : public Linear {
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
-  std::string format() const override { return "fp32"; }
+  std::string format() const override { return std::string(quant::name(quant::Format::fp32)); }
   std::string kernel_path() const override { return kernel_path_; }
   std::size_t bytes_held() const override { return (weight_.size() + bias_.size()) * sizeof(float); }
 

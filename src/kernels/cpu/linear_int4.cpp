@@ -2,6 +2,7 @@
 // ("int4_f32") or INT8 activation blocks and integer dot products ("int4_s8").
 #include "kernels/cpu/weight_only_gemm.h"
 #include "kernels/cpu/weight_only_linear.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/quantize_int4.h"
 
@@ -17,14 +18,14 @@ std::unique_ptr<Linear> make_int4(const float* W, const float* bias, int64_t out
   if (options.int8_activations) {
     const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);  // int4_s8 has no AVX-512 kernel
     return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-        std::move(packed), bias, "int4", weight_only_kernel_path(s8_isa, "int4_s8"), nullptr,
+        std::move(packed), bias, std::string(quant::name(quant::Format::int4)), weight_only_kernel_path(s8_isa, "int4_s8"), nullptr,
         s8_isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_s8_avx2<Block> : &detail::gemm_int4_s8_scalar<Block>,
         tensor_name);
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_int4_f32_scalar<Block>, &detail::gemm_int4_f32_avx2<Block>,
                                &detail::gemm_int4_avx512<Block>, &detail::gemm_int4_avx512_bf16<Block>);
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-      std::move(packed), bias, "int4", weight_only_kernel_path(isa, "int4_f32", true), gemm, nullptr, tensor_name);
+      std::move(packed), bias, std::string(quant::name(quant::Format::int4)), weight_only_kernel_path(isa, "int4_f32", true), gemm, nullptr, tensor_name);
 }
 
 template <int G>

@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/gemm_u8s8s32.h"
 #include "kernels/cpu/quantize_symmetric_rows.h"
+#include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"
 
@@ -94,7 +95,7 @@ class LinearInt8W8A8OneDnn final : public Linear {
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
-  std::string format() const override { return "int8"; }
+  std::string format() const override { return std::string(quant::name(quant::Format::int8)); }
   std::string kernel_path() const override { return kernel_path_; }
   std::size_t bytes_held() const override {
     return gemm_->b().size() * sizeof(int8_t) + weight_scales_.size() * sizeof(float) +

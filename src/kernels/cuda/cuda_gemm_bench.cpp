@@ -34,12 +34,13 @@ const Datasheet* datasheet_for(const std::string& name) {
   return nullptr;
 }
 
-double pick(const Datasheet& d, const std::string& precision) {
-  if (precision == "tf32") return d.tf32;
-  if (precision == "fp16") return d.fp16;
-  if (precision == "bf16") return d.bf16;
-  if (precision == "int8") return d.int8;
-  if (precision == "fp8") return d.fp8;
+double pick(const Datasheet& d, quant::Format precision) {
+  using quant::Format;
+  if (precision == Format::tf32) return d.tf32;
+  if (precision == Format::fp16) return d.fp16;
+  if (precision == Format::bf16) return d.bf16;
+  if (precision == Format::int8) return d.int8;
+  if (precision == Format::fp8) return d.fp8;
   return 0.0;
 }
 
@@ -58,7 +59,7 @@ Datasheet per_sm_rate(int major, int minor) {
 
 }  // namespace
 
-DensePeak dense_tensor_peak(const CudaGpuInfo& gpu, const std::string& precision) {
+DensePeak dense_tensor_peak(const CudaGpuInfo& gpu, quant::Format precision) {
   DensePeak peak;
   if (const Datasheet* d = datasheet_for(gpu.name)) {
     peak.tops = pick(*d, precision);
@@ -74,7 +75,7 @@ DensePeak dense_tensor_peak(const CudaGpuInfo& gpu, const std::string& precision
   }
   peak.tops = double(gpu.sm_count) * double(gpu.clock_mhz) * 1e6 * per_sm / 1e12;
   peak.source = fmt::format("estimate: {} SMs x {} MHz x {} {}/clk/SM", gpu.sm_count, gpu.clock_mhz, per_sm,
-                            precision == "int8" ? "OP" : "FLOP");
+                            precision == quant::Format::int8 ? "OP" : "FLOP");
   return peak;
 }
 
@@ -101,16 +102,17 @@ CudaGpuInfo cuda_gpu_info(int device) {
   return info;
 }
 
-std::vector<float> time_cublaslt_gemm(const std::string& precision, int64_t m, int64_t n, int64_t k, int reps,
+std::vector<float> time_cublaslt_gemm(quant::Format precision, int64_t m, int64_t n, int64_t k, int reps,
                                       int device) {
   using cuda_detail::GemmKind;
   GemmKind kind;
-  if (precision == "fp32") kind = GemmKind::f32;
-  else if (precision == "tf32") kind = GemmKind::tf32;
-  else if (precision == "fp16") kind = GemmKind::f16;
-  else if (precision == "bf16") kind = GemmKind::bf16;
-  else if (precision == "int8") kind = GemmKind::s8;
-  else if (precision == "fp8") kind = GemmKind::e4m3;
+  using quant::Format;
+  if (precision == Format::fp32) kind = GemmKind::f32;
+  else if (precision == Format::tf32) kind = GemmKind::tf32;
+  else if (precision == Format::fp16) kind = GemmKind::f16;
+  else if (precision == Format::bf16) kind = GemmKind::bf16;
+  else if (precision == Format::int8) kind = GemmKind::s8;
+  else if (precision == Format::fp8) kind = GemmKind::e4m3;
   else fail("time_cublaslt_gemm: precision '{}'; expected fp32, tf32, fp16, bf16, int8 or fp8", precision);
   std::vector<float> ms;
   if (std::string e = cuda_detail::bench_gemm(kind, m, n, k, std::max(reps, 1), device, ms); !e.empty())
@@ -131,7 +133,7 @@ CudaGpuInfo cuda_gpu_info(int device) {
   fail("GPU {}: this qjoule was built without the CUDA backend", device);
 }
 
-std::vector<float> time_cublaslt_gemm(const std::string& precision, int64_t, int64_t, int64_t, int, int) {
+std::vector<float> time_cublaslt_gemm(quant::Format precision, int64_t, int64_t, int64_t, int, int) {
   fail("cuBLASLt {} GEMM: this qjoule was built without the CUDA backend", precision);
 }
 

@@ -42,67 +42,79 @@ struct Plan {
 
 // The format alone (no shape): what check_cuda_format and make_linear_cuda both reject. Errors begin
 // with `who` ("tensor 'NAME'").
-Plan validate_format(const LinearFormat& f, const std::string& who) {
+Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
   using cuda_detail::GemmKind;
-  const std::string& p = f.precision;
+  using quant::Format;
+  const Format p = f.format;
   if (f.emulate)
     fail("{}: precision '{}:emulate': fake quantization runs on the CPU only; CUDA layers run the real format",
          who, p);
-  if (p == "w8")
-    fail("{}: precision 'w8' (INT8 weight-only) has no CUDA kernel; use int8 (W8A8 through cuBLASLt) or "
-         "fp16",
-         who);
-  const auto names = cuda_supported_precisions();
-  if (std::find(names.begin(), names.end(), p) == names.end())
-    fail("{}: precision '{}' is not available on CUDA; expected one of {}", who, p, fmt::join(names, ", "));
+  if (p == Format::w8)
+    fail("{}: precision '{}' (INT8 weight-only) has no CUDA kernel; use {} (W8A8 through cuBLASLt) or {}", who, p,
+         Format::int8, Format::fp16);
+  if (!quant::traits(p).runs_on_cuda)
+    fail("{}: precision '{}' is not available on CUDA; expected one of {}", who, p, quant::cuda_format_names());
+  if (f.smoothquant_alpha)
+    fail("{}: precision '{}': SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token "
+         "without smoothing)",
+         who, quant::to_string(f));
   Plan plan;
-  if (p == "fp32") {
-    plan.gemm = GemmKind::f32;
-    plan.kernel_path = "cublaslt:f32";
-  } else if (p == "tf32") {
-    plan.gemm = GemmKind::tf32;
-    plan.min_compute = 80;
-    plan.kernel_path = "cublaslt:tf32:tensor_op";
-  } else if (p == "fp16") {
-    plan.gemm = GemmKind::f16;
-    plan.kernel_path = "cublaslt:f16:tensor_op";
-  } else if (p == "bf16") {
-    plan.gemm = GemmKind::bf16;
-    plan.min_compute = 80;
-    plan.kernel_path = "cublaslt:bf16:tensor_op";
-  } else if (p == "int8") {
-    plan.gemm = GemmKind::s8;
-    plan.kernel_path = "cublaslt:s8:tensor_op";
-  } else if (p == "fp8") {
-    plan.gemm = GemmKind::e4m3;
-    plan.min_compute = 89;
-    plan.kernel_path = "cublaslt:e4m3:tensor_op";
-  } else if (p == "int4") {
-    if (f.int4_int8_activations)
-      fail("{}: int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8",
-           who);
-    if (f.group_size != 32 && f.group_size != 64 && f.group_size != 128)
-      fail("{}: int4 group size {}; expected 32, 64 or 128", who, f.group_size);
-    plan.packed = true;
-    plan.four_bit = f.int4_asymmetric ? cuda_detail::PackedKind::int4_asym : cuda_detail::PackedKind::int4_sym;
-    plan.packed_name = "int4";
-  } else {  // nf4
-    plan.packed = true;
-    plan.four_bit = f.nf4_double_quant ? cuda_detail::PackedKind::nf4dq : cuda_detail::PackedKind::nf4;
-    plan.packed_name = f.nf4_double_quant ? "nf4dq" : "nf4";
+  switch (p) {
+    case Format::fp32:
+      plan.gemm = GemmKind::f32;
+      plan.kernel_path = "cublaslt:f32";
+      break;
+    case Format::tf32:
+      plan.gemm = GemmKind::tf32;
+      plan.min_compute = 80;
+      plan.kernel_path = "cublaslt:tf32:tensor_op";
+      break;
+    case Format::fp16:
+      plan.gemm = GemmKind::f16;
+      plan.kernel_path = "cublaslt:f16:tensor_op";
+      break;
+    case Format::bf16:
+      plan.gemm = GemmKind::bf16;
+      plan.min_compute = 80;
+      plan.kernel_path = "cublaslt:bf16:tensor_op";
+      break;
+    case Format::int8:
+      plan.gemm = GemmKind::s8;
+      plan.kernel_path = "cublaslt:s8:tensor_op";
+      break;
+    case Format::fp8:
+      plan.gemm = GemmKind::e4m3;
+      plan.min_compute = 89;
+      plan.kernel_path = "cublaslt:e4m3:tensor_op";
+      break;
+    case Format::int4:
+      if (f.int4_int8_activations)
+        fail("{}: int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8", who);
+      if (f.group_size != 32 && f.group_size != 64 && f.group_size != 128)
+        fail("{}: int4 group size {}; expected 32, 64 or 128", who, f.group_size);
+      plan.packed = true;
+      plan.four_bit = f.int4_asymmetric ? cuda_detail::PackedKind::int4_asym : cuda_detail::PackedKind::int4_sym;
+      plan.packed_name = quant::name(p);
+      break;
+    case Format::nf4:
+      plan.packed = true;
+      plan.four_bit = f.nf4_double_quant ? cuda_detail::PackedKind::nf4dq : cuda_detail::PackedKind::nf4;
+      plan.packed_name = std::string(quant::name(p)) + (f.nf4_double_quant ? "dq" : "");
+      break;
+    case Format::w8: break;  // rejected above
   }
   if (plan.packed) plan.kernel_path = "qjoule:cuda:" + plan.packed_name + "_gemv+f16_cublaslt";
   return plan;
 }
 
-Plan validate(const LinearFormat& f, int64_t out, int64_t in, const std::string& tensor) {
+Plan validate(const quant::FormatSpec& f, int64_t out, int64_t in, const std::string& tensor) {
   if (out <= 0 || in <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, out, in);
   Plan plan = validate_format(f, "tensor '" + tensor + "'");
-  if (f.precision == "int4" && in % f.group_size != 0)
+  if (f.format == quant::Format::int4 && in % f.group_size != 0)
     fail("tensor '{}': in_features {} is not a multiple of the int4 group size {}; the CUDA kernels need whole groups "
          "(the CPU kernels take a partial last group)",
          tensor, in, f.group_size);
-  if (f.precision == "nf4" && in % 64 != 0)
+  if (f.format == quant::Format::nf4 && in % 64 != 0)
     fail("tensor '{}': in_features {} is not a multiple of the nf4 block size 64; the CUDA kernels need whole blocks "
          "(the CPU kernels take a partial last block)",
          tensor, in);
@@ -124,7 +136,7 @@ void append_bytes(std::vector<uint8_t>& bytes, const std::vector<T>& values) {
   if (!values.empty()) std::memcpy(bytes.data() + at, values.data(), values.size() * sizeof(T));
 }
 
-void require_finite_matrix(const float* W, int64_t out, int64_t in, const std::string& tensor, const char* format) {
+void require_finite_matrix(const float* W, int64_t out, int64_t in, const std::string& tensor, std::string_view format) {
   for (int64_t r = 0; r < out; ++r) quant::require_finite(W + r * in, in, tensor, r, format);
 }
 
@@ -139,13 +151,13 @@ DenseWeights dense_weights(GemmKind kind, const float* W, int64_t out, int64_t i
   switch (kind) {
     case GemmKind::f32:
     case GemmKind::tf32:
-      require_finite_matrix(W, out, in, tensor, kind == GemmKind::f32 ? "fp32" : "tf32");
+      require_finite_matrix(W, out, in, tensor, quant::name(kind == GemmKind::f32 ? quant::Format::fp32 : quant::Format::tf32));
       w.data.resize(n * sizeof(float));
       std::memcpy(w.data.data(), W, n * sizeof(float));
       break;
     case GemmKind::f16: append_bytes(w.data, quant::quantize_matrix_fp16(W, out, in, tensor).bits); break;
     case GemmKind::bf16: {
-      require_finite_matrix(W, out, in, tensor, "bf16");
+      require_finite_matrix(W, out, in, tensor, quant::name(quant::Format::bf16));
       std::vector<uint16_t> bits(n);
       for (std::size_t i = 0; i < n; ++i) bits[i] = f32_to_bf16_bits(W[i]);
       append_bytes(w.data, bits);
@@ -163,7 +175,7 @@ DenseWeights dense_weights(GemmKind kind, const float* W, int64_t out, int64_t i
       break;
     }
     case GemmKind::e4m3: {
-      require_finite_matrix(W, out, in, tensor, "fp8");
+      require_finite_matrix(W, out, in, tensor, quant::name(quant::Format::fp8));
       w.rows = cuda_detail::round_up(out, cuda_detail::kLowpPad);
       w.cols = cuda_detail::round_up(in, cuda_detail::kLowpPad);
       float amax = 0.0f;
@@ -185,7 +197,7 @@ void int4_blocks(const float* W, int64_t out, int64_t in, const std::string& ten
   append_bytes(w.blocks, quant::quantize_matrix_int4<Block>(W, out, in, tensor).blocks);
 }
 
-PackedWeights packed_weights(const Plan& plan, const LinearFormat& f, const float* W, int64_t out, int64_t in,
+PackedWeights packed_weights(const Plan& plan, const quant::FormatSpec& f, const float* W, int64_t out, int64_t in,
                              const std::string& tensor) {
   PackedWeights w;
   w.kind = plan.four_bit;
@@ -274,21 +286,9 @@ class CudaLinearImpl final : public CudaLinear {
 
 }  // namespace
 
-std::vector<std::string> cuda_supported_precisions() { return {"fp32", "tf32", "fp16", "bf16", "int8", "fp8", "int4", "nf4"}; }
+void check_cuda_format(const quant::FormatSpec& format, const std::string& what) { validate_format(format, what); }
 
-LinearFormat parse_cuda_precision(std::string_view spec, const LinearFormat& defaults) {
-  const std::string_view name = spec.substr(0, spec.find(':'));
-  if (name != "tf32" && name != "fp8") return parse_precision(spec, defaults);
-  if (name.size() != spec.size())
-    fail("precision '{}': {} takes no options (it runs on CUDA only, with one fixed scheme)", spec, name);
-  LinearFormat f = defaults;
-  f.precision = std::string(name);
-  return f;
-}
-
-void check_cuda_format(const LinearFormat& format, const std::string& what) { validate_format(format, what); }
-
-std::unique_ptr<CudaLinear> make_linear_cuda(const LinearFormat& format, const float* W, const float* bias,
+std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, const float* W, const float* bias,
                                              int64_t out, int64_t in, const std::string& tensor_name, int device) {
   const Plan plan = validate(format, out, in, tensor_name);
 #if QJOULE_HAVE_CUDA
@@ -308,7 +308,7 @@ std::unique_ptr<CudaLinear> make_linear_cuda(const LinearFormat& format, const f
 #endif
   const CudaDeviceStatus& status = cuda_device_status();
   if (!status.usable)
-    fail("tensor '{}': CUDA {} layer: no usable GPU: {}", tensor_name, format.precision, status.reason);
+    fail("tensor '{}': CUDA {} layer: no usable GPU: {}", tensor_name, format.format, status.reason);
   if (device < 0 || device >= status.device_count)
     fail("tensor '{}': GPU {} does not exist; this machine has {} (0 to {})", tensor_name, device, status.device_count,
          status.device_count - 1);
@@ -319,15 +319,15 @@ std::unique_ptr<CudaLinear> make_linear_cuda(const LinearFormat& format, const f
   const int compute = info.major * 10 + info.minor;
   if (compute < plan.min_compute)
     fail("tensor '{}': {} ({}) needs compute capability {}.{} or newer; GPU {} is {} (sm_{})", tensor_name,
-         format.precision, plan.kernel_path, plan.min_compute / 10, plan.min_compute % 10, device, info.name, compute);
+         format.format, plan.kernel_path, plan.min_compute / 10, plan.min_compute % 10, device, info.name, compute);
   std::unique_ptr<cuda_detail::DeviceLinear> impl;
   const std::string error = plan.packed ? cuda_detail::make_packed_linear(packed, b, device, impl)
                                         : cuda_detail::make_dense_linear(dense, b, device, impl);
   if (!error.empty())
-    fail("tensor '{}': CUDA {} layer [{}, {}] on GPU {}: {}", tensor_name, format.precision, out, in, device, error);
-  return std::make_unique<CudaLinearImpl>(std::move(impl), plan, format.precision, tensor_name, out, in, device);
+    fail("tensor '{}': CUDA {} layer [{}, {}] on GPU {}: {}", tensor_name, format.format, out, in, device, error);
+  return std::make_unique<CudaLinearImpl>(std::move(impl), plan, std::string(quant::name(format.format)), tensor_name, out, in, device);
 #else
-  fail("tensor '{}': CUDA {} layer: this qjoule was built without the CUDA backend", tensor_name, format.precision);
+  fail("tensor '{}': CUDA {} layer: this qjoule was built without the CUDA backend", tensor_name, format.format);
 #endif
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "random_data.h"
@@ -20,6 +21,8 @@
 namespace {
 
 using namespace qjoule::kernels;
+namespace quant = qjoule::quant;
+using ::testing::HasSubstr;
 
 using qjoule::test::random_vector;
 
@@ -32,52 +35,21 @@ std::string error_of(const auto& fn) {
   return "(no error)";
 }
 
-TEST(MakeLinear, ParsesPrecisionSpecs) {
-  EXPECT_EQ(supported_precisions(), (std::vector<std::string>{"fp32", "bf16", "fp16", "int8", "w8", "int4", "nf4"}));
-  const LinearFormat a = parse_precision("int4:g64:asym:a8");
-  EXPECT_EQ(a.precision, "int4");
-  EXPECT_EQ(a.group_size, 64);
-  EXPECT_TRUE(a.int4_asymmetric);
-  EXPECT_TRUE(a.int4_int8_activations);
-  EXPECT_FALSE(a.emulate);
-  EXPECT_EQ(format_spec(a), "int4:g64:asym:a8");
-  EXPECT_TRUE(parse_precision("nf4:dq").nf4_double_quant);
-  EXPECT_TRUE(parse_precision("int8:emulate").emulate);
-  EXPECT_EQ(format_spec(parse_precision("int8:emulate")), "int8:emulate");
-  LinearFormat defaults;
-  defaults.group_size = 32;
-  defaults.emulate = true;
-  const LinearFormat d = parse_precision("int4", defaults);
-  EXPECT_EQ(d.group_size, 32);
-  EXPECT_TRUE(d.emulate);
-  EXPECT_EQ(parse_precision("int4:g128", defaults).group_size, 128);
-
-  const std::string unknown = error_of([] { parse_precision("int3"); });
-  EXPECT_NE(unknown.find("'int3'"), std::string::npos) << unknown;
-  EXPECT_NE(unknown.find("fp32, bf16, fp16, int8, w8, int4, nf4"), std::string::npos) << unknown;
-  EXPECT_NE(error_of([] { parse_precision("int8:g64"); }).find("applies to int4 only"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_precision("int4:dq"); }).find("applies to nf4 only"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_precision("int4:g48"); }).find("unknown option 'g48'"), std::string::npos);
-  LinearFormat bad_group;
-  bad_group.group_size = 48;
-  EXPECT_NE(error_of([&] { parse_precision("int4", bad_group); }).find("group size 48"), std::string::npos);
-}
-
 TEST(MakeLinear, EveryPrecisionRunsItsOwnKernelAndEmulationReproducesIt) {
   const int64_t m = 9, out = 48, in = 256;
   const auto x = random_vector(size_t(m * in), 1);
   const auto w = random_vector(size_t(out * in), 2, 0.05f);
   const auto b = random_vector(size_t(out), 3);
-  auto fp32 = make_linear(parse_precision("fp32"), w.data(), b.data(), out, in, "t");
+  auto fp32 = make_linear(quant::parse_format_spec("fp32"), w.data(), b.data(), out, in, "t");
   std::vector<float> ref(size_t(m * out));
   fp32->forward(x.data(), m, ref.data());
   const std::vector<std::pair<std::string, double>> specs = {
-      {"bf16", 0.01}, {"fp16", 0.001}, {"int8", 0.03}, {"w8", 0.01}, {"int4", 0.15}, {"int4:g32:asym", 0.15},
+      {"bf16", 0.01}, {"fp16", 0.001}, {"int8", 0.03}, {"w8", 0.01}, {"int4", 0.15}, {"int4:g=32:asym", 0.15},
       {"int4:a8", 0.15}, {"nf4", 0.15}, {"nf4:dq", 0.15}};
   for (const auto& [spec, budget] : specs) {
-    const LinearFormat f = parse_precision(spec);
+    const quant::FormatSpec f = quant::parse_format_spec(spec);
     auto real = make_linear(f, w.data(), b.data(), out, in, "layer.0.ffn.lin1");
-    EXPECT_EQ(real->format(), f.precision) << spec;
+    EXPECT_EQ(real->format(), quant::name(f.format)) << spec;
     EXPECT_EQ(real->kernel_path().find("emulated"), std::string::npos) << spec << ": " << real->kernel_path();
     std::vector<float> y(ref.size());
     real->forward(x.data(), m, y.data());
@@ -88,10 +60,10 @@ TEST(MakeLinear, EveryPrecisionRunsItsOwnKernelAndEmulationReproducesIt) {
     }
     EXPECT_LT(std::sqrt(err / norm), budget) << spec << " via " << real->kernel_path();
 
-    LinearFormat ef = f;
+    quant::FormatSpec ef = f;
     ef.emulate = true;
     auto emulated = make_linear(ef, w.data(), b.data(), out, in, "layer.0.ffn.lin1");
-    EXPECT_EQ(emulated->format(), f.precision);
+    EXPECT_EQ(emulated->format(), quant::name(f.format));
     EXPECT_EQ(emulated->kernel_path().rfind("emulated:not_representative:", 0), 0u) << emulated->kernel_path();
     std::vector<float> ye(ref.size());
     emulated->forward(x.data(), m, ye.data());
@@ -109,29 +81,29 @@ TEST(MakeLinear, EveryPrecisionRunsItsOwnKernelAndEmulationReproducesIt) {
 
 TEST(MakeLinear, KernelPathsNameTheActivationPath) {
   const auto w = random_vector(size_t(32 * 128), 4);
-  EXPECT_NE(make_linear(parse_precision("int4:a8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("int4_s8"),
+  EXPECT_NE(make_linear(quant::parse_format_spec("int4:a8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("int4_s8"),
             std::string::npos);
-  const std::string int4 = make_linear(parse_precision("int4"), w.data(), nullptr, 32, 128, "t")->kernel_path();
+  const std::string int4 = make_linear(quant::parse_format_spec("int4"), w.data(), nullptr, 32, 128, "t")->kernel_path();
   EXPECT_TRUE(int4.find("int4_f32") != std::string::npos || int4.find("int4_bf16") != std::string::npos) << int4;
   EXPECT_EQ(int4.find("int4_s8"), std::string::npos) << int4;
-  EXPECT_NE(make_linear(parse_precision("int8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("u8s8s32"),
+  EXPECT_NE(make_linear(quant::parse_format_spec("int8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("u8s8s32"),
             std::string::npos);
 }
 
 TEST(MakeLinear, RejectsMisuse) {
   const auto w = random_vector(size_t(8 * 64), 5);
   const std::vector<float> s(64, 2.0f);
-  LinearFormat unknown;
-  unknown.precision = "int2";
-  const std::string e = error_of([&] { make_linear(unknown, w.data(), nullptr, 8, 64, "layer.3.attention.q_lin"); });
-  EXPECT_NE(e.find("layer.3.attention.q_lin"), std::string::npos) << e;
-  EXPECT_NE(e.find("fp32, bf16, fp16, int8, w8, int4, nf4"), std::string::npos) << e;
-  EXPECT_NE(error_of([&] { make_linear(parse_precision("w8"), w.data(), nullptr, 8, 64, "t", s.data()); })
+  quant::FormatSpec cuda_only;
+  cuda_only.format = quant::Format::fp8;
+  const std::string e = error_of([&] { make_linear(cuda_only, w.data(), nullptr, 8, 64, "layer.3.attention.q_lin"); });
+  EXPECT_THAT(e, HasSubstr("layer.3.attention.q_lin: fp8 runs on CUDA only; on the CPU expected one of fp32, bf16, "
+                           "fp16, int8, w8, int4, nf4"));
+  EXPECT_NE(error_of([&] { make_linear(quant::parse_format_spec("w8"), w.data(), nullptr, 8, 64, "t", s.data()); })
                 .find("int8 only"),
             std::string::npos);
-  auto fp32_emulated = make_linear(parse_precision("fp32:emulate"), w.data(), nullptr, 8, 64, "t");
+  auto fp32_emulated = make_linear(quant::parse_format_spec("fp32:emulate"), w.data(), nullptr, 8, 64, "t");
   EXPECT_EQ(fp32_emulated->kernel_path().find("emulated"), std::string::npos) << "fp32 is simply fp32";
-  auto smoothed = make_linear(parse_precision("int8:emulate"), w.data(), nullptr, 8, 64, "t", s.data());
+  auto smoothed = make_linear(quant::parse_format_spec("int8:emulate"), w.data(), nullptr, 8, 64, "t", s.data());
   EXPECT_NE(smoothed->kernel_path().find("+smoothed"), std::string::npos) << smoothed->kernel_path();
 }
 

@@ -46,31 +46,32 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using test::error_of;
 
-LinearFormat precision(const std::string& name) {
-  LinearFormat f;
-  f.precision = name;
-  return f;
+quant::FormatSpec precision(const std::string& spec) { return quant::parse_format_spec(spec); }
+
+std::vector<std::string> cuda_format_list() {
+  std::vector<std::string> names;
+  for (const auto& t : quant::all_formats())
+    if (t.runs_on_cuda) names.emplace_back(t.name);
+  return names;
 }
 
 // ---- everywhere: the factory's checks ---------------------------------------------------------------
 
 TEST(CudaLinear, SupportedPrecisions) {
-  EXPECT_THAT(cuda_supported_precisions(),
-              ::testing::ElementsAre("fp32", "tf32", "fp16", "bf16", "int8", "fp8", "int4", "nf4"));
+  EXPECT_THAT(cuda_format_list(), ::testing::ElementsAre("fp32", "bf16", "fp16", "int8", "int4", "nf4", "tf32", "fp8"));
 }
 
 TEST(CudaLinear, FormatsWithoutACudaKernelAreOneLineErrorsNamingTheTensor) {
   const std::vector<float> w(4 * 96, 0.1f);
-  const auto make = [&w](LinearFormat f, int64_t in = 96) {
+  const auto make = [&w](quant::FormatSpec f, int64_t in = 96) {
     return error_of([&] { make_linear_cuda(f, w.data(), nullptr, 4, in, "enc.0.ffn.lin1.weight"); });
   };
-  LinearFormat f = precision("w8");
+  quant::FormatSpec f = precision("w8");
   EXPECT_THAT(make(f), AllOf(HasSubstr("enc.0.ffn.lin1.weight"), HasSubstr("'w8'"), HasSubstr("no CUDA kernel")));
   f = precision("int8");
   f.emulate = true;
   EXPECT_THAT(make(f), HasSubstr("fake quantization runs on the CPU only"));
-  EXPECT_THAT(make(precision("fp64")), AllOf(HasSubstr("'fp64' is not available on CUDA"),
-                                             HasSubstr("fp32, tf32, fp16, bf16, int8, fp8, int4, nf4")));
+  EXPECT_THAT(error_of([] { precision("fp64"); }), HasSubstr("unknown format 'fp64'"));
   f = precision("int4");
   f.group_size = 32;
   f.int4_int8_activations = true;
@@ -89,7 +90,7 @@ TEST(CudaLinear, WithoutAGpuTheFactorySaysWhy) {
   const CudaDeviceStatus& s = cuda_device_status();
   if (s.usable) GTEST_SKIP() << "this machine has a usable GPU";
   const std::vector<float> w(8 * 128, 0.25f), b(8, 1.0f);
-  for (const std::string& p : cuda_supported_precisions()) {
+  for (const std::string& p : cuda_format_list()) {
     EXPECT_THAT(error_of([&] { make_linear_cuda(precision(p), w.data(), b.data(), 8, 128, "lm_head.weight"); }),
                 AllOf(HasSubstr("tensor 'lm_head.weight'"), HasSubstr(s.built ? "no usable GPU: " + s.reason
                                                                               : std::string("without the CUDA backend"))))
@@ -189,28 +190,28 @@ TEST(CudaLinearHost, E4m3RowQuantizationScalesEachRowToItsMaximum) {
 
 TEST(CudaGemmPeak, DatasheetFiguresForKnownGpusAndEstimatesOtherwise) {
   CudaGpuInfo h100{"NVIDIA H100 80GB HBM3", 9, 0, 132, 1980, 50 << 20, int64_t{80} << 30};
-  EXPECT_DOUBLE_EQ(dense_tensor_peak(h100, "fp16").tops, 989.4);
-  EXPECT_DOUBLE_EQ(dense_tensor_peak(h100, "bf16").tops, 989.4);
-  EXPECT_DOUBLE_EQ(dense_tensor_peak(h100, "int8").tops, 1978.9);
-  EXPECT_DOUBLE_EQ(dense_tensor_peak(h100, "fp8").tops, 1978.9);
-  EXPECT_THAT(dense_tensor_peak(h100, "fp8").source, HasSubstr("datasheet: H100 SXM5"));
+  EXPECT_DOUBLE_EQ(dense_tensor_peak(h100, quant::Format::fp16).tops, 989.4);
+  EXPECT_DOUBLE_EQ(dense_tensor_peak(h100, quant::Format::bf16).tops, 989.4);
+  EXPECT_DOUBLE_EQ(dense_tensor_peak(h100, quant::Format::int8).tops, 1978.9);
+  EXPECT_DOUBLE_EQ(dense_tensor_peak(h100, quant::Format::fp8).tops, 1978.9);
+  EXPECT_THAT(dense_tensor_peak(h100, quant::Format::fp8).source, HasSubstr("datasheet: H100 SXM5"));
   CudaGpuInfo h200 = h100;
   h200.name = "NVIDIA H200";
-  EXPECT_DOUBLE_EQ(dense_tensor_peak(h200, "fp16").tops, 989.4);
+  EXPECT_DOUBLE_EQ(dense_tensor_peak(h200, quant::Format::fp16).tops, 989.4);
   CudaGpuInfo pcie = h100;
   pcie.name = "NVIDIA H100 PCIe";
-  EXPECT_DOUBLE_EQ(dense_tensor_peak(pcie, "fp16").tops, 756.0);
+  EXPECT_DOUBLE_EQ(dense_tensor_peak(pcie, quant::Format::fp16).tops, 756.0);
   CudaGpuInfo a100{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 1410, 40 << 20, int64_t{80} << 30};
-  EXPECT_DOUBLE_EQ(dense_tensor_peak(a100, "bf16").tops, 312.0);
-  EXPECT_EQ(dense_tensor_peak(a100, "fp8").tops, 0.0);
-  EXPECT_THAT(dense_tensor_peak(a100, "fp8").source, HasSubstr("no dense fp8"));
+  EXPECT_DOUBLE_EQ(dense_tensor_peak(a100, quant::Format::bf16).tops, 312.0);
+  EXPECT_EQ(dense_tensor_peak(a100, quant::Format::fp8).tops, 0.0);
+  EXPECT_THAT(dense_tensor_peak(a100, quant::Format::fp8).source, HasSubstr("no dense fp8"));
   CudaGpuInfo l4{"NVIDIA L4", 8, 9, 58, 2040, 48 << 20, int64_t{24} << 30};  // datasheet: 242 TFLOP/s FP8 dense
-  EXPECT_NEAR(dense_tensor_peak(l4, "fp8").tops, 242.3, 0.1);
-  EXPECT_NEAR(dense_tensor_peak(l4, "fp16").tops, 121.2, 0.1);
-  EXPECT_THAT(dense_tensor_peak(l4, "fp8").source, HasSubstr("estimate: 58 SMs x 2040 MHz"));
+  EXPECT_NEAR(dense_tensor_peak(l4, quant::Format::fp8).tops, 242.3, 0.1);
+  EXPECT_NEAR(dense_tensor_peak(l4, quant::Format::fp16).tops, 121.2, 0.1);
+  EXPECT_THAT(dense_tensor_peak(l4, quant::Format::fp8).source, HasSubstr("estimate: 58 SMs x 2040 MHz"));
   CudaGpuInfo future{"NVIDIA Next", 12, 0, 100, 2000, 0, 0};
-  EXPECT_EQ(dense_tensor_peak(future, "fp16").tops, 0.0);
-  EXPECT_THAT(dense_tensor_peak(future, "fp16").source, HasSubstr("sm_120"));
+  EXPECT_EQ(dense_tensor_peak(future, quant::Format::fp16).tops, 0.0);
+  EXPECT_THAT(dense_tensor_peak(future, quant::Format::fp16).source, HasSubstr("sm_120"));
 }
 
 TEST(CudaGemmPeak, MedianOfTimes) {
@@ -387,30 +388,30 @@ TEST(CudaLinearGpu, DenseFormatsMatchTheirCpuReferences) {
 
 struct FourBit {
   std::string name;
-  LinearFormat format;
+  quant::FormatSpec format;
 };
 
 std::vector<FourBit> four_bit_formats() {
   std::vector<FourBit> all;
   for (int g : {32, 64, 128})
     for (bool asym : {false, true}) {
-      LinearFormat f = precision("int4");
+      quant::FormatSpec f = precision("int4");
       f.group_size = g;
       f.int4_asymmetric = asym;
       all.push_back({"int4 g" + std::to_string(g) + (asym ? " asym" : " sym"), f});
     }
   for (bool dq : {false, true}) {
-    LinearFormat f = precision("nf4");
+    quant::FormatSpec f = precision("nf4");
     f.nf4_double_quant = dq;
     all.push_back({dq ? "nf4 dq" : "nf4", f});
   }
   return all;
 }
 
-std::vector<float> four_bit_reference(const LinearFormat& f, const std::vector<float>& x, const std::vector<float>& w,
+std::vector<float> four_bit_reference(const quant::FormatSpec& f, const std::vector<float>& x, const std::vector<float>& w,
                                       const float* bias, const Shape& s) {
   std::vector<float> ref(static_cast<std::size_t>(s.m * s.out));
-  if (f.precision == "int4") {
+  if (f.format == quant::Format::int4) {
     linear_int4_ref(x.data(), s.m, w.data(), bias, s.out, s.in, Int4Options{f.group_size, f.int4_asymmetric, false},
                     "t.weight", ref.data());
   } else {
@@ -419,8 +420,8 @@ std::vector<float> four_bit_reference(const LinearFormat& f, const std::vector<f
   return ref;
 }
 
-std::size_t packed_bytes(const LinearFormat& f, const Shape& s) {
-  if (f.precision == "int4") {
+std::size_t packed_bytes(const quant::FormatSpec& f, const Shape& s) {
+  if (f.format == quant::Format::int4) {
     const std::size_t block = std::size_t(f.int4_asymmetric ? 4 : 2) + std::size_t(f.group_size / 2);
     return static_cast<std::size_t>(s.out * (s.in / f.group_size)) * block;
   }
@@ -440,9 +441,10 @@ TEST(CudaLinearGpu, FourBitFormatsMatchTheirCpuReferencesOnBothPaths) {
       const float* bias = s.m % 2 == 1 ? bv.data() : nullptr;
       SCOPED_TRACE(describe(fb.name, s));
       const auto layer = make_linear_cuda(fb.format, w.data(), bias, s.out, s.in, "t.weight");
-      const std::string short_name = fb.format.precision == "nf4" && fb.format.nf4_double_quant ? "nf4dq"
-                                                                                                 : fb.format.precision;
-      EXPECT_EQ(layer->format(), fb.format.precision);
+      const std::string name(quant::name(fb.format.format));
+      const std::string short_name = fb.format.format == quant::Format::nf4 && fb.format.nf4_double_quant ? "nf4dq"
+                                                                                                          : name;
+      EXPECT_EQ(layer->format(), name);
       EXPECT_EQ(layer->kernel_path(), "qjoule:cuda:" + short_name + "_gemv+f16_cublaslt");
       const bool gemv = s.m <= cuda_detail::kGemvMaxRows;
       EXPECT_EQ(layer->kernel_path_for(s.m), gemv ? "qjoule:cuda:" + short_name + "_gemv"

@@ -1,0 +1,164 @@
+#include "qjoule/quant/format_spec.h"
+
+#include <charconv>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "qjoule/error.h"
+
+namespace qjoule::quant {
+namespace {
+
+std::vector<std::string_view> split_colons(std::string_view s) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t colon = s.find(':', start);
+    parts.push_back(s.substr(start, colon == std::string_view::npos ? s.npos : colon - start));
+    if (colon == std::string_view::npos) return parts;
+    start = colon + 1;
+  }
+}
+
+// The value of an option written KEY=VALUE (the current grammar) or KEYVALUE (the old one), or
+// nullopt when `option` is not KEY's. `old` is set when the old spelling was used.
+std::optional<std::string_view> keyed_value(std::string_view option, std::string_view key, bool* old = nullptr) {
+  if (!option.starts_with(key) || option.size() == key.size()) return std::nullopt;
+  std::string_view rest = option.substr(key.size());
+  const bool is_old = rest.front() != '=';
+  if (!is_old) rest.remove_prefix(1);
+  if (is_old && !(rest.front() >= '0' && rest.front() <= '9')) return std::nullopt;  // "sym" is not "s" + "ym"
+  if (old != nullptr) *old = is_old;
+  return rest;
+}
+
+void require_format(const FormatSpec& f, Format expected, std::string_view spec, std::string_view option) {
+  if (f.format != expected) {
+    fail("precision '{}': option '{}' applies to {} only, not to {}", spec, option, name(expected), f.format);
+  }
+}
+
+int parse_group(std::string_view spec, std::string_view value) {
+  if (value == "32") return 32;
+  if (value == "64") return 64;
+  if (value == "128") return 128;
+  fail("precision '{}': int4 group size '{}', expected 32, 64 or 128", spec, value);
+}
+
+float parse_alpha(std::string_view spec, std::string_view value) {
+  float alpha = 0.0f;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), alpha);
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+    fail("precision '{}': SmoothQuant alpha '{}' is not a number, expected sq=ALPHA with ALPHA in [0, 1], e.g. "
+         "int8:sq=0.5",
+         spec, value);
+  }
+  if (!(alpha >= 0.0f && alpha <= 1.0f)) {
+    fail("precision '{}': SmoothQuant alpha {} is outside [0, 1]", spec, value);
+  }
+  return alpha;
+}
+
+}  // namespace
+
+FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) {
+  const std::vector<std::string_view> parts = split_colons(spec);
+  const auto format = find_format(parts[0]);
+  if (!format) {
+    fail("precision '{}': unknown format '{}'; expected one of {} (options as NAME:OPTION, e.g. int4:g=64:asym, "
+         "int8:sq=0.5, nf4:dq)",
+         spec, parts[0], all_format_names());
+  }
+  FormatSpec f = defaults;
+  f.format = *format;
+  // Defaults that do not apply to this format are dropped, so equal formats compare equal.
+  if (f.format != Format::int4) {
+    f.group_size = 128;
+    f.int4_asymmetric = false;
+    f.int4_int8_activations = false;
+  }
+  if (f.format != Format::nf4) f.nf4_double_quant = false;
+  if (f.format != Format::int8) f.smoothquant_alpha.reset();
+  if (f.format == Format::fp32) f.emulate = false;
+
+  if (!traits(f.format).runs_on_cpu && (f.emulate || parts.size() > 1)) {
+    fail("precision '{}': {} takes no options (it runs on CUDA only, with one fixed scheme)", spec, f.format);
+  }
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string_view o = parts[i];
+    if (const auto g = keyed_value(o, "g")) {
+      require_format(f, Format::int4, spec, o);
+      f.group_size = parse_group(spec, *g);
+    } else if (o == "sym" || o == "asym") {
+      require_format(f, Format::int4, spec, o);
+      f.int4_asymmetric = o == "asym";
+    } else if (o == "a8") {
+      require_format(f, Format::int4, spec, o);
+      f.int4_int8_activations = true;
+    } else if (o == "dq") {
+      require_format(f, Format::nf4, spec, o);
+      f.nf4_double_quant = true;
+    } else if (const auto alpha = keyed_value(o, "sq")) {
+      require_format(f, Format::int8, spec, o);
+      f.smoothquant_alpha = parse_alpha(spec, *alpha);
+    } else if (o == "emulate") {
+      f.emulate = f.format != Format::fp32;  // fp32 has nothing to emulate: it is its own layer
+    } else {
+      fail("precision '{}': unknown option '{}'; expected g=32|64|128, sym, asym, a8 (int4), dq (nf4), sq=ALPHA "
+           "(int8) or emulate",
+           spec, o);
+    }
+  }
+  if (f.format == Format::int4 && f.group_size != 32 && f.group_size != 64 && f.group_size != 128) {
+    fail("precision '{}': int4 group size {}; expected 32, 64 or 128", spec, f.group_size);
+  }
+  return f;
+}
+
+std::string to_string(const FormatSpec& f) {
+  std::string s(name(f.format));
+  if (f.format == Format::int4) {
+    s += fmt::format(":g={}:{}", f.group_size, f.int4_asymmetric ? "asym" : "sym");
+    if (f.int4_int8_activations) s += ":a8";
+  }
+  if (f.format == Format::nf4 && f.nf4_double_quant) s += ":dq";
+  if (f.format == Format::int8 && f.smoothquant_alpha) s += fmt::format(":sq={}", *f.smoothquant_alpha);
+  if (f.emulate) s += ":emulate";
+  return s;
+}
+
+std::string run_token(const FormatSpec& f) {
+  std::string token(traits(f.format).run_token);
+  if (f.format == Format::int4) token += fmt::format("_g{}_{}", f.group_size, f.int4_asymmetric ? "asym" : "sym");
+  if (f.format == Format::int8 && f.smoothquant_alpha) token += fmt::format("_sq{}", *f.smoothquant_alpha);
+  if (f.format == Format::nf4 && f.nf4_double_quant) token += "_dq";
+  if (f.format == Format::int4 && f.int4_int8_activations) token += "_a8";
+  if (f.emulate) token += "_emulated";
+  return token;
+}
+
+std::optional<FormatSpec> try_parse_format_spec(std::string_view spec) {
+  try {
+    return parse_format_spec(spec);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+std::string old_spelling_note(std::string_view spec) {
+  const std::vector<std::string_view> parts = split_colons(spec);
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    for (std::string_view key : {"g", "sq"}) {
+      bool old = false;
+      const auto value = keyed_value(parts[i], key, &old);
+      if (value && old) {
+        return fmt::format("precision '{}': '{}' is the old spelling of '{}={}' (still read)", spec, parts[i], key,
+                           *value);
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace qjoule::quant
