@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium libjs-chart.js fonts-dejavu-core  # `qjoule report` inlines Chart.js; its browser test runs headless Chromium
   clang libclang-rt-14-dev  # scripts/fuzz.sh: the fuzz targets (libFuzzer is in clang's runtime package)
+  slurm-wlm munge  # scripts/slurm-local.sh: the one-node Slurm cluster the --slurm tests run on
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -10,6 +10,7 @@
 #include <dnnl.hpp>
 
 #include "qjoule/bench/bench_runner.h"
+#include "qjoule/bench/slurm_sweep.h"
 #include "qjoule/build_info.h"
 
 namespace qjoule::bench {
@@ -60,6 +61,8 @@ nlohmann::json run_environment() {
   const dnnl_version_t* v = dnnl_version();
   env["onednn"] = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   env["device"] = "cpu";
+  // Inside Slurm: the job, array task, node and the CPUs / GPUs it was given; absent elsewhere.
+  if (const auto place = slurm_place()) env["slurm"] = *place;
   return env;
 }
 

@@ -22,12 +22,16 @@
 #include "cli/bench_dry_run.h"
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
+#include "qjoule/bench/bench_meter.h"
 #include "qjoule/bench/bench_runner.h"
+#include "qjoule/bench/console_reporter.h"
 #include "qjoule/bench/paper_table.h"
 #include "qjoule/bench/results_csv.h"
 #include "qjoule/bench/results_store.h"
+#include "qjoule/bench/slurm_sweep.h"
 #include "qjoule/bench/sweep.h"
 #include "qjoule/bench/sweep_identity.h"
+#include "qjoule/bench/sweep_loop.h"
 #include "qjoule/energy/discovery.h"
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/energy/summary.h"
@@ -67,13 +71,12 @@ struct BenchArgs {
   // Which list options were given on the command line (they may not be mixed with --sweep).
   std::vector<std::string> lists_given;
   bool batch_given = false;
+  // Slurm (slurm_sweep.h): submit, and the two kinds of job the submitted scripts run.
+  bool slurm = false, slurm_dry_run = false, wait = false;
+  std::size_t slurm_chunk = 1;
+  std::vector<std::string> slurm_options;
+  bool slurm_task = false, slurm_merge = false;
 };
-
-std::string format_duration(double seconds) {
-  if (seconds < 60) return fmt::format("{:.0f}s", seconds);
-  const auto s = static_cast<long>(seconds + 0.5);
-  return fmt::format("{}m{:02d}s", s / 60, s % 60);
-}
 
 bench::SweepSpec sweep_from_args(const BenchArgs& a) {
   bench::SweepSpec spec;
@@ -105,14 +108,113 @@ bench::SweepSpec sweep_from_args(const BenchArgs& a) {
   return spec;
 }
 
+// OUT, given or a new qjoule-bench/<UTC time>.
+std::filesystem::path out_dir(const BenchArgs& a) {
+  if (!a.out.empty()) return a.out;
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+  return std::filesystem::path("qjoule-bench") / stamp;
+}
+
+void print_to_stderr(const std::string& line) { fmt::print(stderr, "{}\n", line); }
+
+// What the runs measure with, and the runs themselves, into `store`.
+bench::SweepOutcome run_configs(const BenchArgs& a, const std::vector<bench::RunConfig>& configs,
+                                bench::ResultsStore& store, const std::filesystem::path& out) {
+  bench::BenchOptions options;
+  options.dataset = a.dataset;
+  options.text_column = a.text_column;
+  options.label_column = a.label_column;
+  options.warmup = a.warmup;
+  if (a.iters > 0) options.iters = a.iters;
+  options.min_time_s = a.min_time;
+  options.decode_tokens = a.decode_tokens;
+  options.cooldown_s = a.cooldown;
+  if (a.trace) options.trace_dir = out / "traces";
+  const bench::BenchMeterOptions meter_options{a.interval_ms, a.power_meter, a.estimate, a.trace, a.idle};
+  const auto meter = bench::make_bench_meter(configs, meter_options, options, print_to_stderr);
+  bench::BenchRunner runner(options, *meter);
+  if (configs.front().model == bench::kSyntheticModelName)
+    print_to_stderr("model: embedded DistilBERT-base-shaped classifier (6 layers, dim 768, 12 heads, FFN 3072, vocab "
+                    "30,522) with random weights and synthetic inputs; accuracy is fidelity to its FP32 run");
+  if (std::any_of(configs.begin(), configs.end(), [](const auto& c) { return bench::is_decoder_model(c.model); }))
+    print_to_stderr(fmt::format("decoder model: each run times the prefill of --seq prompt tokens and {} greedy "
+                                "decode steps (--decode-tokens), batch 1, each phase in its own energy window",
+                                a.decode_tokens));
+  // --decode-tokens is not part of a run name: say so when a resumed sweep recorded another value.
+  for (const auto& r : store.records())
+    if (r.decode_tokens && *r.decode_tokens != a.decode_tokens) {
+      print_to_stderr(fmt::format("note: {} holds decoder runs with {} decode tokens (e.g. {}); this bench uses {}",
+                                  store.results_path().string(), *r.decode_tokens, r.run_name, a.decode_tokens));
+      break;
+    }
+  bench::ConsoleReporter reporter(store.results_path().string());
+  return bench::run_sweep(configs, store, [&runner](const bench::RunConfig& c) { return runner.run(c); }, reporter);
+}
+
+// results.csv, summary.md, report.html and the paper table on stdout.
+void write_outputs(const BenchArgs& a, const bench::ResultsStore& store, const std::filesystem::path& out) {
+  const auto outputs = bench::write_sweep_outputs(store.records(), out, a.max_accuracy_drop);
+  if (!outputs.report_error.empty()) print_to_stderr("warning: no report.html: " + outputs.report_error);
+  fmt::print("{}\n", outputs.paper_table);
+  std::string written;
+  for (const auto& path : outputs.written) written += ", " + path.string();
+  print_to_stderr(fmt::format("wrote {} ({} runs){}", store.results_path().string(), store.records().size(), written));
+}
+
+// --slurm: submit the configurations recorded nowhere yet; --wait for the merge and summarize.
+void submit_to_slurm(const BenchArgs& a, const std::vector<bench::RunConfig>& configs,
+                     const std::filesystem::path& out, CommandContext& ctx) {
+  std::vector<bench::RunConfig> pending;
+  {
+    auto store = bench::ResultsStore::open(out);  // released before the merge job needs it
+    bench::check_sweep_identity(out, bench::sweep_identity(configs, a.dataset));
+    const auto merged = bench::merge_slurm_shards(store, out);  // what earlier tasks left, first
+    for (const auto& note : merged.notes) print_to_stderr("note: " + note);
+    pending = bench::configs_to_run(configs, store);
+  }
+  if (pending.empty()) {
+    print_to_stderr(fmt::format("slurm: all {} runs are in {}; nothing to submit", configs.size(),
+                                (out / bench::kResultsFileName).string()));
+  } else {
+    int cpus = 1;
+    for (const auto& c : pending) cpus = std::max(cpus, c.threads);
+    const auto tasks = bench::plan_slurm_tasks(pending, a.slurm_chunk);
+    const auto scripts = bench::slurm_scripts(out, bench::slurm_command_of_this_process(),
+                                              std::filesystem::current_path(), tasks.size(), cpus, a.slurm_options);
+    if (a.slurm_dry_run) {
+      fmt::print("# {} array task{} for {} runs; not submitted (--slurm-dry-run)\n{}\n{}", tasks.size(), tasks.size() == 1 ? "" : "s",
+                 pending.size(), scripts.array, scripts.merge);
+      return;
+    }
+    const auto job = bench::submit_slurm_sweep(out, tasks, scripts);
+    print_to_stderr(fmt::format("slurm: submitted {} runs as array job {} ({} tasks) and merge job {}; logs in {}",
+                                pending.size(), job.array_job_id, tasks.size(), job.merge_job_id,
+                                (out / "slurm").string()));
+    if (!a.wait) return;
+    bench::wait_for_slurm_jobs({job.array_job_id, job.merge_job_id});
+  }
+  if (!a.wait) return;
+  const auto store = bench::ResultsStore::open(out);
+  std::size_t ok = 0, failed = 0;
+  for (const auto& r : store.records()) (r.status == "ok" ? ok : failed) += 1;
+  const std::size_t missing = bench::configs_to_run(configs, store).size();
+  print_to_stderr(fmt::format("slurm: {} done, {} failed, {} missing of {} runs ({})", ok, failed, missing,
+                              configs.size(), store.results_path().string()));
+  if (failed > 0 || missing > 0) ctx.exit_code = 1;
+}
+
 void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.min_time <= 0 && a.iters == 0) fail("--min-time {} is not positive, expected seconds > 0", a.min_time);
   const auto configs = bench::expand_sweep(sweep_from_args(a));
   bench::validate_configs(configs, a.decode_tokens);
   std::set<std::string> noted;
   for (const auto& c : configs) {
-    if (!noted.insert(c.precision).second) continue;
-    if (const auto note = quant::old_spelling_note(c.precision); !note.empty()) fmt::print(stderr, "note: {}\n", note);
+    if (noted.insert(c.precision).second)
+      if (const auto note = quant::old_spelling_note(c.precision); !note.empty()) print_to_stderr("note: " + note);
   }
   int most_threads = 0;
   for (const auto& c : configs) {
@@ -125,174 +227,46 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     print_bench_dry_run(configs, a.decode_tokens);
     return;
   }
-
-  // Results: refuse to mix a new sweep into an old file unless resuming it.
-  if (a.resume && a.out.empty()) fail("--resume needs --out DIR: the folder of the sweep to continue");
-  std::string out_text = a.out;
-  if (out_text.empty()) {
-    const std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
-    out_text = std::string("qjoule-bench/") + stamp;
-  }
-  const std::filesystem::path out(out_text);
+  const bool slurm_job = a.slurm_task || a.slurm_merge;
+  if ((a.resume || a.slurm || slurm_job) && a.out.empty())
+    fail("{} needs --out DIR: the folder of the sweep{}", a.slurm ? "--slurm" : a.resume ? "--resume" : "a Slurm job",
+         a.slurm ? ", on a file system every node sees" : " to continue");
+  const std::filesystem::path out = out_dir(a);
   const auto results = out / bench::kResultsFileName;
   std::error_code ec;
-  if (!a.resume && std::filesystem::exists(results, ec) && std::filesystem::file_size(results, ec) > 0)
+  if (!a.resume && !slurm_job && std::filesystem::exists(results, ec) && std::filesystem::file_size(results, ec) > 0)
     fail("{} already holds results; pass --resume to continue that sweep, or choose another --out", results.string());
+  if (a.slurm) return submit_to_slurm(a, configs, out, ctx);
+
+  if (a.slurm_task) {  // one array task: its configurations, into its own shard
+    const auto names = bench::slurm_task_run_names(out, bench::slurm_array_task_id());
+    std::vector<bench::RunConfig> mine;
+    for (const auto& c : configs)
+      if (std::find(names.begin(), names.end(), bench::run_name(c)) != names.end()) mine.push_back(c);
+    if (mine.size() != names.size())
+      fail("slurm task {}: {} of its {} runs are not in this sweep (was the command changed after submitting?)",
+           bench::slurm_array_task_id(), names.size() - mine.size(), names.size());
+    auto shard = bench::ResultsStore::open(bench::slurm_shard_dir(out));
+    if (run_configs(a, mine, shard, out).failed > 0) ctx.exit_code = 1;
+    return;
+  }
+
   auto store = bench::ResultsStore::open(out);
   bench::check_sweep_identity(out, bench::sweep_identity(configs, a.dataset));  // under the store's lock
-  for (const auto& note : store.notes()) fmt::print(stderr, "note: {}\n", note);
-
-  energy::DiscoveryOptions discovery;
-  // CPU runs: a GPU's idle draw is not this work's energy, so NVML is read only for the GPUs that cuda runs
-  // use, each matched with its NVML index by PCI address (CUDA's numbering can differ from NVML's).
-  discovery.use_nvml = false;
-  std::map<int, std::string> gpu_energy_sensors, gpu_energy_absent;
-  for (const auto& c : configs) {
-    if (!kernels::is_cuda_device(c.device)) continue;
-    const int gpu = kernels::require_cuda_device(c.device);
-    if (gpu_energy_sensors.count(gpu) > 0 || gpu_energy_absent.count(gpu) > 0) continue;
-    const auto& status = kernels::cuda_device_status();
-    const std::string bus = static_cast<std::size_t>(gpu) < status.pci_bus_ids.size()
-                                ? status.pci_bus_ids[static_cast<std::size_t>(gpu)]
-                                : std::string();
-    std::string why = "the CUDA runtime gave no PCI address";
-    const std::optional<unsigned> nvml = bus.empty() ? std::nullopt : energy::nvml_index_of_pci_bus_id(bus, why);
-    if (!nvml) {
-      gpu_energy_absent[gpu] = fmt::format("GPU {} ({}) has no NVML match: {}", gpu, bus.empty() ? "?" : bus, why);
-      fmt::print(stderr, "energy: {}; its runs get no measured energy\n", gpu_energy_absent[gpu]);
-      continue;
-    }
-    discovery.use_nvml = true;
-    discovery.gpus.push_back(*nvml);
-    gpu_energy_sensors[gpu] = fmt::format("nvml:gpu{}", *nvml);
+  for (const auto& note : store.notes()) print_to_stderr("note: " + note);
+  if (a.slurm_merge) {
+    const auto merged = bench::merge_slurm_shards(store, out);
+    for (const auto& note : merged.notes) print_to_stderr("note: " + note);
+    print_to_stderr(fmt::format("slurm merge: {} new records from {} shards ({} were in already)", merged.added,
+                                merged.shards, merged.already));
+    write_outputs(a, store, out);
+    if (!bench::configs_to_run(configs, store).empty()) ctx.exit_code = 1;
+    return;
   }
-  discovery.power_meter = a.power_meter;
-  energy::MeterOptions meter_options;
-  meter_options.period = std::chrono::nanoseconds(static_cast<std::int64_t>(a.interval_ms * 1e6));
-  if (!a.estimate.empty()) meter_options.estimate = energy::parse_energy_estimate(a.estimate);
-  if (a.trace) meter_options.trace_capacity = std::size_t{1} << 20;
-  energy::EnergyMeter meter(energy::discover_sensors(discovery), meter_options);
-  meter.start();
-  bool counted = false;  // a sensor whose energy goes into totals (psys and nested domains do not)
-  for (const auto* s : meter.sensors()) counted |= s->counts_in_total;
-  if (meter.sensors().empty()) {
-    std::string why;
-    for (const auto& absent : meter.absent()) why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", absent.source, absent.reason);
-    fmt::print(stderr, "energy: unavailable ({}){}\n", why,
-               a.estimate.empty() ? "" : "; an estimate is made, as asked (--energy-estimate), and labelled so");
-  } else if (!counted) {
-    fmt::print(stderr, "energy: no sensor here counts in totals (only whole-platform or nested domains); no idle "
-                       "baseline taken\n");
-  } else if (a.idle > 0) {
-    fmt::print(stderr, "measuring idle power for {} (--idle 0 skips this)\n", energy::format_seconds(a.idle));
-    meter.measure_idle(std::chrono::nanoseconds(static_cast<std::int64_t>(a.idle * 1e9)));
-  }
-
-  bench::BenchOptions options;
-  options.dataset = a.dataset;
-  options.text_column = a.text_column;
-  options.label_column = a.label_column;
-  options.warmup = a.warmup;
-  if (a.iters > 0) options.iters = a.iters;
-  options.min_time_s = a.min_time;
-  options.decode_tokens = a.decode_tokens;
-  options.cooldown_s = a.cooldown;
-  if (a.trace) options.trace_dir = out / "traces";
-  options.gpu_energy_sensors = gpu_energy_sensors;
-  options.gpu_energy_absent = gpu_energy_absent;
-  bench::BenchRunner runner(options, meter);
-
-  if (configs.front().model == bench::kSyntheticModelName)
-    fmt::print(stderr,
-               "model: embedded DistilBERT-base-shaped classifier (6 layers, dim 768, 12 heads, FFN 3072, vocab "
-               "30,522) with random weights and synthetic inputs; accuracy is fidelity to its FP32 run\n");
-  bool any_decoder = false;
-  for (const auto& c : configs) any_decoder = any_decoder || bench::is_decoder_model(c.model);
-  if (any_decoder)
-    fmt::print(stderr,
-               "decoder model: each run times the prefill of --seq prompt tokens and {} greedy decode steps "
-               "(--decode-tokens), batch 1, each phase in its own energy window\n",
-               a.decode_tokens);
-  std::size_t skipped = 0, failed = 0, done = 0;
-  for (const auto& c : configs) skipped += store.has(bench::run_name(c)) ? 1 : 0;
-  // --decode-tokens is not part of a run name: say so when a resumed sweep recorded another value.
-  for (const auto& r : store.records())
-    if (r.decode_tokens && *r.decode_tokens != a.decode_tokens) {
-      fmt::print(stderr, "note: {} holds decoder runs with {} decode tokens (e.g. {}); this bench uses {}\n",
-                 results.string(), *r.decode_tokens, r.run_name, a.decode_tokens);
-      break;
-    }
-  const std::size_t to_run = configs.size() - skipped;
-  if (skipped > 0) fmt::print(stderr, "resume: {} of {} runs already in {}; running the other {}\n", skipped,
-                              configs.size(), results.string(), to_run);
-  const auto started = std::chrono::steady_clock::now();
-  std::size_t index = 0;
-  for (const auto& c : configs) {
-    ++index;
-    const std::string name = bench::run_name(c);
-    if (store.has(name)) continue;
-    fmt::print(stderr, "[{:>{}}/{}] {} ...", index, std::to_string(configs.size()).size(), configs.size(), name);
-    std::fflush(stderr);
-    const bench::RunRecord r = runner.run(c);
-    try {
-      store.append(r);
-    } catch (const Error&) {
-      fmt::print(stderr, "\n");  // the error goes on its own line, not after the progress line's "..."
-      throw;
-    }
-    ++done;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const double eta = elapsed / double(done) * double(to_run - done);
-    if (r.status != "ok") {
-      ++failed;
-      fmt::print(stderr, " failed: {}\n", r.error);
-      continue;
-    }
-    std::string energy = r.j_per_inference ? fmt::format("{:.3g} J/inference", *r.j_per_inference) : "energy unavailable";
-    std::string quality = r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
-                                     : fmt::format("agreement {:.3f}", r.top1_agreement.value_or(0.0));
-    const std::string eta_text = done < to_run ? fmt::format(" (ETA {})", format_duration(eta)) : "";
-    if (r.decode_tokens_per_s_mean) {
-      const auto mj = [](const std::optional<double>& v) {
-        return v ? fmt::format(", {:.3g} mJ/token", *v) : std::string();
-      };
-      std::string line = fmt::format(
-          " prefill {} tokens: {:.1f} ± {:.1f} tokens/s{}; decode {} tokens: {:.1f} ± {:.1f} tokens/s ({:.2f} "
-          "ms/token){}",
-          r.prefill_tokens.value_or(0), r.prefill_tokens_per_s_mean.value_or(0.0),
-          r.prefill_tokens_per_s_std.value_or(0.0), mj(r.prefill_mj_per_token), r.decode_tokens.value_or(0),
-          *r.decode_tokens_per_s_mean, r.decode_tokens_per_s_std.value_or(0.0),
-          r.decode_ms_per_token_mean.value_or(0.0), mj(r.decode_mj_per_token));
-      if (!r.prefill_mj_per_token && !r.decode_mj_per_token) line += "; energy unavailable";
-      fmt::print(stderr, "{}; {}{}\n", line, quality, eta_text);
-      continue;
-    }
-    fmt::print(stderr, " p50 {:.2f} ms, {:.1f} seq/s, {}, {}{}\n", r.latency->p50_ms, r.sequences_per_s.value_or(0.0),
-               energy, quality, eta_text);
-  }
-
-  bench::write_results_csv(store.records(), out / "results.csv");
-  bench::write_summary_md(store.records(), out / "summary.md", a.max_accuracy_drop);
-  // The HTML report is a view of the records: if it cannot be made (no Chart.js), the sweep's
-  // results still stand, so that is a warning, not a failed bench.
-  std::string report_line;
-  try {
-    report::ReportOptions ro;
-    ro.max_accuracy_drop_pt = a.max_accuracy_drop;
-    report::write_html_report(store.records(), out / "report.html", ro);
-    report_line = ", " + (out / "report.html").string();
-  } catch (const Error& e) {
-    fmt::print(stderr, "warning: no report.html: {}\n", e.what());
-  }
-  fmt::print("{}\n", bench::format_paper_table(store.records(), a.max_accuracy_drop));
-  fmt::print(stderr, "wrote {} ({} runs), {}, {}{}\n", results.string(), store.records().size(),
-             (out / "results.csv").string(), (out / "summary.md").string(), report_line);
-  if (failed > 0) {
-    fmt::print(stderr, "{} of {} runs failed (recorded with their error)\n", failed, to_run);
+  const auto outcome = run_configs(a, configs, store, out);
+  write_outputs(a, store, out);
+  if (outcome.failed > 0) {
+    print_to_stderr(fmt::format("{} of {} runs failed (recorded with their error)", outcome.failed, outcome.ran));
     ctx.exit_code = 1;
   }
 }
@@ -379,6 +353,19 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                   "Only when no sensor can measure: cpu-tdp=WATTS, scaled by CPU utilisation, labelled estimated");
   cmd->add_option("--text-column", a->text_column, "Dataset text column (default: sentence or text)");
   cmd->add_option("--label-column", a->label_column, "Dataset label column (default: label or labels)");
+  cmd->add_flag("--slurm", a->slurm,
+                "Submit the sweep to Slurm as one array job (each task: --slurm-chunk runs, into OUT/shards/) and a "
+                "merge job into OUT/results.jsonl; with --resume, only runs recorded nowhere");
+  cmd->add_option("--slurm-chunk", a->slurm_chunk, "Runs per Slurm array task")
+      ->capture_default_str()
+      ->check(in_range(1, 1e6));
+  cmd->add_option("--slurm-opt", a->slurm_options,
+                  "An sbatch option for the array job, repeatable: --slurm-opt=--partition=gpu --slurm-opt=--gres=gpu:1")
+      ->allow_extra_args(false);
+  cmd->add_flag("--slurm-dry-run", a->slurm_dry_run, "With --slurm: print the batch scripts, submit nothing");
+  cmd->add_flag("--wait", a->wait, "With --slurm: wait for the merge job; exit 1 if a run failed or is missing");
+  cmd->add_flag("--slurm-task", a->slurm_task, "(run by the array job's script) one array task")->group("");
+  cmd->add_flag("--slurm-merge", a->slurm_merge, "(run by the merge job's script) merge the shards")->group("");
   cmd->callback([a, &ctx, precisions, batch, seq, threads] {
     for (auto* o : {precisions, batch, seq, threads})
       if (o->count() > 0) a->lists_given.push_back(o->get_name());

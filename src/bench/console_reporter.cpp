@@ -1,0 +1,55 @@
+#include "qjoule/bench/console_reporter.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace qjoule::bench {
+
+std::string format_duration(double seconds) {
+  if (seconds < 60) return fmt::format("{:.0f}s", seconds);
+  const auto s = static_cast<long>(seconds + 0.5);
+  return fmt::format("{}m{:02d}s", s / 60, s % 60);
+}
+
+void ConsoleReporter::sweep_started(std::size_t total, std::size_t already) {
+  if (already > 0)
+    fmt::print(stderr, "resume: {} of {} runs already in {}; running the other {}\n", already, total, where_,
+               total - already);
+}
+
+void ConsoleReporter::run_started(std::size_t index, std::size_t total, const std::string& run_name) {
+  fmt::print(stderr, "[{:>{}}/{}] {} ...", index, std::to_string(total).size(), total, run_name);
+  std::fflush(stderr);
+}
+
+void ConsoleReporter::run_aborted() { fmt::print(stderr, "\n"); }  // the error goes on its own line
+
+void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::size_t to_run, double eta_s) {
+  if (r.status != "ok") {
+    fmt::print(stderr, " failed: {}\n", r.error);
+    return;
+  }
+  const std::string quality = r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
+                                         : fmt::format("agreement {:.3f}", r.top1_agreement.value_or(0.0));
+  const std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
+  if (r.decode_tokens_per_s_mean) {
+    const auto mj = [](const std::optional<double>& v) { return v ? fmt::format(", {:.3g} mJ/token", *v) : std::string(); };
+    std::string line = fmt::format(
+        " prefill {} tokens: {:.1f} ± {:.1f} tokens/s{}; decode {} tokens: {:.1f} ± {:.1f} tokens/s ({:.2f} "
+        "ms/token){}",
+        r.prefill_tokens.value_or(0), r.prefill_tokens_per_s_mean.value_or(0.0),
+        r.prefill_tokens_per_s_std.value_or(0.0), mj(r.prefill_mj_per_token), r.decode_tokens.value_or(0),
+        *r.decode_tokens_per_s_mean, r.decode_tokens_per_s_std.value_or(0.0), r.decode_ms_per_token_mean.value_or(0.0),
+        mj(r.decode_mj_per_token));
+    if (!r.prefill_mj_per_token && !r.decode_mj_per_token) line += "; energy unavailable";
+    fmt::print(stderr, "{}; {}{}\n", line, quality, eta);
+    return;
+  }
+  const std::string energy =
+      r.j_per_inference ? fmt::format("{:.3g} J/inference", *r.j_per_inference) : "energy unavailable";
+  fmt::print(stderr, " p50 {:.2f} ms, {:.1f} seq/s, {}, {}{}\n", r.latency ? r.latency->p50_ms : 0.0,
+             r.sequences_per_s.value_or(0.0), energy, quality, eta);
+}
+
+}  // namespace qjoule::bench
