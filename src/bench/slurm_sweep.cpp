@@ -141,7 +141,7 @@ std::vector<std::string> slurm_command_of_this_process() {
   return out;
 }
 
-SlurmSubmission submit_slurm_sweep(const fs::path& out, const std::vector<std::vector<std::string>>& tasks,
+SlurmSubmission submit_slurm_jobs(const fs::path& out, const std::vector<std::vector<std::string>>& tasks,
                                    const SlurmScripts& scripts) {
   const fs::path dir = slurm_dir(out);
   std::error_code ec;

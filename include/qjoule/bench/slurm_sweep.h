@@ -57,7 +57,7 @@ struct SlurmSubmission {
 
 // Writes OUT/slurm/{tasks.json,array.sbatch,merge.sbatch} and submits them with sbatch; a failing
 // sbatch is one line with its message.
-SlurmSubmission submit_slurm_sweep(const std::filesystem::path& out, const std::vector<std::vector<std::string>>& tasks,
+SlurmSubmission submit_slurm_jobs(const std::filesystem::path& out, const std::vector<std::vector<std::string>>& tasks,
                                    const SlurmScripts& scripts);
 
 // Inside an array task: the run names of task SLURM_ARRAY_TASK_ID (from OUT/slurm/tasks.json) and
