@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The GPU acceptance run: one command for any machine with an NVIDIA GPU.
+#   scripts/gpu-acceptance.sh OUT_DIR                      # build/gpu for this GPU's architecture only
+#   scripts/gpu-acceptance.sh OUT_DIR --build-dir build/release   # reuse a build (CI, no second build)
+#
+# 1. Builds qjoule, its tests and benchmarks (for the local GPU's compute capability when nvidia-smi
+#    names it). 2. Asks the CUDA runtime for a usable GPU; without one it writes OUT_DIR/gpu-acceptance.{json,md}
+#    saying "no GPU: nothing to accept" with the reason, and exits 0. 3. With one: runs every GPU test
+#    (each CUDA kernel against its CPU `_ref`, the GPU model against the CPU's, SST-2 accuracy on the
+#    GPU = the CPU's within 0.2 point per format when ../shared is there), then cuda_gemm_peak
+#    (cuBLASLt TFLOP/s per format against the datasheet peak, the 4-bit GEMV bandwidth against a
+#    measured device-to-device copy), and writes the tables. Exit 1 when a GPU test failed.
+# What no GPU path exists for yet is listed as unavailable with the reason, never left out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { echo "usage: scripts/gpu-acceptance.sh OUT_DIR [--build-dir DIR]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+out="$1"
+shift
+build=build/gpu
+reuse=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) [ $# -ge 2 ] || usage; build="$2"; reuse=1; shift 2 ;;
+    *) usage ;;
+  esac
+done
+mkdir -p "$out"
+
+if [ "$reuse" = 0 ]; then
+  bash scripts/install-deps.sh
+  arch=()
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+    [ -n "$cap" ] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$cap")
+  fi
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQJOULE_WERROR=ON "${arch[@]}" >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)" >/dev/null
+
+version=$("$build/src/cli/qjoule" --version)
+probe=$("$build/bench/cuda_gemm_peak" --reps 1 --size 64 2>&1 | head -1 || true)
+json_text() { python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().rstrip("\n")))'; }
+
+if [[ "$probe" == "no usable GPU: "* ]]; then
+  reason=${probe#no usable GPU: }
+  cat > "$out/gpu-acceptance.json" <<EOF
+{"result": "no GPU: nothing to accept", "gpu": null, "reason": $(printf '%s' "$reason" | json_text), "qjoule": $(printf '%s' "$version" | json_text)}
+EOF
+  cat > "$out/gpu-acceptance.md" <<EOF
+# qjoule GPU acceptance
+
+no GPU: nothing to accept ($reason)
+
+$version
+EOF
+  echo "gpu-acceptance: no GPU: nothing to accept ($reason); wrote $out/gpu-acceptance.json and .md"
+  exit 0
+fi
+
+gpu=$(echo "$probe" | sed 's/^cuda_gemm_peak: //')
+echo "gpu-acceptance: $gpu"
+status=0
+ctest --test-dir "$build" -R 'Cuda|Gpu' --output-on-failure > "$out/gpu-tests.log" 2>&1 || status=1
+tests=$(grep -E 'tests passed' "$out/gpu-tests.log" | tail -1)
+failed=$(grep -E '^\s+[0-9]+ - .*\(Failed\)' "$out/gpu-tests.log" | sed 's/^ *//' || true)
+"$build/bench/cuda_gemm_peak" > "$out/cuda-gemm-peak.txt" 2>&1 || status=1
+unavailable="decoder perplexity and decode energy per token on the GPU: unavailable (decoder models do not run on the GPU yet, issue 17)"
+cat > "$out/gpu-acceptance.json" <<EOF
+{"result": $( [ $status = 0 ] && echo '"accepted"' || echo '"failed"'), "gpu": $(printf '%s' "$gpu" | json_text),
+ "tests": $(printf '%s' "$tests" | json_text), "failed_tests": $(printf '%s' "$failed" | json_text),
+ "cuda_gemm_peak": $(json_text < "$out/cuda-gemm-peak.txt"),
+ "unavailable": [$(printf '%s' "$unavailable" | json_text)], "qjoule": $(printf '%s' "$version" | json_text)}
+EOF
+{
+  echo "# qjoule GPU acceptance"
+  echo
+  echo "$gpu"
+  echo
+  echo "## GPU tests (each kernel against its CPU reference; SST-2 on GPU against CPU)"
+  echo
+  echo "$tests"
+  [ -n "$failed" ] && printf '\nFailed:\n\n%s\n' "$failed"
+  echo
+  echo "## cuda_gemm_peak"
+  echo
+  echo '```'
+  cat "$out/cuda-gemm-peak.txt"
+  echo '```'
+  echo
+  echo "## Not measured"
+  echo
+  echo "- $unavailable"
+  echo
+  echo "$version"
+} > "$out/gpu-acceptance.md"
+echo "gpu-acceptance: $tests; wrote $out/gpu-acceptance.json and .md"
+exit $status
