@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -65,6 +67,20 @@ std::string env_or_empty(const char* name) {
 }
 
 fs::path slurm_dir(const fs::path& out) { return out / "slurm"; }
+
+// Run name -> status of each line of a results.jsonl that reads as JSON, without taking its lock or
+// repairing it: --status only looks (a running task may be appending to its shard).
+std::map<std::string, std::string> statuses_in(const fs::path& file) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto record = nlohmann::json::parse(line, nullptr, false);
+    if (!record.is_object() || !record.contains("run_name") || !record["run_name"].is_string()) continue;
+    out.emplace(record["run_name"].get<std::string>(), record.value("status", ""));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -235,6 +251,74 @@ std::optional<nlohmann::json> slurm_place() {
   put("job_gpus", "SLURM_JOB_GPUS");
   put("cuda_visible_devices", "CUDA_VISIBLE_DEVICES");
   return place;
+}
+
+void record_slurm_submission(const fs::path& out, const std::vector<std::string>& sweep_run_names,
+                             const SlurmSubmission& submission, const std::vector<std::vector<std::string>>& tasks) {
+  const fs::path path = slurm_dir(out) / "sweep.json";
+  nlohmann::json sweep = {{"runs", sweep_run_names}, {"submissions", nlohmann::json::array()}};
+  std::ifstream in(path);
+  if (in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto old = nlohmann::json::parse(text.str(), nullptr, false);
+    if (old.is_object() && old.contains("submissions") && old["submissions"].is_array())
+      sweep["submissions"] = old["submissions"];
+  }
+  sweep["submissions"].push_back(
+      {{"array_job_id", submission.array_job_id}, {"merge_job_id", submission.merge_job_id}, {"tasks", tasks}});
+  detail::write_file_atomically(path, sweep.dump(1) + "\n");
+}
+
+std::vector<SlurmRunState> slurm_sweep_status(const fs::path& out) {
+  const fs::path path = slurm_dir(out) / "sweep.json";
+  std::ifstream in(path);
+  if (!in) fail("{}: no Slurm submission here (qjoule bench --slurm --out {} writes it)", path.string(), out.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto sweep = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!sweep.is_object() || !sweep.contains("runs") || !sweep["runs"].is_array() || !sweep.contains("submissions"))
+    fail("{}: not a qjoule Slurm sweep file (expected \"runs\" and \"submissions\")", path.string());
+
+  std::map<std::string, std::string> state;  // run name -> state, from the records
+  for (const auto& [name, status] : statuses_in(out / kResultsFileName)) state[name] = status == "ok" ? "done" : "failed";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out / "shards", ec)) {
+    for (const auto& [name, status] : statuses_in(entry.path() / kResultsFileName))
+      if (!state.count(name)) state[name] = status == "ok" ? "done, not merged" : "failed, not merged";
+  }
+  // Runs without a record: the latest submission that holds each, its array task and what squeue says.
+  std::set<std::string> settled;
+  for (const auto& [name, st] : state) settled.insert(name);
+  std::map<std::string, std::string> job_of;
+  for (const auto& submission : sweep["submissions"]) {
+    const std::string array = submission.value("array_job_id", "");
+    std::map<std::string, std::string> listed;  // array task id -> squeue state
+    std::string output;
+    if (run_capture({"squeue", "-h", "-r", "-j", array, "-o", "%K %T"}, output) == 0) {
+      std::istringstream lines(output);
+      std::string task, job_state;
+      while (lines >> task >> job_state) listed[task] = job_state;
+    }
+    const auto& tasks = submission.value("tasks", nlohmann::json::array());
+    for (std::size_t k = 0; k < tasks.size(); ++k) {
+      for (const auto& name : tasks[k]) {
+        if (!name.is_string()) continue;
+        const std::string n = name.get<std::string>();
+        job_of[n] = fmt::format("{}_{}", array, k);
+        if (settled.count(n)) continue;  // a record says how it ended
+        const auto it = listed.find(std::to_string(k));
+        state[n] = it == listed.end() ? "missing" : it->second == "RUNNING" ? "running" : "queued";
+      }
+    }
+  }
+  std::vector<SlurmRunState> out_states;
+  for (const auto& name : sweep["runs"]) {
+    if (!name.is_string()) continue;
+    const std::string n = name.get<std::string>();
+    out_states.push_back({n, state.count(n) ? state[n] : "missing", job_of.count(n) ? job_of[n] : ""});
+  }
+  return out_states;
 }
 
 void wait_for_slurm_jobs(const std::vector<std::string>& job_ids, double poll_s) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,9 @@ namespace fs = std::filesystem;
 namespace {
 
 void note(const std::string& line) { fmt::print(stderr, "{}\n", line); }
+
+// "1 run", "6 runs".
+std::string count_of(std::size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
 
 // The meter, the runner and the loop: every configuration of `configs` that `store` lacks.
 SweepOutcome run_into(const std::vector<RunConfig>& configs, ResultsStore& store, const fs::path& out,
@@ -90,13 +94,17 @@ bool submit_slurm_sweep(const std::vector<RunConfig>& configs, const fs::path& o
     const auto scripts = slurm_scripts(out, slurm_command_of_this_process(), fs::current_path(), tasks.size(), cpus,
                                        slurm.sbatch_options);
     if (slurm.dry_run) {
-      fmt::print("# {} array task{} for {} runs; not submitted (--slurm-dry-run)\n{}\n{}", tasks.size(),
-                 tasks.size() == 1 ? "" : "s", pending.size(), scripts.array, scripts.merge);
+      fmt::print("# {} for {}; not submitted (--slurm-dry-run)\n{}\n{}", count_of(tasks.size(), "array task"),
+                 count_of(pending.size(), "run"), scripts.array, scripts.merge);
       return true;
     }
     const auto job = submit_slurm_jobs(out, tasks, scripts);
-    note(fmt::format("slurm: submitted {} runs as array job {} ({} tasks) and merge job {}; logs in {}",
-                     pending.size(), job.array_job_id, tasks.size(), job.merge_job_id, (out / "slurm").string()));
+    std::vector<std::string> names;
+    for (const auto& c : configs) names.push_back(run_name(c));
+    record_slurm_submission(out, names, job, tasks);
+    note(fmt::format("slurm: submitted {} as array job {} ({}) and merge job {}; logs in {}",
+                     count_of(pending.size(), "run"), job.array_job_id, count_of(tasks.size(), "task"),
+                     job.merge_job_id, (out / "slurm").string()));
     if (!slurm.wait) return true;
     wait_for_slurm_jobs({job.array_job_id, job.merge_job_id});
   }
@@ -108,6 +116,21 @@ bool submit_slurm_sweep(const std::vector<RunConfig>& configs, const fs::path& o
   note(fmt::format("slurm: {} done, {} failed, {} missing of {} runs ({})", ok, failed, missing, configs.size(),
                    store.results_path().string()));
   return failed == 0 && missing == 0;
+}
+
+void print_slurm_status(const fs::path& out) {
+  const auto runs = slurm_sweep_status(out);
+  std::size_t width = 8;
+  for (const auto& r : runs) width = std::max(width, r.run_name.size());
+  fmt::print("{:<{}}  {:<18}  {}\n", "run", width, "state", "array task");
+  std::map<std::string, std::size_t> counts;
+  for (const auto& r : runs) {
+    fmt::print("{:<{}}  {:<18}  {}\n", r.run_name, width, r.state, r.job.empty() ? "-" : r.job);
+    ++counts[r.state];
+  }
+  std::string summary;
+  for (const auto& [state, n] : counts) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
+  fmt::print("{}: {}\n", count_of(runs.size(), "run"), summary);
 }
 
 bool run_slurm_task(const std::vector<RunConfig>& configs, const fs::path& out, const SweepSettings& settings) {

@@ -43,11 +43,11 @@ struct BenchArgs {
   std::size_t iters = 0;  // 0: as many as fit --min-time
   std::string sweep;
   std::string out;  // default: qjoule-bench/<UTC time>, a new folder for each sweep
-  bool resume = false;
-  bool dry_run = false;
+  bool resume = false, dry_run = false;
   bench::SweepSettings settings;  // what the runs measure with (bound to their flags below)
   bench::SlurmSettings slurm_settings;
   bool slurm = false, slurm_task = false, slurm_merge = false;  // submit; the two kinds of job it submits
+  bool status = false;  // the state of a submitted sweep
   // Which list options were given on the command line (they may not be mixed with --sweep).
   std::vector<std::string> lists_given;
   bool batch_given = false;
@@ -95,6 +95,10 @@ std::filesystem::path out_dir(const BenchArgs& a) {
 }
 
 void run_bench(const BenchArgs& a, CommandContext& ctx) {
+  if (a.status) {
+    if (a.out.empty()) fail("--status needs --out DIR: the folder of a sweep submitted with --slurm");
+    return bench::print_slurm_status(a.out);
+  }
   const auto& runner = a.settings.runner;
   if (runner.min_time_s <= 0 && a.iters == 0)
     fail("--min-time {} is not positive, expected seconds > 0", runner.min_time_s);
@@ -232,6 +236,7 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       ->allow_extra_args(false);
   cmd->add_flag("--slurm-dry-run", a->slurm_settings.dry_run, "With --slurm: print the batch scripts, submit nothing");
   cmd->add_flag("--wait", a->slurm_settings.wait, "With --slurm: wait for the merge job; exit 1 if a run failed or is missing");
+  cmd->add_flag("--status", a->status, "With --out DIR: each run of the sweep submitted there (--slurm) and its state");
   cmd->add_flag("--slurm-task", a->slurm_task, "(run by the array job's script) one array task")->group("");
   cmd->add_flag("--slurm-merge", a->slurm_merge, "(run by the merge job's script) merge the shards")->group("");
   cmd->callback([a, &ctx, precisions, batch, seq, threads] {

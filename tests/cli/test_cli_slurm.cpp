@@ -78,6 +78,9 @@ TEST(CliSlurm, SweepOnALocalClusterIsExactlyOnceThroughCancelAndResume) {
     tasks.insert(place.at("array_task_id").get<std::string>());
   }
   EXPECT_EQ(tasks.size(), 6u) << "one array task per configuration";
+  const auto status = run_command(qjoule() + " bench --out " + first.string() + " --status");
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.output, HasSubstr("6 runs: 6 done\n"));
   EXPECT_TRUE(fs::exists(first / "summary.md"));
   EXPECT_TRUE(fs::exists(first / "results.csv"));
   // Again with --resume: nothing to submit, still six.
@@ -106,6 +109,7 @@ TEST(CliSlurm, SweepOnALocalClusterIsExactlyOnceThroughCancelAndResume) {
   EXPECT_EQ(run_command("scancel " + job + "_5").exit_code, 0);
   wait_for_empty_queue(120);
   EXPECT_LT(records_of(second).size(), 6u) << "cancelled tasks left their configurations missing";
+  EXPECT_THAT(run_command(qjoule() + " bench --out " + second.string() + " --status").output, HasSubstr(" missing"));
   const auto resumed = run_command(sweep(second, "0.2") + " --slurm --resume --wait");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_THAT(resumed.output, HasSubstr("slurm: 6 done, 0 failed, 0 missing of 6 runs"));

@@ -81,6 +81,20 @@ ShardMerge merge_slurm_shards(ResultsStore& store, const std::filesystem::path& 
 // is null); nullopt outside Slurm (no SLURM_JOB_ID).
 std::optional<nlohmann::json> slurm_place();
 
+// OUT/slurm/sweep.json: the run names of the whole sweep and, appended at each submission, its
+// array and merge job ids with the run names of each array task; what --status reads.
+void record_slurm_submission(const std::filesystem::path& out, const std::vector<std::string>& sweep_run_names,
+                             const SlurmSubmission& submission, const std::vector<std::vector<std::string>>& tasks);
+
+// The state of each run of a submitted sweep, from OUT/results.jsonl, the shards and squeue:
+// "done" / "failed" (merged), "done, not merged" / "failed, not merged" (in a shard only), "running" /
+// "queued" (its array task, as squeue lists it), or "missing" (none of these: cancelled, killed, or
+// its job ended without a record). `job` names the array task ("42_3") where there is one.
+struct SlurmRunState {
+  std::string run_name, state, job;
+};
+std::vector<SlurmRunState> slurm_sweep_status(const std::filesystem::path& out);
+
 // Blocks until squeue lists none of `job_ids`, polling every `poll_s` seconds.
 void wait_for_slurm_jobs(const std::vector<std::string>& job_ids, double poll_s = 2.0);
 

@@ -35,6 +35,9 @@ bool run_local_sweep(const std::vector<RunConfig>& configs, const std::filesyste
                      const SweepSettings& settings);
 bool submit_slurm_sweep(const std::vector<RunConfig>& configs, const std::filesystem::path& out,
                         const SweepSettings& settings, const SlurmSettings& slurm);
+// --status: each run of the sweep submitted from OUT and its state (slurm_sweep_status), then the
+// counts per state.
+void print_slurm_status(const std::filesystem::path& out);
 bool run_slurm_task(const std::vector<RunConfig>& configs, const std::filesystem::path& out,
                     const SweepSettings& settings);
 bool run_slurm_merge(const std::vector<RunConfig>& configs, const std::filesystem::path& out,
