@@ -29,6 +29,7 @@
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/encoder_classifier_cuda.h"
 #include "qjoule/model/quantization_plan.h"
+#include "qjoule/model/unused_tensors.h"
 #include "qjoule/quant/format_spec.h"
 #include "qjoule/model/synthetic_encoder.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
@@ -76,6 +77,7 @@ struct BenchRunner::Impl {
   // The model whose parameters are loaded (one at a time: each copy of DistilBERT-base is 265 MB).
   std::string loaded_model;
   std::optional<model::EncoderParams> params;
+  std::string unused_tensors;  // of the loaded encoder's checkpoint: a note in each of its records
   std::optional<tokenize::WordPieceTokenizer> tokenizer;
   std::optional<eval::Dataset> dataset;
   // FP32 logits of the fidelity inputs, by "model|seq".
@@ -87,11 +89,13 @@ struct BenchRunner::Impl {
     if (loaded_model == model_name && params) return;
     params.reset();
     tokenizer.reset();
+    unused_tensors.clear();
     if (is_synthetic(model_name)) {
       params = model::synthetic_encoder_params(model::distilbert_base_spec());
     } else {
       const auto checkpoint = io::Checkpoint::open(model_name);
       params = model::load_encoder_params(checkpoint, model::load_encoder_config(model_name, checkpoint));
+      unused_tensors = model::unused_tensors_warning(checkpoint);
     }
     if (!options.dataset.empty()) {
       if (!dataset) {
@@ -474,6 +478,7 @@ struct BenchRunner::Impl {
     }
     if (is_synthetic(c.model))
       r.notes.push_back("embedded DistilBERT-base-shaped model with random weights: accuracy is fidelity to FP32 only");
+    if (!unused_tensors.empty()) r.notes.push_back(unused_tensors);
   }
 
   // Decoder models -------------------------------------------------------------------------------
@@ -533,8 +538,10 @@ struct BenchRunner::Impl {
     const bool rss_reset = reset_peak_rss();
     quant::LayerPolicyOptions po;
     po.precision = c.precision;
+    std::string unused;
     const model::DecoderLM m =
-        model::load_decoder_lm(c.model, model::quantized_linear_factory(quant::LayerPolicy::parse(po), {}));
+        model::load_decoder_lm(c.model, model::quantized_linear_factory(quant::LayerPolicy::parse(po), {}), &unused);
+    if (!unused.empty()) r.notes.push_back(unused);
     const auto& cfg = m.config();
     if (n + steps > static_cast<std::size_t>(cfg.max_positions))
       fail("{} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions model '{}' "

@@ -6,6 +6,7 @@
 #include "model/streamed_linear_f32.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/encoder_ops.h"
+#include "qjoule/model/unused_tensors.h"
 
 namespace qjoule::model {
 
@@ -203,10 +204,13 @@ std::size_t DecoderLM::fp32_bytes() const {
   return total;
 }
 
-DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory) {
+DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory,
+                          std::string* unused_tensors) {
   const auto ck = io::Checkpoint::open(dir);
   auto config = load_decoder_config(dir, ck);
-  return DecoderLM(load_decoder_params(ck, config, /*defer_linears=*/true), factory);
+  DecoderLM model(load_decoder_params(ck, config, /*defer_linears=*/true), factory);  // every Linear read by now
+  if (unused_tensors != nullptr) *unused_tensors = unused_tensors_warning(ck);
+  return model;
 }
 
 DecoderLM load_decoder_lm_streamed(const std::filesystem::path& dir) {

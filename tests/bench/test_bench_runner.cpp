@@ -2,6 +2,8 @@
 // models are decoders, what validate_configs refuses for them, both phases timed and recorded, and
 // energy per phase from a scripted sensor (a known wattage) or, without a sensor, null with a reason.
 #include <cmath>
+#include <filesystem>
+#include <span>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -16,6 +18,7 @@
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/memory_prediction.h"
 #include "qjoule/energy/energy_meter.h"
+#include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "scripted_sensors.h"
 #include "test_paths.h"
@@ -144,6 +147,36 @@ TEST(BenchRunnerDecoder, RunsPrefillAndDecodeWithoutASensor) {
 
 // The predicted model bytes are the run's exactly (each kind of Linear is built once, as the run
 // builds it), and the run's notes give the prediction next to the measured peak.
+// A checkpoint tensor the model does not read is a note in the record, naming it (never silent).
+TEST(BenchRunnerDecoder, ATensorTheModelDoesNotReadIsNotedInTheRecord) {
+  namespace fs = std::filesystem;
+  const fs::path dir = test::temp_dir("bench_unused_tensor");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* file : {"config.json", "tokenizer.json"})
+    fs::copy_file(fs::path(decoder("tiny-llama")) / file, dir / file);
+  {
+    const auto original = io::Checkpoint::open(decoder("tiny-llama"));
+    std::vector<io::TensorToWrite> tensors;
+    for (const auto& [name, t] : original.tensors())
+      tensors.push_back({name, t.dtype, t.shape, std::span<const std::byte>(t.data, t.nbytes)});
+    const std::vector<float> extra(4, 1.0f);
+    tensors.push_back({"model.layers.0.mlp.up_proj.wieght", io::DType::F32, {4}, std::as_bytes(std::span(extra))});
+    io::write_safetensors(dir / "model.safetensors", tensors);
+  }
+  energy::EnergyMeter meter(energy::SensorDiscovery{});
+  meter.start();
+  BenchRunner runner(fast_options(4), meter);
+  RunConfig c = decoder_config("int8");
+  c.model = dir.string();
+  const RunRecord r = runner.run(c);
+  ASSERT_EQ(r.status, "ok") << r.error;
+  EXPECT_THAT(r.notes, ::testing::Contains(dir.string() + ": 1 tensor is not used by the model: "
+                                                          "model.layers.0.mlp.up_proj.wieght"));
+  const RunRecord clean = runner.run(decoder_config("int8"));
+  EXPECT_THAT(clean.notes, ::testing::Not(::testing::Contains(::testing::HasSubstr("not used by the model"))));
+}
+
 TEST(BenchRunnerDecoder, PredictsTheRunsModelBytesExactlyAndNotesPredictedAgainstMeasuredPeak) {
   energy::EnergyMeter meter(energy::SensorDiscovery{});
   meter.start();

@@ -80,8 +80,10 @@ class DecoderLM {
   std::vector<NamedLinear> all_linears_;
 };
 
-// Loads `dir` (config.json + safetensors) into a DecoderLM.
-DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory = fp32_linear_factory());
+// Loads `dir` (config.json + safetensors) into a DecoderLM. `unused_tensors` (when not null) receives
+// unused_tensors_warning(): "" when the model read every tensor it should.
+DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory = fp32_linear_factory(),
+                          std::string* unused_tensors = nullptr);
 
 // The FP32 model of `dir` holding no Linear weights: each Linear reads its weights from the checkpoint
 // at every forward (model/streamed_linear_f32.h), so the model holds its embeddings, norms and one
