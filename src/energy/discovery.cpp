@@ -35,7 +35,8 @@ SensorDiscovery discover_sensors(const DiscoveryOptions& options) {
   SensorDiscovery found;
   if (options.use_nvml) {
     NvmlDiscovery nvml =
-        discover_nvml(choose(options.nvml_library, "QJOULE_NVML_LIB", "libnvidia-ml.so.1"), options.gpus);
+        discover_nvml(choose(options.nvml_library, "QJOULE_NVML_LIB", "libnvidia-ml.so.1"), options.gpus,
+                      options.gpus.empty() && options.job_gpus_only ? job_gpus_from_environment() : std::nullopt);
     take(found, nvml);
   }
   if (options.use_rapl) {

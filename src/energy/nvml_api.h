@@ -71,5 +71,8 @@ using DeviceGetFieldValuesFn = Return (*)(Device, int, FieldValue*);
 using SystemGetDriverVersionFn = Return (*)(char*, unsigned int);
 using DeviceGetHandleByPciBusIdFn = Return (*)(const char*, Device*);  // "domain:bus:device.function"
 using DeviceGetIndexFn = Return (*)(Device, unsigned int*);
+using DeviceGetHandleByUUIDFn = Return (*)(const char*, Device*);  // "GPU-..." or "MIG-..."
+using DeviceIsMigDeviceHandleFn = Return (*)(Device, unsigned int*);
+using DeviceGetDeviceHandleFromMigDeviceHandleFn = Return (*)(Device, Device*);
 
 }  // namespace qjoule::energy::nvml

@@ -55,6 +55,10 @@ std::shared_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   library->device_get_handle_by_pci_bus_id = symbol<nvml::DeviceGetHandleByPciBusIdFn>(
       h, "nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId");
   library->device_get_index = symbol<nvml::DeviceGetIndexFn>(h, "nvmlDeviceGetIndex");
+  library->device_get_handle_by_uuid = symbol<nvml::DeviceGetHandleByUUIDFn>(h, "nvmlDeviceGetHandleByUUID");
+  library->device_is_mig_device_handle = symbol<nvml::DeviceIsMigDeviceHandleFn>(h, "nvmlDeviceIsMigDeviceHandle");
+  library->device_get_device_handle_from_mig_device_handle = symbol<nvml::DeviceGetDeviceHandleFromMigDeviceHandleFn>(
+      h, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
 
   if (init == nullptr || library->shutdown_ == nullptr || library->device_get_count == nullptr ||
       library->device_get_handle_by_index == nullptr) {

@@ -32,6 +32,9 @@ class NvmlLibrary {
   nvml::SystemGetDriverVersionFn system_get_driver_version = nullptr;
   nvml::DeviceGetHandleByPciBusIdFn device_get_handle_by_pci_bus_id = nullptr;
   nvml::DeviceGetIndexFn device_get_index = nullptr;
+  nvml::DeviceGetHandleByUUIDFn device_get_handle_by_uuid = nullptr;
+  nvml::DeviceIsMigDeviceHandleFn device_is_mig_device_handle = nullptr;
+  nvml::DeviceGetDeviceHandleFromMigDeviceHandleFn device_get_device_handle_from_mig_device_handle = nullptr;
 
  private:
   NvmlLibrary() = default;

@@ -117,7 +117,64 @@ std::optional<unsigned> nvml_index_of_bus_id(const std::string& library_path, co
   return index;
 }
 
-NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<unsigned>& gpus) {
+// The NVML indices of the job's GPUs; what cannot be one (a MIG instance, an unknown entry) is an
+// absence in `found`, and `note` says how the GPUs were chosen.
+std::vector<unsigned> job_gpu_indices(const NvmlLibrary& library, unsigned count, const JobGpus& job,
+                                      NvmlDiscovery& found, std::string& note) {
+  const std::string setting = fmt::format("{}={}", job.variable, job.value);
+  note = fmt::format("this job's GPU ({})", setting);
+  std::vector<unsigned> indices;
+  if (job.entries.empty()) {
+    found.absent.push_back({"nvml", fmt::format("{} gives this job no GPU", setting)});
+    return indices;
+  }
+  for (const std::string& entry : job.entries) {
+    if (entry.find_first_not_of("0123456789") == std::string::npos) {
+      const unsigned long index = std::stoul(entry);
+      if (index >= count) {
+        found.absent.push_back({"nvml", fmt::format("{}: no GPU {} here (NVML sees {})", setting, entry, count)});
+        continue;
+      }
+      indices.push_back(static_cast<unsigned>(index));
+      if (job.indices_in_cuda_order)
+        note = fmt::format("this job's GPU ({}; index taken as NVML's, which is CUDA's only with "
+                           "CUDA_DEVICE_ORDER=PCI_BUS_ID: give GPU UUIDs to be sure)",
+                           setting);
+      continue;
+    }
+    if (library.device_get_handle_by_uuid == nullptr) {
+      found.absent.push_back({"nvml", fmt::format("{}: {} lacks nvmlDeviceGetHandleByUUID (driver too old) to find {}",
+                                                  setting, library.path(), entry)});
+      continue;
+    }
+    nvml::Device device = nullptr;
+    const nvml::Return status = library.device_get_handle_by_uuid(entry.c_str(), &device);
+    if (status != nvml::kSuccess) {
+      found.absent.push_back(
+          {"nvml", fmt::format("{}: NVML does not know {}: {}", setting, entry, library.error_text(status))});
+      continue;
+    }
+    unsigned int is_mig = 0;
+    if (entry.rfind("MIG-", 0) == 0 ||
+        (library.device_is_mig_device_handle != nullptr &&
+         library.device_is_mig_device_handle(device, &is_mig) == nvml::kSuccess && is_mig != 0)) {
+      found.absent.push_back({"nvml:" + entry, fmt::format("{}: {} is a MIG instance; NVML reads energy and power of "
+                                                           "whole GPUs only, so its energy is unavailable",
+                                                           setting, entry)});
+      continue;
+    }
+    unsigned int index = 0;
+    if (library.device_get_index == nullptr || library.device_get_index(device, &index) != nvml::kSuccess) {
+      found.absent.push_back({"nvml", fmt::format("{}: no NVML index for {}", setting, entry)});
+      continue;
+    }
+    indices.push_back(index);
+  }
+  return indices;
+}
+
+NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<unsigned>& gpus,
+                            const std::optional<JobGpus>& job) {
   NvmlDiscovery found;
   std::string why_not;
   std::shared_ptr<NvmlLibrary> library = NvmlLibrary::open(library_path, why_not);
@@ -137,7 +194,11 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
     return found;
   }
   std::vector<unsigned> selected = gpus;
-  if (selected.empty()) {
+  std::string selected_by;  // how the GPUs were chosen, when not all and not --gpu
+  if (selected.empty() && job) {
+    selected = job_gpu_indices(*library, count, *job, found, selected_by);
+    if (selected.empty()) return found;
+  } else if (selected.empty()) {
     for (unsigned i = 0; i < count; ++i) selected.push_back(i);
   }
   for (unsigned index : selected) {
@@ -169,6 +230,7 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
     info.source = "nvml";
     info.description = fmt::format("GPU {}: {}", index, name);
     info.scope = SensorScope::gpu;
+    if (!selected_by.empty()) info.notes.push_back("measured as " + selected_by);
 
     // Energy counter (primary source).
     bool read_energy = false;

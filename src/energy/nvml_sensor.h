@@ -10,6 +10,7 @@
 
 #include "energy/nvml_library.h"
 #include "qjoule/energy/discovery.h"
+#include "qjoule/energy/job_gpus.h"
 #include "qjoule/energy/sensor.h"
 
 namespace qjoule::energy {
@@ -38,9 +39,12 @@ struct NvmlDiscovery {
   std::vector<SensorAbsence> absent;
 };
 
-// One sensor per selected GPU (`gpus` empty = all). Throws qjoule::Error for a --gpu index that
-// does not exist.
-NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<unsigned>& gpus);
+// One sensor per selected GPU: `gpus` (--gpu) when given, else the GPUs of `job` (job_gpus.h) when a
+// variable restricts them, else every GPU. A job's MIG instance is an absence (NVML measures whole
+// GPUs only); a job entry NVML does not know is an absence naming it. Each sensor says what selected
+// it. Throws qjoule::Error for a --gpu index that does not exist.
+NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<unsigned>& gpus,
+                            const std::optional<JobGpus>& job = std::nullopt);
 
 // The NVML index of the GPU at `pci_bus_id` (nvmlDeviceGetHandleByPciBusId + nvmlDeviceGetIndex), or
 // std::nullopt with `why_not` (no library, a driver without those functions, an unknown address).

@@ -9,7 +9,8 @@
 //   FAKE_NVML_FIELDS=unsupported       field 186 -> NOT_SUPPORTED (inside nvmlFieldValue_t)
 //   FAKE_NVML_ARCH=9                   nvmlDeviceGetArchitecture (default 9, Hopper)
 //   FAKE_NVML_INIT_ERROR=9             nvmlInit returns this code
-// GPU i sits at PCI address 0000:(0x10 + i):00.0 (nvmlDeviceGetHandleByPciBusId_v2, any domain width).
+// GPU i sits at PCI address 0000:(0x10 + i):00.0 (nvmlDeviceGetHandleByPciBusId_v2, any domain width),
+// has UUID GPU-fake-<i> and one MIG instance MIG-fake-<i> (nvmlDeviceGetHandleByUUID).
 // Built twice: the second build (FAKE_NVML_OLD_DRIVER) lacks nvmlDeviceGetFieldValues,
 // nvmlDeviceGetTotalEnergyConsumption and nvmlDeviceGetArchitecture, like an old driver.
 #include <time.h>
@@ -54,6 +55,7 @@ struct FieldValue {
 };
 
 FakeDevice g_devices[kMaxGpus] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
+[[maybe_unused]] FakeDevice g_mig_devices[kMaxGpus] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};  // one MIG per GPU
 int g_inits = 0;
 int g_gpus = 1;
 double g_watts[kMaxGpus] = {100, 100, 100, 100, 100, 100, 100, 100};
@@ -173,6 +175,31 @@ FAKE_EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, void** devi
   const long index = bus - 0x10;
   if (index < 0 || index >= g_gpus) return kNotFound;
   *device = &g_devices[index];
+  return kSuccess;
+}
+
+FAKE_EXPORT int nvmlDeviceGetHandleByUUID(const char* uuid, void** device) {
+  if (g_inits <= 0) return kUninitialized;
+  if (uuid == nullptr || device == nullptr) return kInvalidArgument;
+  const bool mig = std::strncmp(uuid, "MIG-fake-", 9) == 0;
+  if (!mig && std::strncmp(uuid, "GPU-fake-", 9) != 0) return kNotFound;
+  char* end = nullptr;
+  const long index = std::strtol(uuid + 9, &end, 10);
+  if (end == uuid + 9 || *end != '\0' || index < 0 || index >= g_gpus) return kNotFound;
+  *device = mig ? &g_mig_devices[index] : &g_devices[index];
+  return kSuccess;
+}
+
+FAKE_EXPORT int nvmlDeviceIsMigDeviceHandle(void* device, unsigned int* is_mig) {
+  if (is_mig == nullptr) return kInvalidArgument;
+  for (int i = 0; i < g_gpus; ++i) {
+    if (device == &g_mig_devices[i]) {
+      *is_mig = 1;
+      return kSuccess;
+    }
+  }
+  if (index_of(device) < 0) return kInvalidArgument;
+  *is_mig = 0;
   return kSuccess;
 }
 

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <map>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -12,6 +15,7 @@
 #include "energy/nvml_sensor.h"
 #include "qjoule/energy/discovery.h"
 #include "qjoule/energy/energy_meter.h"
+#include "qjoule/energy/job_gpus.h"
 #include "qjoule/error.h"
 
 namespace qjoule::energy {
@@ -25,7 +29,8 @@ class EnergyNvml : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* name : {"FAKE_NVML_GPUS", "FAKE_NVML_WATTS", "FAKE_NVML_ENERGY_UPDATE_MS",
-                             "FAKE_NVML_ENERGY", "FAKE_NVML_FIELDS", "FAKE_NVML_ARCH", "FAKE_NVML_INIT_ERROR"}) {
+                             "FAKE_NVML_ENERGY", "FAKE_NVML_FIELDS", "FAKE_NVML_ARCH", "FAKE_NVML_INIT_ERROR",
+                             "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
       ::unsetenv(name);
     }
     ::setenv("QJOULE_NVML_LIB", QJOULE_FAKE_NVML, 1);
@@ -102,6 +107,100 @@ TEST_F(EnergyNvml, GpuOptionSelectsAndRejectsMissingIndices) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("--gpu 5: this machine has 2 NVIDIA GPUs (indices 0 to 1)"));
   }
+}
+
+// The job's GPUs only: CUDA_VISIBLE_DEVICES (indices, GPU and MIG UUIDs), then SLURM_STEP_GPUS,
+// SLURM_JOB_GPUS; a shared node's other GPUs are never measured.
+TEST_F(EnergyNvml, OnlyTheJobsGpusAreMeasured) {
+  ::setenv("FAKE_NVML_GPUS", "4", 1);
+  const auto ids = [] {
+    std::vector<std::string> out;
+    for (const auto& s : discover_sensors(nvml_only()).sensors) out.push_back(s->info().id);
+    return out;
+  };
+  const auto nvml_absent = [](const SensorDiscovery& d) {  // (the power meter's absence is not this test's)
+    std::vector<SensorAbsence> out;
+    for (const auto& a : d.absent)
+      if (a.source.rfind("nvml", 0) == 0) out.push_back(a);
+    return out;
+  };
+  EXPECT_EQ(ids().size(), 4u) << "no variable: every GPU";
+
+  ::setenv("SLURM_JOB_GPUS", "2,3", 1);
+  EXPECT_EQ(ids(), (std::vector<std::string>{"nvml:gpu2", "nvml:gpu3"}));
+  ::setenv("SLURM_STEP_GPUS", "3", 1);  // the step's GPUs, within the job's
+  EXPECT_EQ(ids(), (std::vector<std::string>{"nvml:gpu3"}));
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "1", 1);  // what CUDA sees decides
+  ::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+  auto found = discover_sensors(nvml_only());
+  ASSERT_EQ(found.sensors.size(), 1u);
+  EXPECT_EQ(found.sensors[0]->info().id, "nvml:gpu1");
+  EXPECT_THAT(found.sensors[0]->info().notes, ::testing::Contains("measured as this job's GPU (CUDA_VISIBLE_DEVICES=1)"));
+  ::unsetenv("CUDA_DEVICE_ORDER");  // CUDA's default order: the index may not be NVML's, and it says so
+  found = discover_sensors(nvml_only());
+  ASSERT_EQ(found.sensors.size(), 1u);
+  EXPECT_THAT(found.sensors[0]->info().notes,
+              ::testing::Contains(HasSubstr("index taken as NVML's, which is CUDA's only with CUDA_DEVICE_ORDER=PCI_BUS_ID")));
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "GPU-fake-2", 1);
+  EXPECT_EQ(ids(), (std::vector<std::string>{"nvml:gpu2"}));
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "MIG-fake-1", 1);
+  found = discover_sensors(nvml_only());
+  auto absent = nvml_absent(found);
+  EXPECT_TRUE(found.sensors.empty());
+  ASSERT_EQ(absent.size(), 1u);
+  EXPECT_EQ(absent[0].source, "nvml:MIG-fake-1");
+  EXPECT_EQ(absent[0].reason, "CUDA_VISIBLE_DEVICES=MIG-fake-1: MIG-fake-1 is a MIG instance; NVML reads energy "
+                                    "and power of whole GPUs only, so its energy is unavailable");
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "GPU-fake-0,7,GPU-nope", 1);
+  found = discover_sensors(nvml_only());
+  absent = nvml_absent(found);
+  ASSERT_EQ(found.sensors.size(), 1u);
+  EXPECT_EQ(found.sensors[0]->info().id, "nvml:gpu0");
+  ASSERT_EQ(absent.size(), 2u);
+  EXPECT_THAT(absent[0].reason, HasSubstr("CUDA_VISIBLE_DEVICES=GPU-fake-0,7,GPU-nope: no GPU 7 here (NVML sees 4)"));
+  EXPECT_THAT(absent[1].reason, HasSubstr("NVML does not know GPU-nope: Not Found"));
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  found = discover_sensors(nvml_only());
+  absent = nvml_absent(found);
+  EXPECT_TRUE(found.sensors.empty());
+  ASSERT_EQ(absent.size(), 1u);
+  EXPECT_EQ(absent[0].reason, "CUDA_VISIBLE_DEVICES= gives this job no GPU");
+
+  DiscoveryOptions explicit_gpu = nvml_only();  // --gpu still chooses for itself
+  explicit_gpu.gpus = {3};
+  ASSERT_EQ(discover_sensors(explicit_gpu).sensors.size(), 1u);
+
+  ::setenv("QJOULE_NVML_LIB", QJOULE_FAKE_NVML_OLD, 1);
+  ::setenv("CUDA_VISIBLE_DEVICES", "GPU-fake-0", 1);
+  const auto old = nvml_absent(discover_sensors(nvml_only()));
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_THAT(old[0].reason, HasSubstr("lacks nvmlDeviceGetHandleByUUID (driver too old) to find GPU-fake-0"));
+}
+
+TEST(EnergyJobGpus, ReadTheFirstVariableSetInOrder) {
+  const auto with = [](std::map<std::string, std::string> env) {
+    return job_gpus_from_environment([env = std::move(env)](const char* name) -> const char* {
+      const auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+  };
+  EXPECT_EQ(with({}), std::nullopt);
+  auto job = with({{"SLURM_JOB_GPUS", "0, 2"}});
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->variable, "SLURM_JOB_GPUS");
+  EXPECT_EQ(job->entries, (std::vector<std::string>{"0", "2"}));
+  EXPECT_FALSE(job->indices_in_cuda_order);
+  job = with({{"SLURM_JOB_GPUS", "0"}, {"CUDA_VISIBLE_DEVICES", "GPU-a,MIG-b"}});
+  EXPECT_EQ(job->variable, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(job->entries, (std::vector<std::string>{"GPU-a", "MIG-b"}));
+  EXPECT_TRUE(job->indices_in_cuda_order);
+  EXPECT_TRUE(with({{"CUDA_VISIBLE_DEVICES", "NoDevFiles"}})->entries.empty());
+  EXPECT_FALSE(with({{"CUDA_VISIBLE_DEVICES", "0"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}})->indices_in_cuda_order);
 }
 
 TEST_F(EnergyNvml, PciBusIdGivesTheNvmlIndex) {

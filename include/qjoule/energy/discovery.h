@@ -13,7 +13,10 @@ namespace qjoule::energy {
 struct DiscoveryOptions {
   bool use_nvml = true;
   bool use_rapl = true;        // powercap sysfs, then the perf `power` PMU where sysfs is unreadable
-  std::vector<unsigned> gpus;  // NVML device indices to use; empty = every GPU
+  std::vector<unsigned> gpus;  // NVML device indices to use; empty = the job's GPUs (below), else every GPU
+  // With `gpus` empty: only the GPUs CUDA_VISIBLE_DEVICES / SLURM_STEP_GPUS / SLURM_JOB_GPUS give this
+  // job (job_gpus.h), so a shared node's other GPUs are never measured as this work's.
+  bool job_gpus_only = true;
   std::string power_meter;     // "" (none), "file:PATH" or "cmd:COMMAND" (CSV lines timestamp_s,watts)
   double power_meter_max_gap_s = 2.0;  // meter gaps longer than this count as uncovered time
 
