@@ -4,6 +4,7 @@
 #include <set>
 
 #include "qjoule/error.h"
+#include "qjoule/io/json_error_text.h"
 
 namespace qjoule::model {
 
@@ -11,8 +12,13 @@ nlohmann::json read_config_json(const std::filesystem::path& dir) {
   const auto path = dir / "config.json";
   std::ifstream in(path);
   if (!in) fail("{}: cannot open (a Hugging Face model folder needs config.json)", path.string());
-  const auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded() || !config.is_object()) fail("{}: not a JSON object", path.string());
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: malformed JSON ({}), expected a JSON object", path.string(), io::json_error_text(e));
+  }
+  if (!config.is_object()) fail("{}: found a JSON {}, expected a JSON object", path.string(), config.type_name());
   return config;
 }
 

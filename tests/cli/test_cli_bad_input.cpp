@@ -1,0 +1,277 @@
+// Bad input, end to end, as a new user would meet it: one table of cases across every command
+// (flags, config.json, tokenizers, datasets, checkpoints, results folders). Each case builds its
+// files in a folder of its own, runs qjoule, and asserts the exit code and the words of the one-line
+// error that names the flag, file or field, what was found and what was expected.
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+#include "test_paths.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using qjoule::test::run_command;
+namespace fs = std::filesystem;
+
+struct BadInput {
+  std::string name;
+  std::string command;  // after "qjoule "; TB, TL: the tiny-bert / tiny-llama fixtures; DIR: the case's folder
+  std::string expected;
+  int exit_code = 1;
+  std::function<void(const fs::path&)> setup = nullptr;
+};
+void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
+
+fs::path fixture(const std::string& name) { return qjoule::test::fixtures_dir() / name; }
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// DIR/m: a copy of `name` (a fixture folder) with config.json edited by `edit`.
+std::function<void(const fs::path&)> model_copy(const std::string& name,
+                                                std::function<void(nlohmann::json&)> edit = nullptr) {
+  return [name, edit](const fs::path& dir) {
+    fs::copy(fixture(name), dir / "m", fs::copy_options::recursive);
+    if (!edit) return;
+    nlohmann::json config;
+    std::ifstream(dir / "m" / "config.json") >> config;
+    edit(config);
+    write(dir / "m" / "config.json", config.dump(1));
+  };
+}
+
+// DIR/m as model_copy, then `file` (relative to DIR) written with `text`.
+std::function<void(const fs::path&)> model_with(const std::string& name, const std::string& file,
+                                                const std::string& text) {
+  return [name, file, text](const fs::path& dir) {
+    model_copy(name)(dir);
+    write(dir / file, text);
+  };
+}
+
+std::function<void(const fs::path&)> file(const std::string& relative, const std::string& text) {
+  return [relative, text](const fs::path& dir) { write(dir / relative, text); };
+}
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, OneLineNamingWhatWasFoundAndExpected) {
+  const BadInput& c = GetParam();
+  const fs::path dir = qjoule::test::temp_dir("cli_bad_" + c.name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  if (c.setup) c.setup(dir);
+  const auto placed = [&dir](std::string text) {  // DIR, TB and TL filled in
+    const auto replace = [&text](const std::string& from, const std::string& to) {
+      for (std::string::size_type at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
+        text.replace(at, from.size(), to);
+    };
+    replace("DIR", dir.string());
+    replace("TB", fixture("tiny-bert").string());
+    replace("TL", fixture("decoders/tiny-llama").string());
+    return text;
+  };
+  const std::string command = placed(c.command);
+  const auto r = run_command(qjoule::test::qjoule_binary().string() + " " + command);
+  if (std::getenv("QJOULE_TEST_SHOW_OUTPUT") != nullptr) std::cout << r.output;  // to review the messages
+  EXPECT_EQ(r.exit_code, c.exit_code) << command << "\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr(placed(c.expected))) << command;
+  EXPECT_THAT(r.output, Not(HasSubstr("internal error"))) << command;
+  const auto error = r.output.find("qjoule: error: ");
+  ASSERT_NE(error, std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin() + static_cast<long>(error), r.output.end(), '\n'), 1)
+      << "the error is one line: " << r.output;
+}
+
+const std::string kEval = "eval --model TB --dataset TB/dataset.tsv ";
+const std::string kPpl = "ppl --model DIR/m --text TL/config.json ";
+
+INSTANTIATE_TEST_SUITE_P(
+    Flags, CliBadInput,
+    ::testing::Values(
+        BadInput{"eval_batch_zero", kEval + "--batch 0", "--batch: 0 is out of range, expected 1 to 1000000"},
+        BadInput{"eval_max_length_zero", kEval + "--max-length 0", "--max-length: 0 is out of range, expected 1 to"},
+        BadInput{"eval_threads_zero", kEval + "--threads 0", "--threads: 0 is out of range, expected 1 to 1024"},
+        BadInput{"eval_dataset_missing", "eval --model TB --dataset DIR/none.tsv",
+                 "DIR/none.tsv: dataset file not found (expected an existing file)"},
+        BadInput{"eval_model_missing", "eval --model DIR/none --dataset TB/dataset.tsv",
+                 "--model: Directory does not exist: "},
+        BadInput{"eval_precision_unknown", kEval + "--precision int3",
+                 "precision 'int3': unknown format 'int3'; expected one of fp32, bf16, fp16, int8, w8, int4, nf4"},
+        BadInput{"eval_precision_group", kEval + "--precision int4:g=48",
+                 "precision 'int4:g=48': int4 group size '48', expected 32, 64 or 128"},
+        BadInput{"eval_precision_option_elsewhere", kEval + "--precision nf4:g=64",
+                 "precision 'nf4:g=64': option 'g=64' applies to int4 only, not to nf4"},
+        BadInput{"eval_precision_cuda_only", kEval + "--precision fp8",
+                 "--precision fp8: fp8 runs on CUDA only; on the CPU expected one of"},
+        BadInput{"eval_sq_out_of_range", kEval + "--precision int8:sq=1.5",
+                 "SmoothQuant alpha 1.5 is outside [0, 1]"},
+        BadInput{"eval_two_alphas", kEval + "--precision int8:sq=0.5 --smoothquant 0.7",
+                 "--smoothquant 0.7 and --precision int8:sq=0.5 give two SmoothQuant alphas; expected one"},
+        BadInput{"eval_act_dtype", kEval + "--act-dtype f8", "--act-dtype 'f8' is not supported, expected f32 or bf16"},
+        BadInput{"eval_group_size_flag", kEval + "--group-size 48",
+                 "--group-size 48 is not supported, expected 32, 64 or 128"},
+        BadInput{"eval_int4_scheme", kEval + "--int4-scheme zero",
+                 "--int4-scheme 'zero' is not supported, expected sym or asym"},
+        BadInput{"eval_layer_precision_item", kEval + "--layer-precision x",
+                 "--layer-precision: item 'x' is not PATTERN=FORMAT"},
+        BadInput{"eval_quant_include_class", kEval + "--quant-include '['",
+                 "--quant-include: pattern '[' uses '['; expected only * and ? as wildcards"},
+        BadInput{"eval_smoothquant_text", kEval + "--precision int8 --smoothquant abc",
+                 "--smoothquant 'abc' is not a number, expected an alpha in [0, 1]"},
+        BadInput{"eval_calib_zero", kEval + "--precision int8 --smoothquant --calib 0",
+                 "--calib: 0 is out of range, expected 1 to"},
+        BadInput{"eval_text_column", kEval + "--text-column nope",
+                 "dataset.tsv:1: header has no 'nope' column (found columns: sentence, label)"},
+        BadInput{"eval_device", kEval + "--device tpu", "--device tpu: expected cpu, cuda or cuda:N"},
+        BadInput{"eval_decoder_model", "eval --model TL --dataset TB/dataset.tsv",
+                 "a decoder language model; qjoule eval scores sequence classifiers"},
+        BadInput{"ppl_encoder_model", "ppl --model TB --text TB/dataset.tsv",
+                 "config.json: model_type 'bert' with architectures [\"BertForSequenceClassification\"] is not a "
+                 "supported decoder"},
+        BadInput{"ppl_text_missing", "ppl --model TL --text DIR/none.txt", "--text DIR/none.txt: cannot open the file"},
+        BadInput{"ppl_smoothquant", "ppl --model TL --text TL/config.json --precision int8:sq=0.5",
+                 "SmoothQuant is not supported for decoder models"},
+        BadInput{"generate_precision", "generate --model TL --prompt hi --precision bogus",
+                 "precision 'bogus': unknown format 'bogus'"},
+        BadInput{"info_no_checkpoint", "info --model DIR",
+                 "DIR: no model.safetensors or model.safetensors.index.json in this folder"},
+        BadInput{"info_nothing_asked", "info", "is required (or --formats for the format table)"},
+        BadInput{"report_missing", "report DIR/none.jsonl", "cannot read 'DIR/none.jsonl': No such file or directory"},
+        BadInput{"bench_seq_one", "bench --model TB --precisions fp32 --seq 1 --out DIR/o",
+                 "sequence length 1 is outside what model"},
+        BadInput{"bench_empty_precision", "bench --model TB --precisions fp32, --seq 8 --out DIR/o",
+                 "--precisions 'fp32,': empty item, expected a comma-separated list of values"},
+        BadInput{"bench_empty_batch", "bench --model TB --batch 1,,2 --seq 8 --out DIR/o",
+                 "--batch '1,,2': empty item, expected a comma-separated list of values"},
+        BadInput{"bench_slurm_chunk_zero", "bench --model TB --seq 8 --slurm --slurm-chunk 0 --out DIR/o",
+                 "--slurm-chunk: 0 is out of range, expected 1 to 1000000"},
+        BadInput{"bench_slurm_without_out", "bench --model TB --seq 8 --slurm",
+                 "the folder of the sweep, on a file system every node sees"},
+        BadInput{"bench_status_without_out", "bench --status",
+                 ": the folder of a sweep submitted with --slurm"},
+        BadInput{"bench_status_not_submitted", "bench --out DIR --status",
+                 "DIR/slurm/sweep.json: no Slurm submission here"},
+        BadInput{"bench_slurm_task_outside_slurm", "bench --model TB --seq 8 --out DIR --slurm-task",
+                 "--slurm-task runs inside a Slurm array task"},
+        BadInput{"energy_interval_zero", "energy --interval 0 -- true", "--interval: 0 is out of range"},
+        BadInput{"energy_no_such_command", "energy -- DIR/none", "cannot run `DIR/none`: No such file or directory",
+                 127},
+        BadInput{"sensors_power_meter", "sensors --power-meter bogus:x",
+                 "--power-meter bogus:x: expected file:PATH or cmd:COMMAND"}),
+    [](const ::testing::TestParamInfo<BadInput>& case_info) { return case_info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, CliBadInput,
+    ::testing::Values(
+        // config.json of a decoder
+        BadInput{"config_negative_eps", kPpl, "DIR/m/config.json: rms_norm_eps = -1e-05, expected a positive number", 1,
+                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["rms_norm_eps"] = -1e-5; })},
+        BadInput{"config_rope_theta_zero", kPpl, "DIR/m/config.json: rope_theta = 0, expected a positive number", 1,
+                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["rope_theta"] = 0; })},
+        BadInput{"config_bos_outside_vocab", kPpl,
+                 "DIR/m/config.json: bos_token_id = 99999 is outside the vocabulary [0, 610) of the embeddings", 1,
+                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["bos_token_id"] = 99999; })},
+        BadInput{"config_heads_not_dividing", kPpl,
+                 "config.json: num_attention_heads = 5 × head_dim = 32 = 160, but tensor "
+                 "'model.layers.0.self_attn.q_proj.weight' has 128 rows",
+                 1,
+                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["num_attention_heads"] = 5; })},
+        BadInput{"config_hidden_disagrees", kPpl,
+                 "config.json: hidden_size = 64, but tensor 'model.embed_tokens.weight' has shape [610, 128] (so "
+                 "hidden_size = 128)",
+                 1,
+                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["hidden_size"] = 64; })},
+        BadInput{"config_layers_disagree", kPpl,
+                 "config.json: num_hidden_layers = 7, but the checkpoint holds tensors for 2 layers", 1,
+                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["num_hidden_layers"] = 7; })},
+        BadInput{"config_not_json", kPpl, "DIR/m/config.json: malformed JSON (parse error at line 1, column 2", 1, model_with("decoders/tiny-llama", "m/config.json", "{")},
+        BadInput{"config_number_overflow", kPpl,
+                 "DIR/m/config.json: malformed JSON (number overflow parsing '1E400'), expected a JSON object", 1,
+                 model_with("decoders/tiny-llama", "m/config.json", "{\"rope_theta\": 1E400}")},
+        BadInput{"config_missing", "ppl --model DIR --text TL/config.json",
+                 "DIR/config.json: cannot open (a Hugging Face model folder needs config.json)", 1,
+                 [](const fs::path& dir) {
+                   fs::copy_file(fixture("decoders/tiny-llama") / "model.safetensors", dir / "model.safetensors");
+                 }},
+        // config.json of an encoder
+        BadInput{"bert_eps_zero", "eval --model DIR/m --dataset TB/dataset.tsv",
+                 "DIR/m/config.json: layer_norm_eps = 0, expected a positive number", 1,
+                 model_copy("tiny-bert", [](nlohmann::json& c) { c["layer_norm_eps"] = 0; })},
+        BadInput{"bert_hidden_disagrees", "eval --model DIR/m --dataset TB/dataset.tsv",
+                 "config.json: hidden_size = 48, but tensor 'bert.embeddings.word_embeddings.weight' has shape [53, 32]",
+                 1,
+                 model_copy("tiny-bert", [](nlohmann::json& c) { c["hidden_size"] = 48; })},
+        // tokenizers
+        BadInput{"tokenizer_not_json", "eval --model DIR/m --dataset TB/dataset.tsv",
+                 "DIR/m/tokenizer.json: malformed JSON (parse error at line 1, column 11", 1, model_with("tiny-bert", "m/tokenizer.json", "{\"model\": ")},
+        BadInput{"tokenizer_number_overflow", "eval --model DIR/m --dataset TB/dataset.tsv",
+                 "tokenizer.json: malformed JSON (number overflow parsing '1E400')", 1,
+                 model_with("tiny-bert", "m/tokenizer.json", "{\"model\": {\"type\": \"WordPiece\", \"x\": 1E400}}")},
+        BadInput{"decoder_tokenizer_array", "generate --model DIR/m --prompt hi",
+                 "tokenizer.json: found a JSON array, expected a Hugging Face tokenizer.json object", 1,
+                 model_with("decoders/tiny-llama", "m/tokenizer.json", "[]")},
+        // datasets
+        BadInput{"dataset_empty", "eval --model TB --dataset DIR/d.tsv",
+                 "DIR/d.tsv: empty dataset (no lines), expected a header line and at least one data row", 1,
+                 file("d.tsv", "")},
+        BadInput{"dataset_jsonl_malformed", "eval --model TB --dataset DIR/d.jsonl",
+                 "DIR/d.jsonl:2: malformed JSON (parse error at line 1, column 17", 1,
+                 file("d.jsonl", "{\"text\": \"good\", \"label\": 1}\n{\"text\": \"bad\", label: 0}\n")},
+        BadInput{"dataset_number_overflow", "eval --model TB --dataset DIR/d.jsonl",
+                 "DIR/d.jsonl:1: malformed JSON (number overflow parsing", 1,
+                 file("d.jsonl", "{\"text\": \"good\", \"label\": 1E999}\n")},
+        BadInput{"dataset_label_out_of_range", "eval --model TB --dataset DIR/d.tsv",
+                 "DIR/d.tsv:2: label 7 is out of range, expected 0..2 (the model has 3 labels)", 1,
+                 file("d.tsv", "sentence\tlabel\ngood film\t7\n")},
+        BadInput{"dataset_tsv_fields", "eval --model TB --dataset DIR/d.tsv",
+                 "DIR/d.tsv:2: found 3 tab-separated fields, expected 2", 1,
+                 file("d.tsv", "sentence\tlabel\ngood\t1\textra\n")},
+        BadInput{"dataset_not_utf8", "eval --model TB --dataset DIR/d.tsv",
+                 "DIR/d.tsv:2: invalid UTF-8 at byte offset 4: found byte 0xFF, which never occurs in UTF-8", 1,
+                 file("d.tsv", "sentence\tlabel\nbad \xff\xfe byte\t1\n")},
+        BadInput{"dataset_text_not_utf8", "ppl --model TL --text DIR/t.txt",
+                 "--text DIR/t.txt: invalid UTF-8 at byte offset 10: found 0x28 after lead byte 0xC3", 1,
+                 file("t.txt", "some text \xc3\x28 here\n")},
+        // checkpoints
+        BadInput{"shard_outside_folder", "info --model DIR/m",
+                 "model.safetensors.index.json: weight_map['bert.embeddings.word_embeddings.weight'] names shard "
+                 "'../model.safetensors', which is outside the checkpoint folder DIR/m; expected a file name inside it",
+                 1,
+                 [](const fs::path& dir) {
+                   fs::create_directories(dir / "m");
+                   fs::copy_file(fixture("tiny-bert") / "config.json", dir / "m" / "config.json");
+                   write(dir / "m" / "model.safetensors.index.json",
+                         R"({"weight_map": {"bert.embeddings.word_embeddings.weight": "../model.safetensors"}})");
+                   fs::copy_file(fixture("tiny-bert") / "model.safetensors", dir / "model.safetensors");
+                 }},
+        BadInput{"safetensors_truncated", "info --model DIR/m",
+                 "DIR/m/model.safetensors: header length 8 runs past the end of the file (10 bytes, so at most 2)", 1,
+                 model_with("tiny-bert", "m/model.safetensors", std::string("\x08\x00\x00\x00\x00\x00\x00\x00{}", 10))},
+        // results folders
+        BadInput{"results_exist_without_resume", "bench --model TB --precisions fp32 --seq 8 --out DIR",
+                 "DIR/results.jsonl already holds results; pass --resume to continue that sweep", 1,
+                 file("results.jsonl", "{}\n")},
+        BadInput{"results_bad_middle_line", "bench --model TB --precisions fp32 --seq 8 --out DIR --resume",
+                 "DIR/results.jsonl:1: not a JSON line", 1, file("results.jsonl", "{not json\n{}\n")},
+        BadInput{"results_identity_unreadable", "bench --model TB --precisions fp32 --seq 8 --out DIR --resume",
+                 "DIR/sweep-identity.json: not a sweep identity (a JSON object with 'models')", 1,
+                 file("sweep-identity.json",
+                      R"({"models": [{"model": "other", "config_sha256": "x"}], "dataset": null})")}),
+    [](const ::testing::TestParamInfo<BadInput>& case_info) { return case_info.param.name; });
+
+}  // namespace
