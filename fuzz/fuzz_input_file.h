@@ -23,8 +23,8 @@ inline const std::filesystem::path& work_dir() {
 
 inline std::filesystem::path write_input(const std::string& name, const uint8_t* data, std::size_t size) {
   const auto path = work_dir() / name;
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                 static_cast<std::streamsize>(size));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;
 }
 

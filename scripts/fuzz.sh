@@ -16,7 +16,7 @@ corpus=build/fuzz/corpus
 findings=build/fuzz/findings
 rm -rf "$corpus"
 mkdir -p "$findings" "$corpus"/fuzz_safetensors "$corpus"/fuzz_shard_index "$corpus"/fuzz_tokenizer_json \
-  "$corpus"/fuzz_dataset
+  "$corpus"/fuzz_dataset "$corpus"/fuzz_config_json
 cp "$fixtures"/tiny-bert/model.safetensors "$corpus"/fuzz_safetensors/tiny-bert
 printf '%s' '{"metadata": {}, "weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}}' \
   > "$corpus"/fuzz_shard_index/two-shards
@@ -28,6 +28,10 @@ done
 cp "$fixtures"/tiny-bert/dataset.tsv "$corpus"/fuzz_dataset/tsv
 printf '%s\n' '{"sentence": "a fine film", "label": 1}' '{"input_ids": [2, 7, 3], "label": 0}' \
   > "$corpus"/fuzz_dataset/jsonl
+i=0
+for f in "$fixtures"/tiny-bert/config.json "$fixtures"/decoders/*/config.json; do
+  i=$((i + 1)); cp "$f" "$corpus/fuzz_config_json/seed$i"
+done
 # Inputs that crashed a target once are replayed on every run (fuzz/regressions/README.md).
 for dir in fuzz/regressions/fuzz_*/; do
   target=$(basename "$dir")
@@ -35,7 +39,7 @@ for dir in fuzz/regressions/fuzz_*/; do
 done
 
 status=0
-for target in fuzz_safetensors fuzz_shard_index fuzz_tokenizer_json fuzz_dataset; do
+for target in fuzz_safetensors fuzz_shard_index fuzz_tokenizer_json fuzz_dataset fuzz_config_json; do
   max_len=8192
   [ "$target" = fuzz_safetensors ] && max_len=131072
   [ "$target" = fuzz_tokenizer_json ] && max_len=65536

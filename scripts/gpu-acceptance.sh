@@ -40,7 +40,7 @@ fi
 cmake --build "$build" -j "$(nproc)" >/dev/null
 
 version=$("$build/src/cli/qjoule" --version)
-probe=$("$build/bench/cuda_gemm_peak" --reps 1 --size 64 2>&1 | head -1 || true)
+probe=$("$build/microbench/cuda_gemm_peak" --reps 1 --size 64 2>&1 | head -1 || true)
 json_text() { python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().rstrip("\n")))'; }
 
 if [[ "$probe" == "no usable GPU: "* ]]; then
@@ -65,7 +65,7 @@ status=0
 ctest --test-dir "$build" -R 'Cuda|Gpu' --output-on-failure > "$out/gpu-tests.log" 2>&1 || status=1
 tests=$(grep -E 'tests passed' "$out/gpu-tests.log" | tail -1)
 failed=$(grep -E '^\s+[0-9]+ - .*\(Failed\)' "$out/gpu-tests.log" | sed 's/^ *//' || true)
-"$build/bench/cuda_gemm_peak" > "$out/cuda-gemm-peak.txt" 2>&1 || status=1
+"$build/microbench/cuda_gemm_peak" > "$out/cuda-gemm-peak.txt" 2>&1 || status=1
 unavailable="decoder perplexity and decode energy per token on the GPU: unavailable (decoder models do not run on the GPU yet, issue 17)"
 cat > "$out/gpu-acceptance.json" <<EOF
 {"result": $( [ $status = 0 ] && echo '"accepted"' || echo '"failed"'), "gpu": $(printf '%s' "$gpu" | json_text),

@@ -8,6 +8,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (its GPU runtime), a Recommends only
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium libjs-chart.js fonts-dejavu-core  # `qjoule report` inlines Chart.js; its browser test runs headless Chromium
+  clang-format  # scripts/check-format.sh: the C++ format CI checks (.clang-format)
   clang libclang-rt-14-dev  # scripts/fuzz.sh: the fuzz targets (libFuzzer is in clang's runtime package)
   slurm-wlm munge  # scripts/slurm-local.sh: the one-node Slurm cluster the --slurm tests run on
 )

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds qjoule twice (release with -Werror, and ASan+UBSan) and runs the
-# whole GoogleTest suite under ctest in both, then runs each fuzz target (scripts/fuzz.sh) for 20 s.
+# Installs what is missing, checks the C++ format (scripts/check-format.sh), builds qjoule twice
+# (release with -Werror, and ASan+UBSan) and runs the whole GoogleTest suite under ctest in both, then
+# runs each fuzz target (scripts/fuzz.sh) for 20 s.
 # Exits non-zero if any build, test or fuzz target fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 bash scripts/install-deps.sh
 status=0
+
+echo "== format (.clang-format) =="
+bash scripts/check-format.sh || status=1
 
 echo "== release build =="
 bash scripts/build.sh release

@@ -12,8 +12,8 @@
 
 namespace qjoule::bench {
 
-std::unique_ptr<energy::EnergyMeter> make_bench_meter(const std::vector<RunConfig>& configs,
-                                                      const BenchMeterOptions& o, BenchOptions& runner,
+std::unique_ptr<energy::EnergyMeter> make_bench_meter(const std::vector<RunConfig>& configs, const BenchMeterOptions& o,
+                                                      BenchOptions& runner,
                                                       const std::function<void(const std::string&)>& note) {
   energy::DiscoveryOptions discovery;
   // CPU runs: a GPU's idle draw is not this work's energy, so NVML is read only for the GPUs that cuda runs
@@ -30,7 +30,8 @@ std::unique_ptr<energy::EnergyMeter> make_bench_meter(const std::vector<RunConfi
     std::string why = "the CUDA runtime gave no PCI address";
     const std::optional<unsigned> nvml = bus.empty() ? std::nullopt : energy::nvml_index_of_pci_bus_id(bus, why);
     if (!nvml) {
-      runner.gpu_energy_absent[gpu] = fmt::format("GPU {} ({}) has no NVML match: {}", gpu, bus.empty() ? "?" : bus, why);
+      runner.gpu_energy_absent[gpu] =
+          fmt::format("GPU {} ({}) has no NVML match: {}", gpu, bus.empty() ? "?" : bus, why);
       note(fmt::format("energy: {}; its runs get no measured energy", runner.gpu_energy_absent[gpu]));
       continue;
     }

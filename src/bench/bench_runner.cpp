@@ -107,9 +107,10 @@ struct BenchRunner::Impl {
       eval::check_labels(*dataset, static_cast<int>(params->config.num_labels));
       if (!dataset->pretokenized) {
         if (is_synthetic(model_name))
-          fail("--dataset {} holds text, and the embedded model '{}' has no tokenizer; give --model DIR, or a "
-               "pre-tokenized dataset",
-               options.dataset, model_name);
+          fail(
+              "--dataset {} holds text, and the embedded model '{}' has no tokenizer; give --model DIR, or a "
+              "pre-tokenized dataset",
+              options.dataset, model_name);
         tokenizer = tokenize::WordPieceTokenizer::from_model_dir(model_name);
       }
     }
@@ -124,9 +125,9 @@ struct BenchRunner::Impl {
     quant::FormatSpec defaults;
     model::SmoothingFactors smoothing;
     if (spec.smoothquant_alpha) {
-      smoothing = model::calibrate_smoothquant(*params, *spec.smoothquant_alpha, [&](const model::EncoderClassifier& m) {
-        run_fidelity_inputs(m, c, /*limit=*/16);
-      });
+      smoothing = model::calibrate_smoothquant(
+          *params, *spec.smoothquant_alpha,
+          [&](const model::EncoderClassifier& m) { run_fidelity_inputs(m, c, /*limit=*/16); });
     }
     return model::EncoderClassifier(*params, model::quantized_linear_factory(policy, defaults, smoothing));
   }
@@ -179,7 +180,8 @@ struct BenchRunner::Impl {
       const std::size_t n = std::min(c.batch, count - start);
       logits.assign(n * labels, 0.0f);
       forward(ids.data() + start * c.seq, mask.data() + start * c.seq, int64_t(n), int64_t(c.seq), logits.data());
-      for (std::size_t i = 0; i < n; ++i) out.emplace_back(logits.begin() + long(i * labels), logits.begin() + long((i + 1) * labels));
+      for (std::size_t i = 0; i < n; ++i)
+        out.emplace_back(logits.begin() + long(i * labels), logits.begin() + long((i + 1) * labels));
     }
     return out;
   }
@@ -217,9 +219,10 @@ struct BenchRunner::Impl {
       r.net_energy_j = total.net_energy_j;
       std::string ids;
       for (const auto& id : total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
-      r.energy_method = fmt::format("measured: {}{}{}", ids,
-                                    m.idle_subtracted && total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
-                                    total.valid ? "" : "; flagged, see energy_window");
+      r.energy_method =
+          fmt::format("measured: {}{}{}", ids,
+                      m.idle_subtracted && total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
+                      total.valid ? "" : "; flagged, see energy_window");
       r.mean_power_w = *total.energy_j / m.duration_s;
       std::optional<double> peak;
       int counted = 0;
@@ -252,8 +255,9 @@ struct BenchRunner::Impl {
     const auto is_gpu = [](const energy::SensorEnergy& e) { return e.scope == energy::SensorScope::gpu; };
     if (gpu_index < 0) {
       if (std::none_of(m.sensors.begin(), m.sensors.end(), is_gpu)) return fill_energy(r, m, sequences, tokens);
-      const auto total = total_over(m, [&](const energy::SensorEnergy& e) { return !is_gpu(e); },
-                                    "no CPU-side sensor had a value (GPU boards are not counted for a cpu run)");
+      const auto total = total_over(
+          m, [&](const energy::SensorEnergy& e) { return !is_gpu(e); },
+          "no CPU-side sensor had a value (GPU boards are not counted for a cpu run)");
       fill_energy(r, m, total, true, sequences, tokens);
       r.notes.push_back("GPU sensors were read (a sweep with cuda runs) but are not part of this cpu run's energy");
       return;
@@ -405,12 +409,14 @@ struct BenchRunner::Impl {
         m.forward(ids, mask, batch, seq, logits);
       };
       hook.emplace(meter, fmt::format("cuda:{} cudaDeviceSynchronize", gpu_index), [&m = *gpu] { m.synchronize(); });
-      r.notes.push_back(fmt::format("device: GPU {}; every weight on the GPU ({} bytes of parameters); non-GEMM "
-                                    "operations {}",
-                                    gpu->device_name(), r.model_bytes, gpu->nongemm_path()));
-      r.notes.push_back(fmt::format("latency: CUDA events on GPU {} around each batch (ids and mask copied in, "
-                                    "forward, logits copied out); the energy window synchronizes GPU {} at both ends",
-                                    gpu_index, gpu_index));
+      r.notes.push_back(
+          fmt::format("device: GPU {}; every weight on the GPU ({} bytes of parameters); non-GEMM "
+                      "operations {}",
+                      gpu->device_name(), r.model_bytes, gpu->nongemm_path()));
+      r.notes.push_back(
+          fmt::format("latency: CUDA events on GPU {} around each batch (ids and mask copied in, "
+                      "forward, logits copied out); the energy window synchronizes GPU {} at both ends",
+                      gpu_index, gpu_index));
     } else {
       cpu.emplace(build(c));
       cfg = cpu->config();
@@ -520,19 +526,20 @@ struct BenchRunner::Impl {
     tokenizer.reset();
     loaded_model.clear();
     if (!options.dataset.empty())
-      r.notes.push_back(fmt::format("--dataset {} is a classification set: not used for decoder models (qjoule ppl "
-                                    "measures their accuracy)",
-                                    options.dataset));
+      r.notes.push_back(
+          fmt::format("--dataset {} is a classification set: not used for decoder models (qjoule ppl "
+                      "measures their accuracy)",
+                      options.dataset));
 
     // Predicted before anything is built: a run that would not fit is skipped, never killed midway.
     reset_peak_rss();  // returns freed memory first, so the baseline is what this process really holds
     const MemoryPrediction predicted = predict_peak_memory(c, steps, current_rss_bytes().value_or(0));
     const auto available = available_memory_bytes();
-    if (predicted.unavailable.empty() && available &&
-        predicted.peak_bytes() - predicted.baseline_bytes > *available)
-      fail("skipped, not run: predicted peak memory {} MiB ({} MiB for the model) is more than the {} MiB available "
-           "(MemAvailable)",
-           predicted.peak_bytes() >> 20, predicted.model_bytes >> 20, *available >> 20);
+    if (predicted.unavailable.empty() && available && predicted.peak_bytes() - predicted.baseline_bytes > *available)
+      fail(
+          "skipped, not run: predicted peak memory {} MiB ({} MiB for the model) is more than the {} MiB available "
+          "(MemAvailable)",
+          predicted.peak_bytes() >> 20, predicted.model_bytes >> 20, *available >> 20);
 
     const auto& reference = decoder_reference_logits(c);
     const bool rss_reset = reset_peak_rss();
@@ -544,9 +551,10 @@ struct BenchRunner::Impl {
     if (!unused.empty()) r.notes.push_back(unused);
     const auto& cfg = m.config();
     if (n + steps > static_cast<std::size_t>(cfg.max_positions))
-      fail("{} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions model '{}' "
-           "has (max_position_embeddings)",
-           n, steps, n + steps, cfg.max_positions, c.model);
+      fail(
+          "{} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions model '{}' "
+          "has (max_position_embeddings)",
+          n, steps, n + steps, cfg.max_positions, c.model);
     r.model_bytes = m.bytes_held();
     r.fp32_bytes = m.fp32_bytes();
     record_kernels(r, m.kernel_path_counts());
@@ -620,8 +628,7 @@ struct BenchRunner::Impl {
     r.decode_energy_j = de.energy_j;
     r.decode_energy_unavailable = de.unavailable;
     if (de.basis_j)
-      r.decode_mj_per_token =
-          *de.basis_j * 1e3 / (static_cast<double>(decode_ms.size()) * static_cast<double>(steps));
+      r.decode_mj_per_token = *de.basis_j * 1e3 / (static_cast<double>(decode_ms.size()) * static_cast<double>(steps));
     if (decode_energy.total.energy_j && !decode_energy.total.valid)
       r.notes.push_back("decode energy window flagged: see decode_energy_window");
 

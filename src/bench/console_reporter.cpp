@@ -34,7 +34,9 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
                                          : fmt::format("agreement {:.3f}", r.top1_agreement.value_or(0.0));
   const std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
   if (r.decode_tokens_per_s_mean) {
-    const auto mj = [](const std::optional<double>& v) { return v ? fmt::format(", {:.3g} mJ/token", *v) : std::string(); };
+    const auto mj = [](const std::optional<double>& v) {
+      return v ? fmt::format(", {:.3g} mJ/token", *v) : std::string();
+    };
     std::string line = fmt::format(
         " prefill {} tokens: {:.1f} ± {:.1f} tokens/s{}; decode {} tokens: {:.1f} ± {:.1f} tokens/s ({:.2f} "
         "ms/token){}",

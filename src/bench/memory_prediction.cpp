@@ -62,8 +62,7 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
     // weight also its transposed copy) and, as it is built, what it will hold.
     const std::uint64_t fp32 = fp32_of(p);
     const std::string tensor = p.name == "lm_head" && cfg.tie_word_embeddings ? "" : p.name + ".weight";
-    const std::uint64_t stored =
-        !tensor.empty() && ck.contains(tensor) ? ck.at(tensor).nbytes : fp32_of(p);
+    const std::uint64_t stored = !tensor.empty() && ck.contains(tensor) ? ck.at(tensor).nbytes : fp32_of(p);
     const std::uint64_t transient = fp32 * (cfg.arch == model::DecoderArch::Gpt2 && in_block ? 2 : 1) + stored;
     out.build_transient_bytes = std::max(out.build_transient_bytes, transient);
   };

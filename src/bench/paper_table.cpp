@@ -95,13 +95,18 @@ std::string what_to_try(const RunRecord& record) {
     return "weight-only INT8 (`--precisions w8`) or smaller INT4 groups (`int4:g=32`), and compare perplexity with "
            "`qjoule ppl` (where `--quant-exclude` keeps the layers it names in FP32)";
   if (format == quant::Format::int8 && spec->smoothquant_alpha)
-    return fmt::format("another SmoothQuant alpha (`--precisions int8:sq=0.75`), weight-only INT8 (`--precisions w8`), "
-                       "or {}", exclude);
+    return fmt::format(
+        "another SmoothQuant alpha (`--precisions int8:sq=0.75`), weight-only INT8 (`--precisions w8`), "
+        "or {}",
+        exclude);
   if (format == quant::Format::int8)
-    return fmt::format("SmoothQuant (`--precisions int8:sq=0.5`), weight-only INT8 (`--precisions w8`), or {}", exclude);
+    return fmt::format("SmoothQuant (`--precisions int8:sq=0.5`), weight-only INT8 (`--precisions w8`), or {}",
+                       exclude);
   if (format == quant::Format::int4)
-    return fmt::format("smaller groups (`--precisions int4:g=64` or `int4:g=32`), `asym`, weight-only INT8 "
-                       "(`--precisions w8`), or {}", exclude);
+    return fmt::format(
+        "smaller groups (`--precisions int4:g=64` or `int4:g=32`), `asym`, weight-only INT8 "
+        "(`--precisions w8`), or {}",
+        exclude);
   if (format == quant::Format::nf4)
     return fmt::format("weight-only INT8 (`--precisions w8`), `int4:g=32`, or {}", exclude);
   return fmt::format("weight-only INT8 (`--precisions w8`), or {}", exclude);
@@ -125,11 +130,10 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
 
   PaperTable table;
   table.max_accuracy_drop_pt = max_accuracy_drop_pt;
-  table.columns = {
-      {"run", false},      {"precision", false},   {"batch", true},  {"seq", true},
-      {"threads", true},   {"p50 ms", true},       {"seq/s", true},  {"J/inference", true},
-      {"accuracy", true},  {"size MiB", true},     {"speed-up", true}, {"energy", true},
-      {"accuracy Δ pt", true}, {"size x", true},      {"peak MiB", true}};
+  table.columns = {{"run", false},          {"precision", false}, {"batch", true},    {"seq", true},
+                   {"threads", true},       {"p50 ms", true},     {"seq/s", true},    {"J/inference", true},
+                   {"accuracy", true},      {"size MiB", true},   {"speed-up", true}, {"energy", true},
+                   {"accuracy Δ pt", true}, {"size x", true},     {"peak MiB", true}};
   // Decoder runs add a last column, so encoder-only tables keep their shape.
   const bool any_decoder = std::any_of(records.begin(), records.end(), [](const RunRecord& r) {
     return r.status == "ok" && r.decode_tokens_per_s_mean.has_value();
@@ -231,14 +235,15 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
   if (any_agreement)
     table.legend.push_back("agr. top-1 agreement with the FP32 run of the same model and shape (no labelled dataset).");
   if (any_decoder)
-    table.legend.push_back("Decoder runs: p50 ms, seq/s and J/inference are per prefill of seq prompt tokens; decode "
-                           "tok/s is the mean over repetitions of greedy decode steps (results.jsonl has both phases' "
-                           "tokens/s and mJ/token: prefill_*, decode_*).");
+    table.legend.push_back(
+        "Decoder runs: p50 ms, seq/s and J/inference are per prefill of seq prompt tokens; decode "
+        "tok/s is the mean over repetitions of greedy decode steps (results.jsonl has both phases' "
+        "tokens/s and mJ/token: prefill_*, decode_*).");
   if (!without_baseline.empty())
-    table.legend.push_back(fmt::format("No {} baseline with the same model, device, batch, seq and threads for: {} "
-                                       "(add {} to the precisions for deltas).",
-                                       upper(baseline_precision), fmt::join(without_baseline, ", "),
-                                       baseline_precision));
+    table.legend.push_back(
+        fmt::format("No {} baseline with the same model, device, batch, seq and threads for: {} "
+                    "(add {} to the precisions for deltas).",
+                    upper(baseline_precision), fmt::join(without_baseline, ", "), baseline_precision));
   return table;
 }
 
@@ -279,14 +284,15 @@ void write_summary_md(const std::vector<RunRecord>& records, const std::filesyst
     md += "\n## Environment\n\n";
     for (const auto& item : r.environment.items())
       md += fmt::format("- {}: {}\n", item.key(),
-                        item.value().is_string() ? item.value().get<std::string>()
-                                                 : item.value().dump(-1, ' ', false,
-                                                                     nlohmann::json::error_handler_t::replace));
+                        item.value().is_string()
+                            ? item.value().get<std::string>()
+                            : item.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     break;
   }
-  md += fmt::format("\nEvery number comes from results.jsonl (schema version {}, docs/bench-records.md); "
-                    "accuracy drops above {} pt are flagged.\n",
-                    kRunRecordSchemaVersion, max_accuracy_drop_pt);
+  md += fmt::format(
+      "\nEvery number comes from results.jsonl (schema version {}, docs/bench-records.md); "
+      "accuracy drops above {} pt are flagged.\n",
+      kRunRecordSchemaVersion, max_accuracy_drop_pt);
   detail::write_file_atomically(path, md);
 }
 

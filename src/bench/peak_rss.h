@@ -10,8 +10,8 @@ namespace qjoule::bench {
 // Returns freed heap memory to the system (malloc_trim), then resets the high-water mark to the current
 // RSS; false where the kernel refuses (then the peak is the process's).
 bool reset_peak_rss();
-std::optional<std::uint64_t> peak_rss_bytes();     // VmHWM from /proc/self/status
-std::optional<std::uint64_t> current_rss_bytes();  // VmRSS from /proc/self/status
+std::optional<std::uint64_t> peak_rss_bytes();          // VmHWM from /proc/self/status
+std::optional<std::uint64_t> current_rss_bytes();       // VmRSS from /proc/self/status
 std::optional<std::uint64_t> available_memory_bytes();  // MemAvailable from /proc/meminfo
 
 }  // namespace qjoule::bench

@@ -57,7 +57,6 @@ std::string read_all(int fd, const std::filesystem::path& path) {
   }
 }
 
-
 // The pid holding a flock on the file behind `fd`, from /proc/locks ("" when it cannot be told).
 std::string flock_holder(int fd) {
   struct stat st {};
@@ -134,8 +133,8 @@ void ResultsStore::load() {
   for (std::size_t offset = 0, number = 1; offset < text.size(); ++number) {
     const auto newline = text.find('\n', offset);
     const auto end = newline == std::string::npos ? text.size() : newline;
-    lines.push_back({number, offset, std::string_view(text).substr(offset, end - offset),
-                     newline != std::string::npos});
+    lines.push_back(
+        {number, offset, std::string_view(text).substr(offset, end - offset), newline != std::string::npos});
     offset = end + 1;
   }
   std::size_t last = lines.size();  // index of the last non-blank line
@@ -179,8 +178,8 @@ void ResultsStore::load() {
     const std::size_t bytes = text.size() - *cut_at;
     if (::ftruncate(fd_, static_cast<off_t>(*cut_at)) != 0 || ::fsync(fd_) != 0)
       fail("cannot cut the torn last line off '{}': {}", path.string(), errno_text(errno));
-    notes_.push_back(fmt::format("{}: cut off a torn last line ({} bytes) left by an interrupted run", path.string(),
-                                 bytes));
+    notes_.push_back(
+        fmt::format("{}: cut off a torn last line ({} bytes) left by an interrupted run", path.string(), bytes));
   }
 }
 

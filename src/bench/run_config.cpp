@@ -31,8 +31,8 @@ std::vector<std::string> split(const std::string& text, char separator) {
 std::string sanitize_name_token(std::string_view text) {
   std::string out;
   for (char c : text) {
-    const bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '-';
+    const bool keep =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
     if (keep) out.push_back(c);
   }
   return out;

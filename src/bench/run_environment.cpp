@@ -18,10 +18,9 @@ namespace {
 
 // The /proc/cpuinfo flags that decide which kernels can run.
 const std::set<std::string>& interesting_flags() {
-  static const std::set<std::string> flags = {
-      "avx",         "avx2",        "fma",         "f16c",        "avx512f",    "avx512bw",  "avx512vl",
-      "avx512_vnni", "avx_vnni",    "avx512_bf16", "avx512_fp16", "amx_tile",   "amx_int8",  "amx_bf16",
-      "hypervisor"};
+  static const std::set<std::string> flags = {"avx",         "avx2",     "fma",         "f16c",     "avx512f",
+                                              "avx512bw",    "avx512vl", "avx512_vnni", "avx_vnni", "avx512_bf16",
+                                              "avx512_fp16", "amx_tile", "amx_int8",    "amx_bf16", "hypervisor"};
   return flags;
 }
 

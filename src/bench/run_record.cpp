@@ -45,9 +45,7 @@ class RecordReader {
   JsonPlace place(std::string_view key) const { return place_.child(key); }
 
   std::string string(std::string_view key) const { return detail::read_string(at(key), place(key)); }
-  std::string string_or_empty(std::string_view key) const {
-    return at(key).is_null() ? std::string() : string(key);
-  }
+  std::string string_or_empty(std::string_view key) const { return at(key).is_null() ? std::string() : string(key); }
   double number(std::string_view key) const { return detail::read_number(at(key), place(key)); }
   std::optional<double> optional_number(std::string_view key) const {
     if (at(key).is_null()) return std::nullopt;
@@ -68,9 +66,8 @@ class RecordReader {
   JsonPlace place_{"run record", ""};
 };
 
-constexpr std::string_view kLatencyKeys[] = {"latency_count",  "latency_mean_ms", "latency_std_ms",
-                                             "latency_min_ms", "latency_p50_ms",  "latency_p90_ms",
-                                             "latency_p99_ms", "latency_max_ms"};
+constexpr std::string_view kLatencyKeys[] = {"latency_count",  "latency_mean_ms", "latency_std_ms", "latency_min_ms",
+                                             "latency_p50_ms", "latency_p90_ms",  "latency_p99_ms", "latency_max_ms"};
 
 }  // namespace
 
@@ -94,9 +91,9 @@ nlohmann::json to_json(const RunRecord& record) {
   const nlohmann::json config = to_json(record.config);  // named: items() must not outlive it
   for (const auto& item : config.items()) j[item.key()] = item.value();
   j["status"] = record.status;
-  j["error"] = record.status == "failed" ? nlohmann::json(record.error.empty() ? "failed (no error recorded)"
-                                                                               : record.error)
-                                         : nlohmann::json(nullptr);
+  j["error"] = record.status == "failed"
+                   ? nlohmann::json(record.error.empty() ? "failed (no error recorded)" : record.error)
+                   : nlohmann::json(nullptr);
   j["not_representative"] = record.not_representative;
   j["warmup_iters"] = record.warmup_iters;
   j["iters"] = record.iters;
@@ -170,8 +167,7 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
   if (!json.is_object()) fail("run record is {}, expected an object", detail::describe_json(json));
   // The version first: a record from another schema fails on that, not on its first odd key.
   const auto version = json.find("schema_version");
-  if (version == json.end())
-    fail("run record: missing key 'schema_version', expected {}", kRunRecordSchemaVersion);
+  if (version == json.end()) fail("run record: missing key 'schema_version', expected {}", kRunRecordSchemaVersion);
   const bool readable = version->is_number_integer() &&
                         version->get<std::int64_t>() >= kOldestReadableRunRecordSchemaVersion &&
                         version->get<std::int64_t>() <= kRunRecordSchemaVersion;

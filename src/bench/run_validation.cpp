@@ -57,17 +57,19 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
         fail("run {}: decoder model '{}' on --device {}: decoder models do not run on the GPU yet; use --device cpu",
              run_name(c), c.model, c.device);
       if (c.batch != 1)
-        fail("run {}: batch {} with decoder model '{}': decoder runs time one sequence (a prefill of seq prompt "
-             "tokens, then decode steps), expected batch 1",
-             run_name(c), c.batch, c.model);
+        fail(
+            "run {}: batch {} with decoder model '{}': decoder runs time one sequence (a prefill of seq prompt "
+            "tokens, then decode steps), expected batch 1",
+            run_name(c), c.batch, c.model);
       if (spec.smoothquant_alpha)
         fail("run {}: precision '{}': SmoothQuant is not supported for decoder model '{}'", run_name(c), c.precision,
              c.model);
       if (decode_tokens == 0) fail("run {}: 0 decode tokens, expected at least 1 (--decode-tokens)", run_name(c));
       if (c.seq + decode_tokens > static_cast<std::size_t>(it->second.max_positions))
-        fail("run {}: {} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions "
-             "model '{}' has (max_position_embeddings)",
-             run_name(c), c.seq, decode_tokens, c.seq + decode_tokens, it->second.max_positions, c.model);
+        fail(
+            "run {}: {} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions "
+            "model '{}' has (max_position_embeddings)",
+            run_name(c), c.seq, decode_tokens, c.seq + decode_tokens, it->second.max_positions, c.model);
       continue;
     }
     if (c.seq < 2 || c.seq > static_cast<std::size_t>(it->second.max_positions))

@@ -158,7 +158,7 @@ std::vector<std::string> slurm_command_of_this_process() {
 }
 
 SlurmSubmission submit_slurm_jobs(const fs::path& out, const std::vector<std::vector<std::string>>& tasks,
-                                   const SlurmScripts& scripts) {
+                                  const SlurmScripts& scripts) {
   const fs::path dir = slurm_dir(out);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -172,9 +172,9 @@ SlurmSubmission submit_slurm_jobs(const fs::path& out, const std::vector<std::ve
   if (run_capture({"sbatch", "--parsable", (dir / "array.sbatch").string()}, output) != 0)
     fail("slurm: sbatch {} failed: {}", (dir / "array.sbatch").string(), first_line(output));
   submission.array_job_id = first_line(output).substr(0, first_line(output).find(';'));
-  if (run_capture({"sbatch", "--parsable", "--dependency=afterany:" + submission.array_job_id,
-                   (dir / "merge.sbatch").string()},
-                  output) != 0)
+  if (run_capture(
+          {"sbatch", "--parsable", "--dependency=afterany:" + submission.array_job_id, (dir / "merge.sbatch").string()},
+          output) != 0)
     fail("slurm: sbatch {} (after job {}) failed: {}", (dir / "merge.sbatch").string(), submission.array_job_id,
          first_line(output));
   submission.merge_job_id = first_line(output).substr(0, first_line(output).find(';'));
@@ -184,9 +184,10 @@ SlurmSubmission submit_slurm_jobs(const fs::path& out, const std::vector<std::ve
 std::size_t slurm_array_task_id() {
   const std::string id = env_or_empty("SLURM_ARRAY_TASK_ID");
   if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
-    fail("--slurm-task runs inside a Slurm array task (SLURM_ARRAY_TASK_ID is '{}'); qjoule bench --slurm submits "
-         "those",
-         id);
+    fail(
+        "--slurm-task runs inside a Slurm array task (SLURM_ARRAY_TASK_ID is '{}'); qjoule bench --slurm submits "
+        "those",
+        id);
   return static_cast<std::size_t>(std::stoull(id));
 }
 
@@ -281,7 +282,8 @@ std::vector<SlurmRunState> slurm_sweep_status(const fs::path& out) {
     fail("{}: not a qjoule Slurm sweep file (expected \"runs\" and \"submissions\")", path.string());
 
   std::map<std::string, std::string> state;  // run name -> state, from the records
-  for (const auto& [name, status] : statuses_in(out / kResultsFileName)) state[name] = status == "ok" ? "done" : "failed";
+  for (const auto& [name, status] : statuses_in(out / kResultsFileName))
+    state[name] = status == "ok" ? "done" : "failed";
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(out / "shards", ec)) {
     for (const auto& [name, status] : statuses_in(entry.path() / kResultsFileName))

@@ -97,11 +97,10 @@ std::vector<RunConfig> expand_cross_product(const SweepSpec& spec) {
   std::stable_partition(axes.begin(), axes.end(), [](const auto& axis) { return axis.first != "precision"; });
   for (auto& [key, values] : axes)
     if (key == "precision")
-      std::stable_partition(values.begin(), values.end(),
-                            [](const std::string& v) {
-                              const auto parsed = quant::try_parse_format_spec(v);
-                              return parsed && parsed->format == quant::Format::fp32;
-                            });
+      std::stable_partition(values.begin(), values.end(), [](const std::string& v) {
+        const auto parsed = quant::try_parse_format_spec(v);
+        return parsed && parsed->format == quant::Format::fp32;
+      });
 
   std::vector<RunConfig> runs;
   std::set<std::string> names;
@@ -134,7 +133,6 @@ std::vector<RunConfig> expand_one_at_a_time(const SweepSpec& spec) {
   }
   return runs;
 }
-
 
 }  // namespace
 

@@ -32,8 +32,8 @@ std::string model_identity(const std::string& model) {
   // The safetensors headers as the reader parsed them: each tensor's name, file, dtype, shape and size.
   const auto ck = io::Checkpoint::open(model);
   for (const auto& [name, t] : ck.tensors())
-    fnv1a(h, fmt::format("{}|{}|{}|{}|{};", name, t.file.filename().string(), io::dtype_name(t.dtype),
-                         t.shape_string(), t.nbytes));
+    fnv1a(h, fmt::format("{}|{}|{}|{}|{};", name, t.file.filename().string(), io::dtype_name(t.dtype), t.shape_string(),
+                         t.nbytes));
   return fmt::format("{:016x}", h);
 }
 
@@ -58,23 +58,27 @@ void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::
            stored["dataset"].dump());
     const std::string dataset = stored.value("dataset", std::string());
     if (dataset != identity["dataset"].get<std::string>())
-      fail("{}: this sweep scored dataset '{}', this bench '{}'; resume with the same --dataset, or choose another "
-           "--out",
-           path.string(), dataset, identity["dataset"].get<std::string>());
+      fail(
+          "{}: this sweep scored dataset '{}', this bench '{}'; resume with the same --dataset, or choose another "
+          "--out",
+          path.string(), dataset, identity["dataset"].get<std::string>());
     std::vector<std::string> then, now;
     for (const auto& [model, id] : stored["models"].items()) then.push_back(model);
     for (const auto& [model, id] : identity["models"].items()) now.push_back(model);
     if (then != now)
-      fail("{}: this sweep measured model(s) {}, this bench runs {}; resume with the same models, or choose another "
-           "--out",
-           path.string(), nlohmann::json(then).dump(), nlohmann::json(now).dump());
+      fail(
+          "{}: this sweep measured model(s) {}, this bench runs {}; resume with the same models, or choose another "
+          "--out",
+          path.string(), nlohmann::json(then).dump(), nlohmann::json(now).dump());
     for (const auto& [model, id] : identity["models"].items()) {
       if (stored["models"][model] != id)
-        fail("{}: model '{}' has changed since this sweep measured it (config.json and safetensors headers: identity "
-             "{} then, {} now); resume with the same checkpoint, or choose another --out",
-             path.string(), model, stored["models"][model].is_string() ? stored["models"][model].get<std::string>()
-                                                                       : stored["models"][model].dump(),
-             id.get<std::string>());
+        fail(
+            "{}: model '{}' has changed since this sweep measured it (config.json and safetensors headers: identity "
+            "{} then, {} now); resume with the same checkpoint, or choose another --out",
+            path.string(), model,
+            stored["models"][model].is_string() ? stored["models"][model].get<std::string>()
+                                                : stored["models"][model].dump(),
+            id.get<std::string>());
     }
     return;
   }

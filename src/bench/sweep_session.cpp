@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <map>
 
 #include <fmt/format.h>
@@ -30,12 +31,14 @@ SweepOutcome run_into(const std::vector<RunConfig>& configs, ResultsStore& store
   const auto meter = make_bench_meter(configs, settings.meter, options, note);
   BenchRunner runner(options, *meter);
   if (configs.front().model == kSyntheticModelName)
-    note("model: embedded DistilBERT-base-shaped classifier (6 layers, dim 768, 12 heads, FFN 3072, vocab 30,522) "
-         "with random weights and synthetic inputs; accuracy is fidelity to its FP32 run");
+    note(
+        "model: embedded DistilBERT-base-shaped classifier (6 layers, dim 768, 12 heads, FFN 3072, vocab 30,522) "
+        "with random weights and synthetic inputs; accuracy is fidelity to its FP32 run");
   if (std::any_of(configs.begin(), configs.end(), [](const auto& c) { return is_decoder_model(c.model); }))
-    note(fmt::format("decoder model: each run times the prefill of --seq prompt tokens and {} greedy decode steps "
-                     "(--decode-tokens), batch 1, each phase in its own energy window",
-                     options.decode_tokens));
+    note(
+        fmt::format("decoder model: each run times the prefill of --seq prompt tokens and {} greedy decode steps "
+                    "(--decode-tokens), batch 1, each phase in its own energy window",
+                    options.decode_tokens));
   // --decode-tokens is not part of a run name: say so when a resumed sweep recorded another value.
   for (const auto& r : store.records()) {
     if (r.decode_tokens && *r.decode_tokens != options.decode_tokens) {
@@ -45,7 +48,8 @@ SweepOutcome run_into(const std::vector<RunConfig>& configs, ResultsStore& store
     }
   }
   ConsoleReporter reporter(store.results_path().string());
-  return run_sweep(configs, store, [&runner](const RunConfig& c) { return runner.run(c); }, reporter);
+  return run_sweep(
+      configs, store, [&runner](const RunConfig& c) { return runner.run(c); }, reporter);
 }
 
 // results.csv, summary.md, report.html, and the paper table on stdout.
@@ -67,11 +71,21 @@ ResultsStore open_sweep_store(const std::vector<RunConfig>& configs, const fs::p
 
 }  // namespace
 
+fs::path new_sweep_dir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+  return fs::path("qjoule-bench") / stamp;
+}
+
 bool run_local_sweep(const std::vector<RunConfig>& configs, const fs::path& out, const SweepSettings& settings) {
   auto store = open_sweep_store(configs, out, settings);
   const auto outcome = run_into(configs, store, out, settings);
   write_outputs(store, out, settings.max_accuracy_drop);
-  if (outcome.failed > 0) note(fmt::format("{} of {} runs failed (recorded with their error)", outcome.failed, outcome.ran));
+  if (outcome.failed > 0)
+    note(fmt::format("{} of {} runs failed (recorded with their error)", outcome.failed, outcome.ran));
   return outcome.failed == 0;
 }
 
@@ -80,7 +94,7 @@ bool submit_slurm_sweep(const std::vector<RunConfig>& configs, const fs::path& o
   std::vector<RunConfig> pending;
   {
     auto store = open_sweep_store(configs, out, settings);  // released before the merge job needs it
-    const auto merged = merge_slurm_shards(store, out);    // what earlier tasks left, first
+    const auto merged = merge_slurm_shards(store, out);     // what earlier tasks left, first
     for (const auto& n : merged.notes) note("note: " + n);
     pending = configs_to_run(configs, store);
   }

@@ -33,7 +33,8 @@ WindowEnergy window_energy(const energy::Measurement& m, const energy::EnergyTot
 
 WindowEnergy window_energy(const energy::Measurement& m) { return window_energy(m, m.total, true); }
 
-energy::EnergyTotal total_over(const energy::Measurement& m, const std::function<bool(const energy::SensorEnergy&)>& take,
+energy::EnergyTotal total_over(const energy::Measurement& m,
+                               const std::function<bool(const energy::SensorEnergy&)>& take,
                                const std::string& none_reason) {
   energy::EnergyTotal t;
   double sum = 0.0, net_sum = 0.0;

@@ -24,7 +24,8 @@ WindowEnergy window_energy(const energy::Measurement& m);  // the window's own t
 
 // The total over the sensors that count in totals and that `take` accepts (EnergyMeter's rule, on a
 // subset): a CPU run leaves GPU boards out, a GPU run keeps its own GPU's board only.
-energy::EnergyTotal total_over(const energy::Measurement& m, const std::function<bool(const energy::SensorEnergy&)>& take,
+energy::EnergyTotal total_over(const energy::Measurement& m,
+                               const std::function<bool(const energy::SensorEnergy&)>& take,
                                const std::string& none_reason);
 
 }  // namespace qjoule::bench::detail

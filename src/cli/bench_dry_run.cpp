@@ -36,7 +36,10 @@ void print_bench_dry_run(const std::vector<bench::RunConfig>& configs, std::size
     }
     const bool fits = !available || p.peak_bytes() - p.baseline_bytes <= *available;
     fmt::print("{:<{}}  {:>10}  {:>10}  {:>10}  {}\n", name, width, p.model_bytes >> 20, p.build_transient_bytes >> 20,
-               p.peak_bytes() >> 20, !available ? "unknown" : fits ? "yes" : "no: the sweep would skip it");
+               p.peak_bytes() >> 20,
+               !available ? "unknown"
+               : fits     ? "yes"
+                          : "no: the sweep would skip it");
   }
 }
 

@@ -2,16 +2,10 @@
 // for energy, sized and scored, one record per run appended to OUT/results.jsonl as it finishes;
 // then OUT/results.csv, OUT/summary.md and the paper table on the console. A decoder model runs
 // batch 1 and times its prefill (--seq prompt tokens) and decode (--decode-tokens) phases apart.
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -32,7 +26,6 @@
 namespace qjoule::cli {
 namespace {
 
-
 struct BenchArgs {
   std::string model;
   std::string precisions = quant::default_sweep_precisions();
@@ -47,7 +40,7 @@ struct BenchArgs {
   bench::SweepSettings settings;  // what the runs measure with (bound to their flags below)
   bench::SlurmSettings slurm_settings;
   bool slurm = false, slurm_task = false, slurm_merge = false;  // submit; the two kinds of job it submits
-  bool status = false;  // the state of a submitted sweep
+  bool status = false;                                          // the state of a submitted sweep
   // Which list options were given on the command line (they may not be mixed with --sweep).
   std::vector<std::string> lists_given;
   bool batch_given = false;
@@ -83,17 +76,6 @@ bench::SweepSpec sweep_from_args(const BenchArgs& a) {
   return spec;
 }
 
-// OUT, given or a new qjoule-bench/<UTC time>.
-std::filesystem::path out_dir(const BenchArgs& a) {
-  if (!a.out.empty()) return a.out;
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
-  return std::filesystem::path("qjoule-bench") / stamp;
-}
-
 void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.status) {
     if (a.out.empty()) fail("--status needs --out DIR: the folder of a sweep submitted with --slurm");
@@ -107,7 +89,8 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   std::set<std::string> noted;
   for (const auto& c : configs) {
     if (noted.insert(c.precision).second)
-      if (const auto note = quant::old_spelling_note(c.precision); !note.empty()) fmt::print(stderr, "note: {}\n", note);
+      if (const auto note = quant::old_spelling_note(c.precision); !note.empty())
+        fmt::print(stderr, "note: {}\n", note);
   }
   int most_threads = 0;
   for (const auto& c : configs) {
@@ -119,10 +102,10 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.dry_run) return print_bench_dry_run(configs, runner.decode_tokens);
 
   const bool slurm_job = a.slurm_task || a.slurm_merge;
-  if ((a.resume || a.slurm || slurm_job) && a.out.empty())
-    fail("{} needs --out DIR: the folder of the sweep{}", a.slurm ? "--slurm" : a.resume ? "--resume" : "a Slurm job",
-         a.slurm ? ", on a file system every node sees" : " to continue");
-  const std::filesystem::path out = out_dir(a);
+  if (a.slurm && a.out.empty())
+    fail("--slurm needs --out DIR: the folder of the sweep, on a file system every node sees");
+  if ((a.resume || slurm_job) && a.out.empty()) fail("--resume needs --out DIR: the folder of the sweep to continue");
+  const std::filesystem::path out = a.out.empty() ? bench::new_sweep_dir() : std::filesystem::path(a.out);
   const auto results = out / bench::kResultsFileName;
   std::error_code ec;
   if (!a.resume && !slurm_job && std::filesystem::exists(results, ec) && std::filesystem::file_size(results, ec) > 0)
@@ -147,8 +130,9 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
 
 void add_bench_command(CLI::App& app, CommandContext& ctx) {
   auto* cmd = app.add_subcommand(
-      "bench", "Sweep precisions, batch sizes, sequence lengths and threads; measure latency, throughput, energy, "
-               "size and accuracy per run.");
+      "bench",
+      "Sweep precisions, batch sizes, sequence lengths and threads; measure latency, throughput, energy, "
+      "size and accuracy per run.");
   cmd->footer(
       "Each finished run is appended to OUT/results.jsonl at once (fsync), so a killed sweep loses only the run\n"
       "in progress; --resume skips what is recorded. OUT/results.csv, OUT/summary.md (the paper table, with\n"
@@ -169,7 +153,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("--model", a->model, "Model folder (default: the embedded DistilBERT-base-shaped model)")
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--dataset", a->settings.runner.dataset, "Labelled dataset (.tsv/.jsonl) for accuracy (default: fidelity only)");
+  cmd->add_option("--dataset", a->settings.runner.dataset,
+                  "Labelled dataset (.tsv/.jsonl) for accuracy (default: fidelity only)");
   auto* precisions = cmd->add_option("--precisions", a->precisions,
                                      "Formats, comma-separated: " + quant::cpu_format_names() +
                                          " (see `qjoule info --formats`), with options as NAME:OPTION (int4:g=64:asym, "
@@ -191,22 +176,26 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                   "cpu, or cuda / cuda:N: encoder classifiers entirely on GPU N (fp32, tf32, fp16, bf16, int8, fp8, "
                   "int4, nf4), latency from CUDA events, energy from that GPU's NVML sensor")
       ->capture_default_str();
-  cmd->add_option("--warmup", a->settings.runner.warmup, "Batches run before timing")->capture_default_str()->check(in_range(0, 1e6));
+  cmd->add_option("--warmup", a->settings.runner.warmup, "Batches run before timing")
+      ->capture_default_str()
+      ->check(in_range(0, 1e6));
   cmd->add_option("--iters", a->iters, "Timed batches per run (default: as many as fit --min-time)")
       ->check(in_range(1, 1e9));
   cmd->add_option("--min-time", a->settings.runner.min_time_s,
                   "Seconds of timed batches per run, at least (and at least 10 energy-counter updates)")
       ->capture_default_str()
       ->check(in_range(0, 86400));
-  cmd->add_option("--idle", a->settings.meter.idle_s, "Seconds of idle power measured first, subtracted as net energy (with sensors)")
+  cmd->add_option("--idle", a->settings.meter.idle_s,
+                  "Seconds of idle power measured first, subtracted as net energy (with sensors)")
       ->capture_default_str()
       ->check(in_range(0, 3600));
   cmd->add_option("--cooldown", a->settings.runner.cooldown_s, "Seconds to sleep after each run")
       ->capture_default_str()
       ->check(in_range(0, 3600));
   cmd->add_option("--sweep", a->sweep, "Sweep file (JSON): defaults, swept keys, mode")->check(CLI::ExistingFile);
-  cmd->add_option("--out", a->out,
-                  "Output folder for results.jsonl, results.csv, summary.md, report.html (default: a new qjoule-bench/<UTC time>)");
+  cmd->add_option(
+      "--out", a->out,
+      "Output folder for results.jsonl, results.csv, summary.md, report.html (default: a new qjoule-bench/<UTC time>)");
   cmd->add_flag("--resume", a->resume, "Continue a sweep: skip the runs already in OUT/results.jsonl");
   cmd->add_flag("--dry-run", a->dry_run,
                 "Run nothing: print each run's predicted peak memory and whether it fits in the memory available "
@@ -220,7 +209,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--interval", a->settings.meter.interval_ms, "Energy sampling period in milliseconds")
       ->capture_default_str()
       ->check(above(0, 60000));
-  cmd->add_option("--power-meter", a->settings.meter.power_meter, "External meter: file:PATH or cmd:COMMAND (CSV timestamp_s,watts)");
+  cmd->add_option("--power-meter", a->settings.meter.power_meter,
+                  "External meter: file:PATH or cmd:COMMAND (CSV timestamp_s,watts)");
   cmd->add_option("--energy-estimate", a->settings.meter.estimate,
                   "Only when no sensor can measure: cpu-tdp=WATTS, scaled by CPU utilisation, labelled estimated");
   cmd->add_option("--text-column", a->settings.runner.text_column, "Dataset text column (default: sentence or text)");
@@ -231,11 +221,13 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--slurm-chunk", a->slurm_settings.chunk, "Runs per Slurm array task")
       ->capture_default_str()
       ->check(in_range(1, 1e6));
-  cmd->add_option("--slurm-opt", a->slurm_settings.sbatch_options,
-                  "An sbatch option for the array job, repeatable: --slurm-opt=--partition=gpu --slurm-opt=--gres=gpu:1")
+  cmd->add_option(
+         "--slurm-opt", a->slurm_settings.sbatch_options,
+         "An sbatch option for the array job, repeatable: --slurm-opt=--partition=gpu --slurm-opt=--gres=gpu:1")
       ->allow_extra_args(false);
   cmd->add_flag("--slurm-dry-run", a->slurm_settings.dry_run, "With --slurm: print the batch scripts, submit nothing");
-  cmd->add_flag("--wait", a->slurm_settings.wait, "With --slurm: wait for the merge job; exit 1 if a run failed or is missing");
+  cmd->add_flag("--wait", a->slurm_settings.wait,
+                "With --slurm: wait for the merge job; exit 1 if a run failed or is missing");
   cmd->add_flag("--status", a->status, "With --out DIR: each run of the sweep submitted there (--slurm) and its state");
   cmd->add_flag("--slurm-task", a->slurm_task, "(run by the array job's script) one array task")->group("");
   cmd->add_flag("--slurm-merge", a->slurm_merge, "(run by the merge job's script) merge the shards")->group("");

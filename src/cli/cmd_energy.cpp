@@ -47,39 +47,6 @@ struct EnergyOptions {
   std::vector<std::string> command;
 };
 
-std::string quoted_command(const std::vector<std::string>& command) {
-  std::string text;
-  for (const std::string& arg : command) {
-    if (!text.empty()) text += ' ';
-    const bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`|&;<>()*?[]{}~#!") == std::string::npos;
-    text += plain ? arg : "'" + arg + "'";
-  }
-  return text;
-}
-
-// Ignores SIGINT and SIGQUIT while the command runs (like time(1)): Ctrl-C reaches the command, and
-// qjoule still reports what it measured.
-class IgnoreInterrupts {
- public:
-  IgnoreInterrupts() {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    sigaction(SIGINT, &ignore, &old_int_);
-    sigaction(SIGQUIT, &ignore, &old_quit_);
-  }
-  ~IgnoreInterrupts() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGQUIT, &old_quit_, nullptr);
-  }
-  IgnoreInterrupts(const IgnoreInterrupts&) = delete;
-  IgnoreInterrupts& operator=(const IgnoreInterrupts&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_quit_ {};
-};
-
 struct ChildResult {
   int wait_status = 0;
   rusage usage{};
@@ -162,8 +129,8 @@ int run_energy(const EnergyOptions& options) {
     trace.drain(meter, origin);
   }
 
-  const std::string shown = quoted_command(options.command);
-  IgnoreInterrupts ignore_interrupts;
+  const std::string shown = energy::quoted_command(options.command);
+  energy::IgnoreInterrupts ignore_interrupts;
   energy::Window window = meter.begin_window(shown);
   int spawn_error = 0;
   const pid_t pid = energy::spawn_process(options.command, energy::SpawnOptions{}, spawn_error);
@@ -184,8 +151,7 @@ int run_energy(const EnergyOptions& options) {
   const double user_s = static_cast<double>(child.usage.ru_utime.tv_sec) + child.usage.ru_utime.tv_usec / 1e6;
   const double sys_s = static_cast<double>(child.usage.ru_stime.tv_sec) + child.usage.ru_stime.tv_usec / 1e6;
   std::string summary = fmt::format("qjoule energy: `{}` {} after {} (cpu: user {}, sys {})\n", shown,
-                                    how_it_ended(child.wait_status),
-                                    energy::format_seconds(measurement.duration_s),
+                                    how_it_ended(child.wait_status), energy::format_seconds(measurement.duration_s),
                                     energy::format_seconds(user_s), energy::format_seconds(sys_s));
   summary += energy::format_measurement(measurement, meter.idle_baseline());
   std::fflush(stdout);
@@ -212,9 +178,9 @@ int run_energy(const EnergyOptions& options) {
       j["sensors"].push_back(std::move(s));
     }
     const energy::SamplerStats sampler = meter.sampler_stats();
-    j["sampler"] = {{"period_s", sampler.period_s},         {"ticks_expected", sampler.ticks_expected},
-                    {"ticks_taken", sampler.ticks_taken},   {"ticks_missed", sampler.ticks_missed},
-                    {"ticks_late", sampler.ticks_late},     {"forced_samples", sampler.forced_samples},
+    j["sampler"] = {{"period_s", sampler.period_s},          {"ticks_expected", sampler.ticks_expected},
+                    {"ticks_taken", sampler.ticks_taken},    {"ticks_missed", sampler.ticks_missed},
+                    {"ticks_late", sampler.ticks_late},      {"forced_samples", sampler.forced_samples},
                     {"trace_dropped", sampler.trace_dropped}};
     write_output("--json", options.json_path, j.dump(2) + "\n");
   }

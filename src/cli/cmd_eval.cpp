@@ -67,19 +67,6 @@ model::QuantizationOptions eval_quantization_options(const EvalArgs& a) {
   return q;
 }
 
-// The layer policy for the GPU model: every format it names must have a CUDA kernel ("tf32" and "fp8"
-// are names there too), checked before any model is loaded.
-quant::LayerPolicy parse_cuda_layer_policy(const model::QuantizationOptions& q) {
-  auto policy = quant::LayerPolicy::parse(q.policy);
-  const auto check = [&q](const std::string& spec, const std::string& what) {
-    kernels::check_cuda_format(quant::parse_format_spec(spec, q.format_defaults), what + " on the GPU");
-  };
-  check(policy.precision(), "--precision " + policy.precision());
-  for (const auto& rule : policy.rules())
-    check(rule.format, fmt::format("--layer-precision '{}={}'", rule.pattern, rule.format));
-  return policy;
-}
-
 void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   // --device first: without a usable GPU, that is the one line to say.
   const bool on_gpu = a.device != "cpu";
@@ -88,13 +75,15 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   const auto policy = on_gpu ? parse_cuda_layer_policy(qopts) : parse_layer_policy(qopts);
   const auto act_dtype = model::parse_activation_dtype(a.act_dtype);
   if (on_gpu && act_dtype != model::ActivationDtype::f32)
-    fail("--act-dtype {} --device {}: the GPU model keeps FP32 activations (BF16 activation emulation runs on the "
-         "CPU only); use --device cpu",
-         a.act_dtype, a.device);
+    fail(
+        "--act-dtype {} --device {}: the GPU model keeps FP32 activations (BF16 activation emulation runs on the "
+        "CPU only); use --device cpu",
+        a.act_dtype, a.device);
   if (on_gpu && a.smoothquant)
-    fail("--smoothquant --device {}: SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per "
-         "token without smoothing); use --device cpu",
-         a.device);
+    fail(
+        "--smoothquant --device {}: SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per "
+        "token without smoothing); use --device cpu",
+        a.device);
   use_threads(a.threads);
 
   if (model::model_family(a.model) == model::ModelFamily::Decoder)
@@ -128,8 +117,7 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   }
   // The FP32 twin for fidelity: only when the run is not plain FP32 already.
   const bool plain_fp32 = quant::parse_format_spec(policy.precision()).format == quant::Format::fp32 &&
-                          policy.rules().empty() &&
-                          act_dtype == model::ActivationDtype::f32;
+                          policy.rules().empty() && act_dtype == model::ActivationDtype::f32;
   std::optional<model::EncoderParams> fp32_params;
   if (!a.no_fidelity && !plain_fp32) fp32_params = params;
   // The model on its device: a CPU EncoderClassifier, or the GPU twin with every weight on GPU `gpu`.
@@ -181,20 +169,20 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   fmt::print("size       {} held in {} ({} as FP32)\n", human_bytes(double(bytes_held)),
              on_gpu ? "GPU memory" : "memory", human_bytes(double(fp32_bytes)));
   fmt::print("accuracy   {}/{} = {:.4f}\n", result.correct, result.labelled, result.accuracy());
-  fmt::print("time       {:.2f} s ({:.1f} examples/s; batch {}, max length {}, {})\n", result.seconds,
-             double(result.total) / result.seconds, a.batch, result.max_length,
-             on_gpu ? fmt::format("GPU {}, tokenization on the CPU", gpu)
-                    : fmt::format("{} threads", kernels::num_threads()));
-  if (cpu_model && !cpu_model->speed_representative())
-    fmt::print("activations {}\n", cpu_model->activation_path());
+  fmt::print(
+      "time       {:.2f} s ({:.1f} examples/s; batch {}, max length {}, {})\n", result.seconds,
+      double(result.total) / result.seconds, a.batch, result.max_length,
+      on_gpu ? fmt::format("GPU {}, tokenization on the CPU", gpu) : fmt::format("{} threads", kernels::num_threads()));
+  if (cpu_model && !cpu_model->speed_representative()) fmt::print("activations {}\n", cpu_model->activation_path());
   if (fp32_params) {
     const model::EncoderClassifier reference(std::move(*fp32_params), model::fp32_linear_factory());
     const auto ref = eval::evaluate_classifier(reference, tok, dataset, opts);
     const auto f = eval::compare_logits(ref.logits, result.logits);
-    fmt::print("fidelity   top-1 agreement with FP32 {}/{} = {:.4f}, mean KL {:.3g} nats, max |Δlogit| {:.3g} "
-               "(FP32 accuracy {}/{} = {:.4f})\n",
-               f.top1_agree, f.examples, f.top1_agreement, f.mean_kl, f.max_abs_dlogit, ref.correct, ref.labelled,
-               ref.accuracy());
+    fmt::print(
+        "fidelity   top-1 agreement with FP32 {}/{} = {:.4f}, mean KL {:.3g} nats, max |Δlogit| {:.3g} "
+        "(FP32 accuracy {}/{} = {:.4f})\n",
+        f.top1_agree, f.examples, f.top1_agreement, f.mean_kl, f.max_abs_dlogit, ref.correct, ref.labelled,
+        ref.accuracy());
   }
   if (!a.dump_logits.empty()) {
     eval::write_logits_tsv(a.dump_logits, result);

@@ -87,9 +87,11 @@ void run_generate(const GenerateArgs& a) {
 }  // namespace
 
 void add_generate_command(CLI::App& app, CommandContext& /*ctx*/) {
-  auto* cmd = app.add_subcommand("generate", "Greedy text generation from a prompt with a decoder language model "
-                                             "(a quick look at a quantized model's output and speed).");
-  cmd->footer("Example:\n  qjoule generate --model MODEL --prompt 'The capital of France is' --max-new 16 --precision int8");
+  auto* cmd = app.add_subcommand("generate",
+                                 "Greedy text generation from a prompt with a decoder language model "
+                                 "(a quick look at a quantized model's output and speed).");
+  cmd->footer(
+      "Example:\n  qjoule generate --model MODEL --prompt 'The capital of France is' --max-new 16 --precision int8");
   auto a = std::make_shared<GenerateArgs>();
   cmd->add_option("--model", a->model, "Model folder (config.json, safetensors, tokenizer.json)")
       ->required()

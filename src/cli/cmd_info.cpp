@@ -44,10 +44,11 @@ std::string group_of(const std::string& name) {
 
 void print_decoder_config(const model::DecoderConfig& c) {
   fmt::print("architecture  {} ({})\n", c.architecture, c.model_type);
-  fmt::print("shapes        hidden {}, layers {}, heads {} ({} key/value, head size {}), FFN {} ({}), vocab {}, "
-             "positions {}\n",
-             c.hidden_size, c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size, c.activation,
-             c.vocab_size, c.max_positions);
+  fmt::print(
+      "shapes        hidden {}, layers {}, heads {} ({} key/value, head size {}), FFN {} ({}), vocab {}, "
+      "positions {}\n",
+      c.hidden_size, c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size, c.activation,
+      c.vocab_size, c.max_positions);
   if (c.arch != model::DecoderArch::Gpt2)
     fmt::print("rope          theta {}, scaling {}{}\n", c.rope_theta, c.rope_scaling.type,
                c.rope_scaling.type == "default" ? "" : fmt::format(" (factor {})", c.rope_scaling.factor));
@@ -91,8 +92,8 @@ void run_info(const std::string& model_dir, bool list_tensors) {
   }
   fmt::print("parameters    {} ({})\n", thousands(params), human_count(double(params)));
   fmt::print("dtypes        {}\n", fmt::join(dtype_list, ", "));
-  fmt::print("on disk       {} ({}) in {}\n", human_bytes(double(ck.bytes_on_disk())), thousands(int64_t(ck.bytes_on_disk())),
-             fmt::join(files, ", "));
+  fmt::print("on disk       {} ({}) in {}\n", human_bytes(double(ck.bytes_on_disk())),
+             thousands(int64_t(ck.bytes_on_disk())), fmt::join(files, ", "));
   if (!inferred.empty())
     fmt::print("inferred      {} (absent from config.json, read off tensor shapes)\n", fmt::join(inferred, ", "));
   fmt::print("\n{:<12} {:>8} {:>14} {:>12}\n", "group", "tensors", "parameters", "bytes");
@@ -100,7 +101,8 @@ void run_info(const std::string& model_dir, bool list_tensors) {
     fmt::print("{:<12} {:>8} {:>14} {:>12}\n", name, g.tensors, thousands(g.params), human_bytes(double(g.bytes)));
   if (list_tensors) {
     fmt::print("\n{:<64} {:<8} {}\n", "tensor", "dtype", "shape");
-    for (const auto& [name, t] : ck.tensors()) fmt::print("{:<64} {:<8} {}\n", name, io::dtype_name(t.dtype), t.shape_string());
+    for (const auto& [name, t] : ck.tensors())
+      fmt::print("{:<64} {:<8} {}\n", name, io::dtype_name(t.dtype), t.shape_string());
   }
 }
 
@@ -113,26 +115,31 @@ void print_formats() {
     fmt::print("{:<5} {:>6.3f}  {:<11} {:<9}  {}\n", t.name, t.bits_per_weight, kind, devices, t.doc);
     if (!t.options.empty()) fmt::print("{:<37}[{}]\n", "", t.options);
   }
-  fmt::print("\nA precision spec is NAME[:OPTION]..., e.g. int4:g=64:asym, nf4:dq, int8:sq=0.5 (SmoothQuant).\n"
-             "Every CPU format but fp32 also takes :emulate (fake quantization, for accuracy studies only).\n"
-             "bits/w counts the scales, at the default options (int4: g=128, sym).\n");
+  fmt::print(
+      "\nA precision spec is NAME[:OPTION]..., e.g. int4:g=64:asym, nf4:dq, int8:sq=0.5 (SmoothQuant).\n"
+      "Every CPU format but fp32 also takes :emulate (fake quantization, for accuracy studies only).\n"
+      "bits/w counts the scales, at the default options (int4: g=128, sym).\n");
 }
 
 }  // namespace
 
 void add_info_command(CLI::App& app, CommandContext& /*ctx*/) {
-  auto* cmd = app.add_subcommand("info", "Describe a Hugging Face checkpoint (encoder classifier or decoder LM): architecture, shapes, parameters, "
-                                         "dtypes, bytes on disk, tensors grouped by layer.");
-  cmd->footer("Examples:\n  qjoule info --model ../shared/data/models/sst2-distilbert-mini --tensors\n"
-              "  qjoule info --formats");
+  auto* cmd = app.add_subcommand(
+      "info",
+      "Describe a Hugging Face checkpoint (encoder classifier or decoder LM): architecture, shapes, parameters, "
+      "dtypes, bytes on disk, tensors grouped by layer.");
+  cmd->footer(
+      "Examples:\n  qjoule info --model ../shared/data/models/sst2-distilbert-mini --tensors\n"
+      "  qjoule info --formats");
   auto model = std::make_shared<std::string>();
   auto tensors = std::make_shared<bool>(false);
   auto formats = std::make_shared<bool>(false);
   cmd->add_option("--model", *model, "Model folder (config.json + model.safetensors or a sharded index)")
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--tensors", *tensors, "Also list every tensor with its dtype and shape");
-  cmd->add_flag("--formats", *formats, "List the formats qjoule runs (--precision names), with bits per weight, "
-                                       "devices and options");
+  cmd->add_flag("--formats", *formats,
+                "List the formats qjoule runs (--precision names), with bits per weight, "
+                "devices and options");
   cmd->callback([model, tensors, formats] {
     if (*formats) {
       if (!model->empty()) fail("info: --formats and --model are two questions; expected one of them");

@@ -62,8 +62,9 @@ void run_ppl(const PplArgs& a) {
   if (a.max_tokens > 0 && ids.size() > static_cast<size_t>(a.max_tokens)) ids.resize(static_cast<size_t>(a.max_tokens));
 
   print_decoder_header(a.model, d, a.quant);
-  fmt::print("text       {}: {} tokens{}\n", a.text, thousands(int64_t(ids.size())),
-             ids.size() < all_tokens ? fmt::format(" (first of {}, --max-tokens)", thousands(int64_t(all_tokens))) : "");
+  fmt::print(
+      "text       {}: {} tokens{}\n", a.text, thousands(int64_t(ids.size())),
+      ids.size() < all_tokens ? fmt::format(" (first of {}, --max-tokens)", thousands(int64_t(all_tokens))) : "");
   std::fflush(stdout);
 
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -85,9 +86,10 @@ void run_ppl(const PplArgs& a) {
   fmt::print("time       {:.2f} s ({:.0f} tokens/s scored, {} threads)\n", r.seconds, double(r.scored) / r.seconds,
              kernels::num_threads());
   if (r.has_kl)
-    fmt::print("vs base    mean KL {:.6f} nats (max {:.4f}), top-1 agreement {:.4f}, ΔPPL {:+.4f} (base PPL {:.4f}, "
-               "{})\n",
-               r.kl.mean_kl, r.kl.max_kl, r.kl.top1_agreement, r.kl.delta_ppl, r.kl.base_ppl, a.kl_base);
+    fmt::print(
+        "vs base    mean KL {:.6f} nats (max {:.4f}), top-1 agreement {:.4f}, ΔPPL {:+.4f} (base PPL {:.4f}, "
+        "{})\n",
+        r.kl.mean_kl, r.kl.max_kl, r.kl.top1_agreement, r.kl.delta_ppl, r.kl.base_ppl, a.kl_base);
   if (!a.save_kl_base.empty()) {
     eval::write_kl_base(a.save_kl_base, saved);
     fmt::print("kl base    written to {} ({})\n", a.save_kl_base,
@@ -111,12 +113,9 @@ void run_ppl(const PplArgs& a) {
                         {"seconds", r.seconds},
                         {"threads", kernels::num_threads()}};
     if (r.has_kl)
-      j["kl"] = {{"base", a.kl_base},
-                 {"mean_kl", r.kl.mean_kl},
-                 {"max_kl", r.kl.max_kl},
-                 {"top1_agreement", r.kl.top1_agreement},
-                 {"base_ppl", r.kl.base_ppl},
-                 {"delta_ppl", r.kl.delta_ppl}};
+      j["kl"] = {{"base", a.kl_base},         {"mean_kl", r.kl.mean_kl},
+                 {"max_kl", r.kl.max_kl},     {"top1_agreement", r.kl.top1_agreement},
+                 {"base_ppl", r.kl.base_ppl}, {"delta_ppl", r.kl.delta_ppl}};
     write_output("--json", a.json, j.dump(2) + "\n");
   }
 }
@@ -124,8 +123,9 @@ void run_ppl(const PplArgs& a) {
 }  // namespace
 
 void add_ppl_command(CLI::App& app, CommandContext& /*ctx*/) {
-  auto* cmd = app.add_subcommand("ppl", "Perplexity of a decoder language model over a text file, optionally with "
-                                        "KL divergence and top-1 agreement against a saved FP32 run.");
+  auto* cmd = app.add_subcommand("ppl",
+                                 "Perplexity of a decoder language model over a text file, optionally with "
+                                 "KL divergence and top-1 agreement against a saved FP32 run.");
   cmd->footer(
       "The text is tokenized whole (with the tokenizer's BOS), cut to --max-tokens, and scored in windows of --ctx\n"
       "tokens every --stride tokens; each window scores only the tokens the previous one did not.\n"

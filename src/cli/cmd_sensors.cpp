@@ -56,8 +56,8 @@ void run_sensors(const SensorsOptions& options) {
     text += "no energy sensor found: energy will be reported as `unavailable`\n";
   } else {
     text += fmt::format("{} energy sensor{} found", sensors.size(), sensors.size() == 1 ? "" : "s");
-    text += probe ? fmt::format(" (observed for {:g} ms, sampling every 1 ms):\n", options.probe_ms)
-                  : std::string(":\n");
+    text +=
+        probe ? fmt::format(" (observed for {:g} ms, sampling every 1 ms):\n", options.probe_ms) : std::string(":\n");
     for (std::size_t i = 0; i < sensors.size(); ++i) {
       text += energy::format_sensor(*sensors[i], probe ? &stats[i] : nullptr);
     }
@@ -105,8 +105,7 @@ void add_sensors_command(CLI::App& app, CommandContext& ctx) {
       "  qjoule sensors --power-meter 'cmd:my-meter --csv' --json sensors.json\n"
       "Environment: QJOULE_POWERCAP_ROOT (default /sys/class/powercap), QJOULE_NVML_LIB (default\n"
       "libnvidia-ml.so.1), QJOULE_PERF_POWER_ROOT (default /sys/bus/event_source/devices/power).");
-  cmd->add_option("--gpu", options->gpus,
-                  "NVIDIA GPU indices to list, comma-separated (default: every GPU)")
+  cmd->add_option("--gpu", options->gpus, "NVIDIA GPU indices to list, comma-separated (default: every GPU)")
       ->type_name("N")
       ->delimiter(',');
   cmd->add_option("--power-meter", options->power_meter,

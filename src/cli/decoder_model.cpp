@@ -14,9 +14,10 @@ LoadedDecoder load_decoder(const std::string& dir, const QuantArgs& quant) {
   const auto qopts = quantization_options(quant);
   const auto policy = parse_layer_policy(qopts);
   if (qopts.smoothquant_alpha >= 0.0f)
-    fail("--precision {}: SmoothQuant is not supported for decoder models (it calibrates encoder classifiers); "
-         "expected int8 without sq",
-         quant.precision);
+    fail(
+        "--precision {}: SmoothQuant is not supported for decoder models (it calibrates encoder classifiers); "
+        "expected int8 without sq",
+        quant.precision);
   const auto checkpoint = io::Checkpoint::open(dir);
   auto config = model::load_decoder_config(dir, checkpoint);
   auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(dir);

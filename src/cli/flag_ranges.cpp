@@ -14,8 +14,8 @@ namespace qjoule::cli {
 namespace {
 
 CLI::Validator range_validator(double min, double max, bool exclusive_min) {
-  const std::string range = exclusive_min ? fmt::format("more than {} and at most {}", min, max)
-                                          : fmt::format("{} to {}", min, max);
+  const std::string range =
+      exclusive_min ? fmt::format("more than {} and at most {}", min, max) : fmt::format("{} to {}", min, max);
   return CLI::Validator(
       [min, max, exclusive_min, range](std::string& text) -> std::string {
         errno = 0;

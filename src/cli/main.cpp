@@ -14,8 +14,8 @@ namespace {
 
 std::string version_text() {
   return fmt::format("qjoule {} (commit {}, {} build, {}; backends: {})", qjoule::build_info::kVersion,
-                     qjoule::build_info::kGitCommit, qjoule::build_info::kBuildType,
-                     qjoule::build_info::kCompiler, qjoule::build_info::kBackends);
+                     qjoule::build_info::kGitCommit, qjoule::build_info::kBuildType, qjoule::build_info::kCompiler,
+                     qjoule::build_info::kBackends);
 }
 
 }  // namespace

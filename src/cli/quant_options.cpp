@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "qjoule/error.h"
+#include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/quant/format_spec.h"
 
@@ -61,6 +62,19 @@ quant::LayerPolicy parse_layer_policy(const model::QuantizationOptions& q) {
     if (quant::parse_format_spec(rule.format).smoothquant_alpha)
       fail("{}: SmoothQuant takes one alpha for the whole model; write it in --precision (e.g. int8:sq=0.5)", what);
   }
+  return policy;
+}
+
+// The layer policy for the GPU model: every format it names must have a CUDA kernel ("tf32" and "fp8"
+// are names there too), checked before any model is loaded.
+quant::LayerPolicy parse_cuda_layer_policy(const model::QuantizationOptions& q) {
+  auto policy = quant::LayerPolicy::parse(q.policy);
+  const auto check = [&q](const std::string& spec, const std::string& what) {
+    kernels::check_cuda_format(quant::parse_format_spec(spec, q.format_defaults), what + " on the GPU");
+  };
+  check(policy.precision(), "--precision " + policy.precision());
+  for (const auto& rule : policy.rules())
+    check(rule.format, fmt::format("--layer-precision '{}={}'", rule.pattern, rule.format));
   return policy;
 }
 

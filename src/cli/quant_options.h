@@ -36,6 +36,10 @@ model::QuantizationOptions quantization_options(const QuantArgs& a);
 // --precision). A spec in the old spelling (int4:g64) prints one note on stderr.
 quant::LayerPolicy parse_layer_policy(const model::QuantizationOptions& q);
 
+// The layer policy for a GPU model: every format it names must have a CUDA kernel (tf32 and fp8 are
+// names there too), checked before any model is loaded.
+quant::LayerPolicy parse_cuda_layer_policy(const model::QuantizationOptions& q);
+
 // Kernel paths used, with how many Linears ran each: "fp32 onednn:gemm:jit:f32 ×30, ...".
 std::string kernel_summary(const std::map<std::string, int>& counts);
 

@@ -44,9 +44,8 @@ pid_t spawn_process(const std::vector<std::string>& argv, const SpawnOptions& op
   posix_spawnattr_setsigmask(&attributes, &none);
 
   pid_t pid = -1;
-  const int result = options.search_path
-                         ? posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ)
-                         : posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
+  const int result = options.search_path ? posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ)
+                                         : posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (result != 0) {
@@ -60,6 +59,29 @@ int exit_code_from_wait_status(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 255;
+}
+
+std::string quoted_command(const std::vector<std::string>& command) {
+  std::string text;
+  for (const std::string& arg : command) {
+    if (!text.empty()) text += ' ';
+    const bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`|&;<>()*?[]{}~#!") == std::string::npos;
+    text += plain ? arg : "'" + arg + "'";
+  }
+  return text;
+}
+
+IgnoreInterrupts::IgnoreInterrupts() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &old_int_);
+  sigaction(SIGQUIT, &ignore, &old_quit_);
+}
+
+IgnoreInterrupts::~IgnoreInterrupts() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGQUIT, &old_quit_, nullptr);
 }
 
 }  // namespace qjoule::energy

@@ -2,6 +2,7 @@
 // the `cmd:` power-meter command.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -21,5 +22,22 @@ pid_t spawn_process(const std::vector<std::string>& argv, const SpawnOptions& op
 
 // The shell's convention for a wait status: the exit code, or 128 + signal number.
 int exit_code_from_wait_status(int status);
+
+// The command as a shell would read it back: arguments with spaces or shell characters in quotes.
+std::string quoted_command(const std::vector<std::string>& command);
+
+// Ignores SIGINT and SIGQUIT while alive (like time(1)): Ctrl-C reaches the measured command, and
+// qjoule still reports what it measured.
+class IgnoreInterrupts {
+ public:
+  IgnoreInterrupts();
+  ~IgnoreInterrupts();
+  IgnoreInterrupts(const IgnoreInterrupts&) = delete;
+  IgnoreInterrupts& operator=(const IgnoreInterrupts&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_quit_ {};
+};
 
 }  // namespace qjoule::energy

@@ -8,8 +8,7 @@ namespace {
 constexpr double kNsPerS = 1e9;
 }
 
-Cumulative interpolate(const Cumulative& prev, const Cumulative& next, std::int64_t time_ns,
-                       std::int64_t max_gap_ns) {
+Cumulative interpolate(const Cumulative& prev, const Cumulative& next, std::int64_t time_ns, std::int64_t max_gap_ns) {
   Cumulative at = prev;
   at.time_ns = time_ns;
   const std::int64_t gap = next.time_ns - prev.time_ns;
@@ -52,8 +51,8 @@ Cumulative before_first(const Cumulative& first, std::int64_t time_ns) {
   return at;
 }
 
-std::uint64_t counter_delta(std::uint64_t previous, std::uint64_t current, std::uint64_t range,
-                            std::uint64_t& wraps, std::uint64_t& resets) {
+std::uint64_t counter_delta(std::uint64_t previous, std::uint64_t current, std::uint64_t range, std::uint64_t& wraps,
+                            std::uint64_t& resets) {
   if (current >= previous) return current - previous;
   if (range > 0 && previous <= range) {
     ++wraps;

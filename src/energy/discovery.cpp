@@ -45,16 +45,15 @@ SensorDiscovery discover_sensors(const DiscoveryOptions& options) {
     const bool try_perf = rapl.sensors.empty();
     take(found, rapl);
     if (try_perf) {  // the second route, only where sysfs gave nothing (never both: no double counting)
-      PerfPowerDiscovery perf = discover_perf_power(choose(
-          options.perf_power_root, "QJOULE_PERF_POWER_ROOT", "/sys/bus/event_source/devices/power"));
+      PerfPowerDiscovery perf = discover_perf_power(
+          choose(options.perf_power_root, "QJOULE_PERF_POWER_ROOT", "/sys/bus/event_source/devices/power"));
       take(found, perf);
     }
   }
   if (!options.power_meter.empty()) {
     found.sensors.push_back(ExternalMeterSensor::open(options.power_meter, options.power_meter_max_gap_s));
   } else {
-    found.absent.push_back(
-        {"power-meter", "none given (--power-meter file:PATH or cmd:COMMAND reads a wall meter)"});
+    found.absent.push_back({"power-meter", "none given (--power-meter file:PATH or cmd:COMMAND reads a wall meter)"});
   }
   return found;
 }

@@ -69,9 +69,8 @@ SensorEnergy sensor_energy(const Sensor& sensor, const SensorWindowResult& r, do
     // virtual machines expose a RAPL PMU whose counter never moves. Its energy is unavailable,
     // never 0 J.
     const double delta = r.end.counter_j - r.start.counter_j;
-    const double period = info.nominal_update_period_s > 0
-                              ? info.nominal_update_period_s
-                              : static_cast<double>(in.options->period.count()) / kNsPerS;
+    const double period = info.nominal_update_period_s > 0 ? info.nominal_update_period_s
+                                                           : static_cast<double>(in.options->period.count()) / kNsPerS;
     if (delta == 0.0 && e.samples >= 2 && duration_s >= std::max(0.05, kMinUpdatePeriodsPerWindow * period)) {
       // No numbers in the words: the same cause reads the same in every window (reports group by it).
       e.counter_unavailable =
@@ -110,10 +109,9 @@ SensorEnergy sensor_energy(const Sensor& sensor, const SensorWindowResult& r, do
   } else if (!info.has_power && info.has_counter && !e.counter_energy_j) {
     e.peak_unavailable = "the counter gave no energy in this window: " + e.counter_unavailable;
   } else {
-    e.peak_unavailable = info.has_power
-                             ? "no power reading inside the window"
-                             : fmt::format("no complete {:g} ms counter interval inside the window",
-                                           in.derived_interval_s * 1e3);
+    e.peak_unavailable = info.has_power ? "no power reading inside the window"
+                                        : fmt::format("no complete {:g} ms counter interval inside the window",
+                                                      in.derived_interval_s * 1e3);
   }
 
   // The update period the short-window test uses.
@@ -158,8 +156,8 @@ SensorEnergy sensor_energy(const Sensor& sensor, const SensorWindowResult& r, do
     }
   }
   if (e.read_errors > 0 && !first_error.empty()) {
-    e.notes.push_back(fmt::format("{} failed read{} in the window (first failure since start: {})",
-                                  e.read_errors, e.read_errors == 1 ? "" : "s", first_error));
+    e.notes.push_back(fmt::format("{} failed read{} in the window (first failure since start: {})", e.read_errors,
+                                  e.read_errors == 1 ? "" : "s", first_error));
   }
   e.notes.insert(e.notes.end(), info.notes.begin(), info.notes.end());
   for (std::string& problem : sensor.problems()) e.notes.push_back(std::move(problem));
@@ -227,15 +225,13 @@ Measurement build_measurement(const BuildInputs& in) {
       estimate.tdp_w = tdp;
       estimate.cpu_utilisation = *utilisation;
       estimate.energy_j = tdp * *utilisation * m.duration_s;
-      estimate.method = fmt::format(
-          "cpu-tdp: {:g} W x {:.1f}% CPU utilisation (all CPUs, /proc/stat) x {:.3f} s", tdp,
-          *utilisation * 100.0, m.duration_s);
+      estimate.method = fmt::format("cpu-tdp: {:g} W x {:.1f}% CPU utilisation (all CPUs, /proc/stat) x {:.3f} s", tdp,
+                                    *utilisation * 100.0, m.duration_s);
       m.estimate = estimate;
     } else {
-      m.estimate_unavailable =
-          in.cpu_before && in.cpu_after
-              ? "no CPU time passed in /proc/stat during the window (shorter than its 10 ms tick)"
-              : "/proc/stat is unreadable, so CPU utilisation is unknown";
+      m.estimate_unavailable = in.cpu_before && in.cpu_after
+                                   ? "no CPU time passed in /proc/stat during the window (shorter than its 10 ms tick)"
+                                   : "/proc/stat is unreadable, so CPU utilisation is unknown";
     }
   }
   return m;
@@ -274,8 +270,7 @@ EnergyMeter::EnergyMeter(SensorDiscovery found, MeterOptions options)
   }
   std::vector<Sensor*> sensors;
   for (auto& sensor : owned_) sensors.push_back(sensor.get());
-  sampler_ = std::make_unique<Sampler>(std::move(sensors),
-                                       SamplerOptions{options_.period, options_.trace_capacity});
+  sampler_ = std::make_unique<Sampler>(std::move(sensors), SamplerOptions{options_.period, options_.trace_capacity});
 }
 
 EnergyMeter::~EnergyMeter() { stop(); }
@@ -344,8 +339,7 @@ Measurement EnergyMeter::end_window(Window& window) {
   in.options = &options_;
   in.idle = idle_ ? &*idle_ : nullptr;
   in.synchronized_with = hook_labels();
-  in.derived_interval_s =
-      std::max(static_cast<double>(options_.period.count()) / kNsPerS, 0.010);
+  in.derived_interval_s = std::max(static_cast<double>(options_.period.count()) / kNsPerS, 0.010);
   const std::vector<Sampler::TrackStats> tracks = sampler_->track_stats();
   for (std::size_t s = 0; s < owned_.size(); ++s) {
     in.first_errors.push_back(tracks[s].has_error ? owned_[s]->describe_error(tracks[s].first_error_code)
@@ -383,8 +377,7 @@ const IdleBaseline& EnergyMeter::measure_idle(std::chrono::nanoseconds duration)
     if (e.energy_j && baseline.duration_s > 0) {
       entry.power_w = *e.energy_j / baseline.duration_s;
     } else {
-      entry.unavailable = baseline.duration_s > 0 ? "no energy in the idle window"
-                                                  : "the idle window has no duration";
+      entry.unavailable = baseline.duration_s > 0 ? "no energy in the idle window" : "the idle window has no duration";
     }
     baseline.sensors.push_back(std::move(entry));
   }

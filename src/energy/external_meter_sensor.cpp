@@ -122,11 +122,9 @@ void ExternalMeterSensor::take_line(const char* begin, std::size_t size) noexcep
     return;
   }
   header_allowed_ = false;
-  const std::int64_t time_ns =
-      std::llround(line.timestamp_s * 1e9) - realtime_minus_monotonic_ns_;
+  const std::int64_t time_ns = std::llround(line.timestamp_s * 1e9) - realtime_minus_monotonic_ns_;
   const std::int64_t newest =
-      pending_count_ > 0 ? pending_[(pending_head_ + pending_count_ - 1) % pending_.size()].time_ns
-                         : last_time_ns_;
+      pending_count_ > 0 ? pending_[(pending_head_ + pending_count_ - 1) % pending_.size()].time_ns : last_time_ns_;
   if (time_ns <= newest) {
     out_of_order_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -205,18 +203,19 @@ std::vector<std::string> ExternalMeterSensor::problems() const {
   const std::uint64_t malformed = malformed_.load();
   if (malformed > 0) {
     std::lock_guard lock(first_malformed_mutex_);
-    out.push_back(fmt::format(
-        "{}: {} malformed line{} skipped (first: line {}: `{}`; expected `timestamp_s,watts`)", spec_,
-        malformed, malformed == 1 ? "" : "s", first_malformed_line_, first_malformed_text_.data()));
+    out.push_back(fmt::format("{}: {} malformed line{} skipped (first: line {}: `{}`; expected `timestamp_s,watts`)",
+                              spec_, malformed, malformed == 1 ? "" : "s", first_malformed_line_,
+                              first_malformed_text_.data()));
   }
   if (const std::uint64_t n = out_of_order_.load(); n > 0) {
-    out.push_back(fmt::format("{}: {} reading{} skipped because their timestamp did not increase",
-                              spec_, n, n == 1 ? "" : "s"));
+    out.push_back(
+        fmt::format("{}: {} reading{} skipped because their timestamp did not increase", spec_, n, n == 1 ? "" : "s"));
   }
   if (const std::uint64_t n = overflowed_.load(); n > 0) {
-    out.push_back(fmt::format("{}: {} reading{} dropped: more than {} were waiting for their time "
-                              "(timestamps far in the future?)",
-                              spec_, n, n == 1 ? "" : "s", pending_.size()));
+    out.push_back(
+        fmt::format("{}: {} reading{} dropped: more than {} were waiting for their time "
+                    "(timestamps far in the future?)",
+                    spec_, n, n == 1 ? "" : "s", pending_.size()));
   }
   if (const int error = read_error_.load(); error != 0) {
     out.push_back(fmt::format("{}: read failed: {}", spec_, errno_text(error)));

@@ -17,7 +17,8 @@ std::vector<std::string> comma_list(const std::string& value) {
   std::size_t start = 0;
   while (start <= value.size()) {
     const auto comma = value.find(',', start);
-    const std::string item = trimmed(std::string_view(value).substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    const std::string item =
+        trimmed(std::string_view(value).substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (!item.empty()) out.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -34,12 +34,10 @@ nlohmann::json to_json(const SensorInfo& info) {
                              : nlohmann::json(nullptr);
   j["has_power"] = info.has_power;
   j["power_method"] = info.has_power ? nlohmann::json(info.power_method) : nlohmann::json(nullptr);
-  j["power_resolution_w"] = info.has_power && info.power_resolution_w > 0
-                                ? nlohmann::json(info.power_resolution_w)
-                                : nlohmann::json(nullptr);
-  j["nominal_update_period_s"] = info.nominal_update_period_s > 0
-                                     ? nlohmann::json(info.nominal_update_period_s)
-                                     : nlohmann::json(nullptr);
+  j["power_resolution_w"] =
+      info.has_power && info.power_resolution_w > 0 ? nlohmann::json(info.power_resolution_w) : nlohmann::json(nullptr);
+  j["nominal_update_period_s"] =
+      info.nominal_update_period_s > 0 ? nlohmann::json(info.nominal_update_period_s) : nlohmann::json(nullptr);
   j["counts_in_total"] = info.counts_in_total;
   j["nested_in"] = info.nested_in.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.nested_in);
   j["notes"] = info.notes;
@@ -118,12 +116,9 @@ nlohmann::json to_json(const Measurement& m) {
   }
 
   if (m.sampler) {
-    j["sampler"] = {{"period_s", m.sampler->period_s},
-                    {"ticks_expected", m.sampler->ticks_expected},
-                    {"ticks_taken", m.sampler->ticks_taken},
-                    {"ticks_missed", m.sampler->ticks_missed},
-                    {"ticks_late", m.sampler->ticks_late},
-                    {"forced_samples", m.sampler->forced_samples}};
+    j["sampler"] = {{"period_s", m.sampler->period_s},       {"ticks_expected", m.sampler->ticks_expected},
+                    {"ticks_taken", m.sampler->ticks_taken}, {"ticks_missed", m.sampler->ticks_missed},
+                    {"ticks_late", m.sampler->ticks_late},   {"forced_samples", m.sampler->forced_samples}};
   } else {
     j["sampler"] = nullptr;
   }

@@ -42,10 +42,10 @@ union Value {  // nvmlValue_t
 
 struct FieldValue {  // nvmlFieldValue_t
   unsigned int fieldId;
-  unsigned int scopeId;   // for power fields: 0 = GPU, 1 = module
-  long long timestamp;    // CPU time of the value, microseconds since 1970
+  unsigned int scopeId;  // for power fields: 0 = GPU, 1 = module
+  long long timestamp;   // CPU time of the value, microseconds since 1970
   long long latencyUsec;
-  int valueType;          // nvmlValueType_t
+  int valueType;  // nvmlValueType_t
   Return nvmlReturn;
   Value value;
 };
@@ -58,10 +58,10 @@ inline constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTAN
 inline constexpr unsigned kArchVolta = 5;
 inline constexpr unsigned kArchAmpere = 7;
 
-using InitFn = Return (*)();                                 // nvmlInit_v2 / nvmlInit
-using ShutdownFn = Return (*)();                             // nvmlShutdown
-using ErrorStringFn = const char* (*)(Return);               // nvmlErrorString
-using DeviceGetCountFn = Return (*)(unsigned int*);          // nvmlDeviceGetCount_v2
+using InitFn = Return (*)();                         // nvmlInit_v2 / nvmlInit
+using ShutdownFn = Return (*)();                     // nvmlShutdown
+using ErrorStringFn = const char* (*)(Return);       // nvmlErrorString
+using DeviceGetCountFn = Return (*)(unsigned int*);  // nvmlDeviceGetCount_v2
 using DeviceGetHandleByIndexFn = Return (*)(unsigned int, Device*);
 using DeviceGetNameFn = Return (*)(Device, char*, unsigned int);
 using DeviceGetArchitectureFn = Return (*)(Device, unsigned int*);

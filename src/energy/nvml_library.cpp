@@ -42,40 +42,40 @@ std::shared_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   library->shutdown_ = symbol<nvml::ShutdownFn>(h, "nvmlShutdown");
   library->error_string_ = symbol<nvml::ErrorStringFn>(h, "nvmlErrorString");
   library->device_get_count = symbol<nvml::DeviceGetCountFn>(h, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-  library->device_get_handle_by_index = symbol<nvml::DeviceGetHandleByIndexFn>(
-      h, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+  library->device_get_handle_by_index =
+      symbol<nvml::DeviceGetHandleByIndexFn>(h, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
   library->device_get_name = symbol<nvml::DeviceGetNameFn>(h, "nvmlDeviceGetName");
   library->device_get_architecture = symbol<nvml::DeviceGetArchitectureFn>(h, "nvmlDeviceGetArchitecture");
   library->device_get_total_energy_consumption =
       symbol<nvml::DeviceGetTotalEnergyConsumptionFn>(h, "nvmlDeviceGetTotalEnergyConsumption");
   library->device_get_power_usage = symbol<nvml::DeviceGetPowerUsageFn>(h, "nvmlDeviceGetPowerUsage");
   library->device_get_field_values = symbol<nvml::DeviceGetFieldValuesFn>(h, "nvmlDeviceGetFieldValues");
-  library->system_get_driver_version =
-      symbol<nvml::SystemGetDriverVersionFn>(h, "nvmlSystemGetDriverVersion");
-  library->device_get_handle_by_pci_bus_id = symbol<nvml::DeviceGetHandleByPciBusIdFn>(
-      h, "nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId");
+  library->system_get_driver_version = symbol<nvml::SystemGetDriverVersionFn>(h, "nvmlSystemGetDriverVersion");
+  library->device_get_handle_by_pci_bus_id =
+      symbol<nvml::DeviceGetHandleByPciBusIdFn>(h, "nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId");
   library->device_get_index = symbol<nvml::DeviceGetIndexFn>(h, "nvmlDeviceGetIndex");
   library->device_get_handle_by_uuid = symbol<nvml::DeviceGetHandleByUUIDFn>(h, "nvmlDeviceGetHandleByUUID");
   library->device_is_mig_device_handle = symbol<nvml::DeviceIsMigDeviceHandleFn>(h, "nvmlDeviceIsMigDeviceHandle");
-  library->device_get_device_handle_from_mig_device_handle = symbol<nvml::DeviceGetDeviceHandleFromMigDeviceHandleFn>(
-      h, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+  library->device_get_device_handle_from_mig_device_handle =
+      symbol<nvml::DeviceGetDeviceHandleFromMigDeviceHandleFn>(h, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
 
   if (init == nullptr || library->shutdown_ == nullptr || library->device_get_count == nullptr ||
       library->device_get_handle_by_index == nullptr) {
-    why_not = fmt::format("{} lacks nvmlInit, nvmlShutdown, nvmlDeviceGetCount or "
-                          "nvmlDeviceGetHandleByIndex: not a usable NVML library",
-                          path);
+    why_not = fmt::format(
+        "{} lacks nvmlInit, nvmlShutdown, nvmlDeviceGetCount or "
+        "nvmlDeviceGetHandleByIndex: not a usable NVML library",
+        path);
     return nullptr;
   }
   const nvml::Return status = init();
   if (status != nvml::kSuccess) {
     why_not = status == nvml::kErrorDriverNotLoaded
-                  ? fmt::format("nvmlInit: the NVIDIA kernel driver is not loaded ({})",
-                                library->error_text(status))
+                  ? fmt::format("nvmlInit: the NVIDIA kernel driver is not loaded ({})", library->error_text(status))
               : status == nvml::kErrorNoPermission
-                  ? fmt::format("nvmlInit: no permission to talk to the NVIDIA driver ({}); check "
-                                "access to /dev/nvidia*",
-                                library->error_text(status))
+                  ? fmt::format(
+                        "nvmlInit: no permission to talk to the NVIDIA driver ({}); check "
+                        "access to /dev/nvidia*",
+                        library->error_text(status))
                   : fmt::format("nvmlInit failed: {}", library->error_text(status));
     return nullptr;
   }

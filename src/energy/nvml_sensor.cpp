@@ -8,8 +8,8 @@
 
 namespace qjoule::energy {
 
-NvmlSensor::NvmlSensor(std::shared_ptr<NvmlLibrary> library, nvml::Device device, SensorInfo info,
-                       bool read_energy, NvmlPowerRoute power_route)
+NvmlSensor::NvmlSensor(std::shared_ptr<NvmlLibrary> library, nvml::Device device, SensorInfo info, bool read_energy,
+                       NvmlPowerRoute power_route)
     : library_(std::move(library)),
       device_(device),
       info_(std::move(info)),
@@ -51,8 +51,7 @@ std::size_t NvmlSensor::read(std::int64_t now_ns, std::span<SensorReading> out) 
     field.scopeId = 0;  // the GPU itself
     const nvml::Return status = library_->device_get_field_values(device_, 1, &field);
     double milliwatts = 0.0;
-    if (status != nvml::kSuccess || field.nvmlReturn != nvml::kSuccess ||
-        !field_value_as_double(field, milliwatts)) {
+    if (status != nvml::kSuccess || field.nvmlReturn != nvml::kSuccess || !field_value_as_double(field, milliwatts)) {
       reading.ok = false;
       reading.error_code = status != nvml::kSuccess ? status : field.nvmlReturn;
       return 1;
@@ -98,8 +97,8 @@ std::optional<unsigned> nvml_index_of_bus_id(const std::string& library_path, co
   std::shared_ptr<NvmlLibrary> library = NvmlLibrary::open(library_path, why_not);
   if (!library) return std::nullopt;
   if (library->device_get_handle_by_pci_bus_id == nullptr || library->device_get_index == nullptr) {
-    why_not = fmt::format("{} lacks nvmlDeviceGetHandleByPciBusId or nvmlDeviceGetIndex (driver too old)",
-                          library->path());
+    why_not =
+        fmt::format("{} lacks nvmlDeviceGetHandleByPciBusId or nvmlDeviceGetIndex (driver too old)", library->path());
     return std::nullopt;
   }
   nvml::Device device = nullptr;
@@ -137,9 +136,10 @@ std::vector<unsigned> job_gpu_indices(const NvmlLibrary& library, unsigned count
       }
       indices.push_back(static_cast<unsigned>(index));
       if (job.indices_in_cuda_order)
-        note = fmt::format("this job's GPU ({}; index taken as NVML's, which is CUDA's only with "
-                           "CUDA_DEVICE_ORDER=PCI_BUS_ID: give GPU UUIDs to be sure)",
-                           setting);
+        note = fmt::format(
+            "this job's GPU ({}; index taken as NVML's, which is CUDA's only with "
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID: give GPU UUIDs to be sure)",
+            setting);
       continue;
     }
     if (library.device_get_handle_by_uuid == nullptr) {
@@ -185,8 +185,7 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
   unsigned int count = 0;
   const nvml::Return count_status = library->device_get_count(&count);
   if (count_status != nvml::kSuccess) {
-    found.absent.push_back({"nvml", fmt::format("nvmlDeviceGetCount failed: {}",
-                                                library->error_text(count_status))});
+    found.absent.push_back({"nvml", fmt::format("nvmlDeviceGetCount failed: {}", library->error_text(count_status))});
     return found;
   }
   if (count == 0) {
@@ -203,8 +202,8 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
   }
   for (unsigned index : selected) {
     if (index >= count) {
-      fail("--gpu {}: this machine has {} NVIDIA GPU{} (indices 0 to {})", index, count,
-           count == 1 ? "" : "s", count - 1);
+      fail("--gpu {}: this machine has {} NVIDIA GPU{} (indices 0 to {})", index, count, count == 1 ? "" : "s",
+           count - 1);
     }
   }
   std::sort(selected.begin(), selected.end());
@@ -215,15 +214,14 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
     nvml::Device device = nullptr;
     const nvml::Return handle_status = library->device_get_handle_by_index(index, &device);
     if (handle_status != nvml::kSuccess) {
-      found.absent.push_back({id, fmt::format("nvmlDeviceGetHandleByIndex({}) failed: {}", index,
-                                              library->error_text(handle_status))});
+      found.absent.push_back(
+          {id, fmt::format("nvmlDeviceGetHandleByIndex({}) failed: {}", index, library->error_text(handle_status))});
       continue;
     }
     const std::string name = device_name(*library, device);
     unsigned int architecture = 0;
-    const bool have_architecture =
-        library->device_get_architecture != nullptr &&
-        library->device_get_architecture(device, &architecture) == nvml::kSuccess;
+    const bool have_architecture = library->device_get_architecture != nullptr &&
+                                   library->device_get_architecture(device, &architecture) == nvml::kSuccess;
 
     SensorInfo info;
     info.id = id;
@@ -236,8 +234,7 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
     bool read_energy = false;
     if (library->device_get_total_energy_consumption == nullptr) {
       info.notes.push_back(fmt::format(
-          "no energy counter: {} lacks nvmlDeviceGetTotalEnergyConsumption (driver too old)",
-          library->path()));
+          "no energy counter: {} lacks nvmlDeviceGetTotalEnergyConsumption (driver too old)", library->path()));
     } else {
       unsigned long long millijoules = 0;
       const nvml::Return status = library->device_get_total_energy_consumption(device, &millijoules);
@@ -247,10 +244,10 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
         info.counter_unit_j = 1e-3;
         info.counter_range = 0;  // 64-bit millijoules since the driver loaded
       } else if (status == nvml::kErrorNotSupported) {
-        info.notes.push_back(fmt::format(
-            "no energy counter: nvmlDeviceGetTotalEnergyConsumption is not supported on this GPU "
-            "(it needs Volta or newer): {}",
-            library->error_text(status)));
+        info.notes.push_back(
+            fmt::format("no energy counter: nvmlDeviceGetTotalEnergyConsumption is not supported on this GPU "
+                        "(it needs Volta or newer): {}",
+                        library->error_text(status)));
       } else {
         info.notes.push_back(fmt::format("no energy counter: nvmlDeviceGetTotalEnergyConsumption failed: {}",
                                          library->error_text(status)));
@@ -273,8 +270,7 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
         field_problem = fmt::format("field {} (NVML_FI_DEV_POWER_INSTANT): {}", nvml::kFieldPowerInstant,
                                     library->error_text(field.nvmlReturn));
       } else if (!field_value_as_double(field, milliwatts)) {
-        field_problem = fmt::format("field {} has unknown value type {}", nvml::kFieldPowerInstant,
-                                    field.valueType);
+        field_problem = fmt::format("field {} has unknown value type {}", nvml::kFieldPowerInstant, field.valueType);
       } else {
         route = NvmlPowerRoute::instant_field;
         info.power_method = "instant (nvmlDeviceGetFieldValues, NVML_FI_DEV_POWER_INSTANT)";
@@ -288,25 +284,21 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
       if (status == nvml::kSuccess) {
         route = NvmlPowerRoute::power_usage;
         const bool averaged = have_architecture && architecture >= nvml::kArchAmpere && !is_ga100(name);
-        info.power_method = averaged
-                                ? "1-second average (nvmlDeviceGetPowerUsage on Ampere or newer)"
-                                : have_architecture
-                                      ? "instantaneous (nvmlDeviceGetPowerUsage before Ampere, or GA100)"
-                                      : "nvmlDeviceGetPowerUsage (architecture unknown: instantaneous "
-                                        "before Ampere, a 1-second average on Ampere and newer)";
-        info.notes.push_back(fmt::format("instant power unavailable ({}); power comes from {}",
-                                         field_problem, info.power_method));
+        info.power_method = averaged            ? "1-second average (nvmlDeviceGetPowerUsage on Ampere or newer)"
+                            : have_architecture ? "instantaneous (nvmlDeviceGetPowerUsage before Ampere, or GA100)"
+                                                : "nvmlDeviceGetPowerUsage (architecture unknown: instantaneous "
+                                                  "before Ampere, a 1-second average on Ampere and newer)";
+        info.notes.push_back(
+            fmt::format("instant power unavailable ({}); power comes from {}", field_problem, info.power_method));
         if (averaged) {
           info.notes.push_back(
               "averaged power lags fast changes: the power integral is smoothed, the energy counter is "
               "the primary source");
         }
       } else {
-        info.notes.push_back(fmt::format("no power readings: {}; nvmlDeviceGetPowerUsage: {}",
-                                         field_problem,
-                                         library->device_get_power_usage != nullptr
-                                             ? library->error_text(status)
-                                             : "missing from the library"));
+        info.notes.push_back(fmt::format(
+            "no power readings: {}; nvmlDeviceGetPowerUsage: {}", field_problem,
+            library->device_get_power_usage != nullptr ? library->error_text(status) : "missing from the library"));
       }
     }
     if (route != NvmlPowerRoute::none) {
@@ -322,8 +314,7 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
     if (have_architecture && architecture < nvml::kArchVolta && !info.has_counter) {
       info.notes.push_back("pre-Volta GPU: energy comes from integrating power readings");
     }
-    found.sensors.push_back(
-        std::make_unique<NvmlSensor>(library, device, std::move(info), read_energy, route));
+    found.sensors.push_back(std::make_unique<NvmlSensor>(library, device, std::move(info), read_energy, route));
   }
   return found;
 }

@@ -19,8 +19,8 @@ enum class NvmlPowerRoute { none, instant_field, power_usage };
 
 class NvmlSensor final : public Sensor {
  public:
-  NvmlSensor(std::shared_ptr<NvmlLibrary> library, nvml::Device device, SensorInfo info,
-             bool read_energy, NvmlPowerRoute power_route);
+  NvmlSensor(std::shared_ptr<NvmlLibrary> library, nvml::Device device, SensorInfo info, bool read_energy,
+             NvmlPowerRoute power_route);
   const SensorInfo& info() const noexcept override { return info_; }
   std::size_t read(std::int64_t now_ns, std::span<SensorReading> out) noexcept override;
   std::string describe_error(int error_code) const override;

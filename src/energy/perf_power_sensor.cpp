@@ -54,10 +54,8 @@ struct EventKind {
 };
 
 constexpr EventKind kEvents[] = {
-    {"energy-pkg", "package", SensorScope::cpu_package, false},
-    {"energy-cores", "core", SensorScope::cpu_core, true},
-    {"energy-gpu", "uncore", SensorScope::cpu_uncore, true},
-    {"energy-ram", "dram", SensorScope::dram, false},
+    {"energy-pkg", "package", SensorScope::cpu_package, false}, {"energy-cores", "core", SensorScope::cpu_core, true},
+    {"energy-gpu", "uncore", SensorScope::cpu_uncore, true},    {"energy-ram", "dram", SensorScope::dram, false},
     {"energy-psys", "psys", SensorScope::platform, false},
 };
 
@@ -102,10 +100,9 @@ PerfPowerDiscovery discover_perf_power(const std::string& root) {
   PerfPowerDiscovery found;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
-    found.absent.push_back(
-        {"rapl-perf", fmt::format("{} does not exist: the kernel has no perf `power` PMU here "
-                                  "(no RAPL, or a virtual machine)",
-                                  root)});
+    found.absent.push_back({"rapl-perf", fmt::format("{} does not exist: the kernel has no perf `power` PMU here "
+                                                     "(no RAPL, or a virtual machine)",
+                                                     root)});
     return found;
   }
   const auto type = parse_u64(read_trimmed_line(root + "/type").value_or(""));
@@ -124,14 +121,12 @@ PerfPowerDiscovery discover_perf_power(const std::string& root) {
     const auto scale = parse_double(read_trimmed_line(event_path + ".scale").value_or(""));
     if (!config || !scale || *scale <= 0) {
       found.absent.push_back({fmt::format("rapl-perf:{}", kind.label),
-                              fmt::format("cannot parse {} (`{}`) or its .scale", event_path,
-                                          *event_text)});
+                              fmt::format("cannot parse {} (`{}`) or its .scale", event_path, *event_text)});
       continue;
     }
     for (std::size_t package = 0; package < cpus.size(); ++package) {
-      const std::string id = kind.scope == SensorScope::platform
-                                 ? std::string("rapl-perf:psys")
-                                 : fmt::format("rapl-perf:{}-{}", kind.label, package);
+      const std::string id = kind.scope == SensorScope::platform ? std::string("rapl-perf:psys")
+                                                                 : fmt::format("rapl-perf:{}-{}", kind.label, package);
       if (kind.scope == SensorScope::platform && package > 0) break;
       perf_event_attr attr;
       std::memset(&attr, 0, sizeof attr);
@@ -141,8 +136,8 @@ PerfPowerDiscovery discover_perf_power(const std::string& root) {
       const long fd = ::syscall(SYS_perf_event_open, &attr, -1, cpus[package], -1, PERF_FLAG_FD_CLOEXEC);
       if (fd < 0) {
         const int error = errno;
-        std::string reason = fmt::format("perf_event_open(power/{}/ on CPU {}) failed: {}",
-                                         kind.event, cpus[package], errno_text(error));
+        std::string reason = fmt::format("perf_event_open(power/{}/ on CPU {}) failed: {}", kind.event, cpus[package],
+                                         errno_text(error));
         if (error == EACCES || error == EPERM) reason += "; " + perf_denied_advice();
         found.absent.push_back({id, reason});
         continue;
@@ -163,8 +158,7 @@ PerfPowerDiscovery discover_perf_power(const std::string& root) {
       }
       if (kind.scope == SensorScope::platform) {
         info.counts_in_total = false;
-        info.notes.push_back(
-            "psys covers the whole SoC platform, packages included: reported, not added to the total");
+        info.notes.push_back("psys covers the whole SoC platform, packages included: reported, not added to the total");
       }
       found.sensors.push_back(std::make_unique<PerfPowerSensor>(std::move(info), static_cast<int>(fd)));
     }

@@ -95,8 +95,7 @@ RaplDiscovery discover_rapl_sysfs(const std::string& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     found.absent.push_back(
-        {"rapl", fmt::format("{} does not exist: {}", root,
-                             rapl_environment_hint(detect_machine_environment()))});
+        {"rapl", fmt::format("{} does not exist: {}", root, rapl_environment_hint(detect_machine_environment()))});
     return found;
   }
   std::vector<Zone> zones;
@@ -117,15 +116,13 @@ RaplDiscovery discover_rapl_sysfs(const std::string& root) {
     return found;
   }
   if (zones.empty()) {
-    found.absent.push_back(
-        {"rapl", fmt::format("no RAPL zones (intel-rapl:N) under {}: {}", root,
-                             rapl_environment_hint(detect_machine_environment()))});
+    found.absent.push_back({"rapl", fmt::format("no RAPL zones (intel-rapl:N) under {}: {}", root,
+                                                rapl_environment_hint(detect_machine_environment()))});
     return found;
   }
   // Each package before its sub-domains, packages in index order.
   const auto order = [](const Zone& z) { return std::pair(z.top, z.sub ? *z.sub + 1 : 0u); };
-  std::sort(zones.begin(), zones.end(),
-            [&](const Zone& a, const Zone& b) { return order(a) < order(b); });
+  std::sort(zones.begin(), zones.end(), [&](const Zone& a, const Zone& b) { return order(a) < order(b); });
 
   std::map<unsigned, std::string> top_names;  // zone index -> its name ("package-0")
   std::set<std::string> used_ids;
@@ -137,8 +134,7 @@ RaplDiscovery discover_rapl_sysfs(const std::string& root) {
     zone.name = read_trimmed_line((zone.dir / "name").string()).value_or("");
     if (zone.name.empty()) zone.name = zone_label;
     if (!zone.sub) top_names[zone.top] = zone.name;
-    const std::string parent_name =
-        top_names.count(zone.top) ? top_names[zone.top] : fmt::format("zone-{}", zone.top);
+    const std::string parent_name = top_names.count(zone.top) ? top_names[zone.top] : fmt::format("zone-{}", zone.top);
     const std::string parent_id = fmt::format("rapl:{}", parent_name);
     std::string id = zone.sub ? fmt::format("{}/{}", parent_id, zone.name) : parent_id;
     if (used_ids.count(id)) id += fmt::format("@{}", zone_label);
@@ -163,15 +159,13 @@ RaplDiscovery discover_rapl_sysfs(const std::string& root) {
     info.has_counter = true;
     info.counter_unit_j = 1e-6;
     info.nominal_update_period_s = 1e-3;  // RAPL refreshes its counters about every millisecond
-    info.notes.push_back(
-        "sysfs reports microjoules; the hardware energy unit is coarser (typically 15.3 or 61 uJ)");
+    info.notes.push_back("sysfs reports microjoules; the hardware energy unit is coarser (typically 15.3 or 61 uJ)");
     const std::string range_path = (zone.dir / "max_energy_range_uj").string();
     std::uint64_t range = 0;
     if (read_u64_file(range_path.c_str(), range) == 0 && range > 0) {
       info.counter_range = range;
     } else {
-      info.notes.push_back(
-          fmt::format("{} is unreadable: a counter wrap would be taken for a reset", range_path));
+      info.notes.push_back(fmt::format("{} is unreadable: a counter wrap would be taken for a reset", range_path));
     }
     const std::string where = fmt::format("powercap {}", zone_label);
     if (zone.sub && info.scope != SensorScope::dram) {
@@ -180,8 +174,7 @@ RaplDiscovery discover_rapl_sysfs(const std::string& root) {
       info.nested_in = parent_id;
       info.description = fmt::format("{} of CPU {} ({})", zone.name, parent_name, where);
       if (zone.name != "core" && zone.name != "uncore") {
-        info.notes.push_back(
-            fmt::format("unknown RAPL sub-domain `{}`: treated as part of its package", zone.name));
+        info.notes.push_back(fmt::format("unknown RAPL sub-domain `{}`: treated as part of its package", zone.name));
       }
     } else if (info.scope == SensorScope::cpu_package) {
       info.description = fmt::format("CPU {} ({})", zone.name, where);
@@ -191,14 +184,12 @@ RaplDiscovery discover_rapl_sysfs(const std::string& root) {
     } else {
       info.description = fmt::format("platform domain {} ({})", zone.name, where);
       info.counts_in_total = false;
-      info.notes.push_back(
-          "psys covers the whole SoC platform, packages included: reported, not added to the total");
+      info.notes.push_back("psys covers the whole SoC platform, packages included: reported, not added to the total");
     }
     readable.emplace_back(std::move(info), energy_path);
   }
   if (mmio_skipped && !readable.empty()) {
-    readable.front().first.notes.push_back(
-        "intel-rapl-mmio zones repeat the package counter and are skipped");
+    readable.front().first.notes.push_back("intel-rapl-mmio zones repeat the package counter and are skipped");
   }
   for (auto& [info, path] : readable) {
     found.sensors.push_back(std::make_unique<RaplSensor>(std::move(info), std::move(path)));

@@ -34,8 +34,7 @@ TickCounters difference(const TickCounters& later, const TickCounters& earlier) 
 }  // namespace
 
 std::int64_t Sampler::now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -177,13 +176,13 @@ void Sampler::process_error(std::size_t s, const SensorReading& reading) {
   for (Slot& slot : slots_) {
     if (!slot.open) continue;
     if (!slot.start_done[s] && slot.t0 <= t) {
-      slot.start[s] = track.started ? extrapolate(track.last, slot.t0, track.max_gap_ns)
-                                    : nothing_at(slot.t0, track.last.errors);
+      slot.start[s] =
+          track.started ? extrapolate(track.last, slot.t0, track.max_gap_ns) : nothing_at(slot.t0, track.last.errors);
       slot.start_done[s] = 1;
     }
     if (slot.end_set && !slot.end_done[s] && slot.t1 <= t) {
-      slot.end[s] = track.started ? extrapolate(track.last, slot.t1, track.max_gap_ns)
-                                  : nothing_at(slot.t1, track.last.errors);
+      slot.end[s] =
+          track.started ? extrapolate(track.last, slot.t1, track.max_gap_ns) : nothing_at(slot.t1, track.last.errors);
       slot.end_done[s] = 1;
     }
   }
@@ -213,8 +212,8 @@ void Sampler::process_reading(std::size_t s, const SensorReading& reading) {
     now_state.time_ns = t;
     const std::int64_t gap = t - track.last.time_ns;
     if (info.has_counter && reading.has_counter) {
-      const std::uint64_t delta = counter_delta(track.last_raw, reading.counter, info.counter_range,
-                                                now_state.wraps, now_state.resets);
+      const std::uint64_t delta =
+          counter_delta(track.last_raw, reading.counter, info.counter_range, now_state.wraps, now_state.resets);
       changed = reading.counter != track.last_raw;
       track.counter_units += delta;
       track.last_raw = reading.counter;
@@ -254,32 +253,31 @@ void Sampler::process_reading(std::size_t s, const SensorReading& reading) {
       ++trace_dropped_;
     } else {
       TraceRecord& record = trace_[(trace_head_ + trace_count_) % trace_.size()];
-      record = {t, static_cast<std::uint32_t>(s), info.has_counter, reading.has_power,
-                now_state.counter_j, reading.power_w};
+      record = {
+          t, static_cast<std::uint32_t>(s), info.has_counter, reading.has_power, now_state.counter_j, reading.power_w};
       ++trace_count_;
     }
   }
 }
 
-void Sampler::resolve_boundaries(std::size_t s, const Track& before, const Cumulative& now_state,
-                                 bool have_prev, std::optional<double> power_for_peak) {
+void Sampler::resolve_boundaries(std::size_t s, const Track& before, const Cumulative& now_state, bool have_prev,
+                                 std::optional<double> power_for_peak) {
   const std::int64_t t = now_state.time_ns;
   const std::int64_t max_gap = before.max_gap_ns;
   for (Slot& slot : slots_) {
     if (!slot.open) continue;
     if (!slot.start_done[s] && slot.t0 <= t) {
-      slot.start[s] = have_prev ? interpolate(before.last, now_state, slot.t0, max_gap)
-                                : before_first(now_state, slot.t0);
+      slot.start[s] =
+          have_prev ? interpolate(before.last, now_state, slot.t0, max_gap) : before_first(now_state, slot.t0);
       slot.start_done[s] = 1;
     }
-    if (slot.start_done[s] && !slot.end_done[s] && power_for_peak && t >= slot.t0 &&
-        (!slot.end_set || t <= slot.t1)) {
+    if (slot.start_done[s] && !slot.end_done[s] && power_for_peak && t >= slot.t0 && (!slot.end_set || t <= slot.t1)) {
       if (!slot.has_peak[s] || *power_for_peak > slot.peak[s]) slot.peak[s] = *power_for_peak;
       slot.has_peak[s] = 1;
     }
     if (slot.end_set && !slot.end_done[s] && slot.t1 <= t) {
-      slot.end[s] = have_prev ? interpolate(before.last, now_state, slot.t1, max_gap)
-                              : before_first(now_state, slot.t1);
+      slot.end[s] =
+          have_prev ? interpolate(before.last, now_state, slot.t1, max_gap) : before_first(now_state, slot.t1);
       slot.end_done[s] = 1;
     }
   }
@@ -303,8 +301,7 @@ void Sampler::update_counter_peak(std::size_t s, std::int64_t t) {
 std::optional<double> Sampler::update_period_locked(std::size_t s) const {
   const Track& track = tracks_[s];
   if (track.changes >= 2 && track.last_change_ns > track.first_change_ns) {
-    return seconds(track.last_change_ns - track.first_change_ns) /
-           static_cast<double>(track.changes - 1);
+    return seconds(track.last_change_ns - track.first_change_ns) / static_cast<double>(track.changes - 1);
   }
   return std::nullopt;
 }
@@ -326,16 +323,14 @@ Sampler::Ticket Sampler::open_window() {
     // takes this lock), so each boundary is resolved by a later sample, or held if none comes.
     if (!thread_running_) {
       for (std::size_t s = 0; s < tracks_.size(); ++s) {
-        slot.start[s] = tracks_[s].started
-                            ? extrapolate(tracks_[s].last, slot.t0, tracks_[s].max_gap_ns)
-                            : nothing_at(slot.t0, 0);
+        slot.start[s] =
+            tracks_[s].started ? extrapolate(tracks_[s].last, slot.t0, tracks_[s].max_gap_ns) : nothing_at(slot.t0, 0);
         slot.start_done[s] = 1;
       }
     }
     return Ticket{i, slot.generation, slot.t0};
   }
-  fail("energy meter: {} windows are open at once; end_window() the ones that are done",
-       slots_.size());
+  fail("energy meter: {} windows are open at once; end_window() the ones that are done", slots_.size());
 }
 
 Sampler::Slot& Sampler::slot_for(const Ticket& ticket) {
@@ -359,13 +354,11 @@ void Sampler::finish_unresolved_locked(Slot& slot, WindowResult& result) {
   for (std::size_t s = 0; s < tracks_.size(); ++s) {
     const Track& track = tracks_[s];
     if (!slot.start_done[s]) {  // no sample at all since the window began
-      slot.start[s] = track.started ? extrapolate(track.last, slot.t0, track.max_gap_ns)
-                                    : nothing_at(slot.t0, 0);
+      slot.start[s] = track.started ? extrapolate(track.last, slot.t0, track.max_gap_ns) : nothing_at(slot.t0, 0);
       slot.start_done[s] = 1;
     }
     if (!slot.end_done[s]) {
-      slot.end[s] = track.started ? extrapolate(track.last, slot.t1, track.max_gap_ns)
-                                  : nothing_at(slot.t1, 0);
+      slot.end[s] = track.started ? extrapolate(track.last, slot.t1, track.max_gap_ns) : nothing_at(slot.t1, 0);
       slot.end_done[s] = 1;
       result.sensors[s].end_extrapolated = true;
     }
@@ -403,8 +396,8 @@ WindowResult Sampler::close_window(const Ticket& ticket, std::chrono::nanosecond
     r.end = slot.end[s];
     if (slot.has_peak[s]) r.peak_w = slot.peak[s];
     r.update_period_s = update_period_locked(s);
-    r.update_period_is_upper_bound = r.update_period_s.has_value() && !tracks_[s].unchanged_seen &&
-                                     !sensors_[s]->info().self_timed;
+    r.update_period_is_upper_bound =
+        r.update_period_s.has_value() && !tracks_[s].unchanged_seen && !sensors_[s]->info().self_timed;
   }
   slot.open = false;
   ++slot.generation;

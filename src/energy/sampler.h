@@ -37,7 +37,7 @@ struct SensorWindowResult {
   Cumulative end;
   std::optional<double> peak_w;
   bool end_extrapolated = false;
-  std::optional<double> update_period_s;  // observed period at the window's end
+  std::optional<double> update_period_s;      // observed period at the window's end
   bool update_period_is_upper_bound = false;  // every sample saw a new value
 };
 
@@ -125,8 +125,8 @@ class Sampler {
   void run();
   void process_reading(std::size_t s, const SensorReading& reading);
   void process_error(std::size_t s, const SensorReading& reading);
-  void resolve_boundaries(std::size_t s, const Track& before, const Cumulative& now_state,
-                          bool have_prev, std::optional<double> power_for_peak);
+  void resolve_boundaries(std::size_t s, const Track& before, const Cumulative& now_state, bool have_prev,
+                          std::optional<double> power_for_peak);
   void update_counter_peak(std::size_t s, std::int64_t t);
   std::optional<double> update_period_locked(std::size_t s) const;
   void finish_unresolved_locked(Slot& slot, WindowResult& result);

@@ -59,44 +59,44 @@ std::string format_absences(const std::vector<SensorAbsence>& absent) {
 std::string format_measurement(const Measurement& m, const std::optional<IdleBaseline>& idle) {
   std::string out;
   if (!m.measured()) {
-    out += fmt::format("energy: unavailable: no energy sensor on this machine (window `{}`, {})\n",
-                       m.name, format_seconds(m.duration_s));
+    out += fmt::format("energy: unavailable: no energy sensor on this machine (window `{}`, {})\n", m.name,
+                       format_seconds(m.duration_s));
     out += format_absences(m.unavailable);
   } else {
     std::size_t width = 6;
     for (const SensorEnergy& e : m.sensors) width = std::max(width, e.sensor_id.size());
     const bool net = m.idle_subtracted;
     out += fmt::format("energy in `{}` ({}):\n", m.name, format_seconds(m.duration_s));
-    out += fmt::format("  {:<{}}  {:>11}  {:>11}  {:>9}  {:>9}  {:>7}  {:>6}  {}\n", "sensor", width,
-                       "energy", net ? "net" : "", "mean", "peak", "samples", "cover", "validity");
+    out += fmt::format("  {:<{}}  {:>11}  {:>11}  {:>9}  {:>9}  {:>7}  {:>6}  {}\n", "sensor", width, "energy",
+                       net ? "net" : "", "mean", "peak", "samples", "cover", "validity");
     for (const SensorEnergy& e : m.sensors) {
       std::string validity = e.validity.valid() ? "ok" : "INVALID";
       const auto flags = e.validity.flags();
       if (!flags.empty()) validity += " (" + join(flags, ", ") + ")";
-      if (!e.nested_in.empty()) validity += fmt::format(" [part of {}]", e.nested_in);
-      else if (!e.counts_in_total) validity += " [not in total]";
-      out += fmt::format("  {:<{}}  {:>11}  {:>11}  {:>9}  {:>9}  {:>7}  {:>5.1f}%  {}\n", e.sensor_id,
-                         width, or_dash(e.energy_j, format_joules),
-                         net ? or_dash(e.net_energy_j, format_joules) : std::string(),
-                         or_dash(e.mean_power_w, format_watts), or_dash(e.peak_power_w, format_watts),
-                         e.samples, e.coverage * 100.0, validity);
+      if (!e.nested_in.empty())
+        validity += fmt::format(" [part of {}]", e.nested_in);
+      else if (!e.counts_in_total)
+        validity += " [not in total]";
+      out +=
+          fmt::format("  {:<{}}  {:>11}  {:>11}  {:>9}  {:>9}  {:>7}  {:>5.1f}%  {}\n", e.sensor_id, width,
+                      or_dash(e.energy_j, format_joules), net ? or_dash(e.net_energy_j, format_joules) : std::string(),
+                      or_dash(e.mean_power_w, format_watts), or_dash(e.peak_power_w, format_watts), e.samples,
+                      e.coverage * 100.0, validity);
     }
     if (m.total.energy_j) {
       out += fmt::format("  {:<{}}  {:>11}  {:>11}  {:>9}  {:>9}  {:>7}  {:>6}  {}\n", "total", width,
                          format_joules(*m.total.energy_j),
                          net ? or_dash(m.total.net_energy_j, format_joules) : std::string(),
-                         m.duration_s > 0 ? format_watts(*m.total.energy_j / m.duration_s) : "-", "", "",
-                         "", fmt::format("{} ({})", m.total.valid ? "ok" : "INVALID",
-                                         join(m.total.sensor_ids, " + ")));
+                         m.duration_s > 0 ? format_watts(*m.total.energy_j / m.duration_s) : "-", "", "", "",
+                         fmt::format("{} ({})", m.total.valid ? "ok" : "INVALID", join(m.total.sensor_ids, " + ")));
     } else {
       out += fmt::format("  total: unavailable: {}\n", m.total.unavailable);
     }
     for (const SensorEnergy& e : m.sensors) {
       if (e.counter_energy_j && e.integrated_energy_j) {
-        out += fmt::format("  {}: counter {} vs power integral {}", e.sensor_id,
-                           format_joules(*e.counter_energy_j), format_joules(*e.integrated_energy_j));
-        out += e.relative_difference ? fmt::format(" ({:+.1f}%)\n", *e.relative_difference * 100.0)
-                                     : std::string("\n");
+        out += fmt::format("  {}: counter {} vs power integral {}", e.sensor_id, format_joules(*e.counter_energy_j),
+                           format_joules(*e.integrated_energy_j));
+        out += e.relative_difference ? fmt::format(" ({:+.1f}%)\n", *e.relative_difference * 100.0) : std::string("\n");
       }
     }
     if (idle) {
@@ -107,7 +107,8 @@ std::string format_measurement(const Measurement& m, const std::optional<IdleBas
       }
       std::vector<std::string> idle_flags;
       for (const SensorEnergy& e : idle->window.sensors) {
-        if (!e.validity.valid()) idle_flags.push_back(fmt::format("{}: {}", e.sensor_id, join(e.validity.flags(), ", ")));
+        if (!e.validity.valid())
+          idle_flags.push_back(fmt::format("{}: {}", e.sensor_id, join(e.validity.flags(), ", ")));
       }
       out += fmt::format("idle baseline over {}: {}{}\n", format_seconds(idle->duration_s), join(parts, ", "),
                          idle_flags.empty() ? "" : " (INVALID: " + join(idle_flags, "; ") + ")");
@@ -116,10 +117,9 @@ std::string format_measurement(const Measurement& m, const std::optional<IdleBas
     }
     if (m.sampler) {
       const SamplerWindowStats& s = *m.sampler;
-      out += fmt::format(
-          "sampler: every {}, {} of {} deadlines sampled, {} missed, {} late, {} boundary samples\n",
-          format_seconds(s.period_s), s.ticks_taken, s.ticks_expected, s.ticks_missed, s.ticks_late,
-          s.forced_samples);
+      out += fmt::format("sampler: every {}, {} of {} deadlines sampled, {} missed, {} late, {} boundary samples\n",
+                         format_seconds(s.period_s), s.ticks_taken, s.ticks_expected, s.ticks_missed, s.ticks_late,
+                         s.forced_samples);
     }
     if (!m.unavailable.empty()) {
       out += "not measured:\n";
@@ -138,18 +138,19 @@ std::string format_measurement(const Measurement& m, const std::optional<IdleBas
 std::string format_sensor(const SensorInfo& info, const SensorStats* stats) {
   std::string out = fmt::format("  {}  {} [{}, {}]\n", info.id, info.description, scope_name(info.scope), info.source);
   if (info.has_counter) {
-    std::string range = info.counter_range > 0
-                            ? fmt::format("wraps at {}", format_joules(static_cast<double>(info.counter_range) *
-                                                                       info.counter_unit_j))
-                            : std::string("64-bit, no wrap");
+    std::string range =
+        info.counter_range > 0
+            ? fmt::format("wraps at {}", format_joules(static_cast<double>(info.counter_range) * info.counter_unit_j))
+            : std::string("64-bit, no wrap");
     out += fmt::format("      energy counter: resolution {}, {}\n", format_joules(info.counter_unit_j), range);
   } else {
     out += "      energy counter: none\n";
   }
   if (info.has_power) {
-    out += fmt::format("      power: {}{}\n", info.power_method,
-                       info.power_resolution_w > 0 ? fmt::format(", resolution {}", format_watts(info.power_resolution_w))
-                                                   : std::string());
+    out +=
+        fmt::format("      power: {}{}\n", info.power_method,
+                    info.power_resolution_w > 0 ? fmt::format(", resolution {}", format_watts(info.power_resolution_w))
+                                                : std::string());
   } else {
     out += "      power: none (derived from the counter)\n";
   }

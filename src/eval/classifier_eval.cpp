@@ -66,7 +66,8 @@ ClassifierEvalResult evaluate_classifier(const model::EncoderConfig& cfg, const 
   ClassifierEvalResult result;
   result.max_length = options.max_length == 0 ? static_cast<std::size_t>(cfg.max_positions)
                                               : std::min<std::size_t>(options.max_length, cfg.max_positions);
-  if (result.max_length < 2) fail("--max-length {} is too short, expected at least 2 ([CLS] and [SEP])", result.max_length);
+  if (result.max_length < 2)
+    fail("--max-length {} is too short, expected at least 2 ([CLS] and [SEP])", result.max_length);
   const auto labels = static_cast<std::size_t>(cfg.num_labels);
   const int32_t pad = static_cast<int32_t>(cfg.pad_token_id);
   const auto start = std::chrono::steady_clock::now();

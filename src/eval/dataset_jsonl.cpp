@@ -70,8 +70,7 @@ std::vector<int32_t> read_ids(const json& object, const char* field, int64_t max
 
 }  // namespace
 
-Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view bytes,
-                           const DatasetOptions& options) {
+Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view bytes, const DatasetOptions& options) {
   const std::string file = path.string();
   const std::vector<SourceLine> lines = non_blank_lines(bytes);
   if (lines.empty()) {
@@ -93,8 +92,8 @@ Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view b
       fail("{}: malformed JSON ({}); expected one JSON object per line", where, io::json_error_text(e));
     }
     if (!object.is_object()) {
-      fail("{}: found a JSON {}, expected one JSON object per line (JSON Lines){}", where,
-           object.type_name(), object.is_array() && dataset.examples.empty() ? ", not a JSON array" : "");
+      fail("{}: found a JSON {}, expected one JSON object per line (JSON Lines){}", where, object.type_name(),
+           object.is_array() && dataset.examples.empty() ? ", not a JSON array" : "");
     }
 
     // The first line decides the kind of dataset and the field names.
@@ -103,9 +102,10 @@ Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view b
       if (!dataset.pretokenized && text_field.empty()) {
         text_field = pick_field(object, {"text", "sentence"});
         if (!object.contains(text_field)) {
-          fail("{}: no text field (found fields: {}), expected 'text', 'sentence' or 'input_ids', "
-               "or a --text-column name",
-               where, join_names(field_names(object)));
+          fail(
+              "{}: no text field (found fields: {}), expected 'text', 'sentence' or 'input_ids', "
+              "or a --text-column name",
+              where, join_names(field_names(object)));
         }
       }
       if (label_field.empty()) label_field = pick_field(object, {"label", "labels"});
@@ -115,8 +115,8 @@ Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view b
     example.line = line.number;
     if (dataset.pretokenized) {
       if (!object.contains("input_ids")) {
-        fail("{}: no 'input_ids' field (found fields: {}), expected pre-tokenised ids as on line {}",
-             where, join_names(field_names(object)), dataset.examples.front().line);
+        fail("{}: no 'input_ids' field (found fields: {}), expected pre-tokenised ids as on line {}", where,
+             join_names(field_names(object)), dataset.examples.front().line);
       }
       example.input_ids = read_ids(object, "input_ids", std::numeric_limits<int32_t>::max(), where);
       if (example.input_ids.empty()) fail("{}: input_ids is empty, expected at least one token id", where);
@@ -142,8 +142,8 @@ Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view b
     const auto label = object.find(label_field);
     if (label == object.end() || label->is_null()) {
       if (options.require_labels) {
-        fail("{}: row has no label (no '{}' field; found fields: {}), expected an integer class id{}",
-             where, label_field, join_names(field_names(object)),
+        fail("{}: row has no label (no '{}' field; found fields: {}), expected an integer class id{}", where,
+             label_field, join_names(field_names(object)),
              options.label_column.empty() ? " in 'label' or 'labels', or a --label-column name" : "");
       }
     } else if (const auto value = as_int(*label, std::numeric_limits<int>::min(), std::numeric_limits<int>::max())) {

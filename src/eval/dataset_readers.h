@@ -24,10 +24,8 @@ std::vector<SourceLine> non_blank_lines(std::string_view bytes);
 std::string join_names(const std::vector<std::string>& names);
 
 // Reads `bytes` (the whole file) as a GLUE-style / generic TSV with a header line.
-Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view bytes,
-                         const DatasetOptions& options);
+Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view bytes, const DatasetOptions& options);
 // Reads `bytes` as JSON Lines with text or pre-tokenised input_ids.
-Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view bytes,
-                           const DatasetOptions& options);
+Dataset read_jsonl_dataset(const std::filesystem::path& path, std::string_view bytes, const DatasetOptions& options);
 
 }  // namespace qjoule::eval

@@ -49,21 +49,21 @@ int parse_label(std::string_view field, const std::string& where, const std::str
   int label = 0;
   const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), label);
   if (error == std::errc::result_out_of_range) {
-    fail("{}: label '{}' in column '{}' is out of the int range, expected a small integer class id",
-         where, field, column);
+    fail("{}: label '{}' in column '{}' is out of the int range, expected a small integer class id", where, field,
+         column);
   }
   if (error != std::errc() || end != field.data() + field.size()) {
-    fail("{}: label '{}' in column '{}' is not an integer, expected an integer class id "
-         "(string labels such as id2label names are not supported)",
-         where, field, column);
+    fail(
+        "{}: label '{}' in column '{}' is not an integer, expected an integer class id "
+        "(string labels such as id2label names are not supported)",
+        where, field, column);
   }
   return label;
 }
 
 }  // namespace
 
-Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view bytes,
-                         const DatasetOptions& options) {
+Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view bytes, const DatasetOptions& options) {
   const std::string file = path.string();
   const std::vector<SourceLine> lines = non_blank_lines(bytes);
   if (lines.empty()) {
@@ -79,22 +79,24 @@ Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view byt
   const std::optional<size_t> text_column = find_column(header, options.text_column, {"sentence", "text"});
   if (!text_column) {
     if (options.text_column.empty()) {
-      fail("{}: header has no text column (found columns: {}), expected one named 'sentence' or "
-           "'text', or a --text-column name",
-           header_where, join_names(header));
+      fail(
+          "{}: header has no text column (found columns: {}), expected one named 'sentence' or "
+          "'text', or a --text-column name",
+          header_where, join_names(header));
     }
-    fail("{}: header has no '{}' column (found columns: {}), expected the --text-column name there",
-         header_where, options.text_column, join_names(header));
+    fail("{}: header has no '{}' column (found columns: {}), expected the --text-column name there", header_where,
+         options.text_column, join_names(header));
   }
   const std::optional<size_t> label_column = find_column(header, options.label_column, {"label", "labels"});
   if (!label_column && (options.require_labels || !options.label_column.empty())) {
     if (options.label_column.empty()) {
-      fail("{}: header has no label column (found columns: {}), expected one named 'label' or "
-           "'labels', or a --label-column name",
-           header_where, join_names(header));
+      fail(
+          "{}: header has no label column (found columns: {}), expected one named 'label' or "
+          "'labels', or a --label-column name",
+          header_where, join_names(header));
     }
-    fail("{}: header has no '{}' column (found columns: {}), expected the --label-column name there",
-         header_where, options.label_column, join_names(header));
+    fail("{}: header has no '{}' column (found columns: {}), expected the --label-column name there", header_where,
+         options.label_column, join_names(header));
   }
 
   Dataset dataset;
@@ -106,8 +108,8 @@ Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view byt
     tokenize::check_utf8(line.text, where);
     const std::vector<std::string_view> fields = split_tabs(line.text);
     if (fields.size() != header.size()) {
-      fail("{}: found {} tab-separated fields, expected {} as in the header ({})", where, fields.size(),
-           header.size(), join_names(header));
+      fail("{}: found {} tab-separated fields, expected {} as in the header ({})", where, fields.size(), header.size(),
+           join_names(header));
     }
     Example example;
     example.line = line.number;
@@ -117,8 +119,7 @@ Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view byt
       if (!field.empty()) {
         example.label = parse_label(field, where, header[*label_column]);
       } else if (options.require_labels) {
-        fail("{}: row has no label (column '{}' is empty), expected an integer class id", where,
-             header[*label_column]);
+        fail("{}: row has no label (column '{}' is empty), expected an integer class id", where, header[*label_column]);
       }
     }
     dataset.examples.push_back(std::move(example));

@@ -99,7 +99,8 @@ PerplexityResult evaluate_perplexity(const model::DecoderLM& model, const std::v
       r.nll_sum -= static_cast<double>(logp[static_cast<size_t>(ids[static_cast<size_t>(t)])]);
       if (options.save_kl_base) {
         uint16_t* out = options.save_kl_base->log_probs.data() + k * vocab;
-        for (int64_t j = 0; j < vocab; ++j) out[j] = quant::fp32_to_fp16_bits(std::max(logp[static_cast<size_t>(j)], -65504.0f));
+        for (int64_t j = 0; j < vocab; ++j)
+          out[j] = quant::fp32_to_fp16_bits(std::max(logp[static_cast<size_t>(j)], -65504.0f));
       }
       if (options.kl_base) {
         const uint16_t* in = options.kl_base->log_probs.data() + k * vocab;
@@ -107,7 +108,8 @@ PerplexityResult evaluate_perplexity(const model::DecoderLM& model, const std::v
         for (int64_t j = 0; j < vocab; ++j) {
           const float b = quant::fp16_bits_to_fp32(in[j]);
           base[static_cast<size_t>(j)] = b;
-          kl += std::exp(static_cast<double>(b)) * (static_cast<double>(b) - static_cast<double>(logp[static_cast<size_t>(j)]));
+          kl += std::exp(static_cast<double>(b)) *
+                (static_cast<double>(b) - static_cast<double>(logp[static_cast<size_t>(j)]));
         }
         kl_sum += kl;
         r.kl.max_kl = std::max(r.kl.max_kl, kl);

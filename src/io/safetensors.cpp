@@ -41,7 +41,8 @@ std::optional<uint64_t> byte_size(const std::vector<int64_t>& shape, std::size_t
 
 TensorView parse_entry(const std::string& file, const std::string& name, const json& entry, uint64_t data_size,
                        const std::byte* data_area) {
-  if (!entry.is_object()) fail("{}: tensor '{}': header entry is {}, expected an object", file, name, entry.type_name());
+  if (!entry.is_object())
+    fail("{}: tensor '{}': header entry is {}, expected an object", file, name, entry.type_name());
   const auto dtype_it = entry.find("dtype");
   if (dtype_it == entry.end() || !dtype_it->is_string())
     fail("{}: tensor '{}': missing string field 'dtype'", file, name);
@@ -51,7 +52,8 @@ TensorView parse_entry(const std::string& file, const std::string& name, const j
          file, name, dtype_it->get<std::string>());
 
   const auto shape_it = entry.find("shape");
-  if (shape_it == entry.end() || !shape_it->is_array()) fail("{}: tensor '{}': missing array field 'shape'", file, name);
+  if (shape_it == entry.end() || !shape_it->is_array())
+    fail("{}: tensor '{}': missing array field 'shape'", file, name);
   TensorView view;
   view.name = name;
   view.dtype = *dtype;
@@ -143,15 +145,16 @@ namespace {
 // A shard named by the index must be a file of the checkpoint's folder: a name that leaves it (an
 // absolute path, a ".." component) is refused rather than opened. Symlinks inside the folder are
 // followed: the Hugging Face cache keeps every shard as a link into its blobs folder.
-void require_inside_folder(const std::filesystem::path& index_path, const std::string& tensor,
-                           const std::string& shard, const std::filesystem::path& folder) {
+void require_inside_folder(const std::filesystem::path& index_path, const std::string& tensor, const std::string& shard,
+                           const std::filesystem::path& folder) {
   const std::filesystem::path named = std::filesystem::path(shard).lexically_normal();
   bool inside = !shard.empty() && !named.is_absolute() && !named.has_root_name() && named.has_filename();
   for (const auto& part : named) inside = inside && part != "..";
   if (!inside)
-    fail("{}: weight_map['{}'] names shard '{}', which is outside the checkpoint folder {}; expected a file name "
-         "inside it",
-         index_path.string(), tensor, shard, folder.string());
+    fail(
+        "{}: weight_map['{}'] names shard '{}', which is outside the checkpoint folder {}; expected a file name "
+        "inside it",
+        index_path.string(), tensor, shard, folder.string());
 }
 
 // Every weight read is checked once, at every precision: a NaN or Inf would make every output of the
@@ -175,9 +178,10 @@ void require_finite_tensor(const TensorView& t, const std::string& name, const s
       rest /= extent;
     }
     const char* found = std::isnan(values[i]) ? "NaN" : (values[i] > 0 ? "+Inf" : "-Inf");
-    fail("{}: tensor '{}' {} has {} at [{}]; expected finite values (the model's outputs would be meaningless at "
-         "any precision)",
-         t.file.string(), name, t.shape_string(), found, fmt::join(index, ", "));
+    fail(
+        "{}: tensor '{}' {} has {} at [{}]; expected finite values (the model's outputs would be meaningless at "
+        "any precision)",
+        t.file.string(), name, t.shape_string(), found, fmt::join(index, ", "));
   }
 }
 
@@ -194,8 +198,7 @@ Checkpoint Checkpoint::open(const std::filesystem::path& path) {
     const auto index_path = path / "model.safetensors.index.json";
     std::ifstream in(index_path);
     json index = json::parse(in, nullptr, false);
-    if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") ||
-        !index["weight_map"].is_object())
+    if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       fail("{}: not a JSON object with a 'weight_map' object", index_path.string());
     std::map<std::string, std::size_t> shard_of_file;
     for (const auto& [tensor, shard] : index["weight_map"].items()) {
@@ -256,9 +259,7 @@ std::vector<float> Checkpoint::to_f32(const std::string& name) const {
   const auto n = static_cast<std::size_t>(t.numel());
   std::vector<float> out(n);
   switch (t.dtype) {
-    case DType::F32:
-      std::memcpy(out.data(), t.data, n * sizeof(float));
-      break;
+    case DType::F32: std::memcpy(out.data(), t.data, n * sizeof(float)); break;
     case DType::F64:
       for (std::size_t i = 0; i < n; ++i) {
         double v;
@@ -275,8 +276,8 @@ std::vector<float> Checkpoint::to_f32(const std::string& name) const {
       }
       break;
     default:
-      fail("{}: tensor '{}' has dtype {}, expected a floating-point dtype (F32, F16, BF16, F64)", t.file.string(),
-           name, dtype_name(t.dtype));
+      fail("{}: tensor '{}' has dtype {}, expected a floating-point dtype (F32, F16, BF16, F64)", t.file.string(), name,
+           dtype_name(t.dtype));
   }
   require_finite_tensor(t, name, out);
   return out;

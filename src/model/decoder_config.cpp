@@ -34,8 +34,7 @@ kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& co
   if (it == config.end() || it->is_null()) return s;
   if (!it->is_object()) fail("{}: rope_scaling is {}, expected an object or null", r.path(), it->dump());
   const json& rs = *it;
-  s.type = rs.contains("rope_type") ? rs["rope_type"].get<std::string>()
-                                    : rs.value("type", std::string("default"));
+  s.type = rs.contains("rope_type") ? rs["rope_type"].get<std::string>() : rs.value("type", std::string("default"));
   auto number = [&](const char* key, double fallback) {
     auto f = rs.find(key);
     if (f == rs.end() || f->is_null()) return fallback;
@@ -113,8 +112,8 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
     out.max_positions = 2048;
     out.inferred_fields.push_back("max_position_embeddings (Hugging Face default 2048)");
   }
-  if (auto window = r.int_field("sliding_window"); window && *window > 0 && *window < out.max_positions &&
-                                                     bool_field(r, config, "use_sliding_window", true)) {
+  if (auto window = r.int_field("sliding_window");
+      window && *window > 0 && *window < out.max_positions && bool_field(r, config, "use_sliding_window", true)) {
     // Within a window no longer than sliding_window, sliding-window attention equals full attention.
     out.max_positions = *window;
     out.inferred_fields.push_back(fmt::format("max_position_embeddings limited to sliding_window = {}", *window));
@@ -140,8 +139,7 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
 
   const bool has_head = ck.contains("lm_head.weight");
   const bool tie = bool_field(r, config, "tie_word_embeddings", !has_head);
-  if (!tie && !has_head)
-    fail("{}: tie_word_embeddings = false, but the checkpoint has no 'lm_head.weight'", r.path());
+  if (!tie && !has_head) fail("{}: tie_word_embeddings = false, but the checkpoint has no 'lm_head.weight'", r.path());
   out.tie_word_embeddings = tie || !has_head;
   if (!config.contains("tie_word_embeddings")) out.inferred_fields.push_back("tie_word_embeddings");
 }

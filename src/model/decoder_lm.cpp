@@ -189,8 +189,8 @@ std::map<std::string, int> DecoderLM::kernel_path_counts() const {
 }
 
 std::size_t DecoderLM::bytes_held() const {
-  std::size_t floats = token_embeddings_.size() + position_embeddings_.size() + final_norm_.gamma.size() +
-                       final_norm_.beta.size();
+  std::size_t floats =
+      token_embeddings_.size() + position_embeddings_.size() + final_norm_.gamma.size() + final_norm_.beta.size();
   for (const auto& l : layers_)
     floats += l.attn_norm.gamma.size() + l.attn_norm.beta.size() + l.mlp_norm.gamma.size() + l.mlp_norm.beta.size();
   std::size_t total = floats * sizeof(float);
@@ -204,8 +204,7 @@ std::size_t DecoderLM::fp32_bytes() const {
   return total;
 }
 
-DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory,
-                          std::string* unused_tensors) {
+DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory, std::string* unused_tensors) {
   const auto ck = io::Checkpoint::open(dir);
   auto config = load_decoder_config(dir, ck);
   DecoderLM model(load_decoder_params(ck, config, /*defer_linears=*/true), factory);  // every Linear read by now

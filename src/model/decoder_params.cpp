@@ -34,10 +34,11 @@ class DecoderParamReader {
   const io::TensorView& check(const std::string& name, const std::vector<int64_t>& expected) const {
     const auto& t = ck_.at(name);
     if (t.shape != expected)
-      fail("{}: tensor '{}' has shape {}, expected [{}] from config.json ({}: hidden {}, heads {}/{} of {}, "
-           "intermediate {}, vocab {})",
-           t.file.string(), name, t.shape_string(), fmt::join(expected, ", "), cfg_.architecture, cfg_.hidden_size,
-           cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim, cfg_.intermediate_size, cfg_.vocab_size);
+      fail(
+          "{}: tensor '{}' has shape {}, expected [{}] from config.json ({}: hidden {}, heads {}/{} of {}, "
+          "intermediate {}, vocab {})",
+          t.file.string(), name, t.shape_string(), fmt::join(expected, ", "), cfg_.architecture, cfg_.hidden_size,
+          cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim, cfg_.intermediate_size, cfg_.vocab_size);
     return t;
   }
 
@@ -49,8 +50,7 @@ class DecoderParamReader {
 
   // nn.Linear: weight [out, in].
   LinearParams linear(const std::string& name, int64_t out, int64_t in, bool bias) const {
-    return make(name, out, in, LinearSource{name + ".weight", bias ? name + ".bias" : "", false},
-                {out, in});
+    return make(name, out, in, LinearSource{name + ".weight", bias ? name + ".bias" : "", false}, {out, in});
   }
 
   // GPT-2's Conv1D: weight stored [in, out], transposed to [out, in].

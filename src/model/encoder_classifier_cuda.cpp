@@ -269,9 +269,10 @@ struct EncoderClassifierCuda::Impl {
     cuda_model_detail::check_forward_inputs(config, ids, batch, seq);
     const std::size_t shared = kernels::cuda_detail::attention_shared_bytes(seq, config.head_dim());
     if (shared > kernels::cuda_detail::kAttentionMaxSharedBytes)
-      fail("forward: sequence length {} with head_dim {} needs {} bytes of shared memory in the GPU attention "
-           "kernel, more than its {}",
-           seq, config.head_dim(), shared, kernels::cuda_detail::kAttentionMaxSharedBytes);
+      fail(
+          "forward: sequence length {} with head_dim {} needs {} bytes of shared memory in the GPU attention "
+          "kernel, more than its {}",
+          seq, config.head_dim(), shared, kernels::cuda_detail::kAttentionMaxSharedBytes);
     const int64_t rows = batch * seq;
     const auto labels = static_cast<std::size_t>(config.num_labels);
     std::lock_guard<std::mutex> lock(mutex);
@@ -317,9 +318,9 @@ EncoderClassifierCuda::EncoderClassifierCuda(const EncoderParams& params, const 
   DeviceGuard guard(device);
 
   const auto build = [&](const LinearParams& p, bool in_block) {
-    auto linear = kernels::make_linear_cuda(formats(p, in_block), p.weight.data(),
-                                            p.bias.empty() ? nullptr : p.bias.data(), p.out_features, p.in_features,
-                                            p.name, device);
+    auto linear =
+        kernels::make_linear_cuda(formats(p, in_block), p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(),
+                                  p.out_features, p.in_features, p.name, device);
     m.linears.push_back({p.name, linear.get()});
     return linear;
   };

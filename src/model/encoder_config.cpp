@@ -22,8 +22,8 @@ struct FieldNames {
   const char* activation;
 };
 
-constexpr FieldNames kBertFields{"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                                 "intermediate_size", "hidden_act"};
+constexpr FieldNames kBertFields{"vocab_size",          "hidden_size",       "num_hidden_layers",
+                                 "num_attention_heads", "intermediate_size", "hidden_act"};
 constexpr FieldNames kDistilBertFields{"vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "activation"};
 
 std::vector<std::string> read_id2label(const std::string& path, const json& config) {
@@ -101,7 +101,8 @@ EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Ch
     out.num_layers = layers_in_checkpoint;
     out.inferred_fields.push_back(f.layers);
   }
-  if (out.num_layers == 0) fail("{}: the checkpoint holds no transformer layers (no '{}*' tensors)", path.string(), layer0);
+  if (out.num_layers == 0)
+    fail("{}: the checkpoint holds no transformer layers (no '{}*' tensors)", path.string(), layer0);
 
   // Heads cannot be read off tensor shapes; Hugging Face's default for both classes is 12.
   if (auto heads = r.int_field(f.heads)) {

@@ -15,9 +15,10 @@ class ParamReader {
   std::vector<float> read(const std::string& name, const std::vector<int64_t>& expected) const {
     const auto& t = ck_.at(name);
     if (t.shape != expected)
-      fail("{}: tensor '{}' has shape {}, expected [{}] from config.json ({}: hidden {}, ffn {}, vocab {}, positions {})",
-           t.file.string(), name, t.shape_string(), fmt::join(expected, ", "), cfg_.architecture, cfg_.hidden_size,
-           cfg_.intermediate_size, cfg_.vocab_size, cfg_.max_positions);
+      fail(
+          "{}: tensor '{}' has shape {}, expected [{}] from config.json ({}: hidden {}, ffn {}, vocab {}, positions {})",
+          t.file.string(), name, t.shape_string(), fmt::join(expected, ", "), cfg_.architecture, cfg_.hidden_size,
+          cfg_.intermediate_size, cfg_.vocab_size, cfg_.max_positions);
     return ck_.to_f32(name);
   }
 

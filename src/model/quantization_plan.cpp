@@ -71,13 +71,15 @@ SmoothingFactors calibrate_smoothquant(const EncoderParams& params, float alpha,
   }
   EncoderParams copy = params;
   const auto fp32 = fp32_linear_factory();
-  EncoderClassifier recorder(std::move(copy), [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
-    if (!p.fused_from.empty()) return nullptr;  // Q, K and V record apart, each under its own name
-    auto inner = fp32(p, in_block);
-    auto it = act_absmax.find(p.name);
-    if (it == act_absmax.end()) return inner;
-    return std::make_unique<AbsMaxRecordingLinear>(std::move(inner), it->second);
-  });
+  EncoderClassifier recorder(std::move(copy),
+                             [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
+                               if (!p.fused_from.empty())
+                                 return nullptr;  // Q, K and V record apart, each under its own name
+                               auto inner = fp32(p, in_block);
+                               auto it = act_absmax.find(p.name);
+                               if (it == act_absmax.end()) return inner;
+                               return std::make_unique<AbsMaxRecordingLinear>(std::move(inner), it->second);
+                             });
   run_calibration(recorder);
 
   SmoothingFactors out;

@@ -39,8 +39,7 @@ class StreamedLinearF32 final : public kernels::Linear {
 
 }  // namespace
 
-std::unique_ptr<kernels::Linear> make_streamed_linear_f32(LinearParams shape,
-                                                         std::function<void(LinearParams&)> load) {
+std::unique_ptr<kernels::Linear> make_streamed_linear_f32(LinearParams shape, std::function<void(LinearParams&)> load) {
   return std::make_unique<StreamedLinearF32>(std::move(shape), std::move(load));
 }
 

@@ -15,7 +15,6 @@ namespace qjoule::model {
 
 // `load` fills a LinearParams' weight and bias (DecoderParams::load_linear); `shape` names the Linear
 // and gives its shape, its weight and bias left empty.
-std::unique_ptr<kernels::Linear> make_streamed_linear_f32(LinearParams shape,
-                                                         std::function<void(LinearParams&)> load);
+std::unique_ptr<kernels::Linear> make_streamed_linear_f32(LinearParams shape, std::function<void(LinearParams&)> load);
 
 }  // namespace qjoule::model

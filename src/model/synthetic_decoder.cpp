@@ -32,10 +32,11 @@ SyntheticDecoderSpec tinyllama_shapes_spec(int64_t vocab) {
 DecoderParams synthetic_decoder_params(const SyntheticDecoderSpec& spec) {
   if (spec.vocab_size <= 0 || spec.hidden_size <= 0 || spec.num_layers <= 0 || spec.num_heads <= 0 ||
       spec.num_kv_heads <= 0 || spec.intermediate_size <= 0 || spec.max_positions <= 1) {
-    fail("synthetic decoder '{}': every size must be positive, got vocab {}, hidden {}, layers {}, heads {}, KV heads "
-         "{}, FFN {}, positions {}",
-         spec.name, spec.vocab_size, spec.hidden_size, spec.num_layers, spec.num_heads, spec.num_kv_heads,
-         spec.intermediate_size, spec.max_positions);
+    fail(
+        "synthetic decoder '{}': every size must be positive, got vocab {}, hidden {}, layers {}, heads {}, KV heads "
+        "{}, FFN {}, positions {}",
+        spec.name, spec.vocab_size, spec.hidden_size, spec.num_layers, spec.num_heads, spec.num_kv_heads,
+        spec.intermediate_size, spec.max_positions);
   }
   if (spec.hidden_size % spec.num_heads != 0 || spec.num_heads % spec.num_kv_heads != 0) {
     fail("synthetic decoder '{}': hidden size {} must be a multiple of {} heads, and heads a multiple of {} KV heads",

@@ -12,7 +12,9 @@ namespace {
 
 using Rng = detail::SyntheticRng;
 
-std::vector<float> normal_vector(Rng& rng, int64_t n, float stddev) { return detail::synthetic_normal_vector(rng, n, stddev); }
+std::vector<float> normal_vector(Rng& rng, int64_t n, float stddev) {
+  return detail::synthetic_normal_vector(rng, n, stddev);
+}
 
 LinearParams linear(Rng& rng, std::string name, int64_t out, int64_t in) {
   return detail::synthetic_linear(rng, std::move(name), out, in, true);
@@ -32,9 +34,10 @@ EncoderParams synthetic_encoder_params(const SyntheticEncoderSpec& spec) {
          spec.num_heads);
   if (spec.vocab_size <= 1000 || spec.num_layers <= 0 || spec.intermediate_size <= 0 || spec.max_positions <= 1 ||
       spec.num_labels <= 0)
-    fail("synthetic model '{}': every size must be positive (vocab above 1000), got vocab {}, layers {}, FFN {}, "
-         "positions {}, labels {}",
-         spec.name, spec.vocab_size, spec.num_layers, spec.intermediate_size, spec.max_positions, spec.num_labels);
+    fail(
+        "synthetic model '{}': every size must be positive (vocab above 1000), got vocab {}, layers {}, FFN {}, "
+        "positions {}, labels {}",
+        spec.name, spec.vocab_size, spec.num_layers, spec.intermediate_size, spec.max_positions, spec.num_labels);
   EncoderParams p;
   EncoderConfig& c = p.config;
   c.arch = EncoderArch::DistilBert;

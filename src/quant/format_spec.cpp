@@ -50,9 +50,10 @@ float parse_alpha(std::string_view spec, std::string_view value) {
   float alpha = 0.0f;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), alpha);
   if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
-    fail("precision '{}': SmoothQuant alpha '{}' is not a number, expected sq=ALPHA with ALPHA in [0, 1], e.g. "
-         "int8:sq=0.5",
-         spec, value);
+    fail(
+        "precision '{}': SmoothQuant alpha '{}' is not a number, expected sq=ALPHA with ALPHA in [0, 1], e.g. "
+        "int8:sq=0.5",
+        spec, value);
   }
   if (!(alpha >= 0.0f && alpha <= 1.0f)) {
     fail("precision '{}': SmoothQuant alpha {} is outside [0, 1]", spec, value);
@@ -66,9 +67,10 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
   const std::vector<std::string_view> parts = split_colons(spec);
   const auto format = find_format(parts[0]);
   if (!format) {
-    fail("precision '{}': unknown format '{}'; expected one of {} (options as NAME:OPTION, e.g. int4:g=64:asym, "
-         "int8:sq=0.5, nf4:dq)",
-         spec, parts[0], all_format_names());
+    fail(
+        "precision '{}': unknown format '{}'; expected one of {} (options as NAME:OPTION, e.g. int4:g=64:asym, "
+        "int8:sq=0.5, nf4:dq)",
+        spec, parts[0], all_format_names());
   }
   FormatSpec f = defaults;
   f.format = *format;
@@ -105,9 +107,10 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
     } else if (o == "emulate") {
       f.emulate = f.format != Format::fp32;  // fp32 has nothing to emulate: it is its own layer
     } else {
-      fail("precision '{}': unknown option '{}'; expected g=32|64|128, sym, asym, a8 (int4), dq (nf4), sq=ALPHA "
-           "(int8) or emulate",
-           spec, o);
+      fail(
+          "precision '{}': unknown option '{}'; expected g=32|64|128, sym, asym, a8 (int4), dq (nf4), sq=ALPHA "
+          "(int8) or emulate",
+          spec, o);
     }
   }
   if (f.format == Format::int4 && f.group_size != 32 && f.group_size != 64 && f.group_size != 128) {

@@ -15,7 +15,7 @@ uint16_t fp32_to_fp16_bits(float value) {
   }
   const int e = static_cast<int>(exponent) - 127 + 15;  // biased FP16 exponent
   if (e >= 31) return static_cast<uint16_t>(sign | 0x7C00u);
-  if (e <= 0) {  // FP16 subnormal (or zero): value = m * 2^-24
+  if (e <= 0) {                // FP16 subnormal (or zero): value = m * 2^-24
     if (e < -10) return sign;  // below half the smallest subnormal: rounds to (signed) zero
     mantissa |= 0x800000u;
     const int shift = 14 - e;  // 14..24

@@ -26,7 +26,8 @@ std::vector<std::string_view> split_items(std::string_view text, std::string_vie
   while (true) {
     const size_t comma = text.find(',', start);
     const std::string_view item = trim(text.substr(start, comma == std::string_view::npos ? text.npos : comma - start));
-    if (item.empty()) fail("{}: empty item in '{}'; expected comma-separated patterns without empty entries", option, text);
+    if (item.empty())
+      fail("{}: empty item in '{}'; expected comma-separated patterns without empty entries", option, text);
     items.push_back(item);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -97,10 +98,12 @@ std::vector<LayerPrecisionRule> parse_layer_precision(std::string_view text,
     }
     const std::string_view pattern = trim(item.substr(0, eq)), format = trim(item.substr(eq + 1));
     if (pattern.empty() || format.empty()) {
-      fail("{}: item '{}' has an empty {}; expected PATTERN=FORMAT", option, item, pattern.empty() ? "pattern" : "format");
+      fail("{}: item '{}' has an empty {}; expected PATTERN=FORMAT", option, item,
+           pattern.empty() ? "pattern" : "format");
     }
     check_pattern(pattern, option);
-    if (!known_formats.empty() && std::find(known_formats.begin(), known_formats.end(), format) == known_formats.end()) {
+    if (!known_formats.empty() &&
+        std::find(known_formats.begin(), known_formats.end(), format) == known_formats.end()) {
       fail("{}: item '{}' names unknown format '{}'; expected one of {}", option, item, format,
            fmt::join(known_formats, ", "));
     }
@@ -130,7 +133,8 @@ LayerDecision LayerPolicy::resolve(std::string_view layer_name, bool is_block_li
     if (hit.empty()) return {std::string(name(Format::fp32)), "not matched by --quant-include"};
     candidate_reason = fmt::format("included by --quant-include '{}'", hit);
   } else {
-    if (!is_block_linear) return {std::string(name(Format::fp32)), "not a transformer-block linear (kept FP32 by default)"};
+    if (!is_block_linear)
+      return {std::string(name(Format::fp32)), "not a transformer-block linear (kept FP32 by default)"};
     candidate_reason = "block linear";
   }
   if (const std::string hit = first_match(exclude_, layer_name); !hit.empty()) {

@@ -10,16 +10,16 @@ namespace qjoule::quant {
 
 void quantize_row_q8_act_ref(const float* x, int64_t n, BlockQ8Act* y, std::string_view layer, int64_t row) {
   if (n % kQ8ActBlockSize != 0) {
-    fail("layer '{}': {} activations per row are not a multiple of {}; expected whole INT8 activation blocks", layer,
-         n, kQ8ActBlockSize);
+    fail("layer '{}': {} activations per row are not a multiple of {}; expected whole INT8 activation blocks", layer, n,
+         kQ8ActBlockSize);
   }
   for (int64_t b = 0; b < n / kQ8ActBlockSize; ++b) {
     const float* xb = x + b * kQ8ActBlockSize;
     float amax = 0.0f;
     for (int i = 0; i < kQ8ActBlockSize; ++i) {
       if (!std::isfinite(xb[i])) {
-        fail("layer '{}': activation {} at [{}, {}]; expected finite activations to quantize to INT8", layer,
-             xb[i], row, b * kQ8ActBlockSize + i);
+        fail("layer '{}': activation {} at [{}, {}]; expected finite activations to quantize to INT8", layer, xb[i],
+             row, b * kQ8ActBlockSize + i);
       }
       amax = std::max(amax, std::fabs(xb[i]));
     }
@@ -38,5 +38,3 @@ void quantize_row_q8_act_ref(const float* x, int64_t n, BlockQ8Act* y, std::stri
 }
 
 }  // namespace qjoule::quant
-
-

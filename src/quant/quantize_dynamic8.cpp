@@ -45,7 +45,8 @@ void quantize_blockwise_dynamic8_ref(const float* x, int64_t n, int64_t block_si
     }
     const float inv = 1.0f / amax;
     const bool divide = !std::isfinite(inv);
-    for (int64_t i = 0; i < len; ++i) codes[b0 + i] = quantize_dynamic8_code(divide ? x[b0 + i] / amax : x[b0 + i] * inv);
+    for (int64_t i = 0; i < len; ++i)
+      codes[b0 + i] = quantize_dynamic8_code(divide ? x[b0 + i] / amax : x[b0 + i] * inv);
   }
 }
 

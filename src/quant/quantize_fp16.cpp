@@ -19,8 +19,8 @@ Fp16Matrix quantize_matrix_fp16(const float* w, int64_t rows, int64_t cols, std:
     for (int64_t c = 0; c < cols; ++c) {
       const uint16_t h = fp32_to_fp16_bits(x[c]);
       if ((h & 0x7C00u) == 0x7C00u) {
-        fail("tensor '{}': {} at [{}, {}] is outside the FP16 range; expected |w| <= {} to store as fp16", tensor,
-             x[c], r, c, kFp16Max);
+        fail("tensor '{}': {} at [{}, {}] is outside the FP16 range; expected |w| <= {} to store as fp16", tensor, x[c],
+             r, c, kFp16Max);
       }
       m.bits[static_cast<std::size_t>(r * cols + c)] = h;
     }

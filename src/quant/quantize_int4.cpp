@@ -14,8 +14,8 @@ namespace qjoule::quant {
 namespace {
 
 // FP16 bits of a group scale; a scale beyond FP16's range stops with an error naming the group.
-uint16_t group_scale_fp16(float scale, std::string_view tensor, int64_t row, int64_t group, int group_size,
-                          int64_t n, std::string_view scheme, float limit) {
+uint16_t group_scale_fp16(float scale, std::string_view tensor, int64_t row, int64_t group, int group_size, int64_t n,
+                          std::string_view scheme, float limit) {
   const uint16_t h = fp32_to_fp16_bits(scale);
   if ((h & 0x7C00u) == 0x7C00u) {
     fail("tensor '{}': int4 {} scale {} of row {} columns [{}, {}) exceeds the FP16 range (max {}); expected |w| <= {}",
@@ -41,7 +41,9 @@ std::array<float, G> padded_group(const float* x, int64_t n, int64_t g) {
 
 int64_t group_count(int64_t n, int G) { return (n + G - 1) / G; }
 
-int round_clamp(float v, int lo, int hi) { return static_cast<int>(std::clamp(std::nearbyint(v), float(lo), float(hi))); }
+int round_clamp(float v, int lo, int hi) {
+  return static_cast<int>(std::clamp(std::nearbyint(v), float(lo), float(hi)));
+}
 
 }  // namespace
 
@@ -52,7 +54,8 @@ void quantize_row_int4_sym_ref(const float* x, int64_t n, BlockInt4Sym<G>* y, st
     const std::array<float, G> xg = padded_group<G>(x, n, g);
     float amax = 0.0f;
     for (int i = 0; i < G; ++i) amax = std::max(amax, std::fabs(xg[i]));
-    const uint16_t h = group_scale_fp16(amax / kInt4SymMaxCode, tensor, row, g, G, n, "sym", kFp16Max * kInt4SymMaxCode);
+    const uint16_t h =
+        group_scale_fp16(amax / kInt4SymMaxCode, tensor, row, g, G, n, "sym", kFp16Max * kInt4SymMaxCode);
     const float d = fp16_bits_to_fp32(h);
     uint8_t u[G];
     for (int i = 0; i < G; ++i) {
@@ -83,14 +86,15 @@ void quantize_row_int4_asym_ref(const float* x, int64_t n, BlockInt4Asym<G>* y, 
       lo = std::min(lo, xg[i]);
       hi = std::max(hi, xg[i]);
     }
-    const uint16_t h = group_scale_fp16((hi - lo) / kInt4AsymMaxCode, tensor, row, g, G, n, "asym",
-                                        kFp16Max * kInt4AsymMaxCode / 2);
+    const uint16_t h =
+        group_scale_fp16((hi - lo) / kInt4AsymMaxCode, tensor, row, g, G, n, "asym", kFp16Max * kInt4AsymMaxCode / 2);
     const float d = fp16_bits_to_fp32(h);
     const int z = d == 0.0f ? 0 : round_clamp(-lo / d, 0, kInt4AsymMaxCode);
     uint8_t u[G];
     for (int i = 0; i < G; ++i) {
-      const int q = d == 0.0f ? 0 : std::clamp(round_clamp(xg[i] / d, -kInt4AsymMaxCode, kInt4AsymMaxCode) + z, 0,
-                                               kInt4AsymMaxCode);
+      const int q =
+          d == 0.0f ? 0
+                    : std::clamp(round_clamp(xg[i] / d, -kInt4AsymMaxCode, kInt4AsymMaxCode) + z, 0, kInt4AsymMaxCode);
       u[i] = static_cast<uint8_t>(q);
     }
     y[g].d = h;
@@ -129,15 +133,14 @@ BlockMatrix<Block> quantize_matrix_int4(const float* w, int64_t rows, int64_t co
   return m;
 }
 
-#define QJOULE_INT4_INSTANTIATE(G)                                                                            \
-  template void quantize_row_int4_sym_ref<G>(const float*, int64_t, BlockInt4Sym<G>*, std::string_view, int64_t); \
-  template void dequantize_row_int4_sym_ref<G>(const BlockInt4Sym<G>*, int64_t, float*);                     \
-  template void quantize_row_int4_asym_ref<G>(const float*, int64_t, BlockInt4Asym<G>*, std::string_view,    \
-                                              int64_t);                                                      \
-  template void dequantize_row_int4_asym_ref<G>(const BlockInt4Asym<G>*, int64_t, float*);                   \
-  template BlockMatrix<BlockInt4Sym<G>> quantize_matrix_int4<BlockInt4Sym<G>>(const float*, int64_t, int64_t, \
-                                                                              std::string_view);             \
-  template BlockMatrix<BlockInt4Asym<G>> quantize_matrix_int4<BlockInt4Asym<G>>(const float*, int64_t, int64_t, \
+#define QJOULE_INT4_INSTANTIATE(G)                                                                                  \
+  template void quantize_row_int4_sym_ref<G>(const float*, int64_t, BlockInt4Sym<G>*, std::string_view, int64_t);   \
+  template void dequantize_row_int4_sym_ref<G>(const BlockInt4Sym<G>*, int64_t, float*);                            \
+  template void quantize_row_int4_asym_ref<G>(const float*, int64_t, BlockInt4Asym<G>*, std::string_view, int64_t); \
+  template void dequantize_row_int4_asym_ref<G>(const BlockInt4Asym<G>*, int64_t, float*);                          \
+  template BlockMatrix<BlockInt4Sym<G>> quantize_matrix_int4<BlockInt4Sym<G>>(const float*, int64_t, int64_t,       \
+                                                                              std::string_view);                    \
+  template BlockMatrix<BlockInt4Asym<G>> quantize_matrix_int4<BlockInt4Asym<G>>(const float*, int64_t, int64_t,     \
                                                                                 std::string_view);
 QJOULE_INT4_INSTANTIATE(32)
 QJOULE_INT4_INSTANTIATE(64)

@@ -49,7 +49,7 @@ void quantize_row_nf4_ref(const float* x, int64_t n, BlockNf4* y, std::string_vi
     if (amax == 0.0f) {
       std::fill(code, code + kNf4BlockSize, kNf4ZeroCode);
     } else {
-      const float inv = 1.0f / amax;  // bitsandbytes multiplies by the reciprocal
+      const float inv = 1.0f / amax;            // bitsandbytes multiplies by the reciprocal
       const bool divide = !std::isfinite(inv);  // subnormal absmax
       for (int i = 0; i < kNf4BlockSize; ++i) code[i] = quantize_nf4_code(divide ? xb[i] / amax : xb[i] * inv);
     }

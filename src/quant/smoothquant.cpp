@@ -21,7 +21,8 @@ void check_maxima(const std::vector<float>& v, const char* what) {
 void accumulate_channel_absmax(const float* x, int64_t rows, int64_t cols, std::vector<float>& running) {
   if (running.empty()) running.assign(static_cast<size_t>(cols), 0.0f);
   if (static_cast<int64_t>(running.size()) != cols) {
-    fail("smoothquant calibration: activation has {} channels; expected {} as in earlier batches", cols, running.size());
+    fail("smoothquant calibration: activation has {} channels; expected {} as in earlier batches", cols,
+         running.size());
   }
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
@@ -49,7 +50,8 @@ void accumulate_weight_input_absmax(const float* W, int64_t out, int64_t in, std
 
 std::vector<float> smoothquant_scales(const std::vector<float>& act_absmax, const std::vector<float>& weight_absmax,
                                       float alpha) {
-  if (!(alpha >= 0.0f && alpha <= 1.0f)) fail("--smoothquant: alpha {} is out of range; expected 0 <= alpha <= 1", alpha);
+  if (!(alpha >= 0.0f && alpha <= 1.0f))
+    fail("--smoothquant: alpha {} is out of range; expected 0 <= alpha <= 1", alpha);
   if (act_absmax.size() != weight_absmax.size()) {
     fail("smoothquant: {} activation maxima but {} weight maxima; expected one of each per input channel",
          act_absmax.size(), weight_absmax.size());

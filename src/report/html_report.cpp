@@ -30,7 +30,7 @@ constexpr const char* kContentSecurityPolicy =
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
 
 // The environment keys shown first, in this order; any others follow in a <details>.
-constexpr std::array<const char*, 6> kMainEnvironmentKeys = {"cpu", "isa", "os", "compiler", "qjoule_version",
+constexpr std::array<const char*, 6> kMainEnvironmentKeys = {"cpu",          "isa", "os", "compiler", "qjoule_version",
                                                              "qjoule_commit"};
 
 std::string environment_value_text(const nlohmann::json& value) {
@@ -68,8 +68,8 @@ void append_fact(std::string& html, const std::string& name, const std::string& 
 std::string header_html(const std::vector<RunRecord>& records, const ReportOptions& options) {
   const auto models = distinct(records, [](const RunRecord& r) { return r.config.model; });
   const auto devices = distinct(records, [](const RunRecord& r) { return r.config.device; });
-  std::string html = fmt::format("<header>\n<h1>qjoule report: {}</h1>\n<dl class=\"facts\" id=\"facts\">\n",
-                                 joined_escaped(models));
+  std::string html =
+      fmt::format("<header>\n<h1>qjoule report: {}</h1>\n<dl class=\"facts\" id=\"facts\">\n", joined_escaped(models));
   append_fact(html, models.size() == 1 ? "model" : "models", joined_escaped(models));
   append_fact(html, devices.size() == 1 ? "device" : "devices", joined_escaped(devices));
   std::set<std::string> shown;
@@ -113,9 +113,10 @@ std::string header_html(const std::vector<RunRecord>& records, const ReportOptio
     append_fact(others, key, joined_escaped(values, " | "));
   }
   if (!others.empty())
-    html += fmt::format("<details><summary>Environment, every key</summary>\n<dl class=\"facts\">\n{}</dl>\n"
-                        "</details>\n",
-                        others);
+    html += fmt::format(
+        "<details><summary>Environment, every key</summary>\n<dl class=\"facts\">\n{}</dl>\n"
+        "</details>\n",
+        others);
   html += "</header>\n";
   return html;
 }
@@ -145,17 +146,18 @@ std::string skipped_html(const std::vector<SkippedLine>& skipped) {
       "<p>These lines of the results were not read; the report shows the other records.</p>\n<ul>\n",
       skipped.size(), skipped.size() == 1 ? "" : "s");
   for (const auto& s : skipped)
-    html += fmt::format("<li><code>{}:{}</code>: {}</li>\n", html_escape(s.file.string()), s.line,
-                        html_escape(s.reason));
+    html +=
+        fmt::format("<li><code>{}:{}</code>: {}</li>\n", html_escape(s.file.string()), s.line, html_escape(s.reason));
   return html + "</ul>\n</section>\n";
 }
 
 std::string table_html(const std::vector<RunRecord>& records, const ReportOptions& options) {
   const bench::PaperTable table = bench::build_paper_table(records, options.max_accuracy_drop_pt, options.baseline);
-  std::string html = fmt::format("<section id=\"results\"><h2>Results</h2>\n<p class=\"note\">Deltas against the "
-                                 "{} run with the same model, device, batch, seq and threads. Click a column "
-                                 "header to sort.</p>\n",
-                                 html_escape(options.baseline));
+  std::string html = fmt::format(
+      "<section id=\"results\"><h2>Results</h2>\n<p class=\"note\">Deltas against the "
+      "{} run with the same model, device, batch, seq and threads. Click a column "
+      "header to sort.</p>\n",
+      html_escape(options.baseline));
   if (table.rows.empty()) {
     html += "<p>No successful runs.</p>\n";
   } else {
@@ -196,8 +198,8 @@ std::string pareto_list_html(const std::vector<RunRecord>& records, const Record
   std::string html = fmt::format("<h3>Pareto frontier ({} vs {})</h3>\n<ol id=\"pareto-list\">\n",
                                  html_escape(pareto.cost_label), html_escape(pareto.quality_label));
   for (const std::size_t index : pareto.frontier) {
-    const auto k = static_cast<std::size_t>(
-        std::find(pareto.candidates.begin(), pareto.candidates.end(), index) - pareto.candidates.begin());
+    const auto k = static_cast<std::size_t>(std::find(pareto.candidates.begin(), pareto.candidates.end(), index) -
+                                            pareto.candidates.begin());
     html += fmt::format("<li data-run=\"{0}\"><code>{0}</code> — {1:.4g} {2}, {3:.2f}%</li>\n",
                         html_escape(records[index].run_name), pareto.cost[k], pareto.cost_is_energy ? "J" : "ms",
                         pareto.quality[k]);
@@ -219,9 +221,10 @@ std::string sections_html(const std::vector<RunRecord>& records, const std::vect
         html += fmt::format("<figure class=\"chart note-only\" id=\"{}\"><h3>{}</h3>{}</figure>\n",
                             html_escape(chart.id), html_escape(chart.title), notes);
       } else {
-        html += fmt::format("<figure class=\"chart\"><div class=\"canvas-box\"><canvas id=\"{0}\" data-chart=\"{0}\" "
-                            "role=\"img\" aria-label=\"{1}\"></canvas></div><figcaption>{2}</figcaption></figure>\n",
-                            html_escape(chart.id), html_escape(chart.title), notes);
+        html += fmt::format(
+            "<figure class=\"chart\"><div class=\"canvas-box\"><canvas id=\"{0}\" data-chart=\"{0}\" "
+            "role=\"img\" aria-label=\"{1}\"></canvas></div><figcaption>{2}</figcaption></figure>\n",
+            html_escape(chart.id), html_escape(chart.title), notes);
       }
     }
     if (section.id == "pareto") html += pareto_list_html(records, pareto);
@@ -235,9 +238,10 @@ std::string run_notes_html(const std::vector<RunRecord>& records) {
   for (const auto& r : records)
     for (const auto& note : r.notes) notes.push_back(fmt::format("{}: {}", r.run_name, note));
   if (notes.empty()) return "";
-  return fmt::format("<section id=\"notes\"><h2>Run notes</h2>\n<details><summary>{} note{}</summary>\n{}</details>"
-                     "</section>\n",
-                     notes.size(), notes.size() == 1 ? "" : "s", list_html(notes));
+  return fmt::format(
+      "<section id=\"notes\"><h2>Run notes</h2>\n<details><summary>{} note{}</summary>\n{}</details>"
+      "</section>\n",
+      notes.size(), notes.size() == 1 ? "" : "s", list_html(notes));
 }
 
 std::vector<RunTrace> find_traces(const std::vector<RunRecord>& records, const ReportOptions& options) {
@@ -273,8 +277,7 @@ std::string missing_traces_note(const ReportOptions& options) {
 std::string render_html_report(const std::vector<RunRecord>& records, const ReportOptions& options) {
   if (records.empty()) fail("no run records to report");
   bench::precision_token(options.baseline);  // fails on a baseline that is not a precision
-  const std::string chartjs =
-      load_chartjs(options.chartjs.empty() ? chartjs_path() : options.chartjs);
+  const std::string chartjs = load_chartjs(options.chartjs.empty() ? chartjs_path() : options.chartjs);
 
   const RecordPareto pareto = pareto_of_records(records);
   const auto sections =
@@ -294,18 +297,20 @@ std::string render_html_report(const std::vector<RunRecord>& records, const Repo
   html += fmt::format("<title>qjoule report: {}</title>\n", joined_escaped(models));
   html += fmt::format("<script>{}</script>\n", detail::kErrorCaptureScript);
   html += fmt::format("<style>{}</style>\n</head>\n<body>\n", detail::kPageStyle);
-  html += fmt::format("<div id=\"qjoule-report-status\" hidden data-done=\"0\" data-charts-expected=\"{}\" "
-                      "data-charts-drawn=\"0\" data-errors=\"0\" data-csp-violations=\"0\"></div>\n",
-                      count_drawn_charts(sections));
+  html += fmt::format(
+      "<div id=\"qjoule-report-status\" hidden data-done=\"0\" data-charts-expected=\"{}\" "
+      "data-charts-drawn=\"0\" data-errors=\"0\" data-csp-violations=\"0\"></div>\n",
+      count_drawn_charts(sections));
   html += header_html(records, options);
   html += warnings_html(records);
   html += skipped_html(options.skipped);
   html += table_html(records, options);
   html += sections_html(records, sections, pareto);
   html += run_notes_html(records);
-  html += fmt::format("<footer>Every number comes from the run records (schema version {}, "
-                      "docs/bench-records.md). Charts: Chart.js, inlined.</footer>\n",
-                      bench::kRunRecordSchemaVersion);
+  html += fmt::format(
+      "<footer>Every number comes from the run records (schema version {}, "
+      "docs/bench-records.md). Charts: Chart.js, inlined.</footer>\n",
+      bench::kRunRecordSchemaVersion);
   html += fmt::format("<script>{}</script>\n", script_for_inline_element(chartjs));
   html += fmt::format("<script type=\"application/json\" id=\"qjoule-report-data\">{}</script>\n",
                       json_for_script_element(data));

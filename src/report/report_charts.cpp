@@ -13,12 +13,12 @@
 namespace qjoule::report {
 namespace {
 
-using nlohmann::json;
 using bench::RunRecord;
+using nlohmann::json;
 using Metric = std::function<std::optional<double>(const RunRecord&)>;
 
 constexpr std::array<const char*, 10> kPalette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+                                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 const char* color(std::size_t i) { return kPalette[i % kPalette.size()]; }
 
 std::vector<const RunRecord*> successful(const std::vector<RunRecord>& records) {
@@ -96,7 +96,9 @@ json chart_config(const std::string& type, const std::string& title, json data, 
 json value_or_null(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 json bar_dataset(const std::string& label, json values, std::size_t color_index) {
-  return {{"label", label}, {"data", std::move(values)}, {"backgroundColor", color(color_index)},
+  return {{"label", label},
+          {"data", std::move(values)},
+          {"backgroundColor", color(color_index)},
           {"borderColor", color(color_index)}};
 }
 
@@ -121,7 +123,7 @@ json per_precision_data(const std::vector<const RunRecord*>& runs,
         any = any || value.has_value();
         values.push_back(value_or_null(value));
       }
-      const std::string label = shape.empty() ? metric_label
+      const std::string label = shape.empty()          ? metric_label
                                 : metric_label.empty() ? shape
                                                        : shape + " " + metric_label;
       if (any) datasets.push_back(bar_dataset(label.empty() ? "value" : label, std::move(values), color_index));
@@ -151,10 +153,23 @@ ReportChart latency_chart(const std::vector<const RunRecord*>& runs) {
   json data = {{"labels", labels},
                {"datasets",
                 {bar_dataset("p50", p50, 0),
-                 {{"type", "line"}, {"label", "p90"}, {"data", p90}, {"showLine", false}, {"pointStyle", "line"},
-                  {"pointRadius", 12}, {"borderWidth", 3}, {"borderColor", color(1)}, {"backgroundColor", color(1)}},
-                 {{"type", "line"}, {"label", "p99"}, {"data", p99}, {"showLine", false}, {"pointStyle", "triangle"},
-                  {"pointRadius", 6}, {"borderColor", color(3)}, {"backgroundColor", color(3)}}}}};
+                 {{"type", "line"},
+                  {"label", "p90"},
+                  {"data", p90},
+                  {"showLine", false},
+                  {"pointStyle", "line"},
+                  {"pointRadius", 12},
+                  {"borderWidth", 3},
+                  {"borderColor", color(1)},
+                  {"backgroundColor", color(1)}},
+                 {{"type", "line"},
+                  {"label", "p99"},
+                  {"data", p99},
+                  {"showLine", false},
+                  {"pointStyle", "triangle"},
+                  {"pointRadius", 6},
+                  {"borderColor", color(3)},
+                  {"backgroundColor", color(3)}}}}};
   chart.config = chart_config("bar", chart.title, std::move(data), axis("run", "category"), axis("ms per batch"));
   if (std::any_of(runs.begin(), runs.end(), [](const RunRecord* r) { return r->not_representative; }))
     chart.notes.push_back("* emulated format: its latency is not representative.");
@@ -217,11 +232,11 @@ ReportChart energy_chart(const std::vector<const RunRecord*>& runs) {
 }
 
 ReportChart accuracy_chart(const std::vector<const RunRecord*>& runs, bool by_accuracy) {
-  ReportChart chart{"chart-accuracy",
-                    by_accuracy ? "Accuracy per precision (%)"
-                                : "Top-1 agreement with FP32 per precision (%) — no labelled dataset",
-                    nullptr,
-                    {}};
+  ReportChart chart{
+      "chart-accuracy",
+      by_accuracy ? "Accuracy per precision (%)" : "Top-1 agreement with FP32 per precision (%) — no labelled dataset",
+      nullptr,
+      {}};
   const Metric metric = [by_accuracy](const RunRecord& r) -> std::optional<double> {
     const auto value = by_accuracy ? r.accuracy : r.top1_agreement;
     return value ? std::optional<double>(*value * 100) : std::nullopt;
@@ -256,14 +271,22 @@ ReportChart pareto_chart(const std::vector<RunRecord>& records, const RecordPare
   json runs = json::array(), frontier = json::array();
   for (std::size_t k = 0; k < pareto.candidates.size(); ++k) runs.push_back(point(k));
   for (const std::size_t index : pareto.frontier) {
-    const auto k = static_cast<std::size_t>(
-        std::find(pareto.candidates.begin(), pareto.candidates.end(), index) - pareto.candidates.begin());
+    const auto k = static_cast<std::size_t>(std::find(pareto.candidates.begin(), pareto.candidates.end(), index) -
+                                            pareto.candidates.begin());
     frontier.push_back(point(k));
   }
   json data = {{"datasets",
-                {{{"label", "Pareto frontier"}, {"data", frontier}, {"showLine", true}, {"borderColor", color(3)},
-                  {"backgroundColor", color(3)}, {"pointRadius", 7}, {"borderWidth", 2}},
-                 {{"label", "runs"}, {"data", runs}, {"borderColor", color(0)}, {"backgroundColor", color(0)},
+                {{{"label", "Pareto frontier"},
+                  {"data", frontier},
+                  {"showLine", true},
+                  {"borderColor", color(3)},
+                  {"backgroundColor", color(3)},
+                  {"pointRadius", 7},
+                  {"borderWidth", 2}},
+                 {{"label", "runs"},
+                  {"data", runs},
+                  {"borderColor", color(0)},
+                  {"backgroundColor", color(0)},
                   {"pointRadius", 4}}}}};
   chart.config =
       chart_config("scatter", chart.title, std::move(data), axis(pareto.cost_label), axis(pareto.quality_label));
@@ -294,8 +317,8 @@ ReportChart scaling_chart(const std::vector<const RunRecord*>& runs, bool over_b
   for (const auto* r : runs)
     if (y_of(*r)) xs.insert(x_of(*r));
   if (xs.size() < 2) {
-    chart.notes.push_back(fmt::format("needs ≥ 2 {}s (these runs have {}: {})", what,
-                                      xs.empty() ? "none" : "only one", fmt::join(xs, ", ")));
+    chart.notes.push_back(fmt::format("needs ≥ 2 {}s (these runs have {}: {})", what, xs.empty() ? "none" : "only one",
+                                      fmt::join(xs, ", ")));
     return chart;
   }
   Variation v = variation_of(runs);
@@ -310,12 +333,16 @@ ReportChart scaling_chart(const std::vector<const RunRecord*>& runs, bool over_b
     std::sort(points.begin(), points.end());
     json data = json::array();
     for (const auto& [x, y] : points) data.push_back({{"x", x}, {"y", y}});
-    datasets.push_back({{"label", series[s]}, {"data", data}, {"showLine", true}, {"borderColor", color(s)},
-                        {"backgroundColor", color(s)}, {"pointRadius", 4}});
+    datasets.push_back({{"label", series[s]},
+                        {"data", data},
+                        {"showLine", true},
+                        {"borderColor", color(s)},
+                        {"backgroundColor", color(s)},
+                        {"pointRadius", 4}});
   }
-  chart.config = chart_config("scatter", chart.title, {{"datasets", datasets}},
-                              axis(what, over_batch ? "logarithmic" : "linear"),
-                              axis(over_batch ? "sequences/s" : "p50 ms per batch"));
+  chart.config =
+      chart_config("scatter", chart.title, {{"datasets", datasets}}, axis(what, over_batch ? "logarithmic" : "linear"),
+                   axis(over_batch ? "sequences/s" : "p50 ms per batch"));
   return chart;
 }
 
@@ -336,9 +363,9 @@ ReportChart size_chart(const std::vector<const RunRecord*>& runs) {
     chart.notes.push_back("No run recorded its model size.");
     return chart;
   }
-  chart.config = chart_config("bar", chart.title,
-                              {{"labels", precisions}, {"datasets", {bar_dataset("MiB", values, 2)}}},
-                              axis("precision", "category"), axis("MiB"));
+  chart.config =
+      chart_config("bar", chart.title, {{"labels", precisions}, {"datasets", {bar_dataset("MiB", values, 2)}}},
+                   axis("precision", "category"), axis("MiB"));
   return chart;
 }
 
@@ -351,8 +378,12 @@ ReportChart trace_chart(const RunTrace& t, std::size_t n) {
     for (std::size_t i = 0; i < series.time_s.size(); ++i)
       data.push_back({{"x", series.time_s[i]}, {"y", series.power_w[i]}});
     datasets.push_back({{"label", series.sensor + (series.derived_from_energy ? " (from energy deltas)" : "")},
-                        {"data", data}, {"showLine", true}, {"pointRadius", 0}, {"borderWidth", 1.5},
-                        {"borderColor", color(s)}, {"backgroundColor", color(s)}});
+                        {"data", data},
+                        {"showLine", true},
+                        {"pointRadius", 0},
+                        {"borderWidth", 1.5},
+                        {"borderColor", color(s)},
+                        {"backgroundColor", color(s)}});
   }
   chart.notes = t.trace.notes;
   chart.notes.push_back(fmt::format("From {}", t.path.string()));

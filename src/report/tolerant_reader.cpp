@@ -65,10 +65,9 @@ ReadResults read_results_tolerantly(const std::vector<std::filesystem::path>& fi
       try {
         json = nlohmann::json::parse(line);
       } catch (const nlohmann::json::exception& e) {
-        skip(last_without_newline
-                 ? fmt::format("truncated last line (no newline at the end, {} bytes): not JSON ({})", line.size(),
-                               parse_error_text(e))
-                 : fmt::format("not JSON ({})", parse_error_text(e)));
+        skip(last_without_newline ? fmt::format("truncated last line (no newline at the end, {} bytes): not JSON ({})",
+                                                line.size(), parse_error_text(e))
+                                  : fmt::format("not JSON ({})", parse_error_text(e)));
         continue;
       }
       if (!json.is_object()) {

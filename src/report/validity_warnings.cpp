@@ -91,19 +91,18 @@ std::vector<ValidityWarning> validity_warnings(const std::vector<bench::RunRecor
     out.push_back(std::move(w));
   }
   if (!estimated.empty())
-    out.push_back({"energy-estimated",
-                   fmt::format("Energy estimated, not measured ({})", runs_text(estimated.size())), estimated});
+    out.push_back({"energy-estimated", fmt::format("Energy estimated, not measured ({})", runs_text(estimated.size())),
+                   estimated});
   if (!emulated.empty())
-    out.push_back({"emulated",
-                   fmt::format("Emulated formats: latency and energy not representative ({})",
-                               runs_text(emulated.size())),
-                   emulated});
-  if (!failed.empty())
-    out.push_back({"failed", fmt::format("Failed runs ({})", runs_text(failed.size())), failed});
+    out.push_back(
+        {"emulated",
+         fmt::format("Emulated formats: latency and energy not representative ({})", runs_text(emulated.size())),
+         emulated});
+  if (!failed.empty()) out.push_back({"failed", fmt::format("Failed runs ({})", runs_text(failed.size())), failed});
   auto flagged = flagged_windows(records);
   if (!flagged.empty())
-    out.push_back({"energy-flagged", fmt::format("Flagged energy windows ({} flagged)", flagged.size()),
-                   std::move(flagged)});
+    out.push_back(
+        {"energy-flagged", fmt::format("Flagged energy windows ({} flagged)", flagged.size()), std::move(flagged)});
   return out;
 }
 

@@ -13,9 +13,9 @@
 namespace qjoule::tokenize {
 
 struct TextSegment {
-  std::string_view text;          // a view into the split text
-  std::optional<int32_t> token;   // the added token's id, or nullopt for ordinary text
-  size_t offset = 0;              // byte offset of `text` in the split text
+  std::string_view text;         // a view into the split text
+  std::optional<int32_t> token;  // the added token's id, or nullopt for ordinary text
+  size_t offset = 0;             // byte offset of `text` in the split text
 };
 
 class AddedTokenSplitter {

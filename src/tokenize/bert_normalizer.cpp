@@ -14,8 +14,7 @@ constexpr char32_t kLatinCapitalIWithDotAbove = 0x130;
 constexpr char32_t kCombiningDotAbove = 0x307;
 
 int combining_class(char32_t c) {
-  return c < 0x300 ? 0
-                   : utf8proc_get_property(static_cast<utf8proc_int32_t>(c))->combining_class;
+  return c < 0x300 ? 0 : utf8proc_get_property(static_cast<utf8proc_int32_t>(c))->combining_class;
 }
 
 // Canonical decomposition of one code point (NFD without the reordering step).
@@ -26,9 +25,9 @@ void append_canonical_decomposition(char32_t c, std::u32string& out) {
   }
   std::array<utf8proc_int32_t, 8> buffer{};
   int boundclass = 0;
-  const utf8proc_ssize_t n = utf8proc_decompose_char(
-      static_cast<utf8proc_int32_t>(c), buffer.data(), static_cast<utf8proc_ssize_t>(buffer.size()),
-      UTF8PROC_DECOMPOSE, &boundclass);
+  const utf8proc_ssize_t n =
+      utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), buffer.data(),
+                              static_cast<utf8proc_ssize_t>(buffer.size()), UTF8PROC_DECOMPOSE, &boundclass);
   if (n <= 0 || static_cast<size_t>(n) > buffer.size()) {  // cannot happen for valid code points
     out.push_back(c);
     return;

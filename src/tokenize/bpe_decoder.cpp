@@ -35,13 +35,24 @@ std::string utf8_lossy(std::string_view bytes) {
       out += bytes[i++];
       continue;
     }
-    if (lead >= 0xC2 && lead <= 0xDF) need = 1;
-    else if (lead == 0xE0) { need = 2; lo = 0xA0; }
-    else if (lead == 0xED) { need = 2; hi = 0x9F; }
-    else if (lead >= 0xE1 && lead <= 0xEF) need = 2;
-    else if (lead == 0xF0) { need = 3; lo = 0x90; }
-    else if (lead == 0xF4) { need = 3; hi = 0x8F; }
-    else if (lead >= 0xF1 && lead <= 0xF3) need = 3;
+    if (lead >= 0xC2 && lead <= 0xDF)
+      need = 1;
+    else if (lead == 0xE0) {
+      need = 2;
+      lo = 0xA0;
+    } else if (lead == 0xED) {
+      need = 2;
+      hi = 0x9F;
+    } else if (lead >= 0xE1 && lead <= 0xEF)
+      need = 2;
+    else if (lead == 0xF0) {
+      need = 3;
+      lo = 0x90;
+    } else if (lead == 0xF4) {
+      need = 3;
+      hi = 0x8F;
+    } else if (lead >= 0xF1 && lead <= 0xF3)
+      need = 3;
     size_t j = i + 1;
     bool ok = need > 0;
     for (size_t k = 0; ok && k < need; ++k, ++j) {

@@ -10,9 +10,7 @@
 namespace qjoule::tokenize {
 namespace {
 
-size_t utf8_length(unsigned char lead) {
-  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-}
+size_t utf8_length(unsigned char lead) { return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
 
 // One symbol of a word being merged: a doubly linked list over the initial characters.
 struct Symbol {
@@ -26,9 +24,7 @@ struct Candidate {
   int32_t rank;
   int32_t pos;
   int32_t new_id;
-  bool operator>(const Candidate& other) const {
-    return rank != other.rank ? rank > other.rank : pos > other.pos;
-  }
+  bool operator>(const Candidate& other) const { return rank != other.rank ? rank > other.rank : pos > other.pos; }
 };
 
 }  // namespace
@@ -40,8 +36,8 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
   const auto id_of = [&](const std::string& token, size_t index, std::string_view part) {
     const auto it = vocab_.find(token);
     if (it == vocab_.end()) {
-      fail("{}: model.merges[{}] {} \"{}\" is not in model.vocab, expected merges of vocabulary tokens",
-           source, index, part, token);
+      fail("{}: model.merges[{}] {} \"{}\" is not in model.vocab, expected merges of vocabulary tokens", source, index,
+           part, token);
     }
     return it->second;
   };

@@ -12,9 +12,9 @@ namespace {
 
 std::string nfc(std::string_view text) {
   utf8proc_uint8_t* out = nullptr;
-  const auto length = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                   static_cast<utf8proc_ssize_t>(text.size()), &out,
-                                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const auto length =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                   &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   const std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(out, &std::free);
   if (length < 0) fail("NFC normalization failed: {}", utf8proc_errmsg(length));
   return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(length));

@@ -40,8 +40,8 @@ std::vector<std::string> split_piece(const std::string& piece, const SplitPreTok
 
 std::vector<std::string> split_piece(const std::string& piece, const MetaspacePreTokenizer& step, bool at_text_start) {
   const std::string replaced = replace_all(piece, " ", step.replacement);
-  const bool prepend = step.prepend_scheme == PrependScheme::kAlways ||
-                       (step.prepend_scheme == PrependScheme::kFirst && at_text_start);
+  const bool prepend =
+      step.prepend_scheme == PrependScheme::kAlways || (step.prepend_scheme == PrependScheme::kFirst && at_text_start);
   std::string text = prepend && replaced.rfind(step.replacement, 0) != 0 ? step.replacement : "";
   text += replaced;
   if (step.split) return split_merged_with_next(text, step.replacement);

@@ -15,14 +15,24 @@
 namespace qjoule::tokenize {
 
 // Normalizers (tokenizers' Prepend, Replace with a String pattern, NFC), applied in order.
-struct PrependNormalizer { std::string prepend; };
-struct ReplaceNormalizer { std::string pattern; std::string content; };
+struct PrependNormalizer {
+  std::string prepend;
+};
+struct ReplaceNormalizer {
+  std::string pattern;
+  std::string content;
+};
 struct NfcNormalizer {};
 using NormalizerStep = std::variant<PrependNormalizer, ReplaceNormalizer, NfcNormalizer>;
 
 // Pre-tokenizers, each splitting every piece the previous ones made.
-struct ByteLevelPreTokenizer { bool add_prefix_space = false; bool use_regex = true; };
-struct SplitPreTokenizer { SplitPattern pattern = SplitPattern::kGpt2; };  // behavior Isolated
+struct ByteLevelPreTokenizer {
+  bool add_prefix_space = false;
+  bool use_regex = true;
+};
+struct SplitPreTokenizer {
+  SplitPattern pattern = SplitPattern::kGpt2;
+};  // behavior Isolated
 enum class PrependScheme { kAlways, kFirst, kNever };
 struct MetaspacePreTokenizer {
   std::string replacement = "\xE2\x96\x81";  // ▁
@@ -33,13 +43,23 @@ using PreTokenizerStep = std::variant<ByteLevelPreTokenizer, SplitPreTokenizer, 
 
 // Decoders, each turning the token strings into new ones.
 struct ByteLevelDecoder {};
-struct ReplaceDecoder { std::string pattern; std::string content; };
+struct ReplaceDecoder {
+  std::string pattern;
+  std::string content;
+};
 struct ByteFallbackDecoder {};
 struct FuseDecoder {};
-struct StripDecoder { char32_t content = U' '; size_t start = 0; size_t stop = 0; };
-struct MetaspaceDecoder { std::string replacement; PrependScheme prepend_scheme = PrependScheme::kAlways; };
-using DecoderStep = std::variant<ByteLevelDecoder, ReplaceDecoder, ByteFallbackDecoder, FuseDecoder,
-                                 StripDecoder, MetaspaceDecoder>;
+struct StripDecoder {
+  char32_t content = U' ';
+  size_t start = 0;
+  size_t stop = 0;
+};
+struct MetaspaceDecoder {
+  std::string replacement;
+  PrependScheme prepend_scheme = PrependScheme::kAlways;
+};
+using DecoderStep =
+    std::variant<ByteLevelDecoder, ReplaceDecoder, ByteFallbackDecoder, FuseDecoder, StripDecoder, MetaspaceDecoder>;
 
 struct AddedToken {
   std::string content;

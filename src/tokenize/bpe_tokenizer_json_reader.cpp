@@ -74,8 +74,8 @@ class Fields {
   }
   // A {"String": s} pattern (Replace normalizer / decoder); a Regex pattern is not supported.
   std::string string_pattern(const json& step, const std::string& where) const {
-    const json& pattern = object(required(step, "pattern", where + ".pattern", "a {\"String\": ...} pattern"),
-                                 where + ".pattern");
+    const json& pattern =
+        object(required(step, "pattern", where + ".pattern", "a {\"String\": ...} pattern"), where + ".pattern");
     if (!find(pattern, "String")) {
       fail("{}: '{}.pattern' is {}, expected a {{\"String\": ...}} pattern (Regex replacements are not supported)",
            file_, where, pattern.dump());
@@ -88,8 +88,8 @@ class Fields {
 };
 
 // A step's list of children when it is a Sequence, else the step itself.
-std::vector<std::pair<const json*, std::string>> steps_of(const Fields& f, const json& node,
-                                                          const std::string& where, const char* list_key) {
+std::vector<std::pair<const json*, std::string>> steps_of(const Fields& f, const json& node, const std::string& where,
+                                                          const char* list_key) {
   f.object(node, where);
   if (f.string(node, "type", where + ".type") != "Sequence") return {{&node, where}};
   const json& list = f.array(f.required(node, list_key, where + "." + list_key, "an array"), where + "." + list_key);
@@ -145,8 +145,8 @@ std::vector<PreTokenizerStep> read_pre_tokenizer(const Fields& f, const json& do
           .add_prefix_space = f.boolean(*step, "add_prefix_space", where + ".add_prefix_space", true),
           .use_regex = f.boolean(*step, "use_regex", where + ".use_regex", true)});
     } else if (type == "Split") {
-      const json& pattern = f.object(f.required(*step, "pattern", where + ".pattern", "a {\"Regex\": ...} pattern"),
-                                     where + ".pattern");
+      const json& pattern =
+          f.object(f.required(*step, "pattern", where + ".pattern", "a {\"Regex\": ...} pattern"), where + ".pattern");
       const std::string regex = f.string(pattern, "Regex", where + ".pattern.Regex", std::string("?"));
       const auto known = split_pattern_of_regex(regex);
       if (!known) {
@@ -162,10 +162,10 @@ std::vector<PreTokenizerStep> read_pre_tokenizer(const Fields& f, const json& do
       }
       out.emplace_back(SplitPreTokenizer{*known});
     } else if (type == "Metaspace") {
-      out.emplace_back(MetaspacePreTokenizer{
-          .replacement = f.string(*step, "replacement", where + ".replacement", kMetaspace),
-          .prepend_scheme = read_prepend_scheme(f, *step, where),
-          .split = f.boolean(*step, "split", where + ".split", true)});
+      out.emplace_back(
+          MetaspacePreTokenizer{.replacement = f.string(*step, "replacement", where + ".replacement", kMetaspace),
+                                .prepend_scheme = read_prepend_scheme(f, *step, where),
+                                .split = f.boolean(*step, "split", where + ".split", true)});
     } else {
       fail("{}: {}.type is '{}', expected 'ByteLevel', 'Split', 'Metaspace' or a Sequence of them", f.file(), where,
            type);
@@ -199,8 +199,10 @@ std::vector<DecoderStep> read_decoder(const Fields& f, const json& node) {
       out.emplace_back(MetaspaceDecoder{f.string(*step, "replacement", where + ".replacement", kMetaspace),
                                         read_prepend_scheme(f, *step, where)});
     } else {
-      fail("{}: {}.type is '{}', expected 'ByteLevel', 'Replace', 'ByteFallback', 'Fuse', 'Strip', 'Metaspace' or a "
-           "Sequence of them", f.file(), where, type);
+      fail(
+          "{}: {}.type is '{}', expected 'ByteLevel', 'Replace', 'ByteFallback', 'Fuse', 'Strip', 'Metaspace' or a "
+          "Sequence of them",
+          f.file(), where, type);
     }
   }
   return out;
@@ -216,8 +218,8 @@ void read_post_processor(const Fields& f, const json& doc, BpeSpec& spec) {
       fail("{}: {}.type is '{}', expected 'TemplateProcessing', 'ByteLevel' or a Sequence of them", f.file(), where,
            type);
     }
-    const json& single = f.array(f.required(*step, "single", where + ".single", "the single-text template"),
-                                 where + ".single");
+    const json& single =
+        f.array(f.required(*step, "single", where + ".single", "the single-text template"), where + ".single");
     const json* specials = f.find(*step, "special_tokens");
     bool after_sequence = false;
     spec.has_post_processor_template = true;
@@ -228,9 +230,9 @@ void read_post_processor(const Fields& f, const json& doc, BpeSpec& spec) {
         after_sequence = true;
         continue;
       }
-      const json& special = f.object(f.required(piece, "SpecialToken", piece_where + ".SpecialToken",
-                                                 "a Sequence or SpecialToken entry"),
-                                     piece_where + ".SpecialToken");
+      const json& special =
+          f.object(f.required(piece, "SpecialToken", piece_where + ".SpecialToken", "a Sequence or SpecialToken entry"),
+                   piece_where + ".SpecialToken");
       const std::string name = f.string(special, "id", piece_where + ".SpecialToken.id");
       const json* entry = specials ? f.find(*specials, name) : nullptr;
       if (!entry) {
@@ -373,8 +375,10 @@ BpeSpec read_bpe_tokenizer_json(const std::filesystem::path& path) {
   bool prepend = false;
   for (const auto& step : spec.normalizer) prepend = prepend || std::holds_alternative<PrependNormalizer>(step);
   if (!spec.byte_level && !metaspace && !prepend) {
-    fail("{}: pre_tokenizer has no ByteLevel or Metaspace step and normalizer no Prepend, expected a byte-level or "
-         "SentencePiece-style BPE tokenizer", f.file());
+    fail(
+        "{}: pre_tokenizer has no ByteLevel or Metaspace step and normalizer no Prepend, expected a byte-level or "
+        "SentencePiece-style BPE tokenizer",
+        f.file());
   }
   read_tokenizer_config(path, spec);
   return spec;

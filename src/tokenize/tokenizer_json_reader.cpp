@@ -42,8 +42,7 @@ class JsonFile {
     }
     return it->get<std::string>();
   }
-  std::optional<bool> optional_bool(const json& parent, const std::string& key,
-                                    std::string_view where) const {
+  std::optional<bool> optional_bool(const json& parent, const std::string& key, std::string_view where) const {
     const auto it = parent.find(key);
     if (it == parent.end() || it->is_null()) return std::nullopt;
     if (!it->is_boolean()) {
@@ -54,8 +53,8 @@ class JsonFile {
   // An integer field in min..max (min >= 0).
   int64_t integer(const json& value, std::string_view field, int64_t min, int64_t max) const {
     if (!in_range(value, min, max)) {
-      fail("{}: {} is {} (a JSON {}), expected an integer in {}..{}", file_, field, value.dump(),
-           value.type_name(), min, max);
+      fail("{}: {} is {} (a JSON {}), expected an integer in {}..{}", file_, field, value.dump(), value.type_name(),
+           min, max);
     }
     return value.get<int64_t>();
   }
@@ -74,8 +73,8 @@ class JsonFile {
 WordPieceOptions read_normalizer(const JsonFile& file, const json& doc) {
   const auto it = doc.find("normalizer");
   if (it == doc.end() || it->is_null()) {  // no normalizer: Hugging Face leaves the text as is
-    return WordPieceOptions{.lowercase = false, .strip_accents = false,
-                            .tokenize_chinese_chars = false, .clean_text = false};
+    return WordPieceOptions{
+        .lowercase = false, .strip_accents = false, .tokenize_chinese_chars = false, .clean_text = false};
   }
   if (!it->is_object()) {
     fail("{}: 'normalizer' is a JSON {}, expected an object or null", file.name(), it->type_name());
@@ -86,20 +85,18 @@ WordPieceOptions read_normalizer(const JsonFile& file, const json& doc) {
   }
   WordPieceOptions options;
   options.clean_text = file.optional_bool(*it, "clean_text", "normalizer.").value_or(true);
-  options.tokenize_chinese_chars =
-      file.optional_bool(*it, "handle_chinese_chars", "normalizer.").value_or(true);
+  options.tokenize_chinese_chars = file.optional_bool(*it, "handle_chinese_chars", "normalizer.").value_or(true);
   options.lowercase = file.optional_bool(*it, "lowercase", "normalizer.").value_or(true);
   // strip_accents: null means "same as lowercase", as in tokenizers' BertNormalizer.
-  options.strip_accents =
-      file.optional_bool(*it, "strip_accents", "normalizer.").value_or(options.lowercase);
+  options.strip_accents = file.optional_bool(*it, "strip_accents", "normalizer.").value_or(options.lowercase);
   return options;
 }
 
 void check_pre_tokenizer(const JsonFile& file, const json& doc) {
   const auto it = doc.find("pre_tokenizer");
   const std::string type = it == doc.end() || it->is_null() ? std::string("null")
-                           : it->is_object() ? file.string_or(*it, "type", "pre_tokenizer.", "")
-                                             : std::string(it->type_name());
+                           : it->is_object()                ? file.string_or(*it, "type", "pre_tokenizer.", "")
+                                                            : std::string(it->type_name());
   if (type != "BertPreTokenizer") {
     fail("{}: pre_tokenizer is '{}', expected 'BertPreTokenizer'", file.name(), type);
   }
@@ -134,8 +131,8 @@ void check_post_processor(const JsonFile& file, const json& doc) {
   if (type == "BertProcessing") {
     const auto token = [&](const char* key) {
       const auto f = it->find(key);
-      return f != it->end() && f->is_array() && !f->empty() && (*f)[0].is_string()
-                 ? (*f)[0].get<std::string>() : std::string("?");
+      return f != it->end() && f->is_array() && !f->empty() && (*f)[0].is_string() ? (*f)[0].get<std::string>()
+                                                                                   : std::string("?");
     };
     single = {token("cls"), "$A", token("sep")};
   } else if (type == "TemplateProcessing") {
@@ -143,8 +140,7 @@ void check_post_processor(const JsonFile& file, const json& doc) {
       for (const json& piece : *f) single.push_back(template_piece(piece));
     }
   } else {
-    fail("{}: post_processor.type is '{}', expected 'TemplateProcessing' or 'BertProcessing'",
-         file.name(), type);
+    fail("{}: post_processor.type is '{}', expected 'TemplateProcessing' or 'BertProcessing'", file.name(), type);
   }
   if (single != std::vector<std::string>{"[CLS]", "$A", "[SEP]"}) {
     std::string found;
@@ -161,8 +157,7 @@ TokenizerSpec read_tokenizer_json(const std::filesystem::path& path) {
   try {
     doc = json::parse(read_file_bytes(path, "tokenizer.json"));
   } catch (const json::exception& e) {
-    fail("{}: malformed JSON ({}), expected a Hugging Face tokenizer.json", file.name(),
-         io::json_error_text(e));
+    fail("{}: malformed JSON ({}), expected a Hugging Face tokenizer.json", file.name(), io::json_error_text(e));
   }
   if (!doc.is_object()) {
     fail("{}: found a JSON {}, expected a Hugging Face tokenizer.json object", file.name(), doc.type_name());
@@ -191,13 +186,13 @@ TokenizerSpec read_tokenizer_json(const std::filesystem::path& path) {
   std::vector<std::string> tokens(vocab.size());
   std::vector<bool> seen(vocab.size(), false);
   for (const auto& [token, id_json] : vocab.items()) {
-    const auto id = static_cast<size_t>(
-        JsonFile::in_range(id_json, 0, count - 1)
-            ? id_json.get<int64_t>()
-            : file.integer(id_json, fmt::format("model.vocab[\"{}\"]", token), 0, count - 1));
+    const auto id =
+        static_cast<size_t>(JsonFile::in_range(id_json, 0, count - 1)
+                                ? id_json.get<int64_t>()
+                                : file.integer(id_json, fmt::format("model.vocab[\"{}\"]", token), 0, count - 1));
     if (seen[id]) {
-      fail("{}: model.vocab gives id {} to both \"{}\" and \"{}\", expected unique ids", file.name(), id,
-           tokens[id], token);
+      fail("{}: model.vocab gives id {} to both \"{}\" and \"{}\", expected unique ids", file.name(), id, tokens[id],
+           token);
     }
     seen[id] = true;
     tokens[id] = token;
@@ -213,8 +208,9 @@ TokenizerSpec read_tokenizer_json(const std::filesystem::path& path) {
     for (size_t i = 0; i < it->size(); ++i) {
       const json& entry = (*it)[i];
       const std::string where = fmt::format("added_tokens[{}].", i);
-      if (!entry.is_object()) fail("{}: {} is a JSON {}, expected an object", file.name(),
-                                   where.substr(0, where.size() - 1), entry.type_name());
+      if (!entry.is_object())
+        fail("{}: {} is a JSON {}, expected an object", file.name(), where.substr(0, where.size() - 1),
+             entry.type_name());
       const std::string content = file.string_or(entry, "content", where, "");
       const auto id_it = entry.find("id");
       if (id_it == entry.end()) fail("{}: no '{}id' field, expected the token's id", file.name(), where);
@@ -229,14 +225,14 @@ TokenizerSpec read_tokenizer_json(const std::filesystem::path& path) {
     const auto index = static_cast<size_t>(id);
     if (index < tokens.size()) {
       if (tokens[index] != content) {
-        fail("{}: added token \"{}\" has id {}, but model.vocab gives that id to \"{}\"", file.name(),
-             content, id, tokens[index]);
+        fail("{}: added token \"{}\" has id {}, but model.vocab gives that id to \"{}\"", file.name(), content, id,
+             tokens[index]);
       }
     } else if (index == tokens.size()) {
       tokens.push_back(content);
     } else {
-      fail("{}: added token \"{}\" has id {}, expected an id of model.vocab or the next free id {}",
-           file.name(), content, id, tokens.size());
+      fail("{}: added token \"{}\" has id {}, expected an id of model.vocab or the next free id {}", file.name(),
+           content, id, tokens.size());
     }
   }
   spec.vocabulary = Vocabulary(std::move(tokens));

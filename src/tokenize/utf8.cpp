@@ -42,8 +42,7 @@ char32_t decode_one(std::string_view text, size_t& pos, std::string_view context
     bad(fmt::format("found byte 0x{:02X}, which never occurs in UTF-8", lead));
   }
   if (start + length > text.size()) {
-    bad(fmt::format("found lead byte 0x{:02X} of a {}-byte sequence cut short by the end of the text",
-                    lead, length));
+    bad(fmt::format("found lead byte 0x{:02X} of a {}-byte sequence cut short by the end of the text", lead, length));
   }
   for (size_t i = 1; i < length; ++i) {
     const uint8_t byte = byte_at(start + i);
@@ -52,10 +51,10 @@ char32_t decode_one(std::string_view text, size_t& pos, std::string_view context
     if (byte < lo || byte > hi) {
       const bool continuation = byte >= 0x80 && byte <= 0xBF;
       bad(fmt::format("found 0x{:02X} after lead byte 0x{:02X}{}", byte, lead,
-                      !continuation         ? " (sequence cut short)"
-                      : lead == 0xED        ? " (a UTF-16 surrogate)"
-                      : lead == 0xF4        ? " (beyond U+10FFFF)"
-                                            : " (an overlong encoding)"));
+                      !continuation  ? " (sequence cut short)"
+                      : lead == 0xED ? " (a UTF-16 surrogate)"
+                      : lead == 0xF4 ? " (beyond U+10FFFF)"
+                                     : " (an overlong encoding)"));
     }
     code_point = (code_point << 6) | (byte & 0x3Fu);
   }

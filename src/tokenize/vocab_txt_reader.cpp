@@ -37,8 +37,7 @@ TokenizerSpec read_vocab_txt(const std::filesystem::path& path, const WordPieceO
   std::vector<std::string> tokens = split_lines(bytes);
   if (tokens.empty()) fail("{}: empty vocabulary, expected one token per line", path.string());
   if (tokens.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    fail("{}: {} tokens, expected at most {}", path.string(), tokens.size(),
-         std::numeric_limits<int32_t>::max());
+    fail("{}: {} tokens, expected at most {}", path.string(), tokens.size(), std::numeric_limits<int32_t>::max());
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
     check_utf8(tokens[i], fmt::format("{}:{}", path.string(), i + 1));

@@ -6,8 +6,8 @@
 
 namespace qjoule::tokenize {
 
-WordPieceModel::WordPieceModel(const Vocabulary& vocabulary, int32_t unk_id,
-                               std::string continuing_subword_prefix, size_t max_input_chars_per_word)
+WordPieceModel::WordPieceModel(const Vocabulary& vocabulary, int32_t unk_id, std::string continuing_subword_prefix,
+                               size_t max_input_chars_per_word)
     : vocabulary_(&vocabulary),
       unk_id_(unk_id),
       prefix_(std::move(continuing_subword_prefix)),

@@ -33,16 +33,16 @@ struct WordPieceTokenizer::Impl {
   int32_t required_id(const std::string& token) const {
     const auto id = spec.vocabulary.find(token);
     if (!id) {
-      fail("{}: vocabulary has no \"{}\" token, expected the BERT special tokens [CLS], [SEP], [PAD] "
-           "and {} ({} tokens read)",
-           spec.source.string(), token, spec.unk_token, spec.vocabulary.size());
+      fail(
+          "{}: vocabulary has no \"{}\" token, expected the BERT special tokens [CLS], [SEP], [PAD] "
+          "and {} ({} tokens read)",
+          spec.source.string(), token, spec.unk_token, spec.vocabulary.size());
     }
     return *id;
   }
 
   // Normalise, pre-tokenise and WordPiece one stretch of text without literal tokens.
-  void append_segment_ids(std::string_view segment, std::string_view context,
-                          std::vector<int32_t>& ids) const {
+  void append_segment_ids(std::string_view segment, std::string_view context, std::vector<int32_t>& ids) const {
     if (segment.empty()) return;
     const std::u32string code_points = decode_utf8(segment, context);
     std::u32string normalized;
@@ -102,8 +102,7 @@ WordPieceTokenizer WordPieceTokenizer::from_tokenizer_json(const std::filesystem
 WordPieceTokenizer WordPieceTokenizer::from_model_dir(const std::filesystem::path& model_dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(model_dir, ec)) {
-    fail("{}: model directory not found (expected a folder with tokenizer.json or vocab.txt)",
-         model_dir.string());
+    fail("{}: model directory not found (expected a folder with tokenizer.json or vocab.txt)", model_dir.string());
   }
   const auto tokenizer_json = model_dir / "tokenizer.json";
   if (std::filesystem::exists(tokenizer_json, ec)) return from_tokenizer_json(tokenizer_json);
@@ -114,8 +113,7 @@ WordPieceTokenizer WordPieceTokenizer::from_model_dir(const std::filesystem::pat
         std::filesystem::exists(config, ec) ? read_tokenizer_config(config) : WordPieceOptions{};
     return from_vocab_txt(vocab_txt, options);
   }
-  fail("{}: no tokenizer found, expected tokenizer.json (a WordPiece model) or vocab.txt there",
-       model_dir.string());
+  fail("{}: no tokenizer found, expected tokenizer.json (a WordPiece model) or vocab.txt there", model_dir.string());
 }
 
 std::vector<int32_t> WordPieceTokenizer::piece_ids(std::string_view text, std::string_view context) const {

@@ -33,14 +33,14 @@ std::string type_of(const nlohmann::json& value) {
 
 std::vector<std::string> validate_json_schema(const nlohmann::json& schema, const nlohmann::json& value,
                                               const std::string& path) {
-  static const std::set<std::string> kChecked = {"type",     "enum",     "minimum", "maximum", "properties",
-                                                  "required", "additionalProperties", "items"};
+  static const std::set<std::string> kChecked = {
+      "type", "enum", "minimum", "maximum", "properties", "required", "additionalProperties", "items"};
   static const std::set<std::string> kAnnotations = {"$schema", "$id", "title", "description"};
   std::vector<std::string> problems;
   for (const auto& item : schema.items())
     if (!kChecked.count(item.key()) && !kAnnotations.count(item.key()))
-      problems.push_back(fmt::format("{}: the schema uses '{}', which this validator does not support", path,
-                                     item.key()));
+      problems.push_back(
+          fmt::format("{}: the schema uses '{}', which this validator does not support", path, item.key()));
 
   if (const auto type = schema.find("type"); type != schema.end()) {
     std::vector<std::string> allowed;

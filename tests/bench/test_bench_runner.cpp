@@ -26,9 +26,9 @@
 namespace qjoule::bench {
 namespace {
 
+using test::error_of;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using test::error_of;
 
 std::string decoder(const std::string& name) { return (test::fixtures_dir() / "decoders" / name).string(); }
 std::string tiny_bert() { return (test::fixtures_dir() / "tiny-bert").string(); }
@@ -63,7 +63,8 @@ BenchOptions fast_options(std::size_t decode_tokens = 8) {
 }
 
 TEST(BenchRunnerDecoder, TellsDecodersFromEncoders) {
-  for (const char* name : {"tiny-llama", "tiny-qwen2", "tiny-gpt2"}) EXPECT_TRUE(is_decoder_model(decoder(name))) << name;
+  for (const char* name : {"tiny-llama", "tiny-qwen2", "tiny-gpt2"})
+    EXPECT_TRUE(is_decoder_model(decoder(name))) << name;
   EXPECT_FALSE(is_decoder_model(tiny_bert()));
   EXPECT_FALSE(is_decoder_model(kSyntheticModelName));
   EXPECT_FALSE(is_decoder_model((test::fixtures_dir() / "no-such-model").string()));
@@ -74,7 +75,9 @@ TEST(BenchRunnerDecoder, ValidateConfigsRefusesWhatADecoderRunCannotBe) {
 
   RunConfig batched = decoder_config("fp32");
   batched.batch = 2;
-  EXPECT_EQ(error_of([&] { validate_configs({decoder_config("fp32"), batched}, 8); }),
+  EXPECT_EQ(error_of([&] {
+              validate_configs({decoder_config("fp32"), batched}, 8);
+            }),
             "run tiny-llama_cpu_fp32_s16_bs2_t1: batch 2 with decoder model '" + decoder("tiny-llama") +
                 "': decoder runs time one sequence (a prefill of seq prompt tokens, then decode steps), expected "
                 "batch 1");
@@ -341,9 +344,12 @@ TEST(BenchRunnerCuda, ValidateConfigsSaysWhyNoGpuRunsBeforeAnyRun) {
     EXPECT_THAT(error_of([&] { validate_configs({d}, 8); }), HasSubstr("decoder models do not run on the GPU yet"));
     return;
   }
-  EXPECT_EQ(error_of([] { validate_configs({encoder_config("fp32"), encoder_config("int8", "cuda")}); }),
+  EXPECT_EQ(error_of([] {
+              validate_configs({encoder_config("fp32"), encoder_config("int8", "cuda")});
+            }),
             "--device cuda: " + status.reason);
-  EXPECT_EQ(error_of([] { validate_configs({encoder_config("fp32", "cuda:1")}); }), "--device cuda:1: " + status.reason);
+  EXPECT_EQ(error_of([] { validate_configs({encoder_config("fp32", "cuda:1")}); }),
+            "--device cuda:1: " + status.reason);
   EXPECT_THAT(error_of([] { validate_configs({encoder_config("fp32", "gpu")}); }),
               HasSubstr("--device gpu: expected cpu, cuda or cuda:N"));
   // A run that did not go through validate_configs fails with the same reason, recorded.

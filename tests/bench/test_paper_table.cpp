@@ -15,9 +15,9 @@
 namespace qjoule::bench {
 namespace {
 
+using examples::table_record;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using examples::table_record;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -128,7 +128,7 @@ TEST(BenchPaperTable, BaselinesMatchModelDeviceAndShape) {
   const auto table = format_paper_table({fp32_bs1, fp32_bs8, int8_bs8, int8_t4}, 1.0);
   EXPECT_EQ(cells_of(row_of(table, int8_bs8.run_name))[10], "4.00x");  // against bs8, not bs1
   EXPECT_EQ(cells_of(row_of(table, int8_bs8.run_name))[11], "-50.0%");
-  EXPECT_EQ(cells_of(row_of(table, int8_t4.run_name))[10], "—");       // no fp32 with 4 threads
+  EXPECT_EQ(cells_of(row_of(table, int8_t4.run_name))[10], "—");  // no fp32 with 4 threads
   EXPECT_THAT(table, HasSubstr("No FP32 baseline with the same model, device, batch, seq and threads for: " +
                                int8_t4.run_name));
 }
@@ -224,9 +224,7 @@ TEST(BenchPaperTable, AsDataWithAnotherBaseline) {
   EXPECT_EQ(build_paper_table({fp32, int8}, 1.0).rows[1].cells[10], "2.50x");
 }
 
-TEST(BenchPaperTable, NoRecords) {
-  EXPECT_EQ(format_paper_table({}, 1.0), "No successful runs.\n");
-}
+TEST(BenchPaperTable, NoRecords) { EXPECT_EQ(format_paper_table({}, 1.0), "No successful runs.\n"); }
 
 TEST(BenchPaperTable, SummaryMarkdown) {
   const auto dir = test::temp_dir("bench_summary");

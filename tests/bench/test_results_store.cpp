@@ -212,7 +212,8 @@ TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   EXPECT_THAT(lines[0], HasSubstr(",kernel_paths,notes,prefill_tokens,prefill_tokens_per_s_mean,"));
   EXPECT_THAT(lines[0], ::testing::EndsWith(",decode_energy_j,decode_energy_unavailable"));
   EXPECT_THAT(lines[1], ::testing::EndsWith(",,,,,,,,,,,,"));  // an encoder run: 12 empty phase cells
-  EXPECT_THAT(lines[4], ::testing::EndsWith(",64,128500.25,3100.5," + to_json(examples::decoder_record())["prefill_mj_per_token"].dump() +
+  EXPECT_THAT(lines[4], ::testing::EndsWith(",64,128500.25,3100.5," +
+                                            to_json(examples::decoder_record())["prefill_mj_per_token"].dump() +
                                             ",32,25,7700.125,165.5,0.13,3.25,4.2,"));
   EXPECT_THAT(lines[1], HasSubstr("2,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
                                   "distilbert-base,cpu,int8,8,128,2,ok,,false,5,20,20,4.25,0.5,3.5,4.0,5.0,6.0,6.5,"));

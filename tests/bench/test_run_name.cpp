@@ -62,8 +62,8 @@ TEST(BenchRunName, UnknownOptionsAreKeptSanitized) {
   EXPECT_EQ(precision_token("fp32:x/y"), "fp32_xy");
   EXPECT_EQ(precision_token("nf4:dq:zz"), "nf4_dq_zz");
   EXPECT_EQ(precision_token("int8::sq0.5"), "int8_w8a8_sq0.5");  // empty options are skipped
-  EXPECT_EQ(precision_token("w8:dq"), "w8a32_dq");                // dq means something for nf4 only
-  EXPECT_EQ(precision_token("mx_fp4"), "mxfp4");                  // an unknown format stays (sanitized)
+  EXPECT_EQ(precision_token("w8:dq"), "w8a32_dq");               // dq means something for nf4 only
+  EXPECT_EQ(precision_token("mx_fp4"), "mxfp4");                 // an unknown format stays (sanitized)
 }
 
 TEST(BenchRunName, ModelPathsGiveTheirLastComponentSanitized) {
@@ -89,8 +89,8 @@ TEST(BenchRunName, EmptyPartsFail) {
 TEST(BenchRunName, DistinctConfigurationsGetDistinctNames) {
   std::set<std::string> names;
   std::size_t configs = 0;
-  for (const char* precision : {"fp32", "bf16", "fp16", "int8", "int8:sq0.5", "int8:emulate", "w8", "int4",
-                                "int4:g64", "int4:asym", "nf4", "nf4:dq"})
+  for (const char* precision : {"fp32", "bf16", "fp16", "int8", "int8:sq0.5", "int8:emulate", "w8", "int4", "int4:g64",
+                                "int4:asym", "nf4", "nf4:dq"})
     for (std::size_t batch : {1, 8})
       for (std::size_t seq : {64, 128})
         for (int threads : {1, 2}) {
@@ -123,14 +123,22 @@ TEST(BenchRunConfigJson, RoundTripsAndKeepsDefaultsForMissingKeys) {
 }
 
 TEST(BenchRunConfigJson, BadInputsNameTheKey) {
-  EXPECT_THAT(error_of([] { run_config_from_json({{"bach", 8}}); }),
+  EXPECT_THAT(error_of([] {
+                run_config_from_json({{"bach", 8}});
+              }),
               HasSubstr("unknown key 'bach', expected one of: model, device, precision, batch, seq, threads"));
   EXPECT_THAT(error_of([] { run_config_from_json({{"batch", 0}}); }), HasSubstr("batch 0, expected at least 1"));
-  EXPECT_THAT(error_of([] { run_config_from_json({{"seq", "128"}}); }),
+  EXPECT_THAT(error_of([] {
+                run_config_from_json({{"seq", "128"}});
+              }),
               HasSubstr("seq is a string (\"128\"), expected a positive integer"));
-  EXPECT_THAT(error_of([] { run_config_from_json({{"threads", 1.5}}); }),
+  EXPECT_THAT(error_of([] {
+                run_config_from_json({{"threads", 1.5}});
+              }),
               HasSubstr("threads is a number (1.5), expected a positive integer"));
-  EXPECT_THAT(error_of([] { run_config_from_json({{"model", 3}}); }),
+  EXPECT_THAT(error_of([] {
+                run_config_from_json({{"model", 3}});
+              }),
               HasSubstr("model is a number (3), expected a string"));
   EXPECT_THAT(error_of([] { run_config_from_json(nlohmann::json::array()); }),
               HasSubstr("run config is an array, expected an object"));

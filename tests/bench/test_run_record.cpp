@@ -58,8 +58,8 @@ TEST(BenchRunRecord, JsonHasExactlyTheDocumentedKeys) {
 }
 
 TEST(BenchRunRecord, RoundTrips) {
-  for (const auto& record : {examples::full_record(), examples::energy_unavailable_record(),
-                             examples::failed_record(), examples::decoder_record()}) {
+  for (const auto& record : {examples::full_record(), examples::energy_unavailable_record(), examples::failed_record(),
+                             examples::decoder_record()}) {
     const auto back = through_text(record);
     EXPECT_EQ(to_json(back), to_json(record)) << record.run_name;
     EXPECT_EQ(back.config.precision, record.config.precision);
@@ -174,9 +174,9 @@ TEST(BenchRunRecord, Version1RecordsStillRead) {
 
 TEST(BenchRunRecord, EnergyNullCarriesItsReason) {
   const auto json = to_json(examples::energy_unavailable_record());
-  for (const char* key : {"energy_j", "energy_net_j", "energy_j_per_inference", "energy_mj_per_token",
-                          "energy_mean_power_w", "energy_peak_power_w", "energy_method", "energy_window",
-                          "accuracy", "accuracy_correct", "peak_rss_bytes"})
+  for (const char* key :
+       {"energy_j", "energy_net_j", "energy_j_per_inference", "energy_mj_per_token", "energy_mean_power_w",
+        "energy_peak_power_w", "energy_method", "energy_window", "accuracy", "accuracy_correct", "peak_rss_bytes"})
     EXPECT_TRUE(json[key].is_null()) << key;
   EXPECT_EQ(json["energy_unavailable"], "no energy sensor: RAPL masked in a container, no NVML, no meter given");
 
@@ -262,8 +262,8 @@ TEST(BenchRecordSchema, SchemaListsExactlyTheRecordKeys) {
 TEST(BenchRecordSchema, RecordsFromToJsonValidate) {
   RunRecord decoder_without_energy = examples::decoder_record();
   clear_energy(decoder_without_energy, "no energy sensor");
-  for (const auto& record : {examples::full_record(), examples::energy_unavailable_record(),
-                             examples::failed_record(), examples::decoder_record(), decoder_without_energy})
+  for (const auto& record : {examples::full_record(), examples::energy_unavailable_record(), examples::failed_record(),
+                             examples::decoder_record(), decoder_without_energy})
     EXPECT_THAT(test::validate_json_schema(schema(), to_json(record)), IsEmpty()) << record.run_name;
 }
 
@@ -300,7 +300,8 @@ TEST(BenchRecordSchema, TheValidatorRefusesKeywordsItDoesNotCheck) {
 }
 
 TEST(BenchRecordSchema, SchemaDescribesTheCurrentVersion) {
-  EXPECT_EQ(schema().at("properties").at("schema_version").at("enum"), nlohmann::json::array({kRunRecordSchemaVersion}));
+  EXPECT_EQ(schema().at("properties").at("schema_version").at("enum"),
+            nlohmann::json::array({kRunRecordSchemaVersion}));
   auto json = to_json(examples::decoder_record());
   json["decode_tokens"] = 0;
   EXPECT_THAT(test::validate_json_schema(schema(), json), ::testing::Contains(HasSubstr("below the minimum 1")));

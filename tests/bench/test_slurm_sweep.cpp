@@ -20,9 +20,9 @@ namespace qjoule::bench {
 namespace {
 
 namespace fs = std::filesystem;
+using test::error_of;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using test::error_of;
 
 std::vector<RunConfig> configs_of(const std::vector<std::string>& precisions) {
   std::vector<RunConfig> out;
@@ -49,7 +49,7 @@ TEST(SlurmSweep, TasksTakeChunksOfThePendingRunsInOrder) {
   const auto two = plan_slurm_tasks(configs, 2);
   ASSERT_EQ(two.size(), 3u);
   EXPECT_EQ(two[2], std::vector<std::string>{run_name(configs[4])});
-  EXPECT_THAT(error_of([&] { plan_slurm_tasks(configs, 0); }), HasSubstr("--slurm-chunk 0"));
+  EXPECT_THAT(error_of([&] { (void)plan_slurm_tasks(configs, 0); }), HasSubstr("--slurm-chunk 0"));
 }
 
 TEST(SlurmSweep, ScriptsRunTheSameCommandWithQuotingAndUserOptionsLast) {
@@ -141,15 +141,18 @@ TEST(SweepLoop, RunsWhatTheStoreLacksAppendsEachAndCountsFailures) {
   store.append(record_for(configs[0]));
   CountingReporter reporter;
   std::vector<std::string> ran;
-  const auto outcome = run_sweep(configs, store, [&](const RunConfig& c) {
-    ran.push_back(c.precision);
-    RunRecord r = record_for(c);
-    if (c.precision == "w8") {
-      r.status = "failed";
-      r.error = "boom";
-    }
-    return r;
-  }, reporter);
+  const auto outcome = run_sweep(
+      configs, store,
+      [&](const RunConfig& c) {
+        ran.push_back(c.precision);
+        RunRecord r = record_for(c);
+        if (c.precision == "w8") {
+          r.status = "failed";
+          r.error = "boom";
+        }
+        return r;
+      },
+      reporter);
   EXPECT_EQ(ran, (std::vector<std::string>{"int8", "w8"}));
   EXPECT_EQ(outcome.total, 3u);
   EXPECT_EQ(outcome.skipped, 1u);

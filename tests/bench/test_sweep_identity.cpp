@@ -17,8 +17,8 @@ namespace qjoule::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using test::error_of;
+using ::testing::HasSubstr;
 
 fs::path copy_of(const std::string& fixture, const std::string& name) {
   const auto dir = test::temp_dir("sweep_identity_" + name);

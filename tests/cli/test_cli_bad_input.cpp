@@ -20,9 +20,9 @@
 
 namespace {
 
+using qjoule::test::run_command;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using qjoule::test::run_command;
 namespace fs = std::filesystem;
 
 struct BadInput {
@@ -118,8 +118,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "precision 'nf4:g=64': option 'g=64' applies to int4 only, not to nf4"},
         BadInput{"eval_precision_cuda_only", kEval + "--precision fp8",
                  "--precision fp8: fp8 runs on CUDA only; on the CPU expected one of"},
-        BadInput{"eval_sq_out_of_range", kEval + "--precision int8:sq=1.5",
-                 "SmoothQuant alpha 1.5 is outside [0, 1]"},
+        BadInput{"eval_sq_out_of_range", kEval + "--precision int8:sq=1.5", "SmoothQuant alpha 1.5 is outside [0, 1]"},
         BadInput{"eval_two_alphas", kEval + "--precision int8:sq=0.5 --smoothquant 0.7",
                  "--smoothquant 0.7 and --precision int8:sq=0.5 give two SmoothQuant alphas; expected one"},
         BadInput{"eval_act_dtype", kEval + "--act-dtype f8", "--act-dtype 'f8' is not supported, expected f32 or bf16"},
@@ -162,8 +161,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "--slurm-chunk: 0 is out of range, expected 1 to 1000000"},
         BadInput{"bench_slurm_without_out", "bench --model TB --seq 8 --slurm",
                  "the folder of the sweep, on a file system every node sees"},
-        BadInput{"bench_status_without_out", "bench --status",
-                 ": the folder of a sweep submitted with --slurm"},
+        BadInput{"bench_status_without_out", "bench --status", ": the folder of a sweep submitted with --slurm"},
         BadInput{"bench_status_not_submitted", "bench --out DIR --status",
                  "DIR/slurm/sweep.json: no Slurm submission here"},
         BadInput{"bench_slurm_task_outside_slurm", "bench --model TB --seq 8 --out DIR --slurm-task",
@@ -189,17 +187,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"config_heads_not_dividing", kPpl,
                  "config.json: num_attention_heads = 5 × head_dim = 32 = 160, but tensor "
                  "'model.layers.0.self_attn.q_proj.weight' has 128 rows",
-                 1,
-                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["num_attention_heads"] = 5; })},
+                 1, model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["num_attention_heads"] = 5; })},
         BadInput{"config_hidden_disagrees", kPpl,
                  "config.json: hidden_size = 64, but tensor 'model.embed_tokens.weight' has shape [610, 128] (so "
                  "hidden_size = 128)",
-                 1,
-                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["hidden_size"] = 64; })},
+                 1, model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["hidden_size"] = 64; })},
         BadInput{"config_layers_disagree", kPpl,
                  "config.json: num_hidden_layers = 7, but the checkpoint holds tensors for 2 layers", 1,
                  model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["num_hidden_layers"] = 7; })},
-        BadInput{"config_not_json", kPpl, "DIR/m/config.json: malformed JSON (parse error at line 1, column 2", 1, model_with("decoders/tiny-llama", "m/config.json", "{")},
+        BadInput{"config_not_json", kPpl, "DIR/m/config.json: malformed JSON (parse error at line 1, column 2", 1,
+                 model_with("decoders/tiny-llama", "m/config.json", "{")},
         BadInput{"config_number_overflow", kPpl,
                  "DIR/m/config.json: malformed JSON (number overflow parsing '1E400'), expected a JSON object", 1,
                  model_with("decoders/tiny-llama", "m/config.json", "{\"rope_theta\": 1E400}")},
@@ -212,13 +209,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"bert_eps_zero", "eval --model DIR/m --dataset TB/dataset.tsv",
                  "DIR/m/config.json: layer_norm_eps = 0, expected a positive number", 1,
                  model_copy("tiny-bert", [](nlohmann::json& c) { c["layer_norm_eps"] = 0; })},
-        BadInput{"bert_hidden_disagrees", "eval --model DIR/m --dataset TB/dataset.tsv",
-                 "config.json: hidden_size = 48, but tensor 'bert.embeddings.word_embeddings.weight' has shape [53, 32]",
-                 1,
-                 model_copy("tiny-bert", [](nlohmann::json& c) { c["hidden_size"] = 48; })},
+        BadInput{
+            "bert_hidden_disagrees", "eval --model DIR/m --dataset TB/dataset.tsv",
+            "config.json: hidden_size = 48, but tensor 'bert.embeddings.word_embeddings.weight' has shape [53, 32]", 1,
+            model_copy("tiny-bert", [](nlohmann::json& c) { c["hidden_size"] = 48; })},
         // tokenizers
         BadInput{"tokenizer_not_json", "eval --model DIR/m --dataset TB/dataset.tsv",
-                 "DIR/m/tokenizer.json: malformed JSON (parse error at line 1, column 11", 1, model_with("tiny-bert", "m/tokenizer.json", "{\"model\": ")},
+                 "DIR/m/tokenizer.json: malformed JSON (parse error at line 1, column 11", 1,
+                 model_with("tiny-bert", "m/tokenizer.json", "{\"model\": ")},
         BadInput{"tokenizer_number_overflow", "eval --model DIR/m --dataset TB/dataset.tsv",
                  "tokenizer.json: malformed JSON (number overflow parsing '1E400')", 1,
                  model_with("tiny-bert", "m/tokenizer.json", "{\"model\": {\"type\": \"WordPiece\", \"x\": 1E400}}")},
@@ -268,10 +266,10 @@ INSTANTIATE_TEST_SUITE_P(
                  file("results.jsonl", "{}\n")},
         BadInput{"results_bad_middle_line", "bench --model TB --precisions fp32 --seq 8 --out DIR --resume",
                  "DIR/results.jsonl:1: not a JSON line", 1, file("results.jsonl", "{not json\n{}\n")},
-        BadInput{"results_identity_unreadable", "bench --model TB --precisions fp32 --seq 8 --out DIR --resume",
-                 "DIR/sweep-identity.json: not a sweep identity (a JSON object with 'models')", 1,
-                 file("sweep-identity.json",
-                      R"({"models": [{"model": "other", "config_sha256": "x"}], "dataset": null})")}),
+        BadInput{
+            "results_identity_unreadable", "bench --model TB --precisions fp32 --seq 8 --out DIR --resume",
+            "DIR/sweep-identity.json: not a sweep identity (a JSON object with 'models')", 1,
+            file("sweep-identity.json", R"({"models": [{"model": "other", "config_sha256": "x"}], "dataset": null})")}),
     [](const ::testing::TestParamInfo<BadInput>& case_info) { return case_info.param.name; });
 
 }  // namespace

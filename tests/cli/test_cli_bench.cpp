@@ -28,9 +28,9 @@ extern char** environ;
 
 namespace {
 
+using qjoule::test::run_command;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using qjoule::test::run_command;
 namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
@@ -116,7 +116,8 @@ TEST(CliBench, ConcurrentResumesOnOneOutRecordEachRunOnce) {
   const auto out = dir / "out";
   const std::string bench = no_sensors(dir) + qjoule() + " bench --model " + tiny_bert().string() +
                             " --precisions fp32,int8,bf16 --batch 1 --seq 8 --threads 1 --min-time 0.4 --idle 0 "
-                            "--resume --out " + out.string();
+                            "--resume --out " +
+                            out.string();
   const auto r = run_command("sh -c '" + bench + " > " + (dir / "a.log").string() + " 2>&1 & " + bench + "; wait'");
   std::stringstream a_log;
   a_log << std::ifstream(dir / "a.log").rdbuf();
@@ -133,8 +134,10 @@ TEST(CliBench, ConcurrentResumesOnOneOutRecordEachRunOnce) {
 TEST(CliBench, ResumingAnotherModelsSweepIsRefused) {
   const auto dir = qjoule::test::temp_dir("cli_bench_other_model");
   const auto out = dir / "out";
-  const std::string common = no_sensors(dir) + qjoule() + " bench --precisions fp32 --seq 8 --threads 1 --iters 3 "
-                                                          "--idle 0 --out " + out.string();
+  const std::string common = no_sensors(dir) + qjoule() +
+                             " bench --precisions fp32 --seq 8 --threads 1 --iters 3 "
+                             "--idle 0 --out " +
+                             out.string();
   ASSERT_EQ(run_command(common + " --model " + tiny_bert().string()).exit_code, 0);
   const auto r = run_command(common + " --resume --model " + tiny_decoder("tiny-llama").string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -146,9 +149,14 @@ TEST(CliBench, ResumingAnotherModelsSweepIsRefused) {
 TEST(CliBench, KilledSweepResumesWithEveryRunExactlyOnce) {
   const auto dir = qjoule::test::temp_dir("cli_bench_kill");
   const auto out = dir / "out";
-  const std::vector<std::string> args = {qjoule(), "bench", "--model", tiny_bert().string(), "--precisions",
-                                         "fp32,int8,bf16,fp16,w8", "--batch", "1,2,4", "--seq", "8,16",
-                                         "--threads", "1", "--min-time", "0.15", "--out", out.string()};
+  const std::vector<std::string> args = {qjoule(),       "bench",
+                                         "--model",      tiny_bert().string(),
+                                         "--precisions", "fp32,int8,bf16,fp16,w8",
+                                         "--batch",      "1,2,4",
+                                         "--seq",        "8,16",
+                                         "--threads",    "1",
+                                         "--min-time",   "0.15",
+                                         "--out",        out.string()};
   const std::size_t expected = 5 * 3 * 2;
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -222,8 +230,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadBench{"unknown_precision", "--precisions fp32,int3 --seq 16 --out DIR/out",
                  "precision 'int3': unknown format 'int3'"},
         BadBench{"batch_zero", "--batch 0 --seq 16 --out DIR/out", "--batch 0: expected at least 1"},
-        BadBench{"seq_beyond_positions", "--seq 64 --out DIR/out",
-                 "sequence length 64 is outside what model"},
+        BadBench{"seq_beyond_positions", "--seq 64 --out DIR/out", "sequence length 64 is outside what model"},
         BadBench{"sweep_unknown_key", "--sweep DIR/sweep.json --out DIR/out", "repeat"},
         BadBench{"unwritable_out", "--seq 16 --out DIR/file/out", "is not writable"},
         BadBench{"resume_without_out", "--seq 16 --resume", "--resume needs --out DIR"},
@@ -294,9 +301,9 @@ TEST(CliBench, DeviceCudaRunsOnTheGpuOrSaysWhyNot) {
     EXPECT_EQ(bad.exit_code, 1) << bad.output;
     EXPECT_THAT(bad.output, HasSubstr(expected));
   }
-  const auto decoder = run_command(no_sensors(dir) + qjoule() + " bench --model " +
-                                   tiny_decoder("tiny-llama").string() + " --device cuda --seq 8 --out " +
-                                   (dir / "dec").string());
+  const auto decoder =
+      run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_decoder("tiny-llama").string() +
+                  " --device cuda --seq 8 --out " + (dir / "dec").string());
   EXPECT_EQ(decoder.exit_code, 1) << decoder.output;
   EXPECT_THAT(decoder.output, HasSubstr("decoder models do not run on the GPU yet"));
 }
@@ -307,7 +314,8 @@ TEST(CliBench, DecoderPrefillAndDecodeThroughputPerPhase) {
   // No --batch: a decoder model gets batch 1 (not the encoders' default 1,8).
   const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_decoder("tiny-llama").string() +
                              " --precisions fp32,int8 --seq 16 --decode-tokens 8 --iters 3 --threads 1 --idle 0 "
-                             "--out " + out.string());
+                             "--out " +
+                             out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto records = read_records(out / "results.jsonl");
   ASSERT_EQ(records.size(), 2u);
@@ -347,10 +355,11 @@ TEST(CliBench, DecoderPrefillAndDecodeThroughputPerPhase) {
   EXPECT_TRUE(fs::exists(out / "report.html"));
 
   // Resumed with another --decode-tokens: the recorded runs are kept, and the bench says so.
-  const auto resumed = run_command(no_sensors(dir) + qjoule() + " bench --model " +
-                                   tiny_decoder("tiny-llama").string() +
-                                   " --precisions fp32,int8 --seq 16 --decode-tokens 4 --iters 3 --threads 1 --idle 0 "
-                                   "--resume --out " + out.string());
+  const auto resumed =
+      run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_decoder("tiny-llama").string() +
+                  " --precisions fp32,int8 --seq 16 --decode-tokens 4 --iters 3 --threads 1 --idle 0 "
+                  "--resume --out " +
+                  out.string());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_THAT(resumed.output, HasSubstr("holds decoder runs with 8 decode tokens"));
   EXPECT_EQ(count_lines(out / "results.jsonl"), 2u);
@@ -361,7 +370,8 @@ TEST(CliBench, DecoderEnergyEstimateGivesMillijoulesPerTokenPerPhase) {
   const auto out = dir / "out";
   const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " + tiny_decoder("tiny-gpt2").string() +
                              " --precisions fp32 --seq 8 --decode-tokens 4 --min-time 0.05 --threads 1 --idle 0 "
-                             "--energy-estimate cpu-tdp=65 --out " + out.string());
+                             "--energy-estimate cpu-tdp=65 --out " +
+                             out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto records = read_records(out / "results.jsonl");
   ASSERT_EQ(records.size(), 1u);
@@ -425,11 +435,11 @@ TEST(CliBench, HelpTeaches) {
 TEST(CliBench, Sst2DistilBertMiniAccuracyAndDeltas) {
   QJOULE_REQUIRE_SHARED("models/sst2-distilbert-mini/config.json");
   const auto dir = qjoule::test::temp_dir("cli_bench_sst2");
-  const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " +
-                             qjoule::test::shared_data("models/sst2-distilbert-mini").string() + " --dataset " +
-                             qjoule::test::shared_data("sst2/dev.tsv").string() +
-                             " --precisions fp32,int8,nf4 --batch 32 --seq 128 --min-time 0.2 --out " +
-                             (dir / "out").string());
+  const auto r =
+      run_command(no_sensors(dir) + qjoule() + " bench --model " +
+                  qjoule::test::shared_data("models/sst2-distilbert-mini").string() + " --dataset " +
+                  qjoule::test::shared_data("sst2/dev.tsv").string() +
+                  " --precisions fp32,int8,nf4 --batch 32 --seq 128 --min-time 0.2 --out " + (dir / "out").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto records = read_records(dir / "out" / "results.jsonl");
   ASSERT_EQ(records.size(), 3u);

@@ -18,9 +18,9 @@
 
 namespace {
 
+using qjoule::test::run_command;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using qjoule::test::run_command;
 namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
@@ -220,7 +220,8 @@ TEST(CliEval, PrecisionSpecsAreBenchsGrammar) {
   EXPECT_THAT(current.output, Not(HasSubstr("old spelling")));
   const auto old = run_command(base + " --precision int8:sq0.5");
   ASSERT_EQ(old.exit_code, 0) << old.output;
-  EXPECT_THAT(old.output, HasSubstr("note: precision 'int8:sq0.5': 'sq0.5' is the old spelling of 'sq=0.5' (still read)"));
+  EXPECT_THAT(old.output,
+              HasSubstr("note: precision 'int8:sq0.5': 'sq0.5' is the old spelling of 'sq=0.5' (still read)"));
   EXPECT_THAT(old.output, HasSubstr("smoothquant: alpha 0.5, calibrated on the first 4 examples"));
   const auto accuracy_line = [](const std::string& out) { return out.substr(out.find("accuracy   ")).substr(0, 30); };
   EXPECT_EQ(accuracy_line(old.output), accuracy_line(current.output));
@@ -252,8 +253,8 @@ TEST(CliEval, DeviceCudaRunsOnTheGpuOrSaysWhyNot) {
 #endif
   const auto& status = qjoule::kernels::cuda_device_status();
   const auto dir = qjoule::test::temp_dir("cli_eval_cuda");
-  const std::string base = qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
-                           (tiny_bert() / "dataset.tsv").string();
+  const std::string base =
+      qjoule() + " eval --model " + tiny_bert().string() + " --dataset " + (tiny_bert() / "dataset.tsv").string();
   if (!status.usable) {
     for (const std::string device : {"cuda", "cuda:1"}) {
       const auto r = run_command(base + " --device " + device + " --precision int8");

@@ -12,8 +12,8 @@
 
 namespace {
 
-using ::testing::HasSubstr;
 using qjoule::test::run_command;
+using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
@@ -90,8 +90,8 @@ TEST(CliGenerate, MoreThreadsThanCpusIsAWarning) {
 TEST(CliPpl, AnEmptyTextIsOneLine) {
   const auto text = qjoule::test::temp_dir("cli_ppl_empty") / "empty.txt";
   std::ofstream(text) << "\n  \n";
-  const auto r = run_command(qjoule() + " ppl --model " + fixture("tiny-qwen2").string() + " --text " + text.string() +
-                             " 2>&1");
+  const auto r =
+      run_command(qjoule() + " ppl --model " + fixture("tiny-qwen2").string() + " --text " + text.string() + " 2>&1");
   expect_one_error_line(r, "the text is empty");
 }
 
@@ -106,8 +106,8 @@ TEST(CliPpl, AKlBaseWithATokenOutsideTheVocabularyIsOneLine) {
   const auto dir = qjoule::test::temp_dir("cli_ppl_bad_base");
   const auto text = dir / "text.txt";
   std::ofstream(text) << "Hello world. The quick brown fox jumps over the lazy dog, again and again.\n";
-  const std::string common = qjoule() + " ppl --model " + fixture("tiny-llama").string() + " --text " + text.string() +
-                             " --ctx 16 --stride 8";
+  const std::string common =
+      qjoule() + " ppl --model " + fixture("tiny-llama").string() + " --text " + text.string() + " --ctx 16 --stride 8";
   ASSERT_EQ(run_command(common + " --save-kl-base " + (dir / "base.kl").string() + " 2>&1").exit_code, 0);
   {  // token id 0 -> 1,000,000 (ids start after the 56-byte header)
     std::fstream f(dir / "base.kl", std::ios::in | std::ios::out | std::ios::binary);

@@ -12,9 +12,9 @@
 
 namespace {
 
+using qjoule::test::run_command;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using qjoule::test::run_command;
 namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
@@ -85,8 +85,8 @@ TEST(CliReport, NoFilesIsAUsageError) {
 TEST(CliReport, AMissingFileFailsInOneLineNamingIt) {
   const auto dir = qjoule::test::temp_dir("cli_report_missing");
   const auto missing = dir / "nope.jsonl";
-  const auto r = run_command(fake_chartjs(dir) + qjoule() + " report " + missing.string() + " -o " +
-                             (dir / "r.html").string());
+  const auto r =
+      run_command(fake_chartjs(dir) + qjoule() + " report " + missing.string() + " -o " + (dir / "r.html").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.output, "qjoule: error: cannot read '" + missing.string() + "': No such file or directory\n");
   EXPECT_FALSE(fs::exists(dir / "r.html"));

@@ -19,8 +19,8 @@
 
 namespace {
 
-using ::testing::HasSubstr;
 using qjoule::test::run_command;
+using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
@@ -57,8 +57,8 @@ TEST(CliSlurm, SweepOnALocalClusterIsExactlyOnceThroughCancelAndResume) {
   const fs::path tiny = qjoule::test::fixtures_dir() / "tiny-bert";
   const auto sweep = [&](const fs::path& out, const std::string& min_time) {
     return qjoule() + " bench --model " + tiny.string() + " --dataset " + (tiny / "dataset.tsv").string() +
-           " --precisions fp32,int8,w8 --batch 1,4 --seq 16 --threads 1 --idle 0 --min-time " + min_time +
-           " --out " + out.string();
+           " --precisions fp32,int8,w8 --batch 1,4 --seq 16 --threads 1 --idle 0 --min-time " + min_time + " --out " +
+           out.string();
   };
 
   // Six configurations, six array tasks, one merge: six distinct records, each naming its job and task.

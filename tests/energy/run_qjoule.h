@@ -15,8 +15,8 @@ struct ProcessResult {
 
 // `env` entries are set for the child (an empty value unsets the variable). When `as_nobody` and
 // this process is root, the child drops to uid/gid 65534 first; then `dropped` says whether it could.
-ProcessResult run_qjoule(const std::vector<std::string>& args,
-                         const std::map<std::string, std::string>& env = {}, bool as_nobody = false);
+ProcessResult run_qjoule(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
+                         bool as_nobody = false);
 
 // Environment that hides every real sensor: an empty powercap root, no NVML, no perf PMU.
 std::map<std::string, std::string> no_sensor_env(const std::string& scratch_dir);

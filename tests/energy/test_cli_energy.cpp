@@ -72,12 +72,12 @@ TEST(EnergyCli, MeasuresAFakeMachineAndWritesJsonAndTrace) {
   tree.start(1ms);
   const std::string json = (dir / "run.json").string();
   const std::string trace = (dir / "run.csv").string();
-  const ProcessResult r = run_qjoule(
-      {"energy", "--idle", "0.3", "--interval", "5", "--json", json, "--trace", trace, "--", "sleep", "0.5"},
-      {{"QJOULE_POWERCAP_ROOT", tree.root().string()},
-       {"QJOULE_NVML_LIB", QJOULE_FAKE_NVML},
-       {"FAKE_NVML_WATTS", "150"},
-       {"QJOULE_PERF_POWER_ROOT", (dir / "none").string()}});
+  const ProcessResult r =
+      run_qjoule({"energy", "--idle", "0.3", "--interval", "5", "--json", json, "--trace", trace, "--", "sleep", "0.5"},
+                 {{"QJOULE_POWERCAP_ROOT", tree.root().string()},
+                  {"QJOULE_NVML_LIB", QJOULE_FAKE_NVML},
+                  {"FAKE_NVML_WATTS", "150"},
+                  {"QJOULE_PERF_POWER_ROOT", (dir / "none").string()}});
   tree.stop();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("measuring idle power"));
@@ -155,8 +155,9 @@ TEST(EnergyCli, BenchMeasuresAFakeMachineAndKeepsTraces) {
 
 TEST(EnergyCli, EstimateIsLabelled) {
   const auto env = no_sensor_env(temp_dir("cli-estimate").string());
-  const ProcessResult r =
-      run_qjoule({"energy", "--energy-estimate", "cpu-tdp=65", "--", "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"}, env);
+  const ProcessResult r = run_qjoule({"energy", "--energy-estimate", "cpu-tdp=65", "--", "sh", "-c",
+                                      "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"},
+                                     env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("energy: unavailable"));
   EXPECT_THAT(r.err, HasSubstr("estimate"));
@@ -169,8 +170,8 @@ TEST(EnergyCli, EstimateIsLabelled) {
 TEST(EnergyCli, HelpTeaches) {
   const ProcessResult r = run_qjoule({"energy", "--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* text : {"--interval", "--idle", "--json", "--trace", "--gpu", "--power-meter",
-                           "--energy-estimate", "Examples", "qjoule energy -- sleep 1", "unavailable"}) {
+  for (const char* text : {"--interval", "--idle", "--json", "--trace", "--gpu", "--power-meter", "--energy-estimate",
+                           "Examples", "qjoule energy -- sleep 1", "unavailable"}) {
     EXPECT_THAT(r.out, HasSubstr(text));
   }
   EXPECT_THAT(r.out, HasSubstr("10"));  // the interval's default
@@ -206,10 +207,10 @@ TEST(EnergyCliSensors, ListsFakeSensorsWithObservedUpdatePeriods) {
   tree.add_zone({"intel-rapl:0:0", "core", 20.0});
   tree.start(1ms);
   const std::string json = (dir / "sensors.json").string();
-  const ProcessResult r = run_qjoule({"sensors", "--probe", "150", "--json", json},
-                                     {{"QJOULE_POWERCAP_ROOT", tree.root().string()},
-                                      {"QJOULE_NVML_LIB", QJOULE_FAKE_NVML},
-                                      {"FAKE_NVML_ENERGY_UPDATE_MS", "20"}});
+  const ProcessResult r =
+      run_qjoule({"sensors", "--probe", "150", "--json", json}, {{"QJOULE_POWERCAP_ROOT", tree.root().string()},
+                                                                 {"QJOULE_NVML_LIB", QJOULE_FAKE_NVML},
+                                                                 {"FAKE_NVML_ENERGY_UPDATE_MS", "20"}});
   tree.stop();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("3 energy sensors found"));

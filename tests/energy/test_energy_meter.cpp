@@ -266,7 +266,8 @@ TEST(EnergyMeter, MisuseIsAClearError) {
 }
 
 TEST(EnergyMeter, NoSensorMeansUnavailableWithReasonsNeverZero) {
-  Rig rig = make_rig({}, {}, {{"nvml", "cannot load libnvidia-ml.so.1"}, {"rapl", "/sys/class/powercap does not exist"}});
+  Rig rig =
+      make_rig({}, {}, {{"nvml", "cannot load libnvidia-ml.so.1"}, {"rapl", "/sys/class/powercap does not exist"}});
   rig.meter->start();
   Window w = rig.meter->begin_window("nothing");
   std::this_thread::sleep_for(5ms);
@@ -325,9 +326,8 @@ TEST(EnergyEstimate, ParsesOnlyCpuTdp) {
 }
 
 TEST(EnergyMeter, SelfTimedMeterIntegratesPowerAndFlagsHoles) {
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   std::vector<ScriptedMeter::Point> points;
   // 100 W every 10 ms for 400 ms, except a 150 ms hole in the middle.
   for (std::int64_t t = -20'000'000; t <= 400'000'000; t += 10'000'000) {

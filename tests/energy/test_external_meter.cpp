@@ -26,14 +26,11 @@ DiscoveryOptions meter_only(const std::string& spec) {
   return options;
 }
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 TEST(EnergyExternalMeter, PipeReadingsAreIntegrated) {
   // A meter printing 42.5 W about every 10 ms with Unix timestamps.
-  const std::string command =
-      "while true; do echo \"$(date +%s.%N),42.5\"; sleep 0.01; done";
+  const std::string command = "while true; do echo \"$(date +%s.%N),42.5\"; sleep 0.01; done";
   MeterOptions options;
   options.meter_grace = 2000ms;
   EnergyMeter meter(discover_sensors(meter_only("cmd:" + command)), options);

@@ -28,9 +28,9 @@ using ::testing::HasSubstr;
 class EnergyNvml : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"FAKE_NVML_GPUS", "FAKE_NVML_WATTS", "FAKE_NVML_ENERGY_UPDATE_MS",
-                             "FAKE_NVML_ENERGY", "FAKE_NVML_FIELDS", "FAKE_NVML_ARCH", "FAKE_NVML_INIT_ERROR",
-                             "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    for (const char* name : {"FAKE_NVML_GPUS", "FAKE_NVML_WATTS", "FAKE_NVML_ENERGY_UPDATE_MS", "FAKE_NVML_ENERGY",
+                             "FAKE_NVML_FIELDS", "FAKE_NVML_ARCH", "FAKE_NVML_INIT_ERROR", "CUDA_VISIBLE_DEVICES",
+                             "CUDA_DEVICE_ORDER", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
       ::unsetenv(name);
     }
     ::setenv("QJOULE_NVML_LIB", QJOULE_FAKE_NVML, 1);
@@ -136,12 +136,14 @@ TEST_F(EnergyNvml, OnlyTheJobsGpusAreMeasured) {
   auto found = discover_sensors(nvml_only());
   ASSERT_EQ(found.sensors.size(), 1u);
   EXPECT_EQ(found.sensors[0]->info().id, "nvml:gpu1");
-  EXPECT_THAT(found.sensors[0]->info().notes, ::testing::Contains("measured as this job's GPU (CUDA_VISIBLE_DEVICES=1)"));
+  EXPECT_THAT(found.sensors[0]->info().notes,
+              ::testing::Contains("measured as this job's GPU (CUDA_VISIBLE_DEVICES=1)"));
   ::unsetenv("CUDA_DEVICE_ORDER");  // CUDA's default order: the index may not be NVML's, and it says so
   found = discover_sensors(nvml_only());
   ASSERT_EQ(found.sensors.size(), 1u);
-  EXPECT_THAT(found.sensors[0]->info().notes,
-              ::testing::Contains(HasSubstr("index taken as NVML's, which is CUDA's only with CUDA_DEVICE_ORDER=PCI_BUS_ID")));
+  EXPECT_THAT(
+      found.sensors[0]->info().notes,
+      ::testing::Contains(HasSubstr("index taken as NVML's, which is CUDA's only with CUDA_DEVICE_ORDER=PCI_BUS_ID")));
 
   ::setenv("CUDA_VISIBLE_DEVICES", "GPU-fake-2", 1);
   EXPECT_EQ(ids(), (std::vector<std::string>{"nvml:gpu2"}));
@@ -152,8 +154,9 @@ TEST_F(EnergyNvml, OnlyTheJobsGpusAreMeasured) {
   EXPECT_TRUE(found.sensors.empty());
   ASSERT_EQ(absent.size(), 1u);
   EXPECT_EQ(absent[0].source, "nvml:MIG-fake-1");
-  EXPECT_EQ(absent[0].reason, "CUDA_VISIBLE_DEVICES=MIG-fake-1: MIG-fake-1 is a MIG instance; NVML reads energy "
-                                    "and power of whole GPUs only, so its energy is unavailable");
+  EXPECT_EQ(absent[0].reason,
+            "CUDA_VISIBLE_DEVICES=MIG-fake-1: MIG-fake-1 is a MIG instance; NVML reads energy "
+            "and power of whole GPUs only, so its energy is unavailable");
 
   ::setenv("CUDA_VISIBLE_DEVICES", "GPU-fake-0,7,GPU-nope", 1);
   found = discover_sensors(nvml_only());
@@ -249,7 +252,7 @@ TEST_F(EnergyNvml, UnsupportedInstantFieldUsesPowerUsageAndSaysItIsAveraged) {
   EXPECT_THAT(sensor->info().power_method, HasSubstr("1-second average"));
   EXPECT_THAT(sensor->info().notes, ::testing::Contains(HasSubstr("NVML_FI_DEV_POWER_INSTANT")));
 
-  found = SensorDiscovery{};  // the last sensor goes: nvmlShutdown, and the fake reads its settings again
+  found = SensorDiscovery{};           // the last sensor goes: nvmlShutdown, and the fake reads its settings again
   ::setenv("FAKE_NVML_ARCH", "5", 1);  // Volta: instantaneous
   found = discover_sensors(nvml_only());
   EXPECT_THAT(found.sensors.at(0)->info().power_method, HasSubstr("instantaneous"));

@@ -66,10 +66,8 @@ TEST(EnergySamplerAccounting, EveryDeadlineIsTakenOrMissedUnderLoad) {
   RecordProperty("ticks_missed", static_cast<int>(stats.ticks_missed));
   RecordProperty("ticks_late", static_cast<int>(stats.ticks_late));
   std::printf("1 ms sampler under load: %llu deadlines, %llu taken, %llu missed, %llu late\n",
-              static_cast<unsigned long long>(stats.ticks_expected),
-              static_cast<unsigned long long>(stats.ticks_taken),
-              static_cast<unsigned long long>(stats.ticks_missed),
-              static_cast<unsigned long long>(stats.ticks_late));
+              static_cast<unsigned long long>(stats.ticks_expected), static_cast<unsigned long long>(stats.ticks_taken),
+              static_cast<unsigned long long>(stats.ticks_missed), static_cast<unsigned long long>(stats.ticks_late));
 }
 
 }  // namespace

@@ -156,8 +156,9 @@ TEST(Perplexity, ContextBeyondThePositionsNamesBothNumbers) {
   opts.ctx = positions * 2;
   opts.stride = positions;
   const auto m = error_of([&] { qjoule::eval::evaluate_perplexity(model, some_ids(300, 100), opts); });
-  EXPECT_NE(m.find(fmt::format("--ctx {} is beyond the model's max_position_embeddings = {}", positions * 2, positions)),
-            std::string::npos)
+  EXPECT_NE(
+      m.find(fmt::format("--ctx {} is beyond the model's max_position_embeddings = {}", positions * 2, positions)),
+      std::string::npos)
       << m;
 }
 
@@ -176,7 +177,8 @@ TEST_P(PerplexityReference, Fp32PerplexityOnWikiText2EqualsPyTorchs) {
   const auto model = qjoule::model::load_decoder_lm(dir);
   for (const auto& c : ref["cases"]) {
     const auto max_tokens = c["max_tokens"].get<size_t>();
-    std::vector<int32_t> ids(all_ids.begin(), all_ids.begin() + static_cast<long>(std::min(max_tokens, all_ids.size())));
+    std::vector<int32_t> ids(all_ids.begin(),
+                             all_ids.begin() + static_cast<long>(std::min(max_tokens, all_ids.size())));
     ASSERT_EQ(static_cast<int64_t>(ids.size()), c["n_tokens"].get<int64_t>());
     const auto first = c["first_ids"].get<std::vector<int32_t>>();
     EXPECT_EQ(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<long>(first.size())), first);

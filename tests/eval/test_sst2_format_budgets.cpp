@@ -22,9 +22,9 @@ namespace qjoule::eval {
 namespace {
 
 struct FormatBudget {
-  std::string name;       // for the test's name
-  std::string precision;  // --precision
-  std::string act_dtype;  // --act-dtype
+  std::string name;         // for the test's name
+  std::string precision;    // --precision
+  std::string act_dtype;    // --act-dtype
   float smoothquant_alpha;  // < 0: off
   double max_drop_pt;       // accuracy drop budget in points; < 0: judged by agreement instead
   double min_agreement;     // top-1 agreement with FP32
@@ -92,19 +92,18 @@ TEST_P(Sst2FormatBudgets, WithinBudget) {
   EXPECT_GE(f.top1_agreement, b.min_agreement) << b.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, Sst2FormatBudgets,
-    ::testing::Values(FormatBudget{"bf16", "bf16", "f32", -1.0f, 0.5, 0.95},
-                      FormatBudget{"fp16", "fp16", "f32", -1.0f, 0.5, 0.95},
-                      FormatBudget{"w8", "w8", "f32", -1.0f, 0.5, 0.95},
-                      FormatBudget{"act_bf16", "fp32", "bf16", -1.0f, 0.5, 0.95},
-                      FormatBudget{"int8", "int8", "f32", -1.0f, 1.0, 0.95},
-                      FormatBudget{"int8_sq05", "int8", "f32", 0.5f, 1.0, 0.95},
-                      FormatBudget{"int4", "int4", "f32", -1.0f, -1.0, 0.95},
-                      FormatBudget{"int4_g64_asym", "int4:g64:asym", "f32", -1.0f, -1.0, 0.95},
-                      FormatBudget{"nf4", "nf4", "f32", -1.0f, -1.0, 0.95},
-                      FormatBudget{"nf4_dq", "nf4:dq", "f32", -1.0f, -1.0, 0.95}),
-    [](const ::testing::TestParamInfo<FormatBudget>& case_info) { return case_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Cases, Sst2FormatBudgets,
+                         ::testing::Values(FormatBudget{"bf16", "bf16", "f32", -1.0f, 0.5, 0.95},
+                                           FormatBudget{"fp16", "fp16", "f32", -1.0f, 0.5, 0.95},
+                                           FormatBudget{"w8", "w8", "f32", -1.0f, 0.5, 0.95},
+                                           FormatBudget{"act_bf16", "fp32", "bf16", -1.0f, 0.5, 0.95},
+                                           FormatBudget{"int8", "int8", "f32", -1.0f, 1.0, 0.95},
+                                           FormatBudget{"int8_sq05", "int8", "f32", 0.5f, 1.0, 0.95},
+                                           FormatBudget{"int4", "int4", "f32", -1.0f, -1.0, 0.95},
+                                           FormatBudget{"int4_g64_asym", "int4:g64:asym", "f32", -1.0f, -1.0, 0.95},
+                                           FormatBudget{"nf4", "nf4", "f32", -1.0f, -1.0, 0.95},
+                                           FormatBudget{"nf4_dq", "nf4:dq", "f32", -1.0f, -1.0, 0.95}),
+                         [](const ::testing::TestParamInfo<FormatBudget>& case_info) { return case_info.param.name; });
 
 }  // namespace
 }  // namespace qjoule::eval

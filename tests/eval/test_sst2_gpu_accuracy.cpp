@@ -50,9 +50,9 @@ class Sst2GpuAccuracy : public ::testing::TestWithParam<std::string> {
     kernels::set_num_threads(0);
     const auto dir = test::shared_data("models/sst2-distilbert-mini");
     const auto checkpoint = io::Checkpoint::open(dir);
-    shared() = Shared{model::load_encoder_params(checkpoint, model::load_encoder_config(dir, checkpoint)),
-                      load_dataset(test::shared_data("sst2/dev.tsv"), {}),
-                      tokenize::WordPieceTokenizer::from_model_dir(dir)};
+    shared() =
+        Shared{model::load_encoder_params(checkpoint, model::load_encoder_config(dir, checkpoint)),
+               load_dataset(test::shared_data("sst2/dev.tsv"), {}), tokenize::WordPieceTokenizer::from_model_dir(dir)};
   }
 };
 
@@ -75,10 +75,11 @@ TEST_P(Sst2GpuAccuracy, EqualsTheCpuWithinBudget) {
 
   const double gap_pt = 100.0 * (on_gpu.accuracy() - on_cpu.accuracy());
   const auto f = compare_logits(on_cpu.logits, on_gpu.logits);
-  std::printf("%-14s CPU %zu/%zu = %.4f, GPU %zu/%zu = %.4f (%+.2f pt); GPU vs CPU top-1 agreement %.4f, max "
-              "|dlogit| %.3g; GPU %.2f s\n",
-              precision.c_str(), on_cpu.correct, on_cpu.labelled, on_cpu.accuracy(), on_gpu.correct, on_gpu.labelled,
-              on_gpu.accuracy(), gap_pt, f.top1_agreement, f.max_abs_dlogit, on_gpu.seconds);
+  std::printf(
+      "%-14s CPU %zu/%zu = %.4f, GPU %zu/%zu = %.4f (%+.2f pt); GPU vs CPU top-1 agreement %.4f, max "
+      "|dlogit| %.3g; GPU %.2f s\n",
+      precision.c_str(), on_cpu.correct, on_cpu.labelled, on_cpu.accuracy(), on_gpu.correct, on_gpu.labelled,
+      on_gpu.accuracy(), gap_pt, f.top1_agreement, f.max_abs_dlogit, on_gpu.seconds);
   EXPECT_EQ(on_gpu.labelled, on_cpu.labelled);
   EXPECT_LE(std::fabs(gap_pt), kMaxGapPt) << precision;
 }

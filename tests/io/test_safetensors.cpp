@@ -13,11 +13,11 @@
 
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
 using qjoule::io::Checkpoint;
 using qjoule::io::DType;
 using qjoule::io::SafetensorsFile;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::span<const std::byte> bytes_of(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
@@ -105,7 +105,8 @@ TEST_F(SafetensorsTest, TruncatedDataArea) {
 TEST_F(SafetensorsTest, HeaderLengthPastEnd) {
   write_raw(dir / "h.safetensors", "{}", 0, 1000);
   EXPECT_THAT(error_of(dir / "h.safetensors"),
-              AllOf(HasSubstr("h.safetensors"), HasSubstr("header length 1000 runs past the end of the file (10 bytes, so at most 2)")));
+              AllOf(HasSubstr("h.safetensors"),
+                    HasSubstr("header length 1000 runs past the end of the file (10 bytes, so at most 2)")));
 }
 
 TEST_F(SafetensorsTest, HeaderNotJson) {
@@ -117,21 +118,24 @@ TEST_F(SafetensorsTest, HeaderNotJson) {
 
 TEST_F(SafetensorsTest, OffsetsOutOfRange) {
   write_raw(dir / "o.safetensors", R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", 8);
-  EXPECT_THAT(error_of(dir / "o.safetensors"), HasSubstr("tensor 'w': data_offsets [8, 16] run past the data area (8 bytes)"));
+  EXPECT_THAT(error_of(dir / "o.safetensors"),
+              HasSubstr("tensor 'w': data_offsets [8, 16] run past the data area (8 bytes)"));
   write_raw(dir / "r.safetensors", R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8);
   EXPECT_THAT(error_of(dir / "r.safetensors"), HasSubstr("tensor 'w': data_offsets [8, 0] end before begin"));
 }
 
 TEST_F(SafetensorsTest, OverlappingTensors) {
-  write_raw(dir / "v.safetensors",
-            R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-            12);
+  write_raw(
+      dir / "v.safetensors",
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+      12);
   EXPECT_THAT(error_of(dir / "v.safetensors"), HasSubstr("tensors 'a' (bytes 0..8) and 'b' (bytes 4..12) overlap"));
 }
 
 TEST_F(SafetensorsTest, DtypeShapeSizeMismatch) {
   write_raw(dir / "s.safetensors", R"({"w":{"dtype":"F16","shape":[3,2],"data_offsets":[0,8]}})", 8);
-  EXPECT_THAT(error_of(dir / "s.safetensors"), HasSubstr("tensor 'w': holds 8 bytes, but shape [3, 2] of F16 needs 12"));
+  EXPECT_THAT(error_of(dir / "s.safetensors"),
+              HasSubstr("tensor 'w': holds 8 bytes, but shape [3, 2] of F16 needs 12"));
 }
 
 TEST_F(SafetensorsTest, UnknownDtype) {
@@ -230,7 +234,8 @@ TEST_F(SafetensorsTest, ShardIndexNamingAbsentTensor) {
     Checkpoint::open(dir);
     FAIL() << "expected an error";
   } catch (const qjoule::Error& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("weight_map puts tensor 'b' in s1.safetensors, but that shard does not hold it"));
+    EXPECT_THAT(std::string(e.what()),
+                HasSubstr("weight_map puts tensor 'b' in s1.safetensors, but that shard does not hold it"));
   }
 }
 

@@ -19,9 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using qjoule::model::load_decoder_config;
 using qjoule::test::decoder_fixture;
 using qjoule::test::error_of;
-using qjoule::model::load_decoder_config;
 
 // A copy of a fixture whose config.json is edited by `edit`.
 fs::path edited_copy(const std::string& fixture, const std::string& test, const std::function<void(json&)>& edit) {
@@ -127,8 +127,8 @@ TEST(DecoderConfig, TensorsTheModelDoesNotReadAreOneWarningLine) {
     const std::vector<float> extra(4, 1.0f), mask(4, 1.0f);
     tensors.push_back(
         {"model.layers.0.mlp.gate_proj.wieght", qjoule::io::DType::F32, {4}, std::as_bytes(std::span(extra))});
-    tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", qjoule::io::DType::F32, {4},
-                       std::as_bytes(std::span(mask))});
+    tensors.push_back(
+        {"model.layers.0.self_attn.rotary_emb.inv_freq", qjoule::io::DType::F32, {4}, std::as_bytes(std::span(mask))});
     qjoule::io::write_safetensors(dir / "model.safetensors", tensors);
   }
   const auto ck = qjoule::io::Checkpoint::open(dir);
@@ -155,8 +155,9 @@ TEST(DecoderConfig, UnsupportedSettingsAreOneClearLine) {
   EXPECT_NE(m1.find("supported: llama"), std::string::npos) << m1;
   EXPECT_EQ(qjoule::model::model_family(arch), qjoule::model::ModelFamily::Unknown);
 
-  const auto dynamic = edited_copy("tiny-llama", "dynamic",
-                                   [](json& c) { c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}}; });
+  const auto dynamic = edited_copy("tiny-llama", "dynamic", [](json& c) {
+    c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  });
   const auto m2 = error_of([&] { load_config(dynamic); });
   EXPECT_NE(m2.find("rope_scaling type 'dynamic' is not supported"), std::string::npos) << m2;
 

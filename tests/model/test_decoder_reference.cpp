@@ -72,7 +72,8 @@ TEST_P(DecoderReferenceTest, PositionsBeyondTheModelAndBadIdsAreClearErrors) {
   std::vector<int32_t> ids(static_cast<size_t>(positions + 1), 1);
   std::vector<float> logits(static_cast<size_t>(model.config().vocab_size));
   auto cache = model.make_cache();
-  const auto beyond = qjoule::test::error_of([&] { model.forward(ids.data(), positions + 1, cache, logits.data(), positions); });
+  const auto beyond =
+      qjoule::test::error_of([&] { model.forward(ids.data(), positions + 1, cache, logits.data(), positions); });
   EXPECT_NE(beyond.find("max_position_embeddings = " + std::to_string(positions)), std::string::npos) << beyond;
   EXPECT_NE(beyond.find(std::to_string(positions + 1)), std::string::npos) << beyond;
   const auto too_big = qjoule::test::error_of([&] { (void)model.make_cache(positions + 5); });
@@ -143,8 +144,8 @@ qjoule::model::DecoderLM load_in_format(const std::string& name, const std::stri
   qjoule::quant::FormatSpec defaults;
   defaults.group_size = group;
   defaults.emulate = emulate;
-  return load_decoder_lm(decoder_fixture(name), qjoule::model::quantized_linear_factory(
-                                                    qjoule::quant::LayerPolicy::parse(policy), defaults));
+  return load_decoder_lm(decoder_fixture(name),
+                         qjoule::model::quantized_linear_factory(qjoule::quant::LayerPolicy::parse(policy), defaults));
 }
 
 double relative_rms(const std::vector<float>& ref, const std::vector<float>& got) {
@@ -185,8 +186,8 @@ TEST_P(DecoderFormatTest, RunsTheFormatsKernelLikeItsEmulatedTwinAndNearFp32) {
   // (measured on Zen 4), so their budget is 2e-2; a wrong layout is off by O(1).
   bool bf16_compute = false;
   for (const auto& [path, count] : model.kernel_path_counts()) {
-    bf16_compute = bf16_compute || path.find("bf16_panel") != std::string::npos ||
-                   path.find("avx512_bf16:") != std::string::npos;
+    bf16_compute =
+        bf16_compute || path.find("bf16_panel") != std::string::npos || path.find("avx512_bf16:") != std::string::npos;
   }
   const double twin_budget = bf16_compute && precision != "bf16" ? 2e-2 : precision == "int8" ? 5e-3 : 1e-3;
   EXPECT_LE(relative_rms(e, b), twin_budget) << "vs the emulated twin";

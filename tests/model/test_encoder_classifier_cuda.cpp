@@ -40,9 +40,9 @@
 namespace qjoule::model {
 namespace {
 
+using test::error_of;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using test::error_of;
 
 EncoderParams tiny_bert() {
   const auto dir = test::fixtures_dir() / "tiny-bert";
@@ -107,10 +107,10 @@ TEST(EncoderClassifierCuda, WithoutAGpuTheConstructorSaysWhy) {
 
 // ---- on a GPU ---------------------------------------------------------------------------------------
 
-#define REQUIRE_GPU()                                                            \
-  do {                                                                           \
-    const auto& status = kernels::cuda_device_status();                          \
-    if (!status.usable) GTEST_SKIP() << "no usable GPU: " << status.reason;      \
+#define REQUIRE_GPU()                                                       \
+  do {                                                                      \
+    const auto& status = kernels::cuda_device_status();                     \
+    if (!status.usable) GTEST_SKIP() << "no usable GPU: " << status.reason; \
   } while (0)
 
 struct Inputs {
@@ -203,8 +203,8 @@ INSTANTIATE_TEST_SUITE_P(
                       FormatCase{"int8", "int8", "int8", 3e-2, false}, FormatCase{"fp8", "fp8", "fp32", 0.25, false},
                       FormatCase{"int4_g32", "int4:g32", "int4:g32", 1e-2, false},
                       FormatCase{"int4_g32_asym", "int4:g32:asym", "int4:g32:asym", 1e-2, false},
-                      FormatCase{"int4_g128", "int4", "int4", 1e-2, true},
-                      FormatCase{"nf4", "nf4", "nf4", 1e-2, true}, FormatCase{"nf4_dq", "nf4:dq", "nf4:dq", 1e-2, true}),
+                      FormatCase{"int4_g128", "int4", "int4", 1e-2, true}, FormatCase{"nf4", "nf4", "nf4", 1e-2, true},
+                      FormatCase{"nf4_dq", "nf4:dq", "nf4:dq", 1e-2, true}),
     [](const ::testing::TestParamInfo<FormatCase>& case_info) { return case_info.param.name; });
 
 TEST(EncoderClassifierCuda, KernelPathsSizesAndChecks) {

@@ -83,7 +83,8 @@ TEST_F(EncoderConfigTest, LayerCountDisagreement) {
 
 TEST_F(EncoderConfigTest, LabelCountDisagreement) {
   config["id2label"] = {{"0", "NEG"}, {"1", "POS"}};
-  EXPECT_THAT(error(), HasSubstr("id2label has 2 entries, but tensor 'classifier.weight' has shape [3, 32] (so 3 labels)"));
+  EXPECT_THAT(error(),
+              HasSubstr("id2label has 2 entries, but tensor 'classifier.weight' has shape [3, 32] (so 3 labels)"));
 }
 
 TEST_F(EncoderConfigTest, UnknownArchitectureListsSupported) {
@@ -126,7 +127,8 @@ TEST_F(EncoderConfigTest, ForwardRejectsOutOfVocabularyIdsAndOverlongSequences) 
     model.forward(ids.data(), mask.data(), 1, 3, logits.data());
     FAIL();
   } catch (const qjoule::Error& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("token id 999 at batch row 0, position 1 is outside the vocabulary [0, 53)"));
+    EXPECT_THAT(std::string(e.what()),
+                HasSubstr("token id 999 at batch row 0, position 1 is outside the vocabulary [0, 53)"));
   }
   std::vector<int32_t> long_ids(41, 5), long_mask(41, 1);
   try {

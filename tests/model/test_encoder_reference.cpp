@@ -70,13 +70,14 @@ std::vector<std::vector<float>> run(const qjoule::model::EncoderClassifier& mode
     }
     std::vector<float> logits(n * labels);
     model.forward(ids.data(), mask.data(), int64_t(n), int64_t(len), logits.data());
-    for (size_t i = 0; i < n; ++i) out.emplace_back(logits.begin() + long(i * labels), logits.begin() + long((i + 1) * labels));
+    for (size_t i = 0; i < n; ++i)
+      out.emplace_back(logits.begin() + long(i * labels), logits.begin() + long((i + 1) * labels));
   }
   return out;
 }
 
-void expect_matches(const fs::path& model_dir, const fs::path& ids_path, const fs::path& logits_path,
-                    size_t batch_size, int expected_correct) {
+void expect_matches(const fs::path& model_dir, const fs::path& ids_path, const fs::path& logits_path, size_t batch_size,
+                    int expected_correct) {
   const auto model = qjoule::model::load_encoder_classifier(model_dir);
   const auto seqs = read_token_ids(ids_path);
   const auto ref = read_logits(logits_path);

@@ -78,8 +78,7 @@ TEST(SyntheticDecoder, HeadsThatDoNotDivideTheHiddenSizeAreAnError) {
                                                                ::testing::HasSubstr("5 heads"))));
   s = small_spec();
   s.num_layers = 0;
-  EXPECT_THAT([&] { synthetic_decoder_params(s); },
-              ::testing::ThrowsMessage<Error>(::testing::HasSubstr("layers 0")));
+  EXPECT_THAT([&] { synthetic_decoder_params(s); }, ::testing::ThrowsMessage<Error>(::testing::HasSubstr("layers 0")));
 }
 
 }  // namespace

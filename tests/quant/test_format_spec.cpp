@@ -72,8 +72,10 @@ TEST(FormatSpec, ParsesTheGrammar) {
 TEST(FormatSpec, OldSpellingsStillReadWithANote) {
   EXPECT_EQ(parse_format_spec("int4:g64:asym"), parse_format_spec("int4:g=64:asym"));
   EXPECT_EQ(parse_format_spec("int8:sq0.5"), parse_format_spec("int8:sq=0.5"));
-  EXPECT_EQ(old_spelling_note("int4:g64:asym"), "precision 'int4:g64:asym': 'g64' is the old spelling of 'g=64' (still read)");
-  EXPECT_EQ(old_spelling_note("int8:sq0.5"), "precision 'int8:sq0.5': 'sq0.5' is the old spelling of 'sq=0.5' (still read)");
+  EXPECT_EQ(old_spelling_note("int4:g64:asym"),
+            "precision 'int4:g64:asym': 'g64' is the old spelling of 'g=64' (still read)");
+  EXPECT_EQ(old_spelling_note("int8:sq0.5"),
+            "precision 'int8:sq0.5': 'sq0.5' is the old spelling of 'sq=0.5' (still read)");
   EXPECT_EQ(old_spelling_note("int4:g=64:sym"), "");
   EXPECT_EQ(old_spelling_note("nf4:dq"), "");
 }
@@ -125,8 +127,10 @@ TEST(FormatSpec, BadSpecsAreOneLineNamingSpecOptionAndFormat) {
   EXPECT_THAT(error_of([] { parse_format_spec(""); }), HasSubstr("precision '': unknown format ''"));
   EXPECT_THAT(error_of([] { parse_format_spec("int8:g=64"); }),
               HasSubstr("precision 'int8:g=64': option 'g=64' applies to int4 only, not to int8"));
-  EXPECT_THAT(error_of([] { parse_format_spec("int4:dq"); }), HasSubstr("option 'dq' applies to nf4 only, not to int4"));
-  EXPECT_THAT(error_of([] { parse_format_spec("w8:sq=0.5"); }), HasSubstr("option 'sq=0.5' applies to int8 only, not to w8"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:dq"); }),
+              HasSubstr("option 'dq' applies to nf4 only, not to int4"));
+  EXPECT_THAT(error_of([] { parse_format_spec("w8:sq=0.5"); }),
+              HasSubstr("option 'sq=0.5' applies to int8 only, not to w8"));
   EXPECT_THAT(error_of([] { parse_format_spec("int4:g=48"); }),
               HasSubstr("precision 'int4:g=48': int4 group size '48', expected 32, 64 or 128"));
   EXPECT_THAT(error_of([] { parse_format_spec("int4:gx"); }), HasSubstr("unknown option 'gx'"));

@@ -102,8 +102,7 @@ TEST(LayerPolicy, DefaultSetIsBlockLinearsOnly) {
 }
 
 TEST(LayerPolicy, IncludeReplacesTheDefaultSetAndExcludeWins) {
-  const LayerPolicy policy =
-      LayerPolicy::parse(options("int8", "*.ffn.*,pre_classifier", "*.layer.5.*"), kFormats);
+  const LayerPolicy policy = LayerPolicy::parse(options("int8", "*.ffn.*,pre_classifier", "*.layer.5.*"), kFormats);
   EXPECT_EQ(policy.resolve(kFfn1, true).format, "int8");
   EXPECT_EQ(policy.resolve(kPreClassifier, false).format, "int8") << "explicit include opts a head layer in";
   const LayerDecision q = policy.resolve(kQ, true);

@@ -39,8 +39,8 @@ TEST(QuantizeActivationsQ8, NonFiniteActivationNamesTheLayer) {
   x[40] = std::nanf("");
   std::vector<BlockQ8Act> b(2);
   EXPECT_THAT([&] { quantize_row_q8_act_ref(x.data(), 64, b.data(), "enc.0.ffn.lin2", 3); },
-              ::testing::ThrowsMessage<qjoule::Error>(::testing::AllOf(::testing::HasSubstr("enc.0.ffn.lin2"),
-                                                                       ::testing::HasSubstr("[3, 40]"))));
+              ::testing::ThrowsMessage<qjoule::Error>(
+                  ::testing::AllOf(::testing::HasSubstr("enc.0.ffn.lin2"), ::testing::HasSubstr("[3, 40]"))));
 }
 
 }  // namespace

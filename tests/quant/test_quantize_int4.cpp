@@ -61,8 +61,9 @@ TYPED_TEST(QuantizeInt4, RoundTripWithinBudget) {
   using Block = TypeParam;
   constexpr int G = Block::kSize;
   auto x = normal(G * 6, 11, 0.02f);
-  for (int i = 0; i < G; ++i) x[static_cast<size_t>(G + i)] = std::fabs(x[static_cast<size_t>(G + i)]);       // all >= 0
-  for (int i = 0; i < G; ++i) x[static_cast<size_t>(2 * G + i)] = -std::fabs(x[static_cast<size_t>(2 * G + i)]);  // all <= 0
+  for (int i = 0; i < G; ++i) x[static_cast<size_t>(G + i)] = std::fabs(x[static_cast<size_t>(G + i)]);  // all >= 0
+  for (int i = 0; i < G; ++i)
+    x[static_cast<size_t>(2 * G + i)] = -std::fabs(x[static_cast<size_t>(2 * G + i)]);  // all <= 0
   std::vector<Block> blocks;
   quantize_row<Block>(x, blocks);
   const auto y = dequantize_row<Block>(blocks);
@@ -151,8 +152,8 @@ TYPED_TEST(QuantizeInt4, ScaleBeyondFp16RangeIsAnErrorNamingTheTensor) {
   std::vector<float> w(Block::kSize * 2, 1.0f);
   w[Block::kSize + 3] = 1e7f;
   EXPECT_THAT([&] { quantize_matrix_int4<Block>(w.data(), 1, Block::kSize * 2, "enc.ffn.lin1.weight"); },
-              ::testing::ThrowsMessage<qjoule::Error>(::testing::AllOf(::testing::HasSubstr("enc.ffn.lin1.weight"),
-                                                                       ::testing::HasSubstr("FP16 range"))));
+              ::testing::ThrowsMessage<qjoule::Error>(
+                  ::testing::AllOf(::testing::HasSubstr("enc.ffn.lin1.weight"), ::testing::HasSubstr("FP16 range"))));
 }
 
 TYPED_TEST(QuantizeInt4, NanIsRejectedNamingTensorAndIndex) {

@@ -94,8 +94,8 @@ TEST(QuantizeInt8, NanAndInfAreRejectedNamingTensorAndIndex) {
   std::vector<float> w(3 * 4, 0.5f);
   w[1 * 4 + 2] = std::nanf("");
   EXPECT_THAT([&] { quantize_matrix_int8(w.data(), 3, 4, "layer.0.q.weight"); },
-              ::testing::ThrowsMessage<qjoule::Error>(::testing::AllOf(
-                  ::testing::HasSubstr("layer.0.q.weight"), ::testing::HasSubstr("NaN at [1, 2]"))));
+              ::testing::ThrowsMessage<qjoule::Error>(
+                  ::testing::AllOf(::testing::HasSubstr("layer.0.q.weight"), ::testing::HasSubstr("NaN at [1, 2]"))));
   w[1 * 4 + 2] = -INFINITY;
   EXPECT_THAT([&] { quantize_matrix_int8(w.data(), 3, 4, "layer.0.q.weight"); },
               ::testing::ThrowsMessage<qjoule::Error>(::testing::HasSubstr("-Inf at [1, 2]")));

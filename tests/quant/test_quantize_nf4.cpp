@@ -128,7 +128,7 @@ TEST(Nf4, RoundTripWithinHalfTheLargestTableGap) {
 }
 
 TEST(Nf4, EdgeCasesZeroBlockOutlierMaxDenormals) {
-  std::vector<float> x(64 * 4, 0.0f);                       // block 0: all zero
+  std::vector<float> x(64 * 4, 0.0f);                                    // block 0: all zero
   for (int i = 0; i < 64; ++i) x[static_cast<size_t>(64 + i)] = 0.001f;  // block 1: one outlier
   x[64 + 9] = 50.0f;
   x[128] = 2.5f;  // block 2: ±max
@@ -157,11 +157,11 @@ TEST(Nf4, NanInfAndBadShapesAreErrorsNamingTheTensor) {
   std::vector<float> w(2 * 64, 0.1f);
   w[64 + 3] = INFINITY;
   EXPECT_THAT([&] { quantize_matrix_nf4(w.data(), 2, 64, "l.out.weight"); },
-              ::testing::ThrowsMessage<qjoule::Error>(::testing::AllOf(::testing::HasSubstr("l.out.weight"),
-                                                                       ::testing::HasSubstr("+Inf at [1, 3]"))));
+              ::testing::ThrowsMessage<qjoule::Error>(
+                  ::testing::AllOf(::testing::HasSubstr("l.out.weight"), ::testing::HasSubstr("+Inf at [1, 3]"))));
   EXPECT_THAT([&] { quantize_matrix_nf4(w.data(), 0, 64, "l.out.weight"); },
-              ::testing::ThrowsMessage<qjoule::Error>(::testing::AllOf(::testing::HasSubstr("l.out.weight"),
-                                                                       ::testing::HasSubstr("[0, 64]"))));
+              ::testing::ThrowsMessage<qjoule::Error>(
+                  ::testing::AllOf(::testing::HasSubstr("l.out.weight"), ::testing::HasSubstr("[0, 64]"))));
 }
 
 // Any width (formats.h): the last block of a row holds t < 64 weights; its absmax is theirs, the
@@ -206,8 +206,8 @@ TEST(DynamicMap, IsBitsandbytesSignedMap) {
   EXPECT_EQ(map[kDynamicMapZeroCode], 0.0f);
   EXPECT_EQ(map[255], 1.0f);
   for (size_t i = 0; i < 127; ++i) EXPECT_EQ(map[i], -map[254 - i]) << i;  // negatives mirror positives
-  EXPECT_NEAR(map[254], 0.99296875f, 1e-6f);   // largest fraction mean at exponent 0
-  EXPECT_NEAR(map[128], 5.5e-7f, 1e-12f);      // 10^-6 · (0.1 + 1) / 2
+  EXPECT_NEAR(map[254], 0.99296875f, 1e-6f);                               // largest fraction mean at exponent 0
+  EXPECT_NEAR(map[128], 5.5e-7f, 1e-12f);                                  // 10^-6 · (0.1 + 1) / 2
   EXPECT_NEAR(map[0], -0.99296875f, 1e-6f);
 }
 
@@ -215,7 +215,8 @@ int nearest_in_map(float v) {
   const auto& map = dynamic_map_signed();
   int best = 0;
   for (int c = 1; c < 256; ++c)
-    if (std::fabs(double(v) - map[static_cast<size_t>(c)]) < std::fabs(double(v) - map[static_cast<size_t>(best)])) best = c;
+    if (std::fabs(double(v) - map[static_cast<size_t>(c)]) < std::fabs(double(v) - map[static_cast<size_t>(best)]))
+      best = c;
   return best;
 }
 
@@ -268,7 +269,8 @@ TEST(Nf4DoubleQuant, AbsmaxCodesScalesAndMeanMatchTheDerivation) {
       const int c = dq.blocks[b].absmax_code;
       const double step = std::max(c > 0 ? map[static_cast<size_t>(c)] - map[static_cast<size_t>(c - 1)] : 0.0,
                                    c < 255 ? map[static_cast<size_t>(c + 1)] - map[static_cast<size_t>(c)] : 0.0);
-      EXPECT_LE(std::fabs(dq.absmax(static_cast<int64_t>(b)) - single.blocks[b].absmax), 0.5 * step * scale + 1e-7) << b;
+      EXPECT_LE(std::fabs(dq.absmax(static_cast<int64_t>(b)) - single.blocks[b].absmax), 0.5 * step * scale + 1e-7)
+          << b;
     }
   }
   // the all-zero block still decodes to exact zeros although its decoded absmax is not exactly 0

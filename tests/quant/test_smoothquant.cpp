@@ -48,10 +48,13 @@ TEST(SmoothQuant, RejectsBadInputsWithOneLine) {
     return std::string("(no error)");
   };
   EXPECT_NE(message([] { smoothquant_scales({1.0f}, {1.0f}, 1.5f); }).find("alpha 1.5"), std::string::npos);
-  EXPECT_NE(message([] { smoothquant_scales({1.0f}, {1.0f, 2.0f}, 0.5f); }).find("1 activation maxima but 2"),
+  EXPECT_NE(message([] {
+              smoothquant_scales({1.0f}, {1.0f, 2.0f}, 0.5f);
+            }).find("1 activation maxima but 2"),
             std::string::npos);
-  EXPECT_NE(message([] { smoothquant_scales({std::numeric_limits<float>::quiet_NaN()}, {1.0f}, 0.5f); })
-                .find("activation abs-max [0]"),
+  EXPECT_NE(message([] {
+              smoothquant_scales({std::numeric_limits<float>::quiet_NaN()}, {1.0f}, 0.5f);
+            }).find("activation abs-max [0]"),
             std::string::npos);
   EXPECT_NE(message([] { smoothquant_scales({1.0f}, {-1.0f}, 0.5f); }).find("weight abs-max [0]"), std::string::npos);
 }

@@ -11,7 +11,7 @@ namespace qjoule::test {
 
 // Every `name="value"` pair in `text` whose name starts with `prefix`, in order.
 inline std::vector<std::pair<std::string, std::string>> attributes_with_prefix(const std::string& text,
-                                                                            const std::string& prefix) {
+                                                                               const std::string& prefix) {
   std::vector<std::pair<std::string, std::string>> out;
   for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
     if (at > 0 && text[at - 1] != ' ' && text[at - 1] != '<' && text[at - 1] != '\n' && text[at - 1] != '\t')

@@ -54,8 +54,11 @@ inline nlohmann::json energy_window(const std::string& name, double duration_s, 
              {"valid", !short_window},
              {"flags", flags}}}},
           {"total",
-           {{"energy_j", energy_j}, {"net_energy_j", energy_j - idle_j}, {"sensors", {"rapl:package-0"}},
-            {"valid", !short_window}, {"unavailable", nullptr}}},
+           {{"energy_j", energy_j},
+            {"net_energy_j", energy_j - idle_j},
+            {"sensors", {"rapl:package-0"}},
+            {"valid", !short_window},
+            {"unavailable", nullptr}}},
           {"unavailable_sensors", nlohmann::json::array()}};
 }
 
@@ -90,8 +93,7 @@ inline bench::RunRecord measured_record(const Format& f, std::size_t batch, int 
   r.warmup_iters = 3;
   const double p50 = batch == 1 ? f.p50_bs1_ms : f.p50_bs1_ms * 6.8;
   r.iters = static_cast<std::size_t>(std::ceil(1000.0 / p50));
-  r.latency = bench::LatencyStats{r.iters, p50 * 1.02, p50 * 0.03, p50 * 0.95, p50,
-                                  p50 * 1.08, p50 * 1.2,  p50 * 1.3};
+  r.latency = bench::LatencyStats{r.iters, p50 * 1.02, p50 * 0.03, p50 * 0.95, p50, p50 * 1.08, p50 * 1.2, p50 * 1.3};
   r.measured_seconds = static_cast<double>(r.iters) * p50 * 1.02 / 1000.0;
   const double sequences = static_cast<double>(r.iters * batch);
   r.sequences_per_s = sequences / r.measured_seconds;
@@ -144,8 +146,9 @@ inline std::vector<bench::RunRecord> records() {
       r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
     }
     if (r.config.precision == "w8" && r.config.batch == 8) {  // no sensor for this run
-      bench::clear_energy(r, "no energy sensor: rapl: /sys/class/powercap/intel-rapl:0/energy_uj is not readable "
-                             "(Permission denied); nvml: libnvidia-ml.so.1 not found");
+      bench::clear_energy(r,
+                          "no energy sensor: rapl: /sys/class/powercap/intel-rapl:0/energy_uj is not readable "
+                          "(Permission denied); nvml: libnvidia-ml.so.1 not found");
     }
   }
 

@@ -222,8 +222,8 @@ TEST(ReportHtml, ScalingChartsNeedTwoValuesElseANote) {
   EXPECT_EQ(data["charts"]["chart-batch-scaling"]["data"]["datasets"][0]["data"].size(), 2u);  // fp32 at bs 1, 8
   EXPECT_FALSE(data["charts"].contains("chart-seq-scaling"));
   EXPECT_THAT(html, HasSubstr("needs ≥ 2 sequence lengths (these runs have only one: 128)"));
-  for (const char* id : {"chart-latency", "chart-throughput", "chart-energy", "chart-accuracy", "chart-pareto",
-                         "chart-size"})
+  for (const char* id :
+       {"chart-latency", "chart-throughput", "chart-energy", "chart-accuracy", "chart-pareto", "chart-size"})
     EXPECT_TRUE(data["charts"].contains(id)) << id;
   for (const auto& [id, config] : data["charts"].items()) {
     EXPECT_EQ(config["options"]["animation"], false) << id;
@@ -297,8 +297,9 @@ TEST(ReportHtml, ChartJsMissingFailsWithTheInstallHint) {
     render_html_report(sample::records(), options);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "Chart.js not found at '/nonexistent/chart.min.js': install Debian's "
-                                     "libjs-chart.js (or set QJOULE_CHARTJS)");
+    EXPECT_EQ(std::string(e.what()),
+              "Chart.js not found at '/nonexistent/chart.min.js': install Debian's "
+              "libjs-chart.js (or set QJOULE_CHARTJS)");
   }
 }
 
@@ -309,8 +310,10 @@ TEST(ReportHtml, ChartJsPathComesFromTheEnvironment) {
   EXPECT_EQ(chartjs_path(), fs::path("/opt/chart.js"));
   ::setenv(kChartJsEnvVar, "", 1);
   EXPECT_EQ(chartjs_path(), fs::path(kDebianChartJsPath));
-  if (saved) ::setenv(kChartJsEnvVar, previous.c_str(), 1);
-  else ::unsetenv(kChartJsEnvVar);
+  if (saved)
+    ::setenv(kChartJsEnvVar, previous.c_str(), 1);
+  else
+    ::unsetenv(kChartJsEnvVar);
   EXPECT_THROW(load_chartjs("/nonexistent/chart.min.js"), Error);
 }
 
@@ -333,8 +336,8 @@ TEST(ReportHtml, WritesAtomicallyAndFailsInOneLineWhereItCannot) {
     write_html_report(sample::records(), dir / "a-file" / "report.html", options);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "cannot write '" + (dir / "a-file" / "report.html").string() +
-                                         "': Not a directory");
+    EXPECT_EQ(std::string(e.what()),
+              "cannot write '" + (dir / "a-file" / "report.html").string() + "': Not a directory");
   }
 }
 

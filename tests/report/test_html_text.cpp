@@ -24,7 +24,8 @@ TEST(ReportHtmlText, JsonCannotCloseItsScriptElementAndStillParses) {
 }
 
 TEST(ReportHtmlText, InvalidUtf8IsReplacedNotThrown) {
-  const nlohmann::json value = {{"bad", std::string("a\xff" "b")}};
+  const nlohmann::json value = {{"bad", std::string("a\xff"
+                                                    "b")}};
   EXPECT_NO_THROW(json_for_script_element(value));
 }
 

@@ -63,9 +63,12 @@ TEST(ReportRecordPareto, EnergyAgainstAccuracyWithoutFailedOrEmulatedRuns) {
   emulated.not_representative = true;
   auto failed = run("nf4", 1, 1.0, 0.01, 0.99);
   failed.status = "failed";
-  const std::vector<bench::RunRecord> records = {
-      run("fp32", 1, 10, 0.50, 0.91), run("int8", 1, 4, 0.20, 0.90), run("int4", 1, 3, 0.25, 0.89),
-      run("w8", 1, 8, std::nullopt, 0.95), emulated, failed};
+  const std::vector<bench::RunRecord> records = {run("fp32", 1, 10, 0.50, 0.91),
+                                                 run("int8", 1, 4, 0.20, 0.90),
+                                                 run("int4", 1, 3, 0.25, 0.89),
+                                                 run("w8", 1, 8, std::nullopt, 0.95),
+                                                 emulated,
+                                                 failed};
   const auto p = pareto_of_records(records);
   EXPECT_TRUE(p.cost_is_energy);
   EXPECT_TRUE(p.quality_is_accuracy);

@@ -73,9 +73,9 @@ std::string chromium(const fs::path& page, const std::string& args) {
   const fs::path dir = page.parent_path();
   const std::string command =
       "timeout 180 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run "
-      "--user-data-dir=" + (dir / "chromium-profile").string() +
-      " --window-size=1400,4000 --virtual-time-budget=10000 " + args + " 'file://" + page.string() + "' > " +
-      (dir / "chromium.out").string() + " 2> " + (dir / "chromium.log").string();
+      "--user-data-dir=" +
+      (dir / "chromium-profile").string() + " --window-size=1400,4000 --virtual-time-budget=10000 " + args +
+      " 'file://" + page.string() + "' > " + (dir / "chromium.out").string() + " 2> " + (dir / "chromium.log").string();
   const auto result = test::run_command(command);
   EXPECT_EQ(result.exit_code, 0) << command << "\n" << result.output << read_text(dir / "chromium.log");
   return read_text(dir / "chromium.out");

@@ -54,9 +54,9 @@ TEST(ReportTolerantReader, SkipsGarbageNewerSchemaAndBadRecordsButReadsTheRest) 
   newer["schema_version"] = 3;
   auto wrong_type = bench::to_json(records[2]);
   wrong_type["batch"] = "eight";
-  const auto file = write(dir / "results.jsonl", line_of(records[0]) + "this is not json\n" + newer.dump() + "\n" +
-                                                     "\n" + wrong_type.dump() + "\n[1, 2]\n" + line_of(records[0]) +
-                                                     line_of(records[3]));
+  const auto file =
+      write(dir / "results.jsonl", line_of(records[0]) + "this is not json\n" + newer.dump() + "\n" + "\n" +
+                                       wrong_type.dump() + "\n[1, 2]\n" + line_of(records[0]) + line_of(records[3]));
   const auto results = read_results_tolerantly({file});
   ASSERT_EQ(results.records.size(), 2u);
   EXPECT_EQ(results.records[1].run_name, records[3].run_name);

@@ -7,7 +7,7 @@ repo="$1"
 build="$2"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-if ! "$build/bench/cuda_gemm_peak" --reps 1 --size 64 | head -1 | grep -q '^no usable GPU: '; then
+if ! "$build/microbench/cuda_gemm_peak" --reps 1 --size 64 | head -1 | grep -q '^no usable GPU: '; then
   echo "a GPU is usable here: run scripts/gpu-acceptance.sh itself"
   exit 77
 fi

@@ -20,9 +20,9 @@
 namespace qjoule::tokenize {
 namespace {
 
+using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using nlohmann::json;
 using Pieces = std::vector<std::string_view>;
 
 std::filesystem::path fixture(const std::string& name) { return test::fixtures_dir() / "bpe" / name; }
@@ -152,7 +152,7 @@ TEST(BpeTokenizerSplit, Gpt2Pattern) {
   EXPECT_THAT(split("12345 678", p), ElementsAre("12345", " 678"));
   EXPECT_THAT(split("hi!! ?x", p), ElementsAre("hi", "!!", " ?", "x"));
   EXPECT_THAT(split("café 日本語", p), ElementsAre("café", " 日本語"));
-  EXPECT_THAT(split("\ta", p), ElementsAre("\t", "a"));  // only ' ' joins the next word
+  EXPECT_THAT(split("\ta", p), ElementsAre("\t", "a"));                    // only ' ' joins the next word
   EXPECT_THAT(split("x\xC2\xA0y", p), ElementsAre("x", "\xC2\xA0", "y"));  // NBSP is \s
   EXPECT_THAT(split("", p), ElementsAre());
 }
@@ -184,8 +184,9 @@ TEST(BpeTokenizerSplit, MatchesTheRegexModuleOnRandomText) {
     if (line.empty()) continue;
     const json row = json::parse(line);
     const std::string name = row.at("pattern").get<std::string>();
-    const auto pattern = name == "gpt2" ? SplitPattern::kGpt2 : name == "llama3" ? SplitPattern::kLlama3
-                                                                                  : SplitPattern::kQwen2;
+    const auto pattern = name == "gpt2"     ? SplitPattern::kGpt2
+                         : name == "llama3" ? SplitPattern::kLlama3
+                                            : SplitPattern::kQwen2;
     const std::string text = row.at("text").get<std::string>();
     const auto pieces = split_by_pattern(text, pattern);
     EXPECT_EQ(std::vector<std::string>(pieces.begin(), pieces.end()), row.at("pieces").get<std::vector<std::string>>())
@@ -231,7 +232,10 @@ TEST(BpeTokenizerModel, UnknownCharactersFuseIntoOneUnk) {
   const std::unordered_map<std::string, int32_t> vocab{{"<unk>", 0}, {"a", 1}};
   const BpeModel model(vocab, {}, {.unk_token = "<unk>", .fuse_unk = true}, "test");
   std::vector<int32_t> ids;
-  model.encode_word("a\xC3\xA9\xC3\xA9" "a", ids);
+  model.encode_word(
+      "a\xC3\xA9\xC3\xA9"
+      "a",
+      ids);
   EXPECT_THAT(ids, ElementsAre(1, 0, 1));
 }
 
@@ -317,7 +321,9 @@ TEST(BpeTokenizerErrors, InvalidUtf8TextAndBadIds) {
   const auto tokenizer = BpeTokenizer::from_tokenizer_json(fixture("byte_level"));
   EXPECT_THAT(test::error_of([&] { tokenizer.encode("ok \xC3("); }),
               HasSubstr("text to encode: invalid UTF-8 at byte offset 3"));
-  EXPECT_THAT(test::error_of([&] { tokenizer.decode({5, 9999}); }),
+  EXPECT_THAT(test::error_of([&] {
+                tokenizer.decode({5, 9999});
+              }),
               HasSubstr("cannot decode id 9999 at position 1: not a token id (vocabulary size 558)"));
 }
 

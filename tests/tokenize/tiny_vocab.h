@@ -12,13 +12,13 @@ namespace qjoule::test {
 
 inline const std::vector<std::string>& tiny_vocab_tokens() {
   static const std::vector<std::string> tokens = {
-      "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",                    // 0-4
-      "cafe", "naive", "un", "##aff", "##able",                        // 5-9
-      "hello", "world", ",", "!", "中",                                // 10-14
-      "国", "a", "##b", "the", "##s",                                  // 15-19
-      "i", "[", "]", "mask", "—",                                      // 20-24
-      "«", "»", "café", "Hello", "?",                                  // 25-29
-      "ab", "##bb", ".", "'", "ο",                                     // 30-34
+      "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",  // 0-4
+      "cafe",  "naive", "un",    "##aff", "##able",  // 5-9
+      "hello", "world", ",",     "!",     "中",      // 10-14
+      "国",    "a",     "##b",   "the",   "##s",     // 15-19
+      "i",     "[",     "]",     "mask",  "—",       // 20-24
+      "«",     "»",     "café",  "Hello", "?",       // 25-29
+      "ab",    "##bb",  ".",     "'",     "ο",       // 30-34
   };
   return tokens;
 }

@@ -55,12 +55,12 @@ inline constexpr std::size_t kDecoderFidelityPrompts = 8;
 struct BenchOptions {
   std::string dataset;  // labelled dataset for accuracy ("" = fidelity on synthetic inputs only)
   std::string text_column, label_column;
-  std::size_t warmup = 2;             // batches run before timing
-  std::optional<std::size_t> iters;   // timed batches; unset = as many as fit min_time_s
-  double min_time_s = 2.0;            // at least this long, and at least 10 energy-counter updates
-  double cooldown_s = 0.0;            // sleep after each run
-  std::size_t fidelity_examples = 32; // synthetic sequences compared with FP32 when there is no dataset
-  std::size_t min_iters = 3;          // never fewer timed batches than this (percentiles need samples)
+  std::size_t warmup = 2;                            // batches run before timing
+  std::optional<std::size_t> iters;                  // timed batches; unset = as many as fit min_time_s
+  double min_time_s = 2.0;                           // at least this long, and at least 10 energy-counter updates
+  double cooldown_s = 0.0;                           // sleep after each run
+  std::size_t fidelity_examples = 32;                // synthetic sequences compared with FP32 when there is no dataset
+  std::size_t min_iters = 3;                         // never fewer timed batches than this (percentiles need samples)
   std::size_t decode_tokens = kDefaultDecodeTokens;  // decoder models: greedy steps per decode repetition
   // Where each run's power trace goes (<trace_dir>/<run name>.csv, see qjoule/energy/trace_csv.h);
   // empty = no traces. The meter must keep a trace (MeterOptions::trace_capacity > 0).

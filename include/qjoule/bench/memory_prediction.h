@@ -34,7 +34,6 @@ inline constexpr const char* kMemoryPredictionMethod = "exact model bytes + size
 // prediction is unavailable, saying so). baseline_bytes: the process's resident memory now, as the
 // caller measured it. A configuration the model cannot run (a format that does not fit a shape) fails
 // as the run would, with its one-line error.
-MemoryPrediction predict_peak_memory(const RunConfig& config, std::size_t decode_tokens,
-                                     std::uint64_t baseline_bytes);
+MemoryPrediction predict_peak_memory(const RunConfig& config, std::size_t decode_tokens, std::uint64_t baseline_bytes);
 
 }  // namespace qjoule::bench

@@ -31,15 +31,15 @@ struct PaperTableColumn {
   bool right_aligned;  // numbers
 };
 struct PaperTableRow {
-  std::size_t record;               // index into the records the table was built from
-  std::vector<std::string> cells;   // one per column
+  std::size_t record;              // index into the records the table was built from
+  std::vector<std::string> cells;  // one per column
 };
 struct PaperTable {
   std::vector<PaperTableColumn> columns;
   std::vector<PaperTableRow> rows;
-  std::vector<std::string> legend;            // what the markers mean, runs without a baseline
-  std::vector<std::string> accuracy_drops;    // "<run>: -5.00 pt accuracy — try ...", one per flagged row
-  std::vector<std::string> failed;            // "<run>: <error>"
+  std::vector<std::string> legend;          // what the markers mean, runs without a baseline
+  std::vector<std::string> accuracy_drops;  // "<run>: -5.00 pt accuracy — try ...", one per flagged row
+  std::vector<std::string> failed;          // "<run>: <error>"
   double max_accuracy_drop_pt = 0;
 };
 inline constexpr std::size_t kPaperTableEnergyColumn = 7;  // "J/inference"

@@ -36,11 +36,11 @@ struct RunRecord {
   std::string run_name;
   std::string start_time;  // ISO 8601 UTC, e.g. 2026-11-23T19:45:02Z (iso8601_utc)
   RunConfig config;
-  std::string status = "ok";  // "ok" or "failed"
-  std::string error;          // one line, when failed
+  std::string status = "ok";                              // "ok" or "failed"
+  std::string error;                                      // one line, when failed
   nlohmann::json environment = nlohmann::json::object();  // cpu, cores, isa, os, compiler, qjoule version/commit
   std::vector<std::string> kernel_paths;                  // "int8 onednn:...:u8s8s32 x30"
-  bool not_representative = false;  // emulated formats: speed and energy not representative
+  bool not_representative = false;                        // emulated formats: speed and energy not representative
   std::size_t warmup_iters = 0, iters = 0;
   std::optional<LatencyStats> latency;  // per batch
   double measured_seconds = 0;
@@ -56,25 +56,25 @@ struct RunRecord {
   std::string energy_unavailable;  // the reason, when energy_j is absent
   std::uint64_t model_bytes = 0, fp32_bytes = 0;  // as held in memory
   std::optional<std::uint64_t> peak_rss_bytes;
-  std::optional<std::size_t> correct, labelled;  // task accuracy on a labelled dataset
-  std::optional<double> accuracy;                // correct / labelled, 0..1
+  std::optional<std::size_t> correct, labelled;                   // task accuracy on a labelled dataset
+  std::optional<double> accuracy;                                 // correct / labelled, 0..1
   std::optional<double> top1_agreement, mean_kl, max_abs_dlogit;  // fidelity to the FP32 run of the same model & shape
   std::size_t fidelity_examples = 0;
   std::vector<std::string> notes;
 
   // Decoder runs only (all absent for encoder runs). prefill_tokens and decode_tokens are set as soon
   // as a decoder run starts; the rest once its phase was measured.
-  std::optional<std::size_t> prefill_tokens;                          // N: prompt tokens per prefill (= seq)
+  std::optional<std::size_t> prefill_tokens;                                  // N: prompt tokens per prefill (= seq)
   std::optional<double> prefill_tokens_per_s_mean, prefill_tokens_per_s_std;  // over timed prefills
-  std::optional<double> prefill_mj_per_token;                         // prefill window, per prompt token
-  std::optional<std::size_t> decode_tokens;                           // M: greedy steps per decode repetition
-  std::optional<std::size_t> decode_iters;                            // timed decode repetitions
-  std::optional<double> decode_tokens_per_s_mean, decode_tokens_per_s_std;  // over timed repetitions
-  std::optional<double> decode_ms_per_token_mean;                     // mean over repetitions of ms / M
-  std::optional<double> decode_mj_per_token;                          // decode window, per generated token
-  std::optional<double> decode_energy_j;                              // gross J of the decode window
-  std::string decode_energy_unavailable;                              // why decode_energy_j is absent
-  nlohmann::json decode_energy_window;                                // null when no decode window
+  std::optional<double> prefill_mj_per_token;                                 // prefill window, per prompt token
+  std::optional<std::size_t> decode_tokens;                                   // M: greedy steps per decode repetition
+  std::optional<std::size_t> decode_iters;                                    // timed decode repetitions
+  std::optional<double> decode_tokens_per_s_mean, decode_tokens_per_s_std;    // over timed repetitions
+  std::optional<double> decode_ms_per_token_mean;                             // mean over repetitions of ms / M
+  std::optional<double> decode_mj_per_token;                                  // decode window, per generated token
+  std::optional<double> decode_energy_j;                                      // gross J of the decode window
+  std::string decode_energy_unavailable;                                      // why decode_energy_j is absent
+  nlohmann::json decode_energy_window;                                        // null when no decode window
 };
 
 // Makes the record's energy unavailable for `reason`: every energy figure and window cleared (the
@@ -85,23 +85,18 @@ void clear_energy(RunRecord& record, std::string reason);
 // Every key of a record's JSON, in the documented order (the CSV keeps this order). Keys added
 // after version 1 go at the end, so the columns of a version-1 CSV keep their places.
 inline constexpr std::array<std::string_view, 60> kRunRecordKeys = {
-    "schema_version", "run_name", "start_time",
-    "model", "device", "precision", "batch", "seq", "threads",
-    "status", "error", "not_representative", "warmup_iters", "iters",
-    "latency_count", "latency_mean_ms", "latency_std_ms", "latency_min_ms",
-    "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms",
-    "measured_seconds", "sequences_per_s", "tokens_per_s",
-    "energy_j", "energy_net_j", "energy_j_per_inference", "energy_mj_per_token",
-    "energy_mean_power_w", "energy_peak_power_w", "energy_method", "energy_unavailable",
-    "model_bytes", "fp32_bytes", "peak_rss_bytes",
-    "accuracy_correct", "accuracy_labelled", "accuracy",
-    "fidelity_top1_agreement", "fidelity_mean_kl", "fidelity_max_abs_dlogit", "fidelity_examples",
-    "kernel_paths", "notes", "environment", "energy_window",
+    "schema_version", "run_name", "start_time", "model", "device", "precision", "batch", "seq", "threads", "status",
+    "error", "not_representative", "warmup_iters", "iters", "latency_count", "latency_mean_ms", "latency_std_ms",
+    "latency_min_ms", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms", "measured_seconds",
+    "sequences_per_s", "tokens_per_s", "energy_j", "energy_net_j", "energy_j_per_inference", "energy_mj_per_token",
+    "energy_mean_power_w", "energy_peak_power_w", "energy_method", "energy_unavailable", "model_bytes", "fp32_bytes",
+    "peak_rss_bytes", "accuracy_correct", "accuracy_labelled", "accuracy", "fidelity_top1_agreement",
+    "fidelity_mean_kl", "fidelity_max_abs_dlogit", "fidelity_examples", "kernel_paths", "notes", "environment",
+    "energy_window",
     // schema version 2: decoder phases
-    "prefill_tokens", "prefill_tokens_per_s_mean", "prefill_tokens_per_s_std", "prefill_mj_per_token",
-    "decode_tokens", "decode_iters", "decode_tokens_per_s_mean", "decode_tokens_per_s_std",
-    "decode_ms_per_token_mean", "decode_mj_per_token", "decode_energy_j", "decode_energy_unavailable",
-    "decode_energy_window"};
+    "prefill_tokens", "prefill_tokens_per_s_mean", "prefill_tokens_per_s_std", "prefill_mj_per_token", "decode_tokens",
+    "decode_iters", "decode_tokens_per_s_mean", "decode_tokens_per_s_std", "decode_ms_per_token_mean",
+    "decode_mj_per_token", "decode_energy_j", "decode_energy_unavailable", "decode_energy_window"};
 
 // The keys version 1 had: kRunRecordKeys up to and including "energy_window".
 inline constexpr std::size_t kRunRecordKeysV1 = 47;

@@ -30,7 +30,8 @@
 namespace qjoule::bench {
 
 // The run names of each array task: the configurations in order, `chunk` (>= 1) per task.
-std::vector<std::vector<std::string>> plan_slurm_tasks(const std::vector<RunConfig>& pending, std::size_t chunk);
+[[nodiscard]] std::vector<std::vector<std::string>> plan_slurm_tasks(const std::vector<RunConfig>& pending,
+                                                                     std::size_t chunk);
 
 struct SlurmScripts {
   std::string array;  // the array job's batch script
@@ -58,7 +59,7 @@ struct SlurmSubmission {
 // Writes OUT/slurm/{tasks.json,array.sbatch,merge.sbatch} and submits them with sbatch; a failing
 // sbatch is one line with its message.
 SlurmSubmission submit_slurm_jobs(const std::filesystem::path& out, const std::vector<std::vector<std::string>>& tasks,
-                                   const SlurmScripts& scripts);
+                                  const SlurmScripts& scripts);
 
 // Inside an array task: the run names of task SLURM_ARRAY_TASK_ID (from OUT/slurm/tasks.json) and
 // the folder of its shard store. Outside a Slurm array task, one line saying so.
@@ -67,9 +68,9 @@ std::size_t slurm_array_task_id();
 std::filesystem::path slurm_shard_dir(const std::filesystem::path& out);
 
 struct ShardMerge {
-  std::size_t shards = 0;   // shard stores read
-  std::size_t added = 0;    // records appended to the main store
-  std::size_t already = 0;  // records the main store held already (merging again adds nothing)
+  std::size_t shards = 0;          // shard stores read
+  std::size_t added = 0;           // records appended to the main store
+  std::size_t already = 0;         // records the main store held already (merging again adds nothing)
   std::vector<std::string> notes;  // what reading the shards repaired (a torn last line, ...)
 };
 
@@ -79,7 +80,7 @@ ShardMerge merge_slurm_shards(ResultsStore& store, const std::filesystem::path& 
 // Where a record was made inside Slurm: {"job_id", "array_job_id", "array_task_id", "node",
 // "cpus_on_node", "job_gpus", "cuda_visible_devices"} from the job's environment (a missing variable
 // is null); nullopt outside Slurm (no SLURM_JOB_ID).
-std::optional<nlohmann::json> slurm_place();
+[[nodiscard]] std::optional<nlohmann::json> slurm_place();
 
 // OUT/slurm/sweep.json: the run names of the whole sweep and, appended at each submission, its
 // array and merge job ids with the run names of each array task; what --status reads.

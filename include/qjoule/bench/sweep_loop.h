@@ -39,7 +39,7 @@ struct SweepOutcome {
 };
 
 // The configurations of `configs` whose run name `store` does not hold, in order.
-std::vector<RunConfig> configs_to_run(const std::vector<RunConfig>& configs, const ResultsStore& store);
+[[nodiscard]] std::vector<RunConfig> configs_to_run(const std::vector<RunConfig>& configs, const ResultsStore& store);
 
 // Runs `run` on each configuration the store does not hold and appends its record. A run's own
 // failure is its record (status "failed"); only an error of the store itself stops the sweep.

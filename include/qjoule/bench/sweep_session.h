@@ -19,8 +19,8 @@
 namespace qjoule::bench {
 
 struct SweepSettings {
-  BenchOptions runner;        // dataset, warm-up, timing, decode tokens, cooldown (trace_dir: set from OUT)
-  BenchMeterOptions meter;    // sensors, sampling, idle baseline
+  BenchOptions runner;             // dataset, warm-up, timing, decode tokens, cooldown (trace_dir: set from OUT)
+  BenchMeterOptions meter;         // sensors, sampling, idle baseline
   double max_accuracy_drop = 1.0;  // points, for the paper table's flags
 };
 
@@ -30,6 +30,9 @@ struct SlurmSettings {
   bool dry_run = false;                     // print the scripts, submit nothing
   bool wait = false;                        // block until the merge job ends, then summarize
 };
+
+// The folder of a sweep given no --out: qjoule-bench/<UTC time>, e.g. qjoule-bench/20261125-224500.
+std::filesystem::path new_sweep_dir();
 
 bool run_local_sweep(const std::vector<RunConfig>& configs, const std::filesystem::path& out,
                      const SweepSettings& settings);

@@ -17,7 +17,7 @@ struct DiscoveryOptions {
   // With `gpus` empty: only the GPUs CUDA_VISIBLE_DEVICES / SLURM_STEP_GPUS / SLURM_JOB_GPUS give this
   // job (job_gpus.h), so a shared node's other GPUs are never measured as this work's.
   bool job_gpus_only = true;
-  std::string power_meter;     // "" (none), "file:PATH" or "cmd:COMMAND" (CSV lines timestamp_s,watts)
+  std::string power_meter;             // "" (none), "file:PATH" or "cmd:COMMAND" (CSV lines timestamp_s,watts)
   double power_meter_max_gap_s = 2.0;  // meter gaps longer than this count as uncovered time
 
   // Overrides for tests and unusual systems; empty = the environment variable, then the default.

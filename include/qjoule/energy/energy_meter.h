@@ -30,7 +30,7 @@ class EnergyMeter;
 
 struct MeterOptions {
   std::chrono::nanoseconds period = std::chrono::milliseconds(10);  // sampling period
-  std::size_t trace_capacity = 0;  // readings buffered for drain_trace(); 0 = no trace
+  std::size_t trace_capacity = 0;                                   // readings buffered for drain_trace(); 0 = no trace
   // How long end_window() waits for a self-timed meter's first reading after the window's end.
   std::chrono::milliseconds meter_grace = std::chrono::milliseconds(2000);
   std::optional<CpuTdpEstimate> estimate;  // --energy-estimate cpu-tdp=WATTS
@@ -105,7 +105,7 @@ struct SensorStats {
 // One reading as recorded for --trace.
 struct TraceSample {
   std::int64_t time_ns = 0;
-  std::uint32_t sensor = 0;  // index into EnergyMeter::sensors()
+  std::uint32_t sensor = 0;        // index into EnergyMeter::sensors()
   std::optional<double> energy_j;  // unwrapped counter energy since start()
   std::optional<double> power_w;
 };

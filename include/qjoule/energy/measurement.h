@@ -18,20 +18,19 @@ namespace qjoule::energy {
 
 // Why a number may not mean what it seems. See docs/energy.md ("Validity flags").
 struct Validity {
-  bool short_window = false;     // window shorter than 10 update periods of the sensor
-  bool low_coverage = false;     // samples cover under 95% of the window
-  bool counter_wrapped = false;  // the counter wrapped in the window (handled; listed for audit)
-  bool counter_reset = false;    // the counter went backwards with no wrap range (driver reload)
-  bool read_errors = false;      // some reads failed in the window
-  bool end_extrapolated = false; // a self-timed meter sent nothing after the window ended
-  bool from_counter = false;     // the energy comes from a counter (holes in sampling lose nothing)
+  bool short_window = false;      // window shorter than 10 update periods of the sensor
+  bool low_coverage = false;      // samples cover under 95% of the window
+  bool counter_wrapped = false;   // the counter wrapped in the window (handled; listed for audit)
+  bool counter_reset = false;     // the counter went backwards with no wrap range (driver reload)
+  bool read_errors = false;       // some reads failed in the window
+  bool end_extrapolated = false;  // a self-timed meter sent nothing after the window ended
+  bool from_counter = false;      // the energy comes from a counter (holes in sampling lose nothing)
 
   // True unless a flag that makes the energy doubtful is set. counter_wrapped alone keeps it true;
   // low_coverage only makes energy from power integration doubtful (a counter loses nothing
   // between samples; only the peak power may have been missed).
   bool valid() const {
-    return !short_window && !(low_coverage && !from_counter) && !counter_reset && !read_errors &&
-           !end_extrapolated;
+    return !short_window && !(low_coverage && !from_counter) && !counter_reset && !read_errors && !end_extrapolated;
   }
   std::vector<std::string> flags() const;  // names of the set flags, e.g. {"short_window"}
 };
@@ -67,8 +66,8 @@ struct SensorEnergy {
   std::string peak_power_method;       // "power samples" or "counter delta over >= N ms"
   std::string peak_unavailable;
 
-  std::uint64_t samples = 0;       // readings taken inside the window
-  double coverage = 0.0;           // fraction of the window covered by samples (0..1)
+  std::uint64_t samples = 0;  // readings taken inside the window
+  double coverage = 0.0;      // fraction of the window covered by samples (0..1)
   std::uint64_t counter_wraps = 0;
   std::uint64_t read_errors = 0;
   std::optional<double> update_period_s;  // the period the short-window test used

@@ -33,7 +33,7 @@ struct SensorInfo {
 
   // Cumulative energy counter (preferred: nothing is lost between samples).
   bool has_counter = false;
-  double counter_unit_j = 0.0;  // joules per counter unit (1e-6 for powercap, 1e-3 for NVML)
+  double counter_unit_j = 0.0;      // joules per counter unit (1e-6 for powercap, 1e-3 for NVML)
   std::uint64_t counter_range = 0;  // counter wraps to 0 after this many units; 0 = never wraps
 
   // Instantaneous (or averaged) power readings.
@@ -65,7 +65,7 @@ struct SensorReading {
   double power_w = 0.0;
   bool has_counter = false;
   bool has_power = false;
-  bool ok = true;      // false: the read failed; error_code says why (errno, or an NVML code)
+  bool ok = true;  // false: the read failed; error_code says why (errno, or an NVML code)
   int error_code = 0;
 };
 

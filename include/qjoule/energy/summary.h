@@ -11,8 +11,7 @@
 namespace qjoule::energy {
 
 // Energy per sensor, totals, flags, idle baseline, sampler accounting and the absent sources.
-std::string format_measurement(const Measurement& measurement,
-                               const std::optional<IdleBaseline>& idle = std::nullopt);
+std::string format_measurement(const Measurement& measurement, const std::optional<IdleBaseline>& idle = std::nullopt);
 
 // One found sensor: what it measures, counter/power, resolution, update period (observed when
 // `stats` is given), notes.

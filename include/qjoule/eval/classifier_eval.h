@@ -20,9 +20,9 @@ struct ClassifierEvalOptions {
 
 struct ClassifierEvalResult {
   std::size_t total = 0;
-  std::size_t correct = 0;                 // only counted over examples with a label
+  std::size_t correct = 0;  // only counted over examples with a label
   std::size_t labelled = 0;
-  std::vector<int> labels;                 // -1 where the example has none
+  std::vector<int> labels;  // -1 where the example has none
   std::vector<int> predictions;
   std::vector<std::vector<float>> logits;  // [example][label]
   std::size_t truncated = 0;               // examples cut to max_length

@@ -27,11 +27,11 @@ struct PerplexityWindow {
 std::vector<PerplexityWindow> perplexity_windows(int64_t n_tokens, int64_t ctx, int64_t stride);
 
 struct KlStats {
-  double mean_kl = 0.0;        // nats per scored token
+  double mean_kl = 0.0;  // nats per scored token
   double max_kl = 0.0;
   double top1_agreement = 0.0;  // fraction of scored tokens whose argmax equals the base's
   double base_ppl = 0.0;
-  double delta_ppl = 0.0;       // ppl − base_ppl
+  double delta_ppl = 0.0;  // ppl − base_ppl
 };
 
 struct PerplexityResult {

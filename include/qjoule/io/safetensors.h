@@ -29,7 +29,7 @@ struct TensorView {
   std::vector<int64_t> shape;
   const std::byte* data = nullptr;  // points into the memory map
   std::size_t nbytes = 0;
-  std::filesystem::path file;       // the file it lives in (for messages)
+  std::filesystem::path file;  // the file it lives in (for messages)
 
   int64_t numel() const;
   std::string shape_string() const;  // "[768, 3072]"

@@ -8,8 +8,8 @@
 namespace qjoule::kernels {
 
 struct CudaDeviceStatus {
-  bool built = false;                // qjoule was compiled with the CUDA backend (QJOULE_CUDA)
-  bool usable = false;               // at least one GPU answered
+  bool built = false;   // qjoule was compiled with the CUDA backend (QJOULE_CUDA)
+  bool usable = false;  // at least one GPU answered
   int device_count = 0;
   std::vector<std::string> devices;  // "0: NVIDIA H200 (sm_90, 139.8 GiB)"
   // Per device, its PCI address as cudaDeviceGetPCIBusId writes it ("0000:3B:00.0"), "" when unknown:
@@ -17,7 +17,7 @@ struct CudaDeviceStatus {
   std::vector<std::string> pci_bus_ids;
   // Per device, major·10 + minor (90 for sm_90; 0 when unknown): fp8 needs 89, tf32 and bf16 80.
   std::vector<int> compute_capabilities;
-  std::string reason;                // why not usable, e.g. "no NVIDIA driver: CUDA driver version is insufficient"
+  std::string reason;  // why not usable, e.g. "no NVIDIA driver: CUDA driver version is insufficient"
 };
 
 // Queried once (it initializes the CUDA runtime) and cached.

@@ -1,4 +1,4 @@
-// Measurements behind bench/cuda_gemm_peak: cuBLASLt matrix-product throughput, device copy
+// Measurements behind microbench/cuda_gemm_peak: cuBLASLt matrix-product throughput, device copy
 // bandwidth, timed forward calls of CUDA linear layers, and the GPU's dense tensor-core peak to
 // compare with. Every timing runs on the default stream of the current device, between CUDA events,
 // after warm-up calls; each returns one time per repetition. In builds without the CUDA backend the

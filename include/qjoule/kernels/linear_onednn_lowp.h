@@ -46,8 +46,7 @@ std::unique_ptr<Linear> make_linear_int8_w8a8(const float* W, const float* bias,
 int int8_w8a8_weight_qmax();
 
 // Scalar twins. bf16: round x and W to BF16, accumulate in double, add bias.
-void linear_bf16_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
-                     float* y);
+void linear_bf16_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in, float* y);
 // int8: quantize W per channel to [−weight_qmax, weight_qmax] and x per token to [−127, 127] with the
 // same formulas as the kernel, integer dot products, then y = float(acc) · (scale_i · scale_j) + b_j.
 // With smoothing: W[j, k]·s[k] and x[i, k]·(1/s[k]) are quantized instead.

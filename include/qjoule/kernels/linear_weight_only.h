@@ -75,7 +75,7 @@ enum class WeightOnlyIsa { scalar = 0, avx2 = 1, avx512 = 2, avx512_bf16 = 3 };
 WeightOnlyIsa weight_only_isa();
 void set_force_scalar_kernels(bool force);            // true: limit scalar; false: no limit
 void set_weight_only_isa_limit(WeightOnlyIsa limit);  // e.g. avx2, to compare kernels on one CPU
-std::string_view isa_name(WeightOnlyIsa isa);          // "scalar", "avx2", "avx512", "avx512_bf16"
+std::string_view isa_name(WeightOnlyIsa isa);         // "scalar", "avx2", "avx512", "avx512_bf16"
 bool cpu_supports_avx2_fma_f16c();
 bool cpu_supports_avx512_weight_only();
 // "qjoule:<isa>:<kernel>"; at the avx512 levels the prefill path follows ",m>4:". bf16_decode: the

@@ -28,8 +28,7 @@ void require_cpu_format(const quant::FormatSpec& format, std::string_view what);
 // int8_smoothing [in] (or nullptr): SmoothQuant factors for format int8 only (applied inside the
 // layer, see make_linear_int8_w8a8); passing them for another precision is an error.
 std::unique_ptr<Linear> make_linear(const quant::FormatSpec& format, const float* W, const float* bias, int64_t out,
-                                    int64_t in, const std::string& tensor_name,
-                                    const float* int8_smoothing = nullptr);
+                                    int64_t in, const std::string& tensor_name, const float* int8_smoothing = nullptr);
 
 // The fake-quantized layer behind emulate = true (any CPU format but fp32).
 std::unique_ptr<Linear> make_linear_emulated(const quant::FormatSpec& format, const float* W, const float* bias,

@@ -38,7 +38,7 @@ struct DecoderConfig {
   bool mlp_bias = false;              // MLP projections have biases (GPT-2, mlp_bias)
   std::string activation;             // "silu" (SwiGLU) or "gelu_new" (GPT-2, tanh approximation)
   std::optional<int32_t> bos_token_id, eos_token_id;
-  std::string prefix;  // tensor-name prefix: "model." (Llama/Qwen2), "transformer." or "" (GPT-2)
+  std::string prefix;                        // tensor-name prefix: "model." (Llama/Qwen2), "transformer." or "" (GPT-2)
   std::vector<std::string> inferred_fields;  // fields that came from tensor shapes, not config.json
 
   int64_t q_dim() const { return num_heads * head_dim; }

@@ -54,8 +54,8 @@ class DecoderLM {
   const DecoderConfig& config() const { return config_; }
   std::vector<LinearReport> linear_reports() const;
   std::map<std::string, int> kernel_path_counts() const;  // "format kernel_path" -> Linears that ran it
-  std::size_t bytes_held() const;   // every Linear as packed + embeddings and norms (FP32)
-  std::size_t fp32_bytes() const;   // the same model held entirely in FP32
+  std::size_t bytes_held() const;                         // every Linear as packed + embeddings and norms (FP32)
+  std::size_t fp32_bytes() const;                         // the same model held entirely in FP32
 
  private:
   struct Layer {

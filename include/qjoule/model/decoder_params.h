@@ -28,7 +28,7 @@ struct DecoderLayerParams {
   LinearParams qkv;                     // fused_qkv only
   LinearParams q, k, v;                 // !fused_qkv
   LinearParams o;
-  LinearParams gate;                    // SwiGLU only (Llama / Qwen2)
+  LinearParams gate;  // SwiGLU only (Llama / Qwen2)
   LinearParams up, down;
 };
 

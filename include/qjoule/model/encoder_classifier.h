@@ -24,8 +24,7 @@ namespace qjoule::model {
 // concatenated [q; k; v], `fused_from` naming the three): the factory builds it when the three would
 // get the same format and kernel — one activation pass and one GEMM instead of three — or returns
 // nullptr, and the model then asks for the three separately. Only fused params may get nullptr.
-using LinearFactory =
-    std::function<std::unique_ptr<kernels::Linear>(const LinearParams& params, bool in_block)>;
+using LinearFactory = std::function<std::unique_ptr<kernels::Linear>(const LinearParams& params, bool in_block)>;
 
 // The default factory: FP32 on oneDNN for every layer (fused Q, K, V included).
 LinearFactory fp32_linear_factory();

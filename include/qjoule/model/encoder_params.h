@@ -12,7 +12,7 @@
 namespace qjoule::model {
 
 struct LinearParams {
-  std::string name;           // Hugging Face module name, e.g. "distilbert.transformer.layer.0.attention.q_lin"
+  std::string name;  // Hugging Face module name, e.g. "distilbert.transformer.layer.0.attention.q_lin"
   int64_t out_features = 0;
   int64_t in_features = 0;
   std::vector<float> weight;  // [out, in] row-major

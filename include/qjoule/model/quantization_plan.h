@@ -21,9 +21,9 @@
 namespace qjoule::model {
 
 struct QuantizationOptions {
-  quant::LayerPolicyOptions policy;  // precision + include/exclude + per-layer rules
+  quant::LayerPolicyOptions policy;   // precision + include/exclude + per-layer rules
   quant::FormatSpec format_defaults;  // group size, int4 scheme, double quant, emulate
-  float smoothquant_alpha = -1.0f;        // < 0: off
+  float smoothquant_alpha = -1.0f;    // < 0: off
 };
 
 // Per-Linear SmoothQuant factors, by Linear name.

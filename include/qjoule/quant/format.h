@@ -34,24 +34,24 @@ struct FormatTraits {
 };
 
 // Every format, in enum order.
-std::span<const FormatTraits> all_formats();
+[[nodiscard]] std::span<const FormatTraits> all_formats();
 
-const FormatTraits& traits(Format format);
+[[nodiscard]] const FormatTraits& traits(Format format);
 
 // "int4".
-std::string_view name(Format format);
+[[nodiscard]] std::string_view name(Format format);
 
 // The format called `name` (exact, lower case), or nullopt.
-std::optional<Format> find_format(std::string_view name);
+[[nodiscard]] std::optional<Format> find_format(std::string_view name);
 
 // The names of the formats with a CPU kernel (or a CUDA kernel), joined by ", ": for help and errors.
-std::string cpu_format_names();
-std::string cuda_format_names();
+[[nodiscard]] std::string cpu_format_names();
+[[nodiscard]] std::string cuda_format_names();
 // The precisions `qjoule bench` sweeps by default, comma-separated: "fp32,bf16,int8,w8,int4,nf4".
-std::string default_sweep_precisions();
+[[nodiscard]] std::string default_sweep_precisions();
 
 // Every name, CUDA-only ones marked: "fp32, bf16, ..., nf4, tf32 (CUDA only), fp8 (CUDA only)".
-std::string all_format_names();
+[[nodiscard]] std::string all_format_names();
 
 }  // namespace qjoule::quant
 

@@ -23,12 +23,12 @@ namespace qjoule::quant {
 
 struct FormatSpec {
   Format format = Format::fp32;
-  int group_size = 128;                     // int4: 32, 64 or 128
-  bool int4_asymmetric = false;             // int4: asym scheme with zero points
-  bool int4_int8_activations = false;       // int4: W4A8 path (a8)
-  bool nf4_double_quant = false;            // nf4: double-quantized absmax (dq)
-  bool emulate = false;                     // fake quantization, accuracy studies only
-  std::optional<float> smoothquant_alpha;   // int8: SmoothQuant (sq=ALPHA)
+  int group_size = 128;                    // int4: 32, 64 or 128
+  bool int4_asymmetric = false;            // int4: asym scheme with zero points
+  bool int4_int8_activations = false;      // int4: W4A8 path (a8)
+  bool nf4_double_quant = false;           // nf4: double-quantized absmax (dq)
+  bool emulate = false;                    // fake quantization, accuracy studies only
+  std::optional<float> smoothquant_alpha;  // int8: SmoothQuant (sq=ALPHA)
 
   bool operator==(const FormatSpec&) const = default;
 };
@@ -40,19 +40,19 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults =
 
 // The canonical spec, options that apply only: "int4:g=128:sym", "int4:g=64:asym:a8", "nf4:dq",
 // "int8:sq=0.5", "bf16:emulate". parse_format_spec(to_string(s)) == s.
-std::string to_string(const FormatSpec& spec);
+[[nodiscard]] std::string to_string(const FormatSpec& spec);
 
 // The spec's part of a run name (only [A-Za-z0-9.-_]; equal formats give equal tokens, so "int4" and
 // "int4:g=128:sym" both give "int4_g128_sym"): "fp32", "int8_w8a8", "int8_w8a8_sq0.5", "w8a32",
 // "int4_g64_asym", "int4_g128_sym_a8", "nf4_dq"; emulate adds "_emulated" last.
-std::string run_token(const FormatSpec& spec);
+[[nodiscard]] std::string run_token(const FormatSpec& spec);
 
 // The spec parsed, or nullopt where parse_format_spec would fail (for records written by another
 // version, and for sorting and labelling, where a bad spec is reported elsewhere).
-std::optional<FormatSpec> try_parse_format_spec(std::string_view spec);
+[[nodiscard]] std::optional<FormatSpec> try_parse_format_spec(std::string_view spec);
 
 // "" when `spec` is written in the current grammar; otherwise one line saying how to write it now,
 // e.g. "precision 'int4:g64': 'g64' is the old spelling of 'g=64' (still read)".
-std::string old_spelling_note(std::string_view spec);
+[[nodiscard]] std::string old_spelling_note(std::string_view spec);
 
 }  // namespace qjoule::quant

@@ -49,7 +49,7 @@ constexpr double kFp16BitsPerWeight = 16.0;
 
 struct Fp16Matrix {
   int64_t rows = 0, cols = 0;
-  std::vector<uint16_t> bits;  // [rows * cols] FP16 bit patterns, row-major
+  std::vector<uint16_t> bits;                   // [rows * cols] FP16 bit patterns, row-major
   int64_t padded_cols() const { return cols; }  // no blocks along cols: kernels run on cols itself
   std::size_t bytes() const { return bits.size() * sizeof(uint16_t); }
 };
@@ -75,8 +75,8 @@ constexpr double int8_bits_per_weight(int64_t cols) { return 8.0 + 32.0 / static
 
 struct Int8Matrix {
   int64_t rows = 0, cols = 0;
-  std::vector<int8_t> q;       // [rows * cols] codes, row-major
-  std::vector<float> scales;   // [rows] FP32 per-row scales
+  std::vector<int8_t> q;                        // [rows * cols] codes, row-major
+  std::vector<float> scales;                    // [rows] FP32 per-row scales
   int64_t padded_cols() const { return cols; }  // no blocks along cols
   std::size_t bytes() const { return q.size() * sizeof(int8_t) + scales.size() * sizeof(float); }
 };
@@ -102,29 +102,31 @@ struct Int8Matrix {
 template <int G>
 struct BlockInt4Sym {
   static constexpr int kSize = G;
-  uint16_t d;           // FP16 scale
-  uint8_t qs[G / 2];    // u = q + 8, two per byte, first element in the high nibble
+  uint16_t d;         // FP16 scale
+  uint8_t qs[G / 2];  // u = q + 8, two per byte, first element in the high nibble
 };
-static_assert(sizeof(BlockInt4Sym<32>) == 18 && sizeof(BlockInt4Sym<64>) == 34 &&
-              sizeof(BlockInt4Sym<128>) == 66, "BlockInt4Sym: 2-byte FP16 scale + G/2 bytes of nibbles");
+static_assert(sizeof(BlockInt4Sym<32>) == 18 && sizeof(BlockInt4Sym<64>) == 34 && sizeof(BlockInt4Sym<128>) == 66,
+              "BlockInt4Sym: 2-byte FP16 scale + G/2 bytes of nibbles");
 
 template <int G>
 struct BlockInt4Asym {
   static constexpr int kSize = G;
-  uint16_t d;           // FP16 scale
-  uint8_t zero;         // zero point z in [0, 15] (low nibble; high nibble 0)
-  uint8_t reserved;     // 0
-  uint8_t qs[G / 2];    // u in [0, 15], two per byte, first element in the high nibble
+  uint16_t d;         // FP16 scale
+  uint8_t zero;       // zero point z in [0, 15] (low nibble; high nibble 0)
+  uint8_t reserved;   // 0
+  uint8_t qs[G / 2];  // u in [0, 15], two per byte, first element in the high nibble
 };
-static_assert(sizeof(BlockInt4Asym<32>) == 20 && sizeof(BlockInt4Asym<64>) == 36 &&
-              sizeof(BlockInt4Asym<128>) == 68, "BlockInt4Asym: FP16 scale + zero byte + reserved byte + G/2 bytes");
+static_assert(sizeof(BlockInt4Asym<32>) == 20 && sizeof(BlockInt4Asym<64>) == 36 && sizeof(BlockInt4Asym<128>) == 68,
+              "BlockInt4Asym: FP16 scale + zero byte + reserved byte + G/2 bytes");
 
 constexpr int kInt4SymZero = 8;  // implicit zero point of the symmetric scheme
 constexpr int kInt4SymMaxCode = 7;
 constexpr int kInt4AsymMaxCode = 15;
 
 template <class Block>
-constexpr double bits_per_weight() { return 8.0 * sizeof(Block) / Block::kSize; }
+constexpr double bits_per_weight() {
+  return 8.0 * sizeof(Block) / Block::kSize;
+}
 
 // ================================================================================================
 // nf4 — bitsandbytes' NormalFloat-4 (`--precision nf4`), blocks of 64 weights along the input dim.
@@ -154,16 +156,27 @@ constexpr int kNf4DoubleQuantGroup = 256;  // absmax values per FP32 scale in do
 constexpr uint8_t kNf4ZeroCode = 7;        // kNf4Table[7] == 0.0f
 
 // bitsandbytes' published NF4 table (functional.py get_4bit_type("nf4") / kernels.cu dDequantizeNF4).
-inline constexpr std::array<float, 16> kNf4Table = {
-    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
-    -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
-    0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
-    0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+inline constexpr std::array<float, 16> kNf4Table = {-1.0f,
+                                                    -0.6961928009986877f,
+                                                    -0.5250730514526367f,
+                                                    -0.39491748809814453f,
+                                                    -0.28444138169288635f,
+                                                    -0.18477343022823334f,
+                                                    -0.09105003625154495f,
+                                                    0.0f,
+                                                    0.07958029955625534f,
+                                                    0.16093020141124725f,
+                                                    0.24611230194568634f,
+                                                    0.33791524171829224f,
+                                                    0.44070982933044434f,
+                                                    0.5626170039176941f,
+                                                    0.7229568362236023f,
+                                                    1.0f};
 
 struct BlockNf4 {
   static constexpr int kSize = kNf4BlockSize;
-  float absmax;         // FP32 max |w| of the block
-  uint8_t qs[32];       // 64 codes, two per byte, first element in the high nibble
+  float absmax;    // FP32 max |w| of the block
+  uint8_t qs[32];  // 64 codes, two per byte, first element in the high nibble
 };
 static_assert(sizeof(BlockNf4) == 36, "BlockNf4: FP32 absmax + 32 bytes of nibbles (4.5 bpw)");
 
@@ -200,8 +213,8 @@ struct BlockMatrix {
 using Nf4Matrix = BlockMatrix<BlockNf4>;
 
 struct Nf4DqMatrix {
-  int64_t rows = 0, cols = 0;     // any cols > 0, as BlockMatrix
-  std::vector<BlockNf4Dq> blocks;  // as BlockMatrix; flattened block index b = r * blocks_per_row() + c/64
+  int64_t rows = 0, cols = 0;        // any cols > 0, as BlockMatrix
+  std::vector<BlockNf4Dq> blocks;    // as BlockMatrix; flattened block index b = r * blocks_per_row() + c/64
   std::vector<float> absmax_scales;  // [ceil(blocks / 256)] FP32 scale of each group of 256 absmax codes
   float absmax_mean = 0.0f;          // FP32 mean of all absmax values, added back when decoding
   int64_t blocks_per_row() const { return (cols + kNf4BlockSize - 1) / kNf4BlockSize; }
@@ -230,9 +243,9 @@ constexpr int kQ8ActBlockSize = 32;
 
 struct BlockQ8Act {
   static constexpr int kSize = kQ8ActBlockSize;
-  float d;          // FP32 scale
-  int32_t sum;      // Σ qs
-  int8_t qs[32];    // codes in [-127, 127]
+  float d;        // FP32 scale
+  int32_t sum;    // Σ qs
+  int8_t qs[32];  // codes in [-127, 127]
 };
 static_assert(sizeof(BlockQ8Act) == 40, "BlockQ8Act: FP32 scale + int32 sum + 32 int8 codes");
 

@@ -31,17 +31,17 @@ inline int int4_nibble(const uint8_t* qs, int64_t i) {
   return (i % 2 == 0) ? (byte >> 4) : (byte & 0x0F);
 }
 
-#define QJOULE_INT4_EXTERN(G)                                                                             \
-  extern template void quantize_row_int4_sym_ref<G>(const float*, int64_t, BlockInt4Sym<G>*, std::string_view, \
-                                                     int64_t);                                            \
-  extern template void dequantize_row_int4_sym_ref<G>(const BlockInt4Sym<G>*, int64_t, float*);          \
-  extern template void quantize_row_int4_asym_ref<G>(const float*, int64_t, BlockInt4Asym<G>*,           \
-                                                      std::string_view, int64_t);                         \
-  extern template void dequantize_row_int4_asym_ref<G>(const BlockInt4Asym<G>*, int64_t, float*);        \
-  extern template BlockMatrix<BlockInt4Sym<G>> quantize_matrix_int4<BlockInt4Sym<G>>(                    \
-      const float*, int64_t, int64_t, std::string_view);                                                  \
-  extern template BlockMatrix<BlockInt4Asym<G>> quantize_matrix_int4<BlockInt4Asym<G>>(                  \
-      const float*, int64_t, int64_t, std::string_view);
+#define QJOULE_INT4_EXTERN(G)                                                                                          \
+  extern template void quantize_row_int4_sym_ref<G>(const float*, int64_t, BlockInt4Sym<G>*, std::string_view,         \
+                                                    int64_t);                                                          \
+  extern template void dequantize_row_int4_sym_ref<G>(const BlockInt4Sym<G>*, int64_t, float*);                        \
+  extern template void quantize_row_int4_asym_ref<G>(const float*, int64_t, BlockInt4Asym<G>*, std::string_view,       \
+                                                     int64_t);                                                         \
+  extern template void dequantize_row_int4_asym_ref<G>(const BlockInt4Asym<G>*, int64_t, float*);                      \
+  extern template BlockMatrix<BlockInt4Sym<G>> quantize_matrix_int4<BlockInt4Sym<G>>(const float*, int64_t, int64_t,   \
+                                                                                     std::string_view);                \
+  extern template BlockMatrix<BlockInt4Asym<G>> quantize_matrix_int4<BlockInt4Asym<G>>(const float*, int64_t, int64_t, \
+                                                                                       std::string_view);
 QJOULE_INT4_EXTERN(32)
 QJOULE_INT4_EXTERN(64)
 QJOULE_INT4_EXTERN(128)

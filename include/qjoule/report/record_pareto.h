@@ -12,8 +12,8 @@
 namespace qjoule::report {
 
 struct RecordPareto {
-  bool cost_is_energy = true;       // J/inference; false: p50 latency, ms (no run has energy)
-  bool quality_is_accuracy = true;  // accuracy; false: top-1 agreement with FP32 (no run has labels)
+  bool cost_is_energy = true;             // J/inference; false: p50 latency, ms (no run has energy)
+  bool quality_is_accuracy = true;        // accuracy; false: top-1 agreement with FP32 (no run has labels)
   std::string cost_label, quality_label;  // axis titles with units
   // The candidates: successful runs with both values that are not emulated (their energy and speed
   // are not representative). FP32 runs without a recorded agreement count as agreeing fully.

@@ -22,7 +22,7 @@ struct RunTrace {
 };
 
 struct ReportChart {
-  std::string id;                  // the canvas id, "chart-latency"
+  std::string id;  // the canvas id, "chart-latency"
   std::string title;
   nlohmann::json config;           // the Chart.js configuration; null when nothing is drawn
   std::vector<std::string> notes;  // shown under the chart, or instead of it
@@ -36,8 +36,8 @@ struct ReportSection {
 // Sections: latency and throughput, energy, accuracy, trade-off (the Pareto scatter), scaling
 // (batch, sequence length), model size, power traces. `missing_traces_note` is the note shown
 // when `traces` is empty.
-std::vector<ReportSection> build_report_charts(const std::vector<bench::RunRecord>& records,
-                                               const RecordPareto& pareto, const std::vector<RunTrace>& traces,
+std::vector<ReportSection> build_report_charts(const std::vector<bench::RunRecord>& records, const RecordPareto& pareto,
+                                               const std::vector<RunTrace>& traces,
                                                const std::string& missing_traces_note);
 
 // How many charts have a configuration (the canvases the page must draw).

@@ -35,15 +35,14 @@ struct WordPieceOptions {
 // One text encoded as `[CLS] pieces... [SEP]`.
 struct Encoding {
   std::vector<int32_t> ids;
-  bool truncated = false;           // true when pieces were dropped to fit max_length
-  size_t untruncated_length = 0;    // ids.size() had there been no limit (counting [CLS]/[SEP])
+  bool truncated = false;         // true when pieces were dropped to fit max_length
+  size_t untruncated_length = 0;  // ids.size() had there been no limit (counting [CLS]/[SEP])
 };
 
 class WordPieceTokenizer {
  public:
   // `vocab.txt`: one token per line, id = 0-based line number.
-  static WordPieceTokenizer from_vocab_txt(const std::filesystem::path& vocab_txt,
-                                           WordPieceOptions options = {});
+  static WordPieceTokenizer from_vocab_txt(const std::filesystem::path& vocab_txt, WordPieceOptions options = {});
   // Hugging Face `tokenizer.json` whose model.type is "WordPiece" (normalizer flags are honoured).
   static WordPieceTokenizer from_tokenizer_json(const std::filesystem::path& tokenizer_json);
   // A model directory: tokenizer.json (WordPiece) if present, else vocab.txt with options from

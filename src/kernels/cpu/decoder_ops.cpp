@@ -19,8 +19,7 @@ void onednn_eltwise(dnnl::algorithm algorithm, float* x, int64_t n, float alpha)
   using dnnl::memory;
   const memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
   const dnnl::eltwise_forward::primitive_desc pd(
-      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, md, alpha, 0.0f),
-      onednn_cpu_engine());
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, md, alpha, 0.0f), onednn_cpu_engine());
   memory data(md, onednn_cpu_engine(), x);
   dnnl::eltwise_forward(pd).execute(onednn_cpu_stream(), {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}});
   onednn_cpu_stream().wait();
@@ -53,8 +52,7 @@ void rms_norm_f32_ref(const float* x, int64_t rows, int64_t cols, const float* g
     double sum_sq = 0.0;
     for (int64_t c = 0; c < cols; ++c) sum_sq += double(x[r * cols + c]) * x[r * cols + c];
     const double inv = 1.0 / std::sqrt(sum_sq / double(cols) + double(eps));
-    for (int64_t c = 0; c < cols; ++c)
-      out[r * cols + c] = static_cast<float>(double(x[r * cols + c]) * inv * gamma[c]);
+    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = static_cast<float>(double(x[r * cols + c]) * inv * gamma[c]);
   }
 }
 
@@ -94,16 +92,16 @@ void check_attention(int64_t past, int64_t n_new, int64_t heads, int64_t kv_head
     fail("causal_attention: heads = {}, kv_heads = {}, expected heads to be a positive multiple of kv_heads", heads,
          kv_heads);
   if (head_dim <= 0 || past < 0 || n_new < 0)
-    fail("causal_attention: head_dim = {}, past = {}, n_new = {}, expected head_dim > 0 and past, n_new >= 0",
-         head_dim, past, n_new);
+    fail("causal_attention: head_dim = {}, past = {}, n_new = {}, expected head_dim > 0 and past, n_new >= 0", head_dim,
+         past, n_new);
 }
 
 // One query row of one head against cache rows [0, n_keys): scores = q·k·scale, softmax (max subtracted),
 // out = Σ p·v. Always inlined into an AVX-512 wrapper and a baseline one, so the same loops are compiled
 // for both and chosen at run time.
-__attribute__((always_inline)) inline void attend_row(const float* q, const float* k, const float* v,
-                                                      int64_t kv_stride, int64_t n_keys, int64_t head_dim,
-                                                      float scale, float* scores, float* out) {
+__attribute__((always_inline)) inline void attend_row(const float* q, const float* k, const float* v, int64_t kv_stride,
+                                                      int64_t n_keys, int64_t head_dim, float scale, float* scores,
+                                                      float* out) {
   float max_score = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < n_keys; ++j) {
     const float* kr = k + j * kv_stride;
@@ -130,9 +128,11 @@ __attribute__((always_inline)) inline void attend_row(const float* q, const floa
   for (int64_t d = 0; d < head_dim; ++d) out[d] *= inv;
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void attend_row_avx512(
-    const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_keys, int64_t head_dim, float scale,
-    float* scores, float* out) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void attend_row_avx512(const float* q, const float* k,
+                                                                                     const float* v, int64_t kv_stride,
+                                                                                     int64_t n_keys, int64_t head_dim,
+                                                                                     float scale, float* scores,
+                                                                                     float* out) {
   attend_row(q, k, v, kv_stride, n_keys, head_dim, scale, scores, out);
 }
 
@@ -142,8 +142,8 @@ void attend_row_baseline(const float* q, const float* k, const float* v, int64_t
 }
 
 bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return has;
 }
 

@@ -187,12 +187,9 @@ void set_encoder_ops_isa(std::optional<EncoderOpsIsa> isa) {
 
 std::string_view encoder_ops_isa_name(EncoderOpsIsa isa) {
   switch (isa) {
-    case EncoderOpsIsa::avx512:
-      return "avx512";
-    case EncoderOpsIsa::avx2:
-      return "avx2";
-    default:
-      return "scalar";
+    case EncoderOpsIsa::avx512: return "avx512";
+    case EncoderOpsIsa::avx2: return "avx2";
+    default: return "scalar";
   }
 }
 
@@ -423,7 +420,8 @@ void attention_f32_ref(const float* q, const float* k, const float* v, int64_t r
           if (mask[b * seq + t] == 0) continue;
           double dot = 0.0;
           for (int64_t d = 0; d < head_dim; ++d)
-            dot += double(q[(b * seq + s) * row_stride + h * head_dim + d]) * k[(b * seq + t) * row_stride + h * head_dim + d];
+            dot += double(q[(b * seq + s) * row_stride + h * head_dim + d]) *
+                   k[(b * seq + t) * row_stride + h * head_dim + d];
           p[t] = dot / std::sqrt(double(head_dim));
           max_score = std::max(max_score, p[t]);
           any = true;
@@ -435,7 +433,8 @@ void attention_f32_ref(const float* q, const float* k, const float* v, int64_t r
         }
         for (int64_t d = 0; d < head_dim; ++d) {
           double acc = 0.0;
-          for (int64_t t = 0; t < seq; ++t) acc += any ? p[t] / sum * v[(b * seq + t) * row_stride + h * head_dim + d] : 0.0;
+          for (int64_t t = 0; t < seq; ++t)
+            acc += any ? p[t] / sum * v[(b * seq + t) * row_stride + h * head_dim + d] : 0.0;
           ctx[(b * seq + s) * ctx_stride + h * head_dim + d] = static_cast<float>(acc);
         }
       }

@@ -9,18 +9,18 @@
 namespace qjoule::kernels {
 namespace {
 
-constexpr int kNr = 16;        // columns per panel / micro-tile
-constexpr int kMr = 6;         // rows per micro-tile
-constexpr int64_t kKc = 256;   // k block
-constexpr int64_t kMc = 48;    // rows per thread tile (multiple of kMr)
+constexpr int kNr = 16;           // columns per panel / micro-tile
+constexpr int kMr = 6;            // rows per micro-tile
+constexpr int64_t kKc = 256;      // k block
+constexpr int64_t kMc = 48;       // rows per thread tile (multiple of kMr)
 constexpr int64_t kNcPanels = 8;  // panels per thread tile (128 columns)
 
 // One micro-tile: rows [0, MR) of a (stride lda) times panel slice b (kc × 8 lanes) into c (stride
 // ldc, `ncols` valid columns). first: start from the bias, otherwise accumulate onto c.
 template <int MR>
 __attribute__((target("avx2,fma"))) void micro_kernel(const float* a, int64_t lda, const uint32_t* b, int64_t kc,
-                                                       float* c, int64_t ldc, int ncols, bool first,
-                                                       const float* bias16) {
+                                                      float* c, int64_t ldc, int ncols, bool first,
+                                                      const float* bias16) {
   __m256 acc[MR][2];
   alignas(32) float tmp[kNr];
 #pragma GCC unroll 8
@@ -43,8 +43,8 @@ __attribute__((target("avx2,fma"))) void micro_kernel(const float* a, int64_t ld
     const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * 8));
     const __m256 w_lo = _mm256_castsi256_ps(_mm256_slli_epi32(packed, 16));
     const __m256 w_hi = _mm256_castsi256_ps(_mm256_and_si256(packed, high_mask));
-  #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
       const __m256 x = _mm256_broadcast_ss(a + r * lda + k);
       acc[r][0] = _mm256_fmadd_ps(x, w_lo, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(x, w_hi, acc[r][1]);
@@ -63,9 +63,8 @@ __attribute__((target("avx2,fma"))) void micro_kernel(const float* a, int64_t ld
   }
 }
 
-using MicroKernel = void (*)(const float*, int64_t, const uint32_t*, int64_t, float*, int64_t, int, bool,
-                             const float*);
-constexpr MicroKernel kKernels[kMr + 1] = {nullptr,          micro_kernel<1>, micro_kernel<2>, micro_kernel<3>,
+using MicroKernel = void (*)(const float*, int64_t, const uint32_t*, int64_t, float*, int64_t, int, bool, const float*);
+constexpr MicroKernel kKernels[kMr + 1] = {nullptr,         micro_kernel<1>, micro_kernel<2>, micro_kernel<3>,
                                            micro_kernel<4>, micro_kernel<5>, micro_kernel<6>};
 
 }  // namespace

@@ -13,7 +13,8 @@ struct Fp16Decoder {
   struct Row {
     const uint16_t* p;
     QJOULE_TARGET_AVX2 void decode32(int64_t k, __m256 out[4]) const {
-      for (int j = 0; j < 4; ++j) out[j] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k + 8 * j)));
+      for (int j = 0; j < 4; ++j)
+        out[j] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k + 8 * j)));
     }
     QJOULE_TARGET_AVX2 void decode64(int64_t k, __m256 out[8]) const {
       decode32(k, out);

@@ -149,11 +149,14 @@ template void gemm_int4_s8_avx2<quant::BlockInt4Sym<32>>(const quant::BlockMatri
 template void gemm_int4_s8_avx2<quant::BlockInt4Sym<64>>(const quant::BlockMatrix<quant::BlockInt4Sym<64>>&,
                                                          const float*, const float*, int64_t, float*, std::string_view);
 template void gemm_int4_s8_avx2<quant::BlockInt4Sym<128>>(const quant::BlockMatrix<quant::BlockInt4Sym<128>>&,
-                                                          const float*, const float*, int64_t, float*, std::string_view);
+                                                          const float*, const float*, int64_t, float*,
+                                                          std::string_view);
 template void gemm_int4_s8_avx2<quant::BlockInt4Asym<32>>(const quant::BlockMatrix<quant::BlockInt4Asym<32>>&,
-                                                          const float*, const float*, int64_t, float*, std::string_view);
+                                                          const float*, const float*, int64_t, float*,
+                                                          std::string_view);
 template void gemm_int4_s8_avx2<quant::BlockInt4Asym<64>>(const quant::BlockMatrix<quant::BlockInt4Asym<64>>&,
-                                                          const float*, const float*, int64_t, float*, std::string_view);
+                                                          const float*, const float*, int64_t, float*,
+                                                          std::string_view);
 template void gemm_int4_s8_avx2<quant::BlockInt4Asym<128>>(const quant::BlockMatrix<quant::BlockInt4Asym<128>>&,
                                                            const float*, const float*, int64_t, float*,
                                                            std::string_view);

@@ -44,9 +44,11 @@ void gemm_int4_s8_scalar(const quant::BlockMatrix<Block>& w, const float* bias, 
 }
 
 template void gemm_int4_s8_scalar<quant::BlockInt4Sym<32>>(const quant::BlockMatrix<quant::BlockInt4Sym<32>>&,
-                                                           const float*, const float*, int64_t, float*, std::string_view);
+                                                           const float*, const float*, int64_t, float*,
+                                                           std::string_view);
 template void gemm_int4_s8_scalar<quant::BlockInt4Sym<64>>(const quant::BlockMatrix<quant::BlockInt4Sym<64>>&,
-                                                           const float*, const float*, int64_t, float*, std::string_view);
+                                                           const float*, const float*, int64_t, float*,
+                                                           std::string_view);
 template void gemm_int4_s8_scalar<quant::BlockInt4Sym<128>>(const quant::BlockMatrix<quant::BlockInt4Sym<128>>&,
                                                             const float*, const float*, int64_t, float*,
                                                             std::string_view);

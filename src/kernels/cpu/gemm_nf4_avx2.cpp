@@ -15,8 +15,8 @@ QJOULE_TARGET_AVX2 inline void nf4_decode64(const uint8_t* qs, float absmax, __m
   const __m256 table_hi = _mm256_mul_ps(_mm256_loadu_ps(quant::kNf4Table.data() + 8), scale);
   const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
   for (int s = 0; s < 8; ++s) {
-    const __m256i idx = _mm256_srli_epi32(lanes, 4 * s);          // code of nibble s in bits 0..3
-    const __m256i pick = _mm256_slli_epi32(lanes, 28 - 4 * s);    // its bit 3 in bit 31
+    const __m256i idx = _mm256_srli_epi32(lanes, 4 * s);        // code of nibble s in bits 0..3
+    const __m256i pick = _mm256_slli_epi32(lanes, 28 - 4 * s);  // its bit 3 in bit 31
     out[s] = _mm256_blendv_ps(_mm256_permutevar8x32_ps(table_lo, idx), _mm256_permutevar8x32_ps(table_hi, idx),
                               _mm256_castsi256_ps(pick));
   }

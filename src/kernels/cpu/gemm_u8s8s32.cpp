@@ -81,8 +81,9 @@ int int8_gemm_weight_qmax() {
   static const int qmax = [] {
     if (gemm_exact_at(127)) return 127;
     if (gemm_exact_at(63)) return 63;
-    fail("int8 W8A8: oneDNN's u8×s8→s32 matmul is not exact on this CPU even with 7-bit weights; "
-         "refusing to report int8 results from it");
+    fail(
+        "int8 W8A8: oneDNN's u8×s8→s32 matmul is not exact on this CPU even with 7-bit weights; "
+        "refusing to report int8 results from it");
   }();
   return qmax;
 }

@@ -200,11 +200,11 @@ void gemm_w8_avx512_bf16(const quant::Int8Matrix& w, const float* bias, const fl
   avx512::run_gemm<true>(W8Decoder{w}, bias, x, m, y, [] {});
 }
 
-#define QJOULE_INT4_AVX512(BLOCK)                                                                               \
-  template void gemm_int4_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
-                                        float*);                                                               \
-  template void gemm_int4_avx512_bf16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,     \
-                                             int64_t, float*);
+#define QJOULE_INT4_AVX512(BLOCK)                                                                                   \
+  template void gemm_int4_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t,      \
+                                        float*);                                                                    \
+  template void gemm_int4_avx512_bf16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
+                                             float*);
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<32>)
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<64>)
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<128>)

@@ -41,8 +41,8 @@ void run_scalar_gemm(int64_t N, int64_t K, const DequantRow& dequant_row, const 
 void gemm_fp16_f32_scalar(const quant::Fp16Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
   run_scalar_gemm(
       w.rows, w.cols,
-      [&w](int64_t o, float* row) { quant::dequantize_row_fp16_ref(w.bits.data() + o * w.cols, w.cols, row); }, bias,
-      x, m, y);
+      [&w](int64_t o, float* row) { quant::dequantize_row_fp16_ref(w.bits.data() + o * w.cols, w.cols, row); }, bias, x,
+      m, y);
 }
 
 void gemm_w8_f32_scalar(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
@@ -71,13 +71,14 @@ void gemm_int4_f32_scalar(const quant::BlockMatrix<Block>& w, const float* bias,
 
 void gemm_nf4_f32_scalar(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
   run_scalar_gemm(
-      w.rows, w.padded_cols(), [&w](int64_t o, float* row) { quant::dequantize_row_nf4_ref(w.row(o), w.padded_cols(), row); }, bias, x,
-      m, y);
+      w.rows, w.padded_cols(),
+      [&w](int64_t o, float* row) { quant::dequantize_row_nf4_ref(w.row(o), w.padded_cols(), row); }, bias, x, m, y);
 }
 
 void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
   run_scalar_gemm(
-      w.rows, w.padded_cols(), [&w](int64_t o, float* row) { quant::dequantize_row_nf4_dq_ref(w, o, row); }, bias, x, m, y);
+      w.rows, w.padded_cols(), [&w](int64_t o, float* row) { quant::dequantize_row_nf4_dq_ref(w, o, row); }, bias, x, m,
+      y);
 }
 
 template void gemm_int4_f32_scalar<quant::BlockInt4Sym<32>>(const quant::BlockMatrix<quant::BlockInt4Sym<32>>&,

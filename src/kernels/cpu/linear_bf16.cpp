@@ -41,8 +41,8 @@ class LinearBf16 final : public Linear {
     if (out <= 0 || in <= 0) fail("{}: linear shape [{}, {}] is empty; expected out > 0 and in > 0", name, out, in);
     for (int64_t i = 0; i < out * in; ++i) {
       if (!std::isfinite(W[i]) || std::isinf(round_to_bf16(W[i]))) {
-        fail("{}: weight [{}, {}] = {} is not a finite BF16 value; expected finite weights below 3.39e38", name,
-             i / in, i % in, W[i]);
+        fail("{}: weight [{}, {}] = {} is not a finite BF16 value; expected finite weights below 3.39e38", name, i / in,
+             i % in, W[i]);
       }
     }
     if (bias != nullptr) bias_.assign(bias, bias + out);
@@ -118,8 +118,8 @@ class LinearBf16 final : public Linear {
   std::vector<float> bias_;
   std::vector<uint16_t> weight_bits_;  // onednn and scalar kernels: [out, in] BF16
   PackedBf16Weights packed_;           // avx2 kernel
-  OneDnnMatmulByRows matmul_;  // onednn kernel (primitives are created on first use only)
-  bool gemv_ = false;          // onednn kernel: qjoule's AVX512_BF16 GEMV for m <= kGemvDenseMaxRows
+  OneDnnMatmulByRows matmul_;          // onednn kernel (primitives are created on first use only)
+  bool gemv_ = false;                  // onednn kernel: qjoule's AVX512_BF16 GEMV for m <= kGemvDenseMaxRows
   std::string kernel_path_;
 };
 
@@ -146,9 +146,10 @@ std::unique_ptr<Linear> make_linear_bf16_on(Bf16Kernel kernel, const float* W, c
                                              : Bf16Kernel::scalar;
   }
   if (kernel == Bf16Kernel::onednn && !onednn_has_native_bf16_matmul()) {
-    fail("{}: bf16 kernel 'onednn' requested, but oneDNN {}.{} has no native bf16 matmul on this CPU "
-         "(it needs AVX512_BF16 or AMX); the AVX2 kernel runs instead when chosen automatically",
-         tensor_name, dnnl::version()->major, dnnl::version()->minor);
+    fail(
+        "{}: bf16 kernel 'onednn' requested, but oneDNN {}.{} has no native bf16 matmul on this CPU "
+        "(it needs AVX512_BF16 or AMX); the AVX2 kernel runs instead when chosen automatically",
+        tensor_name, dnnl::version()->major, dnnl::version()->minor);
   }
   if (kernel == Bf16Kernel::avx2 && !cpu_has_avx2_fma()) {
     fail("{}: bf16 kernel 'avx2' requested, but this CPU lacks AVX2/FMA", tensor_name);
@@ -161,8 +162,7 @@ std::unique_ptr<Linear> make_linear_bf16(const float* W, const float* bias, int6
   return make_linear_bf16_on(Bf16Kernel::automatic, W, bias, out, in, tensor_name);
 }
 
-void linear_bf16_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
-                     float* y) {
+void linear_bf16_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in, float* y) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < out; ++j) {
       double acc = 0.0;

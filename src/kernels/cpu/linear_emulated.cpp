@@ -116,7 +116,8 @@ class LinearEmulated final : public Linear {
     std::vector<float> xa(x, x + m * in_);
     if (!inv_smoothing_.empty()) {
       for (int64_t i = 0; i < m; ++i)
-        for (int64_t k = 0; k < in_; ++k) xa[static_cast<size_t>(i * in_ + k)] *= inv_smoothing_[static_cast<size_t>(k)];
+        for (int64_t k = 0; k < in_; ++k)
+          xa[static_cast<size_t>(i * in_ + k)] *= inv_smoothing_[static_cast<size_t>(k)];
     }
     if (p == Format::bf16) {
       for (float& v : xa) v = round_to_bf16(v);
@@ -166,8 +167,7 @@ std::unique_ptr<Linear> make_linear_emulated(const quant::FormatSpec& format, co
          quant::cpu_format_names());
   }
   if (int8_smoothing != nullptr && format.format != Format::int8) {
-    fail("{}: SmoothQuant factors given for precision '{}'; expected them with int8 only", tensor_name,
-         format.format);
+    fail("{}: SmoothQuant factors given for precision '{}'; expected them with int8 only", tensor_name, format.format);
   }
   return std::make_unique<LinearEmulated>(format, W, bias, out, in, tensor_name, int8_smoothing);
 }

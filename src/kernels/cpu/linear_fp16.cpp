@@ -11,8 +11,9 @@ std::unique_ptr<Linear> make_linear_fp16_weights(const float* W, const float* bi
   using Packed = quant::Fp16Matrix;
   const WeightOnlyIsa isa = detail::at_most_avx2(weight_only_isa());  // fp16 has no AVX-512 kernel
   auto gemm = isa == WeightOnlyIsa::avx2 ? &detail::gemm_fp16_f32_avx2 : &detail::gemm_fp16_f32_scalar;
-  return std::make_unique<detail::WeightOnlyLinear<Packed>>(quant::quantize_matrix_fp16(W, out, in, tensor_name), bias,
-                                                            std::string(quant::name(quant::Format::fp16)), weight_only_kernel_path(isa, "f16w_f32"), gemm, nullptr, tensor_name);
+  return std::make_unique<detail::WeightOnlyLinear<Packed>>(
+      quant::quantize_matrix_fp16(W, out, in, tensor_name), bias, std::string(quant::name(quant::Format::fp16)),
+      weight_only_kernel_path(isa, "f16w_f32"), gemm, nullptr, tensor_name);
 }
 
 }  // namespace qjoule::kernels

@@ -18,14 +18,16 @@ std::unique_ptr<Linear> make_int4(const float* W, const float* bias, int64_t out
   if (options.int8_activations) {
     const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);  // int4_s8 has no AVX-512 kernel
     return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-        std::move(packed), bias, std::string(quant::name(quant::Format::int4)), weight_only_kernel_path(s8_isa, "int4_s8"), nullptr,
+        std::move(packed), bias, std::string(quant::name(quant::Format::int4)),
+        weight_only_kernel_path(s8_isa, "int4_s8"), nullptr,
         s8_isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_s8_avx2<Block> : &detail::gemm_int4_s8_scalar<Block>,
         tensor_name);
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_int4_f32_scalar<Block>, &detail::gemm_int4_f32_avx2<Block>,
                                &detail::gemm_int4_avx512<Block>, &detail::gemm_int4_avx512_bf16<Block>);
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-      std::move(packed), bias, std::string(quant::name(quant::Format::int4)), weight_only_kernel_path(isa, "int4_f32", true), gemm, nullptr, tensor_name);
+      std::move(packed), bias, std::string(quant::name(quant::Format::int4)),
+      weight_only_kernel_path(isa, "int4_f32", true), gemm, nullptr, tensor_name);
 }
 
 template <int G>
@@ -43,8 +45,7 @@ std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int6
     case 32: return make_int4_group<32>(W, bias, out, in, options, tensor_name);
     case 64: return make_int4_group<64>(W, bias, out, in, options, tensor_name);
     case 128: return make_int4_group<128>(W, bias, out, in, options, tensor_name);
-    default:
-      fail("tensor '{}': int4 group size {}; expected 32, 64 or 128", tensor_name, options.group_size);
+    default: fail("tensor '{}': int4 group size {}; expected 32, 64 or 128", tensor_name, options.group_size);
   }
 }
 

@@ -131,7 +131,8 @@ void linear_int8_w8a8_ref(const float* x, int64_t m, const float* W, const float
   if (smoothing != nullptr) {
     smoothed_x.resize(static_cast<size_t>(m * in));
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t k = 0; k < in; ++k) smoothed_x[static_cast<size_t>(i * in + k)] = x[i * in + k] * inv_s[static_cast<size_t>(k)];
+      for (int64_t k = 0; k < in; ++k)
+        smoothed_x[static_cast<size_t>(i * in + k)] = x[i * in + k] * inv_s[static_cast<size_t>(k)];
     W = smoothed_w.data();
     x = smoothed_x.data();
   }

@@ -101,8 +101,9 @@ void linear_fp16_weights_ref(const float* x, int64_t m, const float* W, const fl
                              const std::string& tensor_name, float* y) {
   const auto w = quant::quantize_matrix_fp16(W, out, in, tensor_name);
   dot_rows_ref(
-      x, m, out, in, [&w](int64_t o, float* row) { quant::dequantize_row_fp16_ref(w.bits.data() + o * w.cols, w.cols, row); },
-      bias, y);
+      x, m, out, in,
+      [&w](int64_t o, float* row) { quant::dequantize_row_fp16_ref(w.bits.data() + o * w.cols, w.cols, row); }, bias,
+      y);
 }
 
 void linear_w8_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
@@ -130,7 +131,8 @@ void linear_nf4_ref(const float* x, int64_t m, const float* W, const float* bias
                     const Nf4Options& options, const std::string& tensor_name, float* y) {
   if (options.double_quant) {
     const auto w = quant::quantize_matrix_nf4_double(W, out, in, tensor_name);
-    dot_rows_ref(x, m, out, in, [&w](int64_t o, float* row) { quant::dequantize_row_nf4_dq_ref(w, o, row); }, bias, y);
+    dot_rows_ref(
+        x, m, out, in, [&w](int64_t o, float* row) { quant::dequantize_row_nf4_dq_ref(w, o, row); }, bias, y);
     return;
   }
   const auto w = quant::quantize_matrix_nf4(W, out, in, tensor_name);

@@ -112,8 +112,8 @@ void quantize_rows_symmetric_s8(const float* v, int64_t rows, int64_t cols, int 
   }
 }
 
-void quantize_rows_symmetric_u8_shifted_scalar(const float* v, int64_t rows, int64_t cols, uint8_t* q,
-                                               float* scales, const std::string& what, const float* col_scale) {
+void quantize_rows_symmetric_u8_shifted_scalar(const float* v, int64_t rows, int64_t cols, uint8_t* q, float* scales,
+                                               const std::string& what, const float* col_scale) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = scaled_row(v + r * cols, cols, col_scale);
     float inv = 0.0f;

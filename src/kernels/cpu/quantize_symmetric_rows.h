@@ -30,9 +30,8 @@ void quantize_rows_symmetric_u8_shifted(const float* v, int64_t rows, int64_t co
                                         const std::string& what, const float* col_scale = nullptr);
 
 // The same as above, scalar only (the reference the AVX2 path is tested against).
-void quantize_rows_symmetric_u8_shifted_scalar(const float* v, int64_t rows, int64_t cols, uint8_t* q,
-                                               float* scales, const std::string& what,
-                                               const float* col_scale = nullptr);
+void quantize_rows_symmetric_u8_shifted_scalar(const float* v, int64_t rows, int64_t cols, uint8_t* q, float* scales,
+                                               const std::string& what, const float* col_scale = nullptr);
 
 // One row of the u8×s8 GEMM's int32 accumulators, held in the FP32 output's storage, to FP32 in place:
 // row[j] = float(acc[j] − comp[j]) · (sa · sw[j]) + b[j] (comp: the +128 shift's compensation, sa the
@@ -45,6 +44,6 @@ void dequantize_row_s32_avx2(float* row, int64_t n, float sa, const int32_t* com
                              const float* b);  // AVX2 + FMA CPUs only
 void dequantize_row_s32_avx512(float* row, int64_t n, float sa, const int32_t* comp, const float* sw,
                                const float* b);  // AVX512F CPUs only
-DequantizeRowS32 dequantize_row_s32_for_cpu();    // the widest of the three this CPU runs
+DequantizeRowS32 dequantize_row_s32_for_cpu();   // the widest of the three this CPU runs
 
 }  // namespace qjoule::kernels

@@ -37,8 +37,8 @@ void check_table(int64_t n_tokens, int64_t row_stride, int64_t heads, const Rope
     fail("apply_rope: table has head_dim {} and {} frequencies, expected a positive even head_dim and head_dim/2",
          table.head_dim, table.inv_freq.size());
   if (n_tokens < 0 || heads < 0 || heads * table.head_dim > row_stride)
-    fail("apply_rope: {} tokens, {} heads of {} in rows of {}, expected heads·head_dim <= row_stride", n_tokens,
-         heads, table.head_dim, row_stride);
+    fail("apply_rope: {} tokens, {} heads of {} in rows of {}, expected heads·head_dim <= row_stride", n_tokens, heads,
+         table.head_dim, row_stride);
 }
 
 }  // namespace
@@ -102,9 +102,10 @@ RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling
     }
     attention_factor = s.attention_factor != 0.0 ? s.attention_factor : yarn_mscale(s.factor);
   } else if (s.type == "dynamic") {
-    fail("rope_scaling type 'dynamic' is not supported (its frequencies change with the sequence length, which a "
-         "KV cache cannot follow); supported: {}",
-         kSupportedRopeTypes);
+    fail(
+        "rope_scaling type 'dynamic' is not supported (its frequencies change with the sequence length, which a "
+        "KV cache cannot follow); supported: {}",
+        kSupportedRopeTypes);
   } else {
     fail("rope_scaling type '{}' is not supported; supported: {}", s.type, kSupportedRopeTypes);
   }

@@ -34,7 +34,7 @@
 
 namespace qjoule::kernels::avx2 {
 
-constexpr int64_t kDirectMaxRows = 7;   // m up to this: GEMV-style, weights decoded per use
+constexpr int64_t kDirectMaxRows = 7;    // m up to this: GEMV-style, weights decoded per use
 constexpr int64_t kDirectOutChunk = 16;  // output features per OpenMP work item in the direct path
 constexpr int64_t kPanelRows = 48;       // W rows per decoded tile (multiple of kNr)
 constexpr int64_t kTileK = 512;          // W columns per decoded tile (multiple of 64)
@@ -67,7 +67,8 @@ QJOULE_TARGET_AVX2 void gemv_rows(const Dec& dec, const float* x, const float* b
       row.decode64(k, w);
       for (int i = 0; i < MR; ++i) {
         const float* xi = x + i * K + k;
-        for (int j = 0; j < 8; ++j) acc[i][j % kAcc] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(xi + 8 * j), acc[i][j % kAcc]);
+        for (int j = 0; j < 8; ++j)
+          acc[i][j % kAcc] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(xi + 8 * j), acc[i][j % kAcc]);
       }
     }
     if (K32 > K64) {
@@ -75,7 +76,8 @@ QJOULE_TARGET_AVX2 void gemv_rows(const Dec& dec, const float* x, const float* b
       row.decode32(K64, w);
       for (int i = 0; i < MR; ++i) {
         const float* xi = x + i * K + K64;
-        for (int j = 0; j < 4; ++j) acc[i][j % kAcc] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(xi + 8 * j), acc[i][j % kAcc]);
+        for (int j = 0; j < 4; ++j)
+          acc[i][j % kAcc] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(xi + 8 * j), acc[i][j % kAcc]);
       }
     }
     for (int i = 0; i < MR; ++i) {
@@ -266,7 +268,7 @@ QJOULE_TARGET_AVX2 inline void unpack_nibbles32(const uint8_t* qs, __m128i& lo, 
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i mask = _mm_set1_epi8(0x0F);
   const __m128i first = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);  // elements 0, 2, 4, ...
-  const __m128i second = _mm_and_si128(bytes, mask);                     // elements 1, 3, 5, ...
+  const __m128i second = _mm_and_si128(bytes, mask);                    // elements 1, 3, 5, ...
   lo = _mm_unpacklo_epi8(first, second);
   hi = _mm_unpackhi_epi8(first, second);
 }

@@ -57,9 +57,9 @@
 
 namespace qjoule::kernels::avx512 {
 
-constexpr int64_t kChunk = 128;           // weights per decoded chunk of a 4-bit row (64 bytes)
-constexpr int64_t kGemvMaxRows = 4;       // m up to this: GEMV
-constexpr int64_t kGemvOutBlock = 16;     // output rows per OpenMP work item
+constexpr int64_t kChunk = 128;             // weights per decoded chunk of a 4-bit row (64 bytes)
+constexpr int64_t kGemvMaxRows = 4;         // m up to this: GEMV
+constexpr int64_t kGemvOutBlock = 16;       // output rows per OpenMP work item
 constexpr int64_t kPanelBytes = 256 << 10;  // BF16 panel of dequantized weight rows per thread, at most
 
 // The BF16 panel product (weight_only_bf16_panel.cpp): y[:, n0 .. n0 + n) = a · panelᵀ + bias[n0 ..),
@@ -146,7 +146,8 @@ QJOULE_TARGET_AVX512 void gemv_nibbles(const Dec& dec, const float* xp, const fl
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) {
         const __m512 w = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4 * s), table);
-        for (int i = 0; i < MR; ++i) t[i][s & 1] = _mm512_fmadd_ps(w, _mm512_loadu_ps(xc + i * K + 16 * s), t[i][s & 1]);
+        for (int i = 0; i < MR; ++i)
+          t[i][s & 1] = _mm512_fmadd_ps(w, _mm512_loadu_ps(xc + i * K + 16 * s), t[i][s & 1]);
       }
       add_chunk<Dec::kHasZero, MR>(t, d, z, xs, c, chunks, acc);
     }

@@ -42,8 +42,7 @@ dnnl::matmul::primitive_desc make_pd(int64_t m, int64_t k, int64_t n, bool with_
   const memory::desc dst_md({m, n}, memory::data_type::f32, memory::format_tag::ab);
   if (with_bias) {
     const memory::desc bias_md({1, n}, memory::data_type::f32, memory::format_tag::ab);
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), attr,
-                                        onednn_cpu_engine());
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), attr, onednn_cpu_engine());
   }
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, dst_md), attr, onednn_cpu_engine());
 }
@@ -59,8 +58,8 @@ const Entry& entry_for(int64_t m, int64_t k, int64_t n, bool with_bias) {
   if (it != cache.end()) return it->second;
   auto pd = make_pd(m, k, n, with_bias);
   if (path_of(pd) != bf16_panel_kernel_path()) {
-    fail("BF16 panel product of {} x {} x {}: oneDNN chose {}, not the {} that the layer's kernel path names", m, k,
-         n, path_of(pd), bf16_panel_kernel_path());
+    fail("BF16 panel product of {} x {} x {}: oneDNN chose {}, not the {} that the layer's kernel path names", m, k, n,
+         path_of(pd), bf16_panel_kernel_path());
   }
   return cache.emplace(key, Entry{pd, dnnl::matmul(pd)}).first->second;
 }

@@ -54,18 +54,18 @@ void gemm_nf4_f32_scalar(const quant::Nf4Matrix& w, const float* bias, const flo
 void gemm_nf4dq_f32_avx2(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
 
-#define QJOULE_INT4_GEMM_EXTERN(BLOCK)                                                                         \
-  extern template void gemm_int4_f32_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
-                                                 int64_t, float*);                                             \
-  extern template void gemm_int4_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,     \
-                                               int64_t, float*);                                               \
-  extern template void gemm_int4_avx512_bf16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
-                                                    int64_t, float*);                                          \
-  extern template void gemm_int4_f32_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*,             \
-                                                   const float*, int64_t, float*);                             \
-  extern template void gemm_int4_s8_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,  \
-                                                int64_t, float*, std::string_view);                            \
-  extern template void gemm_int4_s8_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
+#define QJOULE_INT4_GEMM_EXTERN(BLOCK)                                                                                 \
+  extern template void gemm_int4_f32_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,         \
+                                                 int64_t, float*);                                                     \
+  extern template void gemm_int4_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t,  \
+                                               float*);                                                                \
+  extern template void gemm_int4_avx512_bf16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,      \
+                                                    int64_t, float*);                                                  \
+  extern template void gemm_int4_f32_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,       \
+                                                   int64_t, float*);                                                   \
+  extern template void gemm_int4_s8_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
+                                                float*, std::string_view);                                             \
+  extern template void gemm_int4_s8_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,        \
                                                   int64_t, float*, std::string_view);
 QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<32>)
 QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<64>)

@@ -53,7 +53,8 @@ WeightOnlyIsa weight_only_isa() {
       avx512::bf16_panel_available()) {
     return WeightOnlyIsa::avx512_bf16;
   }
-  if (limit >= static_cast<int>(WeightOnlyIsa::avx512) && cpu_supports_avx512_weight_only()) return WeightOnlyIsa::avx512;
+  if (limit >= static_cast<int>(WeightOnlyIsa::avx512) && cpu_supports_avx512_weight_only())
+    return WeightOnlyIsa::avx512;
   if (limit >= static_cast<int>(WeightOnlyIsa::avx2) && cpu_supports_avx2_fma_f16c()) return WeightOnlyIsa::avx2;
   return WeightOnlyIsa::scalar;
 }

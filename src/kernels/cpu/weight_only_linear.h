@@ -50,7 +50,7 @@ class WeightOnlyLinear final : public Linear {
     if (m <= 0) return;
     const float* b = bias_.empty() ? nullptr : bias_.data();
     const int64_t K = w_.padded_cols();
-    if (K != w_.cols) {  // rows ending in a partial block: x zero-padded to the blocks' width
+    if (K != w_.cols) {                        // rows ending in a partial block: x zero-padded to the blocks' width
       thread_local std::vector<float> padded;  // reused across calls: no allocation per forward
       padded.assign(static_cast<std::size_t>(m * K), 0.0f);
       for (int64_t i = 0; i < m; ++i) std::copy(x + i * w_.cols, x + (i + 1) * w_.cols, padded.data() + i * K);

@@ -96,8 +96,7 @@ void synchronize_cuda_device(int device) {
   cudaError_t err = previous == device ? cudaSuccess : cudaSetDevice(device);
   if (err == cudaSuccess) err = cudaDeviceSynchronize();
   if (previous >= 0 && previous != device) cudaSetDevice(previous);
-  if (err != cudaSuccess)
-    fail("synchronizing GPU {}: {} ({})", device, cudaGetErrorString(err), cudaGetErrorName(err));
+  if (err != cudaSuccess) fail("synchronizing GPU {}: {} ({})", device, cudaGetErrorString(err), cudaGetErrorName(err));
 #else
   fail("synchronizing GPU {}: this qjoule was built without the CUDA backend", device);
 #endif

@@ -102,18 +102,24 @@ CudaGpuInfo cuda_gpu_info(int device) {
   return info;
 }
 
-std::vector<float> time_cublaslt_gemm(quant::Format precision, int64_t m, int64_t n, int64_t k, int reps,
-                                      int device) {
+std::vector<float> time_cublaslt_gemm(quant::Format precision, int64_t m, int64_t n, int64_t k, int reps, int device) {
   using cuda_detail::GemmKind;
   GemmKind kind;
   using quant::Format;
-  if (precision == Format::fp32) kind = GemmKind::f32;
-  else if (precision == Format::tf32) kind = GemmKind::tf32;
-  else if (precision == Format::fp16) kind = GemmKind::f16;
-  else if (precision == Format::bf16) kind = GemmKind::bf16;
-  else if (precision == Format::int8) kind = GemmKind::s8;
-  else if (precision == Format::fp8) kind = GemmKind::e4m3;
-  else fail("time_cublaslt_gemm: precision '{}'; expected fp32, tf32, fp16, bf16, int8 or fp8", precision);
+  if (precision == Format::fp32)
+    kind = GemmKind::f32;
+  else if (precision == Format::tf32)
+    kind = GemmKind::tf32;
+  else if (precision == Format::fp16)
+    kind = GemmKind::f16;
+  else if (precision == Format::bf16)
+    kind = GemmKind::bf16;
+  else if (precision == Format::int8)
+    kind = GemmKind::s8;
+  else if (precision == Format::fp8)
+    kind = GemmKind::e4m3;
+  else
+    fail("time_cublaslt_gemm: precision '{}'; expected fp32, tf32, fp16, bf16, int8 or fp8", precision);
   std::vector<float> ms;
   if (std::string e = cuda_detail::bench_gemm(kind, m, n, k, std::max(reps, 1), device, ms); !e.empty())
     fail("cuBLASLt {} GEMM {}x{}x{} on GPU {}: {}", precision, m, n, k, device, e);
@@ -129,9 +135,7 @@ std::vector<float> time_device_copy(std::size_t bytes, int reps, int device) {
 
 #else
 
-CudaGpuInfo cuda_gpu_info(int device) {
-  fail("GPU {}: this qjoule was built without the CUDA backend", device);
-}
+CudaGpuInfo cuda_gpu_info(int device) { fail("GPU {}: this qjoule was built without the CUDA backend", device); }
 
 std::vector<float> time_cublaslt_gemm(quant::Format precision, int64_t, int64_t, int64_t, int, int) {
   fail("cuBLASLt {} GEMM: this qjoule was built without the CUDA backend", precision);

@@ -138,7 +138,8 @@ std::string bench_copy(std::size_t bytes, int reps, int device, std::vector<floa
   return time_reps(
       reps,
       [&](int) {
-        const cudaError_t err = cudaMemcpyAsync(dst.as<void>(), src.as<void>(), bytes, cudaMemcpyDeviceToDevice, nullptr);
+        const cudaError_t err =
+            cudaMemcpyAsync(dst.as<void>(), src.as<void>(), bytes, cudaMemcpyDeviceToDevice, nullptr);
         return err == cudaSuccess ? std::string() : describe(err, "cudaMemcpyAsync");
       },
       ms);

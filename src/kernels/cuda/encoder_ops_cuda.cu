@@ -169,9 +169,8 @@ std::string unary(float* x, int64_t n, CUstream_st* stream, const char* name) {
 
 }  // namespace
 
-std::string embedding_sum_cuda(const int32_t* ids, const float* word, const float* position,
-                               const float* token_type0, int64_t rows, int64_t seq, int64_t hidden, float* out,
-                               CUstream_st* stream) {
+std::string embedding_sum_cuda(const int32_t* ids, const float* word, const float* position, const float* token_type0,
+                               int64_t rows, int64_t seq, int64_t hidden, float* out, CUstream_st* stream) {
   if (rows <= 0 || hidden <= 0) return {};
   if (seq <= 0) return "embedding_sum_kernel: sequence length " + std::to_string(seq) + ", expected at least 1";
   embedding_sum_kernel<<<grid_for(rows * hidden, kElementThreads), kElementThreads, 0, stream>>>(
@@ -183,16 +182,20 @@ std::string add_layer_norm_cuda(float* x, const float* residual, int64_t rows, i
                                 const float* beta, float eps, CUstream_st* stream) {
   if (rows <= 0 || cols <= 0) return {};
   if (rows > 0x7fffffff) return "add_layer_norm_kernel: " + std::to_string(rows) + " rows, at most 2^31 - 1";
-  add_layer_norm_kernel<<<static_cast<unsigned>(rows), kLayerNormThreads, 0, stream>>>(x, residual, cols, gamma,
-                                                                                       beta, eps);
+  add_layer_norm_kernel<<<static_cast<unsigned>(rows), kLayerNormThreads, 0, stream>>>(x, residual, cols, gamma, beta,
+                                                                                       eps);
   return launch_error("add_layer_norm_kernel");
 }
 
 std::string gelu_erf_cuda(float* x, int64_t n, CUstream_st* stream) {
   return unary<Unary::gelu_erf>(x, n, stream, "gelu_erf_kernel");
 }
-std::string relu_cuda(float* x, int64_t n, CUstream_st* stream) { return unary<Unary::relu>(x, n, stream, "relu_kernel"); }
-std::string tanh_cuda(float* x, int64_t n, CUstream_st* stream) { return unary<Unary::tanh>(x, n, stream, "tanh_kernel"); }
+std::string relu_cuda(float* x, int64_t n, CUstream_st* stream) {
+  return unary<Unary::relu>(x, n, stream, "relu_kernel");
+}
+std::string tanh_cuda(float* x, int64_t n, CUstream_st* stream) {
+  return unary<Unary::tanh>(x, n, stream, "tanh_kernel");
+}
 
 std::string attention_cuda(const float* q, const float* k, const float* v, int64_t row_stride, const int32_t* mask,
                            bool causal, int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, float* ctx,
@@ -207,12 +210,12 @@ std::string attention_cuda(const float* q, const float* k, const float* v, int64
            " needs " + std::to_string(shared) + " bytes of shared memory, more than the " +
            std::to_string(kAttentionMaxSharedBytes) + " this kernel uses";
   if (seq > 0x7fffffff || heads > 65535 || batch > 65535)
-    return "attention_kernel: grid (sequence " + std::to_string(seq) + ", heads " + std::to_string(heads) +
-           ", batch " + std::to_string(batch) + ") exceeds the CUDA grid limits (2^31 - 1, 65535, 65535)";
+    return "attention_kernel: grid (sequence " + std::to_string(seq) + ", heads " + std::to_string(heads) + ", batch " +
+           std::to_string(batch) + ") exceeds the CUDA grid limits (2^31 - 1, 65535, 65535)";
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   const dim3 grid(static_cast<unsigned>(seq), static_cast<unsigned>(heads), static_cast<unsigned>(batch));
   attention_kernel<<<grid, kAttentionThreads, shared, stream>>>(q, k, v, row_stride, mask, causal ? 1 : 0, seq, heads,
-                                                               head_dim, scale, ctx);
+                                                                head_dim, scale, ctx);
   return launch_error("attention_kernel");
 }
 

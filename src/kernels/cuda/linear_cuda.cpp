@@ -47,17 +47,17 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
   using quant::Format;
   const Format p = f.format;
   if (f.emulate)
-    fail("{}: precision '{}:emulate': fake quantization runs on the CPU only; CUDA layers run the real format",
-         who, p);
+    fail("{}: precision '{}:emulate': fake quantization runs on the CPU only; CUDA layers run the real format", who, p);
   if (p == Format::w8)
     fail("{}: precision '{}' (INT8 weight-only) has no CUDA kernel; use {} (W8A8 through cuBLASLt) or {}", who, p,
          Format::int8, Format::fp16);
   if (!quant::traits(p).runs_on_cuda)
     fail("{}: precision '{}' is not available on CUDA; expected one of {}", who, p, quant::cuda_format_names());
   if (f.smoothquant_alpha)
-    fail("{}: precision '{}': SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token "
-         "without smoothing)",
-         who, quant::to_string(f));
+    fail(
+        "{}: precision '{}': SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token "
+        "without smoothing)",
+        who, quant::to_string(f));
   Plan plan;
   switch (p) {
     case Format::fp32:
@@ -111,13 +111,15 @@ Plan validate(const quant::FormatSpec& f, int64_t out, int64_t in, const std::st
   if (out <= 0 || in <= 0) fail("tensor '{}': shape [{}, {}]; expected positive dimensions", tensor, out, in);
   Plan plan = validate_format(f, "tensor '" + tensor + "'");
   if (f.format == quant::Format::int4 && in % f.group_size != 0)
-    fail("tensor '{}': in_features {} is not a multiple of the int4 group size {}; the CUDA kernels need whole groups "
-         "(the CPU kernels take a partial last group)",
-         tensor, in, f.group_size);
+    fail(
+        "tensor '{}': in_features {} is not a multiple of the int4 group size {}; the CUDA kernels need whole groups "
+        "(the CPU kernels take a partial last group)",
+        tensor, in, f.group_size);
   if (f.format == quant::Format::nf4 && in % 64 != 0)
-    fail("tensor '{}': in_features {} is not a multiple of the nf4 block size 64; the CUDA kernels need whole blocks "
-         "(the CPU kernels take a partial last block)",
-         tensor, in);
+    fail(
+        "tensor '{}': in_features {} is not a multiple of the nf4 block size 64; the CUDA kernels need whole blocks "
+        "(the CPU kernels take a partial last block)",
+        tensor, in);
   return plan;
 }
 
@@ -136,7 +138,8 @@ void append_bytes(std::vector<uint8_t>& bytes, const std::vector<T>& values) {
   if (!values.empty()) std::memcpy(bytes.data() + at, values.data(), values.size() * sizeof(T));
 }
 
-void require_finite_matrix(const float* W, int64_t out, int64_t in, const std::string& tensor, std::string_view format) {
+void require_finite_matrix(const float* W, int64_t out, int64_t in, const std::string& tensor,
+                           std::string_view format) {
   for (int64_t r = 0; r < out; ++r) quant::require_finite(W + r * in, in, tensor, r, format);
 }
 
@@ -151,7 +154,8 @@ DenseWeights dense_weights(GemmKind kind, const float* W, int64_t out, int64_t i
   switch (kind) {
     case GemmKind::f32:
     case GemmKind::tf32:
-      require_finite_matrix(W, out, in, tensor, quant::name(kind == GemmKind::f32 ? quant::Format::fp32 : quant::Format::tf32));
+      require_finite_matrix(W, out, in, tensor,
+                            quant::name(kind == GemmKind::f32 ? quant::Format::fp32 : quant::Format::tf32));
       w.data.resize(n * sizeof(float));
       std::memcpy(w.data.data(), W, n * sizeof(float));
       break;
@@ -185,7 +189,8 @@ DenseWeights dense_weights(GemmKind kind, const float* W, int64_t out, int64_t i
       w.row_scales.assign(static_cast<std::size_t>(w.rows), scale);
       w.data.assign(static_cast<std::size_t>(w.rows * w.cols), 0);
       for (int64_t r = 0; r < out; ++r)
-        for (int64_t c = 0; c < in; ++c) w.data[static_cast<std::size_t>(r * w.cols + c)] = cuda_detail::fp32_to_e4m3(W[r * in + c] * inv);
+        for (int64_t c = 0; c < in; ++c)
+          w.data[static_cast<std::size_t>(r * w.cols + c)] = cuda_detail::fp32_to_e4m3(W[r * in + c] * inv);
       break;
     }
   }
@@ -250,9 +255,7 @@ class CudaLinearImpl final : public CudaLinear {
         in_(in_features),
         device_(device_index) {}
 
-  void forward(const float* x, int64_t m, float* y) const override {
-    check(impl_->forward_host(x, m, y), m);
-  }
+  void forward(const float* x, int64_t m, float* y) const override { check(impl_->forward_host(x, m, y), m); }
   void forward_device(const float* x_device, int64_t m, float* y_device, CUstream_st* stream) const override {
     check(impl_->forward(x_device, m, y_device, stream), m);
   }
@@ -307,8 +310,7 @@ std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, co
   (void)bias;
 #endif
   const CudaDeviceStatus& status = cuda_device_status();
-  if (!status.usable)
-    fail("tensor '{}': CUDA {} layer: no usable GPU: {}", tensor_name, format.format, status.reason);
+  if (!status.usable) fail("tensor '{}': CUDA {} layer: no usable GPU: {}", tensor_name, format.format, status.reason);
   if (device < 0 || device >= status.device_count)
     fail("tensor '{}': GPU {} does not exist; this machine has {} (0 to {})", tensor_name, device, status.device_count,
          status.device_count - 1);
@@ -325,7 +327,8 @@ std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, co
                                         : cuda_detail::make_dense_linear(dense, b, device, impl);
   if (!error.empty())
     fail("tensor '{}': CUDA {} layer [{}, {}] on GPU {}: {}", tensor_name, format.format, out, in, device, error);
-  return std::make_unique<CudaLinearImpl>(std::move(impl), plan, std::string(quant::name(format.format)), tensor_name, out, in, device);
+  return std::make_unique<CudaLinearImpl>(std::move(impl), plan, std::string(quant::name(format.format)), tensor_name,
+                                          out, in, device);
 #else
   fail("tensor '{}': CUDA {} layer: this qjoule was built without the CUDA backend", tensor_name, format.format);
 #endif
@@ -344,7 +347,7 @@ std::vector<float> time_linear_forward(const std::vector<const CudaLinear*>& lay
   }
   std::vector<float> ms;
   if (std::string e = cuda_detail::bench_forward(impls, layers[0]->in_features(), layers[0]->out_features(), m, reps,
-                                                layers[0]->device(), ms);
+                                                 layers[0]->device(), ms);
       !e.empty())
     fail("timing {} forward calls of {} rows: {}", layers[0]->kernel_path_for(m), m, e);
   return ms;

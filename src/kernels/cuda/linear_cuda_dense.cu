@@ -170,11 +170,13 @@ class DenseLinear final : public LockedDeviceLinear {
       case GemmKind::f16:
       case GemmKind::bf16: {
         const int64_t n = m * in_;
-        if (std::string e = activations_.reserve(static_cast<std::size_t>(n) * 2, "cudaMalloc of FP16/BF16 activations");
+        if (std::string e =
+                activations_.reserve(static_cast<std::size_t>(n) * 2, "cudaMalloc of FP16/BF16 activations");
             !e.empty())
           return e;
         if (kind_ == GemmKind::f16) {
-          convert_kernel<__half><<<grid_for(n, kConvertThreads), kConvertThreads, 0, s>>>(x, activations_.as<__half>(), n);
+          convert_kernel<__half>
+              <<<grid_for(n, kConvertThreads), kConvertThreads, 0, s>>>(x, activations_.as<__half>(), n);
         } else {
           convert_kernel<__nv_bfloat16>
               <<<grid_for(n, kConvertThreads), kConvertThreads, 0, s>>>(x, activations_.as<__nv_bfloat16>(), n);
@@ -201,7 +203,8 @@ class DenseLinear final : public LockedDeviceLinear {
                                                    "cudaMalloc of activation scales");
         !e.empty())
       return e;
-    if (std::string e = accumulators_.reserve(static_cast<std::size_t>(m_pad * rows_) * 4, "cudaMalloc of accumulators");
+    if (std::string e =
+            accumulators_.reserve(static_cast<std::size_t>(m_pad * rows_) * 4, "cudaMalloc of accumulators");
         !e.empty())
       return e;
     if (fp8) {
@@ -219,9 +222,8 @@ class DenseLinear final : public LockedDeviceLinear {
       return e;
     const unsigned grid = grid_for(m * out_, kEpilogueThreads);
     if (fp8) {
-      dequantize_kernel<float><<<grid, kEpilogueThreads, 0, s>>>(accumulators_.as<float>(), rows_, m, out_,
-                                                                 activation_scales_.as<float>(),
-                                                                 row_scales_.as<float>(), bias, y);
+      dequantize_kernel<float><<<grid, kEpilogueThreads, 0, s>>>(
+          accumulators_.as<float>(), rows_, m, out_, activation_scales_.as<float>(), row_scales_.as<float>(), bias, y);
     } else {
       dequantize_kernel<int32_t><<<grid, kEpilogueThreads, 0, s>>>(accumulators_.as<int32_t>(), rows_, m, out_,
                                                                    activation_scales_.as<float>(),

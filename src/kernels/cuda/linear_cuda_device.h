@@ -53,7 +53,7 @@ struct DenseWeights {
 // Weights of a 4-bit weight-only layer.
 struct PackedWeights {
   PackedKind kind = PackedKind::int4_sym;
-  int group_size = 0;                // weights per block along `in`: int4 32 / 64 / 128, nf4 64
+  int group_size = 0;  // weights per block along `in`: int4 32 / 64 / 128, nf4 64
   int64_t out = 0, in = 0;
   std::vector<uint8_t> blocks;       // the BlockMatrix's blocks, byte for byte
   std::vector<float> absmax_scales;  // nf4dq: one FP32 scale per 256 absmax codes

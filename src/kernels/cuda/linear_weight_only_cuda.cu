@@ -54,7 +54,9 @@ __device__ inline uint32_t load_u32(const uint8_t* p) {
 
 // Element 2j of the 8 weights sits in the high nibble of byte j, element 2j + 1 in its low nibble
 // (formats.h's nibble order).
-__device__ inline int nibble(uint32_t word, int e) { return static_cast<int>((word >> (8 * (e / 2) + (e % 2 == 0 ? 4 : 0))) & 0xFu); }
+__device__ inline int nibble(uint32_t word, int e) {
+  return static_cast<int>((word >> (8 * (e / 2) + (e % 2 == 0 ? 4 : 0))) & 0xFu);
+}
 
 constexpr int alignment_of(int block_bytes, int header_bytes) {
   return (block_bytes % 4 == 0 && header_bytes % 4 == 0) ? 4 : (block_bytes % 2 == 0 && header_bytes % 2 == 0) ? 2 : 1;
@@ -104,14 +106,13 @@ struct Nf4DqFormat {
   static constexpr int kBlockBytes = 33;
   static constexpr int kAlign = alignment_of(kBlockBytes, kHeader);
   static constexpr bool kTable = true, kMap = true;
-  __device__ static float decode8(const uint8_t* row, int64_t row_index, int64_t k, const Aux& aux,
-                                  const float* table, const float* map, float v[8]) {
+  __device__ static float decode8(const uint8_t* row, int64_t row_index, int64_t k, const Aux& aux, const float* table,
+                                  const float* map, float v[8]) {
     const int64_t kb = k / kBlock;
     const uint8_t* block = row + kb * kBlockBytes;
     const int64_t b = row_index * aux.blocks_per_row + kb;  // flattened block index (formats.h)
     // Nf4DqMatrix::absmax: map[code] · scale[b / 256] + mean, two FP32 roundings as on the CPU.
-    const float absmax =
-        __fadd_rn(__fmul_rn(map[__ldg(block)], __ldg(aux.absmax_scales + b / 256)), aux.absmax_mean);
+    const float absmax = __fadd_rn(__fmul_rn(map[__ldg(block)], __ldg(aux.absmax_scales + b / 256)), aux.absmax_mean);
     const uint32_t word = load_u32<kAlign>(block + kHeader + (k % kBlock) / 2);
 #pragma unroll
     for (int e = 0; e < 8; ++e) v[e] = table[nibble(word, e)];
@@ -136,8 +137,8 @@ constexpr int kGemvRows = 4;  // output features per block
 // y[i, o] = Σ_k x[i, k] · Ŵ[o, k] + b[o] for i < m ≤ M, o in this block's kGemvRows.
 template <class F, int M>
 __global__ void __launch_bounds__(kGemvThreads)
-    gemv_kernel(const uint8_t* __restrict__ w, const float* __restrict__ x, int64_t m, int64_t out, int64_t in,
-                Aux aux, const float* __restrict__ bias, float* __restrict__ y) {
+    gemv_kernel(const uint8_t* __restrict__ w, const float* __restrict__ x, int64_t m, int64_t out, int64_t in, Aux aux,
+                const float* __restrict__ bias, float* __restrict__ y) {
   __shared__ float table[16];
   __shared__ float map[256];
   __shared__ float partial[kGemvThreads / 32][kGemvRows * M];
@@ -249,7 +250,8 @@ std::string ensure_tables(const PackedWeights& w) {
   if (err != cudaSuccess) return describe(err, "cudaGetDevice");
   std::lock_guard<std::mutex> lock(mutex);
   if (done[device]) return {};
-  if (w.nf4_table.size() != 16 || w.dynamic_map.size() != 256) return "internal: the NF4 table or dynamic map is missing";
+  if (w.nf4_table.size() != 16 || w.dynamic_map.size() != 256)
+    return "internal: the NF4 table or dynamic map is missing";
   err = cudaMemcpyToSymbol(c_nf4_table, w.nf4_table.data(), 16 * sizeof(float));
   if (err == cudaSuccess) err = cudaMemcpyToSymbol(c_dynamic_map, w.dynamic_map.data(), 256 * sizeof(float));
   if (err != cudaSuccess) return describe(err, "cudaMemcpyToSymbol of the NF4 tables");
@@ -329,8 +331,8 @@ class PackedLinear final : public LockedDeviceLinear {
     if (std::string e = launch_error("to_half_kernel"); !e.empty()) return e;
     for (int64_t o0 = 0; o0 < out_; o0 += panel_rows_) {
       const int64_t rows = out_ - o0 < panel_rows_ ? out_ - o0 : panel_rows_;
-      dequant_panel_kernel<F>
-          <<<grid_for(rows * (in_ / 8), kPanelThreads), kPanelThreads, 0, s>>>(w, o0, rows, in_, aux, panel_.as<__half>());
+      dequant_panel_kernel<F><<<grid_for(rows * (in_ / 8), kPanelThreads), kPanelThreads, 0, s>>>(w, o0, rows, in_, aux,
+                                                                                                  panel_.as<__half>());
       if (std::string e = launch_error("dequant_panel_kernel"); !e.empty()) return e;
       LtPlan* plan = nullptr;
       if (std::string e = plan_for(m, o0, rows, bias, plan); !e.empty()) return e;

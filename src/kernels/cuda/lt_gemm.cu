@@ -10,10 +10,10 @@ namespace qjoule::kernels::cuda_detail {
 namespace {
 
 struct KindTypes {
-  cudaDataType_t ab;        // A and B
-  cudaDataType_t d;         // C and D
+  cudaDataType_t ab;  // A and B
+  cudaDataType_t d;   // C and D
   cublasComputeType_t compute;
-  cudaDataType_t scale;     // alpha, beta
+  cudaDataType_t scale;  // alpha, beta
 };
 
 KindTypes types_of(GemmKind kind) {
@@ -31,9 +31,9 @@ KindTypes types_of(GemmKind kind) {
 bool takes_bias(GemmKind kind) { return kind != GemmKind::s8 && kind != GemmKind::e4m3; }
 
 std::string dims_text(GemmKind kind, const GemmDims& d) {
-  return std::string(gemm_kind_name(kind)) + " D[" + std::to_string(d.rows) + " x " + std::to_string(d.cols) +
-         "], k " + std::to_string(d.k) + " (lda " + std::to_string(d.lda) + ", ldb " + std::to_string(d.ldb) +
-         ", ldd " + std::to_string(d.ldd) + ")";
+  return std::string(gemm_kind_name(kind)) + " D[" + std::to_string(d.rows) + " x " + std::to_string(d.cols) + "], k " +
+         std::to_string(d.k) + " (lda " + std::to_string(d.lda) + ", ldb " + std::to_string(d.ldb) + ", ldd " +
+         std::to_string(d.ldd) + ")";
 }
 
 // A preference with the workspace limit, destroyed on every path.

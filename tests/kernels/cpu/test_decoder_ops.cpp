@@ -124,7 +124,8 @@ TEST(DecoderOps, GeluTanhIsGpt2sGeluNew) {
   k::gelu_tanh_f32(y.data(), int64_t(y.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
-    EXPECT_NEAR(y[i], 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v))), 1e-6) << v;
+    EXPECT_NEAR(y[i], 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v))), 1e-6)
+        << v;
   }
 }
 
@@ -270,8 +271,7 @@ TEST(RopeTable, MatchesTransformersFixture) {
     const std::string name = c.at("name").get<std::string>();
     SCOPED_TRACE(name);
     const int64_t head_dim = c.at("head_dim").get<int64_t>();
-    const k::RopeScaling s =
-        rope_scaling_from_hf(c.at("rope_scaling"), c.at("max_position_embeddings").get<int64_t>());
+    const k::RopeScaling s = rope_scaling_from_hf(c.at("rope_scaling"), c.at("max_position_embeddings").get<int64_t>());
     const auto t = k::make_rope_table(head_dim, c.at("rope_theta").get<double>(), s);
     const auto expected = c.at("inv_freq").get<std::vector<double>>();
     ASSERT_EQ(t.inv_freq.size(), expected.size());
@@ -302,7 +302,7 @@ TEST(ApplyRope, MatchesReference) {
   };
   for (const Case& c : {Case{64, 10000.0, {}}, Case{128, 1e6, yarn}, Case{16, 10000.0, {}}}) {
     const auto table = k::make_rope_table(c.head_dim, c.theta, c.scaling);
-    const int64_t heads = 4, n_tokens = 40;  // 40 × 4 × 128 takes the OpenMP path
+    const int64_t heads = 4, n_tokens = 40;                 // 40 × 4 × 128 takes the OpenMP path
     const int64_t row_stride = 3 * heads * c.head_dim + 5;  // q inside a fused qkv row, odd stride
     for (int64_t first : {int64_t{0}, int64_t{5000}, int64_t{131072 - n_tokens}}) {
       auto x = random_vector(n_tokens * row_stride, unsigned(first + c.head_dim));
@@ -312,8 +312,7 @@ TEST(ApplyRope, MatchesReference) {
       k::apply_rope_f32_ref(ref.data(), n_tokens, row_stride, heads, first, table);
       const double err = max_abs_diff(x, ref);
       EXPECT_LE(err, 2e-6) << "head_dim " << c.head_dim << " first " << first;
-      RecordProperty("rope_max_abs_err_d" + std::to_string(c.head_dim) + "_p" + std::to_string(first),
-                     sci(err));
+      RecordProperty("rope_max_abs_err_d" + std::to_string(c.head_dim) + "_p" + std::to_string(first), sci(err));
       for (int64_t t = 0; t < n_tokens; ++t)  // columns past the rotated heads are untouched
         for (int64_t col = heads * c.head_dim; col < row_stride; ++col)
           ASSERT_EQ(x[t * row_stride + col], orig[t * row_stride + col]);
@@ -366,8 +365,7 @@ TEST(ApplyRope, ScoresDependOnlyOnThePositionDifference) {
 TEST(ApplyRope, RejectsAMismatchedRow) {
   const auto table = k::make_rope_table(64, 10000.0, {});
   std::vector<float> x(100);
-  EXPECT_NE(error_of([&] { k::apply_rope_f32(x.data(), 1, 100, 2, 0, table); }).find("row_stride"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { k::apply_rope_f32(x.data(), 1, 100, 2, 0, table); }).find("row_stride"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -432,11 +430,12 @@ TEST(CausalAttention, DecodeEqualsTheRowsOfALongerPrefill) {
       std::vector<float> full(total * ctx_cols), prefill(17 * ctx_cols), decode(ctx_cols);
       attn(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, total, s.heads, s.kv_heads, s.head_dim,
            scale, full.data());
-      attn(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, 17, s.heads, s.kv_heads, s.head_dim,
-           scale, prefill.data());
-      attn(d.q.data() + 17 * d.q_stride, d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 17, 1, s.heads,
-           s.kv_heads, s.head_dim, scale, decode.data());
-      for (int64_t i = 0; i < 17 * ctx_cols; ++i) ASSERT_NEAR(prefill[i], full[i], 1e-6) << "ref " << use_ref << " " << i;
+      attn(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, 17, s.heads, s.kv_heads, s.head_dim, scale,
+           prefill.data());
+      attn(d.q.data() + 17 * d.q_stride, d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 17, 1, s.heads, s.kv_heads,
+           s.head_dim, scale, decode.data());
+      for (int64_t i = 0; i < 17 * ctx_cols; ++i)
+        ASSERT_NEAR(prefill[i], full[i], 1e-6) << "ref " << use_ref << " " << i;
       for (int64_t i = 0; i < ctx_cols; ++i)
         ASSERT_NEAR(decode[i], full[17 * ctx_cols + i], 1e-6) << "ref " << use_ref << " " << i;
     }
@@ -451,8 +450,7 @@ TEST(CausalAttention, GroupedQueryHeadsShareTheirKvHead) {
   auto d = make_kv(s, tokens, 77);
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t h = 1; h < s.heads; ++h)
-      for (int64_t c = 0; c < s.head_dim; ++c)
-        d.q[t * d.q_stride + h * s.head_dim + c] = d.q[t * d.q_stride + c];
+      for (int64_t c = 0; c < s.head_dim; ++c) d.q[t * d.q_stride + h * s.head_dim + c] = d.q[t * d.q_stride + c];
   std::vector<float> ctx(tokens * s.heads * s.head_dim);
   k::causal_attention_f32(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, tokens, s.heads, s.kv_heads,
                           s.head_dim, 0.25f, ctx.data());
@@ -482,9 +480,8 @@ TEST(CausalAttention, LargeScoresStayFinite) {
 
 TEST(CausalAttention, HeadsNotAMultipleOfKvHeadsIsAnError) {
   std::vector<float> buf(1024);
-  const std::string msg = error_of([&] {
-    k::causal_attention_f32(buf.data(), 96, buf.data(), buf.data(), 32, 0, 1, 6, 4, 16, 0.25f, buf.data());
-  });
+  const std::string msg = error_of(
+      [&] { k::causal_attention_f32(buf.data(), 96, buf.data(), buf.data(), 32, 0, 1, 6, 4, 16, 0.25f, buf.data()); });
   EXPECT_NE(msg.find("heads = 6, kv_heads = 4"), std::string::npos) << msg;
   const std::string ref_msg = error_of([&] {
     k::causal_attention_f32_ref(buf.data(), 96, buf.data(), buf.data(), 32, 0, 1, 6, 4, 16, 0.25f, buf.data());

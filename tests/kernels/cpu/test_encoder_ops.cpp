@@ -93,8 +93,8 @@ TEST(EncoderOps, ExpMatchesLibmWithinBudget) {
         ASSERT_LE(rel, 0x1p-21) << encoder_ops_isa_name(isa) << " exp(" << x[i] << ") = " << y[i] << " vs " << ref[i];
       }
     }
-    std::printf("%s: worst relative error of exp %.3g (%.2f × 2^-23)\n",
-                std::string(encoder_ops_isa_name(isa)).c_str(), worst, worst / 0x1p-23);
+    std::printf("%s: worst relative error of exp %.3g (%.2f × 2^-23)\n", std::string(encoder_ops_isa_name(isa)).c_str(),
+                worst, worst / 0x1p-23);
   }
 }
 
@@ -161,9 +161,9 @@ TEST(EncoderOps, RoundToBf16IsBitExactWithTheReference) {
   // Budget: bit-exact. Random values plus the edges: ties to even, ±0, denormals, ±max, ±Inf, NaN.
   auto x = random_vector(4099, 6);
   const float inf = std::numeric_limits<float>::infinity();
-  for (float e : {0.0f, -0.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-7f, 1e-40f, -1e-45f,
-                  std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), inf, -inf,
-                  std::numeric_limits<float>::quiet_NaN()})
+  for (float e :
+       {0.0f, -0.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-7f, 1e-40f, -1e-45f, std::numeric_limits<float>::max(),
+        -std::numeric_limits<float>::max(), inf, -inf, std::numeric_limits<float>::quiet_NaN()})
     x.push_back(e);
   auto ref = x;
   qjoule::kernels::round_to_bf16_f32(x.data(), int64_t(x.size()));

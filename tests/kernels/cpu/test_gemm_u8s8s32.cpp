@@ -18,7 +18,8 @@ std::vector<int32_t> reference(const std::vector<uint8_t>& a, const std::vector<
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       int64_t acc = 0;
-      for (int64_t t = 0; t < k; ++t) acc += int64_t{a[static_cast<size_t>(i * k + t)]} * b[static_cast<size_t>(j * k + t)];
+      for (int64_t t = 0; t < k; ++t)
+        acc += int64_t{a[static_cast<size_t>(i * k + t)]} * b[static_cast<size_t>(j * k + t)];
       c[static_cast<size_t>(i * n + j)] = static_cast<int32_t>(acc);
     }
   return c;
@@ -29,7 +30,8 @@ TEST(GemmU8S8S32, ExactWithinTheMeasuredWeightRange) {
   ASSERT_TRUE(qmax == 127 || qmax == 63) << qmax;
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> ua(1, 255), ub(-qmax, qmax), coin(0, 3);
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 17, 33}, {3, 64, 768}, {64, 96, 256}, {130, 40, 3072}}) {
+  for (auto [m, n, k] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 17, 33}, {3, 64, 768}, {64, 96, 256}, {130, 40, 3072}}) {
     std::vector<uint8_t> a(static_cast<size_t>(m * k));
     std::vector<int8_t> b(static_cast<size_t>(n * k));
     // A quarter of the operands sit at the extremes, where vpmaddubsw pairs would saturate.

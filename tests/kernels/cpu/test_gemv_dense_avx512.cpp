@@ -50,13 +50,13 @@ void expect_within_budget(const std::vector<float>& y, const std::vector<float>&
     for (int64_t j = 0; j < c.n; ++j) {
       const size_t at = static_cast<size_t>(i * c.n + j);
       const double budget = (double(c.kk) / 16 + 8) * u * mag[at] + u * std::fabs(bias[static_cast<size_t>(j)]);
-      ASSERT_NEAR(y[at], ref[at], budget) << what << " m=" << c.m << " n=" << c.n << " k=" << c.kk << " at " << i
-                                          << "," << j;
+      ASSERT_NEAR(y[at], ref[at], budget)
+          << what << " m=" << c.m << " n=" << c.n << " k=" << c.kk << " at " << i << "," << j;
     }
 }
 
-const Case kCases[] = {{1, 1, 1},   {1, 5, 15},   {2, 4, 16},   {3, 7, 17},    {4, 33, 31},  {1, 37, 32},
-                       {2, 67, 33}, {3, 9, 100},  {4, 70, 768}, {1, 131, 2048}, {2, 5, 5632}, {4, 130, 333}};
+const Case kCases[] = {{1, 1, 1},   {1, 5, 15},  {2, 4, 16},   {3, 7, 17},     {4, 33, 31},  {1, 37, 32},
+                       {2, 67, 33}, {3, 9, 100}, {4, 70, 768}, {1, 131, 2048}, {2, 5, 5632}, {4, 130, 333}};
 
 TEST(GemvDense, F32MatchesTheReferenceWithinBudget) {
   if (!k::cpu_supports_gemv_f32_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL)";

@@ -37,8 +37,12 @@ TEST(LinearBf16, EveryKernelMatchesReferenceWithinBudget) {
   const float u = std::ldexp(1.0f, -24);
   // Shapes cover row tails (1..6-row micro-tiles, >48-row tiles), column tails (not a multiple of
   // 16) and k tails (not a multiple of the 256 block).
-  for (auto [m, out, in] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 5}, {13, 64, 48}, {50, 130, 300},
-                            {3, 1, 1}, {7, 17, 600}, {128, 96, 256}}) {
+  for (auto [m, out, in] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 5},
+                            {13, 64, 48},
+                            {50, 130, 300},
+                            {3, 1, 1},
+                            {7, 17, 600},
+                            {128, 96, 256}}) {
     auto x = random_vector(size_t(m * in), 1);
     auto w = random_vector(size_t(out * in), 2);
     auto b = random_vector(size_t(out), 3);
@@ -67,7 +71,8 @@ TEST(LinearBf16, EveryKernelMatchesReferenceWithinBudget) {
         EXPECT_EQ(lin->format(), "bf16");
         if (kernel == Bf16Kernel::avx2) {
           EXPECT_EQ(lin->kernel_path(), "qjoule:avx2:bf16w_bf16a_f32acc");
-          EXPECT_EQ(lin->bytes_held(), size_t((out + 15) / 16 * 16) * size_t(in) * 2 + size_t((out + 15) / 16 * 16) * 4);
+          EXPECT_EQ(lin->bytes_held(),
+                    size_t((out + 15) / 16 * 16) * size_t(in) * 2 + size_t((out + 15) / 16 * 16) * 4);
         } else if (kernel == Bf16Kernel::scalar) {
           EXPECT_EQ(lin->kernel_path(), "qjoule:scalar:bf16w_bf16a_f32acc");
           EXPECT_EQ(lin->bytes_held(), size_t(out * in) * 2 + (with_bias ? size_t(out) * 4 : 0));

@@ -39,10 +39,10 @@ TEST(LinearFp16Weights, MatchesReferenceAcrossShapesAndIsas) {
 TEST(LinearFp16Weights, WeightOutsideFp16RangeIsAnErrorNamingTensorAndIndex) {
   std::vector<float> w(2 * 3, 1.0f);
   w[4] = 70000.0f;
-  EXPECT_THAT([&] { kernels::make_linear_fp16_weights(w.data(), nullptr, 2, 3, "enc.1.q.weight"); },
-              ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("enc.1.q.weight"),
-                                                               ::testing::HasSubstr("[1, 1]"),
-                                                               ::testing::HasSubstr("FP16 range"))));
+  EXPECT_THAT(
+      [&] { kernels::make_linear_fp16_weights(w.data(), nullptr, 2, 3, "enc.1.q.weight"); },
+      ::testing::ThrowsMessage<Error>(::testing::AllOf(
+          ::testing::HasSubstr("enc.1.q.weight"), ::testing::HasSubstr("[1, 1]"), ::testing::HasSubstr("FP16 range"))));
 }
 
 TEST(LinearFp16Weights, QuantizationErrorVsFp32IsSmall) {

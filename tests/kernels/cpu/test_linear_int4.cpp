@@ -22,7 +22,8 @@ TEST(LinearInt4, MatchesReferenceAcrossGroupsSchemesActivationsShapesAndIsas) {
     for (bool asym : {false, true}) {
       for (bool s8 : {false, true}) {
         const kernels::Int4Options opt{g, asym, s8};
-        for (Shape s : {Shape{1, 7, 128}, Shape{3, 33, 256}, Shape{64, 24, 384}, Shape{9, 20, 1152}, Shape{300, 6, 128}}) {
+        for (Shape s :
+             {Shape{1, 7, 128}, Shape{3, 33, 256}, Shape{64, 24, 384}, Shape{9, 20, 1152}, Shape{300, 6, 128}}) {
           const auto x = test::normal_vector(size_t(s.m * s.in), 7);
           const auto w = test::normal_vector(size_t(s.out * s.in), 8, 0.05f);
           const auto b = test::normal_vector(size_t(s.out), 9);
@@ -97,9 +98,12 @@ TEST(LinearInt4, AnyWidthWithAPartialLastGroupMatchesReference) {
 
 TEST(LinearInt4, AnUnsupportedGroupSizeIsAnErrorNamingTheTensor) {
   std::vector<float> w(3 * 96, 0.1f);
-  EXPECT_THAT([&] { kernels::make_linear_int4(w.data(), nullptr, 3, 96, {48, false, false}, "enc.0.attn.v.weight"); },
-              ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("enc.0.attn.v.weight"),
-                                                               ::testing::HasSubstr("expected 32, 64 or 128"))));
+  EXPECT_THAT(
+      [&] {
+        kernels::make_linear_int4(w.data(), nullptr, 3, 96, {48, false, false}, "enc.0.attn.v.weight");
+      },
+      ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("enc.0.attn.v.weight"),
+                                                       ::testing::HasSubstr("expected 32, 64 or 128"))));
 }
 
 TEST(LinearInt4, NanActivationOnTheS8PathNamesTheLayer) {
@@ -110,8 +114,8 @@ TEST(LinearInt4, NanActivationOnTheS8PathNamesTheLayer) {
     test::ScopedIsa scoped(isa);
     auto lin = kernels::make_linear_int4(w.data(), nullptr, 4, 64, {32, false, true}, "enc.3.ffn.lin2.weight");
     EXPECT_THAT([&] { lin->forward(x.data(), 2, y.data()); },
-                ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("enc.3.ffn.lin2.weight"),
-                                                                 ::testing::HasSubstr("[1, 10]"))));
+                ::testing::ThrowsMessage<Error>(
+                    ::testing::AllOf(::testing::HasSubstr("enc.3.ffn.lin2.weight"), ::testing::HasSubstr("[1, 10]"))));
   }
 }
 

@@ -29,8 +29,8 @@ using qjoule::test::random_vector;
 
 TEST(LinearInt8W8A8OneDnn, MatchesIntegerReferenceAndStaysWithinQuantizationBound) {
   const int qmax = int8_w8a8_weight_qmax();
-  for (auto [m, out, in] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 5}, {13, 64, 48}, {128, 96, 256},
-                            {3, 1, 1}, {70, 300, 768}}) {
+  for (auto [m, out, in] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 7, 5}, {13, 64, 48}, {128, 96, 256}, {3, 1, 1}, {70, 300, 768}}) {
     auto x = random_vector(size_t(m * in), 1);
     auto w = random_vector(size_t(out * in), 2, 0.05f);
     auto b = random_vector(size_t(out), 3);
@@ -67,7 +67,8 @@ TEST(LinearInt8W8A8OneDnn, MatchesIntegerReferenceAndStaysWithinQuantizationBoun
       EXPECT_EQ(lin->format(), "int8");
       const std::string path = lin->kernel_path();
       // qjoule's VNNI GEMV for m <= 4 where the CPU has AVX512_VNNI, oneDNN's matmul otherwise.
-      const std::string decode = qjoule::kernels::cpu_supports_avx512_vnni() ? "qjoule:avx512_vnni:u8s8s32_gemv,m>4:" : "";
+      const std::string decode =
+          qjoule::kernels::cpu_supports_avx512_vnni() ? "qjoule:avx512_vnni:u8s8s32_gemv,m>4:" : "";
       EXPECT_EQ(path.rfind(decode + "onednn:", 0), 0u) << path;
       EXPECT_NE(path.find(":u8s8s32"), std::string::npos) << path;
       EXPECT_EQ(path.ends_with(":w7bit"), qmax == 63) << path;

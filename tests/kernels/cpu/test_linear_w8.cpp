@@ -43,9 +43,8 @@ TEST(LinearW8, NanWeightIsAnErrorNamingTensorAndIndex) {
 }
 
 TEST(LinearW8, QuantizationErrorVsFp32IsSmall) {
-  const double err = test::quantization_error_vs_fp32([](const float* w, int64_t out, int64_t in) {
-    return kernels::make_linear_w8(w, nullptr, out, in, "t");
-  });
+  const double err = test::quantization_error_vs_fp32(
+      [](const float* w, int64_t out, int64_t in) { return kernels::make_linear_w8(w, nullptr, out, in, "t"); });
   RecordProperty("relative_rms", std::to_string(err));
   EXPECT_LT(err, 1e-2);
 }

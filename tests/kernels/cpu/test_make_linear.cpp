@@ -44,8 +44,8 @@ TEST(MakeLinear, EveryPrecisionRunsItsOwnKernelAndEmulationReproducesIt) {
   std::vector<float> ref(size_t(m * out));
   fp32->forward(x.data(), m, ref.data());
   const std::vector<std::pair<std::string, double>> specs = {
-      {"bf16", 0.01}, {"fp16", 0.001}, {"int8", 0.03}, {"w8", 0.01}, {"int4", 0.15}, {"int4:g=32:asym", 0.15},
-      {"int4:a8", 0.15}, {"nf4", 0.15}, {"nf4:dq", 0.15}};
+      {"bf16", 0.01},           {"fp16", 0.001},   {"int8", 0.03}, {"w8", 0.01},    {"int4", 0.15},
+      {"int4:g=32:asym", 0.15}, {"int4:a8", 0.15}, {"nf4", 0.15},  {"nf4:dq", 0.15}};
   for (const auto& [spec, budget] : specs) {
     const quant::FormatSpec f = quant::parse_format_spec(spec);
     auto real = make_linear(f, w.data(), b.data(), out, in, "layer.0.ffn.lin1");
@@ -81,13 +81,16 @@ TEST(MakeLinear, EveryPrecisionRunsItsOwnKernelAndEmulationReproducesIt) {
 
 TEST(MakeLinear, KernelPathsNameTheActivationPath) {
   const auto w = random_vector(size_t(32 * 128), 4);
-  EXPECT_NE(make_linear(quant::parse_format_spec("int4:a8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("int4_s8"),
-            std::string::npos);
-  const std::string int4 = make_linear(quant::parse_format_spec("int4"), w.data(), nullptr, 32, 128, "t")->kernel_path();
+  EXPECT_NE(
+      make_linear(quant::parse_format_spec("int4:a8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("int4_s8"),
+      std::string::npos);
+  const std::string int4 =
+      make_linear(quant::parse_format_spec("int4"), w.data(), nullptr, 32, 128, "t")->kernel_path();
   EXPECT_TRUE(int4.find("int4_f32") != std::string::npos || int4.find("int4_bf16") != std::string::npos) << int4;
   EXPECT_EQ(int4.find("int4_s8"), std::string::npos) << int4;
-  EXPECT_NE(make_linear(quant::parse_format_spec("int8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("u8s8s32"),
-            std::string::npos);
+  EXPECT_NE(
+      make_linear(quant::parse_format_spec("int8"), w.data(), nullptr, 32, 128, "t")->kernel_path().find("u8s8s32"),
+      std::string::npos);
 }
 
 TEST(MakeLinear, RejectsMisuse) {
@@ -98,8 +101,9 @@ TEST(MakeLinear, RejectsMisuse) {
   const std::string e = error_of([&] { make_linear(cuda_only, w.data(), nullptr, 8, 64, "layer.3.attention.q_lin"); });
   EXPECT_THAT(e, HasSubstr("layer.3.attention.q_lin: fp8 runs on CUDA only; on the CPU expected one of fp32, bf16, "
                            "fp16, int8, w8, int4, nf4"));
-  EXPECT_NE(error_of([&] { make_linear(quant::parse_format_spec("w8"), w.data(), nullptr, 8, 64, "t", s.data()); })
-                .find("int8 only"),
+  EXPECT_NE(error_of([&] {
+              make_linear(quant::parse_format_spec("w8"), w.data(), nullptr, 8, 64, "t", s.data());
+            }).find("int8 only"),
             std::string::npos);
   auto fp32_emulated = make_linear(quant::parse_format_spec("fp32:emulate"), w.data(), nullptr, 8, 64, "t");
   EXPECT_EQ(fp32_emulated->kernel_path().find("emulated"), std::string::npos) << "fp32 is simply fp32";

@@ -106,7 +106,8 @@ TEST(QuantizeSymmetricRows, WeightCodesRoundTripWithinHalfAStep) {
       for (int64_t k = 0; k < cols; ++k) {
         const size_t i = static_cast<size_t>(r * cols + k);
         ASSERT_LE(std::abs(int{q[i]}), qmax);
-        ASSERT_LE(std::fabs(q[i] * scales[static_cast<size_t>(r)] - w[i]), 0.5f * scales[static_cast<size_t>(r)] * 1.0001f);
+        ASSERT_LE(std::fabs(q[i] * scales[static_cast<size_t>(r)] - w[i]),
+                  0.5f * scales[static_cast<size_t>(r)] * 1.0001f);
       }
     }
   }
@@ -123,7 +124,8 @@ TEST(QuantizeSymmetricRows, RejectsNonFiniteValuesNamingTheTensor) {
     for (int path = 0; path < 3; ++path) {
       try {
         if (path == 0) quantize_rows_symmetric_u8_shifted(x.data(), 2, 40, q.data(), s.data(), "layer.0.q_lin input");
-        if (path == 1) quantize_rows_symmetric_u8_shifted_scalar(x.data(), 2, 40, q.data(), s.data(), "layer.0.q_lin input");
+        if (path == 1)
+          quantize_rows_symmetric_u8_shifted_scalar(x.data(), 2, 40, q.data(), s.data(), "layer.0.q_lin input");
         if (path == 2) quantize_rows_symmetric_s8(x.data(), 2, 40, 127, q8.data(), s.data(), "layer.0.q_lin input");
         FAIL() << "no error for " << bad << " on path " << path;
       } catch (const qjoule::Error& e) {

@@ -54,7 +54,10 @@ TEST(WeightOnlyAvx512, PrefillAcrossSeveralBf16Panels) {
       },
       31);
   check(
-      s, [](const float* w, const float* b, int64_t out, int64_t in) { return kernels::make_linear_w8(w, b, out, in, "t"); },
+      s,
+      [](const float* w, const float* b, int64_t out, int64_t in) {
+        return kernels::make_linear_w8(w, b, out, in, "t");
+      },
       [](const float* x, int64_t m, const float* w, const float* b, int64_t out, int64_t in, float* y) {
         kernels::linear_w8_ref(x, m, w, b, out, in, "t", y);
       },
@@ -93,7 +96,9 @@ TEST(WeightOnlyAvx512, EveryGemvRowCountAndTheFirstPrefillSizeWithTails) {
       }
       check(
           Shape{m, 37, in + 7},  // w8 rows with a 16-weight masked tail
-          [](const float* w, const float* b, int64_t out, int64_t k) { return kernels::make_linear_w8(w, b, out, k, "t"); },
+          [](const float* w, const float* b, int64_t out, int64_t k) {
+            return kernels::make_linear_w8(w, b, out, k, "t");
+          },
           [](const float* x, int64_t rows, const float* w, const float* b, int64_t out, int64_t k, float* y) {
             kernels::linear_w8_ref(x, rows, w, b, out, k, "t", y);
           },

@@ -31,7 +31,8 @@ inline std::vector<kernels::WeightOnlyIsa> runnable_isas() {
   std::vector<kernels::WeightOnlyIsa> isas{kernels::WeightOnlyIsa::scalar};
   kernels::set_force_scalar_kernels(false);
   const kernels::WeightOnlyIsa widest = kernels::weight_only_isa();
-  for (auto level : {kernels::WeightOnlyIsa::avx2, kernels::WeightOnlyIsa::avx512, kernels::WeightOnlyIsa::avx512_bf16}) {
+  for (auto level :
+       {kernels::WeightOnlyIsa::avx2, kernels::WeightOnlyIsa::avx512, kernels::WeightOnlyIsa::avx512_bf16}) {
     if (widest >= level) isas.push_back(level);
   }
   return isas;

@@ -19,8 +19,8 @@
 namespace qjoule::kernels {
 namespace {
 
-using ::testing::HasSubstr;
 using test::error_of;
+using ::testing::HasSubstr;
 
 TEST(CudaDevice, StatusSaysWhyWhenThereIsNoGpu) {
   const CudaDeviceStatus& s = cuda_device_status();

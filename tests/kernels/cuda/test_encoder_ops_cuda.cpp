@@ -40,10 +40,10 @@ TEST(CudaEncoderOpsHost, AttentionSharedMemoryLimit) {
 
 #if QJOULE_HAVE_CUDA
 
-#define REQUIRE_GPU()                                                            \
-  do {                                                                           \
-    const CudaDeviceStatus& s = cuda_device_status();                            \
-    if (!s.usable) GTEST_SKIP() << "no usable GPU: " << s.reason;                \
+#define REQUIRE_GPU()                                             \
+  do {                                                            \
+    const CudaDeviceStatus& s = cuda_device_status();             \
+    if (!s.usable) GTEST_SKIP() << "no usable GPU: " << s.reason; \
   } while (0)
 
 // A device copy of a host vector, freed at scope exit; back() reads it out.
@@ -83,9 +83,10 @@ TEST(CudaEncoderOps, EmbeddingSumMatchesTheCpuModelsSum) {
   for (const bool with_type : {false, true}) {
     Dev<int32_t> d_ids(ids);
     Dev<float> d_word(word), d_pos(position), d_type(type0), d_out(std::vector<float>(rows * hidden, kNaN));
-    ASSERT_EQ(cuda_detail::embedding_sum_cuda(d_ids.get(), d_word.get(), d_pos.get(), with_type ? d_type.get() : nullptr,
-                                              rows, seq, hidden, d_out.get(), nullptr),
-              "");
+    ASSERT_EQ(
+        cuda_detail::embedding_sum_cuda(d_ids.get(), d_word.get(), d_pos.get(), with_type ? d_type.get() : nullptr,
+                                        rows, seq, hidden, d_out.get(), nullptr),
+        "");
     const auto out = d_out.back();
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t c = 0; c < hidden; ++c) {
@@ -235,11 +236,11 @@ TEST_P(CudaAttention, MatchesTheTwinWithPaddingAndCausalMasks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
-                         ::testing::Values(AttentionCase{4, 12, 4, 8, false, false},   // tiny-bert's heads
-                                           AttentionCase{4, 12, 4, 8, true, false},    // fused Q, K, V
-                                           AttentionCase{2, 128, 12, 64, true, false},  // DistilBERT-base
-                                           AttentionCase{3, 37, 2, 48, false, true},   // causal, odd sizes
-                                           AttentionCase{1, 1, 1, 64, false, false},   // one token
+                         ::testing::Values(AttentionCase{4, 12, 4, 8, false, false},      // tiny-bert's heads
+                                           AttentionCase{4, 12, 4, 8, true, false},       // fused Q, K, V
+                                           AttentionCase{2, 128, 12, 64, true, false},    // DistilBERT-base
+                                           AttentionCase{3, 37, 2, 48, false, true},      // causal, odd sizes
+                                           AttentionCase{1, 1, 1, 64, false, false},      // one token
                                            AttentionCase{5, 300, 2, 100, false, false}),  // head_dim > 32·3
                          [](const ::testing::TestParamInfo<AttentionCase>& case_info) {
                            const AttentionCase& c = case_info.param;
@@ -251,9 +252,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
 
 TEST(CudaEncoderOps, AttentionRefusesWhatItCannotHold) {
   REQUIRE_GPU();
-  EXPECT_THAT(cuda_detail::attention_cuda(nullptr, nullptr, nullptr, 64, nullptr, false, 1, 20000, 1, 64, nullptr,
-                                          nullptr),
-              ::testing::HasSubstr("bytes of shared memory"));
+  EXPECT_THAT(
+      cuda_detail::attention_cuda(nullptr, nullptr, nullptr, 64, nullptr, false, 1, 20000, 1, 64, nullptr, nullptr),
+      ::testing::HasSubstr("bytes of shared memory"));
   EXPECT_THAT(cuda_detail::attention_cuda(nullptr, nullptr, nullptr, 32, nullptr, false, 1, 8, 2, 32, nullptr, nullptr),
               ::testing::HasSubstr("does not fit a row stride of 32"));
 }

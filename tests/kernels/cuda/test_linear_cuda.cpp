@@ -41,10 +41,10 @@
 namespace qjoule::kernels {
 namespace {
 
+using test::error_of;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using test::error_of;
 
 quant::FormatSpec precision(const std::string& spec) { return quant::parse_format_spec(spec); }
 
@@ -92,8 +92,8 @@ TEST(CudaLinear, WithoutAGpuTheFactorySaysWhy) {
   const std::vector<float> w(8 * 128, 0.25f), b(8, 1.0f);
   for (const std::string& p : cuda_format_list()) {
     EXPECT_THAT(error_of([&] { make_linear_cuda(precision(p), w.data(), b.data(), 8, 128, "lm_head.weight"); }),
-                AllOf(HasSubstr("tensor 'lm_head.weight'"), HasSubstr(s.built ? "no usable GPU: " + s.reason
-                                                                              : std::string("without the CUDA backend"))))
+                AllOf(HasSubstr("tensor 'lm_head.weight'"),
+                      HasSubstr(s.built ? "no usable GPU: " + s.reason : std::string("without the CUDA backend"))))
         << p;
   }
 }
@@ -104,8 +104,9 @@ TEST(CudaLinear, BadWeightsAreRejectedBeforeTheGpuIsNeeded) {
   std::vector<float> w(4 * 128, 0.5f);
   w[2 * 128 + 5] = std::numeric_limits<float>::quiet_NaN();
   for (const std::string p : {"fp32", "tf32", "bf16", "fp16", "int8", "fp8", "int4", "nf4"}) {
-    EXPECT_THAT(error_of([&] { make_linear_cuda(precision(p), w.data(), nullptr, 4, 128, "enc.2.attn.q.weight"); }),
-                AllOf(HasSubstr("enc.2.attn.q.weight"), ::testing::AnyOf(HasSubstr("[2, 5]"), HasSubstr("row 2 column 5"))))
+    EXPECT_THAT(
+        error_of([&] { make_linear_cuda(precision(p), w.data(), nullptr, 4, 128, "enc.2.attn.q.weight"); }),
+        AllOf(HasSubstr("enc.2.attn.q.weight"), ::testing::AnyOf(HasSubstr("[2, 5]"), HasSubstr("row 2 column 5"))))
         << p;
   }
   std::vector<float> big(4 * 64, 0.5f);
@@ -119,10 +120,10 @@ TEST(CudaLinear, BadWeightsAreRejectedBeforeTheGpuIsNeeded) {
 
 TEST(CudaLinearHost, PanelRowsAndGemvVariants) {
   using namespace cuda_detail;
-  EXPECT_EQ(weight_panel_rows(1024, 4096), 1024);      // 8 MiB of FP16: one panel
-  EXPECT_EQ(weight_panel_rows(8192, 8192), 2048);      // 32 MiB / (2 · 8192)
-  EXPECT_EQ(weight_panel_rows(1100, 16384), 1024);     // two panels: 1024 + 76 rows
-  EXPECT_EQ(weight_panel_rows(4096, 1 << 20), 64);     // never fewer than 64 rows
+  EXPECT_EQ(weight_panel_rows(1024, 4096), 1024);   // 8 MiB of FP16: one panel
+  EXPECT_EQ(weight_panel_rows(8192, 8192), 2048);   // 32 MiB / (2 · 8192)
+  EXPECT_EQ(weight_panel_rows(1100, 16384), 1024);  // two panels: 1024 + 76 rows
+  EXPECT_EQ(weight_panel_rows(4096, 1 << 20), 64);  // never fewer than 64 rows
   EXPECT_EQ(weight_panel_rows(10, 1 << 20), 10);
   for (int64_t out : {1, 63, 64, 1000, 5000, 100000})
     for (int64_t in : {32, 4096, 16384, 262144}) {
@@ -173,7 +174,7 @@ TEST(CudaLinearHost, E4m3RowQuantizationScalesEachRowToItsMaximum) {
   EXPECT_EQ(q[1], 0xFE);  // -max → -448
   EXPECT_EQ(e4m3_to_fp32(q[0]), 112.0f);
   EXPECT_EQ(e4m3_to_fp32(q[2]), 224.0f);
-  EXPECT_EQ(q[3], 0);  // padding column
+  EXPECT_EQ(q[3], 0);          // padding column
   EXPECT_EQ(scales[1], 0.0f);  // all-zero row
   EXPECT_THAT(std::vector<uint8_t>(q.begin() + 4, q.begin() + 8), ::testing::Each(0));
   EXPECT_EQ(scales[2], 1e-3f / 448.0f);
@@ -224,10 +225,10 @@ TEST(CudaGemmPeak, MedianOfTimes) {
 
 #if QJOULE_HAVE_CUDA
 
-#define QJOULE_REQUIRE_GPU()                                                                \
-  do {                                                                                      \
-    const CudaDeviceStatus& status_ = cuda_device_status();                                 \
-    if (!status_.usable) GTEST_SKIP() << "no usable GPU: " << status_.reason;               \
+#define QJOULE_REQUIRE_GPU()                                                  \
+  do {                                                                        \
+    const CudaDeviceStatus& status_ = cuda_device_status();                   \
+    if (!status_.usable) GTEST_SKIP() << "no usable GPU: " << status_.reason; \
   } while (false)
 
 struct Shape {
@@ -268,9 +269,7 @@ std::vector<float> run_layer(const CudaLinear& layer, const std::vector<float>& 
   return y;
 }
 
-int compute_capability() {
-  return cuda_gpu_info(0).major * 10 + cuda_gpu_info(0).minor;
-}
+int compute_capability() { return cuda_gpu_info(0).major * 10 + cuda_gpu_info(0).minor; }
 
 // The product of x and W in double after rounding both through `round`.
 template <class Round>
@@ -408,8 +407,8 @@ std::vector<FourBit> four_bit_formats() {
   return all;
 }
 
-std::vector<float> four_bit_reference(const quant::FormatSpec& f, const std::vector<float>& x, const std::vector<float>& w,
-                                      const float* bias, const Shape& s) {
+std::vector<float> four_bit_reference(const quant::FormatSpec& f, const std::vector<float>& x,
+                                      const std::vector<float>& w, const float* bias, const Shape& s) {
   std::vector<float> ref(static_cast<std::size_t>(s.m * s.out));
   if (f.format == quant::Format::int4) {
     linear_int4_ref(x.data(), s.m, w.data(), bias, s.out, s.in, Int4Options{f.group_size, f.int4_asymmetric, false},
@@ -431,7 +430,7 @@ std::size_t packed_bytes(const quant::FormatSpec& f, const Shape& s) {
 
 TEST(CudaLinearGpu, FourBitFormatsMatchTheirCpuReferencesOnBothPaths) {
   QJOULE_REQUIRE_GPU();
-  const std::vector<Shape> shapes = {{1, 64, 256}, {7, 64, 256}, {64, 64, 256},
+  const std::vector<Shape> shapes = {{1, 64, 256},    {7, 64, 256},    {64, 64, 256},
                                      {1, 1000, 4096}, {7, 1000, 4096}, {64, 1000, 4096}};
   for (const FourBit& fb : four_bit_formats()) {
     for (const Shape& s : shapes) {
@@ -442,13 +441,14 @@ TEST(CudaLinearGpu, FourBitFormatsMatchTheirCpuReferencesOnBothPaths) {
       SCOPED_TRACE(describe(fb.name, s));
       const auto layer = make_linear_cuda(fb.format, w.data(), bias, s.out, s.in, "t.weight");
       const std::string name(quant::name(fb.format.format));
-      const std::string short_name = fb.format.format == quant::Format::nf4 && fb.format.nf4_double_quant ? "nf4dq"
-                                                                                                          : name;
+      const std::string short_name =
+          fb.format.format == quant::Format::nf4 && fb.format.nf4_double_quant ? "nf4dq" : name;
       EXPECT_EQ(layer->format(), name);
       EXPECT_EQ(layer->kernel_path(), "qjoule:cuda:" + short_name + "_gemv+f16_cublaslt");
       const bool gemv = s.m <= cuda_detail::kGemvMaxRows;
-      EXPECT_EQ(layer->kernel_path_for(s.m), gemv ? "qjoule:cuda:" + short_name + "_gemv"
-                                                  : "qjoule:cuda:" + short_name + "_dequant_f16+cublaslt:f16:tensor_op");
+      EXPECT_EQ(layer->kernel_path_for(s.m), gemv
+                                                 ? "qjoule:cuda:" + short_name + "_gemv"
+                                                 : "qjoule:cuda:" + short_name + "_dequant_f16+cublaslt:f16:tensor_op");
       EXPECT_EQ(layer->bytes_held(), packed_bytes(fb.format, s) + (bias ? static_cast<std::size_t>(s.out) * 4 : 0));
       const auto y = run_layer(*layer, x, s);
       expect_within(y, four_bit_reference(fb.format, x, w, bias, s), budget_scale(x, w, bias, s), gemv ? 2e-5 : 2e-3,
@@ -483,7 +483,8 @@ TEST(CudaLinearGpu, ForwardDeviceOnAStreamEqualsTheHostForward) {
   float* dx = nullptr;
   float* dy = nullptr;
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dx), x.size() * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dy), static_cast<std::size_t>(s.m * s.out) * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dy), static_cast<std::size_t>(s.m * s.out) * sizeof(float)),
+            cudaSuccess);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);

@@ -11,7 +11,7 @@
 namespace qjoule::bench {
 
 struct TriadBandwidth {
-  double gb_per_s = 0.0;      // 1e9 bytes per second
+  double gb_per_s = 0.0;         // 1e9 bytes per second
   std::int64_t array_bytes = 0;  // bytes of each of the three arrays
   std::int64_t llc_bytes = 0;    // last-level cache size read from sysfs (0: unknown)
 };

@@ -12,7 +12,7 @@
 // Every figure is the median of --reps timed runs (CUDA events) after warm-up runs. Without a usable
 // GPU it prints "no usable GPU: <reason>" and exits 0.
 //
-//   build/release/bench/cuda_gemm_peak [--reps N] [--size N] [--device N]
+//   build/release/microbench/cuda_gemm_peak [--reps N] [--size N] [--device N]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -138,8 +138,8 @@ void gemv_table(const Options& o, const CudaGpuInfo& gpu, double copy_bw) {
       layers.push_back(make_linear_cuda(r.format, w.data(), b.data(), n, k, "bench.weight", o.device));
       const std::size_t held = layers[0]->bytes_held();
       // Enough copies that together they are 4× the L2, so each call reads its weights from DRAM.
-      const auto copies = static_cast<std::size_t>(
-          std::clamp<int64_t>((4 * gpu.l2_bytes + int64_t(held) - 1) / int64_t(held), 2, 64));
+      const auto copies =
+          static_cast<std::size_t>(std::clamp<int64_t>((4 * gpu.l2_bytes + int64_t(held) - 1) / int64_t(held), 2, 64));
       while (layers.size() < copies)
         layers.push_back(make_linear_cuda(r.format, w.data(), b.data(), n, k, "bench.weight", o.device));
       std::vector<const CudaLinear*> raw;

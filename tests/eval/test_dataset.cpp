@@ -19,8 +19,7 @@ using ::testing::HasSubstr;
 // Writes `content` to a fresh folder named after the running test; returns the file's path.
 std::filesystem::path write_dataset(const std::string& filename, const std::string& content) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const auto path =
-      test::temp_dir(std::string("dataset-") + info->test_suite_name() + "-" + info->name()) / filename;
+  const auto path = test::temp_dir(std::string("dataset-") + info->test_suite_name() + "-" + info->name()) / filename;
   std::ofstream(path, std::ios::binary) << content;
   return path;
 }
@@ -85,8 +84,8 @@ TEST(DatasetTsv, UnlabeledWhenLabelsAreNotRequired) {
 }
 
 TEST(DatasetJsonl, ReadsTextAndLabel) {
-  const auto path = write_dataset("data.jsonl",
-                                  "{\"text\": \"Café naïve\", \"label\": 1}\n\n{\"label\": 0, \"text\": \"bad\", \"extra\": [1]}\n");
+  const auto path = write_dataset(
+      "data.jsonl", "{\"text\": \"Café naïve\", \"label\": 1}\n\n{\"label\": 0, \"text\": \"bad\", \"extra\": [1]}\n");
   const Dataset d = load_dataset(path);
   EXPECT_FALSE(d.pretokenized);
   ASSERT_EQ(d.examples.size(), 2u);
@@ -104,10 +103,9 @@ TEST(DatasetJsonl, ReadsSentenceAndLabelsFieldsFromDotJson) {
 }
 
 TEST(DatasetJsonl, ReadsPretokenizedIds) {
-  const auto path = write_dataset(
-      "ids.jsonl",
-      "{\"input_ids\": [101, 7592, 102], \"attention_mask\": [1, 1, 1], \"label\": 1}\n"
-      "{\"input_ids\": [101, 102], \"label\": 0, \"text\": \"ignored\"}\n");
+  const auto path = write_dataset("ids.jsonl",
+                                  "{\"input_ids\": [101, 7592, 102], \"attention_mask\": [1, 1, 1], \"label\": 1}\n"
+                                  "{\"input_ids\": [101, 102], \"label\": 0, \"text\": \"ignored\"}\n");
   const Dataset d = load_dataset(path);
   EXPECT_TRUE(d.pretokenized);
   ASSERT_EQ(d.examples.size(), 2u);
@@ -136,8 +134,8 @@ TEST(DatasetErrors, MissingFile) {
 
 TEST(DatasetErrors, UnsupportedExtension) {
   const auto path = write_dataset("data.csv", "sentence,label\nx,1\n");
-  EXPECT_THAT(load_error(path), HasSubstr(path.string() +
-                                          ": unsupported dataset format '.csv', expected .tsv, .jsonl or .json"));
+  EXPECT_THAT(load_error(path),
+              HasSubstr(path.string() + ": unsupported dataset format '.csv', expected .tsv, .jsonl or .json"));
 }
 
 TEST(DatasetErrors, EmptyDataset) {
@@ -161,9 +159,10 @@ TEST(DatasetErrors, RowWithoutLabel) {
 }
 
 TEST(DatasetErrors, NonIntegerLabel) {
-  EXPECT_THAT(load_error(write_dataset("dev.tsv", "sentence\tlabel\ngood\tpositive\n")),
-              AllOf(HasSubstr("dev.tsv:2: label 'positive' in column 'label' is not an integer"),
-                    HasSubstr("expected an integer class id (string labels such as id2label names are not supported)")));
+  EXPECT_THAT(
+      load_error(write_dataset("dev.tsv", "sentence\tlabel\ngood\tpositive\n")),
+      AllOf(HasSubstr("dev.tsv:2: label 'positive' in column 'label' is not an integer"),
+            HasSubstr("expected an integer class id (string labels such as id2label names are not supported)")));
   EXPECT_THAT(load_error(write_dataset("dev2.tsv", "sentence\tlabel\ngood\t1.5\n")),
               HasSubstr("dev2.tsv:2: label '1.5' in column 'label' is not an integer"));
   EXPECT_THAT(load_error(write_dataset("dev.jsonl", "{\"text\": \"a\", \"label\": \"POSITIVE\"}\n")),
@@ -208,23 +207,29 @@ TEST(DatasetErrors, NonIntegerInputId) {
               HasSubstr("neg.jsonl:1: input_ids[1] is -5 (a JSON number), expected an integer in 0..2147483647"));
   EXPECT_THAT(load_error(write_dataset("str.jsonl", "{\"input_ids\": \"101 102\", \"label\": 1}\n")),
               HasSubstr("str.jsonl:1: input_ids is \"101 102\" (a JSON string), expected an array of integers"));
-  EXPECT_THAT(load_error(write_dataset("mask.jsonl", "{\"input_ids\": [101, 102], \"attention_mask\": [1], \"label\": 1}\n")),
-              HasSubstr("mask.jsonl:1: attention_mask has 1 entries, expected 2 (one per input id)"));
-  EXPECT_THAT(load_error(write_dataset("mask2.jsonl", "{\"input_ids\": [101, 102], \"attention_mask\": [1, 2], \"label\": 1}\n")),
+  EXPECT_THAT(
+      load_error(write_dataset("mask.jsonl", "{\"input_ids\": [101, 102], \"attention_mask\": [1], \"label\": 1}\n")),
+      HasSubstr("mask.jsonl:1: attention_mask has 1 entries, expected 2 (one per input id)"));
+  EXPECT_THAT(load_error(write_dataset("mask2.jsonl",
+                                       "{\"input_ids\": [101, 102], \"attention_mask\": [1, 2], \"label\": 1}\n")),
               HasSubstr("mask2.jsonl:1: attention_mask[1] is 2 (a JSON number), expected an integer in 0..1"));
 }
 
 TEST(DatasetErrors, MissingTextField) {
-  EXPECT_THAT(load_error(write_dataset("dev.jsonl", "{\"review\": \"a\", \"label\": 1}\n")),
-              HasSubstr("dev.jsonl:1: no text field (found fields: label, review), expected 'text', 'sentence' or 'input_ids'"));
+  EXPECT_THAT(
+      load_error(write_dataset("dev.jsonl", "{\"review\": \"a\", \"label\": 1}\n")),
+      HasSubstr(
+          "dev.jsonl:1: no text field (found fields: label, review), expected 'text', 'sentence' or 'input_ids'"));
   EXPECT_THAT(load_error(write_dataset("dev2.jsonl", "{\"text\": \"a\", \"label\": 1}\n{\"text\": 5, \"label\": 1}\n")),
               HasSubstr("dev2.jsonl:2: 'text' is 5 (a JSON number), expected a string"));
   EXPECT_THAT(load_error(write_dataset("dev.tsv", "review\tlabel\na\t1\n")),
               HasSubstr("dev.tsv:1: header has no text column (found columns: review, label)"));
   DatasetOptions options;
   options.text_column = "body";
-  EXPECT_THAT(load_error(write_dataset("dev2.tsv", "review\tlabel\na\t1\n"), options),
-              HasSubstr("dev2.tsv:1: header has no 'body' column (found columns: review, label), expected the --text-column name"));
+  EXPECT_THAT(
+      load_error(write_dataset("dev2.tsv", "review\tlabel\na\t1\n"), options),
+      HasSubstr(
+          "dev2.tsv:1: header has no 'body' column (found columns: review, label), expected the --text-column name"));
 }
 
 // --- check_labels ----------------------------------------------------------------------------
@@ -241,7 +246,8 @@ TEST(CheckLabels, LabelAtOrAboveNumLabels) {
     check_labels(d, 2);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(path.string() + ":4: label 2 is out of range, expected 0..1 (the model has 2 labels)"));
+    EXPECT_THAT(e.what(),
+                HasSubstr(path.string() + ":4: label 2 is out of range, expected 0..1 (the model has 2 labels)"));
   }
 }
 

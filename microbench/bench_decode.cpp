@@ -69,8 +69,9 @@ int main(int argc, char** argv) {
   app.add_option("--layers", layers, "layers (TinyLlama: 22)")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--vocab", vocab, "vocabulary")->capture_default_str()->check(CLI::Range(16, 200000));
   app.add_option("--repeats", repeats, "runs per phase (median)")->capture_default_str()->check(CLI::Range(1, 100));
-  app.add_option("--isa", isa, "widest weight-only ISA")->capture_default_str()->check(
-      CLI::IsMember({"avx512_bf16", "avx512", "avx2", "scalar"}));
+  app.add_option("--isa", isa, "widest weight-only ISA")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"avx512_bf16", "avx512", "avx2", "scalar"}));
   CLI11_PARSE(app, argc, argv);
 
   using qjoule::kernels::WeightOnlyIsa;
@@ -93,14 +94,14 @@ int main(int argc, char** argv) {
   std::vector<int32_t> ids(static_cast<size_t>(prompt));
   for (int64_t i = 0; i < prompt; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % vocab);
 
-  fmt::print("\n{:<8} {:>10} {:>10} {:>10} {:>8} {:>12}  {}\n", "format", "model MiB", "decode t/s", "GB/s",
-             "% triad", "prefill t/s", "kernels (Linears)");
+  fmt::print("\n{:<8} {:>10} {:>10} {:>10} {:>8} {:>12}  {}\n", "format", "model MiB", "decode t/s", "GB/s", "% triad",
+             "prefill t/s", "kernels (Linears)");
   for (const std::string& format : split(formats)) {
     qjoule::quant::LayerPolicyOptions po;
     po.precision = format;
     const auto t_build = Clock::now();
-    const qjoule::model::DecoderLM m(params,
-                                     qjoule::model::quantized_linear_factory(qjoule::quant::LayerPolicy::parse(po), {}));
+    const qjoule::model::DecoderLM m(
+        params, qjoule::model::quantized_linear_factory(qjoule::quant::LayerPolicy::parse(po), {}));
     const double build_s = seconds_since(t_build);
     auto cache = m.make_cache(prompt + decode);
     std::vector<float> logits(static_cast<size_t>(vocab));
@@ -123,7 +124,8 @@ int main(int argc, char** argv) {
     const double bytes = static_cast<double>(m.bytes_held());
     const double gbps = bytes * decode_tps / 1e9;
     std::string kernels;
-    for (const auto& [path, count] : m.kernel_path_counts()) kernels += fmt::format("{}{} ×{}", kernels.empty() ? "" : "; ", path, count);
+    for (const auto& [path, count] : m.kernel_path_counts())
+      kernels += fmt::format("{}{} ×{}", kernels.empty() ? "" : "; ", path, count);
     fmt::print("{:<8} {:>10.0f} {:>10.2f} {:>10.1f} {:>7.0f}% {:>12.1f}  {} (built in {:.1f} s)\n", format,
                bytes / (1 << 20), decode_tps, gbps, 100.0 * gbps / triad.gb_per_s, prefill_tps, kernels, build_s);
     std::fflush(stdout);

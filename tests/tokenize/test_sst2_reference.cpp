@@ -61,8 +61,8 @@ void expect_reference_ids(const WordPieceTokenizer& tok) {
     encodings.push_back(tok.encode(sentences[i], kMaxLength, "dev.tsv:" + std::to_string(i + 2)));
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "[ timing   ] " << tok.source().filename().string() << ": 872 dev sentences in "
-            << seconds * 1000.0 << " ms\n";
+  std::cout << "[ timing   ] " << tok.source().filename().string() << ": 872 dev sentences in " << seconds * 1000.0
+            << " ms\n";
 #if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(seconds, 1.0) << "tokenizing 872 sentences should take well under a second";
 #endif

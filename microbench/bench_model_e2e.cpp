@@ -99,7 +99,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
-      if (r.run_type == Run::RT_Iteration && r.iterations > 0) seconds_[r.benchmark_name()].push_back(r.GetAdjustedRealTime());
+      if (r.run_type == Run::RT_Iteration && r.iterations > 0)
+        seconds_[r.benchmark_name()].push_back(r.GetAdjustedRealTime());
     }
     ConsoleReporter::ReportRuns(runs);
   }

@@ -2,8 +2,8 @@
 // 2048, FFN 5632, 32/4 heads, vocabulary 4096, random weights from a fixed seed) as a Hugging Face
 // checkpoint folder: config.json and model.safetensors in BF16 (1.9 GB; --dtype f32: 3.7 GB). It is
 // the model `qjoule bench` sweeps to measure what each format costs in memory, from a checkpoint as
-// users have one (bench/README.md):
-//   build/release/bench/write_synthetic_decoder /tmp/tinyllama-shapes
+// users have one (microbench/README.md):
+//   build/release/microbench/write_synthetic_decoder /tmp/tinyllama-shapes
 //   build/release/src/cli/qjoule bench --model /tmp/tinyllama-shapes --precisions fp32,bf16,int8,w8,int4,nf4
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -54,8 +54,9 @@ Tensor convert(const std::string& name, std::vector<int64_t> shape, const std::v
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Write the synthetic TinyLlama-shaped decoder as a Hugging Face checkpoint (config.json + "
-               "model.safetensors)."};
+  CLI::App app{
+      "Write the synthetic TinyLlama-shaped decoder as a Hugging Face checkpoint (config.json + "
+      "model.safetensors)."};
   std::string out, dtype = "bf16";
   int64_t layers = 22, vocab = 4096;
   app.add_option("folder", out, "output folder (created)")->required();
@@ -93,16 +94,23 @@ int main(int argc, char** argv) {
     std::vector<qjoule::io::TensorToWrite> views;
     for (const auto& t : tensors) views.push_back({t.name, bf16 ? DType::BF16 : DType::F32, t.shape, t.bytes});
     qjoule::io::write_safetensors(std::filesystem::path(out) / "model.safetensors", views, {{"format", "pt"}});
-    const nlohmann::json config = {
-        {"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
-        {"hidden_size", c.hidden_size},         {"intermediate_size", c.intermediate_size},
-        {"num_hidden_layers", c.num_layers},    {"num_attention_heads", c.num_heads},
-        {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
-        {"vocab_size", c.vocab_size},           {"max_position_embeddings", c.max_positions},
-        {"hidden_act", "silu"},                 {"rms_norm_eps", c.norm_eps},
-        {"rope_theta", c.rope_theta},           {"tie_word_embeddings", false},
-        {"attention_bias", false},              {"mlp_bias", false},
-        {"torch_dtype", bf16 ? "bfloat16" : "float32"}};
+    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                                   {"model_type", "llama"},
+                                   {"hidden_size", c.hidden_size},
+                                   {"intermediate_size", c.intermediate_size},
+                                   {"num_hidden_layers", c.num_layers},
+                                   {"num_attention_heads", c.num_heads},
+                                   {"num_key_value_heads", c.num_kv_heads},
+                                   {"head_dim", c.head_dim},
+                                   {"vocab_size", c.vocab_size},
+                                   {"max_position_embeddings", c.max_positions},
+                                   {"hidden_act", "silu"},
+                                   {"rms_norm_eps", c.norm_eps},
+                                   {"rope_theta", c.rope_theta},
+                                   {"tie_word_embeddings", false},
+                                   {"attention_bias", false},
+                                   {"mlp_bias", false},
+                                   {"torch_dtype", bf16 ? "bfloat16" : "float32"}};
     std::ofstream(std::filesystem::path(out) / "config.json") << config.dump(2) << "\n";
     std::size_t bytes = 0;
     for (const auto& t : tensors) bytes += t.bytes.size();

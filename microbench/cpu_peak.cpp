@@ -38,9 +38,11 @@ int fp32_fma_loop(long steps) {
 }
 #undef QJ_FMA
 
-#define QJ_MADD(t, acc)                              \
-  "vpmaddubsw %%ymm15, %%ymm14, %%ymm" #t "\n\t"     \
-  "vpmaddwd %%ymm13, %%ymm" #t ", %%ymm" #t "\n\t"    \
+#define QJ_MADD(t, acc)                     \
+  "vpmaddubsw %%ymm15, %%ymm14, %%ymm" #t   \
+  "\n\t"                                    \
+  "vpmaddwd %%ymm13, %%ymm" #t ", %%ymm" #t \
+  "\n\t"                                    \
   "vpaddd %%ymm" #t ", %%ymm" #acc ", %%ymm" #acc "\n\t"
 int int8_madd_loop(long steps) {
   __asm__ volatile(

@@ -15,8 +15,8 @@
 namespace qjoule::tokenize {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 using Pieces = std::vector<std::string>;
 
 std::string test_dir_name() {
@@ -45,16 +45,24 @@ json tiny_tokenizer_json() {
   return {
       {"version", "1.0"},
       {"added_tokens", added},
-      {"normalizer", {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
-                      {"strip_accents", nullptr}, {"lowercase", true}}},
+      {"normalizer",
+       {{"type", "BertNormalizer"},
+        {"clean_text", true},
+        {"handle_chinese_chars", true},
+        {"strip_accents", nullptr},
+        {"lowercase", true}}},
       {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
       {"post_processor",
        {{"type", "TemplateProcessing"},
         {"single", json::array({{{"SpecialToken", {{"id", "[CLS]"}, {"type_id", 0}}}},
                                 {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
                                 {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 0}}}}})}}},
-      {"model", {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", "##"},
-                 {"max_input_chars_per_word", 100}, {"vocab", vocab}}},
+      {"model",
+       {{"type", "WordPiece"},
+        {"unk_token", "[UNK]"},
+        {"continuing_subword_prefix", "##"},
+        {"max_input_chars_per_word", 100},
+        {"vocab", vocab}}},
   };
 }
 
@@ -72,8 +80,8 @@ const std::string kSample = "Café naïve, unaffable 中国! Hello [MASK] the wo
 // --- vocab.txt -------------------------------------------------------------------------------
 
 TEST(VocabTxt, CrlfAndLfGiveTheSameTokenizer) {
-  const auto lf = WordPieceTokenizer::from_vocab_txt(
-      test::write_vocab_txt(test_dir_name() + "-lf", test::tiny_vocab_tokens()));
+  const auto lf =
+      WordPieceTokenizer::from_vocab_txt(test::write_vocab_txt(test_dir_name() + "-lf", test::tiny_vocab_tokens()));
   const auto crlf = WordPieceTokenizer::from_vocab_txt(
       test::write_vocab_txt(test_dir_name() + "-crlf", test::tiny_vocab_tokens(), "\r\n"));
   EXPECT_EQ(crlf.vocab_size(), lf.vocab_size());
@@ -111,8 +119,8 @@ TEST(VocabTxt, InvalidUtf8NamesFileAndLine) {
 
 TEST(TokenizerJson, MatchesVocabTxt) {
   const auto from_json = WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(tiny_tokenizer_json()));
-  const auto from_txt = WordPieceTokenizer::from_vocab_txt(
-      test::write_vocab_txt(test_dir_name() + "-txt", test::tiny_vocab_tokens()));
+  const auto from_txt =
+      WordPieceTokenizer::from_vocab_txt(test::write_vocab_txt(test_dir_name() + "-txt", test::tiny_vocab_tokens()));
   EXPECT_EQ(from_json.vocab_size(), from_txt.vocab_size());
   EXPECT_EQ(from_json.encode(kSample, 64).ids, from_txt.encode(kSample, 64).ids);
   EXPECT_EQ(from_json.tokenize("Café naïve"), (Pieces{"cafe", "naive"}));
@@ -227,8 +235,9 @@ TEST(ModelDir, FallsBackToVocabTxtWithTokenizerConfig) {
 
 TEST(ModelDir, SaysWhatItLookedFor) {
   const auto dir = test::temp_dir(test_dir_name());
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
-              HasSubstr(dir.string() + ": no tokenizer found, expected tokenizer.json (a WordPiece model) or vocab.txt"));
+  EXPECT_THAT(
+      error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
+      HasSubstr(dir.string() + ": no tokenizer found, expected tokenizer.json (a WordPiece model) or vocab.txt"));
   EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_model_dir(dir / "missing"); }),
               HasSubstr("missing: model directory not found"));
 }

@@ -23,8 +23,8 @@ std::string current_test_name() {
 }
 
 WordPieceTokenizer tiny(WordPieceOptions options = {}) {
-  return WordPieceTokenizer::from_vocab_txt(
-      test::write_vocab_txt(current_test_name(), test::tiny_vocab_tokens()), options);
+  return WordPieceTokenizer::from_vocab_txt(test::write_vocab_txt(current_test_name(), test::tiny_vocab_tokens()),
+                                            options);
 }
 
 template <typename F>
@@ -92,15 +92,15 @@ TEST(WordPieceTokenizer, PutsSpacesAroundCjkIdeographs) {
 
 TEST(WordPieceTokenizer, CleansControlCharactersAndWhitespace) {
   const auto tok = tiny();
-  EXPECT_EQ(tok.tokenize("hel\x01lo"), (Pieces{"hello"}));                 // Cc removed
-  EXPECT_EQ(tok.tokenize("hel\xC2\xADlo"), (Pieces{"hello"}));             // soft hyphen (Cf)
-  EXPECT_EQ(tok.tokenize("hel\xEF\xBF\xBDlo"), (Pieces{"hello"}));         // U+FFFD
+  EXPECT_EQ(tok.tokenize("hel\x01lo"), (Pieces{"hello"}));                // Cc removed
+  EXPECT_EQ(tok.tokenize("hel\xC2\xADlo"), (Pieces{"hello"}));            // soft hyphen (Cf)
+  EXPECT_EQ(tok.tokenize("hel\xEF\xBF\xBDlo"), (Pieces{"hello"}));        // U+FFFD
   EXPECT_EQ(tok.tokenize(std::string("hel\0lo", 6)), (Pieces{"hello"}));  // U+0000
   EXPECT_EQ(tok.tokenize("hello\tworld\r\nthe"), (Pieces{"hello", "world", "the"}));
   EXPECT_EQ(tok.tokenize("hello\xC2\xA0world\xE3\x80\x80the"), (Pieces{"hello", "world", "the"}));
   EXPECT_EQ(tok.tokenize("hello\xE2\x80\xA8world"), (Pieces{"hello", "world"}));  // U+2028
-  EXPECT_EQ(tok.tokenize("hel\xEE\x80\x80lo"), (Pieces{"hello"}));    // private use (Co) removed
-  EXPECT_EQ(tok.tokenize("hel\xCD\xB8lo"), (Pieces{"[UNK]"}));         // unassigned U+0378 kept
+  EXPECT_EQ(tok.tokenize("hel\xEE\x80\x80lo"), (Pieces{"hello"}));                // private use (Co) removed
+  EXPECT_EQ(tok.tokenize("hel\xCD\xB8lo"), (Pieces{"[UNK]"}));                    // unassigned U+0378 kept
 }
 
 TEST(WordPieceTokenizer, EmptyTextGivesClsSep) {

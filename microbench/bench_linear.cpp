@@ -15,7 +15,7 @@
 //   triad_frac M <= 4 only: GB/s over the STREAM triad bandwidth measured in this program for the same thread count
 //              (triad_bandwidth.h): how close a GEMV comes to the memory limit.
 // The label is the kernel_path that actually ran and which peak was used.
-// Short run: bench_linear --benchmark_min_time=0.05 (see bench/README.md); one format and the GEMVs:
+// Short run: bench_linear --benchmark_min_time=0.05 (see microbench/README.md); one format and the GEMVs:
 //   bench_linear --benchmark_filter='linear/int4/M:1/'
 #include <benchmark/benchmark.h>
 
@@ -134,9 +134,9 @@ int main(int argc, char** argv) {
   }
   benchmark::AddCustomContext("triad_method", qjoule::bench::triad_method());
   const std::vector<std::string> specs = {"fp32", "bf16", "fp16", "int8", "w8", "int4", "int4:a8", "nf4"};
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {768, 768},   {768, 3072},  {3072, 768},                  // DistilBERT-base
-      {2048, 2048}, {2048, 256}, {2048, 5632}, {5632, 2048}};  // 1B Llama (TinyLlama-1.1B)
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768},   {768, 3072}, {3072, 768},  // DistilBERT-base
+                                                           {2048, 2048}, {2048, 256}, {2048, 5632},
+                                                           {5632, 2048}};  // 1B Llama (TinyLlama-1.1B)
   for (const std::string& spec : specs) {
     auto* b = benchmark::RegisterBenchmark(("linear/" + spec).c_str(), bm_linear, spec);
     b->ArgNames({"M", "K", "N", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);

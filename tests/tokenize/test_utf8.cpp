@@ -42,7 +42,7 @@ TEST(Utf8, ErrorNamesContextOffsetAndProblem) {
 
 TEST(Utf8, RejectsEveryIllFormedKind) {
   EXPECT_THAT(utf8_error("\x80"), HasSubstr("continuation byte 0x80 without a lead byte"));
-  EXPECT_THAT(utf8_error("\xC0\xAF"), HasSubstr("never occurs"));           // overlong '/'
+  EXPECT_THAT(utf8_error("\xC0\xAF"), HasSubstr("never occurs"));  // overlong '/'
   EXPECT_THAT(utf8_error("\xE0\x80\xAF"), HasSubstr("overlong"));
   EXPECT_THAT(utf8_error("\xED\xA0\x80"), HasSubstr("surrogate"));
   EXPECT_THAT(utf8_error("\xF4\x90\x80\x80"), HasSubstr("beyond U+10FFFF"));
