@@ -22,6 +22,21 @@ nlohmann::json read_config_json(const std::filesystem::path& dir) {
   return config;
 }
 
+std::string string_field(const nlohmann::json& object, const char* field, const std::string& fallback,
+                         const std::string& where) {
+  const auto it = object.find(field);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_string()) fail("{}{} = {}, expected a string", where, field, it->dump());
+  return it->get<std::string>();
+}
+
+bool bool_field(const nlohmann::json& object, const char* field, bool fallback, const std::string& where) {
+  const auto it = object.find(field);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) fail("{}{} = {}, expected true or false", where, field, it->dump());
+  return it->get<bool>();
+}
+
 std::optional<int64_t> ConfigReconciler::int_field(const char* field) const {
   auto it = config_.find(field);
   if (it == config_.end() || it->is_null()) return std::nullopt;

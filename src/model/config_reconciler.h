@@ -19,6 +19,14 @@ namespace qjoule::model {
 // config.json parsed as an object, or an error naming the file.
 nlohmann::json read_config_json(const std::filesystem::path& dir);
 
+// `object[field]` as a string, `fallback` when absent or null; any other type is one line,
+// "<where><field> = <value>, expected a string", `where` naming the file and the object inside it
+// (e.g. "DIR/config.json: rope_scaling.").
+std::string string_field(const nlohmann::json& object, const char* field, const std::string& fallback,
+                         const std::string& where);
+// The same for true / false.
+bool bool_field(const nlohmann::json& object, const char* field, bool fallback, const std::string& where);
+
 class ConfigReconciler {
  public:
   ConfigReconciler(std::filesystem::path config_path, const nlohmann::json& config, const io::Checkpoint& ck,

@@ -22,10 +22,7 @@ std::optional<int32_t> token_id(const json& config, const char* field) {
 }
 
 bool bool_field(const ConfigReconciler& r, const json& config, const char* field, bool fallback) {
-  auto it = config.find(field);
-  if (it == config.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) fail("{}: field '{}' is {}, expected true or false", r.path(), field, it->dump());
-  return it->get<bool>();
+  return model::bool_field(config, field, fallback, r.path() + ": ");
 }
 
 kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& config, int64_t max_positions) {
@@ -34,7 +31,8 @@ kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& co
   if (it == config.end() || it->is_null()) return s;
   if (!it->is_object()) fail("{}: rope_scaling is {}, expected an object or null", r.path(), it->dump());
   const json& rs = *it;
-  s.type = rs.contains("rope_type") ? rs["rope_type"].get<std::string>() : rs.value("type", std::string("default"));
+  const std::string where = r.path() + ": rope_scaling.";
+  s.type = string_field(rs, "rope_type", string_field(rs, "type", "default", where), where);
   auto number = [&](const char* key, double fallback) {
     auto f = rs.find(key);
     if (f == rs.end() || f->is_null()) return fallback;
@@ -121,7 +119,7 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
   out.norm_eps = static_cast<float>(r.positive_number_field("rms_norm_eps", 1e-6));
   out.rope_theta = r.positive_number_field("rope_theta", out.arch == DecoderArch::Qwen2 ? 1e6 : 10000.0);
   out.rope_scaling = read_rope_scaling(r, config, out.max_positions);
-  out.activation = config.value("hidden_act", std::string("silu"));
+  out.activation = string_field(config, "hidden_act", "silu", r.path() + ": ");
   if (out.activation != "silu")
     fail("{}: hidden_act = '{}' is not supported for {}; expected silu (SwiGLU)", r.path(), out.activation,
          out.model_type);
@@ -175,7 +173,7 @@ void load_gpt2(const std::filesystem::path& path, const json& config, const io::
   out.num_kv_heads = out.num_heads;
   out.head_dim = out.hidden_size / out.num_heads;
   out.norm_eps = static_cast<float>(r.positive_number_field("layer_norm_epsilon", 1e-5));
-  out.activation = config.value("activation_function", std::string("gelu_new"));
+  out.activation = string_field(config, "activation_function", "gelu_new", r.path() + ": ");
   if (out.activation != "gelu_new" && out.activation != "gelu_pytorch_tanh" && out.activation != "gelu")
     fail("{}: activation_function = '{}' is not supported; supported: gelu_new, gelu_pytorch_tanh, gelu", r.path(),
          out.activation);
@@ -197,7 +195,7 @@ std::string supported_decoder_architectures() {
 
 ModelFamily model_family(const std::filesystem::path& dir) {
   const json config = read_config_json(dir);
-  const std::string type = config.value("model_type", std::string{});
+  const std::string type = string_field(config, "model_type", "", (dir / "config.json").string() + ": ");
   if (type == "bert" || type == "distilbert") return ModelFamily::Encoder;
   if (is_llama_type(type) || type == "qwen2" || type == "gpt2") return ModelFamily::Decoder;
   return ModelFamily::Unknown;
@@ -207,7 +205,7 @@ DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Ch
   const auto path = dir / "config.json";
   const json config = read_config_json(dir);
   DecoderConfig out;
-  out.model_type = config.value("model_type", std::string{});
+  out.model_type = string_field(config, "model_type", "", path.string() + ": ");
   std::string architectures = "none";
   if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()) {
     out.architecture = config["architectures"][0].is_string() ? config["architectures"][0].get<std::string>() : "";

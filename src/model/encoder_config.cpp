@@ -28,11 +28,12 @@ constexpr FieldNames kDistilBertFields{"vocab_size", "dim", "n_layers", "n_heads
 
 std::vector<std::string> read_id2label(const std::string& path, const json& config) {
   std::vector<std::string> labels;
-  auto it = config.find("id2label");
-  if (it == config.end() || it->is_null()) return labels;
-  if (!it->is_object()) fail("{}: 'id2label' is {}, expected an object like {{\"0\": \"NEGATIVE\"}}", path, it->dump());
-  labels.resize(it->size());
-  for (const auto& [key, value] : it->items()) {
+  if (!config.contains("id2label") || config.at("id2label").is_null()) return labels;
+  const json& id2label = config.at("id2label");
+  if (!id2label.is_object())
+    fail("{}: 'id2label' is {}, expected an object like {{\"0\": \"NEGATIVE\"}}", path, id2label.dump());
+  labels.resize(id2label.size());
+  for (const auto& [key, value] : id2label.items()) {
     std::size_t index = 0;
     try {
       index = std::stoul(key);
@@ -60,7 +61,7 @@ EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Ch
   const json config = read_config_json(dir);
 
   EncoderConfig out;
-  out.model_type = config.value("model_type", std::string{});
+  out.model_type = string_field(config, "model_type", "", path.string() + ": ");
   std::string architectures = "none";
   if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()) {
     out.architecture = config["architectures"][0].is_string() ? config["architectures"][0].get<std::string>() : "";
@@ -139,7 +140,7 @@ EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Ch
     for (int64_t i = 0; i < out.num_labels; ++i) out.id2label.push_back(fmt::format("LABEL_{}", i));
   }
 
-  const std::string act = config.value(f.activation, std::string("gelu"));
+  const std::string act = string_field(config, f.activation, "gelu", path.string() + ": ");
   if (act != "gelu" && act != "relu")
     fail("{}: {} = '{}' is not supported; supported: gelu (erf form), relu", path.string(), f.activation, act);
   out.activation = act;
@@ -147,7 +148,7 @@ EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Ch
   if (config.contains("pad_token_id") && config["pad_token_id"].is_number_integer())
     out.pad_token_id = config["pad_token_id"].get<int64_t>();
   require_token_id_in_vocab(path, "pad_token_id", out.pad_token_id, out.vocab_size);
-  if (!bert && config.value("sinusoidal_pos_embds", false))
+  if (!bert && bool_field(config, "sinusoidal_pos_embds", false, path.string() + ": "))
     fail("{}: sinusoidal_pos_embds = true is not supported; expected false (learned positions)", path.string());
   return out;
 }

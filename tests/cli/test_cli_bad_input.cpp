@@ -200,6 +200,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"config_number_overflow", kPpl,
                  "DIR/m/config.json: malformed JSON (number overflow parsing '1E400'), expected a JSON object", 1,
                  model_with("decoders/tiny-llama", "m/config.json", "{\"rope_theta\": 1E400}")},
+        BadInput{"config_model_type_not_a_string", "ppl --model DIR/m --text TL/config.json",
+                 "DIR/m/config.json: model_type = 53, expected a string", 1,
+                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["model_type"] = 53; })},
+        BadInput{"config_rope_type_not_a_string", kPpl,
+                 "DIR/m/config.json: rope_scaling.rope_type = [1], expected a string", 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["rope_scaling"] = {{"rope_type", {1}}, {"factor", 2.0}};
+                            })},
+        BadInput{"bert_activation_not_a_string", "eval --model DIR/m --dataset TB/dataset.tsv",
+                 "DIR/m/config.json: hidden_act = true, expected a string", 1,
+                 model_copy("tiny-bert", [](nlohmann::json& c) { c["hidden_act"] = true; })},
         BadInput{"config_missing", "ppl --model DIR --text TL/config.json",
                  "DIR/config.json: cannot open (a Hugging Face model folder needs config.json)", 1,
                  [](const fs::path& dir) {
