@@ -216,14 +216,14 @@ struct BenchRunner::Impl {
     const std::optional<double> energy_for_per_inference = e.basis_j;
     if (total.energy_j) {
       r.energy_j = total.energy_j;
-      r.net_energy_j = total.net_energy_j;
+      r.energy_net_j = total.net_energy_j;
       std::string ids;
       for (const auto& id : total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
       r.energy_method =
           fmt::format("measured: {}{}{}", ids,
                       m.idle_subtracted && total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
                       total.valid ? "" : "; flagged, see energy_window");
-      r.mean_power_w = *total.energy_j / m.duration_s;
+      r.energy_mean_power_w = *total.energy_j / m.duration_s;
       std::optional<double> peak;
       int counted = 0;
       for (const auto& s : m.sensors) {
@@ -233,18 +233,18 @@ struct BenchRunner::Impl {
         ++counted;
         peak = s.peak_power_w;
       }
-      if (counted == 1) r.peak_power_w = peak;
+      if (counted == 1) r.energy_peak_power_w = peak;
     } else if (m.estimate && allow_estimate) {
       r.energy_j = m.estimate->energy_j;
       r.energy_method = "estimated: " + m.estimate->method;
-      r.mean_power_w = m.estimate->energy_j / m.duration_s;
+      r.energy_mean_power_w = m.estimate->energy_j / m.duration_s;
       r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
     } else {
       r.energy_unavailable = e.unavailable;
     }
     if (energy_for_per_inference) {
-      r.j_per_inference = *energy_for_per_inference / sequences;
-      r.mj_per_token = *energy_for_per_inference * 1e3 / tokens;
+      r.energy_j_per_inference = *energy_for_per_inference / sequences;
+      r.energy_mj_per_token = *energy_for_per_inference * 1e3 / tokens;
     }
   }
 
@@ -470,13 +470,13 @@ struct BenchRunner::Impl {
     std::optional<eval::ClassifierEvalResult> result;
     const auto run_logits = run_fidelity_inputs(cfg, forward_fn, c, 0, &result);
     const auto f = eval::compare_logits(reference, run_logits);
-    r.top1_agreement = f.top1_agreement;
-    r.mean_kl = f.mean_kl;
-    r.max_abs_dlogit = f.max_abs_dlogit;
+    r.fidelity_top1_agreement = f.top1_agreement;
+    r.fidelity_mean_kl = f.mean_kl;
+    r.fidelity_max_abs_dlogit = f.max_abs_dlogit;
     r.fidelity_examples = f.examples;
     if (result && result->labelled > 0) {
-      r.correct = result->correct;
-      r.labelled = result->labelled;
+      r.accuracy_correct = result->correct;
+      r.accuracy_labelled = result->labelled;
       r.accuracy = result->accuracy();
       if (result->truncated > 0)
         r.notes.push_back(fmt::format("{} of {} dataset examples were truncated to {} tokens", result->truncated,
@@ -615,7 +615,7 @@ struct BenchRunner::Impl {
     r.prefill_tokens_per_s_mean = prefill_mean;
     r.prefill_tokens_per_s_std = prefill_sd;
     fill_energy(r, prefill_energy, prefills, prefills * static_cast<double>(n));
-    r.prefill_mj_per_token = r.mj_per_token;
+    r.prefill_mj_per_token = r.energy_mj_per_token;
 
     // Decode.
     r.decode_iters = decode_ms.size();
@@ -645,9 +645,9 @@ struct BenchRunner::Impl {
     // Fidelity: the next-token distribution after each prompt, against FP32's.
     if (!reference.empty()) {
       const auto f = eval::compare_logits(reference, decoder_fidelity_logits(m, n));
-      r.top1_agreement = f.top1_agreement;
-      r.mean_kl = f.mean_kl;
-      r.max_abs_dlogit = f.max_abs_dlogit;
+      r.fidelity_top1_agreement = f.top1_agreement;
+      r.fidelity_mean_kl = f.mean_kl;
+      r.fidelity_max_abs_dlogit = f.max_abs_dlogit;
       r.fidelity_examples = f.examples;
     }
     r.notes.push_back(fmt::format(

@@ -31,7 +31,7 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
     return;
   }
   const std::string quality = r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
-                                         : fmt::format("agreement {:.3f}", r.top1_agreement.value_or(0.0));
+                                         : fmt::format("agreement {:.3f}", r.fidelity_top1_agreement.value_or(0.0));
   const std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
   if (r.decode_tokens_per_s_mean) {
     const auto mj = [](const std::optional<double>& v) {
@@ -49,7 +49,7 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
     return;
   }
   const std::string energy =
-      r.j_per_inference ? fmt::format("{:.3g} J/inference", *r.j_per_inference) : "energy unavailable";
+      r.energy_j_per_inference ? fmt::format("{:.3g} J/inference", *r.energy_j_per_inference) : "energy unavailable";
   fmt::print(stderr, " p50 {:.2f} ms, {:.1f} seq/s, {}, {}{}\n", r.latency ? r.latency->p50_ms : 0.0,
              r.sequences_per_s.value_or(0.0), energy, quality, eta);
 }

@@ -162,8 +162,8 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
     row.push_back(std::to_string(r.config.threads));
     row.push_back(r.latency ? fmt::format("{:.2f}", r.latency->p50_ms) : kMissing);
     row.push_back(r.sequences_per_s ? fmt::format("{:.1f}", *r.sequences_per_s) : kMissing);
-    if (r.j_per_inference) {
-      row.push_back(fmt::format("{:.4g}{}", *r.j_per_inference, is_estimated(r) ? " (est.)" : ""));
+    if (r.energy_j_per_inference) {
+      row.push_back(fmt::format("{:.4g}{}", *r.energy_j_per_inference, is_estimated(r) ? " (est.)" : ""));
       any_estimated = any_estimated || is_estimated(r);
     } else {
       // A short cell and one numbered footnote per distinct reason (the reasons are long).
@@ -183,11 +183,11 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
         drop_pt = -delta;
         accuracy_delta = fmt::format("{:+.2f}", delta);
       }
-    } else if (r.top1_agreement) {
+    } else if (r.fidelity_top1_agreement) {
       any_agreement = true;
-      row.push_back(fmt::format("{:.2f}% agr.", *r.top1_agreement * 100));
+      row.push_back(fmt::format("{:.2f}% agr.", *r.fidelity_top1_agreement * 100));
       if (!this_is_base) {
-        const double delta = (*r.top1_agreement - 1.0) * 100;  // FP32 agrees with itself fully
+        const double delta = (*r.fidelity_top1_agreement - 1.0) * 100;  // FP32 agrees with itself fully
         drop_pt = -delta;
         accuracy_delta = fmt::format("{:+.2f} agr.", delta);
       }
@@ -203,9 +203,10 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
       row.push_back(base && base->latency && r.latency && r.latency->p50_ms > 0
                         ? fmt::format("{:.2f}x", base->latency->p50_ms / r.latency->p50_ms)
                         : kMissing);
-      row.push_back(base && base->j_per_inference && r.j_per_inference && *base->j_per_inference > 0
-                        ? fmt::format("{:+.1f}%", (*r.j_per_inference / *base->j_per_inference - 1.0) * 100)
-                        : kMissing);
+      row.push_back(
+          base && base->energy_j_per_inference && r.energy_j_per_inference && *base->energy_j_per_inference > 0
+              ? fmt::format("{:+.1f}%", (*r.energy_j_per_inference / *base->energy_j_per_inference - 1.0) * 100)
+              : kMissing);
       // The tolerance keeps 0.90 - 0.89 (= 1.0000000000000009 pt) from tripping a 1 pt threshold.
       if (drop_pt && *drop_pt > max_accuracy_drop_pt + 1e-9) {
         accuracy_delta += " !";

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <ctime>
 #include <span>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -69,6 +70,69 @@ class RecordReader {
 constexpr std::string_view kLatencyKeys[] = {"latency_count",  "latency_mean_ms", "latency_std_ms", "latency_min_ms",
                                              "latency_p50_ms", "latency_p90_ms",  "latency_p99_ms", "latency_max_ms"};
 
+// The record's optional numbers and counts, by key (members named as their keys). `energy` marks the
+// figures a window measures: what clear_energy empties.
+struct OptionalNumberField {
+  std::string_view key;
+  std::optional<double> RunRecord::*member;
+  bool energy;
+};
+constexpr OptionalNumberField kOptionalNumbers[] = {
+    {"sequences_per_s", &RunRecord::sequences_per_s, false},
+    {"tokens_per_s", &RunRecord::tokens_per_s, false},
+    {"energy_j", &RunRecord::energy_j, true},
+    {"energy_net_j", &RunRecord::energy_net_j, true},
+    {"energy_j_per_inference", &RunRecord::energy_j_per_inference, true},
+    {"energy_mj_per_token", &RunRecord::energy_mj_per_token, true},
+    {"energy_mean_power_w", &RunRecord::energy_mean_power_w, true},
+    {"energy_peak_power_w", &RunRecord::energy_peak_power_w, true},
+    {"accuracy", &RunRecord::accuracy, false},
+    {"fidelity_top1_agreement", &RunRecord::fidelity_top1_agreement, false},
+    {"fidelity_mean_kl", &RunRecord::fidelity_mean_kl, false},
+    {"fidelity_max_abs_dlogit", &RunRecord::fidelity_max_abs_dlogit, false},
+    {"prefill_tokens_per_s_mean", &RunRecord::prefill_tokens_per_s_mean, false},
+    {"prefill_tokens_per_s_std", &RunRecord::prefill_tokens_per_s_std, false},
+    {"prefill_mj_per_token", &RunRecord::prefill_mj_per_token, true},
+    {"decode_tokens_per_s_mean", &RunRecord::decode_tokens_per_s_mean, false},
+    {"decode_tokens_per_s_std", &RunRecord::decode_tokens_per_s_std, false},
+    {"decode_ms_per_token_mean", &RunRecord::decode_ms_per_token_mean, false},
+    {"decode_mj_per_token", &RunRecord::decode_mj_per_token, true},
+    {"decode_energy_j", &RunRecord::decode_energy_j, true},
+};
+
+static_assert(std::is_same_v<std::uint64_t, std::size_t>, "peak_rss_bytes shares the counts' table");
+struct OptionalCountField {
+  std::string_view key;
+  std::optional<std::size_t> RunRecord::*member;
+};
+constexpr OptionalCountField kOptionalCounts[] = {
+    {"peak_rss_bytes", &RunRecord::peak_rss_bytes},       {"accuracy_correct", &RunRecord::accuracy_correct},
+    {"accuracy_labelled", &RunRecord::accuracy_labelled}, {"prefill_tokens", &RunRecord::prefill_tokens},
+    {"decode_tokens", &RunRecord::decode_tokens},         {"decode_iters", &RunRecord::decode_iters},
+};
+
+// Whether version 1 had `key` (the keys added since read as null from a version-1 record).
+constexpr bool in_version_1(std::string_view key) {
+  for (std::size_t i = 0; i < kRunRecordKeysV1; ++i)
+    if (kRunRecordKeys[i] == key) return true;
+  return false;
+}
+
+// Every optional number and count of the tables above is a key of the field table, with its type.
+constexpr bool tables_match_the_field_table() {
+  const auto type_of = [](std::string_view key) {
+    for (const auto& f : kRunRecordFields)
+      if (f.key == key) return f.nullable ? static_cast<int>(f.type) : -1;
+    return -2;
+  };
+  for (const auto& f : kOptionalNumbers)
+    if (type_of(f.key) != static_cast<int>(FieldType::number)) return false;
+  for (const auto& f : kOptionalCounts)
+    if (type_of(f.key) != static_cast<int>(FieldType::integer)) return false;
+  return true;
+}
+static_assert(tables_match_the_field_table(), "kOptionalNumbers / kOptionalCounts must follow kRunRecordFields");
+
 }  // namespace
 
 nlohmann::json to_json(const RunRecord& record) {
@@ -110,15 +174,8 @@ nlohmann::json to_json(const RunRecord& record) {
     j["latency_max_ms"] = finite(l->max_ms, "latency_max_ms");
   }
   j["measured_seconds"] = finite(record.measured_seconds, "measured_seconds");
-  j["sequences_per_s"] = number_or_null(record.sequences_per_s);
-  j["tokens_per_s"] = number_or_null(record.tokens_per_s);
-
-  j["energy_j"] = number_or_null(record.energy_j);
-  j["energy_net_j"] = number_or_null(record.net_energy_j);
-  j["energy_j_per_inference"] = number_or_null(record.j_per_inference);
-  j["energy_mj_per_token"] = number_or_null(record.mj_per_token);
-  j["energy_mean_power_w"] = number_or_null(record.mean_power_w);
-  j["energy_peak_power_w"] = number_or_null(record.peak_power_w);
+  for (const auto& f : kOptionalNumbers) j[std::string(f.key)] = number_or_null(record.*f.member);
+  for (const auto& f : kOptionalCounts) j[std::string(f.key)] = integer_or_null(record.*f.member);
   j["energy_method"] = string_or_null(record.energy_method);
   // The reason sits beside the null it explains; a null with no reason would read as "forgot".
   j["energy_unavailable"] = j["energy_j"].is_null()
@@ -128,30 +185,12 @@ nlohmann::json to_json(const RunRecord& record) {
 
   j["model_bytes"] = record.model_bytes;
   j["fp32_bytes"] = record.fp32_bytes;
-  j["peak_rss_bytes"] = integer_or_null(record.peak_rss_bytes);
-  j["accuracy_correct"] = integer_or_null(record.correct);
-  j["accuracy_labelled"] = integer_or_null(record.labelled);
-  j["accuracy"] = number_or_null(record.accuracy);
-  j["fidelity_top1_agreement"] = number_or_null(record.top1_agreement);
-  j["fidelity_mean_kl"] = number_or_null(record.mean_kl);
-  j["fidelity_max_abs_dlogit"] = number_or_null(record.max_abs_dlogit);
   j["fidelity_examples"] = record.fidelity_examples;
   j["kernel_paths"] = record.kernel_paths;
   j["notes"] = record.notes;
   j["environment"] = record.environment;
   j["energy_window"] = record.energy_window;
 
-  j["prefill_tokens"] = integer_or_null(record.prefill_tokens);
-  j["prefill_tokens_per_s_mean"] = number_or_null(record.prefill_tokens_per_s_mean);
-  j["prefill_tokens_per_s_std"] = number_or_null(record.prefill_tokens_per_s_std);
-  j["prefill_mj_per_token"] = number_or_null(record.prefill_mj_per_token);
-  j["decode_tokens"] = integer_or_null(record.decode_tokens);
-  j["decode_iters"] = integer_or_null(record.decode_iters);
-  j["decode_tokens_per_s_mean"] = number_or_null(record.decode_tokens_per_s_mean);
-  j["decode_tokens_per_s_std"] = number_or_null(record.decode_tokens_per_s_std);
-  j["decode_ms_per_token_mean"] = number_or_null(record.decode_ms_per_token_mean);
-  j["decode_mj_per_token"] = number_or_null(record.decode_mj_per_token);
-  j["decode_energy_j"] = number_or_null(record.decode_energy_j);
   // As energy_unavailable: a decode phase without energy says why; an encoder run has no decode phase.
   j["decode_energy_unavailable"] =
       record.decode_tokens && j["decode_energy_j"].is_null()
@@ -212,27 +251,15 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
     record.latency = l;
   }
   record.measured_seconds = r.number("measured_seconds");
-  record.sequences_per_s = r.optional_number("sequences_per_s");
-  record.tokens_per_s = r.optional_number("tokens_per_s");
-
-  record.energy_j = r.optional_number("energy_j");
-  record.net_energy_j = r.optional_number("energy_net_j");
-  record.j_per_inference = r.optional_number("energy_j_per_inference");
-  record.mj_per_token = r.optional_number("energy_mj_per_token");
-  record.mean_power_w = r.optional_number("energy_mean_power_w");
-  record.peak_power_w = r.optional_number("energy_peak_power_w");
+  for (const auto& f : kOptionalNumbers)
+    if (!v1 || in_version_1(f.key)) record.*f.member = r.optional_number(f.key);
+  for (const auto& f : kOptionalCounts)
+    if (!v1 || in_version_1(f.key)) record.*f.member = r.optional_unsigned(f.key);
   record.energy_method = r.string_or_empty("energy_method");
   record.energy_unavailable = r.string_or_empty("energy_unavailable");
 
   record.model_bytes = r.unsigned_integer("model_bytes");
   record.fp32_bytes = r.unsigned_integer("fp32_bytes");
-  record.peak_rss_bytes = r.optional_unsigned("peak_rss_bytes");
-  record.correct = r.optional_unsigned("accuracy_correct");
-  record.labelled = r.optional_unsigned("accuracy_labelled");
-  record.accuracy = r.optional_number("accuracy");
-  record.top1_agreement = r.optional_number("fidelity_top1_agreement");
-  record.mean_kl = r.optional_number("fidelity_mean_kl");
-  record.max_abs_dlogit = r.optional_number("fidelity_max_abs_dlogit");
   record.fidelity_examples = r.unsigned_integer("fidelity_examples");
   record.kernel_paths = r.strings("kernel_paths");
   record.notes = r.strings("notes");
@@ -247,17 +274,6 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
   record.energy_window = window;
 
   if (!v1) {
-    record.prefill_tokens = r.optional_unsigned("prefill_tokens");
-    record.prefill_tokens_per_s_mean = r.optional_number("prefill_tokens_per_s_mean");
-    record.prefill_tokens_per_s_std = r.optional_number("prefill_tokens_per_s_std");
-    record.prefill_mj_per_token = r.optional_number("prefill_mj_per_token");
-    record.decode_tokens = r.optional_unsigned("decode_tokens");
-    record.decode_iters = r.optional_unsigned("decode_iters");
-    record.decode_tokens_per_s_mean = r.optional_number("decode_tokens_per_s_mean");
-    record.decode_tokens_per_s_std = r.optional_number("decode_tokens_per_s_std");
-    record.decode_ms_per_token_mean = r.optional_number("decode_ms_per_token_mean");
-    record.decode_mj_per_token = r.optional_number("decode_mj_per_token");
-    record.decode_energy_j = r.optional_number("decode_energy_j");
     record.decode_energy_unavailable = r.string_or_empty("decode_energy_unavailable");
     const auto& decode_window = r.at("decode_energy_window");
     if (!decode_window.is_null() && !decode_window.is_object())
@@ -278,17 +294,10 @@ std::string iso8601_utc(std::chrono::system_clock::time_point time) {
 
 void clear_energy(RunRecord& record, std::string reason) {
   record.energy_window = nullptr;
-  record.energy_j.reset();
-  record.net_energy_j.reset();
-  record.j_per_inference.reset();
-  record.mj_per_token.reset();
-  record.mean_power_w.reset();
-  record.peak_power_w.reset();
-  record.energy_method.clear();
-  record.prefill_mj_per_token.reset();
   record.decode_energy_window = nullptr;
-  record.decode_energy_j.reset();
-  record.decode_mj_per_token.reset();
+  for (const auto& f : kOptionalNumbers)
+    if (f.energy) (record.*f.member).reset();
+  record.energy_method.clear();
   record.decode_energy_unavailable = record.decode_tokens ? reason : std::string();
   record.energy_unavailable = std::move(reason);
 }

@@ -170,7 +170,7 @@ std::string table_html(const std::vector<RunRecord>& records, const ReportOption
                           r.not_representative ? " class=\"emulated\"" : "");
       for (std::size_t c = 0; c < row.cells.size(); ++c) {
         // Energy that was not measured says why, right where the number would be.
-        if (c == bench::kPaperTableEnergyColumn && !r.j_per_inference) {
+        if (c == bench::kPaperTableEnergyColumn && !r.energy_j_per_inference) {
           // The first clause in the cell, every clause on hover and in the validity box above.
           const std::string reason = r.energy_unavailable.empty() ? "no reason recorded" : r.energy_unavailable;
           html += fmt::format("<td class=\"unavailable\" title=\"{}\">unavailable ({})</td>", html_escape(reason),

@@ -17,7 +17,7 @@ bool is_fp32(const bench::RunRecord& r) {
 }
 
 std::optional<double> agreement_of(const bench::RunRecord& r) {
-  if (r.top1_agreement) return r.top1_agreement;
+  if (r.fidelity_top1_agreement) return r.fidelity_top1_agreement;
   if (is_fp32(r)) return 1.0;  // the reference agrees with itself
   return std::nullopt;
 }
@@ -30,7 +30,7 @@ RecordPareto pareto_of_records(const std::vector<bench::RunRecord>& records) {
   p.quality_is_accuracy = false;
   for (const auto& r : records) {
     if (r.status != "ok" || r.not_representative) continue;
-    p.cost_is_energy = p.cost_is_energy || r.j_per_inference.has_value();
+    p.cost_is_energy = p.cost_is_energy || r.energy_j_per_inference.has_value();
     p.quality_is_accuracy = p.quality_is_accuracy || r.accuracy.has_value();
   }
   p.cost_label = p.cost_is_energy ? "energy per inference (J)" : "p50 latency per batch (ms)";
@@ -51,8 +51,8 @@ RecordPareto pareto_of_records(const std::vector<bench::RunRecord>& records) {
     // Plain doubles with flags: GCC 12 warns (maybe-uninitialized) on optionals picked by a ternary.
     double cost = 0, quality = 0;
     bool has_cost = false, has_quality = false;
-    if (p.cost_is_energy && r.j_per_inference) {
-      cost = *r.j_per_inference;
+    if (p.cost_is_energy && r.energy_j_per_inference) {
+      cost = *r.energy_j_per_inference;
       has_cost = true;
     } else if (!p.cost_is_energy && r.latency) {
       cost = r.latency->p50_ms;

@@ -194,23 +194,23 @@ ReportChart energy_chart(const std::vector<const RunRecord*>& runs) {
   std::vector<std::string> unavailable, estimated;
   bool any_net = false;
   for (const auto* r : runs) {
-    if (!r->j_per_inference)
+    if (!r->energy_j_per_inference)
       unavailable.push_back(fmt::format("{}: unavailable ({})", r->run_name,
                                         r->energy_unavailable.empty() ? "no reason recorded" : r->energy_unavailable));
     else if (r->energy_method.rfind("estimated", 0) == 0)
       estimated.push_back(r->run_name);
-    any_net = any_net || (r->net_energy_j && r->j_per_inference);
+    any_net = any_net || (r->energy_net_j && r->energy_j_per_inference);
   }
   // Gross and net per sequence from the window's totals; the recorded J/inference when the pass
   // count is unknown (it is net when an idle baseline was measured, gross otherwise).
   const Metric gross = [](const RunRecord& r) -> std::optional<double> {
-    if (!r.j_per_inference) return std::nullopt;
+    if (!r.energy_j_per_inference) return std::nullopt;
     if (r.energy_j && sequences_of(r) > 0) return *r.energy_j / sequences_of(r);
-    return r.net_energy_j ? std::nullopt : r.j_per_inference;
+    return r.energy_net_j ? std::nullopt : r.energy_j_per_inference;
   };
   const Metric net = [](const RunRecord& r) -> std::optional<double> {
-    if (!r.j_per_inference || !r.net_energy_j) return std::nullopt;
-    return sequences_of(r) > 0 ? std::optional<double>(*r.net_energy_j / sequences_of(r)) : r.j_per_inference;
+    if (!r.energy_j_per_inference || !r.energy_net_j) return std::nullopt;
+    return sequences_of(r) > 0 ? std::optional<double>(*r.energy_net_j / sequences_of(r)) : r.energy_j_per_inference;
   };
   std::vector<std::pair<std::string, Metric>> metrics = {{any_net ? "gross" : "", gross}};
   if (any_net) metrics.push_back({"net of idle", net});
@@ -238,7 +238,7 @@ ReportChart accuracy_chart(const std::vector<const RunRecord*>& runs, bool by_ac
       nullptr,
       {}};
   const Metric metric = [by_accuracy](const RunRecord& r) -> std::optional<double> {
-    const auto value = by_accuracy ? r.accuracy : r.top1_agreement;
+    const auto value = by_accuracy ? r.accuracy : r.fidelity_top1_agreement;
     return value ? std::optional<double>(*value * 100) : std::nullopt;
   };
   json data = per_precision_data(runs, {{"", metric}});

@@ -73,7 +73,7 @@ std::vector<ValidityWarning> validity_warnings(const std::vector<bench::RunRecor
       failed.push_back(fmt::format("{}: {}", r.run_name, r.error.empty() ? "(no error recorded)" : r.error));
       continue;
     }
-    if (!r.j_per_inference) {
+    if (!r.energy_j_per_inference) {
       const std::string reason = r.energy_unavailable.empty() ? "no reason recorded" : r.energy_unavailable;
       if (runs_by_reason.find(reason) == runs_by_reason.end()) reasons.push_back(reason);
       runs_by_reason[reason].push_back(r.run_name);

@@ -132,14 +132,14 @@ TEST(BenchRunnerDecoder, RunsPrefillAndDecodeWithoutASensor) {
     // Accuracy is qjoule ppl's; fidelity: the next token after 8 prompts, against FP32.
     EXPECT_FALSE(r.accuracy);
     EXPECT_EQ(r.fidelity_examples, kDecoderFidelityPrompts);
-    ASSERT_TRUE(r.top1_agreement);
+    ASSERT_TRUE(r.fidelity_top1_agreement);
     if (std::string(precision) == "fp32") {
-      EXPECT_EQ(*r.top1_agreement, 1.0);
-      EXPECT_EQ(*r.max_abs_dlogit, 0.0);
+      EXPECT_EQ(*r.fidelity_top1_agreement, 1.0);
+      EXPECT_EQ(*r.fidelity_max_abs_dlogit, 0.0);
       EXPECT_EQ(r.model_bytes, r.fp32_bytes);
     } else {
       EXPECT_LT(r.model_bytes, r.fp32_bytes);
-      EXPECT_GE(*r.top1_agreement, 0.5);
+      EXPECT_GE(*r.fidelity_top1_agreement, 0.5);
     }
     EXPECT_FALSE(r.kernel_paths.empty());
     const auto json = to_json(r);
@@ -263,8 +263,8 @@ TEST(BenchRunnerDecoder, EnergyPerTokenOfEachPhaseFromItsOwnWindow) {
   EXPECT_NEAR(*r.decode_energy_j / decode_s, 25.0, 25.0 * 0.15);
   // Per token: the window's energy over the tokens it processed.
   EXPECT_DOUBLE_EQ(*r.prefill_mj_per_token, *r.energy_j * 1e3 / (static_cast<double>(r.iters) * 16));
-  EXPECT_DOUBLE_EQ(*r.mj_per_token, *r.prefill_mj_per_token);
-  EXPECT_DOUBLE_EQ(*r.j_per_inference, *r.energy_j / static_cast<double>(r.iters));
+  EXPECT_DOUBLE_EQ(*r.energy_mj_per_token, *r.prefill_mj_per_token);
+  EXPECT_DOUBLE_EQ(*r.energy_j_per_inference, *r.energy_j / static_cast<double>(r.iters));
   EXPECT_DOUBLE_EQ(*r.decode_mj_per_token, *r.decode_energy_j * 1e3 / (static_cast<double>(*r.decode_iters) * 8));
   EXPECT_GE(r.iters, 3u);
   EXPECT_GE(*r.decode_iters, 3u);
@@ -399,7 +399,7 @@ TEST(BenchRunnerCuda, AGpuRunIsTimedByEventsAndMeasuredByItsGpuSensor) {
   EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("latency: CUDA events on GPU 0")));
   EXPECT_THAT(r.kernel_paths, ::testing::Contains(HasSubstr("int8 cublaslt:s8:tensor_op")));
   EXPECT_GT(r.latency->p50_ms, 0.0);
-  EXPECT_EQ(r.top1_agreement, 1.0);
+  EXPECT_EQ(r.fidelity_top1_agreement, 1.0);
   EXPECT_THAT(test::validate_json_schema(schema(), to_json(r)), IsEmpty());
 
   // Without a sensor for its GPU: unavailable with the reason, never the CPU package's energy.

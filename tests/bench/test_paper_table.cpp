@@ -59,7 +59,7 @@ TEST(BenchPaperTable, DecoderRunsAddADecodeColumnAndALegend) {
   RunRecord fp32 = examples::decoder_record();
   fp32.config.precision = "fp32";
   fp32.run_name = run_name(fp32.config);
-  fp32.top1_agreement = 1.0;
+  fp32.fidelity_top1_agreement = 1.0;
   fp32.decode_tokens_per_s_mean = 5'000.0;
   RunRecord int8 = examples::decoder_record();
   const auto encoder = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
@@ -79,7 +79,7 @@ TEST(BenchPaperTable, DecoderRunsAddADecodeColumnAndALegend) {
   // Encoder-only tables keep their 15 columns.
   EXPECT_EQ(cells_of(lines_of(format_paper_table({encoder}, 2.0))[0]).size(), 15u);
   // A decoder's accuracy advice has no SmoothQuant (not supported for decoders).
-  int8.top1_agreement = 0.5;
+  int8.fidelity_top1_agreement = 0.5;
   const auto flagged = format_paper_table({fp32, int8}, 1.0);
   EXPECT_THAT(flagged, HasSubstr("qjoule ppl"));
   EXPECT_THAT(flagged, Not(HasSubstr("SmoothQuant")));
@@ -155,7 +155,7 @@ TEST(BenchPaperTable, AccuracyDropsAboveTheThresholdAreFlaggedWithWhatToTry) {
 TEST(BenchPaperTable, WithoutLabelsTheAgreementWithFp32StandsIn) {
   auto fp32 = table_record("fp32", 10.0, 0.5, std::nullopt, 256ull << 20);
   auto nf4 = table_record("nf4", 8.0, 0.4, std::nullopt, 40ull << 20);
-  nf4.top1_agreement = 0.97;
+  nf4.fidelity_top1_agreement = 0.97;
   const auto table = format_paper_table({fp32, nf4}, 1.0);
   const auto q = cells_of(row_of(table, nf4.run_name));
   EXPECT_EQ(q[8], "97.00% agr.");

@@ -67,7 +67,7 @@ TEST(BenchRunRecord, RoundTrips) {
     EXPECT_EQ(back.energy_j, record.energy_j);
     EXPECT_EQ(back.energy_unavailable, record.energy_unavailable);
     EXPECT_EQ(back.error, record.error);
-    EXPECT_EQ(back.correct, record.correct);
+    EXPECT_EQ(back.accuracy_correct, record.accuracy_correct);
     EXPECT_EQ(back.notes, record.notes);
     EXPECT_EQ(back.environment, record.environment);
     EXPECT_EQ(back.energy_window, record.energy_window);
@@ -195,7 +195,7 @@ TEST(BenchRunRecord, FailedRunsCarryTheirError) {
 
 TEST(BenchRunRecord, NonFiniteOptionalsBecomeNull) {
   RunRecord r = examples::full_record();
-  r.mean_kl = std::numeric_limits<double>::quiet_NaN();
+  r.fidelity_mean_kl = std::numeric_limits<double>::quiet_NaN();
   r.tokens_per_s = std::numeric_limits<double>::infinity();
   const auto json = to_json(r);
   EXPECT_TRUE(json["fidelity_mean_kl"].is_null());
@@ -309,6 +309,36 @@ TEST(BenchRecordSchema, SchemaDescribesTheCurrentVersion) {
   json["decode_energy_window"] = "x";
   EXPECT_THAT(test::validate_json_schema(schema(), json),
               ::testing::Contains(HasSubstr("$.decode_energy_window: expected type")));
+}
+
+// The documents follow the field table (run_record_fields.h) column by column: the markdown's type
+// and null columns, and the JSON Schema's types.
+TEST(BenchRecordSchema, TheDocumentsFollowTheFieldTable) {
+  const std::string doc = read_text(QJOULE_BENCH_RECORDS_DOC);
+  const auto type_name = [](FieldType t, bool json_schema) -> std::string {
+    switch (t) {
+      case FieldType::integer: return "integer";
+      case FieldType::number: return "number";
+      case FieldType::string: return "string";
+      case FieldType::boolean: return "boolean";
+      case FieldType::strings: return json_schema ? "array" : "array of string";
+      case FieldType::object: return "object";
+    }
+    return "?";
+  };
+  for (const RunRecordField& f : kRunRecordFields) {
+    const std::string key(f.key);
+    const std::string row = "| `" + key + "` | " + type_name(f.type, false) + (f.nullable ? " or null" : "") + " | " +
+                            (f.nullable ? "yes" : "no") + " |";
+    EXPECT_THAT(doc, HasSubstr(row)) << key << ": docs/bench-records.md disagrees with kRunRecordFields";
+    const auto& type = schema()["properties"][key]["type"];
+    std::set<std::string> types;
+    if (type.is_string()) types.insert(type.get<std::string>());
+    for (const auto& t : type.is_array() ? type : nlohmann::json::array()) types.insert(t.get<std::string>());
+    std::set<std::string> expected = {type_name(f.type, true)};
+    if (f.nullable) expected.insert("null");
+    EXPECT_EQ(types, expected) << key << ": docs/bench-record.schema.json disagrees with kRunRecordFields";
+  }
 }
 
 TEST(BenchRecordSchema, TheMarkdownDocumentsEveryKey) {

@@ -101,21 +101,21 @@ inline bench::RunRecord measured_record(const Format& f, std::size_t batch, int 
   const double energy = kPackagePowerW * r.measured_seconds;
   r.energy_window = energy_window(f.precision, r.measured_seconds, energy, false);
   r.energy_j = energy;
-  r.net_energy_j = energy - kIdlePowerW * r.measured_seconds;
-  r.j_per_inference = *r.net_energy_j / sequences;
-  r.mj_per_token = *r.j_per_inference / 128 * 1000;
-  r.mean_power_w = kPackagePowerW;
-  r.peak_power_w = kPackagePowerW * 1.15;
+  r.energy_net_j = energy - kIdlePowerW * r.measured_seconds;
+  r.energy_j_per_inference = *r.energy_net_j / sequences;
+  r.energy_mj_per_token = *r.energy_j_per_inference / 128 * 1000;
+  r.energy_mean_power_w = kPackagePowerW;
+  r.energy_peak_power_w = kPackagePowerW * 1.15;
   r.energy_method = "measured: rapl:package-0 (per inference: net of idle)";
   r.model_bytes = f.bytes;
   r.fp32_bytes = 267'800'000;
   r.peak_rss_bytes = f.bytes + 180'000'000;
-  r.correct = f.correct;
-  r.labelled = kLabelled;
+  r.accuracy_correct = f.correct;
+  r.accuracy_labelled = kLabelled;
   r.accuracy = static_cast<double>(f.correct) / static_cast<double>(kLabelled);
-  r.top1_agreement = f.agreement;
-  r.mean_kl = (1.0 - f.agreement) * 0.2;
-  r.max_abs_dlogit = (1.0 - f.agreement) * 30 + 0.001;
+  r.fidelity_top1_agreement = f.agreement;
+  r.fidelity_mean_kl = (1.0 - f.agreement) * 0.2;
+  r.fidelity_max_abs_dlogit = (1.0 - f.agreement) * 30 + 0.001;
   r.fidelity_examples = kLabelled;
   return r;
 }
@@ -136,12 +136,12 @@ inline std::vector<bench::RunRecord> records() {
     if (r.config.precision == "bf16" && r.config.batch == 8) {  // energy estimated, not measured
       r.energy_window["sensors"] = nlohmann::json::array();
       r.energy_window["total"] = {{"energy_j", nullptr}, {"valid", true}, {"unavailable", "no sensor counts"}};
-      r.net_energy_j.reset();
+      r.energy_net_j.reset();
       r.energy_j = 65.0 * 0.97 * r.measured_seconds;
-      r.j_per_inference = *r.energy_j / static_cast<double>(r.iters * r.config.batch);
-      r.mj_per_token = *r.j_per_inference / 128 * 1000;
-      r.mean_power_w = 65.0 * 0.97;
-      r.peak_power_w.reset();
+      r.energy_j_per_inference = *r.energy_j / static_cast<double>(r.iters * r.config.batch);
+      r.energy_mj_per_token = *r.energy_j_per_inference / 128 * 1000;
+      r.energy_mean_power_w = 65.0 * 0.97;
+      r.energy_peak_power_w.reset();
       r.energy_method = "estimated: cpu-tdp=65 W x utilisation 0.97";
       r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
     }

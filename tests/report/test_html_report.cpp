@@ -116,7 +116,7 @@ TEST(ReportHtml, ADecoderRunShowsDecodeThroughputAndItsDecodeWindowsFlags) {
   d.prefill_tokens = 64;
   d.prefill_tokens_per_s_mean = 1234.5;
   d.prefill_tokens_per_s_std = 10.0;
-  d.prefill_mj_per_token = d.mj_per_token;
+  d.prefill_mj_per_token = d.energy_mj_per_token;
   d.decode_tokens = 32;
   d.decode_iters = 5;
   d.decode_tokens_per_s_mean = 321.5;
@@ -144,7 +144,7 @@ TEST(ReportHtml, TableHasThePaperTableNumbersAndUnavailableEnergyWithItsReason) 
     ASSERT_NE(begin, std::string::npos) << r.run_name;
     const std::string tr = html.substr(begin, html.find("</tr>", begin) - begin);
     for (std::size_t c = 0; c < row.cells.size(); ++c) {
-      if (c == bench::kPaperTableEnergyColumn && !r.j_per_inference) continue;
+      if (c == bench::kPaperTableEnergyColumn && !r.energy_j_per_inference) continue;
       EXPECT_THAT(tr, HasSubstr(">" + row.cells[c] + "</td>")) << "column " << table.columns[c].header;
     }
   }
@@ -156,7 +156,8 @@ TEST(ReportHtml, TableHasThePaperTableNumbersAndUnavailableEnergyWithItsReason) 
                             "/sys/class/powercap/intel-rapl:0/energy_uj is not readable (Permission denied); "
                             "nvml: libnvidia-ml.so.1 not found\">unavailable (no energy sensor: rapl: "
                             "/sys/class/powercap/intel-rapl:0/energy_uj is not readable (Permission denied))</td>"));
-  EXPECT_THAT(html, HasSubstr(fmt::format(">{:.4g} (est.)</td>", *find_run(records, "bf16", 8).j_per_inference)));
+  EXPECT_THAT(html,
+              HasSubstr(fmt::format(">{:.4g} (est.)</td>", *find_run(records, "bf16", 8).energy_j_per_inference)));
   EXPECT_THAT(html, HasSubstr("<th>J/inference</th>"));
   EXPECT_THAT(html, HasSubstr("class=\"sortable\""));
   EXPECT_THAT(html, HasSubstr("<div id=\"failed-runs\"><h3>Failed runs</h3>"));
@@ -264,9 +265,9 @@ TEST(ReportHtml, RecordTextIsEscapedEverywhere) {
   records[0].notes.push_back("a note with </script><script>alert(1)</script>");
   records[1].energy_window = nullptr;
   records[1].energy_j.reset();
-  records[1].net_energy_j.reset();
-  records[1].j_per_inference.reset();
-  records[1].mj_per_token.reset();
+  records[1].energy_net_j.reset();
+  records[1].energy_j_per_inference.reset();
+  records[1].energy_mj_per_token.reset();
   records[1].energy_method.clear();
   records[1].energy_unavailable = "reason with </script> & <tags>";
   const auto html = render_html_report(records, options_with_fake_chartjs("report_html_escape"));

@@ -51,10 +51,10 @@ bench::RunRecord run(const std::string& precision, std::size_t batch, double p50
   r.config.batch = batch;
   r.run_name = bench::run_name(r.config);
   r.latency = bench::LatencyStats{10, p50, 0, p50, p50, p50, p50, p50};
-  r.j_per_inference = j;
+  r.energy_j_per_inference = j;
   if (!j) r.energy_unavailable = "no energy sensor";
   r.accuracy = accuracy;
-  r.top1_agreement = agreement;
+  r.fidelity_top1_agreement = agreement;
   return r;
 }
 

@@ -40,7 +40,7 @@ TEST(ReportSample, EveryRecordIsValidPerTheSchemaAndReadsBack) {
     EXPECT_EQ(bench::to_json(bench::run_record_from_json(json)), json);
     failed += record.status == "failed";
     emulated += record.not_representative;
-    unavailable += record.status == "ok" && !record.j_per_inference;
+    unavailable += record.status == "ok" && !record.energy_j_per_inference;
     ++n;
   }
   EXPECT_EQ(n, 14u);

@@ -22,6 +22,7 @@
 
 #include "qjoule/bench/latency_stats.h"
 #include "qjoule/bench/run_config.h"
+#include "qjoule/bench/run_record_fields.h"
 
 namespace qjoule::bench {
 
@@ -31,6 +32,8 @@ namespace qjoule::bench {
 inline constexpr int kRunRecordSchemaVersion = 2;
 inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
+// Members are named as their JSON keys (run_record_fields.h), except the groups: `config` (model,
+// device, precision, batch, seq, threads) and `latency` (latency_*).
 struct RunRecord {
   int schema_version = kRunRecordSchemaVersion;
   std::string run_name;
@@ -46,19 +49,20 @@ struct RunRecord {
   double measured_seconds = 0;
   std::optional<double> sequences_per_s, tokens_per_s;
   // Energy: the measurement window as energy::to_json gives it (opaque here), plus derived figures.
-  nlohmann::json energy_window;           // null when no window
-  std::optional<double> energy_j;         // total gross J over the measured iterations
-  std::optional<double> net_energy_j;     // energy_j minus the idle baseline
-  std::optional<double> j_per_inference;  // per sequence, net when an idle baseline was measured else gross
-  std::optional<double> mj_per_token;
-  std::optional<double> mean_power_w, peak_power_w;
+  nlohmann::json energy_window;                  // null when no window
+  std::optional<double> energy_j;                // total gross J over the measured iterations
+  std::optional<double> energy_net_j;            // energy_j minus the idle baseline
+  std::optional<double> energy_j_per_inference;  // per sequence, net when an idle baseline was measured else gross
+  std::optional<double> energy_mj_per_token;
+  std::optional<double> energy_mean_power_w, energy_peak_power_w;
   std::string energy_method;       // e.g. "counter rapl:package-0 (net of idle)", "estimated: cpu-tdp=65 x utilisation"
   std::string energy_unavailable;  // the reason, when energy_j is absent
   std::uint64_t model_bytes = 0, fp32_bytes = 0;  // as held in memory
   std::optional<std::uint64_t> peak_rss_bytes;
-  std::optional<std::size_t> correct, labelled;                   // task accuracy on a labelled dataset
-  std::optional<double> accuracy;                                 // correct / labelled, 0..1
-  std::optional<double> top1_agreement, mean_kl, max_abs_dlogit;  // fidelity to the FP32 run of the same model & shape
+  std::optional<std::size_t> accuracy_correct, accuracy_labelled;  // task accuracy on a labelled dataset
+  std::optional<double> accuracy;                                  // accuracy_correct / accuracy_labelled, 0..1
+  // Fidelity to the FP32 run of the same model and shape.
+  std::optional<double> fidelity_top1_agreement, fidelity_mean_kl, fidelity_max_abs_dlogit;
   std::size_t fidelity_examples = 0;
   std::vector<std::string> notes;
 
@@ -82,22 +86,9 @@ struct RunRecord {
 // (the invariant to_json keeps: a reason exactly when there is no energy).
 void clear_energy(RunRecord& record, std::string reason);
 
-// Every key of a record's JSON, in the documented order (the CSV keeps this order). Keys added
-// after version 1 go at the end, so the columns of a version-1 CSV keep their places.
-inline constexpr std::array<std::string_view, 60> kRunRecordKeys = {
-    "schema_version", "run_name", "start_time", "model", "device", "precision", "batch", "seq", "threads", "status",
-    "error", "not_representative", "warmup_iters", "iters", "latency_count", "latency_mean_ms", "latency_std_ms",
-    "latency_min_ms", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms", "measured_seconds",
-    "sequences_per_s", "tokens_per_s", "energy_j", "energy_net_j", "energy_j_per_inference", "energy_mj_per_token",
-    "energy_mean_power_w", "energy_peak_power_w", "energy_method", "energy_unavailable", "model_bytes", "fp32_bytes",
-    "peak_rss_bytes", "accuracy_correct", "accuracy_labelled", "accuracy", "fidelity_top1_agreement",
-    "fidelity_mean_kl", "fidelity_max_abs_dlogit", "fidelity_examples", "kernel_paths", "notes", "environment",
-    "energy_window",
-    // schema version 2: decoder phases
-    "prefill_tokens", "prefill_tokens_per_s_mean", "prefill_tokens_per_s_std", "prefill_mj_per_token", "decode_tokens",
-    "decode_iters", "decode_tokens_per_s_mean", "decode_tokens_per_s_std", "decode_ms_per_token_mean",
-    "decode_mj_per_token", "decode_energy_j", "decode_energy_unavailable", "decode_energy_window"};
-
+// Every key of a record's JSON, in the documented order (the CSV keeps this order), is kRunRecordKeys,
+// from the field table in run_record_fields.h. Keys added after version 1 go at the end, so the
+// columns of a version-1 CSV keep their places.
 // The keys version 1 had: kRunRecordKeys up to and including "energy_window".
 inline constexpr std::size_t kRunRecordKeysV1 = 47;
 static_assert(kRunRecordKeys[kRunRecordKeysV1 - 1] == "energy_window");
