@@ -25,13 +25,22 @@ void ConsoleReporter::run_started(std::size_t index, std::size_t total, const st
 
 void ConsoleReporter::run_aborted() { fmt::print(stderr, "\n"); }  // the error goes on its own line
 
+namespace {
+
+// `value` in `format`, or "n/a" where the record has no such figure (never a 0 for a missing number).
+std::string figure(const std::optional<double>& value, const char* format) {
+  return value ? fmt::format(fmt::runtime(format), *value) : std::string("n/a");
+}
+
+}  // namespace
+
 void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::size_t to_run, double eta_s) {
   if (r.status != "ok") {
     fmt::print(stderr, " failed: {}\n", r.error);
     return;
   }
   const std::string quality = r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
-                                         : fmt::format("agreement {:.3f}", r.fidelity_top1_agreement.value_or(0.0));
+                                         : "agreement " + figure(r.fidelity_top1_agreement, "{:.3f}");
   const std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
   if (r.decode_tokens_per_s_mean) {
     const auto mj = [](const std::optional<double>& v) {
@@ -50,8 +59,9 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
   }
   const std::string energy =
       r.energy_j_per_inference ? fmt::format("{:.3g} J/inference", *r.energy_j_per_inference) : "energy unavailable";
-  fmt::print(stderr, " p50 {:.2f} ms, {:.1f} seq/s, {}, {}{}\n", r.latency ? r.latency->p50_ms : 0.0,
-             r.sequences_per_s.value_or(0.0), energy, quality, eta);
+  const std::optional<double> p50 = r.latency ? std::optional<double>(r.latency->p50_ms) : std::nullopt;
+  fmt::print(stderr, " p50 {} ms, {} seq/s, {}, {}{}\n", figure(p50, "{:.2f}"), figure(r.sequences_per_s, "{:.1f}"),
+             energy, quality, eta);
 }
 
 }  // namespace qjoule::bench

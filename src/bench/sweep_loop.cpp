@@ -21,8 +21,8 @@ SweepOutcome run_sweep(const std::vector<RunConfig>& configs, ResultsStore& stor
                        const std::function<RunRecord(const RunConfig&)>& run, SweepReporter& reporter) {
   SweepOutcome outcome;
   outcome.total = configs.size();
-  for (const auto& c : configs) outcome.skipped += store.has(run_name(c)) ? 1 : 0;
-  const std::size_t to_run = outcome.total - outcome.skipped;
+  const std::size_t to_run = configs_to_run(configs, store).size();
+  outcome.skipped = outcome.total - to_run;
   reporter.sweep_started(outcome.total, outcome.skipped);
   const auto started = std::chrono::steady_clock::now();
   std::size_t index = 0;

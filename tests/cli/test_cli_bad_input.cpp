@@ -3,8 +3,6 @@
 // files in a folder of its own, runs qjoule, and asserts the exit code and the words of the one-line
 // error that names the flag, file or field, what was found and what was expected.
 #include <algorithm>
-#include <cstdlib>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -87,7 +85,6 @@ TEST_P(CliBadInput, OneLineNamingWhatWasFoundAndExpected) {
   };
   const std::string command = placed(c.command);
   const auto r = run_command(qjoule::test::qjoule_binary().string() + " " + command);
-  if (std::getenv("QJOULE_TEST_SHOW_OUTPUT") != nullptr) std::cout << r.output;  // to review the messages
   EXPECT_EQ(r.exit_code, c.exit_code) << command << "\n" << r.output;
   EXPECT_THAT(r.output, HasSubstr(placed(c.expected))) << command;
   EXPECT_THAT(r.output, Not(HasSubstr("internal error"))) << command;

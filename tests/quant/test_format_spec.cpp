@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/quant/format_spec.h"
@@ -15,14 +16,7 @@ namespace {
 using namespace qjoule::quant;
 using ::testing::HasSubstr;
 
-std::string error_of(const auto& fn) {
-  try {
-    fn();
-  } catch (const qjoule::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using qjoule::test::error_of;
 
 TEST(FormatTable, OneRowPerFormatWithUniqueNamesAndTokens) {
   std::set<std::string_view> names, tokens;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "error_of.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/layer_policy.h"
 
@@ -29,14 +30,7 @@ LayerPolicyOptions options(std::string precision, std::string include = "", std:
   return o;
 }
 
-std::string error_of(const auto& fn) {
-  try {
-    fn();
-  } catch (const qjoule::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using qjoule::test::error_of;
 
 TEST(GlobMatch, StarAndQuestionMark) {
   EXPECT_TRUE(glob_match("*", ""));

@@ -6,6 +6,7 @@
 // The first one set decides. Unset all: every GPU of the machine (nothing restricts it).
 #pragma once
 
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>

@@ -15,6 +15,7 @@
 
 #include "random_data.h"
 
+#include "error_of.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/make_linear.h"
 
@@ -26,14 +27,7 @@ using ::testing::HasSubstr;
 
 using qjoule::test::random_vector;
 
-std::string error_of(const auto& fn) {
-  try {
-    fn();
-  } catch (const qjoule::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using qjoule::test::error_of;
 
 TEST(MakeLinear, EveryPrecisionRunsItsOwnKernelAndEmulationReproducesIt) {
   const int64_t m = 9, out = 48, in = 256;
