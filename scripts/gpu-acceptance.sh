@@ -7,9 +7,11 @@
 #    names it). 2. Asks the CUDA runtime for a usable GPU; without one it writes OUT_DIR/gpu-acceptance.{json,md}
 #    saying "no GPU: nothing to accept" with the reason, and exits 0. 3. With one: runs every GPU test
 #    (each CUDA kernel against its CPU `_ref`, the GPU model against the CPU's, SST-2 accuracy on the
-#    GPU = the CPU's within 0.2 point per format when ../shared is there), then cuda_gemm_peak
-#    (cuBLASLt TFLOP/s per format against the datasheet peak, the 4-bit GEMV bandwidth against a
-#    measured device-to-device copy), and writes the tables. Exit 1 when a GPU test failed.
+#    GPU = the CPU's within 0.2 point per format when ../shared is there, a decoder fixture's
+#    perplexity on the GPU = the CPU's within 0.5% per format), then cuda_gemm_peak (cuBLASLt TFLOP/s
+#    per format against the datasheet peak, the 4-bit GEMV bandwidth against a measured device-to-device
+#    copy), then a decode benchmark per format on the TinyLlama-shaped synthetic decoder (decode
+#    tokens/s and NVML millijoules per token), and writes the tables. Exit 1 when a GPU test or run failed.
 # What no GPU path exists for yet is listed as unavailable with the reason, never left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,19 +68,43 @@ ctest --test-dir "$build" -R 'Cuda|Gpu' --output-on-failure > "$out/gpu-tests.lo
 tests=$(grep -E 'tests passed' "$out/gpu-tests.log" | tail -1)
 failed=$(grep -E '^\s+[0-9]+ - .*\(Failed\)' "$out/gpu-tests.log" | sed 's/^ *//' || true)
 "$build/microbench/cuda_gemm_peak" > "$out/cuda-gemm-peak.txt" 2>&1 || status=1
-unavailable="decoder perplexity and decode energy per token on the GPU: unavailable (decoder models do not run on the GPU yet, issue 17)"
+# Decode per format on the TinyLlama-shaped decoder, every weight and the KV cache on GPU 0.
+"$build/microbench/write_synthetic_decoder" "$out/tinyllama-shapes" > /dev/null
+rm -rf "$out/decode-bench"
+"$build/src/cli/qjoule" bench --model "$out/tinyllama-shapes" --device cuda --precisions fp32,fp16,bf16,int8,int4,nf4 \
+  --seq 128 --decode-tokens 64 --out "$out/decode-bench" > "$out/decode-bench.log" 2>&1 || status=1
+decode_table=$(python3 - "$out/decode-bench/results.jsonl" <<'PY' || true
+import json, sys
+def cell(v, f):
+    return "unavailable" if v is None else f.format(v)
+print("| precision | decode tok/s | decode mJ/token | prefill tok/s | model MiB | error |")
+print("|---|---|---|---|---|---|")
+try:
+    rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+except OSError as e:
+    rows = []
+    print(f"| (no results: {e}) | | | | | |")
+for r in rows:
+    mib = None if r.get("model_bytes") is None else r["model_bytes"] / 2**20
+    print(f"| {r.get('precision')} | {cell(r.get('decode_tokens_per_s_mean'), '{:.1f}')} | "
+          f"{cell(r.get('decode_mj_per_token'), '{:.2f}')} | {cell(r.get('tokens_per_s'), '{:.0f}')} | "
+          f"{cell(mib, '{:.0f}')} | {r.get('error') or r.get('decode_energy_unavailable') or ''} |")
+PY
+)
+unavailable=""
 cat > "$out/gpu-acceptance.json" <<EOF
 {"result": $( [ $status = 0 ] && echo '"accepted"' || echo '"failed"'), "gpu": $(printf '%s' "$gpu" | json_text),
  "tests": $(printf '%s' "$tests" | json_text), "failed_tests": $(printf '%s' "$failed" | json_text),
  "cuda_gemm_peak": $(json_text < "$out/cuda-gemm-peak.txt"),
- "unavailable": [$(printf '%s' "$unavailable" | json_text)], "qjoule": $(printf '%s' "$version" | json_text)}
+ "decode_per_format": $(printf '%s' "$decode_table" | json_text),
+ "unavailable": [$(if [ -n "$unavailable" ]; then printf '%s' "$unavailable" | json_text; fi)], "qjoule": $(printf '%s' "$version" | json_text)}
 EOF
 {
   echo "# qjoule GPU acceptance"
   echo
   echo "$gpu"
   echo
-  echo "## GPU tests (each kernel against its CPU reference; SST-2 on GPU against CPU)"
+  echo "## GPU tests (each kernel against its CPU reference; SST-2 accuracy and decoder perplexity on GPU against CPU)"
   echo
   echo "$tests"
   [ -n "$failed" ] && printf '\nFailed:\n\n%s\n' "$failed"
@@ -89,10 +115,16 @@ EOF
   cat "$out/cuda-gemm-peak.txt"
   echo '```'
   echo
-  echo "## Not measured"
+  echo "## Decode per format (TinyLlama-shaped synthetic decoder, seq 128, 64 decode tokens, GPU 0)"
   echo
-  echo "- $unavailable"
+  echo "$decode_table"
   echo
+  if [ -n "$unavailable" ]; then
+    echo "## Not measured"
+    echo
+    echo "- $unavailable"
+    echo
+  fi
   echo "$version"
 } > "$out/gpu-acceptance.md"
 echo "gpu-acceptance: $tests; wrote $out/gpu-acceptance.json and .md"

@@ -27,7 +27,7 @@
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/encoder_classifier.h"
-#include "qjoule/model/encoder_classifier_cuda.h"
+#include "qjoule/model/cuda_linear_factory.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
 #include "qjoule/quant/format_spec.h"
@@ -132,12 +132,14 @@ struct BenchRunner::Impl {
     return model::EncoderClassifier(*params, model::quantized_linear_factory(policy, defaults, smoothing));
   }
 
-  // The GPU twin of build(): every Linear in the format the layer policy gives it, on GPU `device`.
-  std::unique_ptr<model::EncoderClassifierCuda> build_cuda(const RunConfig& c, int device) {
+  // build() on the CUDA backend: the same graph, every Linear in the format the layer policy gives it
+  // and every weight on GPU `device`.
+  model::EncoderClassifier build_cuda(const RunConfig& c, int device) {
     quant::LayerPolicyOptions po;
     po.precision = c.precision;
-    return std::make_unique<model::EncoderClassifierCuda>(
-        *params, model::cuda_linear_formats(quant::LayerPolicy::parse(po)), device);
+    return model::EncoderClassifier(
+        *params, model::cuda_linear_factory(model::cuda_linear_formats(quant::LayerPolicy::parse(po)), device),
+        model::ActivationDtype::f32, model::make_cuda_graph_ops(device));
   }
 
   std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
@@ -248,6 +250,28 @@ struct BenchRunner::Impl {
     }
   }
 
+  // The energy of GPU `gpu_index`'s board alone in window `m`; `reason` says why there is none.
+  energy::EnergyTotal gpu_total(const energy::Measurement& m, int gpu_index, std::string& reason) const {
+    const auto sensor = options.gpu_energy_sensors.find(gpu_index);
+    if (sensor == options.gpu_energy_sensors.end()) {
+      const auto why = options.gpu_energy_absent.find(gpu_index);
+      reason = fmt::format("no NVML sensor was selected for GPU {}{}", gpu_index,
+                           why == options.gpu_energy_absent.end() ? std::string() : ": " + why->second);
+    } else {
+      reason = fmt::format("{} (GPU {}'s board) gave no energy", sensor->second, gpu_index);
+      for (const auto& a : m.unavailable)
+        if (a.source == sensor->second || a.source == "nvml") reason += fmt::format(": {}: {}", a.source, a.reason);
+      for (const auto& e : m.sensors)
+        if (e.sensor_id == sensor->second && !e.energy_unavailable.empty()) reason += ": " + e.energy_unavailable;
+    }
+    return total_over(
+        m,
+        [&](const energy::SensorEnergy& e) {
+          return sensor != options.gpu_energy_sensors.end() && e.sensor_id == sensor->second;
+        },
+        reason);
+  }
+
   // A GPU run's energy is its GPU's NVML sensor alone; a CPU run never counts a GPU board (a sweep that
   // mixes devices has NVML sensors on). Without GPU sensors in the window, a CPU run keeps the meter's
   // own total, as it always has.
@@ -263,24 +287,7 @@ struct BenchRunner::Impl {
       return;
     }
     std::string reason;
-    const auto sensor = options.gpu_energy_sensors.find(gpu_index);
-    if (sensor == options.gpu_energy_sensors.end()) {
-      const auto why = options.gpu_energy_absent.find(gpu_index);
-      reason = fmt::format("no NVML sensor was selected for GPU {}{}", gpu_index,
-                           why == options.gpu_energy_absent.end() ? std::string() : ": " + why->second);
-    } else {
-      reason = fmt::format("{} (GPU {}'s board) gave no energy", sensor->second, gpu_index);
-      for (const auto& a : m.unavailable)
-        if (a.source == sensor->second || a.source == "nvml") reason += fmt::format(": {}: {}", a.source, a.reason);
-      for (const auto& e : m.sensors)
-        if (e.sensor_id == sensor->second && !e.energy_unavailable.empty()) reason += ": " + e.energy_unavailable;
-    }
-    const auto total = total_over(
-        m,
-        [&](const energy::SensorEnergy& e) {
-          return sensor != options.gpu_energy_sensors.end() && e.sensor_id == sensor->second;
-        },
-        reason);
+    const auto total = gpu_total(m, gpu_index, reason);
     fill_energy(r, m, total, false, sequences, tokens);
     if (total.energy_j) {
       r.energy_method += fmt::format("; GPU {}'s board only, the host's sensors are in energy_window", gpu_index);
@@ -380,52 +387,32 @@ struct BenchRunner::Impl {
   void run_measured(const RunConfig& c, RunRecord& r) {
     kernels::set_num_threads(c.threads);
     const bool on_gpu = kernels::is_cuda_device(c.device);
-    if (is_decoder_model(c.model)) {
-      // What validate_configs checks, for runs that did not go through it.
-      if (on_gpu)
-        fail("decoder model '{}' on --device {}: decoder models do not run on the GPU yet; use --device cpu", c.model,
-             c.device);
-      return run_decoder(c, r);
-    }
+    if (is_decoder_model(c.model)) return run_decoder(c, r);
     // What validate_configs checks, before anything loads: the GPU (one line why not), a known device.
     const int gpu_index = on_gpu ? kernels::require_cuda_device(c.device) : -1;
     if (!on_gpu && c.device != "cpu") kernels::require_cuda_device(c.device);  // names what was wrong
     load(c.model);
     const auto& reference = reference_logits(c);
     const bool rss_reset = reset_peak_rss();
-    // The model on its device: the CPU EncoderClassifier, or the GPU twin with every weight on GPU N.
-    std::optional<model::EncoderClassifier> cpu;
-    std::unique_ptr<model::EncoderClassifierCuda> gpu;
-    model::EncoderConfig cfg;
-    eval::ClassifierForward forward_fn;
+    // The model on its device: the one EncoderClassifier graph on the CPU, or on GPU N with every weight there.
+    const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c);
+    const model::EncoderConfig& cfg = m.config();
+    r.model_bytes = m.bytes_held();
+    r.fp32_bytes = m.fp32_bytes();
+    record_kernels(r, m.kernel_path_counts());
+    const eval::ClassifierForward forward_fn = [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
+                                                    float* logits) { m.forward(ids, mask, batch, seq, logits); };
     std::optional<HookGuard> hook;
     if (on_gpu) {
-      gpu = build_cuda(c, gpu_index);
-      cfg = gpu->config();
-      r.model_bytes = gpu->bytes_held();
-      r.fp32_bytes = gpu->fp32_bytes();
-      record_kernels(r, gpu->kernel_path_counts());
-      forward_fn = [&m = *gpu](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
-        m.forward(ids, mask, batch, seq, logits);
-      };
-      hook.emplace(meter, fmt::format("cuda:{} cudaDeviceSynchronize", gpu_index), [&m = *gpu] { m.synchronize(); });
+      hook.emplace(meter, fmt::format("cuda:{} cudaDeviceSynchronize", gpu_index), [&m] { m.synchronize(); });
       r.notes.push_back(
-          fmt::format("device: GPU {}; every weight on the GPU ({} bytes of parameters); non-GEMM "
+          fmt::format("device: {}; every weight on the GPU ({} bytes of parameters); non-GEMM "
                       "operations {}",
-                      gpu->device_name(), r.model_bytes, gpu->nongemm_path()));
+                      m.device_name(), r.model_bytes, m.nongemm_path()));
       r.notes.push_back(
           fmt::format("latency: CUDA events on GPU {} around each batch (ids and mask copied in, "
                       "forward, logits copied out); the energy window synchronizes GPU {} at both ends",
                       gpu_index, gpu_index));
-    } else {
-      cpu.emplace(build(c));
-      cfg = cpu->config();
-      r.model_bytes = cpu->bytes_held();
-      r.fp32_bytes = cpu->fp32_bytes();
-      record_kernels(r, cpu->kernel_path_counts());
-      forward_fn = [&m = *cpu](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
-        m.forward(ids, mask, batch, seq, logits);
-      };
     }
 
     // Timing.
@@ -433,8 +420,8 @@ struct BenchRunner::Impl {
     const std::vector<int32_t> mask(ids.size(), 1);
     std::vector<float> logits(c.batch * static_cast<std::size_t>(cfg.num_labels));
     const auto batch = [&]() -> std::optional<double> {
-      if (gpu) return gpu->forward_timed(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
-      cpu->forward(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
+      if (on_gpu) return m.forward_timed(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
+      m.forward(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
       return std::nullopt;
     };
     for (std::size_t i = 0; i < options.warmup; ++i) batch();
@@ -464,7 +451,8 @@ struct BenchRunner::Impl {
     } else {
       r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
     }
-    if (gpu) r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations)");
+    if (on_gpu)
+      r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations)");
 
     // Accuracy and fidelity.
     std::optional<eval::ClassifierEvalResult> result;
@@ -531,9 +519,16 @@ struct BenchRunner::Impl {
                       "measures their accuracy)",
                       options.dataset));
 
-    // Predicted before anything is built: a run that would not fit is skipped, never killed midway.
+    // The device first (one line why not), as validate_configs checks it.
+    const bool on_gpu = kernels::is_cuda_device(c.device);
+    const int gpu_index = on_gpu ? kernels::require_cuda_device(c.device) : -1;
+    if (!on_gpu && c.device != "cpu") kernels::require_cuda_device(c.device);  // names what was wrong
+
+    // Predicted before anything is built: a run that would not fit is skipped, never killed midway. On a
+    // GPU the model is in GPU memory, which the prediction (of host memory) does not cover.
     reset_peak_rss();  // returns freed memory first, so the baseline is what this process really holds
-    const MemoryPrediction predicted = predict_peak_memory(c, steps, current_rss_bytes().value_or(0));
+    MemoryPrediction predicted = predict_peak_memory(c, steps, current_rss_bytes().value_or(0));
+    if (on_gpu) predicted.unavailable = "the model is in GPU memory; the prediction is of host memory";
     const auto available = available_memory_bytes();
     if (predicted.unavailable.empty() && available && predicted.peak_bytes() - predicted.baseline_bytes > *available)
       fail(
@@ -546,9 +541,23 @@ struct BenchRunner::Impl {
     quant::LayerPolicyOptions po;
     po.precision = c.precision;
     std::string unused;
+    const auto policy = quant::LayerPolicy::parse(po);
     const model::DecoderLM m =
-        model::load_decoder_lm(c.model, model::quantized_linear_factory(quant::LayerPolicy::parse(po), {}), &unused);
+        on_gpu
+            ? model::load_decoder_lm(c.model, model::cuda_linear_factory(model::cuda_linear_formats(policy), gpu_index),
+                                     &unused, model::make_cuda_graph_ops(gpu_index))
+            : model::load_decoder_lm(c.model, model::quantized_linear_factory(policy, {}), &unused);
     if (!unused.empty()) r.notes.push_back(unused);
+    std::optional<HookGuard> hook;
+    if (on_gpu) {
+      hook.emplace(meter, fmt::format("cuda:{} cudaDeviceSynchronize", gpu_index), [&m] { m.synchronize(); });
+      r.notes.push_back(fmt::format(
+          "device: {}; every weight and the KV cache on the GPU ({} bytes of parameters); non-GEMM operations {}",
+          m.device_name(), m.bytes_held(), m.nongemm_path()));
+      r.notes.push_back(
+          "latency: the steady clock around each prefill and each decode phase; every forward waits for its logits "
+          "on the host, so the GPU's work is inside each repetition");
+    }
     const auto& cfg = m.config();
     if (n + steps > static_cast<std::size_t>(cfg.max_positions))
       fail(
@@ -614,7 +623,7 @@ struct BenchRunner::Impl {
     const auto [prefill_mean, prefill_sd] = mean_and_sd(rates(prefill_ms, n));
     r.prefill_tokens_per_s_mean = prefill_mean;
     r.prefill_tokens_per_s_std = prefill_sd;
-    fill_energy(r, prefill_energy, prefills, prefills * static_cast<double>(n));
+    fill_device_energy(r, prefill_energy, gpu_index, prefills, prefills * static_cast<double>(n));
     r.prefill_mj_per_token = r.energy_mj_per_token;
 
     // Decode.
@@ -624,7 +633,10 @@ struct BenchRunner::Impl {
     r.decode_tokens_per_s_std = decode_sd;
     r.decode_ms_per_token_mean = mean_and_sd(decode_ms).first / static_cast<double>(steps);
     r.decode_energy_window = energy::to_json(decode_energy);
-    const WindowEnergy de = window_energy(decode_energy);
+    std::string gpu_reason;
+    WindowEnergy de = on_gpu ? window_energy(decode_energy, gpu_total(decode_energy, gpu_index, gpu_reason), false)
+                             : window_energy(decode_energy);
+    if (on_gpu && !de.energy_j) de.unavailable = gpu_reason;
     r.decode_energy_j = de.energy_j;
     r.decode_energy_unavailable = de.unavailable;
     if (de.basis_j)

@@ -53,9 +53,6 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
     auto it = models.find(c.model);
     if (it == models.end()) it = models.emplace(c.model, shape_of(c.model)).first;
     if (it->second.decoder) {
-      if (on_gpu)
-        fail("run {}: decoder model '{}' on --device {}: decoder models do not run on the GPU yet; use --device cpu",
-             run_name(c), c.model, c.device);
       if (c.batch != 1)
         fail(
             "run {}: batch {} with decoder model '{}': decoder runs time one sequence (a prefill of seq prompt "

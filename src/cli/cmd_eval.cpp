@@ -24,7 +24,7 @@
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_classifier.h"
-#include "qjoule/model/encoder_classifier_cuda.h"
+#include "qjoule/model/cuda_linear_factory.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
 #include "qjoule/quant/format_spec.h"
@@ -74,11 +74,6 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   const auto qopts = eval_quantization_options(a);
   const auto policy = on_gpu ? parse_cuda_layer_policy(qopts) : parse_layer_policy(qopts);
   const auto act_dtype = model::parse_activation_dtype(a.act_dtype);
-  if (on_gpu && act_dtype != model::ActivationDtype::f32)
-    fail(
-        "--act-dtype {} --device {}: the GPU model keeps FP32 activations (BF16 activation emulation runs on the "
-        "CPU only); use --device cpu",
-        a.act_dtype, a.device);
   if (on_gpu && a.smoothquant)
     fail(
         "--smoothquant --device {}: SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per "
@@ -120,27 +115,21 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
                           policy.rules().empty() && act_dtype == model::ActivationDtype::f32;
   std::optional<model::EncoderParams> fp32_params;
   if (!a.no_fidelity && !plain_fp32) fp32_params = params;
-  // The model on its device: a CPU EncoderClassifier, or the GPU twin with every weight on GPU `gpu`.
-  std::optional<model::EncoderClassifier> cpu_model;
-  std::unique_ptr<model::EncoderClassifierCuda> gpu_model;
-  eval::ClassifierForward forward;
+  // The model on its device: the one EncoderClassifier graph on the CPU backend, or on the CUDA backend
+  // with every weight on GPU `gpu`.
+  std::optional<model::EncoderClassifier> m;
   if (on_gpu) {
-    gpu_model = std::make_unique<model::EncoderClassifierCuda>(
-        params, model::cuda_linear_formats(policy, qopts.format_defaults), gpu);
-    params = {};
-    forward = [&m = *gpu_model](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
-      m.forward(ids, mask, batch, seq, logits);
-    };
+    m.emplace(std::move(params),
+              model::cuda_linear_factory(model::cuda_linear_formats(policy, qopts.format_defaults), gpu), act_dtype,
+              model::make_cuda_graph_ops(gpu));
   } else {
-    cpu_model.emplace(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults, smoothing),
-                      act_dtype);
-    forward = [&m = *cpu_model](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
-      m.forward(ids, mask, batch, seq, logits);
-    };
+    m.emplace(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults, smoothing), act_dtype);
   }
-  const auto kernel_counts = on_gpu ? gpu_model->kernel_path_counts() : cpu_model->kernel_path_counts();
-  const std::size_t bytes_held = on_gpu ? gpu_model->bytes_held() : cpu_model->bytes_held();
-  const std::size_t fp32_bytes = on_gpu ? gpu_model->fp32_bytes() : cpu_model->fp32_bytes();
+  const eval::ClassifierForward forward = [&m = *m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
+                                                    float* logits) { m.forward(ids, mask, batch, seq, logits); };
+  const auto kernel_counts = m->kernel_path_counts();
+  const std::size_t bytes_held = m->bytes_held();
+  const std::size_t fp32_bytes = m->fp32_bytes();
 
   std::size_t max_length = a.max_length;
   if (max_length > static_cast<std::size_t>(cfg.max_positions)) {
@@ -163,8 +152,8 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   fmt::print("model      {} ({}, {} labels)\n", a.model, cfg.architecture, cfg.num_labels);
   fmt::print("dataset    {}: {} examples{}\n", a.dataset, result.total, dataset.pretokenized ? " (pre-tokenized)" : "");
   if (on_gpu)
-    fmt::print("device     {}: GPU {} (every weight on the GPU; non-GEMM operations {})\n", a.device,
-               gpu_model->device_name(), gpu_model->nongemm_path());
+    fmt::print("device     {}: {} (every weight on the GPU; non-GEMM operations {})\n", a.device, m->device_name(),
+               m->nongemm_path());
   fmt::print("precision  {}: {}\n", a.quant.precision, kernel_summary(kernel_counts));
   fmt::print("size       {} held in {} ({} as FP32)\n", human_bytes(double(bytes_held)),
              on_gpu ? "GPU memory" : "memory", human_bytes(double(fp32_bytes)));
@@ -173,7 +162,7 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
       "time       {:.2f} s ({:.1f} examples/s; batch {}, max length {}, {})\n", result.seconds,
       double(result.total) / result.seconds, a.batch, result.max_length,
       on_gpu ? fmt::format("GPU {}, tokenization on the CPU", gpu) : fmt::format("{} threads", kernels::num_threads()));
-  if (cpu_model && !cpu_model->speed_representative()) fmt::print("activations {}\n", cpu_model->activation_path());
+  if (!m->speed_representative()) fmt::print("activations {}\n", m->activation_path());
   if (fp32_params) {
     const model::EncoderClassifier reference(std::move(*fp32_params), model::fp32_linear_factory());
     const auto ref = eval::evaluate_classifier(reference, tok, dataset, opts);

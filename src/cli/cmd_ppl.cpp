@@ -31,6 +31,7 @@ struct PplArgs {
   int64_t ctx = 0, stride = 0, max_tokens = 0;
   std::string kl_base, save_kl_base, json;
   int threads = 0;
+  std::string device = "cpu";
 };
 
 std::string read_text(const std::string& path) {
@@ -48,7 +49,7 @@ std::string read_text(const std::string& path) {
 void run_ppl(const PplArgs& a) {
   use_threads(a.threads);
   const std::string text = read_text(a.text);
-  auto d = load_decoder(a.model, a.quant);
+  auto d = load_decoder(a.model, a.quant, a.device);
   const auto& cfg = d.model.config();
   const int64_t ctx = a.ctx > 0 ? a.ctx : std::min<int64_t>(512, cfg.max_positions);
   if (ctx > cfg.max_positions)
@@ -99,6 +100,7 @@ void run_ppl(const PplArgs& a) {
     nlohmann::json j = {{"model", a.model},
                         {"architecture", cfg.architecture},
                         {"precision", a.quant.precision},
+                        {"device", a.device == "cpu" ? std::string("cpu") : d.model.device_name()},
                         {"kernels", d.model.kernel_path_counts()},
                         {"bytes_held", d.model.bytes_held()},
                         {"fp32_bytes", d.model.fp32_bytes()},
@@ -149,6 +151,7 @@ void add_ppl_command(CLI::App& app, CommandContext& /*ctx*/) {
   cmd->add_option("--save-kl-base", a->save_kl_base,
                   "Save this run's log-probabilities (FP16, scored tokens × vocab × 2 bytes) as a KL base");
   cmd->add_option("--json", a->json, "Also write the result as JSON to this file ('-' for stdout)");
+  cmd->add_option("--device", a->device, kDecoderDeviceHelp)->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
   cmd->callback([a] { run_ppl(*a); });
 }

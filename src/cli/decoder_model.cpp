@@ -6,13 +6,19 @@
 #include "cli/format_util.h"
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/cuda_device.h"
+#include "qjoule/model/cuda_linear_factory.h"
+#include "qjoule/model/graph_ops.h"
 #include "qjoule/model/unused_tensors.h"
 
 namespace qjoule::cli {
 
-LoadedDecoder load_decoder(const std::string& dir, const QuantArgs& quant) {
+LoadedDecoder load_decoder(const std::string& dir, const QuantArgs& quant, const std::string& device) {
+  // --device first: without a usable GPU, that is the one line to say.
+  const bool on_gpu = device != "cpu";
+  const int gpu = on_gpu ? kernels::require_cuda_device(device) : -1;
   const auto qopts = quantization_options(quant);
-  const auto policy = parse_layer_policy(qopts);
+  const auto policy = on_gpu ? parse_cuda_layer_policy(qopts) : parse_layer_policy(qopts);
   if (qopts.smoothquant_alpha >= 0.0f)
     fail(
         "--precision {}: SmoothQuant is not supported for decoder models (it calibrates encoder classifiers); "
@@ -25,8 +31,13 @@ LoadedDecoder load_decoder(const std::string& dir, const QuantArgs& quant) {
     fail("{}: the tokenizer has {} tokens but the model's vocabulary only {}", dir, tokenizer.vocab_size(),
          config.vocab_size);
   auto params = model::load_decoder_params(checkpoint, config, /*defer_linears=*/true);  // built one Linear at a time
-  LoadedDecoder out{model::DecoderLM(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults)),
-                    std::move(tokenizer)};
+  LoadedDecoder out{
+      on_gpu
+          ? model::DecoderLM(std::move(params),
+                             model::cuda_linear_factory(model::cuda_linear_formats(policy, qopts.format_defaults), gpu),
+                             model::make_cuda_graph_ops(gpu))
+          : model::DecoderLM(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults)),
+      std::move(tokenizer), on_gpu};
   if (const auto unused = model::unused_tensors_warning(checkpoint); !unused.empty())
     fmt::print(stderr, "warning: {}\n", unused);
   return out;
@@ -39,8 +50,11 @@ void print_decoder_header(const std::string& dir, const LoadedDecoder& d, const 
   if (!c.inferred_fields.empty())
     fmt::print("inferred   {} (absent from config.json)\n", fmt::join(c.inferred_fields, ", "));
   fmt::print("precision  {}: {}\n", quant.precision, kernel_summary(d.model.kernel_path_counts()));
-  fmt::print("size       {} held in memory ({} as FP32)\n", human_bytes(double(d.model.bytes_held())),
-             human_bytes(double(d.model.fp32_bytes())));
+  if (d.on_gpu)
+    fmt::print("device     {} (every weight and the KV cache on the GPU; non-GEMM operations {})\n",
+               d.model.device_name(), d.model.nongemm_path());
+  fmt::print("size       {} held in {} ({} as FP32)\n", human_bytes(double(d.model.bytes_held())),
+             d.on_gpu ? "GPU memory" : "memory", human_bytes(double(d.model.fp32_bytes())));
 }
 
 }  // namespace qjoule::cli

@@ -37,7 +37,8 @@ struct BuildInputs {
   std::optional<CpuTimes> cpu_before;
   std::optional<CpuTimes> cpu_after;
   double derived_interval_s = 0.01;
-  std::vector<std::string> first_errors;  // per sensor, "" when it never failed
+  std::vector<std::string> first_errors;                           // per sensor, "" when it never failed
+  std::vector<std::optional<DeviceState>> state_start, state_end;  // per sensor
 };
 
 SensorEnergy sensor_energy(const Sensor& sensor, const SensorWindowResult& r, double duration_s,
@@ -188,6 +189,8 @@ Measurement build_measurement(const BuildInputs& in) {
   for (std::size_t s = 0; s < in.sensors.size(); ++s) {
     m.sensors.push_back(sensor_energy(*in.sensors[s], r.sensors[s], m.duration_s,
                                       s < in.first_errors.size() ? in.first_errors[s] : std::string(), in));
+    if (s < in.state_start.size()) m.sensors.back().state_start = in.state_start[s];
+    if (s < in.state_end.size()) m.sensors.back().state_end = in.state_end[s];
   }
 
   // Total over the sensors that count (no nested domain, no whole-system meter).
@@ -254,6 +257,7 @@ Window& Window::operator=(Window&& other) noexcept {
   cpu_busy_ = other.cpu_busy_;
   cpu_total_ = other.cpu_total_;
   cpu_ok_ = other.cpu_ok_;
+  states_ = std::move(other.states_);
   return *this;
 }
 
@@ -314,6 +318,7 @@ Window EnergyMeter::begin_window(std::string name) {
     }
   }
   run_synchronize_hooks();  // queued device work belongs before the window
+  for (const auto& sensor : owned_) window.states_.push_back(sensor->device_state());
   const Sampler::Ticket ticket = sampler_->open_window();
   window.meter_ = this;
   window.slot_ = ticket.slot;
@@ -340,6 +345,8 @@ Measurement EnergyMeter::end_window(Window& window) {
   in.idle = idle_ ? &*idle_ : nullptr;
   in.synchronized_with = hook_labels();
   in.derived_interval_s = std::max(static_cast<double>(options_.period.count()) / kNsPerS, 0.010);
+  in.state_start = std::move(window.states_);
+  for (const auto& sensor : owned_) in.state_end.push_back(sensor->device_state());
   const std::vector<Sampler::TrackStats> tracks = sampler_->track_stats();
   for (std::size_t s = 0; s < owned_.size(); ++s) {
     in.first_errors.push_back(tracks[s].has_error ? owned_[s]->describe_error(tracks[s].first_error_code)

@@ -85,6 +85,10 @@ nlohmann::json to_json(const Measurement& m) {
     if (!e.peak_power_w) unavailable["peak_power_w"] = e.peak_unavailable;
     s["unavailable"] = unavailable;
     s["notes"] = e.notes;
+    if (e.state_start || e.state_end) {
+      s["device_state"] = {{"start", e.state_start ? to_json(*e.state_start) : nlohmann::json(nullptr)},
+                           {"end", e.state_end ? to_json(*e.state_end) : nlohmann::json(nullptr)}};
+    }
     sensors.push_back(std::move(s));
   }
   j["sensors"] = sensors;
@@ -123,6 +127,18 @@ nlohmann::json to_json(const Measurement& m) {
     j["sampler"] = nullptr;
   }
   return j;
+}
+
+nlohmann::json to_json(const DeviceState& state) {
+  const auto value = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"sm_clock_mhz", value(state.sm_clock_mhz)},
+          {"memory_clock_mhz", value(state.memory_clock_mhz)},
+          {"temperature_c", value(state.temperature_c)},
+          {"power_limit_w", value(state.power_limit_w)},
+          {"persistence_mode", value(state.persistence_mode)},
+          {"clocks_event_reasons", value(state.clocks_event_reasons)},
+          {"clocks_event_reason_names", state.clocks_event_reason_names},
+          {"unavailable", state.unavailable}};
 }
 
 }  // namespace qjoule::energy

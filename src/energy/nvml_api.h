@@ -75,4 +75,31 @@ using DeviceGetHandleByUUIDFn = Return (*)(const char*, Device*);  // "GPU-..." 
 using DeviceIsMigDeviceHandleFn = Return (*)(Device, unsigned int*);
 using DeviceGetDeviceHandleFromMigDeviceHandleFn = Return (*)(Device, Device*);
 
+// The operating state of a GPU (read at the start and end of each energy window).
+inline constexpr int kClockSm = 1;                                      // nvmlClockType_t NVML_CLOCK_SM
+inline constexpr int kClockMem = 2;                                     // NVML_CLOCK_MEM
+inline constexpr int kTemperatureGpu = 0;                               // nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU
+using DeviceGetClockInfoFn = Return (*)(Device, int, unsigned int*);    // MHz
+using DeviceGetTemperatureFn = Return (*)(Device, int, unsigned int*);  // °C
+using DeviceGetEnforcedPowerLimitFn = Return (*)(Device, unsigned int*);               // mW
+using DeviceGetPersistenceModeFn = Return (*)(Device, int*);                           // nvmlEnableState_t
+using DeviceGetCurrentClocksEventReasonsFn = Return (*)(Device, unsigned long long*);  // bitmask
+
+// nvmlClocksEventReason* bits (called ThrottleReason* before CUDA 12.2), with their names.
+struct ClocksEventReason {
+  unsigned long long bit;
+  const char* name;
+};
+inline constexpr ClocksEventReason kClocksEventReasons[] = {
+    {0x1ULL, "gpu_idle"},
+    {0x2ULL, "applications_clocks_setting"},
+    {0x4ULL, "sw_power_cap"},
+    {0x8ULL, "hw_slowdown"},
+    {0x10ULL, "sync_boost"},
+    {0x20ULL, "sw_thermal_slowdown"},
+    {0x40ULL, "hw_thermal_slowdown"},
+    {0x80ULL, "hw_power_brake_slowdown"},
+    {0x100ULL, "display_clock_setting"},
+};
+
 }  // namespace qjoule::energy::nvml

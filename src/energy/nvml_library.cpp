@@ -58,6 +58,13 @@ std::shared_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   library->device_is_mig_device_handle = symbol<nvml::DeviceIsMigDeviceHandleFn>(h, "nvmlDeviceIsMigDeviceHandle");
   library->device_get_device_handle_from_mig_device_handle =
       symbol<nvml::DeviceGetDeviceHandleFromMigDeviceHandleFn>(h, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+  library->device_get_clock_info = symbol<nvml::DeviceGetClockInfoFn>(h, "nvmlDeviceGetClockInfo");
+  library->device_get_temperature = symbol<nvml::DeviceGetTemperatureFn>(h, "nvmlDeviceGetTemperature");
+  library->device_get_enforced_power_limit =
+      symbol<nvml::DeviceGetEnforcedPowerLimitFn>(h, "nvmlDeviceGetEnforcedPowerLimit");
+  library->device_get_persistence_mode = symbol<nvml::DeviceGetPersistenceModeFn>(h, "nvmlDeviceGetPersistenceMode");
+  library->device_get_current_clocks_event_reasons = symbol<nvml::DeviceGetCurrentClocksEventReasonsFn>(
+      h, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
 
   if (init == nullptr || library->shutdown_ == nullptr || library->device_get_count == nullptr ||
       library->device_get_handle_by_index == nullptr) {

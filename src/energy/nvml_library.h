@@ -35,6 +35,12 @@ class NvmlLibrary {
   nvml::DeviceGetHandleByUUIDFn device_get_handle_by_uuid = nullptr;
   nvml::DeviceIsMigDeviceHandleFn device_is_mig_device_handle = nullptr;
   nvml::DeviceGetDeviceHandleFromMigDeviceHandleFn device_get_device_handle_from_mig_device_handle = nullptr;
+  nvml::DeviceGetClockInfoFn device_get_clock_info = nullptr;
+  nvml::DeviceGetTemperatureFn device_get_temperature = nullptr;
+  nvml::DeviceGetEnforcedPowerLimitFn device_get_enforced_power_limit = nullptr;
+  nvml::DeviceGetPersistenceModeFn device_get_persistence_mode = nullptr;
+  // nvmlDeviceGetCurrentClocksEventReasons, or nvmlDeviceGetCurrentClocksThrottleReasons (older drivers).
+  nvml::DeviceGetCurrentClocksEventReasonsFn device_get_current_clocks_event_reasons = nullptr;
 
  private:
   NvmlLibrary() = default;

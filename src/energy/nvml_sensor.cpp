@@ -76,6 +76,48 @@ std::string NvmlSensor::describe_error(int error_code) const {
   return fmt::format("NVML read of {}: {}", info_.id, library_->error_text(error_code));
 }
 
+std::optional<DeviceState> NvmlSensor::device_state() const {
+  DeviceState state;
+  const NvmlLibrary& nvml = *library_;
+  // Calls `fn` when the driver has it; records why not otherwise. Returns whether the value was read.
+  const auto read = [&](const char* field, const char* function, bool present, auto&& fn) {
+    if (!present) {
+      state.unavailable.push_back(fmt::format("{}: this NVML library has no {}", field, function));
+      return false;
+    }
+    const nvml::Return status = fn();
+    if (status == nvml::kSuccess) return true;
+    state.unavailable.push_back(fmt::format("{}: {}: {}", field, function, nvml.error_text(status)));
+    return false;
+  };
+  unsigned value = 0;
+  if (read("sm_clock_mhz", "nvmlDeviceGetClockInfo", nvml.device_get_clock_info != nullptr,
+           [&] { return nvml.device_get_clock_info(device_, nvml::kClockSm, &value); }))
+    state.sm_clock_mhz = value;
+  if (read("memory_clock_mhz", "nvmlDeviceGetClockInfo", nvml.device_get_clock_info != nullptr,
+           [&] { return nvml.device_get_clock_info(device_, nvml::kClockMem, &value); }))
+    state.memory_clock_mhz = value;
+  if (read("temperature_c", "nvmlDeviceGetTemperature", nvml.device_get_temperature != nullptr,
+           [&] { return nvml.device_get_temperature(device_, nvml::kTemperatureGpu, &value); }))
+    state.temperature_c = value;
+  if (read("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit", nvml.device_get_enforced_power_limit != nullptr,
+           [&] { return nvml.device_get_enforced_power_limit(device_, &value); }))
+    state.power_limit_w = static_cast<double>(value) / 1000.0;
+  int mode = 0;
+  if (read("persistence_mode", "nvmlDeviceGetPersistenceMode", nvml.device_get_persistence_mode != nullptr,
+           [&] { return nvml.device_get_persistence_mode(device_, &mode); }))
+    state.persistence_mode = mode != 0;
+  unsigned long long reasons = 0;
+  if (read("clocks_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons",
+           nvml.device_get_current_clocks_event_reasons != nullptr,
+           [&] { return nvml.device_get_current_clocks_event_reasons(device_, &reasons); })) {
+    state.clocks_event_reasons = reasons;
+    for (const auto& r : nvml::kClocksEventReasons)
+      if ((reasons & r.bit) != 0) state.clocks_event_reason_names.emplace_back(r.name);
+  }
+  return state;
+}
+
 namespace {
 
 std::string device_name(const NvmlLibrary& library, nvml::Device device) {

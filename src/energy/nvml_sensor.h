@@ -24,6 +24,8 @@ class NvmlSensor final : public Sensor {
   const SensorInfo& info() const noexcept override { return info_; }
   std::size_t read(std::int64_t now_ns, std::span<SensorReading> out) noexcept override;
   std::string describe_error(int error_code) const override;
+  // SM and memory clocks, temperature, enforced power limit, persistence mode, clock-event reasons.
+  std::optional<DeviceState> device_state() const override;
   NvmlPowerRoute power_route() const { return power_route_; }
 
  private:

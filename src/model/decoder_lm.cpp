@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "model/streamed_linear_f32.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/encoder_ops.h"
@@ -10,34 +12,43 @@
 
 namespace qjoule::model {
 
-KvCache::KvCache(int64_t layers, int64_t capacity, int64_t kv_dim)
+KvCache::KvCache(GraphOps& ops, int64_t layers, int64_t capacity, int64_t kv_dim)
     : layers_(layers),
       capacity_(capacity),
       kv_dim_(kv_dim),
-      k_(static_cast<size_t>(layers * capacity * kv_dim)),
-      v_(static_cast<size_t>(layers * capacity * kv_dim)) {}
+      k_(ops.empty(DType::f32, layers * capacity * kv_dim, "the key cache")),
+      v_(ops.empty(DType::f32, layers * capacity * kv_dim, "the value cache")) {}
 
 void KvCache::truncate(int64_t tokens) {
   if (tokens < 0 || tokens > size_) fail("KV cache: cannot keep {} tokens of the {} it holds", tokens, size_);
   size_ = tokens;
 }
 
-DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory)
-    : config_(std::move(params.config)),
-      token_embeddings_(std::move(params.token_embeddings)),
-      position_embeddings_(std::move(params.position_embeddings)),
-      final_norm_(std::move(params.final_norm)) {
-  if (config_.arch != DecoderArch::Gpt2)
-    rope_ = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
+DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::shared_ptr<GraphOps> ops)
+    : ops_(ops ? std::move(ops) : make_cpu_graph_ops()), config_(std::move(params.config)) {
+  if (config_.arch != DecoderArch::Gpt2) {
+    auto rope = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
+    rope_inv_freq_ = ops_->upload(std::move(rope.inv_freq), "the RoPE frequencies");
+    rope_attention_factor_ = rope.attention_factor;
+  }
   // A deferred Linear's FP32 weights exist only while its own layer is built.
   auto build = [&](LinearParams& p, bool in_block) {
     if (params.load_linear && p.weight.empty()) params.load_linear(p);
     auto linear = factory(p, in_block);
+    if (!linear) fail("{}: the Linear factory built nothing", p.name);
     // From the shape: a streamed Linear has no weights loaded.
     const auto weights = static_cast<std::size_t>(p.out_features * (p.in_features + (with_bias(p) ? 1 : 0)));
     all_linears_.push_back({p.name, linear.get(), weights * sizeof(float)});
     free_weights(p);  // the params are this model's own: nothing else reads them
-    return linear;
+    return OwnedLinear{std::move(linear), p.name};
+  };
+  auto upload = [&](std::vector<float>& v, const std::string& what) {
+    Tensor t = ops_->upload(std::move(v), what);
+    v = {};
+    return t;
+  };
+  auto norm = [&](LayerNormParams& n) {
+    return Norm{upload(n.gamma, n.name + ".weight"), upload(n.beta, n.name + ".bias")};
   };
   for (auto& lp : params.layers) {
     Layer layer;
@@ -52,11 +63,23 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory)
     if (lp.gate.out_features > 0) layer.gate = build(lp.gate, true);
     layer.up = build(lp.up, true);
     layer.down = build(lp.down, true);
-    layer.attn_norm = std::move(lp.attn_norm);
-    layer.mlp_norm = std::move(lp.mlp_norm);
+    layer.attn_norm = norm(lp.attn_norm);
+    layer.mlp_norm = norm(lp.mlp_norm);
     layers_.push_back(std::move(layer));
   }
   lm_head_ = build(params.lm_head, false);
+  token_embeddings_ = upload(params.token_embeddings, "the token embeddings");
+  position_embeddings_ = upload(params.position_embeddings, "the position embeddings");
+  final_norm_ = norm(params.final_norm);
+}
+
+std::string DecoderLM::nongemm_path() const {
+  const bool rms = final_norm_.beta.empty();
+  return fmt::format("{}: embedding_sum, {}, {}causal_attention, {}, add", ops_->nongemm_path(),
+                     rms ? "rms_norm" : "add_layer_norm", rope_inv_freq_.empty() ? "" : "rope, ",
+                     layers_.empty() || layers_.front().gate ? "silu_mul"
+                     : config_.activation == "gelu"          ? "gelu_erf"
+                                                             : "gelu_tanh");
 }
 
 KvCache DecoderLM::make_cache(int64_t capacity) const {
@@ -64,79 +87,83 @@ KvCache DecoderLM::make_cache(int64_t capacity) const {
   if (capacity > config_.max_positions)
     fail("a KV cache of {} tokens is longer than the model's max_position_embeddings = {}", capacity,
          config_.max_positions);
-  return KvCache(config_.num_layers, capacity, config_.kv_dim());
+  return KvCache(*ops_, config_.num_layers, capacity, config_.kv_dim());
 }
 
-void DecoderLM::norm(const LayerNormParams& p, const float* x, int64_t rows, float* out) const {
+void DecoderLM::linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const {
+  ops_->linear(*l.linear, l.name, x, m, y);
+}
+
+void DecoderLM::norm(const Norm& p, const Tensor& x, int64_t rows, const Tensor& out) const {
   const int64_t h = config_.hidden_size;
   if (p.beta.empty()) {
-    kernels::rms_norm_f32(x, rows, h, p.gamma.data(), config_.norm_eps, out);
+    ops_->rms_norm(x, rows, h, p.gamma, config_.norm_eps, out);
   } else {
-    if (out != x) std::copy_n(x, rows * h, out);
-    kernels::add_layer_norm_f32(out, nullptr, rows, h, p.gamma.data(), p.beta.data(), config_.norm_eps);
+    if (out.f32() != x.f32()) ops_->copy_rows(out, h, x, h, h, rows);
+    ops_->add_layer_norm(out, {}, rows, h, p.gamma, p.beta, config_.norm_eps);
   }
 }
 
-void DecoderLM::attention_block(const Layer& layer, int64_t index, float* x, int64_t n, KvCache& cache) const {
+void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n, KvCache& cache) const {
+  GraphOps& ops = *ops_;
   const int64_t h = config_.hidden_size, qd = config_.q_dim(), kvd = config_.kv_dim();
   const int64_t past = cache.size_;
-  std::vector<float> hn(static_cast<size_t>(n * h));
-  norm(layer.attn_norm, x, n, hn.data());
+  norm(layer.attn_norm, s.x, n, s.hn);
 
   // Q, K and V: one fused Linear (GPT-2's c_attn, rows [q | k | v]) or three blocks [n, q | k | v].
-  std::vector<float> qkv(static_cast<size_t>(n * (qd + 2 * kvd)));
-  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  Tensor q, k, v;
   int64_t q_stride = qd, kv_stride = kvd;
   if (layer.qkv) {
-    layer.qkv->forward(hn.data(), n, qkv.data());
+    linear(layer.qkv, s.hn, n, s.qkv);
     q_stride = kv_stride = qd + 2 * kvd;
-    q = qkv.data();
-    k = q + qd;
-    v = k + kvd;
+    q = s.qkv;
+    k = s.qkv.slice(qd, s.qkv.size() - qd);
+    v = s.qkv.slice(qd + kvd, s.qkv.size() - qd - kvd);
   } else {
-    float* qb = qkv.data();
-    float* kb = qb + n * qd;
-    float* vb = kb + n * kvd;
-    layer.q->forward(hn.data(), n, qb);
-    layer.k->forward(hn.data(), n, kb);
-    layer.v->forward(hn.data(), n, vb);
-    kernels::apply_rope_f32(qb, n, qd, config_.num_heads, past, rope_);
-    kernels::apply_rope_f32(kb, n, kvd, config_.num_kv_heads, past, rope_);
-    q = qb;
-    k = kb;
-    v = vb;
+    q = s.qkv.slice(0, n * qd);
+    k = s.qkv.slice(n * qd, n * kvd);
+    v = s.qkv.slice(n * (qd + kvd), n * kvd);
+    linear(layer.q, s.hn, n, q);
+    linear(layer.k, s.hn, n, k);
+    linear(layer.v, s.hn, n, v);
+    if (!rope_inv_freq_.empty()) {
+      ops.rope(q, n, qd, config_.num_heads, past, rope_inv_freq_, rope_attention_factor_);
+      ops.rope(k, n, kvd, config_.num_kv_heads, past, rope_inv_freq_, rope_attention_factor_);
+    }
   }
-  float* kc = cache.k_.data() + index * cache.capacity_ * kvd;
-  float* vc = cache.v_.data() + index * cache.capacity_ * kvd;
-  for (int64_t t = 0; t < n; ++t) {
-    std::copy_n(k + t * kv_stride, kvd, kc + (past + t) * kvd);
-    std::copy_n(v + t * kv_stride, kvd, vc + (past + t) * kvd);
-  }
-  std::vector<float> ctx(static_cast<size_t>(n * qd));
-  kernels::causal_attention_f32(q, q_stride, kc, vc, kvd, past, n, config_.num_heads, config_.num_kv_heads,
-                                config_.head_dim, 1.0f / std::sqrt(static_cast<float>(config_.head_dim)), ctx.data());
-  layer.o->forward(ctx.data(), n, hn.data());
-  for (int64_t i = 0; i < n * h; ++i) x[i] += hn[static_cast<size_t>(i)];
+  const int64_t layer_floats = cache.capacity_ * kvd;
+  const Tensor kc = cache.k_.slice(index * layer_floats, layer_floats);
+  const Tensor vc = cache.v_.slice(index * layer_floats, layer_floats);
+  ops.copy_rows(kc.slice(past * kvd, n * kvd), kvd, k, kv_stride, kvd, n);
+  ops.copy_rows(vc.slice(past * kvd, n * kvd), kvd, v, kv_stride, kvd, n);
+  ops.causal_attention(q, q_stride, kc, vc, kvd, past, n, config_.num_heads, config_.num_kv_heads, config_.head_dim,
+                       1.0f / std::sqrt(static_cast<float>(config_.head_dim)), s.ctx);
+  linear(layer.o, s.ctx, n, s.hn);
+  ops.add(s.x, s.hn, n * h);
 }
 
-void DecoderLM::mlp_block(const Layer& layer, float* x, int64_t n) const {
+void DecoderLM::mlp_block(const Layer& layer, const Scratch& s, int64_t n) const {
+  GraphOps& ops = *ops_;
   const int64_t h = config_.hidden_size, f = config_.intermediate_size;
-  std::vector<float> hn(static_cast<size_t>(n * h));
-  norm(layer.mlp_norm, x, n, hn.data());
-  std::vector<float> a(static_cast<size_t>(n * f));
-  layer.up->forward(hn.data(), n, a.data());
+  norm(layer.mlp_norm, s.x, n, s.hn);
+  linear(layer.up, s.hn, n, s.a);
+  const Tensor* act = &s.a;
   if (layer.gate) {
-    std::vector<float> g(static_cast<size_t>(n * f));
-    layer.gate->forward(hn.data(), n, g.data());
-    kernels::silu_mul_f32(g.data(), a.data(), n * f);
-    a.swap(g);
-  } else if (config_.activation == "gelu") {
-    kernels::gelu_erf_f32(a.data(), n * f);
+    linear(layer.gate, s.hn, n, s.g);
+    ops.silu_mul(s.g, s.a, n * f);
+    act = &s.g;
   } else {
-    kernels::gelu_tanh_f32(a.data(), n * f);
+    ops.activation(config_.activation == "gelu" ? Activation::gelu_erf : Activation::gelu_tanh, s.a, n * f);
   }
-  layer.down->forward(a.data(), n, hn.data());
-  for (int64_t i = 0; i < n * h; ++i) x[i] += hn[static_cast<size_t>(i)];
+  linear(layer.down, *act, n, s.hn);
+  ops.add(s.x, s.hn, n * h);
+}
+
+double DecoderLM::forward_timed(const int32_t* ids, int64_t n, KvCache& cache, float* logits,
+                                int64_t logits_from) const {
+  ops_->start_timer();
+  forward(ids, n, cache, logits, logits_from);
+  return ops_->stop_timer_ms();
 }
 
 void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from) const {
@@ -147,32 +174,50 @@ void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* lo
   if (cache.layers_ != config_.num_layers || cache.kv_dim_ != config_.kv_dim())
     fail("the KV cache was made for another model ({} layers × {} kv columns, expected {} × {})", cache.layers_,
          cache.kv_dim_, config_.num_layers, config_.kv_dim());
+  if (cache.k_.device() != ops_->device())
+    fail("the KV cache lives on {}, the model on {}", to_string(cache.k_.device()), to_string(ops_->device()));
   if (past + n > config_.max_positions)
     fail("{} tokens after {} cached reach position {}, beyond the model's max_position_embeddings = {}", n, past,
          past + n, config_.max_positions);
   if (past + n > cache.capacity_)
     fail("{} tokens after {} cached exceed the KV cache's capacity of {} tokens", n, past, cache.capacity_);
-  std::vector<float> x(static_cast<size_t>(n * h));
   for (int64_t t = 0; t < n; ++t) {
     if (ids[t] < 0 || ids[t] >= config_.vocab_size)
       fail("token id {} at position {} is outside the vocabulary of {} tokens", ids[t], past + t, config_.vocab_size);
-    const float* e = token_embeddings_.data() + static_cast<int64_t>(ids[t]) * h;
-    float* row = x.data() + t * h;
-    std::copy_n(e, h, row);
-    if (!position_embeddings_.empty()) {
-      const float* p = position_embeddings_.data() + (past + t) * h;
-      for (int64_t c = 0; c < h; ++c) row[c] += p[c];
-    }
   }
+  GraphOps& ops = *ops_;
+  const int64_t f = config_.intermediate_size, qkv_width = config_.q_dim() + 2 * config_.kv_dim();
+  const int64_t rows = n - logits_from, vocab = config_.vocab_size;
+
+  const Tensor id_tensor = ops.empty(DType::i32, n, "the token ids");
+  ops.copy_in(ids, id_tensor);
+  // Activations, every one written before it is read, in one uninitialized block.
+  const Tensor block = ops.empty(DType::f32, n * (2 * h + qkv_width + config_.q_dim() + 2 * f), "the activations");
+  int64_t at = 0;
+  const auto take = [&](int64_t count) {
+    const Tensor t = block.slice(at, count);
+    at += count;
+    return t;
+  };
+  Scratch s;
+  s.x = take(n * h);
+  s.hn = take(n * h);
+  s.qkv = take(n * qkv_width);
+  s.ctx = take(n * config_.q_dim());
+  s.a = take(n * f);
+  s.g = take(n * f);
+  const Tensor out = ops.host_output(logits, rows * vocab, "the logits");
+
+  ops.embedding_sum(id_tensor, token_embeddings_, position_embeddings_, {}, n, past, h, s.x);
   for (size_t i = 0; i < layers_.size(); ++i) {
-    attention_block(layers_[i], static_cast<int64_t>(i), x.data(), n, cache);
-    mlp_block(layers_[i], x.data(), n);
+    attention_block(layers_[i], static_cast<int64_t>(i), s, n, cache);
+    mlp_block(layers_[i], s, n);
   }
   cache.size_ = past + n;
-  const int64_t first = logits_from;
-  const int64_t rows = n - first;
-  norm(final_norm_, x.data() + first * h, rows, x.data() + first * h);
-  lm_head_->forward(x.data() + first * h, rows, logits);
+  const Tensor last = s.x.slice(logits_from * h, rows * h);
+  norm(final_norm_, last, rows, last);
+  linear(lm_head_, last, rows, out);
+  ops.copy_out(out, logits);
 }
 
 std::vector<LinearReport> DecoderLM::linear_reports() const {
@@ -189,11 +234,10 @@ std::map<std::string, int> DecoderLM::kernel_path_counts() const {
 }
 
 std::size_t DecoderLM::bytes_held() const {
-  std::size_t floats =
-      token_embeddings_.size() + position_embeddings_.size() + final_norm_.gamma.size() + final_norm_.beta.size();
+  std::size_t total =
+      token_embeddings_.bytes() + position_embeddings_.bytes() + final_norm_.gamma.bytes() + final_norm_.beta.bytes();
   for (const auto& l : layers_)
-    floats += l.attn_norm.gamma.size() + l.attn_norm.beta.size() + l.mlp_norm.gamma.size() + l.mlp_norm.beta.size();
-  std::size_t total = floats * sizeof(float);
+    total += l.attn_norm.gamma.bytes() + l.attn_norm.beta.bytes() + l.mlp_norm.gamma.bytes() + l.mlp_norm.beta.bytes();
   for (const auto& l : all_linears_) total += l.linear->bytes_held();
   return total;
 }
@@ -204,10 +248,12 @@ std::size_t DecoderLM::fp32_bytes() const {
   return total;
 }
 
-DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory, std::string* unused_tensors) {
+DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory, std::string* unused_tensors,
+                          std::shared_ptr<GraphOps> ops) {
   const auto ck = io::Checkpoint::open(dir);
   auto config = load_decoder_config(dir, ck);
-  DecoderLM model(load_decoder_params(ck, config, /*defer_linears=*/true), factory);  // every Linear read by now
+  DecoderLM model(load_decoder_params(ck, config, /*defer_linears=*/true), factory,
+                  std::move(ops));  // every Linear read by now
   if (unused_tensors != nullptr) *unused_tensors = unused_tensors_warning(ck);
   return model;
 }

@@ -4,6 +4,8 @@
 #include <memory>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/encoder_ops.h"
@@ -68,32 +70,47 @@ std::string EncoderClassifier::activation_path() const {
          "speed not representative)";
 }
 
-void EncoderClassifier::round_activations(float* x, int64_t n) const {
-  if (activations_ == ActivationDtype::bf16) kernels::round_to_bf16_f32(x, n);
+void EncoderClassifier::round_activations(const Tensor& x, int64_t n) const {
+  if (activations_ == ActivationDtype::bf16) ops_->round_to_bf16(x, n);
 }
 
-EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& factory, ActivationDtype activations)
-    : config_(std::move(params.config)),
-      activations_(activations),
-      word_embeddings_(std::move(params.word_embeddings)),
-      position_embeddings_(std::move(params.position_embeddings)),
-      token_type_embeddings_(std::move(params.token_type_embeddings)),
-      embedding_norm_(std::move(params.embedding_norm)) {
+void EncoderClassifier::linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const {
+  ops_->linear(*l.linear, l.name, x, m, y);
+}
+
+std::string EncoderClassifier::nongemm_path() const {
+  return fmt::format("{}: embedding_sum, add_layer_norm, attention, {}, {}{}", ops_->nongemm_path(),
+                     config_.activation == "relu" ? "relu" : "gelu_erf",
+                     config_.arch == EncoderArch::Bert ? "tanh" : "relu",
+                     activations_ == ActivationDtype::bf16 ? ", round_to_bf16" : "");
+}
+
+EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& factory, ActivationDtype activations,
+                                     std::shared_ptr<GraphOps> ops)
+    : ops_(ops ? std::move(ops) : make_cpu_graph_ops()), config_(std::move(params.config)), activations_(activations) {
+  if (config_.num_heads <= 0 || config_.hidden_size % config_.num_heads != 0)
+    fail("{}: hidden size {} is not a multiple of the {} attention heads", config_.architecture, config_.hidden_size,
+         config_.num_heads);
+  const int64_t h = config_.hidden_size;
   auto build = [&](LinearParams& p, bool in_block) {
     auto linear = factory(p, in_block);
     if (!linear) fail("{}: the Linear factory built nothing", p.name);
     all_linears_.push_back({p.name, linear.get()});
     free_weights(p);  // the Linear holds its own copy in its own format
-    return linear;
+    return OwnedLinear{std::move(linear), p.name};
+  };
+  auto upload = [&](std::vector<float>& v, const std::string& what) {
+    Tensor t = ops_->upload(std::move(v), what);
+    v = {};
+    return t;
   };
   for (auto& lp : params.layers) {
     Layer layer;
-    if (lp.q.out_features == config_.hidden_size && lp.k.out_features == config_.hidden_size &&
-        lp.v.out_features == config_.hidden_size) {
+    if (lp.q.out_features == h && lp.k.out_features == h && lp.v.out_features == h) {
       const LinearParams fused = fused_qkv_params(lp.q, lp.k, lp.v);
-      layer.qkv = factory(fused, true);
+      layer.qkv = OwnedLinear{factory(fused, true), fused.name};
       if (layer.qkv) {
-        all_linears_.push_back({fused.name, layer.qkv.get(), true});
+        all_linears_.push_back({fused.name, layer.qkv.linear.get(), true});
         for (LinearParams* p : {&lp.q, &lp.k, &lp.v}) {
           free_weights(*p);
         }
@@ -107,12 +124,31 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
     layer.o = build(lp.o, true);
     layer.ffn_in = build(lp.ffn_in, true);
     layer.ffn_out = build(lp.ffn_out, true);
-    layer.attn_norm = std::move(lp.attn_norm);
-    layer.ffn_norm = std::move(lp.ffn_norm);
+    layer.attn_gamma = upload(lp.attn_norm.gamma, lp.attn_norm.name + ".weight");
+    layer.attn_beta = upload(lp.attn_norm.beta, lp.attn_norm.name + ".bias");
+    layer.ffn_gamma = upload(lp.ffn_norm.gamma, lp.ffn_norm.name + ".weight");
+    layer.ffn_beta = upload(lp.ffn_norm.beta, lp.ffn_norm.name + ".bias");
     layers_.push_back(std::move(layer));
   }
   head_dense_ = build(params.head_dense, false);
   classifier_ = build(params.classifier, false);
+  word_embeddings_ = upload(params.word_embeddings, "the word embeddings");
+  position_embeddings_ = upload(params.position_embeddings, "the position embeddings");
+  if (!params.token_type_embeddings.empty()) {
+    // forward() adds token type 0 to every token: only that row is held.
+    params.token_type_embeddings.resize(static_cast<std::size_t>(h));
+    params.token_type_embeddings.shrink_to_fit();
+    token_type0_ = upload(params.token_type_embeddings, "token type embedding 0");
+  }
+  embedding_gamma_ = upload(params.embedding_norm.gamma, params.embedding_norm.name + ".weight");
+  embedding_beta_ = upload(params.embedding_norm.beta, params.embedding_norm.name + ".bias");
+}
+
+double EncoderClassifier::forward_timed(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
+                                        float* logits) const {
+  ops_->start_timer();
+  forward(ids, mask, batch, seq, logits);
+  return ops_->stop_timer_ms();
 }
 
 void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
@@ -127,83 +163,74 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
       fail("forward: token id {} at batch row {}, position {} is outside the vocabulary [0, {})", ids[i], i / seq,
            i % seq, config_.vocab_size);
   }
+  GraphOps& ops = *ops_;
 
-  // Activations, every one written before it is read: one uninitialized block (a vector's zeroing
-  // would be a pass over ~30 MB per DistilBERT-base batch of 8 × 128). Q, K and V are one [rows, 3h]
-  // tensor from a fused Linear, or its three [rows, h] thirds.
-  const int64_t f = config_.intermediate_size;
-  const auto block = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(rows * (6 * h + f)));
-  float* const x = block.get();
-  float* const qkv = x + rows * h;
-  float* const ctx = qkv + 3 * rows * h;
-  float* const tmp = ctx + rows * h;
-  float* const ffn = tmp + rows * h;
+  // The inputs on the device.
+  const Tensor inputs = ops.empty(DType::i32, 2 * rows, "the ids and mask");
+  const Tensor id_tensor = inputs.slice(0, rows), mask_tensor = inputs.slice(rows, rows);
+  ops.copy_in(ids, id_tensor);
+  ops.copy_in(mask, mask_tensor);
+
+  // Activations, every one written before it is read: one uninitialized block (zeroing would be a
+  // pass over ~30 MB per DistilBERT-base batch of 8 × 128). Q, K and V are one [rows, 3h] tensor from
+  // a fused Linear, or its three [rows, h] thirds.
+  const int64_t f = config_.intermediate_size, labels = config_.num_labels;
+  const Tensor block = ops.empty(DType::f32, rows * (6 * h + f) + batch * 2 * h, "the activations");
+  int64_t at = 0;
+  const auto take = [&](int64_t n) {
+    const Tensor t = block.slice(at, n);
+    at += n;
+    return t;
+  };
+  const Tensor x = take(rows * h), qkv = take(3 * rows * h), ctx = take(rows * h), tmp = take(rows * h),
+               ffn = take(rows * f), cls = take(batch * h), pooled = take(batch * h);
+  const Tensor out = ops.host_output(logits, batch * labels, "the logits");
 
   // Embeddings: word + position (+ token type 0 for BERT), then LayerNorm.
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* w = word_embeddings_.data() + static_cast<int64_t>(ids[i]) * h;
-    const float* p = position_embeddings_.data() + (i % seq) * h;
-    float* out = x + i * h;
-    for (int64_t c = 0; c < h; ++c) out[c] = w[c] + p[c];
-    if (!token_type_embeddings_.empty()) {
-      for (int64_t c = 0; c < h; ++c) out[c] += token_type_embeddings_[static_cast<size_t>(c)];
-    }
-  }
-  kernels::add_layer_norm_f32(x, nullptr, rows, h, embedding_norm_.gamma.data(), embedding_norm_.beta.data(),
-                              config_.layer_norm_eps);
+  ops.embedding_sum(id_tensor, word_embeddings_, position_embeddings_, token_type0_, seq, 0, h, x);
+  ops.add_layer_norm(x, {}, rows, h, embedding_gamma_, embedding_beta_, config_.layer_norm_eps);
   round_activations(x, rows * h);
 
+  const Activation ffn_activation = config_.activation == "relu" ? Activation::relu : Activation::gelu_erf;
   for (const Layer& layer : layers_) {
-    const float *q = qkv, *k = nullptr, *v = nullptr;
-    int64_t stride = h;
+    int64_t k_offset = 0, v_offset = 0, stride = h;
     if (layer.qkv) {
-      layer.qkv->forward(x, rows, qkv);
-      k = q + h;
-      v = q + 2 * h;
+      linear(layer.qkv, x, rows, qkv);
+      k_offset = h;
+      v_offset = 2 * h;
       stride = 3 * h;
     } else {
-      layer.q->forward(x, rows, qkv);
-      layer.k->forward(x, rows, qkv + rows * h);
-      layer.v->forward(x, rows, qkv + 2 * rows * h);
-      k = q + rows * h;
-      v = q + 2 * rows * h;
+      linear(layer.q, x, rows, qkv.slice(0, rows * h));
+      linear(layer.k, x, rows, qkv.slice(rows * h, rows * h));
+      linear(layer.v, x, rows, qkv.slice(2 * rows * h, rows * h));
+      k_offset = rows * h;
+      v_offset = 2 * rows * h;
     }
     round_activations(qkv, 3 * rows * h);
-    kernels::attention_f32(q, k, v, stride, mask, batch, seq, config_.num_heads, config_.head_dim(), ctx);
+    ops.attention(qkv, k_offset, v_offset, stride, mask_tensor, batch, seq, config_.num_heads, config_.head_dim(), ctx);
     round_activations(ctx, rows * h);
-    layer.o->forward(ctx, rows, tmp);
+    linear(layer.o, ctx, rows, tmp);
     round_activations(tmp, rows * h);
-    kernels::add_layer_norm_f32(x, tmp, rows, h, layer.attn_norm.gamma.data(), layer.attn_norm.beta.data(),
-                                config_.layer_norm_eps);
+    ops.add_layer_norm(x, tmp, rows, h, layer.attn_gamma, layer.attn_beta, config_.layer_norm_eps);
     round_activations(x, rows * h);
-    layer.ffn_in->forward(x, rows, ffn);
+    linear(layer.ffn_in, x, rows, ffn);
     round_activations(ffn, rows * f);
-    if (config_.activation == "relu") {
-      kernels::relu_f32(ffn, rows * f);
-    } else {
-      kernels::gelu_erf_f32(ffn, rows * f);
-    }
+    ops.activation(ffn_activation, ffn, rows * f);
     round_activations(ffn, rows * f);
-    layer.ffn_out->forward(ffn, rows, tmp);
+    linear(layer.ffn_out, ffn, rows, tmp);
     round_activations(tmp, rows * h);
-    kernels::add_layer_norm_f32(x, tmp, rows, h, layer.ffn_norm.gamma.data(), layer.ffn_norm.beta.data(),
-                                config_.layer_norm_eps);
+    ops.add_layer_norm(x, tmp, rows, h, layer.ffn_gamma, layer.ffn_beta, config_.layer_norm_eps);
     round_activations(x, rows * h);
   }
 
   // Head on the first ([CLS]) token of each sequence.
-  std::vector<float> cls(static_cast<size_t>(batch * h)), pooled(static_cast<size_t>(batch * h));
-  for (int64_t b = 0; b < batch; ++b) std::copy_n(x + b * seq * h, h, cls.data() + b * h);
-  head_dense_->forward(cls.data(), batch, pooled.data());
-  round_activations(pooled.data(), batch * h);
-  if (config_.arch == EncoderArch::Bert) {
-    kernels::tanh_f32(pooled.data(), batch * h);
-  } else {
-    kernels::relu_f32(pooled.data(), batch * h);
-  }
-  round_activations(pooled.data(), batch * h);
-  classifier_->forward(pooled.data(), batch, logits);
+  ops.copy_rows(cls, h, x, seq * h, h, batch);
+  linear(head_dense_, cls, batch, pooled);
+  round_activations(pooled, batch * h);
+  ops.activation(config_.arch == EncoderArch::Bert ? Activation::tanh : Activation::relu, pooled, batch * h);
+  round_activations(pooled, batch * h);
+  linear(classifier_, pooled, batch, out);
+  ops.copy_out(out, logits);
 }
 
 std::vector<LinearReport> EncoderClassifier::linear_reports() const {
@@ -229,13 +256,10 @@ std::size_t EncoderClassifier::fp32_bytes() const {
 }
 
 std::size_t EncoderClassifier::bytes_held() const {
-  std::size_t total = (word_embeddings_.size() + position_embeddings_.size() + token_type_embeddings_.size() +
-                       embedding_norm_.gamma.size() + embedding_norm_.beta.size()) *
-                      sizeof(float);
-  for (const Layer& l : layers_) {
-    total += (l.attn_norm.gamma.size() + l.attn_norm.beta.size() + l.ffn_norm.gamma.size() + l.ffn_norm.beta.size()) *
-             sizeof(float);
-  }
+  std::size_t total = word_embeddings_.bytes() + position_embeddings_.bytes() + token_type0_.bytes() +
+                      embedding_gamma_.bytes() + embedding_beta_.bytes();
+  for (const Layer& l : layers_)
+    total += l.attn_gamma.bytes() + l.attn_beta.bytes() + l.ffn_gamma.bytes() + l.ffn_beta.bytes();
   for (const auto& nl : all_linears_) total += nl.linear->bytes_held();
   return total;
 }

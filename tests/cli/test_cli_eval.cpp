@@ -288,9 +288,12 @@ TEST(CliEval, DeviceCudaRunsOnTheGpuOrSaysWhyNot) {
     EXPECT_EQ(r.exit_code, 0) << p << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("fidelity   top-1 agreement with FP32 ")) << p;
   }
+  // One graph for both devices: the emulated BF16 activations run on the GPU too.
+  const auto bf16_act = run_command(base + " --device cuda --precision int8 --act-dtype bf16");
+  EXPECT_EQ(bf16_act.exit_code, 0) << bf16_act.output;
+  EXPECT_THAT(bf16_act.output, HasSubstr("activations bf16 (emulated"));
   for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
            {"--precision w8", "--precision w8 on the GPU: precision 'w8' (INT8 weight-only) has no CUDA kernel"},
-           {"--precision int8 --act-dtype bf16", "the GPU model keeps FP32 activations"},
            {"--precision int8 --smoothquant", "SmoothQuant runs on the CPU only"},
            {"--precision int8 --emulate", "fake quantization runs on the CPU only"}}) {
     const auto r = run_command(base + " --device cuda " + args);

@@ -9,10 +9,15 @@
 //   FAKE_NVML_FIELDS=unsupported       field 186 -> NOT_SUPPORTED (inside nvmlFieldValue_t)
 //   FAKE_NVML_ARCH=9                   nvmlDeviceGetArchitecture (default 9, Hopper)
 //   FAKE_NVML_INIT_ERROR=9             nvmlInit returns this code
+//   FAKE_NVML_THROTTLE=0x24            nvmlDeviceGetCurrentClocksEventReasons (default 0)
+//   FAKE_NVML_TEMPERATURE=unsupported  nvmlDeviceGetTemperature -> NOT_SUPPORTED
+// GPU i's state: SM clock 1980 - i MHz, memory clock 2619 MHz, power limit 700 W, persistence mode on,
+// temperature 40 + i °C plus one degree per 100 ms since nvmlInit (so a window's end is warmer).
 // GPU i sits at PCI address 0000:(0x10 + i):00.0 (nvmlDeviceGetHandleByPciBusId_v2, any domain width),
 // has UUID GPU-fake-<i> and one MIG instance MIG-fake-<i> (nvmlDeviceGetHandleByUUID).
 // Built twice: the second build (FAKE_NVML_OLD_DRIVER) lacks nvmlDeviceGetFieldValues,
-// nvmlDeviceGetTotalEnergyConsumption and nvmlDeviceGetArchitecture, like an old driver.
+// nvmlDeviceGetTotalEnergyConsumption, nvmlDeviceGetArchitecture and the state functions, like an old
+// driver.
 #include <time.h>
 
 #include <cstdlib>
@@ -67,6 +72,8 @@ double g_start_s = 0.0;
 long g_field_calls = 0;
 long g_power_usage_calls = 0;
 long g_energy_calls = 0;
+unsigned long long g_throttle = 0;
+bool g_temperature_supported = true;
 
 double now_s() {
   timespec ts{};
@@ -110,6 +117,9 @@ FAKE_EXPORT int nvmlInit_v2() {
   g_energy_supported = !(env("FAKE_NVML_ENERGY") && std::strcmp(env("FAKE_NVML_ENERGY"), "unsupported") == 0);
   g_fields_supported = !(env("FAKE_NVML_FIELDS") && std::strcmp(env("FAKE_NVML_FIELDS"), "unsupported") == 0);
   g_arch = env("FAKE_NVML_ARCH") ? static_cast<unsigned>(std::atoi(env("FAKE_NVML_ARCH"))) : 9u;
+  g_throttle = env("FAKE_NVML_THROTTLE") ? std::strtoull(env("FAKE_NVML_THROTTLE"), nullptr, 0) : 0;
+  g_temperature_supported =
+      !(env("FAKE_NVML_TEMPERATURE") && std::strcmp(env("FAKE_NVML_TEMPERATURE"), "unsupported") == 0);
   g_start_s = now_s();
   return kSuccess;
 }
@@ -225,6 +235,46 @@ FAKE_EXPORT int nvmlDeviceGetTotalEnergyConsumption(void* device, unsigned long 
   if (g_update_s > 0) elapsed = static_cast<double>(static_cast<long long>(elapsed / g_update_s)) * g_update_s;
   // Starts at a large value, as a real counter does after days of uptime.
   *millijoules = 5'000'000'000ULL + static_cast<unsigned long long>(g_watts[i] * elapsed * 1000.0);
+  return kSuccess;
+}
+
+FAKE_EXPORT int nvmlDeviceGetClockInfo(void* device, int type, unsigned int* mhz) {
+  const int i = index_of(device);
+  if (i < 0 || mhz == nullptr) return kInvalidArgument;
+  if (type == 1) {  // NVML_CLOCK_SM
+    *mhz = static_cast<unsigned>(1980 - i);
+  } else if (type == 2) {  // NVML_CLOCK_MEM
+    *mhz = 2619;
+  } else {
+    return kNotSupported;
+  }
+  return kSuccess;
+}
+
+FAKE_EXPORT int nvmlDeviceGetTemperature(void* device, int sensor, unsigned int* celsius) {
+  const int i = index_of(device);
+  if (i < 0 || celsius == nullptr || sensor != 0) return kInvalidArgument;
+  if (!g_temperature_supported) return kNotSupported;
+  const double warmer = (now_s() - g_start_s) * 10.0;
+  *celsius = static_cast<unsigned>(40 + i + (warmer < 40 ? warmer : 40));
+  return kSuccess;
+}
+
+FAKE_EXPORT int nvmlDeviceGetEnforcedPowerLimit(void* device, unsigned int* milliwatts) {
+  if (index_of(device) < 0 || milliwatts == nullptr) return kInvalidArgument;
+  *milliwatts = 700000;
+  return kSuccess;
+}
+
+FAKE_EXPORT int nvmlDeviceGetPersistenceMode(void* device, int* mode) {
+  if (index_of(device) < 0 || mode == nullptr) return kInvalidArgument;
+  *mode = 1;  // NVML_FEATURE_ENABLED
+  return kSuccess;
+}
+
+FAKE_EXPORT int nvmlDeviceGetCurrentClocksEventReasons(void* device, unsigned long long* reasons) {
+  if (index_of(device) < 0 || reasons == nullptr) return kInvalidArgument;
+  *reasons = g_throttle;
   return kSuccess;
 }
 

@@ -103,6 +103,10 @@ TEST(EnergyCli, MeasuresAFakeMachineAndWritesJsonAndTrace) {
   EXPECT_NEAR(by_id["rapl:package-0"]["energy_j"].get<double>(), 40.0 * d, 40.0 * 0.015);
   EXPECT_NEAR(by_id["rapl:package-0/dram"]["energy_j"].get<double>(), 6.0 * d, 6.0 * 0.015);
   EXPECT_NEAR(by_id["nvml:gpu0"]["energy_j"].get<double>(), 150.0 * d, 150.0 * 0.015);
+  // The GPU's state at both ends of the window; RAPL domains have none.
+  EXPECT_EQ(by_id["nvml:gpu0"]["device_state"]["start"]["sm_clock_mhz"], 1980);
+  EXPECT_EQ(by_id["nvml:gpu0"]["device_state"]["end"]["persistence_mode"], true);
+  EXPECT_FALSE(by_id["rapl:package-0"].contains("device_state"));
   EXPECT_TRUE(m["idle_subtracted"].get<bool>());
   EXPECT_NEAR(by_id["rapl:package-0"]["net_energy_j"].get<double>(), 0.0, 40.0 * 0.040 * (1.0 + d / 0.3));
   EXPECT_NEAR(m["total"]["energy_j"].get<double>(), 196.0 * d, 196.0 * 0.015);

@@ -11,11 +11,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "energy/nvml_sensor.h"
 #include "qjoule/energy/discovery.h"
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/energy/job_gpus.h"
+#include "qjoule/energy/measurement.h"
 #include "qjoule/error.h"
 
 namespace qjoule::energy {
@@ -28,9 +30,10 @@ using ::testing::HasSubstr;
 class EnergyNvml : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"FAKE_NVML_GPUS", "FAKE_NVML_WATTS", "FAKE_NVML_ENERGY_UPDATE_MS", "FAKE_NVML_ENERGY",
-                             "FAKE_NVML_FIELDS", "FAKE_NVML_ARCH", "FAKE_NVML_INIT_ERROR", "CUDA_VISIBLE_DEVICES",
-                             "CUDA_DEVICE_ORDER", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    for (const char* name :
+         {"FAKE_NVML_GPUS", "FAKE_NVML_WATTS", "FAKE_NVML_ENERGY_UPDATE_MS", "FAKE_NVML_ENERGY", "FAKE_NVML_FIELDS",
+          "FAKE_NVML_ARCH", "FAKE_NVML_INIT_ERROR", "FAKE_NVML_THROTTLE", "FAKE_NVML_TEMPERATURE",
+          "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
       ::unsetenv(name);
     }
     ::setenv("QJOULE_NVML_LIB", QJOULE_FAKE_NVML, 1);
@@ -269,6 +272,61 @@ TEST_F(EnergyNvml, OldDriverWithoutFunctionsDegradesWithNotes) {
   EXPECT_THAT(info.notes, ::testing::Contains(HasSubstr("lacks nvmlDeviceGetTotalEnergyConsumption")));
   EXPECT_THAT(info.notes, ::testing::Contains(HasSubstr("lacks nvmlDeviceGetFieldValues")));
   EXPECT_THAT(info.power_method, HasSubstr("architecture unknown"));
+}
+
+// Each window records every GPU's state at its start and end: clocks, temperature, power limit,
+// persistence mode and clock-event ("throttle") reasons; a field NVML cannot give is null with why.
+TEST_F(EnergyNvml, EachWindowRecordsTheGpuStateAtItsStartAndEnd) {
+  ::setenv("FAKE_NVML_GPUS", "2", 1);
+  ::setenv("FAKE_NVML_THROTTLE", "0x24", 1);  // sw_power_cap + sw_thermal_slowdown
+  EnergyMeter meter(discover_sensors(nvml_only()));
+  meter.start();
+  Window w = meter.begin_window("stateful");
+  std::this_thread::sleep_for(250ms);
+  const Measurement m = meter.end_window(w);
+  ASSERT_EQ(m.sensors.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const SensorEnergy& e = m.sensors[static_cast<std::size_t>(i)];
+    ASSERT_TRUE(e.state_start && e.state_end) << e.sensor_id;
+    EXPECT_EQ(e.state_start->sm_clock_mhz, 1980u - static_cast<unsigned>(i));
+    EXPECT_EQ(e.state_start->memory_clock_mhz, 2619u);
+    EXPECT_EQ(e.state_start->power_limit_w, 700.0);
+    EXPECT_EQ(e.state_start->persistence_mode, true);
+    EXPECT_EQ(e.state_start->clocks_event_reasons, 0x24u);
+    EXPECT_EQ(e.state_start->clocks_event_reason_names,
+              (std::vector<std::string>{"sw_power_cap", "sw_thermal_slowdown"}));
+    ASSERT_TRUE(e.state_start->temperature_c && e.state_end->temperature_c);
+    EXPECT_GT(*e.state_end->temperature_c, *e.state_start->temperature_c) << "the fake warms 1 °C per 100 ms";
+    EXPECT_TRUE(e.state_start->unavailable.empty());
+  }
+  const nlohmann::json j = to_json(m);
+  const auto& state = j["sensors"][0]["device_state"];
+  EXPECT_EQ(state["start"]["sm_clock_mhz"], 1980);
+  EXPECT_EQ(state["end"]["power_limit_w"], 700.0);
+  EXPECT_EQ(state["end"]["persistence_mode"], true);
+  EXPECT_EQ(state["end"]["clocks_event_reason_names"], nlohmann::json({"sw_power_cap", "sw_thermal_slowdown"}));
+}
+
+TEST_F(EnergyNvml, AStateFieldNvmlCannotGiveIsNullWithTheReason) {
+  ::setenv("FAKE_NVML_TEMPERATURE", "unsupported", 1);
+  SensorDiscovery found = discover_sensors(nvml_only());
+  const auto state = found.sensors.at(0)->device_state();
+  ASSERT_TRUE(state);
+  EXPECT_FALSE(state->temperature_c);
+  EXPECT_THAT(state->unavailable,
+              ::testing::ElementsAre("temperature_c: nvmlDeviceGetTemperature: Not Supported (NVML error 3)"));
+  EXPECT_TRUE(state->sm_clock_mhz);
+  // An old driver without the state functions: every field null, each saying which function is missing.
+  found = SensorDiscovery{};
+  ::setenv("QJOULE_NVML_LIB", QJOULE_FAKE_NVML_OLD, 1);
+  found = discover_sensors(nvml_only());
+  const auto old = found.sensors.at(0)->device_state();
+  ASSERT_TRUE(old);
+  EXPECT_FALSE(old->sm_clock_mhz || old->memory_clock_mhz || old->temperature_c || old->power_limit_w ||
+               old->persistence_mode || old->clocks_event_reasons);
+  EXPECT_EQ(old->unavailable.size(), 6u);
+  EXPECT_THAT(old->unavailable, ::testing::Contains("power_limit_w: this NVML library has no "
+                                                    "nvmlDeviceGetEnforcedPowerLimit"));
 }
 
 TEST_F(EnergyNvml, ObservedUpdatePeriodAndShortWindowFlag) {

@@ -1,4 +1,4 @@
-// Issue 8's acceptance: sst2-distilbert-mini's accuracy on the GPU (EncoderClassifierCuda) equals the
+// Issue 8's acceptance: sst2-distilbert-mini's accuracy on the GPU (the encoder graph on the CUDA backend) equals the
 // CPU's (EncoderClassifier) per format within 0.2 pt, on the SST-2 dev set (../shared), with the same
 // tokenization and batches as `qjoule eval`. Formats: every CPU format that has a CUDA kernel (fp32,
 // bf16, fp16, int8, int4 g128 sym, int4 g64 asym, nf4, nf4 + double quant; w8 has none). Needs a GPU
@@ -18,7 +18,8 @@
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/encoder_classifier.h"
-#include "qjoule/model/encoder_classifier_cuda.h"
+#include "qjoule/model/cuda_linear_factory.h"
+#include "qjoule/model/graph_ops.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 #include "test_paths.h"
@@ -65,13 +66,9 @@ TEST_P(Sst2GpuAccuracy, EqualsTheCpuWithinBudget) {
 
   const model::EncoderClassifier cpu(s.params, model::quantized_linear_factory(policy, {}));
   const auto on_cpu = evaluate_classifier(cpu, &*s.tokenizer, s.dataset, kOptions);
-  const model::EncoderClassifierCuda gpu(s.params, model::cuda_linear_formats(policy));
-  const auto on_gpu = evaluate_classifier(
-      gpu.config(),
-      [&gpu](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
-        gpu.forward(ids, mask, batch, seq, logits);
-      },
-      &*s.tokenizer, s.dataset, kOptions);
+  const model::EncoderClassifier gpu(s.params, model::cuda_linear_factory(model::cuda_linear_formats(policy), 0),
+                                     model::ActivationDtype::f32, model::make_cuda_graph_ops(0));
+  const auto on_gpu = evaluate_classifier(gpu, &*s.tokenizer, s.dataset, kOptions);
 
   const double gap_pt = 100.0 * (on_gpu.accuracy() - on_cpu.accuracy());
   const auto f = compare_logits(on_cpu.logits, on_gpu.logits);

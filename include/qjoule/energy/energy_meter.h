@@ -58,6 +58,7 @@ class Window {
   std::int64_t start_ns_ = 0;
   std::uint64_t cpu_busy_ = 0, cpu_total_ = 0;  // /proc/stat at the start (for the estimate)
   bool cpu_ok_ = false;
+  std::vector<std::optional<DeviceState>> states_;  // per sensor, at the start (GPU boards)
 };
 
 // Idle power per sensor, measured with nothing running.

@@ -73,6 +73,8 @@ struct SensorEnergy {
   std::optional<double> update_period_s;  // the period the short-window test used
   Validity validity;
   std::vector<std::string> notes;  // sensor caveats and problems, for the record
+  // The device's operating state at the window's start and end (GPU boards; see DeviceState).
+  std::optional<DeviceState> state_start, state_end;
 };
 
 // Sum over the sensors that count in totals (nested domains and whole-system meters excluded).
@@ -115,5 +117,6 @@ struct Measurement {
 // JSON record of a Measurement (the shape is documented in docs/energy.md).
 nlohmann::json to_json(const Measurement& measurement);
 nlohmann::json to_json(const SensorInfo& info);
+nlohmann::json to_json(const DeviceState& state);
 
 }  // namespace qjoule::energy

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,6 +70,21 @@ struct SensorReading {
   int error_code = 0;
 };
 
+// The operating state of a device at one instant (a GPU board: clocks, temperature, power limit,
+// persistence mode, clock-event reasons), read at the start and at the end of each energy window, so
+// that a result says under what conditions its joules were spent. A field that could not be read is
+// std::nullopt, with the reason in `unavailable` ("temperature_c: Not Supported (NVML error 3)").
+struct DeviceState {
+  std::optional<unsigned> sm_clock_mhz;
+  std::optional<unsigned> memory_clock_mhz;
+  std::optional<unsigned> temperature_c;
+  std::optional<double> power_limit_w;
+  std::optional<bool> persistence_mode;
+  std::optional<std::uint64_t> clocks_event_reasons;   // NVML's bitmask ("throttle reasons")
+  std::vector<std::string> clocks_event_reason_names;  // its set bits, e.g. {"sw_power_cap"}
+  std::vector<std::string> unavailable;
+};
+
 class Sensor {
  public:
   virtual ~Sensor() = default;
@@ -91,6 +107,10 @@ class Sensor {
   // Problems seen while reading that are not per-reading errors (malformed meter lines, ...).
   // Called outside the sampler loop.
   virtual std::vector<std::string> problems() const { return {}; }
+
+  // The device's operating state now, for sensors of a device that has one (a GPU); std::nullopt for
+  // the others. Called outside the sampler loop, at the start and end of each window.
+  virtual std::optional<DeviceState> device_state() const { return std::nullopt; }
 };
 
 }  // namespace qjoule::energy

@@ -1,7 +1,9 @@
-// A decoder language model (Llama / Qwen2 / GPT-2) ready to run on the CPU: token (and, for GPT-2,
-// position) embeddings, pre-norm transformer blocks with causal grouped-query attention over a KV
-// cache, the final norm and lm_head. Each Linear is built by a factory, so the same model runs FP32
-// or any quantized format; embeddings, norms and lm_head stay FP32 unless the policy names them.
+// A decoder language model (Llama / Qwen2 / GPT-2): token (and, for GPT-2, position) embeddings,
+// pre-norm transformer blocks with causal grouped-query attention over a KV cache, the final norm and
+// lm_head. Each Linear is built by a factory, so the same model runs FP32 or any quantized format;
+// embeddings, norms and lm_head stay FP32 unless the policy names them. The forward graph is written
+// once against GraphOps (graph_ops.h): on the CPU backend (the default), or on the CUDA backend with
+// every weight and the KV cache on one GPU and the Linears of cuda_linear_factory.
 #pragma once
 
 #include <cstddef>
@@ -16,30 +18,33 @@
 #include "qjoule/kernels/linear.h"
 #include "qjoule/model/decoder_params.h"
 #include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/graph_ops.h"
 
 namespace qjoule::model {
 
-// Keys and values of every layer for the tokens seen so far, FP32, [capacity, kv_dim] per layer.
+// Keys and values of every layer for the tokens seen so far, FP32, [capacity, kv_dim] per layer, on
+// the model's device (made by DecoderLM::make_cache).
 class KvCache {
  public:
   KvCache() = default;
-  KvCache(int64_t layers, int64_t capacity, int64_t kv_dim);
+  KvCache(GraphOps& ops, int64_t layers, int64_t capacity, int64_t kv_dim);
   int64_t size() const { return size_; }  // tokens held
   int64_t capacity() const { return capacity_; }
   void clear() { size_ = 0; }
   // Forgets every token after the first `tokens` (e.g. back to the prompt, to decode again).
   void truncate(int64_t tokens);
-  std::size_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+  std::size_t bytes() const { return k_.bytes() + v_.bytes(); }
 
  private:
   friend class DecoderLM;
   int64_t layers_ = 0, capacity_ = 0, kv_dim_ = 0, size_ = 0;
-  std::vector<float> k_, v_;  // [layers, capacity, kv_dim]
+  Tensor k_, v_;  // [layers, capacity, kv_dim]
 };
 
 class DecoderLM {
  public:
-  DecoderLM(DecoderParams params, const LinearFactory& factory);
+  // `ops`: the backend (nullptr: the CPU); the factory must build Linears it runs.
+  DecoderLM(DecoderParams params, const LinearFactory& factory, std::shared_ptr<GraphOps> ops = nullptr);
 
   // A cache for up to `capacity` tokens (0: max_position_embeddings); more than the model's positions
   // is an error naming both numbers.
@@ -49,7 +54,14 @@ class DecoderLM {
   // is empty, a decode step when n = 1), appends their keys and values to the cache and writes the
   // logits of tokens logits_from .. n − 1: [n − logits_from, vocab] (n − 1: the last token's only).
   // A position beyond the cache or max_position_embeddings, or an id outside the vocabulary, is an error.
+  // ids and logits are host memory; the logits are written when forward returns.
   void forward(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from = 0) const;
+  // forward() timed by the backend (CUDA events on the GPU, the steady clock on the CPU): milliseconds.
+  double forward_timed(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from = 0) const;
+  void synchronize() const { ops_->synchronize(); }
+  Device device() const { return ops_->device(); }
+  std::string device_name() const { return ops_->device_name(); }
+  std::string nongemm_path() const;
 
   const DecoderConfig& config() const { return config_; }
   std::vector<LinearReport> linear_reports() const;
@@ -58,20 +70,35 @@ class DecoderLM {
   std::size_t fp32_bytes() const;                         // the same model held entirely in FP32
 
  private:
-  struct Layer {
-    std::unique_ptr<kernels::Linear> qkv, q, k, v, o, gate, up, down;
-    LayerNormParams attn_norm, mlp_norm;
+  struct OwnedLinear {
+    std::unique_ptr<kernels::Linear> linear;
+    std::string name;
+    explicit operator bool() const { return linear != nullptr; }
   };
-  void norm(const LayerNormParams& p, const float* x, int64_t rows, float* out) const;
-  void attention_block(const Layer& layer, int64_t index, float* x, int64_t n, KvCache& cache) const;
-  void mlp_block(const Layer& layer, float* x, int64_t n) const;
+  struct Norm {
+    Tensor gamma, beta;  // beta empty: RMSNorm
+  };
+  struct Layer {
+    OwnedLinear qkv, q, k, v, o, gate, up, down;
+    Norm attn_norm, mlp_norm;
+  };
+  // The activations of one forward of n tokens.
+  struct Scratch {
+    Tensor x, hn, qkv, ctx, a, g;
+  };
+  void norm(const Norm& p, const Tensor& x, int64_t rows, const Tensor& out) const;
+  void linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const;
+  void attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n, KvCache& cache) const;
+  void mlp_block(const Layer& layer, const Scratch& s, int64_t n) const;
 
+  std::shared_ptr<GraphOps> ops_;  // first: destroyed after every tensor it allocated
   DecoderConfig config_;
-  std::vector<float> token_embeddings_, position_embeddings_;
+  Tensor token_embeddings_, position_embeddings_;
   std::vector<Layer> layers_;
-  LayerNormParams final_norm_;
-  std::unique_ptr<kernels::Linear> lm_head_;
-  kernels::RopeTable rope_;
+  Norm final_norm_;
+  OwnedLinear lm_head_;
+  Tensor rope_inv_freq_;
+  float rope_attention_factor_ = 1.0f;
   struct NamedLinear {
     std::string name;
     const kernels::Linear* linear;
@@ -83,7 +110,7 @@ class DecoderLM {
 // Loads `dir` (config.json + safetensors) into a DecoderLM. `unused_tensors` (when not null) receives
 // unused_tensors_warning(): "" when the model read every tensor it should.
 DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory = fp32_linear_factory(),
-                          std::string* unused_tensors = nullptr);
+                          std::string* unused_tensors = nullptr, std::shared_ptr<GraphOps> ops = nullptr);
 
 // The FP32 model of `dir` holding no Linear weights: each Linear reads its weights from the checkpoint
 // at every forward (model/streamed_linear_f32.h), so the model holds its embeddings, norms and one

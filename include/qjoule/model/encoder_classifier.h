@@ -1,7 +1,9 @@
-// A BERT or DistilBERT sequence classifier ready to run on the CPU: embeddings, post-LN
-// transformer blocks (multi-head attention with the padding mask, GELU FFN), and the head
-// (BERT: tanh pooler; DistilBERT: ReLU pre_classifier), then the classifier.
-// Each Linear is built by a factory, so the same model runs FP32 or any quantized format.
+// A BERT or DistilBERT sequence classifier: embeddings, post-LN transformer blocks (multi-head
+// attention with the padding mask, GELU FFN), and the head (BERT: tanh pooler; DistilBERT: ReLU
+// pre_classifier), then the classifier. Each Linear is built by a factory, so the same model runs FP32
+// or any quantized format. The forward graph is written once against GraphOps (graph_ops.h): on the
+// CPU backend (the default) with the CPU Linears, or on the CUDA backend with every weight on one GPU
+// and the Linears of cuda_linear_factory (cuda_linear_factory.h).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +17,7 @@
 
 #include "qjoule/kernels/linear.h"
 #include "qjoule/model/encoder_params.h"
+#include "qjoule/model/graph_ops.h"
 
 namespace qjoule::model {
 
@@ -50,12 +53,26 @@ std::string to_string(ActivationDtype dtype);
 
 class EncoderClassifier {
  public:
+  // `ops`: the backend every operation and tensor belongs to (nullptr: the CPU); the factory must build
+  // Linears that backend runs (the CPU ones, or cuda_linear_factory's on the same GPU).
   EncoderClassifier(EncoderParams params, const LinearFactory& factory,
-                    ActivationDtype activations = ActivationDtype::f32);
+                    ActivationDtype activations = ActivationDtype::f32, std::shared_ptr<GraphOps> ops = nullptr);
 
-  // ids, mask: [batch, seq] row-major (mask 1 = token, 0 = padding); logits: [batch, num_labels].
-  // seq must not exceed max_position_embeddings and every id must be < vocab_size (else an error).
+  // ids, mask: [batch, seq] row-major host memory (mask 1 = token, 0 = padding); logits: [batch,
+  // num_labels] host memory, written when forward returns. seq must not exceed max_position_embeddings
+  // and every id must be < vocab_size (else an error). On a GPU the ids and mask are copied in, the
+  // graph runs on the backend's stream and the logits are copied out.
   void forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) const;
+  // forward() timed by the backend: from before the ids are copied in to after the logits are copied
+  // out (CUDA events on the GPU, the steady clock on the CPU); returns the milliseconds.
+  double forward_timed(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) const;
+  // Waits for everything the backend has queued.
+  void synchronize() const { ops_->synchronize(); }
+  Device device() const { return ops_->device(); }
+  std::string device_name() const { return ops_->device_name(); }
+  // The kernels of the operations other than the Linears, e.g. "qjoule:cuda: embedding_sum, add_layer_norm,
+  // attention, gelu_erf, tanh".
+  std::string nongemm_path() const;
 
   const EncoderConfig& config() const { return config_; }
   ActivationDtype activation_dtype() const { return activations_; }
@@ -76,11 +93,16 @@ class EncoderClassifier {
   std::size_t fp32_bytes() const;  // the same model held entirely in FP32
 
  private:
+  struct OwnedLinear {
+    std::unique_ptr<kernels::Linear> linear;
+    std::string name;
+    explicit operator bool() const { return linear != nullptr; }
+  };
   struct Layer {
-    std::unique_ptr<kernels::Linear> qkv;      // Q, K and V as one Linear [3·hidden], when fused
-    std::unique_ptr<kernels::Linear> q, k, v;  // otherwise
-    std::unique_ptr<kernels::Linear> o, ffn_in, ffn_out;
-    LayerNormParams attn_norm, ffn_norm;
+    OwnedLinear qkv;      // Q, K and V as one Linear [3·hidden], when fused
+    OwnedLinear q, k, v;  // otherwise
+    OwnedLinear o, ffn_in, ffn_out;
+    Tensor attn_gamma, attn_beta, ffn_gamma, ffn_beta;
   };
   struct NamedLinear {
     std::string name;
@@ -88,14 +110,16 @@ class EncoderClassifier {
     bool fused_qkv = false;
   };
 
-  void round_activations(float* x, int64_t n) const;
+  void round_activations(const Tensor& x, int64_t n) const;
+  void linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const;
 
+  std::shared_ptr<GraphOps> ops_;  // first: destroyed after every tensor it allocated
   EncoderConfig config_;
   ActivationDtype activations_ = ActivationDtype::f32;
-  std::vector<float> word_embeddings_, position_embeddings_, token_type_embeddings_;
-  LayerNormParams embedding_norm_;
+  Tensor word_embeddings_, position_embeddings_, token_type0_;  // token type 0's row only (BERT)
+  Tensor embedding_gamma_, embedding_beta_;
   std::vector<Layer> layers_;
-  std::unique_ptr<kernels::Linear> head_dense_, classifier_;
+  OwnedLinear head_dense_, classifier_;
   std::vector<NamedLinear> all_linears_;
 };
 

@@ -253,8 +253,7 @@ void gelu_erf_f32(float* x, int64_t n) {
 }
 
 void gelu_erf_f32_ref(float* x, int64_t n) {
-  constexpr float kInvSqrt2 = 0.70710678118654752440f;
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+  for (int64_t i = 0; i < n; ++i) x[i] = element::gelu_erf(x[i]);
 }
 
 void relu_f32(float* x, int64_t n) {

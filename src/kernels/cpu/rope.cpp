@@ -7,6 +7,7 @@
 
 #include "qjoule/error.h"
 #include "qjoule/kernels/decoder_ops.h"
+#include "qjoule/kernels/element_math.h"
 
 namespace qjoule::kernels {
 namespace {
@@ -160,13 +161,9 @@ void apply_rope_f32_ref(float* x, int64_t n_tokens, int64_t row_stride, int64_t 
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t h = 0; h < heads; ++h) {
       float* head = x + t * row_stride + h * table.head_dim;
-      for (int64_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(first_position + t) * static_cast<double>(table.inv_freq[i]);
-        const double c = std::cos(angle) * table.attention_factor, s = std::sin(angle) * table.attention_factor;
-        const double a = head[i], b = head[i + half];
-        head[i] = static_cast<float>(a * c - b * s);
-        head[i + half] = static_cast<float>(b * c + a * s);
-      }
+      for (int64_t i = 0; i < half; ++i)
+        element::rope_rotate(head[i], head[i + half], first_position + t, table.inv_freq[static_cast<size_t>(i)],
+                             table.attention_factor);
     }
   }
 }

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/encoder_ops_cuda.h"
+#include "qjoule/kernels/element_math.h"
 
 namespace qjoule::kernels::cuda_detail {
 namespace {
@@ -15,35 +17,6 @@ namespace {
 constexpr int kElementThreads = 256;
 constexpr int kLayerNormThreads = 256;
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
-
-// ---- block reductions (blockDim.x a multiple of 32, at most 1024) -----------------------------------
-
-struct Sum {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-struct Max {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-
-template <class Op>
-__device__ float warp_reduce(float v, Op op) {
-  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
-// Every thread gets the block's reduction; `scratch` holds 32 floats of shared memory, free again on
-// return (the second barrier).
-template <class Op>
-__device__ float block_reduce(float v, Op op, float* scratch) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = warp_reduce(v, op);
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  float r = scratch[0];
-  for (int w = 1; w < warps; ++w) r = op(r, scratch[w]);
-  __syncthreads();
-  return r;
-}
 
 // ---- kernels ----------------------------------------------------------------------------------------
 
@@ -54,7 +27,8 @@ __global__ void embedding_sum_kernel(const int32_t* __restrict__ ids, const floa
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += stride) {
     const int64_t i = idx / hidden, c = idx - i * hidden;
-    float v = __fadd_rn(word[int64_t{ids[i]} * hidden + c], position[(i % seq) * hidden + c]);
+    float v = word[int64_t{ids[i]} * hidden + c];
+    if (position != nullptr) v = __fadd_rn(v, position[(i % seq) * hidden + c]);
     if (token_type0 != nullptr) v = __fadd_rn(v, token_type0[c]);
     out[idx] = v;
   }
@@ -88,7 +62,7 @@ __global__ void __launch_bounds__(kLayerNormThreads)
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) row[c] = (row[c] - mean) * inv * gamma[c] + beta[c];
 }
 
-enum class Unary { gelu_erf, relu, tanh };
+enum class Unary { gelu_erf, gelu_tanh, relu, tanh, round_bf16 };
 
 template <Unary kOp>
 __global__ void unary_kernel(float* __restrict__ x, int64_t n) {
@@ -97,6 +71,10 @@ __global__ void unary_kernel(float* __restrict__ x, int64_t n) {
     const float v = x[i];
     if constexpr (kOp == Unary::gelu_erf) {
       x[i] = 0.5f * v * (1.0f + erff(v * kInvSqrt2));
+    } else if constexpr (kOp == Unary::gelu_tanh) {
+      x[i] = element::gelu_tanh(v);
+    } else if constexpr (kOp == Unary::round_bf16) {
+      x[i] = element::round_to_bf16(v);
     } else if constexpr (kOp == Unary::relu) {
       x[i] = v < 0.0f ? 0.0f : v;  // std::max(v, 0.0f): NaN stays NaN
     } else {
@@ -195,6 +173,12 @@ std::string relu_cuda(float* x, int64_t n, CUstream_st* stream) {
 }
 std::string tanh_cuda(float* x, int64_t n, CUstream_st* stream) {
   return unary<Unary::tanh>(x, n, stream, "tanh_kernel");
+}
+std::string gelu_tanh_cuda(float* x, int64_t n, CUstream_st* stream) {
+  return unary<Unary::gelu_tanh>(x, n, stream, "gelu_tanh_kernel");
+}
+std::string round_to_bf16_cuda(float* x, int64_t n, CUstream_st* stream) {
+  return unary<Unary::round_bf16>(x, n, stream, "round_bf16_kernel");
 }
 
 std::string attention_cuda(const float* q, const float* k, const float* v, int64_t row_stride, const int32_t* mask,

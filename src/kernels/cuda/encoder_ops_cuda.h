@@ -16,7 +16,8 @@ struct CUstream_st;  // cudaStream_t is CUstream_st*
 
 namespace qjoule::kernels::cuda_detail {
 
-// out[i, :] = word[ids[i], :] + position[i % seq, :] (+ token_type0[:] when not nullptr), for
+// out[i, :] = word[ids[i], :] + position[i % seq, :] (when position is not nullptr: decoders without
+// learned positions pass none) (+ token_type0[:] when not nullptr), for
 // rows = batch · seq: the embedding sum of EncoderClassifier::forward (token type 0 for BERT). The ids
 // must already be checked to lie in the vocabulary.
 std::string embedding_sum_cuda(const int32_t* ids, const float* word, const float* position, const float* token_type0,
@@ -33,6 +34,10 @@ std::string add_layer_norm_cuda(float* x, const float* residual, int64_t rows, i
 std::string gelu_erf_cuda(float* x, int64_t n, CUstream_st* stream);
 std::string relu_cuda(float* x, int64_t n, CUstream_st* stream);
 std::string tanh_cuda(float* x, int64_t n, CUstream_st* stream);
+// In place: GPT-2's tanh GELU and the rounding to BF16, with the element math the CPU uses
+// (qjoule/kernels/element_math.h).
+std::string gelu_tanh_cuda(float* x, int64_t n, CUstream_st* stream);
+std::string round_to_bf16_cuda(float* x, int64_t n, CUstream_st* stream);
 
 // Multi-head self-attention, attention_f32's layout: q, k, v [batch·seq, row_stride], head h in
 // columns [h·head_dim, (h+1)·head_dim); ctx [batch·seq, heads·head_dim] = softmax(q·kᵀ/√head_dim)·v.

@@ -1,5 +1,5 @@
-// EncoderClassifierCuda (the whole encoder on one GPU) against the CPU EncoderClassifier, format by
-// format, on the tiny-bert fixture (BERT: token types, tanh pooler) and a small synthetic DistilBERT
+// EncoderClassifier on the CUDA GraphOps backend (the same graph, every weight on one GPU) against the
+// same graph on the CPU, format by format, on the tiny-bert fixture (BERT: token types, tanh pooler) and a small synthetic DistilBERT
 // (ReLU pre_classifier; hidden 128 so that int4 g128 and nf4 apply). Without a GPU (or without the
 // CUDA backend) the GPU tests skip with cuda_device_status()'s reason; the format resolution and the
 // constructor's one-line refusal run everywhere.
@@ -17,7 +17,7 @@
 //   int4, nf4   1e-2   vs the CPU format: the same dequantized weights; the panel path (> 8 rows) rounds
 //                      weights and activations to FP16, the GEMV path (≤ 8 rows) sums in FP32
 // and the prediction (argmax) agrees wherever the reference's top-two margin exceeds twice the budget.
-#include "qjoule/model/encoder_classifier_cuda.h"
+#include "qjoule/model/cuda_linear_factory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,6 +33,7 @@
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/graph_ops.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/synthetic_encoder.h"
 #include "test_paths.h"
@@ -70,9 +71,15 @@ quant::LayerPolicy policy(const std::string& precision, const std::string& layer
   return quant::LayerPolicy::parse(o);
 }
 
+// The graph on GPU `device`, every Linear in the policy's format.
+EncoderClassifier gpu_model(const EncoderParams& p, const std::string& precision, int device = 0) {
+  return EncoderClassifier(p, cuda_linear_factory(cuda_linear_formats(policy(precision)), device), ActivationDtype::f32,
+                           make_cuda_graph_ops(device));
+}
+
 // ---- everywhere -------------------------------------------------------------------------------------
 
-TEST(EncoderClassifierCudaFormats, BlockLinearsGetThePolicyFormatAndTheHeadStaysFp32) {
+TEST(EncoderClassifierGpuFormats, BlockLinearsGetThePolicyFormatAndTheHeadStaysFp32) {
   const EncoderParams p = small_distilbert();
   const auto formats = cuda_linear_formats(policy("int8", "*.layer.0.*=fp8,*.ffn.lin2=tf32"));
   EXPECT_EQ(formats(p.layers[0].q, true).format, quant::Format::fp8);
@@ -85,7 +92,7 @@ TEST(EncoderClassifierCudaFormats, BlockLinearsGetThePolicyFormatAndTheHeadStays
   EXPECT_TRUE(int4.int4_asymmetric);
 }
 
-TEST(EncoderClassifierCudaFormats, FormatsWithoutACudaKernelAreOneLineErrors) {
+TEST(EncoderClassifierGpuFormats, FormatsWithoutACudaKernelAreOneLineErrors) {
   const EncoderParams p = small_distilbert();
   EXPECT_THAT(error_of([&] { cuda_linear_formats(policy("w8"))(p.layers[0].q, true); }),
               AllOf(HasSubstr("tensor 'distilbert.transformer.layer.0.attention.q_lin'"), HasSubstr("no CUDA kernel")));
@@ -97,11 +104,11 @@ TEST(EncoderClassifierCudaFormats, FormatsWithoutACudaKernelAreOneLineErrors) {
   EXPECT_THAT(error_of([] { quant::parse_format_spec("fp4"); }), HasSubstr("unknown format 'fp4'"));
 }
 
-TEST(EncoderClassifierCuda, WithoutAGpuTheConstructorSaysWhy) {
+TEST(EncoderClassifierGpu, WithoutAGpuTheBackendSaysWhy) {
   const auto& s = kernels::cuda_device_status();
   if (s.usable) GTEST_SKIP() << "this machine has a usable GPU";
-  const std::string e = error_of([] { EncoderClassifierCuda m(tiny_bert(), cuda_linear_formats(policy("fp32"))); });
-  EXPECT_THAT(e, AllOf(HasSubstr("GPU model on GPU 0: "), HasSubstr(s.reason)));
+  const std::string e = error_of([] { gpu_model(tiny_bert(), "fp32"); });
+  EXPECT_THAT(e, AllOf(HasSubstr("GPU 0: no usable GPU: "), HasSubstr(s.reason)));
   EXPECT_EQ(e.find('\n'), std::string::npos);
 }
 
@@ -150,14 +157,14 @@ struct FormatCase {
 };
 void PrintTo(const FormatCase& c, std::ostream* os) { *os << c.name; }
 
-class EncoderClassifierCudaVsCpu : public ::testing::TestWithParam<FormatCase> {};
+class EncoderClassifierGpuVsCpu : public ::testing::TestWithParam<FormatCase> {};
 
 // The compute capability a format needs (make_linear_cuda refuses it below).
 int needs_sm(const std::string& precision) {
   return precision == "fp8" ? 89 : precision == "tf32" || precision == "bf16" ? 80 : 75;
 }
 
-TEST_P(EncoderClassifierCudaVsCpu, LogitsWithinBudget) {
+TEST_P(EncoderClassifierGpuVsCpu, LogitsWithinBudget) {
   REQUIRE_GPU();
   const FormatCase& c = GetParam();
   const int sm = kernels::cuda_device_status().compute_capabilities.at(0);
@@ -165,7 +172,7 @@ TEST_P(EncoderClassifierCudaVsCpu, LogitsWithinBudget) {
   for (const bool bert : {true, false}) {
     if (bert && c.needs_width_64) continue;
     const EncoderParams p = bert ? tiny_bert() : small_distilbert();
-    const EncoderClassifierCuda gpu(p, cuda_linear_formats(policy(c.gpu)));
+    const EncoderClassifier gpu = gpu_model(p, c.gpu);
     // > 8 rows (4-bit panel path) with padding, and ≤ 8 rows (4-bit GEMV path).
     for (const Inputs& in : {inputs(p.config.vocab_size, 3, 12, 7), inputs(p.config.vocab_size, 1, 6, 9)}) {
       const auto ref = cpu_logits(p, c.cpu, in);
@@ -197,7 +204,7 @@ TEST_P(EncoderClassifierCudaVsCpu, LogitsWithinBudget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Formats, EncoderClassifierCudaVsCpu,
+    Formats, EncoderClassifierGpuVsCpu,
     ::testing::Values(FormatCase{"fp32", "fp32", "fp32", 1e-4, false}, FormatCase{"tf32", "tf32", "fp32", 2e-2, false},
                       FormatCase{"fp16", "fp16", "fp16", 1e-2, false}, FormatCase{"bf16", "bf16", "bf16", 3e-2, false},
                       FormatCase{"int8", "int8", "int8", 3e-2, false}, FormatCase{"fp8", "fp8", "fp32", 0.25, false},
@@ -207,10 +214,11 @@ INSTANTIATE_TEST_SUITE_P(
                       FormatCase{"nf4_dq", "nf4:dq", "nf4:dq", 1e-2, true}),
     [](const ::testing::TestParamInfo<FormatCase>& case_info) { return case_info.param.name; });
 
-TEST(EncoderClassifierCuda, KernelPathsSizesAndChecks) {
+TEST(EncoderClassifierGpu, KernelPathsSizesAndChecks) {
   REQUIRE_GPU();
   const EncoderParams p = tiny_bert();
-  const EncoderClassifierCuda fp32(p, cuda_linear_formats(policy("fp32")));
+  const EncoderClassifier fp32 = gpu_model(p, "fp32");
+  EXPECT_EQ(fp32.device(), (Device{Device::Kind::cuda, 0}));
   // Q, K, V fused per block (2 blocks): 2 fused + 2 × 3 others + the 2 head Linears.
   EXPECT_EQ(fp32.kernel_path_counts(),
             (std::map<std::string, int>{{"fp32 cublaslt:f32", 8}, {"fp32 cublaslt:f32 [q+k+v fused]", 2}}));
@@ -224,22 +232,27 @@ TEST(EncoderClassifierCuda, KernelPathsSizesAndChecks) {
   std::vector<int32_t> long_ids(41, 2), long_mask(41, 1);
   EXPECT_THAT(error_of([&] { fp32.forward(long_ids.data(), long_mask.data(), 1, 41, logits.data()); }),
               HasSubstr("sequence length 41 exceeds max_position_embeddings 40"));
-  EXPECT_EQ(fp32.workspace_bytes(), 0u) << "nothing has run yet";
-  const std::vector<int32_t> ids{2, 5, 3};
-  fp32.forward(ids.data(), mask.data(), 1, 3, logits.data());
-  EXPECT_GT(fp32.workspace_bytes(), 0u);
   if (kernels::cuda_device_status().compute_capabilities.at(0) < 89) return;  // no fp8 below sm_89
   // fp8 is not fused (one scale per tensor).
-  const EncoderClassifierCuda fp8(p, cuda_linear_formats(policy("fp8")));
+  const EncoderClassifier fp8 = gpu_model(p, "fp8");
   EXPECT_EQ(fp8.kernel_path_counts(),
             (std::map<std::string, int>{{"fp32 cublaslt:f32", 2}, {"fp8 cublaslt:e4m3:tensor_op", 12}}));
   EXPECT_LT(fp8.bytes_held(), fp32.bytes_held());
 }
 
-TEST(EncoderClassifierCuda, AGpuThatDoesNotExistIsOneLine) {
+TEST(EncoderClassifierGpu, AGpuThatDoesNotExistIsOneLine) {
   REQUIRE_GPU();
-  EXPECT_THAT(error_of([] { EncoderClassifierCuda m(tiny_bert(), cuda_linear_formats(policy("fp32")), 99); }),
-              HasSubstr("GPU 99 does not exist"));
+  EXPECT_THAT(error_of([] { gpu_model(tiny_bert(), "fp32", 99); }), HasSubstr("GPU 99 does not exist"));
+}
+
+// A CPU Linear handed to the GPU graph is one line naming the layer, before anything runs.
+TEST(EncoderClassifierGpu, ACpuLinearOnTheGpuBackendIsOneLine) {
+  REQUIRE_GPU();
+  const EncoderClassifier m(tiny_bert(), fp32_linear_factory(), ActivationDtype::f32, make_cuda_graph_ops(0));
+  std::vector<float> logits(3);
+  const std::vector<int32_t> ids{2, 5, 3}, mask{1, 1, 1};
+  EXPECT_THAT(error_of([&] { m.forward(ids.data(), mask.data(), 1, 3, logits.data()); }),
+              HasSubstr("Linear built for the CPU, handed to GPU 0"));
 }
 
 }  // namespace

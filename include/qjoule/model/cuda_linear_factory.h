@@ -1,0 +1,32 @@
+// The Linears of a model on one GPU: the layer policy's format for each (as quantized_linear_factory
+// decides on the CPU), built with make_linear_cuda. A model runs them through the CUDA GraphOps
+// backend (qjoule/model/graph_ops.h); without a usable GPU, building one is a one-line error.
+#pragma once
+
+#include <functional>
+
+#include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/encoder_params.h"
+#include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/layer_policy.h"
+
+namespace qjoule::model {
+
+// The format of one Linear on the GPU; `in_block` as for LinearFactory.
+using CudaLinearFormats = std::function<quant::FormatSpec(const LinearParams& params, bool in_block)>;
+
+// The layer policy's decision for each Linear, parsed on top of `defaults` and checked with
+// kernels::check_cuda_format (so "tf32" and "fp8" are names too, and a format without a CUDA kernel
+// is one line naming the tensor): block Linears get --precision (or their rule), the head stays fp32.
+CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults = {});
+
+// Whether Q, K and V in these formats are built as one Linear with the same numbers as three: the same
+// format, and neither fp8 (one scale per tensor) nor nf4:dq (absmax groups of 256 blocks would straddle
+// them).
+bool cuda_fuses_qkv(const quant::FormatSpec& q, const quant::FormatSpec& k, const quant::FormatSpec& v);
+
+// A LinearFactory building every Linear on GPU `device` in the format `formats` gives it. Fused Q, K, V
+// params (fused_from set) are built when cuda_fuses_qkv holds for their three formats, else nullptr.
+LinearFactory cuda_linear_factory(CudaLinearFormats formats, int device);
+
+}  // namespace qjoule::model

@@ -1,0 +1,44 @@
+// The non-GEMM operations of a decoder language model on the GPU, compiled by nvcc
+// (decoder_ops_cuda.cu): each the twin of a CPU operation in qjoule/kernels/decoder_ops.h, with the
+// same arguments and the per-element arithmetic of qjoule/kernels/element_math.h.
+//
+// As encoder_ops_cuda.h: every pointer is device memory; each call enqueues on `stream` and returns ""
+// when the launch was accepted, else the error as one line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+struct CUstream_st;
+
+namespace qjoule::kernels::cuda_detail {
+
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) · gamma; out may equal x. One block per row.
+std::string rms_norm_cuda(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out,
+                          CUstream_st* stream);
+
+// x[i] += y[i]; gate[i] = silu(gate[i]) · up[i] (element::silu_mul).
+std::string add_cuda(float* x, const float* y, int64_t n, CUstream_st* stream);
+std::string silu_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream);
+
+// Rotary embedding in place (element::rope_rotate per pair): x [n_tokens, row_stride], `heads` heads
+// of 2·half columns, token t at first_position + t; inv_freq [half] on the device.
+std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half,
+                      int64_t first_position, const float* inv_freq, float attention_factor, CUstream_st* stream);
+
+// Causal grouped-query attention over a KV cache, causal_attention_f32's layout. One block of
+// kAttentionThreads (encoder_ops_cuda.h) per (new token, head): q and the token's scores (past + t + 1
+// of them) in shared memory, one warp per key, block-wide max and sum, one thread per channel for p·v.
+std::string causal_attention_cuda(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
+                                  int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
+                                  int64_t head_dim, float scale, float* ctx, CUstream_st* stream);
+
+// ---- host helpers (no GPU needed) ---------------------------------------------------------------
+
+// Dynamic shared memory one causal attention block needs: (head_dim + past + n_new) floats.
+constexpr std::size_t causal_attention_shared_bytes(int64_t keys, int64_t head_dim) {
+  return static_cast<std::size_t>(head_dim + keys) * sizeof(float);
+}
+
+}  // namespace qjoule::kernels::cuda_detail

@@ -1,0 +1,46 @@
+// The Linears of a model on one GPU (qjoule/model/cuda_linear_factory.h). No CUDA here: make_linear_cuda
+// says why in one line when there is no GPU.
+#include "qjoule/model/cuda_linear_factory.h"
+
+#include "qjoule/error.h"
+#include "qjoule/kernels/linear_cuda.h"
+
+namespace qjoule::model {
+
+CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults) {
+  return [policy, defaults](const LinearParams& p, bool in_block) {
+    const auto format = quant::parse_format_spec(policy.resolve(p.name, in_block).format, defaults);
+    kernels::check_cuda_format(format, "tensor '" + p.name + "'");
+    return format;
+  };
+}
+
+bool cuda_fuses_qkv(const quant::FormatSpec& q, const quant::FormatSpec& k, const quant::FormatSpec& v) {
+  if (k != q || v != q) return false;
+  return q.format != quant::Format::fp8 && !(q.format == quant::Format::nf4 && q.nf4_double_quant);
+}
+
+LinearFactory cuda_linear_factory(CudaLinearFormats formats, int device) {
+  return
+      [formats = std::move(formats), device](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
+        quant::FormatSpec format;
+        if (p.fused_from.empty()) {
+          format = formats(p, in_block);
+        } else {
+          // The format each part would get on its own (the policy matches names, not shapes).
+          std::vector<quant::FormatSpec> parts;
+          for (const auto& name : p.fused_from) {
+            LinearParams part;
+            part.name = name;
+            part.in_features = p.in_features;
+            parts.push_back(formats(part, in_block));
+          }
+          if (parts.size() != 3 || !cuda_fuses_qkv(parts[0], parts[1], parts[2])) return nullptr;
+          format = parts[0];
+        }
+        return kernels::make_linear_cuda(format, p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(),
+                                         p.out_features, p.in_features, p.name, device);
+      };
+}
+
+}  // namespace qjoule::model

@@ -1,0 +1,275 @@
+// GraphOps (qjoule/model/graph_ops.h): tensors that know their device, the checks every backend makes,
+// and the encoder graph written once against the operations: run through a recording backend, it
+// calls nothing but GraphOps and gives the CPU backend's logits bit for bit.
+#include "qjoule/model/graph_ops.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "error_of.h"
+#include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/encoder_ops.h"
+#include "qjoule/model/decoder_lm.h"
+#include "qjoule/model/encoder_classifier.h"
+#include "test_paths.h"
+
+namespace qjoule::model {
+namespace {
+
+using test::error_of;
+using ::testing::HasSubstr;
+
+TEST(Tensor, SlicesShareTheMemoryAndStayInBounds) {
+  const auto ops = make_cpu_graph_ops();
+  const Tensor t = ops->upload({1, 2, 3, 4, 5}, "t");
+  EXPECT_EQ(t.device(), (Device{Device::Kind::cpu, 0}));
+  const Tensor s = t.slice(1, 3);
+  EXPECT_EQ(s.size(), 3);
+  EXPECT_EQ(s.f32(), t.f32() + 1);
+  EXPECT_EQ(s.bytes(), 12u);
+  EXPECT_THAT(error_of([&] { t.slice(3, 3); }), HasSubstr("slice [3, 6) of a tensor of 5 elements: out of range"));
+  EXPECT_THAT(error_of([&] { t.i32(); }), HasSubstr("tensor of 5 f32 elements read as i32"));
+  EXPECT_EQ(to_string(Device{Device::Kind::cuda, 2}), "cuda:2");
+}
+
+TEST(GraphOpsCpu, ATensorFromAnotherDeviceIsOneLineNamingTheOperation) {
+  const auto ops = make_cpu_graph_ops();
+  float fake[8] = {};
+  const Tensor on_gpu(Device{Device::Kind::cuda, 0}, DType::f32, fake, 8, nullptr);
+  const Tensor gamma = ops->upload(std::vector<float>(4, 1.0f), "gamma"), beta = ops->upload({0, 0, 0, 0}, "beta");
+  EXPECT_EQ(error_of([&] { ops->add_layer_norm(on_gpu, {}, 2, 4, gamma, beta, 1e-5f); }),
+            "LayerNorm: the input lives on cuda:0, the operation runs on cpu");
+  const Tensor small = ops->empty(DType::f32, 6, "x");
+  EXPECT_EQ(error_of([&] { ops->add_layer_norm(small, {}, 2, 4, gamma, beta, 1e-5f); }),
+            "LayerNorm: the input holds 6 elements, the operation reads 8");
+  const Tensor ids = ops->empty(DType::i32, 2, "ids");
+  EXPECT_EQ(error_of([&] { ops->activation(Activation::relu, ids, 2); }),
+            "activation: the input holds i32 elements, expected f32");
+}
+
+TEST(GraphOpsCpu, OperationsAreTheCpuKernels) {
+  const auto ops = make_cpu_graph_ops();
+  // Embedding sum: word[ids] + position[i % seq] + token type 0.
+  const Tensor word = ops->upload({0, 0, 1, 1, 2, 2}, "word"), position = ops->upload({10, 20, 30, 40}, "pos"),
+               tt0 = ops->upload({100, 200}, "tt0");
+  const Tensor ids = ops->empty(DType::i32, 4, "ids"), out = ops->empty(DType::f32, 8, "out");
+  const int32_t host_ids[4] = {2, 1, 0, 2};
+  ops->copy_in(host_ids, ids);
+  ops->embedding_sum(ids, word, position, tt0, 2, 0, 2, out);
+  std::vector<float> got(8);
+  ops->copy_out(out, got.data());
+  EXPECT_EQ(got, (std::vector<float>{112, 222, 131, 241, 110, 220, 132, 242}));
+  // Rows copied with strides: the [CLS] gather.
+  const Tensor cls = ops->empty(DType::f32, 4, "cls");
+  ops->copy_rows(cls, 2, out, 4, 2, 2);
+  std::vector<float> rows(4);
+  ops->copy_out(cls, rows.data());
+  EXPECT_EQ(rows, (std::vector<float>{112, 222, 110, 220}));
+  // Activations as the kernels compute them.
+  std::vector<float> values{-2.0f, -0.5f, 0.0f, 0.7f, 3.0f};
+  for (const auto kind : {Activation::gelu_erf, Activation::gelu_tanh, Activation::tanh, Activation::relu}) {
+    const Tensor x = ops->upload(values, "x");
+    ops->activation(kind, x, 5);
+    std::vector<float> want = values;
+    if (kind == Activation::gelu_erf) kernels::gelu_erf_f32(want.data(), 5);
+    if (kind == Activation::tanh) kernels::tanh_f32(want.data(), 5);
+    if (kind == Activation::relu) kernels::relu_f32(want.data(), 5);
+    std::vector<float> have(5);
+    ops->copy_out(x, have.data());
+    if (kind == Activation::gelu_tanh) {
+      EXPECT_NEAR(have[4], 2.9963627f, 1e-5f);
+    } else {
+      EXPECT_EQ(have, want);
+    }
+  }
+  EXPECT_THAT(ops->nongemm_path(), HasSubstr("qjoule:cpu:"));
+}
+
+// A backend that counts the operations the graph asks for and has the CPU backend run them.
+class RecordingOps final : public GraphOps {
+ public:
+  std::shared_ptr<GraphOps> cpu = make_cpu_graph_ops();
+  std::map<std::string, int> calls;
+
+  Device device() const override { return cpu->device(); }
+  std::string device_name() const override { return "recording"; }
+  std::string nongemm_path() const override { return "recording"; }
+  Tensor empty(DType d, int64_t n, std::string_view what) override {
+    ++calls["empty"];
+    return cpu->empty(d, n, what);
+  }
+  Tensor upload(std::vector<float> v, std::string_view what) override {
+    ++calls["upload"];
+    return cpu->upload(std::move(v), what);
+  }
+  Tensor host_output(float* host, int64_t size, std::string_view what) override {
+    ++calls["host_output"];
+    return cpu->host_output(host, size, what);
+  }
+  void synchronize() override { cpu->synchronize(); }
+  void start_timer() override { cpu->start_timer(); }
+  double stop_timer_ms() override { return cpu->stop_timer_ms(); }
+
+ protected:
+  void run_copy_in(const void* host, const Tensor& dst) override {
+    ++calls["copy_in"];
+    cpu->copy_in(host, dst);
+  }
+  void run_copy_out(const Tensor& src, void* host) override {
+    ++calls["copy_out"];
+    cpu->copy_out(src, host);
+  }
+  void run_copy_rows(const Tensor& d, int64_t ds, const Tensor& s, int64_t ss, int64_t c, int64_t r) override {
+    ++calls["copy_rows"];
+    cpu->copy_rows(d, ds, s, ss, c, r);
+  }
+  void run_linear(const kernels::Linear& l, std::string_view name, const Tensor& x, int64_t m,
+                  const Tensor& y) override {
+    ++calls["linear"];
+    cpu->linear(l, name, x, m, y);
+  }
+  void run_embedding_sum(const Tensor& ids, const Tensor& w, const Tensor& p, const Tensor& t, int64_t seq,
+                         int64_t first, int64_t h, const Tensor& out) override {
+    ++calls["embedding_sum"];
+    cpu->embedding_sum(ids, w, p, t, seq, first, h, out);
+  }
+  void run_add_layer_norm(const Tensor& x, const Tensor& r, int64_t rows, int64_t cols, const Tensor& g,
+                          const Tensor& b, float eps) override {
+    ++calls["add_layer_norm"];
+    cpu->add_layer_norm(x, r, rows, cols, g, b, eps);
+  }
+  void run_attention(const Tensor& qkv, int64_t ko, int64_t vo, int64_t stride, const Tensor& mask, int64_t batch,
+                     int64_t seq, int64_t heads, int64_t hd, const Tensor& ctx) override {
+    ++calls["attention"];
+    cpu->attention(qkv, ko, vo, stride, mask, batch, seq, heads, hd, ctx);
+  }
+  void run_activation(Activation kind, const Tensor& x, int64_t n) override {
+    ++calls["activation"];
+    cpu->activation(kind, x, n);
+  }
+  void run_round_to_bf16(const Tensor& x, int64_t n) override {
+    ++calls["round_to_bf16"];
+    cpu->round_to_bf16(x, n);
+  }
+  void run_rms_norm(const Tensor& x, int64_t rows, int64_t cols, const Tensor& g, float eps,
+                    const Tensor& out) override {
+    ++calls["rms_norm"];
+    cpu->rms_norm(x, rows, cols, g, eps, out);
+  }
+  void run_add(const Tensor& x, const Tensor& y, int64_t n) override {
+    ++calls["add"];
+    cpu->add(x, y, n);
+  }
+  void run_silu_mul(const Tensor& g, const Tensor& u, int64_t n) override {
+    ++calls["silu_mul"];
+    cpu->silu_mul(g, u, n);
+  }
+  void run_rope(const Tensor& x, int64_t n, int64_t stride, int64_t heads, int64_t first, const Tensor& inv_freq,
+                float factor) override {
+    ++calls["rope"];
+    cpu->rope(x, n, stride, heads, first, inv_freq, factor);
+  }
+  void run_causal_attention(const Tensor& q, int64_t qs, const Tensor& k, const Tensor& v, int64_t kvs, int64_t past,
+                            int64_t n, int64_t heads, int64_t kv_heads, int64_t hd, float scale,
+                            const Tensor& ctx) override {
+    ++calls["causal_attention"];
+    cpu->causal_attention(q, qs, k, v, kvs, past, n, heads, kv_heads, hd, scale, ctx);
+  }
+};
+
+EncoderParams tiny_bert() {
+  const auto dir = test::fixtures_dir() / "tiny-bert";
+  const auto checkpoint = io::Checkpoint::open(dir);
+  return load_encoder_params(checkpoint, load_encoder_config(dir, checkpoint));
+}
+
+TEST(EncoderGraph, RunsThroughGraphOpsOnlyAndMatchesTheCpuBackend) {
+  const EncoderParams p = tiny_bert();
+  const EncoderClassifier cpu(p, fp32_linear_factory());
+  auto recording = std::make_shared<RecordingOps>();
+  const EncoderClassifier recorded(p, fp32_linear_factory(), ActivationDtype::f32, recording);
+  const std::vector<int32_t> ids{2, 7, 9, 3, 2, 5, 3, 0}, mask{1, 1, 1, 1, 1, 1, 1, 0};
+  std::vector<float> a(6), b(6);
+  cpu.forward(ids.data(), mask.data(), 2, 4, a.data());
+  recording->calls.clear();
+  recorded.forward(ids.data(), mask.data(), 2, 4, b.data());
+  EXPECT_EQ(a, b);
+  // tiny-bert: 2 blocks with Q, K, V fused, so 4 Linears each, and the 2 head Linears; the embedding
+  // LayerNorm and 2 per block; the FFN activation per block and the head's tanh.
+  EXPECT_EQ(recording->calls, (std::map<std::string, int>{{"empty", 2},
+                                                          {"host_output", 1},
+                                                          {"copy_in", 2},
+                                                          {"embedding_sum", 1},
+                                                          {"add_layer_norm", 5},
+                                                          {"linear", 10},
+                                                          {"attention", 2},
+                                                          {"activation", 3},
+                                                          {"copy_rows", 1},
+                                                          {"copy_out", 1}}));
+  EXPECT_EQ(recorded.device_name(), "recording");
+  EXPECT_EQ(cpu.bytes_held(), recorded.bytes_held());
+  // The timed forward gives the same logits.
+  std::vector<float> c(6);
+  EXPECT_GE(cpu.forward_timed(ids.data(), mask.data(), 2, 4, c.data()), 0.0);
+  EXPECT_EQ(a, c);
+}
+
+TEST(EncoderGraph, Bf16ActivationsAreRoundedThroughTheBackend) {
+  const EncoderParams p = tiny_bert();
+  auto recording = std::make_shared<RecordingOps>();
+  const EncoderClassifier m(p, fp32_linear_factory(), ActivationDtype::bf16, recording);
+  const std::vector<int32_t> ids{2, 7, 9, 3}, mask{1, 1, 1, 1};
+  std::vector<float> logits(3);
+  recording->calls.clear();
+  m.forward(ids.data(), mask.data(), 1, 4, logits.data());
+  // After the embedding LayerNorm; per block after Q/K/V, attention, O, LayerNorm, FFN in, activation,
+  // FFN out, LayerNorm (8); after the head's dense and its activation.
+  EXPECT_EQ(recording->calls["round_to_bf16"], 1 + 2 * 8 + 2);
+  EXPECT_THAT(m.nongemm_path(), HasSubstr("round_to_bf16"));
+}
+
+// The decoder graph through the recording backend: the same logits as the CPU backend, prefill then
+// decode over the KV cache, and only GraphOps calls (RoPE for Llama, none for GPT-2's learned positions).
+TEST(DecoderGraph, RunsThroughGraphOpsOnlyAndMatchesTheCpuBackend) {
+  for (const std::string name : {"tiny-llama", "tiny-gpt2"}) {
+    const auto dir = test::fixtures_dir() / "decoders" / name;
+    const DecoderLM cpu = load_decoder_lm(dir);
+    auto recording = std::make_shared<RecordingOps>();
+    const DecoderLM recorded = load_decoder_lm(dir, fp32_linear_factory(), nullptr, recording);
+    const auto vocab = static_cast<std::size_t>(cpu.config().vocab_size);
+    const std::vector<int32_t> prompt{5, 17, 42, 9};
+    std::vector<float> a(2 * vocab), b(2 * vocab);
+    auto cache_a = cpu.make_cache(8);
+    auto cache_b = recorded.make_cache(8);
+    recording->calls.clear();
+    cpu.forward(prompt.data(), 4, cache_a, a.data(), 2);
+    recorded.forward(prompt.data(), 4, cache_b, b.data(), 2);
+    EXPECT_EQ(a, b) << name;
+    const int32_t next = 3;
+    cpu.forward(&next, 1, cache_a, a.data(), 0);
+    recorded.forward(&next, 1, cache_b, b.data(), 0);
+    EXPECT_EQ(std::vector<float>(a.begin(), a.begin() + static_cast<long>(vocab)),
+              std::vector<float>(b.begin(), b.begin() + static_cast<long>(vocab)))
+        << name << ": the decode step over the cache";
+    EXPECT_EQ(cache_b.size(), 5);
+    const int layers = static_cast<int>(cpu.config().num_layers);
+    const bool llama = name == "tiny-llama";
+    EXPECT_EQ(recording->calls["causal_attention"], 2 * layers) << name;
+    EXPECT_EQ(recording->calls["rope"], llama ? 2 * 2 * layers : 0) << name;
+    EXPECT_EQ(recording->calls["silu_mul"], llama ? 2 * layers : 0) << name;
+    EXPECT_EQ(recording->calls[llama ? "rms_norm" : "add_layer_norm"], 2 * (2 * layers + 1)) << name;
+    // The new keys and values of each layer; for GPT-2 also its LayerNorms' input copies (not the final, in place).
+    EXPECT_EQ(recording->calls["copy_rows"], 2 * 2 * layers + (llama ? 0 : 2 * 2 * layers)) << name;
+    EXPECT_EQ(recording->calls["host_output"], 2);
+    EXPECT_THAT(recorded.nongemm_path(), HasSubstr(llama ? "rms_norm, rope, causal_attention, silu_mul"
+                                                         : "add_layer_norm, causal_attention, gelu_tanh"));
+  }
+}
+
+}  // namespace
+}  // namespace qjoule::model
