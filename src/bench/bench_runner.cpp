@@ -554,9 +554,11 @@ struct BenchRunner::Impl {
       r.notes.push_back(fmt::format(
           "device: {}; every weight and the KV cache on the GPU ({} bytes of parameters); non-GEMM operations {}",
           m.device_name(), m.bytes_held(), m.nongemm_path()));
-      r.notes.push_back(
-          "latency: the steady clock around each prefill and each decode phase; every forward waits for its logits "
-          "on the host, so the GPU's work is inside each repetition");
+      r.notes.push_back(fmt::format(
+          "latency: CUDA events on GPU {} around each prefill and each decode repetition (ids copied in, "
+          "forwards, logits copied out, the host's argmax between decode steps); the energy windows synchronize "
+          "GPU {} at both ends",
+          gpu_index, gpu_index));
     }
     const auto& cfg = m.config();
     if (n + steps > static_cast<std::size_t>(cfg.max_positions))
@@ -593,8 +595,16 @@ struct BenchRunner::Impl {
     // Prefill phase, in its own window.
     for (std::size_t i = 0; i < options.warmup; ++i) prefill();
     energy::Window prefill_window = meter.begin_window(r.run_name + ":prefill");
+    // On a GPU each repetition is timed by CUDA events (DecoderLM::timed_ms); on the CPU by the loop.
+    const auto timed = [&](const std::function<void()>& body) {
+      return [&, body]() -> std::optional<double> {
+        if (on_gpu) return m.timed_ms(body);
+        body();
+        return std::nullopt;
+      };
+    };
     double prefill_seconds = 0;
-    const std::vector<double> prefill_ms = time_repetitions(prefill, min_s, prefill_seconds);
+    const std::vector<double> prefill_ms = time_self_timed_repetitions(timed(prefill), min_s, prefill_seconds);
     const energy::Measurement prefill_energy = meter.end_window(prefill_window);
 
     // Decode phase, in its own window: the prompt's keys and values come from one untimed prefill.
@@ -603,7 +613,7 @@ struct BenchRunner::Impl {
     for (std::size_t i = 0; i < options.warmup; ++i) decode();
     energy::Window decode_window = meter.begin_window(r.run_name + ":decode");
     double decode_seconds = 0;
-    const std::vector<double> decode_ms = time_repetitions(decode, min_s, decode_seconds);
+    const std::vector<double> decode_ms = time_self_timed_repetitions(timed(decode), min_s, decode_seconds);
     const energy::Measurement decode_energy = meter.end_window(decode_window);
 
     if (tracing) {  // one trace over both phases (and the untimed prefill between them)

@@ -64,6 +64,7 @@ using ErrorStringFn = const char* (*)(Return);       // nvmlErrorString
 using DeviceGetCountFn = Return (*)(unsigned int*);  // nvmlDeviceGetCount_v2
 using DeviceGetHandleByIndexFn = Return (*)(unsigned int, Device*);
 using DeviceGetNameFn = Return (*)(Device, char*, unsigned int);
+using DeviceGetUUIDFn = Return (*)(Device, char*, unsigned int);  // "GPU-8-4-4-4-12 hex"
 using DeviceGetArchitectureFn = Return (*)(Device, unsigned int*);
 using DeviceGetTotalEnergyConsumptionFn = Return (*)(Device, unsigned long long*);  // mJ
 using DeviceGetPowerUsageFn = Return (*)(Device, unsigned int*);                    // mW

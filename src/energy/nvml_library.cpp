@@ -45,6 +45,7 @@ std::shared_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   library->device_get_handle_by_index =
       symbol<nvml::DeviceGetHandleByIndexFn>(h, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
   library->device_get_name = symbol<nvml::DeviceGetNameFn>(h, "nvmlDeviceGetName");
+  library->device_get_uuid = symbol<nvml::DeviceGetUUIDFn>(h, "nvmlDeviceGetUUID");
   library->device_get_architecture = symbol<nvml::DeviceGetArchitectureFn>(h, "nvmlDeviceGetArchitecture");
   library->device_get_total_energy_consumption =
       symbol<nvml::DeviceGetTotalEnergyConsumptionFn>(h, "nvmlDeviceGetTotalEnergyConsumption");

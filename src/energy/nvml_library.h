@@ -25,6 +25,7 @@ class NvmlLibrary {
   nvml::DeviceGetHandleByIndexFn device_get_handle_by_index = nullptr;
   // Optional functions (null when this driver's library lacks them).
   nvml::DeviceGetNameFn device_get_name = nullptr;
+  nvml::DeviceGetUUIDFn device_get_uuid = nullptr;
   nvml::DeviceGetArchitectureFn device_get_architecture = nullptr;
   nvml::DeviceGetTotalEnergyConsumptionFn device_get_total_energy_consumption = nullptr;
   nvml::DeviceGetPowerUsageFn device_get_power_usage = nullptr;

@@ -127,6 +127,14 @@ std::string device_name(const NvmlLibrary& library, nvml::Device device) {
   return std::string(name);
 }
 
+// "GPU-…" (the UUID CUDA_VISIBLE_DEVICES and nvidia-smi name it by), or "" when NVML cannot say.
+std::string device_uuid(const NvmlLibrary& library, nvml::Device device) {
+  if (library.device_get_uuid == nullptr) return {};
+  char uuid[96] = {};
+  if (library.device_get_uuid(device, uuid, sizeof uuid) != nvml::kSuccess) return {};
+  return std::string(uuid);
+}
+
 bool is_ga100(const std::string& name) {
   // GA100 boards (A100, A30) report instantaneous power even though they are Ampere.
   return name.find("A100") != std::string::npos || name.find("A30") != std::string::npos;
@@ -268,7 +276,11 @@ NvmlDiscovery discover_nvml(const std::string& library_path, const std::vector<u
     SensorInfo info;
     info.id = id;
     info.source = "nvml";
-    info.description = fmt::format("GPU {}: {}", index, name);
+    const std::string uuid = device_uuid(*library, device);
+    // Which board, exactly: index, name, UUID, and that it is a whole GPU (a MIG instance is never a
+    // sensor: NVML measures whole GPUs only).
+    info.description = uuid.empty() ? fmt::format("GPU {}: {} (whole GPU)", index, name)
+                                    : fmt::format("GPU {}: {} ({}, whole GPU)", index, name, uuid);
     info.scope = SensorScope::gpu;
     if (!selected_by.empty()) info.notes.push_back("measured as " + selected_by);
 

@@ -161,8 +161,12 @@ void DecoderLM::mlp_block(const Layer& layer, const Scratch& s, int64_t n) const
 
 double DecoderLM::forward_timed(const int32_t* ids, int64_t n, KvCache& cache, float* logits,
                                 int64_t logits_from) const {
+  return timed_ms([&] { forward(ids, n, cache, logits, logits_from); });
+}
+
+double DecoderLM::timed_ms(const std::function<void()>& body) const {
   ops_->start_timer();
-  forward(ids, n, cache, logits, logits_from);
+  body();
   return ops_->stop_timer_ms();
 }
 

@@ -62,8 +62,8 @@ void dequantize_row_nf4_ref(const BlockNf4* x, int64_t n, float* y) {
   for (int64_t b = 0; b < block_count(n); ++b) {
     const int64_t len = std::min<int64_t>(kNf4BlockSize, n - b * kNf4BlockSize);
     for (int64_t i = 0; i < len; ++i) {
-      const uint8_t byte = x[b].qs[i / 2];
-      y[b * kNf4BlockSize + i] = kNf4Table[i % 2 == 0 ? byte >> 4 : byte & 0x0F] * x[b].absmax;
+      y[b * kNf4BlockSize + i] =
+          kNf4Table[static_cast<std::size_t>(element::nibble_of_bytes(x[b].qs, i))] * x[b].absmax;
     }
   }
 }

@@ -164,6 +164,14 @@ FAKE_EXPORT int nvmlDeviceGetName(void* device, char* name, unsigned int length)
   return kSuccess;
 }
 
+FAKE_EXPORT int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
+  const int i = index_of(device);
+  if (i < 0 || uuid == nullptr) return kInvalidArgument;
+  std::strncpy(uuid, ("GPU-fake-" + std::to_string(i)).c_str(), length);
+  if (length > 0) uuid[length - 1] = '\0';
+  return kSuccess;
+}
+
 FAKE_EXPORT int nvmlDeviceGetPowerUsage(void* device, unsigned int* milliwatts) {
   const int i = index_of(device);
   if (i < 0 || milliwatts == nullptr) return kInvalidArgument;

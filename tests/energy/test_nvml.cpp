@@ -63,7 +63,7 @@ TEST_F(EnergyNvml, OneSensorPerGpuWithCounterAndInstantPower) {
   EXPECT_EQ(found.sensors[1]->info().id, "nvml:gpu1");
   EXPECT_EQ(gpu0.scope, SensorScope::gpu);
   EXPECT_EQ(gpu0.source, "nvml");
-  EXPECT_THAT(gpu0.description, HasSubstr("Fake NVIDIA H100 0"));
+  EXPECT_EQ(gpu0.description, "GPU 0: Fake NVIDIA H100 0 (GPU-fake-0, whole GPU)");
   EXPECT_TRUE(gpu0.has_counter);
   EXPECT_DOUBLE_EQ(gpu0.counter_unit_j, 1e-3);
   EXPECT_TRUE(gpu0.has_power);

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -58,6 +59,8 @@ class DecoderLM {
   void forward(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from = 0) const;
   // forward() timed by the backend (CUDA events on the GPU, the steady clock on the CPU): milliseconds.
   double forward_timed(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from = 0) const;
+  // Runs `body` (forwards of this model and host work between them) timed by the backend the same way.
+  double timed_ms(const std::function<void()>& body) const;
   void synchronize() const { ops_->synchronize(); }
   Device device() const { return ops_->device(); }
   std::string device_name() const { return ops_->device_name(); }

@@ -37,6 +37,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "qjoule/quant/element_math.h"
+
 namespace qjoule::quant {
 
 // ================================================================================================
@@ -222,9 +224,8 @@ struct Nf4DqMatrix {
   const BlockNf4Dq* row(int64_t r) const { return blocks.data() + r * blocks_per_row(); }
   // Decoded absmax of flattened block b: map[code_b] · scale[b / 256] + mean.
   float absmax(int64_t b) const {
-    return dynamic_map_signed()[blocks[static_cast<std::size_t>(b)].absmax_code] *
-               absmax_scales[static_cast<std::size_t>(b / kNf4DoubleQuantGroup)] +
-           absmax_mean;
+    return element::nf4_dq_absmax(dynamic_map_signed()[blocks[static_cast<std::size_t>(b)].absmax_code],
+                                  absmax_scales[static_cast<std::size_t>(b / kNf4DoubleQuantGroup)], absmax_mean);
   }
   std::size_t bytes() const {
     return blocks.size() * sizeof(BlockNf4Dq) + absmax_scales.size() * sizeof(float) + sizeof(float);

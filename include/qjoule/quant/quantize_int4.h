@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "qjoule/quant/element_math.h"
 #include "qjoule/quant/formats.h"
 
 namespace qjoule::quant {
@@ -26,10 +27,7 @@ template <class Block>
 BlockMatrix<Block> quantize_matrix_int4(const float* w, int64_t rows, int64_t cols, std::string_view tensor);
 
 // Unsigned 4-bit value u of element i of a block's nibbles (nibble order: formats.h).
-inline int int4_nibble(const uint8_t* qs, int64_t i) {
-  const uint8_t byte = qs[i / 2];
-  return (i % 2 == 0) ? (byte >> 4) : (byte & 0x0F);
-}
+inline int int4_nibble(const uint8_t* qs, int64_t i) { return element::nibble_of_bytes(qs, i); }
 
 #define QJOULE_INT4_EXTERN(G)                                                                                          \
   extern template void quantize_row_int4_sym_ref<G>(const float*, int64_t, BlockInt4Sym<G>*, std::string_view,         \

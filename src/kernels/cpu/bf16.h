@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "qjoule/kernels/element_math.h"
+#include "qjoule/quant/element_math.h"
 
 namespace qjoule::kernels {
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "qjoule/error.h"
+#include "qjoule/quant/element_math.h"
 
 namespace qjoule::kernels {
 namespace {
@@ -26,17 +27,12 @@ float row_abs_max_scalar(const float* v, int64_t cols, const std::string& what, 
 
 // inv = qmax / a and scale = a / qmax, or 0 and 0 for a (near-)zero row.
 void row_scales(float a, int qmax, float& inv, float& scale) {
-  if (a < kZeroRowBelow) {
-    inv = 0.0f;
-    scale = 0.0f;
-  } else {
-    inv = static_cast<float>(qmax) / a;
-    scale = a / static_cast<float>(qmax);
-  }
+  element::symmetric_scales(a, static_cast<float>(qmax), inv, scale);
 }
 
 int code_scalar(float v, float inv, int qmax) {
-  const float r = std::nearbyint(v * inv);  // default rounding mode: round half to even
+  if (qmax == 127) return element::s8_code(v, inv);  // the GPU's formula too
+  const float r = std::nearbyint(v * inv);           // default rounding mode: round half to even
   return static_cast<int>(std::clamp(r, -static_cast<float>(qmax), static_cast<float>(qmax)));
 }
 

@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <string>
 
+#include "qjoule/quant/element_math.h"
+
 namespace qjoule::kernels {
 
-inline constexpr float kZeroRowBelow = 1e-30f;
+inline constexpr float kZeroRowBelow = element::kZeroRowBelow;
 
 // Weights (or any rows) to s8 codes in [−qmax, qmax]; q is [rows, cols] row-major, scales is [rows].
 void quantize_rows_symmetric_s8(const float* v, int64_t rows, int64_t cols, int qmax, int8_t* q, float* scales,

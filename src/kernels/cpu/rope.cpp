@@ -7,7 +7,7 @@
 
 #include "qjoule/error.h"
 #include "qjoule/kernels/decoder_ops.h"
-#include "qjoule/kernels/element_math.h"
+#include "qjoule/quant/element_math.h"
 
 namespace qjoule::kernels {
 namespace {

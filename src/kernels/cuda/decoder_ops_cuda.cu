@@ -1,6 +1,6 @@
 // The decoder's non-GEMM operations on the GPU (decoder_ops_cuda.h): RMSNorm, residual add, SwiGLU,
 // RoPE and causal grouped-query attention over the KV cache. Simple kernels whose per-element
-// arithmetic is the CPU's (qjoule/kernels/element_math.h); none of them is tuned.
+// arithmetic is the CPU's (qjoule/quant/element_math.h); none of them is tuned.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/decoder_ops_cuda.h"
 #include "kernels/cuda/encoder_ops_cuda.h"
-#include "qjoule/kernels/element_math.h"
+#include "qjoule/quant/element_math.h"
 
 namespace qjoule::kernels::cuda_detail {
 namespace {

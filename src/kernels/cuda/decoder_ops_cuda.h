@@ -1,6 +1,6 @@
 // The non-GEMM operations of a decoder language model on the GPU, compiled by nvcc
 // (decoder_ops_cuda.cu): each the twin of a CPU operation in qjoule/kernels/decoder_ops.h, with the
-// same arguments and the per-element arithmetic of qjoule/kernels/element_math.h.
+// same arguments and the per-element arithmetic of qjoule/quant/element_math.h.
 //
 // As encoder_ops_cuda.h: every pointer is device memory; each call enqueues on `stream` and returns ""
 // when the launch was accepted, else the error as one line.

@@ -9,7 +9,7 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/encoder_ops_cuda.h"
-#include "qjoule/kernels/element_math.h"
+#include "qjoule/quant/element_math.h"
 
 namespace qjoule::kernels::cuda_detail {
 namespace {

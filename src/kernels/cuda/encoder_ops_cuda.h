@@ -35,7 +35,7 @@ std::string gelu_erf_cuda(float* x, int64_t n, CUstream_st* stream);
 std::string relu_cuda(float* x, int64_t n, CUstream_st* stream);
 std::string tanh_cuda(float* x, int64_t n, CUstream_st* stream);
 // In place: GPT-2's tanh GELU and the rounding to BF16, with the element math the CPU uses
-// (qjoule/kernels/element_math.h).
+// (qjoule/quant/element_math.h).
 std::string gelu_tanh_cuda(float* x, int64_t n, CUstream_st* stream);
 std::string round_to_bf16_cuda(float* x, int64_t n, CUstream_st* stream);
 

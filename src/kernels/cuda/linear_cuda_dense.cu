@@ -13,24 +13,15 @@
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/linear_cuda_device.h"
 #include "kernels/cuda/lt_gemm.cuh"
+#include "qjoule/quant/element_math.h"
 
 namespace qjoule::kernels::cuda_detail {
 namespace {
 
-constexpr float kZeroRowBelow = 1e-30f;  // as kernels/cpu/quantize_symmetric_rows.h
 constexpr int kS8Max = 127;
+using element::symmetric_scales;  // the CPU's per-row scales (qjoule/quant/element_math.h)
 
 // ---- scales shared by the host twin and the kernels -----------------------------------------------
-
-__host__ __device__ inline void symmetric_scales(float amax, float qmax, float& inv, float& scale) {
-  if (amax < kZeroRowBelow) {
-    inv = 0.0f;
-    scale = 0.0f;
-  } else {
-    inv = qmax / amax;
-    scale = amax / qmax;
-  }
-}
 
 __host__ __device__ inline uint8_t e4m3_code(float v, float inv) {
 #ifdef __CUDA_ARCH__
@@ -103,8 +94,7 @@ __global__ void __launch_bounds__(kQuantizeThreads)
       if constexpr (kE4m3) {
         code = e4m3_code(xr[k], inv);
       } else {
-        const float r = fminf(fmaxf(rintf(__fmul_rn(xr[k], inv)), -127.0f), 127.0f);
-        code = static_cast<uint8_t>(static_cast<int8_t>(r));
+        code = static_cast<uint8_t>(static_cast<int8_t>(element::s8_code(xr[k], inv)));
       }
     }
     qr[k] = code;

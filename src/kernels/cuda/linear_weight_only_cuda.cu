@@ -22,6 +22,7 @@
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/linear_cuda_device.h"
 #include "kernels/cuda/lt_gemm.cuh"
+#include "qjoule/quant/element_math.h"
 
 namespace qjoule::kernels::cuda_detail {
 namespace {
@@ -53,10 +54,8 @@ __device__ inline uint32_t load_u32(const uint8_t* p) {
 }
 
 // Element 2j of the 8 weights sits in the high nibble of byte j, element 2j + 1 in its low nibble
-// (formats.h's nibble order).
-__device__ inline int nibble(uint32_t word, int e) {
-  return static_cast<int>((word >> (8 * (e / 2) + (e % 2 == 0 ? 4 : 0))) & 0xFu);
-}
+// (formats.h's nibble order, element::nibble_of_word as the CPU tests it).
+__device__ inline int nibble(uint32_t word, int e) { return element::nibble_of_word(word, e); }
 
 constexpr int alignment_of(int block_bytes, int header_bytes) {
   return (block_bytes % 4 == 0 && header_bytes % 4 == 0) ? 4 : (block_bytes % 2 == 0 && header_bytes % 2 == 0) ? 2 : 1;
@@ -112,7 +111,7 @@ struct Nf4DqFormat {
     const uint8_t* block = row + kb * kBlockBytes;
     const int64_t b = row_index * aux.blocks_per_row + kb;  // flattened block index (formats.h)
     // Nf4DqMatrix::absmax: map[code] · scale[b / 256] + mean, two FP32 roundings as on the CPU.
-    const float absmax = __fadd_rn(__fmul_rn(map[__ldg(block)], __ldg(aux.absmax_scales + b / 256)), aux.absmax_mean);
+    const float absmax = element::nf4_dq_absmax(map[__ldg(block)], __ldg(aux.absmax_scales + b / 256), aux.absmax_mean);
     const uint32_t word = load_u32<kAlign>(block + kHeader + (k % kBlock) / 2);
 #pragma unroll
     for (int e = 0; e < 8; ++e) v[e] = table[nibble(word, e)];

@@ -1,7 +1,8 @@
-// The per-element arithmetic shared by the CPU and CUDA kernels (qjoule/kernels/element_math.h), held
-// on the CPU to what it must compute: BF16 round-to-nearest-even, the exact and tanh GELUs, SiLU·up
-// and the RoPE rotation, each against a double-precision (or the CPU `_ref` twin's) computation.
-#include "qjoule/kernels/element_math.h"
+// The per-element arithmetic shared by the CPU and CUDA kernels (qjoule/quant/element_math.h), held
+// on the CPU to what it must compute: BF16 round-to-nearest-even, the exact and tanh GELUs, SiLU·up,
+// the RoPE rotation, the 4-bit nibble order, NF4 double-quant absmax and per-token INT8 codes, each
+// against a double-precision computation, the format's definition or the CPU `_ref` twin.
+#include "qjoule/quant/element_math.h"
 
 #include <cmath>
 #include <limits>
@@ -11,6 +12,7 @@
 
 #include "qjoule/kernels/decoder_ops.h"
 #include "qjoule/kernels/encoder_ops.h"
+#include "qjoule/quant/quantize_nf4.h"
 
 namespace qjoule::kernels {
 namespace {
@@ -63,6 +65,48 @@ TEST(ElementMath, RopeRotatesOnePairAsTheDefinitionSays) {
       EXPECT_NEAR(b, static_cast<float>(-1.2L * c + 0.3L * s), 2e-6f) << position << " " << inv_freq;
     }
   }
+}
+
+TEST(ElementMath, NibbleOrderIsTheSameFromBytesAndFromALittleEndianWord) {
+  const uint8_t bytes[4] = {0x1f, 0xa2, 0x73, 0xc4};
+  const uint32_t word =
+      uint32_t{bytes[0]} | uint32_t{bytes[1]} << 8 | uint32_t{bytes[2]} << 16 | uint32_t{bytes[3]} << 24;
+  const int expected[8] = {0x1, 0xf, 0xa, 0x2, 0x7, 0x3, 0xc, 0x4};  // high nibble first (formats.h)
+  for (int e = 0; e < 8; ++e) {
+    EXPECT_EQ(element::nibble_of_bytes(bytes, e), expected[e]) << e;
+    EXPECT_EQ(element::nibble_of_word(word, e), expected[e]) << e;
+  }
+}
+
+TEST(ElementMath, Nf4DoubleQuantAbsmaxRoundsTheProductThenTheSum) {
+  // Chosen so that one fused multiply-add would round differently from the two roundings.
+  const float map_value = 1.0f + 0x1p-23f, scale = 1.0f - 0x1p-24f, mean = -1.0f;
+  const volatile float product = map_value * scale;
+  EXPECT_EQ(element::nf4_dq_absmax(map_value, scale, mean), product + mean);
+  EXPECT_NE(element::nf4_dq_absmax(map_value, scale, mean), std::fma(map_value, scale, mean));
+  // And Nf4DqMatrix decodes with it.
+  std::vector<float> w(2 * 64);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * static_cast<float>(i)) * (i < 64 ? 1.0f : 3.0f);
+  const auto m = quant::quantize_matrix_nf4_double(w.data(), 2, 64, "w");
+  for (int64_t b = 0; b < 2; ++b)
+    EXPECT_EQ(m.absmax(b),
+              element::nf4_dq_absmax(quant::dynamic_map_signed()[m.blocks[static_cast<std::size_t>(b)].absmax_code],
+                                     m.absmax_scales[0], m.absmax_mean));
+}
+
+TEST(ElementMath, Int8CodesRoundHalfToEvenAndClampAndScalesGuardZeroRows) {
+  EXPECT_EQ(element::s8_code(2.5f, 1.0f), 2);
+  EXPECT_EQ(element::s8_code(3.5f, 1.0f), 4);
+  EXPECT_EQ(element::s8_code(-2.5f, 1.0f), -2);
+  EXPECT_EQ(element::s8_code(1000.0f, 1.0f), 127);
+  EXPECT_EQ(element::s8_code(-1000.0f, 1.0f), -127);
+  float inv = -1.0f, scale = -1.0f;
+  element::symmetric_scales(0.0f, 127.0f, inv, scale);
+  EXPECT_EQ(inv, 0.0f);
+  EXPECT_EQ(scale, 0.0f);
+  element::symmetric_scales(2.0f, 127.0f, inv, scale);
+  EXPECT_EQ(inv, 63.5f);
+  EXPECT_EQ(scale, 2.0f / 127.0f);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Per-element arithmetic shared by the CPU kernels (their scalar `_ref` twins included) and the CUDA
-// kernels: one definition, compiled by the host compiler and by nvcc (__host__ __device__), and tested
+// Per-element arithmetic shared by the CPU kernels and quantizers (their scalar `_ref` twins included)
+// and the CUDA kernels: one definition, compiled by the host compiler and by nvcc (__host__ __device__),
+// and tested
 // on the CPU (tests/kernels/cpu/test_element_math.cpp), so that the GPU computes each element the way the
 // CPU tests hold the CPU to.
 #pragma once
@@ -15,7 +16,7 @@
 #define QJOULE_HOST_DEVICE
 #endif
 
-namespace qjoule::kernels::element {
+namespace qjoule::element {
 
 QJOULE_HOST_DEVICE inline uint32_t bits_of(float f) {
 #if defined(__CUDA_ARCH__)
@@ -75,4 +76,47 @@ QJOULE_HOST_DEVICE inline void rope_rotate(float& a, float& b, int64_t position,
 // max(x, 0) with NaN kept (std::max(x, 0.0f) semantics).
 QJOULE_HOST_DEVICE inline float relu(float x) { return x < 0.0f ? 0.0f : x; }
 
-}  // namespace qjoule::kernels::element
+// ---- formats (layouts: qjoule/quant/formats.h) --------------------------------------------------
+
+// The 4-bit code of element i of a block's packed bytes: element 2j in the high nibble of byte j,
+// element 2j + 1 in its low nibble (int4 and NF4 alike).
+QJOULE_HOST_DEVICE inline int nibble_of_bytes(const uint8_t* qs, int64_t i) {
+  const uint8_t byte = qs[i / 2];
+  return (i % 2 == 0) ? (byte >> 4) : (byte & 0x0F);
+}
+
+// The same for element e (0..7) of 8 weights whose 4 bytes were loaded as one little-endian word.
+QJOULE_HOST_DEVICE inline int nibble_of_word(uint32_t word, int e) {
+  return static_cast<int>((word >> (8 * (e / 2) + (e % 2 == 0 ? 4 : 0))) & 0xFu);
+}
+
+// NF4 with double quantization: the absmax of a block, map[code] · scale of its group of 256 + mean,
+// rounded to FP32 after the product and after the sum (never one fused multiply-add).
+QJOULE_HOST_DEVICE inline float nf4_dq_absmax(float map_value, float group_scale, float mean) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(__fmul_rn(map_value, group_scale), mean);
+#else
+  return map_value * group_scale + mean;  // ISO C++ (-std=c++20): GCC does not contract it into an FMA
+#endif
+}
+
+// Symmetric per-row (per-token) quantization to [-qmax, qmax]: inv = qmax / amax and scale = amax /
+// qmax, or 0 and 0 for a row whose absmax is below kZeroRowBelow (all codes 0, outputs 0).
+inline constexpr float kZeroRowBelow = 1e-30f;
+QJOULE_HOST_DEVICE inline void symmetric_scales(float amax, float qmax, float& inv, float& scale) {
+  if (amax < kZeroRowBelow) {
+    inv = 0.0f;
+    scale = 0.0f;
+  } else {
+    inv = qmax / amax;
+    scale = amax / qmax;
+  }
+}
+
+// The INT8 code of v: v · inv rounded half to even (rintf in the default rounding mode), clamped to
+// [-127, 127].
+QJOULE_HOST_DEVICE inline int s8_code(float v, float inv) {
+  return static_cast<int>(fminf(fmaxf(rintf(v * inv), -127.0f), 127.0f));
+}
+
+}  // namespace qjoule::element
