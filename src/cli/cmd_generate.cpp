@@ -78,8 +78,9 @@ void run_generate(const GenerateArgs& a) {
   fmt::print("prefill    {} tokens in {:.1f} ms ({:.0f} tokens/s)\n", prompt.size(), prefill_s * 1e3,
              double(prompt.size()) / prefill_s);
   if (decode_steps > 0)
-    fmt::print("decode     {} tokens in {:.1f} ms ({:.1f} tokens/s, {} threads)\n", generated.size() - 1,
-               decode_s * 1e3, decode_steps / decode_s, kernels::num_threads());
+    fmt::print("decode     {} tokens in {:.1f} ms ({:.1f} tokens/s, {})\n", generated.size() - 1, decode_s * 1e3,
+               decode_steps / decode_s,
+               d.on_gpu ? d.model.device_name() : fmt::format("{} threads", kernels::num_threads()));
   fmt::print("stopped    {} after {} new tokens\n\n", stop, generated.size());
   fmt::print("{}", d.tokenizer.decode(prompt, /*skip_special_tokens=*/true));
   fmt::print("{}\n", d.tokenizer.decode(generated, /*skip_special_tokens=*/true));

@@ -121,8 +121,8 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
     v = s.qkv.slice(qd + kvd, s.qkv.size() - qd - kvd);
   } else {
     q = s.qkv.slice(0, n * qd);
-    k = s.qkv.slice(n * qd, n * kvd);
-    v = s.qkv.slice(n * (qd + kvd), n * kvd);
+    k = s.qkv.slice(aligned_elements(n * qd), n * kvd);
+    v = s.qkv.slice(aligned_elements(n * qd) + aligned_elements(n * kvd), n * kvd);
     linear(layer.q, s.hn, n, q);
     linear(layer.k, s.hn, n, k);
     linear(layer.v, s.hn, n, v);
@@ -195,21 +195,13 @@ void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* lo
 
   const Tensor id_tensor = ops.empty(DType::i32, n, "the token ids");
   ops.copy_in(ids, id_tensor);
-  // Activations, every one written before it is read, in one uninitialized block.
-  const Tensor block = ops.empty(DType::f32, n * (2 * h + qkv_width + config_.q_dim() + 2 * f), "the activations");
-  int64_t at = 0;
-  const auto take = [&](int64_t count) {
-    const Tensor t = block.slice(at, count);
-    at += count;
-    return t;
-  };
-  Scratch s;
-  s.x = take(n * h);
-  s.hn = take(n * h);
-  s.qkv = take(n * qkv_width);
-  s.ctx = take(n * config_.q_dim());
-  s.a = take(n * f);
-  s.g = take(n * f);
+  // Activations, every one written before it is read, in one uninitialized block. Q, K and V: one
+  // [n, q | k | v] tensor from a fused Linear, or three blocks, each starting aligned.
+  const int64_t qkv_size =
+      std::max(n * qkv_width, aligned_elements(n * config_.q_dim()) + 2 * aligned_elements(n * config_.kv_dim()));
+  const auto [x, hn, qkv, ctx, a, g] =
+      carve<6>(ops, DType::f32, {n * h, n * h, qkv_size, n * config_.q_dim(), n * f, n * f}, "the activations");
+  const Scratch s{x, hn, qkv, ctx, a, g};
   const Tensor out = ops.host_output(logits, rows * vocab, "the logits");
 
   ops.embedding_sum(id_tensor, token_embeddings_, position_embeddings_, {}, n, past, h, s.x);

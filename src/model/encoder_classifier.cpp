@@ -166,24 +166,16 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
   GraphOps& ops = *ops_;
 
   // The inputs on the device.
-  const Tensor inputs = ops.empty(DType::i32, 2 * rows, "the ids and mask");
-  const Tensor id_tensor = inputs.slice(0, rows), mask_tensor = inputs.slice(rows, rows);
+  const auto [id_tensor, mask_tensor] = carve<2>(ops, DType::i32, {rows, rows}, "the ids and mask");
   ops.copy_in(ids, id_tensor);
   ops.copy_in(mask, mask_tensor);
 
   // Activations, every one written before it is read: one uninitialized block (zeroing would be a
   // pass over ~30 MB per DistilBERT-base batch of 8 × 128). Q, K and V are one [rows, 3h] tensor from
-  // a fused Linear, or its three [rows, h] thirds.
-  const int64_t f = config_.intermediate_size, labels = config_.num_labels;
-  const Tensor block = ops.empty(DType::f32, rows * (6 * h + f) + batch * 2 * h, "the activations");
-  int64_t at = 0;
-  const auto take = [&](int64_t n) {
-    const Tensor t = block.slice(at, n);
-    at += n;
-    return t;
-  };
-  const Tensor x = take(rows * h), qkv = take(3 * rows * h), ctx = take(rows * h), tmp = take(rows * h),
-               ffn = take(rows * f), cls = take(batch * h), pooled = take(batch * h);
+  // a fused Linear, or its three [rows, h] thirds, each starting aligned.
+  const int64_t f = config_.intermediate_size, labels = config_.num_labels, third = aligned_elements(rows * h);
+  const auto [x, qkv, ctx, tmp, ffn, cls, pooled] = carve<7>(
+      ops, DType::f32, {rows * h, 3 * third, rows * h, rows * h, rows * f, batch * h, batch * h}, "the activations");
   const Tensor out = ops.host_output(logits, batch * labels, "the logits");
 
   // Embeddings: word + position (+ token type 0 for BERT), then LayerNorm.
@@ -199,14 +191,15 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
       k_offset = h;
       v_offset = 2 * h;
       stride = 3 * h;
+      round_activations(qkv, 3 * rows * h);
     } else {
-      linear(layer.q, x, rows, qkv.slice(0, rows * h));
-      linear(layer.k, x, rows, qkv.slice(rows * h, rows * h));
-      linear(layer.v, x, rows, qkv.slice(2 * rows * h, rows * h));
-      k_offset = rows * h;
-      v_offset = 2 * rows * h;
+      k_offset = third;
+      v_offset = 2 * third;
+      for (const auto& [part, offset] : {std::pair{&layer.q, int64_t{0}}, {&layer.k, k_offset}, {&layer.v, v_offset}}) {
+        linear(*part, x, rows, qkv.slice(offset, rows * h));
+        round_activations(qkv.slice(offset, rows * h), rows * h);
+      }
     }
-    round_activations(qkv, 3 * rows * h);
     ops.attention(qkv, k_offset, v_offset, stride, mask_tensor, batch, seq, config_.num_heads, config_.head_dim(), ctx);
     round_activations(ctx, rows * h);
     linear(layer.o, ctx, rows, tmp);

@@ -81,19 +81,23 @@ TEST_F(EnergyNvml, CounterDeltasAndPowerReadingsAreRight) {
   const Measurement m = meter.end_window(w);
   meter.stop();
   ASSERT_EQ(m.sensors.size(), 2u);
+  // The fake's counter follows the wall clock, so a read that the scheduler delays at a window edge
+  // (ctest -j2 on 2 busy cores: several ms) moves the energy by watts × delay: 3% of the 300 ms window
+  // allows 9 ms. The exact arithmetic is tested with scripted sensors (test_energy_meter).
+  constexpr double kEdgeLag = 0.03;
   const double watts[] = {100.0, 250.0};
   for (std::size_t i = 0; i < 2; ++i) {
     const SensorEnergy& e = m.sensors[i];
     const double truth = watts[i] * m.duration_s;
     ASSERT_TRUE(e.counter_energy_j && e.integrated_energy_j && e.relative_difference) << e.sensor_id;
-    EXPECT_NEAR(*e.counter_energy_j, truth, 0.01 * truth) << e.sensor_id;
-    EXPECT_NEAR(*e.integrated_energy_j, truth, 0.01 * truth) << e.sensor_id;
-    EXPECT_LT(std::abs(*e.relative_difference), 0.01);
+    EXPECT_NEAR(*e.counter_energy_j, truth, kEdgeLag * truth) << e.sensor_id;
+    EXPECT_NEAR(*e.integrated_energy_j, truth, kEdgeLag * truth) << e.sensor_id;
+    EXPECT_LT(std::abs(*e.relative_difference), kEdgeLag);
     EXPECT_EQ(e.energy_source, "counter");
     EXPECT_DOUBLE_EQ(*e.peak_power_w, watts[i]);
-    EXPECT_NEAR(*e.mean_power_w, watts[i], 0.01 * watts[i]);
+    EXPECT_NEAR(*e.mean_power_w, watts[i], kEdgeLag * watts[i]);
   }
-  EXPECT_NEAR(*m.total.energy_j, 350.0 * m.duration_s, 0.01 * 350.0 * m.duration_s);
+  EXPECT_NEAR(*m.total.energy_j, 350.0 * m.duration_s, kEdgeLag * 350.0 * m.duration_s);
 }
 
 TEST_F(EnergyNvml, GpuOptionSelectsAndRejectsMissingIndices) {

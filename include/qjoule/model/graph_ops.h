@@ -9,6 +9,7 @@
 // that mixes devices or miscounts a shape fails in the CPU tests with one line, not on a GPU later.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -168,6 +169,29 @@ class GraphOps {
                                     int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
                                     int64_t head_dim, float scale, const Tensor& ctx) = 0;
 };
+
+// Every slice a graph hands to an operation starts on a 256-byte boundary (64 elements), as cuBLASLt and
+// the vector kernels want of their operands: `n` elements rounded up to that.
+constexpr int64_t kSliceAlignElements = 64;
+constexpr int64_t aligned_elements(int64_t n) {
+  return (n + kSliceAlignElements - 1) / kSliceAlignElements * kSliceAlignElements;
+}
+
+// One uninitialized allocation of `dtype` carved into N tensors of the given sizes, in order, each
+// starting aligned (aligned_elements): a graph's activations in one block, written before they are read.
+template <std::size_t N>
+std::array<Tensor, N> carve(GraphOps& ops, DType dtype, const std::array<int64_t, N>& sizes, std::string_view what) {
+  int64_t total = 0;
+  for (const int64_t n : sizes) total += aligned_elements(n);
+  const Tensor block = ops.empty(dtype, total, what);
+  std::array<Tensor, N> out;
+  int64_t at = 0;
+  for (std::size_t i = 0; i < N; ++i) {
+    out[i] = block.slice(at, sizes[i]);
+    at += aligned_elements(sizes[i]);
+  }
+  return out;
+}
 
 // The CPU backend: qjoule/kernels/encoder_ops.h and decoder_ops.h on the calling thread (OpenMP inside
 // the kernels).
