@@ -17,30 +17,17 @@
 
 #include "bench/atomic_file.h"
 #include "qjoule/error.h"
+#include "qjoule/io/shell_quote.h"
 
 namespace qjoule::bench {
 namespace fs = std::filesystem;
 namespace {
 
-// 'text' for bash: single quotes, with each ' written as '\''.
-std::string quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out.append("'\\''");
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
 std::string joined_command(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
     if (!out.empty()) out.push_back(' ');
-    out.append(quoted(a));
+    out.append(io::shell_quoted(a));
   }
   return out;
 }

@@ -118,7 +118,9 @@ void print_formats() {
   fmt::print(
       "\nA precision spec is NAME[:OPTION]..., e.g. int4:g=64:asym, nf4:dq, int8:sq=0.5 (SmoothQuant).\n"
       "Every CPU format but fp32 also takes :emulate (fake quantization, for accuracy studies only).\n"
-      "bits/w counts the scales, at the default options (int4: g=128, sym).\n");
+      "bits/w counts per-block scales at the default options (int4: g=128, sym; nf4: FP32 absmax per 64).\n"
+      "Per-row scales (int8, w8: FP32 per output row, +32/in bits) and per-tensor ones (fp8) depend on\n"
+      "the layer's width and are not in it; a run's model_bytes counts every byte held.\n");
 }
 
 }  // namespace

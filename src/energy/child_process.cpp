@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <csignal>
 
+#include "qjoule/io/shell_quote.h"
+
 extern char** environ;
 
 namespace qjoule::energy {
@@ -65,8 +67,7 @@ std::string quoted_command(const std::vector<std::string>& command) {
   std::string text;
   for (const std::string& arg : command) {
     if (!text.empty()) text += ' ';
-    const bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`|&;<>()*?[]{}~#!") == std::string::npos;
-    text += plain ? arg : "'" + arg + "'";
+    text += io::shell_word(arg);
   }
   return text;
 }

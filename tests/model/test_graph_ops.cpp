@@ -3,6 +3,8 @@
 // calls nothing but GraphOps and gives the CPU backend's logits bit for bit.
 #include "qjoule/model/graph_ops.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -217,6 +219,27 @@ TEST(EncoderGraph, RunsThroughGraphOpsOnlyAndMatchesTheCpuBackend) {
   std::vector<float> c(6);
   EXPECT_GE(cpu.forward_timed(ids.data(), mask.data(), 2, 4, c.data()), 0.0);
   EXPECT_EQ(a, c);
+}
+
+// Q, K and V built apart (what the GPU factory does for fp8 and nf4:dq): three aligned thirds of the
+// same tensor, the same logits as the fused Linear up to summation order.
+TEST(EncoderGraph, QkvBuiltApartGiveTheFusedLogits) {
+  const EncoderParams p = tiny_bert();
+  const LinearFactory fp32 = fp32_linear_factory();
+  const LinearFactory apart = [fp32](const LinearParams& lp, bool in_block) -> std::unique_ptr<kernels::Linear> {
+    return lp.fused_from.empty() ? fp32(lp, in_block) : nullptr;
+  };
+  const EncoderClassifier fused(p, fp32);
+  auto recording = std::make_shared<RecordingOps>();
+  const EncoderClassifier separate(p, apart, ActivationDtype::f32, recording);
+  EXPECT_EQ(separate.linear_reports().size(), 2u * 6 + 2);
+  const std::vector<int32_t> ids{2, 7, 9, 3, 2, 5, 3, 0, 4}, mask{1, 1, 1, 1, 1, 1, 1, 0, 0};
+  std::vector<float> a(9), b(9);
+  fused.forward(ids.data(), mask.data(), 3, 3, a.data());
+  recording->calls.clear();
+  separate.forward(ids.data(), mask.data(), 3, 3, b.data());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5f * std::max(1.0f, std::fabs(a[i]))) << i;
+  EXPECT_EQ(recording->calls["linear"], 2 * 6 + 2);
 }
 
 TEST(EncoderGraph, Bf16ActivationsAreRoundedThroughTheBackend) {
