@@ -289,6 +289,8 @@ struct BenchRunner::Impl {
     std::string reason;
     const auto total = gpu_total(m, gpu_index, reason);
     fill_energy(r, m, total, false, sequences, tokens);
+    for (const std::string& w : energy::clock_limit_warnings(m, total.sensor_ids))
+      r.notes.push_back(fmt::format("window `{}`: {}", m.name, w));
     if (total.energy_j) {
       r.energy_method += fmt::format("; GPU {}'s board only, the host's sensors are in energy_window", gpu_index);
     } else {
@@ -647,6 +649,12 @@ struct BenchRunner::Impl {
     WindowEnergy de = on_gpu ? window_energy(decode_energy, gpu_total(decode_energy, gpu_index, gpu_reason), false)
                              : window_energy(decode_energy);
     if (on_gpu && !de.energy_j) de.unavailable = gpu_reason;
+    if (on_gpu) {
+      const auto sensor = options.gpu_energy_sensors.find(gpu_index);
+      if (sensor != options.gpu_energy_sensors.end())
+        for (const std::string& w : energy::clock_limit_warnings(decode_energy, {sensor->second}))
+          r.notes.push_back(fmt::format("window `{}`: {}", decode_energy.name, w));
+    }
     r.decode_energy_j = de.energy_j;
     r.decode_energy_unavailable = de.unavailable;
     if (de.basis_j)

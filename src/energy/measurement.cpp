@@ -1,5 +1,9 @@
 #include "qjoule/energy/measurement.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 namespace qjoule::energy {
 
 std::vector<std::string> Validity::flags() const {
@@ -139,6 +143,38 @@ nlohmann::json to_json(const DeviceState& state) {
           {"clocks_event_reasons", value(state.clocks_event_reasons)},
           {"clocks_event_reason_names", state.clocks_event_reason_names},
           {"unavailable", state.unavailable}};
+}
+
+std::vector<std::string> clock_limit_warnings(const Measurement& m, const std::vector<std::string>& ids) {
+  // The reasons that say the clocks were held below what the work asked for (not idleness).
+  const auto limiting = [](const std::optional<DeviceState>& state) {
+    std::vector<std::string> names;
+    if (!state) return names;
+    for (const std::string& name : state->clocks_event_reason_names)
+      if (name != "gpu_idle") names.push_back(name);
+    return names;
+  };
+  std::vector<std::string> out;
+  for (const SensorEnergy& e : m.sensors) {
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), e.sensor_id) == ids.end()) continue;
+    const auto at_start = limiting(e.state_start), at_end = limiting(e.state_end);
+    if (at_start.empty() && at_end.empty()) continue;
+    const std::vector<std::string>& names = at_end.empty() ? at_start : at_end;
+    const std::optional<DeviceState>& state = at_end.empty() ? e.state_start : e.state_end;
+    std::string joined;
+    for (const std::string& name : names) joined += (joined.empty() ? "" : ", ") + name;
+    std::string details;
+    const auto add = [&details](const std::string& part) { details += (details.empty() ? "" : ", ") + part; };
+    if (state->sm_clock_mhz) add(fmt::format("SM {} MHz", *state->sm_clock_mhz));
+    if (state->temperature_c) add(fmt::format("{} °C", *state->temperature_c));
+    if (state->power_limit_w) add(fmt::format("power limit {:g} W", *state->power_limit_w));
+    out.push_back(fmt::format("{}: clocks limited by {} at the window's {}{}", e.sensor_id, joined,
+                              !at_start.empty() && !at_end.empty() ? "start and end"
+                              : at_end.empty()                     ? "start"
+                                                                   : "end",
+                              details.empty() ? "" : " (" + details + ")"));
+  }
+  return out;
 }
 
 }  // namespace qjoule::energy

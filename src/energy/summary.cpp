@@ -92,6 +92,7 @@ std::string format_measurement(const Measurement& m, const std::optional<IdleBas
     } else {
       out += fmt::format("  total: unavailable: {}\n", m.total.unavailable);
     }
+    for (const std::string& w : clock_limit_warnings(m)) out += "  warning: " + w + "\n";
     for (const SensorEnergy& e : m.sensors) {
       if (e.counter_energy_j && e.integrated_energy_j) {
         out += fmt::format("  {}: counter {} vs power integral {}", e.sensor_id, format_joules(*e.counter_energy_j),

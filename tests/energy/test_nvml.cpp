@@ -18,6 +18,7 @@
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/energy/job_gpus.h"
 #include "qjoule/energy/measurement.h"
+#include "qjoule/energy/summary.h"
 #include "qjoule/error.h"
 
 namespace qjoule::energy {
@@ -309,6 +310,31 @@ TEST_F(EnergyNvml, EachWindowRecordsTheGpuStateAtItsStartAndEnd) {
   EXPECT_EQ(state["end"]["power_limit_w"], 700.0);
   EXPECT_EQ(state["end"]["persistence_mode"], true);
   EXPECT_EQ(state["end"]["clocks_event_reason_names"], nlohmann::json({"sw_power_cap", "sw_thermal_slowdown"}));
+}
+
+// A window whose GPU clocks a power cap or a thermal slowdown held down says so, with the state then;
+// idleness alone is no warning.
+TEST_F(EnergyNvml, ClocksHeldDownByACapOrHeatAreAWarning) {
+  ::setenv("FAKE_NVML_THROTTLE", "0x24", 1);
+  EnergyMeter meter(discover_sensors(nvml_only()));
+  meter.start();
+  Window w = meter.begin_window("capped");
+  std::this_thread::sleep_for(50ms);
+  const Measurement m = meter.end_window(w);
+  const auto warnings = clock_limit_warnings(m);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("nvml:gpu0: clocks limited by sw_power_cap, sw_thermal_slowdown at the "
+                                     "window's start and end (SM 1980 MHz, "));
+  EXPECT_THAT(warnings[0], HasSubstr("°C, power limit 700 W)"));
+  EXPECT_TRUE(clock_limit_warnings(m, {"nvml:gpu7"}).empty()) << "only the sensors asked for";
+  EXPECT_THAT(format_measurement(m), HasSubstr("  warning: nvml:gpu0: clocks limited by sw_power_cap"));
+
+  Measurement idle = m;
+  idle.sensors[0].state_start->clocks_event_reason_names = {"gpu_idle"};
+  idle.sensors[0].state_end->clocks_event_reason_names = {"gpu_idle"};
+  EXPECT_TRUE(clock_limit_warnings(idle).empty());
+  idle.sensors[0].state_end->clocks_event_reason_names = {"gpu_idle", "hw_slowdown"};
+  EXPECT_THAT(clock_limit_warnings(idle).at(0), HasSubstr("clocks limited by hw_slowdown at the window's end"));
 }
 
 TEST_F(EnergyNvml, AStateFieldNvmlCannotGiveIsNullWithTheReason) {

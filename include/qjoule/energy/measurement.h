@@ -114,6 +114,13 @@ struct Measurement {
   bool measured() const { return !sensors.empty(); }  // false: every energy is `unavailable`
 };
 
+// One line per device whose clocks something other than idleness held down at the window's start or
+// end (a power cap, a thermal slowdown, ... : DeviceState's clock-event reasons), with its SM clock,
+// temperature and power limit then, e.g. "nvml:gpu0: clocks limited by sw_power_cap at the window's
+// end (SM 1410 MHz, 83 °C, power limit 300 W)". Empty when none was. Only for the sensors in `ids`
+// when it is not empty.
+std::vector<std::string> clock_limit_warnings(const Measurement& measurement, const std::vector<std::string>& ids = {});
+
 // JSON record of a Measurement (the shape is documented in docs/energy.md).
 nlohmann::json to_json(const Measurement& measurement);
 nlohmann::json to_json(const SensorInfo& info);
