@@ -27,7 +27,7 @@
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/encoder_classifier.h"
-#include "qjoule/model/cuda_linear_factory.h"
+#include "qjoule/model/device_backend.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
 #include "qjoule/quant/format_spec.h"
@@ -129,7 +129,7 @@ struct BenchRunner::Impl {
           *params, *spec.smoothquant_alpha,
           [&](const model::EncoderClassifier& m) { run_fidelity_inputs(m, c, /*limit=*/16); });
     }
-    return model::EncoderClassifier(*params, model::quantized_linear_factory(policy, defaults, smoothing));
+    return model::EncoderClassifier(*params, model::device_backend(-1, policy, defaults, smoothing).linears);
   }
 
   // build() on the CUDA backend: the same graph, every Linear in the format the layer policy gives it
@@ -137,9 +137,8 @@ struct BenchRunner::Impl {
   model::EncoderClassifier build_cuda(const RunConfig& c, int device) {
     quant::LayerPolicyOptions po;
     po.precision = c.precision;
-    return model::EncoderClassifier(
-        *params, model::cuda_linear_factory(model::cuda_linear_formats(quant::LayerPolicy::parse(po)), device),
-        model::ActivationDtype::f32, model::make_cuda_graph_ops(device));
+    auto backend = model::device_backend(device, quant::LayerPolicy::parse(po));
+    return model::EncoderClassifier(*params, backend.linears, model::ActivationDtype::f32, backend.ops);
   }
 
   std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
@@ -544,11 +543,8 @@ struct BenchRunner::Impl {
     po.precision = c.precision;
     std::string unused;
     const auto policy = quant::LayerPolicy::parse(po);
-    const model::DecoderLM m =
-        on_gpu
-            ? model::load_decoder_lm(c.model, model::cuda_linear_factory(model::cuda_linear_formats(policy), gpu_index),
-                                     &unused, model::make_cuda_graph_ops(gpu_index))
-            : model::load_decoder_lm(c.model, model::quantized_linear_factory(policy, {}), &unused);
+    auto backend = model::device_backend(gpu_index, policy);
+    const model::DecoderLM m = model::load_decoder_lm(c.model, backend.linears, &unused, backend.ops);
     if (!unused.empty()) r.notes.push_back(unused);
     std::optional<HookGuard> hook;
     if (on_gpu) {

@@ -24,7 +24,7 @@
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_classifier.h"
-#include "qjoule/model/cuda_linear_factory.h"
+#include "qjoule/model/device_backend.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
 #include "qjoule/quant/format_spec.h"
@@ -117,19 +117,13 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   if (!a.no_fidelity && !plain_fp32) fp32_params = params;
   // The model on its device: the one EncoderClassifier graph on the CPU backend, or on the CUDA backend
   // with every weight on GPU `gpu`.
-  std::optional<model::EncoderClassifier> m;
-  if (on_gpu) {
-    m.emplace(std::move(params),
-              model::cuda_linear_factory(model::cuda_linear_formats(policy, qopts.format_defaults), gpu), act_dtype,
-              model::make_cuda_graph_ops(gpu));
-  } else {
-    m.emplace(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults, smoothing), act_dtype);
-  }
-  const eval::ClassifierForward forward = [&m = *m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
-                                                    float* logits) { m.forward(ids, mask, batch, seq, logits); };
-  const auto kernel_counts = m->kernel_path_counts();
-  const std::size_t bytes_held = m->bytes_held();
-  const std::size_t fp32_bytes = m->fp32_bytes();
+  auto backend = model::device_backend(gpu, policy, qopts.format_defaults, std::move(smoothing));
+  const model::EncoderClassifier m(std::move(params), backend.linears, act_dtype, backend.ops);
+  const eval::ClassifierForward forward = [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
+                                               float* logits) { m.forward(ids, mask, batch, seq, logits); };
+  const auto kernel_counts = m.kernel_path_counts();
+  const std::size_t bytes_held = m.bytes_held();
+  const std::size_t fp32_bytes = m.fp32_bytes();
 
   std::size_t max_length = a.max_length;
   if (max_length > static_cast<std::size_t>(cfg.max_positions)) {
@@ -152,8 +146,8 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   fmt::print("model      {} ({}, {} labels)\n", a.model, cfg.architecture, cfg.num_labels);
   fmt::print("dataset    {}: {} examples{}\n", a.dataset, result.total, dataset.pretokenized ? " (pre-tokenized)" : "");
   if (on_gpu)
-    fmt::print("device     {}: {} (every weight on the GPU; non-GEMM operations {})\n", a.device, m->device_name(),
-               m->nongemm_path());
+    fmt::print("device     {}: {} (every weight on the GPU; non-GEMM operations {})\n", a.device, m.device_name(),
+               m.nongemm_path());
   fmt::print("precision  {}: {}\n", a.quant.precision, kernel_summary(kernel_counts));
   fmt::print("size       {} held in {} ({} as FP32)\n", human_bytes(double(bytes_held)),
              on_gpu ? "GPU memory" : "memory", human_bytes(double(fp32_bytes)));
@@ -162,7 +156,7 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
       "time       {:.2f} s ({:.1f} examples/s; batch {}, max length {}, {})\n", result.seconds,
       double(result.total) / result.seconds, a.batch, result.max_length,
       on_gpu ? fmt::format("GPU {}, tokenization on the CPU", gpu) : fmt::format("{} threads", kernels::num_threads()));
-  if (!m->speed_representative()) fmt::print("activations {}\n", m->activation_path());
+  if (!m.speed_representative()) fmt::print("activations {}\n", m.activation_path());
   if (fp32_params) {
     const model::EncoderClassifier reference(std::move(*fp32_params), model::fp32_linear_factory());
     const auto ref = eval::evaluate_classifier(reference, tok, dataset, opts);

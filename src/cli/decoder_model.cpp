@@ -7,8 +7,7 @@
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/cuda_device.h"
-#include "qjoule/model/cuda_linear_factory.h"
-#include "qjoule/model/graph_ops.h"
+#include "qjoule/model/device_backend.h"
 #include "qjoule/model/unused_tensors.h"
 
 namespace qjoule::cli {
@@ -31,13 +30,8 @@ LoadedDecoder load_decoder(const std::string& dir, const QuantArgs& quant, const
     fail("{}: the tokenizer has {} tokens but the model's vocabulary only {}", dir, tokenizer.vocab_size(),
          config.vocab_size);
   auto params = model::load_decoder_params(checkpoint, config, /*defer_linears=*/true);  // built one Linear at a time
-  LoadedDecoder out{
-      on_gpu
-          ? model::DecoderLM(std::move(params),
-                             model::cuda_linear_factory(model::cuda_linear_formats(policy, qopts.format_defaults), gpu),
-                             model::make_cuda_graph_ops(gpu))
-          : model::DecoderLM(std::move(params), model::quantized_linear_factory(policy, qopts.format_defaults)),
-      std::move(tokenizer), on_gpu};
+  auto backend = model::device_backend(gpu, policy, qopts.format_defaults);
+  LoadedDecoder out{model::DecoderLM(std::move(params), backend.linears, backend.ops), std::move(tokenizer), on_gpu};
   if (const auto unused = model::unused_tensors_warning(checkpoint); !unused.empty())
     fmt::print(stderr, "warning: {}\n", unused);
   return out;

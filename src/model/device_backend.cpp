@@ -1,0 +1,17 @@
+// The Linears and the GraphOps backend of a model on one device (qjoule/model/device_backend.h).
+#include "qjoule/model/device_backend.h"
+
+#include "qjoule/error.h"
+#include "qjoule/model/cuda_linear_factory.h"
+
+namespace qjoule::model {
+
+DeviceBackend device_backend(int gpu, const quant::LayerPolicy& policy, const quant::FormatSpec& defaults,
+                             SmoothingFactors smoothing) {
+  if (gpu < 0) return {quantized_linear_factory(policy, defaults, std::move(smoothing)), nullptr};
+  if (!smoothing.empty())
+    fail("SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token without smoothing)");
+  return {cuda_linear_factory(cuda_linear_formats(policy, defaults), gpu), make_cuda_graph_ops(gpu)};
+}
+
+}  // namespace qjoule::model
