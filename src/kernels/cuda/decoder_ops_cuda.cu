@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/attend_query.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/decoder_ops_cuda.h"
 #include "kernels/cuda/encoder_ops_cuda.h"
@@ -63,36 +63,13 @@ __global__ void __launch_bounds__(kAttentionThreads)
   float* p = shared + head_dim;
   const int64_t t = blockIdx.x, h = blockIdx.y, g = h / group;
   const int64_t keys = past + t + 1;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
 
   const float* q_row = q + t * q_stride + h * head_dim;
   for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) qs[d] = q_row[d];
   __syncthreads();
-  for (int64_t j = warp; j < keys; j += warps) {
-    const float* k_row = k_cache + j * kv_stride + g * head_dim;
-    float dot = 0.0f;
-    for (int64_t d = lane; d < head_dim; d += 32) dot = fmaf(qs[d], k_row[d], dot);
-    dot = warp_reduce(dot, Sum{});
-    if (lane == 0) p[j] = dot * scale;
-  }
-  __syncthreads();
-  float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) m = fmaxf(m, p[j]);
-  m = block_reduce(m, Max{}, scratch);
-  float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
-    const float e = expf(p[j] - m);
-    p[j] = e;
-    sum += e;
-  }
-  sum = block_reduce(sum, Sum{}, scratch);  // its barriers also publish p
-  float* out = ctx + t * heads * head_dim + h * head_dim;
-  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    const float* v_col = v_cache + g * head_dim + d;
-    float acc = 0.0f;
-    for (int64_t j = 0; j < keys; ++j) acc = fmaf(p[j], v_col[j * kv_stride], acc);
-    out[d] = acc / sum;
-  }
+  attend_query(
+      qs, k_cache + g * head_dim, v_cache + g * head_dim, kv_stride, keys, head_dim, scale,
+      [](int64_t) { return true; }, p, scratch, ctx + t * heads * head_dim + h * head_dim);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/attend_query.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/encoder_ops_cuda.h"
 #include "qjoule/quant/element_math.h"
@@ -95,47 +95,14 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const int64_t s = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int64_t first_row = b * seq;
   const int64_t column = h * head_dim;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
 
   const float* q_row = q + (first_row + s) * row_stride + column;
   for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) qs[d] = q_row[d];
   __syncthreads();
-
-  // Scores: one warp per key (every lane of a warp has the same t, so the shuffles are uniform).
-  const int64_t keys = causal ? s + 1 : seq;
-  for (int64_t t = warp; t < keys; t += warps) {
-    const bool visible = mask == nullptr || mask[first_row + t] != 0;
-    float dot = 0.0f;
-    if (visible) {
-      const float* k_row = k + (first_row + t) * row_stride + column;
-      for (int64_t d = lane; d < head_dim; d += 32) dot = fmaf(qs[d], k_row[d], dot);
-    }
-    dot = warp_reduce(dot, Sum{});
-    if (lane == 0) p[t] = visible ? dot * scale : -INFINITY;
-  }
-  for (int64_t t = keys + threadIdx.x; t < seq; t += blockDim.x) p[t] = -INFINITY;
-  __syncthreads();
-
-  // Softmax numerator and its sum; invisible keys give 0 (and a query with none gives ctx 0).
-  float m = -INFINITY;
-  for (int64_t t = threadIdx.x; t < keys; t += blockDim.x) m = fmaxf(m, p[t]);
-  m = block_reduce(m, Max{}, scratch);
-  float sum = 0.0f;
-  for (int64_t t = threadIdx.x; t < keys; t += blockDim.x) {
-    const float e = p[t] == -INFINITY ? 0.0f : expf(p[t] - m);
-    p[t] = e;
-    sum += e;
-  }
-  sum = block_reduce(sum, Sum{}, scratch);  // its barriers also publish p
-  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-
-  float* out = ctx + (first_row + s) * heads * head_dim + column;
-  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float acc = 0.0f;
-    const float* v_col = v + first_row * row_stride + column + d;
-    for (int64_t t = 0; t < keys; ++t) acc = fmaf(p[t], v_col[t * row_stride], acc);
-    out[d] = acc * inv;
-  }
+  attend_query(
+      qs, k + first_row * row_stride + column, v + first_row * row_stride + column, row_stride, causal ? s + 1 : seq,
+      head_dim, scale, [=](int64_t t) { return mask == nullptr || mask[first_row + t] != 0; }, p, scratch,
+      ctx + (first_row + s) * heads * head_dim + column);
 }
 
 template <Unary kOp>
