@@ -173,8 +173,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       ->check(in_range(1, 1e6));
   auto* threads = cmd->add_option("--threads", a->threads, "CPU thread counts, comma-separated (default: all cores)");
   cmd->add_option("--device", a->device,
-                  "cpu, or cuda / cuda:N: encoder classifiers entirely on GPU N (fp32, tf32, fp16, bf16, int8, fp8, "
-                  "int4, nf4), latency from CUDA events, energy from that GPU's NVML sensor")
+                  "cpu, or cuda / cuda:N: the whole model (a decoder with its KV cache) on GPU N (fp32, tf32, fp16, "
+                  "bf16, int8, fp8, int4, nf4), latency from CUDA events, energy from that GPU's NVML sensor")
       ->capture_default_str();
   cmd->add_option("--warmup", a->settings.runner.warmup, "Batches run before timing")
       ->capture_default_str()
