@@ -1,19 +1,14 @@
-# Generates qjoule/build_info.h with version, git commit, build type and enabled backends.
+# Generates qjoule/build_info.h with version, build type and enabled backends, and the target that
+# stamps the git commit (qjoule/build_commit.h) at every build.
 find_package(Git QUIET)
-set(QJOULE_GIT_COMMIT "unknown")
-if(GIT_FOUND)
-  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --short=12 HEAD
-    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} OUTPUT_VARIABLE _commit
-    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
-  if(_rc EQUAL 0 AND _commit)
-    set(QJOULE_GIT_COMMIT "${_commit}")
-    execute_process(COMMAND ${GIT_EXECUTABLE} status --porcelain --untracked-files=no
-      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} OUTPUT_VARIABLE _dirty ERROR_QUIET)
-    if(_dirty)
-      set(QJOULE_GIT_COMMIT "${QJOULE_GIT_COMMIT}-dirty")
-    endif()
-  endif()
-endif()
+# The commit is stamped at every build, not at configure time (qjoule/build_commit.h, included by
+# build_info.h): a target that includes build_info.h depends on qjoule_build_commit.
+set(_qjoule_commit_header ${PROJECT_BINARY_DIR}/generated/qjoule/build_commit.h)
+set(_qjoule_commit_command ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DOUTPUT=${_qjoule_commit_header}
+    -DGIT_EXECUTABLE=${GIT_EXECUTABLE} -P ${PROJECT_SOURCE_DIR}/cmake/QjouleGitCommit.cmake)
+execute_process(COMMAND ${_qjoule_commit_command})  # so that the header exists from the start
+add_custom_target(qjoule_build_commit ALL COMMAND ${_qjoule_commit_command} BYPRODUCTS ${_qjoule_commit_header}
+                  VERBATIM)
 set(QJOULE_BACKENDS "cpu(oneDNN ${dnnl_VERSION})")
 if(QJOULE_HAVE_CUDA)
   string(REPLACE ";" " " _archs "${CMAKE_CUDA_ARCHITECTURES}")
