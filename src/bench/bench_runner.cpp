@@ -658,6 +658,9 @@ struct BenchRunner::Impl {
     if (decode_energy.total.energy_j && !decode_energy.total.valid)
       r.notes.push_back("decode energy window flagged: see decode_energy_window");
 
+    if (on_gpu)
+      r.notes.push_back(
+          "peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations, KV cache)");
     if (rss_reset) {
       r.peak_rss_bytes = peak_rss_bytes();
       if (r.peak_rss_bytes && predicted.unavailable.empty())

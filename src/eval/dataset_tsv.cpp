@@ -61,6 +61,17 @@ int parse_label(std::string_view field, const std::string& where, const std::str
   return label;
 }
 
+// One line for a header without the `kind` ("text", "label") column: neither of its default names,
+// or not the --<kind>-column name given.
+[[noreturn]] void fail_missing_column(const std::string& where, const std::vector<std::string>& header,
+                                      const std::string& given, const char* kind, const char* defaults) {
+  if (given.empty())
+    fail("{}: header has no {} column (found columns: {}), expected one named {}, or a --{}-column name", where, kind,
+         join_names(header), defaults, kind);
+  fail("{}: header has no '{}' column (found columns: {}), expected the --{}-column name there", where, given,
+       join_names(header), kind);
+}
+
 }  // namespace
 
 Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view bytes, const DatasetOptions& options) {
@@ -77,27 +88,10 @@ Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view byt
   for (const std::string_view name : split_tabs(header_line.text)) header.emplace_back(trim(name));
 
   const std::optional<size_t> text_column = find_column(header, options.text_column, {"sentence", "text"});
-  if (!text_column) {
-    if (options.text_column.empty()) {
-      fail(
-          "{}: header has no text column (found columns: {}), expected one named 'sentence' or "
-          "'text', or a --text-column name",
-          header_where, join_names(header));
-    }
-    fail("{}: header has no '{}' column (found columns: {}), expected the --text-column name there", header_where,
-         options.text_column, join_names(header));
-  }
+  if (!text_column) fail_missing_column(header_where, header, options.text_column, "text", "'sentence' or 'text'");
   const std::optional<size_t> label_column = find_column(header, options.label_column, {"label", "labels"});
-  if (!label_column && (options.require_labels || !options.label_column.empty())) {
-    if (options.label_column.empty()) {
-      fail(
-          "{}: header has no label column (found columns: {}), expected one named 'label' or "
-          "'labels', or a --label-column name",
-          header_where, join_names(header));
-    }
-    fail("{}: header has no '{}' column (found columns: {}), expected the --label-column name there", header_where,
-         options.label_column, join_names(header));
-  }
+  if (!label_column && (options.require_labels || !options.label_column.empty()))
+    fail_missing_column(header_where, header, options.label_column, "label", "'label' or 'labels'");
 
   Dataset dataset;
   dataset.path = path;

@@ -23,7 +23,9 @@ class CpuGraphOps final : public GraphOps {
   Device device() const override { return kCpu; }
   std::string device_name() const override { return "CPU"; }
   std::string nongemm_path() const override {
-    return fmt::format("qjoule:cpu:{}", kernels::encoder_ops_isa_name(kernels::encoder_ops_isa()));
+    // GELU (erf and tanh) and SiLU run as oneDNN eltwise primitives, the rest in qjoule's kernels.
+    return fmt::format("qjoule:cpu:{} (gelu, silu: onednn:eltwise)",
+                       kernels::encoder_ops_isa_name(kernels::encoder_ops_isa()));
   }
 
   Tensor empty(DType dtype, int64_t size, std::string_view what) override {
@@ -138,11 +140,8 @@ class CpuGraphOps final : public GraphOps {
 
   void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                 const Tensor& inv_freq, float attention_factor) override {
-    kernels::RopeTable table;
-    table.head_dim = 2 * inv_freq.size();
-    table.inv_freq.assign(inv_freq.f32(), inv_freq.f32() + inv_freq.size());
-    table.attention_factor = attention_factor;
-    kernels::apply_rope_f32(x.f32(), n_tokens, row_stride, heads, first_position, table);
+    kernels::apply_rope_f32(x.f32(), n_tokens, row_stride, heads, first_position, inv_freq.f32(), 2 * inv_freq.size(),
+                            attention_factor);
   }
 
   void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,

@@ -18,6 +18,7 @@
 //                      weights and activations to FP16, the GEMV path (≤ 8 rows) sums in FP32
 // and the prediction (argmax) agrees wherever the reference's top-two margin exceeds twice the budget.
 #include "qjoule/model/cuda_linear_factory.h"
+#include "qjoule/model/device_backend.h"
 
 #include <algorithm>
 #include <cmath>
@@ -110,6 +111,18 @@ TEST(EncoderClassifierGpu, WithoutAGpuTheBackendSaysWhy) {
   const std::string e = error_of([] { gpu_model(tiny_bert(), "fp32"); });
   EXPECT_THAT(e, AllOf(HasSubstr("GPU 0: no usable GPU: "), HasSubstr(s.reason)));
   EXPECT_EQ(e.find('\n'), std::string::npos);
+}
+
+// One decision per device: SmoothQuant's factors are refused on a GPU before any GPU is asked for, and
+// without a usable GPU the backend says why.
+TEST(DeviceBackend, SmoothQuantOnAGpuAndAMissingGpuAreOneLine) {
+  const SmoothingFactors smoothing{{"bert.encoder.layer.0.attention.self.query", {1.0f}}};
+  EXPECT_EQ(error_of([&] { device_backend(0, policy("int8"), {}, smoothing); }),
+            "SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token without smoothing)");
+  EXPECT_TRUE(device_backend(-1, policy("int8")).ops == nullptr) << "the CPU backend is every model's default";
+  const auto& s = kernels::cuda_device_status();
+  if (s.usable) return;
+  EXPECT_EQ(error_of([] { device_backend(0, policy("int8")); }), "GPU 0: no usable GPU: " + s.reason);
 }
 
 // ---- on a GPU ---------------------------------------------------------------------------------------

@@ -49,6 +49,9 @@ RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling
 // columns [h·head_dim, (h+1)·head_dim); token t is at position first_position + t.
 void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                     const RopeTable& table);
+// The same with the table's head_dim / 2 frequencies as a pointer (no copy of the table).
+void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
+                    const float* inv_freq, int64_t head_dim, float attention_factor);
 void apply_rope_f32_ref(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                         const RopeTable& table);
 

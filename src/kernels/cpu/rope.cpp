@@ -122,12 +122,22 @@ RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling
 void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                     const RopeTable& table) {
   check_table(n_tokens, row_stride, heads, table);
-  const int64_t half = table.head_dim / 2;
-  const float* inv_freq = table.inv_freq.data();
-  const double af = table.attention_factor;
+  apply_rope_f32(x, n_tokens, row_stride, heads, first_position, table.inv_freq.data(), table.head_dim,
+                 table.attention_factor);
+}
+
+void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
+                    const float* inv_freq, int64_t head_dim, float attention_factor) {
+  if (head_dim <= 0 || head_dim % 2 != 0 || n_tokens < 0 || heads < 0 || heads * head_dim > row_stride)
+    fail(
+        "apply_rope: {} tokens, {} heads of {} in rows of {}, expected an even head_dim and heads·head_dim <= "
+        "row_stride",
+        n_tokens, heads, head_dim, row_stride);
+  const int64_t half = head_dim / 2;
+  const double af = attention_factor;
   // Per token: cos and sin of the angles (double argument and libm, rounded to float once), then every
   // head rotated with contiguous, vectorizable float loops.
-#pragma omp parallel if (n_tokens * heads * table.head_dim > (1 << 14))
+#pragma omp parallel if (n_tokens * heads * head_dim > (1 << 14))
   {
     std::vector<float> cos_v(static_cast<size_t>(half)), sin_v(static_cast<size_t>(half));
 #pragma omp for schedule(static)
@@ -141,7 +151,7 @@ void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t head
       const float* c = cos_v.data();
       const float* s = sin_v.data();
       for (int64_t h = 0; h < heads; ++h) {
-        float* lo = x + t * row_stride + h * table.head_dim;
+        float* lo = x + t * row_stride + h * head_dim;
         float* hi = lo + half;
 #pragma omp simd
         for (int64_t i = 0; i < half; ++i) {
