@@ -5,6 +5,9 @@
 // users have one (microbench/README.md):
 //   build/release/microbench/write_synthetic_decoder /tmp/tinyllama-shapes
 //   build/release/src/cli/qjoule bench --model /tmp/tinyllama-shapes --precisions fp32,bf16,int8,w8,int4,nf4
+// With --tokenizer DIR it also copies a tokenizer (its vocabulary within --vocab), so that
+// `qjoule bench --text FILE` scores a text on it (the perplexity of random weights means nothing; the
+// cost of the FP32 reference and of scoring is the 1B model's).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +21,7 @@
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/synthetic_decoder.h"
+#include "qjoule/tokenize/bpe_tokenizer.h"
 
 namespace {
 
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Write the synthetic TinyLlama-shaped decoder as a Hugging Face checkpoint (config.json + "
       "model.safetensors)."};
-  std::string out, dtype = "bf16";
+  std::string out, dtype = "bf16", tokenizer;
   int64_t layers = 22, vocab = 4096;
   app.add_option("folder", out, "output folder (created)")->required();
   app.add_option("--dtype", dtype, "stored dtype of every tensor")
@@ -67,6 +71,11 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", vocab, "vocabulary size (TinyLlama has 32,000)")
       ->check(CLI::Range(16, 256000))
       ->capture_default_str();
+  app.add_option(
+         "--tokenizer", tokenizer,
+         "copy tokenizer.json (and tokenizer_config.json) from this folder, so that `qjoule bench --text` and "
+         "`qjoule ppl` can score a text (its vocabulary must fit --vocab), e.g. tests/fixtures/decoders/tiny-llama")
+      ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
   try {
     auto spec = qjoule::model::tinyllama_shapes_spec(vocab);
@@ -112,6 +121,16 @@ int main(int argc, char** argv) {
                                    {"mlp_bias", false},
                                    {"torch_dtype", bf16 ? "bfloat16" : "float32"}};
     std::ofstream(std::filesystem::path(out) / "config.json") << config.dump(2) << "\n";
+    if (!tokenizer.empty()) {
+      const auto tok = qjoule::tokenize::BpeTokenizer::from_tokenizer_json(tokenizer);
+      if (tok.vocab_size() > c.vocab_size)
+        qjoule::fail("--tokenizer {}: {} tokens, more than the model's vocabulary of {} (--vocab)", tokenizer,
+                     tok.vocab_size(), c.vocab_size);
+      for (const char* name : {"tokenizer.json", "tokenizer_config.json"})
+        if (std::filesystem::exists(std::filesystem::path(tokenizer) / name))
+          std::filesystem::copy_file(std::filesystem::path(tokenizer) / name, std::filesystem::path(out) / name,
+                                     std::filesystem::copy_options::overwrite_existing);
+    }
     std::size_t bytes = 0;
     for (const auto& t : tensors) bytes += t.bytes.size();
     fmt::print("wrote {}: {} tensors, {:.2f} GB of {} ({} layers, hidden {}, FFN {}, vocab {})\n", out, tensors.size(),

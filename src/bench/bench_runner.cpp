@@ -83,7 +83,15 @@ struct BenchRunner::Impl {
   // FP32 logits of the fidelity inputs, by "model|seq".
   std::map<std::string, std::vector<std::vector<float>>> fp32_logits;
 
-  Impl(BenchOptions o, energy::EnergyMeter& m) : options(std::move(o)), meter(m) {}
+  // The text decoder runs score, and their FP32 references.
+  LmQuality lm;
+
+  Impl(BenchOptions o, energy::EnergyMeter& m)
+      : options(std::move(o)),
+        meter(m),
+        lm(options.lm, options.results_dir,
+           // On a line of its own: the console reporter's "[k/n] run ..." is waiting for its result.
+           [](const std::string& line) { fmt::print(stderr, "\n{}", line); }) {}
 
   void load(const std::string& model_name) {
     if (loaded_model == model_name && params) return;
@@ -360,6 +368,7 @@ struct BenchRunner::Impl {
       failed.warmup_iters = r.warmup_iters;
       failed.prefill_tokens = r.prefill_tokens;
       failed.decode_tokens = r.decode_tokens;
+      failed.lm_unavailable = "the run failed (see error)";
       failed.notes = std::move(r.notes);
       failed.status = "failed";
       failed.error = e.what();
@@ -537,7 +546,12 @@ struct BenchRunner::Impl {
           "(MemAvailable)",
           predicted.peak_bytes() >> 20, predicted.model_bytes >> 20, *available >> 20);
 
-    const auto& reference = decoder_reference_logits(c);
+    // The FP32 reference first, so its model is gone before this run's is built: the text's
+    // log-probabilities (computed once per sweep, kept in the results folder), else the last-token
+    // logits of pseudo-random prompts.
+    const std::vector<std::vector<float>> no_reference;
+    const auto& reference = lm.enabled() ? no_reference : decoder_reference_logits(c);
+    if (lm.enabled()) lm.ensure_reference(c.model);
     const bool rss_reset = reset_peak_rss();
     quant::LayerPolicyOptions po;
     po.precision = c.precision;
@@ -671,6 +685,16 @@ struct BenchRunner::Impl {
       r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
     }
 
+    // Quality on the text (after the peak-RSS reading: the reference is mapped only while compared with).
+    if (lm.enabled()) {
+      lm.score(m, c.model, r);
+      r.notes.push_back(fmt::format(
+          "decoder: latency, throughput and energy_* are per prefill of {} prompt tokens; decode_* per {} greedy "
+          "steps; quality: lm_* on the text (fidelity_* not computed)",
+          n, steps));
+      return;
+    }
+    r.lm_unavailable = "no --text given: bench --text FILE scores a text (perplexity, KL against FP32)";
     // Fidelity: the next-token distribution after each prompt, against FP32's.
     if (!reference.empty()) {
       const auto f = eval::compare_logits(reference, decoder_fidelity_logits(m, n));
@@ -681,7 +705,8 @@ struct BenchRunner::Impl {
     }
     r.notes.push_back(fmt::format(
         "decoder: latency, throughput and energy_* are per prefill of {} prompt tokens; decode_* per {} greedy "
-        "steps; fidelity compares the last-token logits with FP32 on {} pseudo-random prompts; accuracy: qjoule ppl",
+        "steps; fidelity compares the last-token logits with FP32 on {} pseudo-random prompts; perplexity: bench "
+        "--text FILE",
         n, steps, reference.size()));
   }
 };

@@ -39,8 +39,12 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
     fmt::print(stderr, " failed: {}\n", r.error);
     return;
   }
-  const std::string quality = r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
-                                         : "agreement " + figure(r.fidelity_top1_agreement, "{:.3f}");
+  const std::string quality = r.lm_ppl
+                                  ? fmt::format("PPL {:.4f} ± {:.4f}, ΔPPL {}, mean KL {}, same top {}", *r.lm_ppl,
+                                                r.lm_ppl_stderr.value_or(0.0), figure(r.lm_delta_ppl, "{:+.4f}"),
+                                                figure(r.lm_kl_mean, "{:.4g}"), figure(r.lm_same_top_rate, "{:.3f}"))
+                              : r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
+                                           : "agreement " + figure(r.fidelity_top1_agreement, "{:.3f}");
   const std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
   if (r.decode_tokens_per_s_mean) {
     const auto mj = [](const std::optional<double>& v) {

@@ -118,10 +118,152 @@ std::string upper(std::string text) {
   return text;
 }
 
+// The footnote mark of an unavailable-energy reason: "n/a [k]", each distinct reason numbered once.
+std::string footnote(std::vector<std::string>& reasons, const std::string& reason_or_empty) {
+  const std::string reason = reason_or_empty.empty() ? "no reason recorded" : reason_or_empty;
+  auto it = std::find(reasons.begin(), reasons.end(), reason);
+  if (it == reasons.end()) it = reasons.insert(reasons.end(), reason);
+  return fmt::format("n/a [{}]", it - reasons.begin() + 1);
+}
+
+std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+
+// What usually brings a quantized decoder's perplexity back.
+std::string what_to_try_decoder(const RunRecord& record) {
+  const auto spec = quant::try_parse_format_spec(record.config.precision);
+  const quant::Format format = spec ? spec->format : quant::Format::fp32;
+  const std::string keep =
+      "keeping the first and last blocks in higher precision (`--layer-precision` in `qjoule ppl`)";
+  if (format == quant::Format::int4 || format == quant::Format::nf4)
+    return fmt::format("smaller groups (`int4:g=32`, `int4:g=64:asym`), weight-only INT8 (`w8`), or {}", keep);
+  return fmt::format("weight-only INT8 (`w8`), BF16, or {}", keep);
+}
+
+// The decoder table: every successful run is a decoder run (build_paper_table's doc).
+PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
+                               const std::string& baseline_precision, double max_ppl_increase_pct) {
+  const std::string baseline_token = precision_token(baseline_precision);
+  std::map<ShapeKey, const RunRecord*> baselines;
+  for (const auto& record : records)
+    if (record.status == "ok" && token_of(record) == baseline_token) baselines.emplace(shape_of(record), &record);
+
+  PaperTable table;
+  table.decoder_layout = true;
+  table.max_accuracy_drop_pt = max_accuracy_drop_pt;
+  table.columns = {{"run", false},          {"precision", false}, {"prefill tok/s", true}, {"decode tok/s", true},
+                   {"decode mJ/tok", true}, {"PPL", true},        {"ΔPPL", true},          {"mean KL", true},
+                   {"same top", true},      {"size MiB", true},   {"peak MiB", true},      {"decode x", true}};
+  table.energy_column = 4;
+  bool any_text = false, any_agreement = false, any_emulated = false, any_estimated = false;
+  std::vector<std::string> without_baseline, texts;
+  for (std::size_t index = 0; index < records.size(); ++index) {
+    const RunRecord& r = records[index];
+    if (r.status != "ok") {
+      table.failed.push_back(fmt::format("{}: {}", r.run_name, r.error.empty() ? "(no error recorded)" : r.error));
+      continue;
+    }
+    const auto found = baselines.find(shape_of(r));
+    const RunRecord* base = found == baselines.end() ? nullptr : found->second;
+    if (!base) without_baseline.push_back(r.run_name);
+    std::vector<std::string> row;
+    row.push_back(r.run_name + (r.not_representative ? " *" : ""));
+    row.push_back(r.config.precision);
+    row.push_back(r.prefill_tokens_per_s_mean ? fmt::format("{:.1f}", *r.prefill_tokens_per_s_mean) : kMissing);
+    row.push_back(r.decode_tokens_per_s_mean ? fmt::format("{:.2f}", *r.decode_tokens_per_s_mean) : kMissing);
+    if (r.decode_mj_per_token) {
+      row.push_back(fmt::format("{:.4g}{}", *r.decode_mj_per_token, is_estimated(r) ? " (est.)" : ""));
+      any_estimated = any_estimated || is_estimated(r);
+    } else {
+      row.push_back(footnote(table.energy_footnotes,
+                             r.decode_energy_unavailable.empty() ? r.energy_unavailable : r.decode_energy_unavailable));
+    }
+    if (r.lm_ppl) {
+      any_text = true;
+      if (std::find(texts.begin(), texts.end(), r.lm_text) == texts.end()) texts.push_back(r.lm_text);
+      row.push_back(fmt::format("{:.4f} ± {:.4f}", *r.lm_ppl, r.lm_ppl_stderr.value_or(0.0)));
+      std::string delta = kMissing;
+      if (r.lm_delta_ppl && r.lm_base_ppl && *r.lm_base_ppl > 0) {
+        const double pct = *r.lm_delta_ppl / *r.lm_base_ppl * 100.0;
+        delta = fmt::format("{:+.4f} ({:+.2f}%)", *r.lm_delta_ppl, pct);
+        if (pct > max_ppl_increase_pct + 1e-9) {
+          delta += " !";
+          table.accuracy_drops.push_back(fmt::format("{}: perplexity {:+.2f}% over FP32 ({:.4f} vs {:.4f}) — try {}",
+                                                     r.run_name, pct, *r.lm_ppl, *r.lm_base_ppl,
+                                                     what_to_try_decoder(r)));
+        }
+      }
+      row.push_back(delta);
+      row.push_back(r.lm_kl_mean ? fmt::format("{:.4g}", *r.lm_kl_mean) : kMissing);
+      row.push_back(r.lm_same_top_rate ? fmt::format("{:.2f}%", *r.lm_same_top_rate * 100) : kMissing);
+    } else {
+      row.push_back(kMissing);
+      row.push_back(kMissing);
+      row.push_back(r.fidelity_mean_kl ? fmt::format("{:.4g} agr.", *r.fidelity_mean_kl) : kMissing);
+      if (r.fidelity_top1_agreement) {
+        any_agreement = true;
+        const double drop = (1.0 - *r.fidelity_top1_agreement) * 100;
+        std::string cell = fmt::format("{:.2f}% agr.", *r.fidelity_top1_agreement * 100);
+        if (drop > max_accuracy_drop_pt + 1e-9) {
+          cell += " !";
+          table.accuracy_drops.push_back(
+              fmt::format("{}: {:.2f} pt top-1 agreement with FP32 — try {}", r.run_name, -drop, what_to_try(r)));
+        }
+        row.push_back(cell);
+      } else {
+        row.push_back(kMissing);
+      }
+    }
+    row.push_back(r.model_bytes > 0 ? mib(r.model_bytes) : kMissing);
+    row.push_back(r.peak_rss_bytes ? fmt::format("{:.0f}", static_cast<double>(*r.peak_rss_bytes) / (1024.0 * 1024.0))
+                                   : kMissing);
+    if (base == &r) {
+      row.push_back("baseline");
+    } else {
+      row.push_back(base && base->decode_tokens_per_s_mean && r.decode_tokens_per_s_mean &&
+                            *base->decode_tokens_per_s_mean > 0
+                        ? fmt::format("{:.2f}x", *r.decode_tokens_per_s_mean / *base->decode_tokens_per_s_mean)
+                        : kMissing);
+    }
+    any_emulated = any_emulated || r.not_representative;
+    table.rows.push_back({index, std::move(row)});
+  }
+  table.accuracy_drops_heading = any_text ? fmt::format("Perplexity increase above {}%", max_ppl_increase_pct)
+                                          : fmt::format("Top-1 agreement drop above {} pt", max_accuracy_drop_pt);
+  for (std::size_t i = 0; i < table.energy_footnotes.size(); ++i)
+    table.legend.push_back(fmt::format("n/a [{}] decode energy unavailable: {}", i + 1, table.energy_footnotes[i]));
+  if (any_emulated) table.legend.push_back("`*` emulated format: its speed and energy are not representative.");
+  if (any_estimated)
+    table.legend.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");
+  table.legend.push_back(
+      "Decoder runs, batch 1: prefill tok/s over seq prompt tokens, decode tok/s and mJ/tok over greedy steps "
+      "(means over repetitions; prefill energy is in results.jsonl).");
+  if (any_text)
+    table.legend.push_back(fmt::format(
+        "PPL ± standard error on {} (lm_* in results.jsonl, scored as `qjoule ppl` scores it); ΔPPL, mean KL "
+        "(nats/token, KL(FP32 ‖ run)) and same top (tokens whose most likely next token is FP32's) against the FP32 "
+        "reference; ! marks ΔPPL above {}%.",
+        fmt::join(texts, ", "), max_ppl_increase_pct));
+  if (any_agreement)
+    table.legend.push_back(
+        "agr.: last-token top-1 agreement (and mean KL) with FP32 on pseudo-random prompts, not text; "
+        "`qjoule bench --text FILE` measures perplexity and KL on real text.");
+  if (!without_baseline.empty())
+    table.legend.push_back(
+        fmt::format("No {} baseline with the same model, device, seq and threads for: {} (add {} to the precisions "
+                    "for decode x).",
+                    upper(baseline_precision), fmt::join(without_baseline, ", "), baseline_precision));
+  return table;
+}
+
 }  // namespace
 
 PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
-                             const std::string& baseline_precision) {
+                             const std::string& baseline_precision, double max_ppl_increase_pct) {
+  const bool all_decoders =
+      std::any_of(records.begin(), records.end(), [](const RunRecord& r) { return r.status == "ok"; }) &&
+      std::all_of(records.begin(), records.end(),
+                  [](const RunRecord& r) { return r.status != "ok" || r.decode_tokens.has_value(); });
+  if (all_decoders) return build_decoder_table(records, max_accuracy_drop_pt, baseline_precision, max_ppl_increase_pct);
   const std::string baseline_token = precision_token(baseline_precision);
   const auto is_baseline = [&](const RunRecord& r) { return r.status == "ok" && token_of(r) == baseline_token; };
   std::map<ShapeKey, const RunRecord*> baselines;  // the first baseline run of each model and shape
@@ -130,6 +272,8 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
 
   PaperTable table;
   table.max_accuracy_drop_pt = max_accuracy_drop_pt;
+  table.accuracy_drops_heading = fmt::format("Accuracy drop above {} pt", max_accuracy_drop_pt);
+  table.energy_column = 7;  // J/inference
   table.columns = {{"run", false},          {"precision", false}, {"batch", true},    {"seq", true},
                    {"threads", true},       {"p50 ms", true},     {"seq/s", true},    {"J/inference", true},
                    {"accuracy", true},      {"size MiB", true},   {"speed-up", true}, {"energy", true},
@@ -141,7 +285,7 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
   if (any_decoder) table.columns.push_back({"decode tok/s", true});
   std::vector<std::string> without_baseline;
   bool any_agreement = false, any_emulated = false, any_estimated = false;
-  std::vector<std::string> unavailable_reasons;  // distinct, in order of appearance
+  std::vector<std::string>& unavailable_reasons = table.energy_footnotes;  // distinct, in order of appearance
 
   for (std::size_t index = 0; index < records.size(); ++index) {
     const RunRecord& r = records[index];
@@ -167,10 +311,7 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
       any_estimated = any_estimated || is_estimated(r);
     } else {
       // A short cell and one numbered footnote per distinct reason (the reasons are long).
-      const std::string reason = r.energy_unavailable.empty() ? "no reason recorded" : r.energy_unavailable;
-      auto it = std::find(unavailable_reasons.begin(), unavailable_reasons.end(), reason);
-      if (it == unavailable_reasons.end()) it = unavailable_reasons.insert(unavailable_reasons.end(), reason);
-      row.push_back(fmt::format("n/a [{}]", it - unavailable_reasons.begin() + 1));
+      row.push_back(footnote(unavailable_reasons, r.energy_unavailable));
     }
 
     // Accuracy on labels when there are labels; else agreement with FP32's top-1 ("agr.").
@@ -248,8 +389,9 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
   return table;
 }
 
-std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt) {
-  const PaperTable table = build_paper_table(records, max_accuracy_drop_pt);
+std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
+                               double max_ppl_increase_pct) {
+  const PaperTable table = build_paper_table(records, max_accuracy_drop_pt, "fp32", max_ppl_increase_pct);
   std::vector<std::vector<std::string>> rows;
   for (const auto& row : table.rows) {
     std::vector<std::string> cells;
@@ -264,15 +406,15 @@ std::string format_paper_table(const std::vector<RunRecord>& records, double max
   std::string out = rows.empty() ? std::string("No successful runs.\n") : render_table(table.columns, rows);
   if (!table.legend.empty()) out += fmt::format("\n{}\n", fmt::join(table.legend, "\n"));
   if (!table.accuracy_drops.empty())
-    out += fmt::format("\n! Accuracy drop above {} pt:\n{}", max_accuracy_drop_pt, listed(table.accuracy_drops));
+    out += fmt::format("\n! {}:\n{}", table.accuracy_drops_heading, listed(table.accuracy_drops));
   if (!table.failed.empty()) out += fmt::format("\nFailed runs:\n{}", listed(table.failed));
   return out;
 }
 
 void write_summary_md(const std::vector<RunRecord>& records, const std::filesystem::path& path,
-                      double max_accuracy_drop_pt) {
+                      double max_accuracy_drop_pt, double max_ppl_increase_pct) {
   std::string md = "# qjoule bench\n\n";
-  md += format_paper_table(records, max_accuracy_drop_pt);
+  md += format_paper_table(records, max_accuracy_drop_pt, max_ppl_increase_pct);
 
   std::string notes;
   for (const auto& r : records)
@@ -292,8 +434,11 @@ void write_summary_md(const std::vector<RunRecord>& records, const std::filesyst
   }
   md += fmt::format(
       "\nEvery number comes from results.jsonl (schema version {}, docs/bench-records.md); "
-      "accuracy drops above {} pt are flagged.\n",
-      kRunRecordSchemaVersion, max_accuracy_drop_pt);
+      "accuracy drops above {} pt{} are flagged.\n",
+      kRunRecordSchemaVersion, max_accuracy_drop_pt,
+      std::any_of(records.begin(), records.end(), [](const RunRecord& r) { return r.lm_ppl.has_value(); })
+          ? fmt::format(" and perplexity increases above {}%", max_ppl_increase_pct)
+          : std::string());
   detail::write_file_atomically(path, md);
 }
 

@@ -98,6 +98,17 @@ constexpr OptionalNumberField kOptionalNumbers[] = {
     {"decode_ms_per_token_mean", &RunRecord::decode_ms_per_token_mean, false},
     {"decode_mj_per_token", &RunRecord::decode_mj_per_token, true},
     {"decode_energy_j", &RunRecord::decode_energy_j, true},
+    {"lm_ppl", &RunRecord::lm_ppl, false},
+    {"lm_ppl_stderr", &RunRecord::lm_ppl_stderr, false},
+    {"lm_nll_mean", &RunRecord::lm_nll_mean, false},
+    {"lm_base_ppl", &RunRecord::lm_base_ppl, false},
+    {"lm_delta_ppl", &RunRecord::lm_delta_ppl, false},
+    {"lm_kl_mean", &RunRecord::lm_kl_mean, false},
+    {"lm_kl_median", &RunRecord::lm_kl_median, false},
+    {"lm_kl_p99", &RunRecord::lm_kl_p99, false},
+    {"lm_kl_max", &RunRecord::lm_kl_max, false},
+    {"lm_same_top_rate", &RunRecord::lm_same_top_rate, false},
+    {"lm_rms_dp", &RunRecord::lm_rms_dp, false},
 };
 
 static_assert(std::is_same_v<std::uint64_t, std::size_t>, "peak_rss_bytes shares the counts' table");
@@ -106,14 +117,36 @@ struct OptionalCountField {
   std::optional<std::size_t> RunRecord::*member;
 };
 constexpr OptionalCountField kOptionalCounts[] = {
-    {"peak_rss_bytes", &RunRecord::peak_rss_bytes},       {"accuracy_correct", &RunRecord::accuracy_correct},
-    {"accuracy_labelled", &RunRecord::accuracy_labelled}, {"prefill_tokens", &RunRecord::prefill_tokens},
-    {"decode_tokens", &RunRecord::decode_tokens},         {"decode_iters", &RunRecord::decode_iters},
+    {"peak_rss_bytes", &RunRecord::peak_rss_bytes},
+    {"accuracy_correct", &RunRecord::accuracy_correct},
+    {"accuracy_labelled", &RunRecord::accuracy_labelled},
+    {"prefill_tokens", &RunRecord::prefill_tokens},
+    {"decode_tokens", &RunRecord::decode_tokens},
+    {"decode_iters", &RunRecord::decode_iters},
+    {"lm_text_tokens", &RunRecord::lm_text_tokens},
+    {"lm_ctx", &RunRecord::lm_ctx},
+    {"lm_stride", &RunRecord::lm_stride},
+    {"lm_scored_tokens", &RunRecord::lm_scored_tokens},
 };
 
-// Whether version 1 had `key` (the keys added since read as null from a version-1 record).
-constexpr bool in_version_1(std::string_view key) {
-  for (std::size_t i = 0; i < kRunRecordKeysV1; ++i)
+// The record's optional strings: "" is written as null.
+struct OptionalStringField {
+  std::string_view key;
+  std::string RunRecord::*member;
+};
+constexpr OptionalStringField kOptionalStrings[] = {
+    {"lm_text", &RunRecord::lm_text},
+    {"lm_kl_base", &RunRecord::lm_kl_base},
+};
+
+// The number of keys each schema version has (its keys are the first ones of kRunRecordKeys).
+constexpr std::size_t keys_of_version(std::int64_t version) {
+  return version == 1 ? kRunRecordKeysV1 : version == 2 ? kRunRecordKeysV2 : kRunRecordKeys.size();
+}
+
+// Whether records of `version` have `key` (the keys added since read as null from older records).
+constexpr bool in_version(std::int64_t version, std::string_view key) {
+  for (std::size_t i = 0; i < keys_of_version(version); ++i)
     if (kRunRecordKeys[i] == key) return true;
   return false;
 }
@@ -129,6 +162,8 @@ constexpr bool tables_match_the_field_table() {
     if (type_of(f.key) != static_cast<int>(FieldType::number)) return false;
   for (const auto& f : kOptionalCounts)
     if (type_of(f.key) != static_cast<int>(FieldType::integer)) return false;
+  for (const auto& f : kOptionalStrings)
+    if (type_of(f.key) != static_cast<int>(FieldType::string)) return false;
   return true;
 }
 static_assert(tables_match_the_field_table(), "kOptionalNumbers / kOptionalCounts must follow kRunRecordFields");
@@ -198,6 +233,12 @@ nlohmann::json to_json(const RunRecord& record) {
                                                                     : record.decode_energy_unavailable)
           : nlohmann::json(nullptr);
   j["decode_energy_window"] = record.decode_energy_window;
+  for (const auto& f : kOptionalStrings) j[std::string(f.key)] = string_or_null(record.*f.member);
+  // As decode_energy_unavailable: a decoder run without a perplexity says why.
+  j["lm_unavailable"] =
+      record.decode_tokens && j["lm_ppl"].is_null()
+          ? nlohmann::json(record.lm_unavailable.empty() ? "not measured (no reason recorded)" : record.lm_unavailable)
+          : nlohmann::json(nullptr);
   return j;
 }
 
@@ -213,11 +254,10 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
   if (!readable)
     fail("run record: schema_version {}, expected {} to {} (written by another qjoule version)", version->dump(),
          kOldestReadableRunRecordSchemaVersion, kRunRecordSchemaVersion);
-  // A version-1 record has exactly the keys version 1 had; the ones added since read as null.
-  const bool v1 = version->get<std::int64_t>() == 1;
-  const std::span<const std::string_view> keys =
-      v1 ? std::span<const std::string_view>(kRunRecordKeys.data(), kRunRecordKeysV1)
-         : std::span<const std::string_view>(kRunRecordKeys);
+  // An older record has exactly the keys its version had; the ones added since read as null.
+  const std::int64_t v = version->get<std::int64_t>();
+  const bool v1 = v == 1;
+  const std::span<const std::string_view> keys(kRunRecordKeys.data(), keys_of_version(v));
   detail::require_object_with_keys(json, top, keys);
 
   const RecordReader r(json);
@@ -252,9 +292,12 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
   }
   record.measured_seconds = r.number("measured_seconds");
   for (const auto& f : kOptionalNumbers)
-    if (!v1 || in_version_1(f.key)) record.*f.member = r.optional_number(f.key);
+    if (in_version(v, f.key)) record.*f.member = r.optional_number(f.key);
   for (const auto& f : kOptionalCounts)
-    if (!v1 || in_version_1(f.key)) record.*f.member = r.optional_unsigned(f.key);
+    if (in_version(v, f.key)) record.*f.member = r.optional_unsigned(f.key);
+  for (const auto& f : kOptionalStrings)
+    if (in_version(v, f.key)) record.*f.member = r.string_or_empty(f.key);
+  if (in_version(v, "lm_unavailable")) record.lm_unavailable = r.string_or_empty("lm_unavailable");
   record.energy_method = r.string_or_empty("energy_method");
   record.energy_unavailable = r.string_or_empty("energy_unavailable");
 

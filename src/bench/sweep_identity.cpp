@@ -37,11 +37,20 @@ std::string model_identity(const std::string& model) {
   return fmt::format("{:016x}", h);
 }
 
-nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset) {
+std::string content_hash(std::string_view bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  fnv1a(h, bytes);
+  return fmt::format("{:016x}", h);
+}
+
+nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
+                              const nlohmann::json& text) {
   nlohmann::json models = nlohmann::json::object();
   for (const auto& c : configs)
     if (!models.contains(c.model)) models[c.model] = model_identity(c.model);
-  return {{"models", models}, {"dataset", dataset}};
+  nlohmann::json identity = {{"models", models}, {"dataset", dataset}};
+  if (!text.is_null()) identity["text"] = text;
+  return identity;
 }
 
 void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::json& identity) {
@@ -62,6 +71,18 @@ void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::
           "{}: this sweep scored dataset '{}', this bench '{}'; resume with the same --dataset, or choose another "
           "--out",
           path.string(), dataset, identity["dataset"].get<std::string>());
+    // The language-model text: absent in a sweep without --text (and in folders from before it existed).
+    const nlohmann::json text_then = stored.contains("text") ? stored["text"] : nlohmann::json(nullptr);
+    const nlohmann::json text_now = identity.contains("text") ? identity["text"] : nlohmann::json(nullptr);
+    if (text_then != text_now) {
+      const auto describe = [](const nlohmann::json& t) {
+        return t.is_null() ? std::string("no --text") : "--text " + t.dump();
+      };
+      fail(
+          "{}: this sweep scored {}, this bench {}; resume with the same --text, --max-tokens, --ctx and --stride, "
+          "or choose another --out",
+          path.string(), describe(text_then), describe(text_now));
+    }
     std::vector<std::string> then, now;
     for (const auto& [model, id] : stored["models"].items()) then.push_back(model);
     for (const auto& [model, id] : identity["models"].items()) now.push_back(model);

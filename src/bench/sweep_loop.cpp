@@ -47,21 +47,22 @@ SweepOutcome run_sweep(const std::vector<RunConfig>& configs, ResultsStore& stor
 }
 
 SweepOutputs write_sweep_outputs(const std::vector<RunRecord>& records, const std::filesystem::path& out,
-                                 double max_accuracy_drop) {
+                                 double max_accuracy_drop, double max_ppl_increase_pct) {
   SweepOutputs outputs;
   write_results_csv(records, out / "results.csv");
   outputs.written.push_back(out / "results.csv");
-  write_summary_md(records, out / "summary.md", max_accuracy_drop);
+  write_summary_md(records, out / "summary.md", max_accuracy_drop, max_ppl_increase_pct);
   outputs.written.push_back(out / "summary.md");
   try {
     report::ReportOptions options;
     options.max_accuracy_drop_pt = max_accuracy_drop;
+    options.max_ppl_increase_pct = max_ppl_increase_pct;
     report::write_html_report(records, out / "report.html", options);
     outputs.written.push_back(out / "report.html");
   } catch (const Error& e) {
     outputs.report_error = e.what();
   }
-  outputs.paper_table = format_paper_table(records, max_accuracy_drop);
+  outputs.paper_table = format_paper_table(records, max_accuracy_drop, max_ppl_increase_pct);
   return outputs;
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "qjoule/bench/console_reporter.h"
+#include "qjoule/bench/lm_quality.h"
 #include "qjoule/bench/results_store.h"
 #include "qjoule/bench/slurm_sweep.h"
 #include "qjoule/bench/sweep_identity.h"
@@ -28,6 +29,7 @@ SweepOutcome run_into(const std::vector<RunConfig>& configs, ResultsStore& store
                       const SweepSettings& settings) {
   BenchOptions options = settings.runner;
   if (settings.meter.trace) options.trace_dir = out / "traces";
+  options.results_dir = out;
   const auto meter = make_bench_meter(configs, settings.meter, options, note);
   BenchRunner runner(options, *meter);
   if (configs.front().model == kSyntheticModelName)
@@ -53,8 +55,9 @@ SweepOutcome run_into(const std::vector<RunConfig>& configs, ResultsStore& store
 }
 
 // results.csv, summary.md, report.html, and the paper table on stdout.
-void write_outputs(const ResultsStore& store, const fs::path& out, double max_accuracy_drop) {
-  const auto outputs = write_sweep_outputs(store.records(), out, max_accuracy_drop);
+void write_outputs(const ResultsStore& store, const fs::path& out, const SweepSettings& settings) {
+  const auto outputs =
+      write_sweep_outputs(store.records(), out, settings.max_accuracy_drop, settings.max_ppl_increase_pct);
   if (!outputs.report_error.empty()) note("warning: no report.html: " + outputs.report_error);
   fmt::print("{}\n", outputs.paper_table);
   std::string written;
@@ -64,7 +67,8 @@ void write_outputs(const ResultsStore& store, const fs::path& out, double max_ac
 
 ResultsStore open_sweep_store(const std::vector<RunConfig>& configs, const fs::path& out, const SweepSettings& s) {
   auto store = ResultsStore::open(out);
-  check_sweep_identity(out, sweep_identity(configs, s.runner.dataset));  // under the store's lock
+  const LmQuality lm(s.runner.lm, out, note);
+  check_sweep_identity(out, sweep_identity(configs, s.runner.dataset, lm.sweep_identity_entry()));  // under the lock
   for (const auto& n : store.notes()) note("note: " + n);
   return store;
 }
@@ -83,7 +87,7 @@ fs::path new_sweep_dir() {
 bool run_local_sweep(const std::vector<RunConfig>& configs, const fs::path& out, const SweepSettings& settings) {
   auto store = open_sweep_store(configs, out, settings);
   const auto outcome = run_into(configs, store, out, settings);
-  write_outputs(store, out, settings.max_accuracy_drop);
+  write_outputs(store, out, settings);
   if (outcome.failed > 0)
     note(fmt::format("{} of {} runs failed (recorded with their error)", outcome.failed, outcome.ran));
   return outcome.failed == 0;
@@ -166,7 +170,7 @@ bool run_slurm_merge(const std::vector<RunConfig>& configs, const fs::path& out,
   for (const auto& n : merged.notes) note("note: " + n);
   note(fmt::format("slurm merge: {} new records from {} shards ({} were in already)", merged.added, merged.shards,
                    merged.already));
-  write_outputs(store, out, settings.max_accuracy_drop);
+  write_outputs(store, out, settings);
   return configs_to_run(configs, store).empty();
 }
 

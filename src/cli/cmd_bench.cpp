@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
 #include "qjoule/bench/bench_runner.h"
+#include "qjoule/bench/lm_quality.h"
 #include "qjoule/bench/results_store.h"
 #include "qjoule/bench/sweep.h"
 #include "qjoule/bench/sweep_session.h"
@@ -44,6 +45,7 @@ struct BenchArgs {
   // Which list options were given on the command line (they may not be mixed with --sweep).
   std::vector<std::string> lists_given;
   bool batch_given = false;
+  std::vector<std::string> lm_flags_given;  // --ctx, --stride, --max-tokens, --kl-base given
 };
 
 bench::SweepSpec sweep_from_args(const BenchArgs& a) {
@@ -86,6 +88,10 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     fail("--min-time {} is not positive, expected seconds > 0", runner.min_time_s);
   const auto configs = bench::expand_sweep(sweep_from_args(a));
   bench::validate_configs(configs, runner.decode_tokens);
+  if (runner.lm.text.empty() && !a.lm_flags_given.empty())
+    fail("{} needs --text FILE: it sets how a decoder's text is scored", a.lm_flags_given.front());
+  // --text: every model a decoder with a tokenizer, the text long enough, each --kl-base its model's.
+  bench::LmQuality(runner.lm, ".", [](const std::string&) {}).check(configs);
   std::set<std::string> noted;
   for (const auto& c : configs) {
     if (noted.insert(c.precision).second)
@@ -141,7 +147,9 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       "Without --model, an embedded DistilBERT-base-shaped model with random weights is used (fidelity only).\n"
       "A decoder model (Llama, Qwen2 or GPT-2 folder) runs batch 1: each run times the prefill of --seq prompt\n"
       "tokens and, in a second energy window, --decode-tokens greedy decode steps; the record has prefill and\n"
-      "decode tokens/s (mean ± sd over repetitions) and mJ/token of each phase (docs/bench-records.md).\n"
+      "decode tokens/s (mean ± sd over repetitions) and mJ/token of each phase (docs/bench-records.md); with\n"
+      "--text it also scores the text as `qjoule ppl` does: perplexity, and against the FP32 reference (computed\n"
+      "once per sweep, kept in OUT/kl-base/, reused by --resume and by --kl-base) KL divergence and top tokens.\n"
       "Sweep file: {\"defaults\": {\"seq\": 128}, \"sweep\": {\"precision\": [\"fp32\", \"int8\"], \"batch\": [1, 8]},\n"
       "             \"mode\": \"cross_product\"}   (or \"one_at_a_time\")\n"
       "Examples:\n"
@@ -149,6 +157,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       "  qjoule bench --model ../shared/data/models/sst2-distilbert-mini \\\n"
       "               --dataset ../shared/data/sst2/dev.tsv --precisions fp32,int8,nf4 --batch 8\n"
       "  qjoule bench --model tests/fixtures/decoders/tiny-llama --precisions fp32,int8 --seq 64 --decode-tokens 32\n"
+      "  qjoule bench --model tests/fixtures/decoders/tiny-llama --precisions fp32,int8,int4,nf4 --seq 64 \\\n"
+      "               --text ../shared/data/wikitext2/test.txt --max-tokens 2048 --ctx 128 --out lm/\n"
       "  qjoule bench --sweep sweep.json --out results/ --resume");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("--model", a->model, "Model folder (default: the embedded DistilBERT-base-shaped model)")
@@ -200,6 +210,30 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--dry-run", a->dry_run,
                 "Run nothing: print each run's predicted peak memory and whether it fits in the memory available "
                 "now (a sweep skips, with one line, a decoder run predicted not to fit)");
+  auto& lm = a->settings.runner.lm;
+  cmd->add_option(
+      "--text", lm.text,
+      "Decoder models: a UTF-8 text each run scores as `qjoule ppl` does (perplexity ± standard error, and "
+      "against the FP32 reference, computed once per sweep into OUT/kl-base/: ΔPPL, mean/median/p99/max KL, "
+      "same-top-token rate, RMS Δp)");
+  auto* lm_ctx =
+      cmd->add_option("--ctx", lm.ctx, "With --text: tokens per window (default: 512 or the model's positions)")
+          ->check(in_range(2, 1e7));
+  auto* lm_stride =
+      cmd->add_option("--stride", lm.stride, "With --text: tokens between window starts (default: half of --ctx)")
+          ->check(in_range(1, 1e7));
+  auto* lm_max = cmd->add_option("--max-tokens", lm.max_tokens,
+                                 "With --text: score its first N tokens (0: all; the reference is N x vocab x 2 bytes)")
+                     ->capture_default_str()
+                     ->check(in_range(0, 1e12));
+  auto* lm_bases = cmd->add_option("--kl-base", lm.kl_bases,
+                                   "With --text: an FP32 reference to use instead of computing one (OUT/kl-base/*.qjkl "
+                                   "of an earlier sweep, or qjoule ppl --save-kl-base), repeatable, one per model")
+                       ->allow_extra_args(false);
+  cmd->add_option("--max-ppl-increase", a->settings.max_ppl_increase_pct,
+                  "With --text: flag decoder runs whose perplexity is more than this many percent above FP32's")
+      ->capture_default_str()
+      ->check(in_range(0, 1e6));
   cmd->add_option("--max-accuracy-drop", a->settings.max_accuracy_drop,
                   "Flag runs whose accuracy (or agreement) drops more than this many points below FP32")
       ->capture_default_str()
@@ -231,9 +265,11 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--status", a->status, "With --out DIR: each run of the sweep submitted there (--slurm) and its state");
   cmd->add_flag("--slurm-task", a->slurm_task, "(run by the array job's script) one array task")->group("");
   cmd->add_flag("--slurm-merge", a->slurm_merge, "(run by the merge job's script) merge the shards")->group("");
-  cmd->callback([a, &ctx, precisions, batch, seq, threads] {
+  cmd->callback([a, &ctx, precisions, batch, seq, threads, lm_ctx, lm_stride, lm_max, lm_bases] {
     for (auto* o : {precisions, batch, seq, threads})
       if (o->count() > 0) a->lists_given.push_back(o->get_name());
+    for (auto* o : {lm_ctx, lm_stride, lm_max, lm_bases})
+      if (o->count() > 0) a->lm_flags_given.push_back(o->get_name());
     a->batch_given = batch->count() > 0;
     run_bench(*a, ctx);
   });

@@ -17,10 +17,11 @@
 #include "cli/flag_ranges.h"
 #include "cli/format_util.h"
 #include "qjoule/error.h"
+#include "qjoule/bench/sweep_identity.h"
 #include "qjoule/eval/perplexity.h"
+#include "qjoule/eval/text_file.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/decoder_config.h"
-#include "qjoule/tokenize/utf8.h"
 
 namespace qjoule::cli {
 namespace {
@@ -34,21 +35,9 @@ struct PplArgs {
   std::string device = "cpu";
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("--text {}: cannot open the file", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  std::string text = s.str();
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-    fail("--text {}: the text is empty ({} bytes of whitespace at most), expected text to score", path, text.size());
-  tokenize::check_utf8(text, "--text " + path);  // the error names the file, not the tokenizer's input
-  return text;
-}
-
 void run_ppl(const PplArgs& a) {
   use_threads(a.threads);
-  const std::string text = read_text(a.text);
+  const std::string text = eval::read_text_file(a.text, "--text");
   auto d = load_decoder(a.model, a.quant, a.device);
   const auto& cfg = d.model.config();
   const int64_t ctx = a.ctx > 0 ? a.ctx : std::min<int64_t>(512, cfg.max_positions);
@@ -69,12 +58,39 @@ void run_ppl(const PplArgs& a) {
   std::fflush(stdout);
 
   const bool tty = ::isatty(STDERR_FILENO) != 0;
-  eval::KlBase saved;
+  const std::string identity = bench::model_identity(a.model);
+  if (base && !base->identity.empty()) {
+    const auto id = nlohmann::json::parse(base->identity, nullptr, false);
+    if (id.is_object() && id.contains("model_identity") && id["model_identity"] != identity)
+      fail("--kl-base {}: computed for another model (identity {}{}), not {} (identity {})", a.kl_base,
+           id["model_identity"].dump(), id.contains("model") ? ", " + id["model"].dump() : "", a.model, identity);
+  }
   eval::PerplexityOptions opts;
   opts.ctx = ctx;
   opts.stride = stride;
   opts.kl_base = base ? &*base : nullptr;
-  opts.save_kl_base = a.save_kl_base.empty() ? nullptr : &saved;
+  // --save-kl-base: written a window at a time (FILE.partial, renamed when done), never held whole.
+  std::optional<eval::KlBaseWriter> writer;
+  if (!a.save_kl_base.empty()) {
+    eval::KlBase header;
+    header.vocab_size = static_cast<int32_t>(cfg.vocab_size);
+    header.ctx = ctx;
+    header.stride = stride;
+    header.token_ids = ids;
+    for (const auto& w : eval::perplexity_windows(static_cast<int64_t>(ids.size()), ctx, stride))
+      header.scored += w.end - w.score_from;
+    header.identity =
+        nlohmann::json{
+            {"model", a.model}, {"model_identity", identity},     {"vocab", cfg.vocab_size},
+            {"text", a.text},   {"tokens", ids.size()},           {"ctx", ctx},
+            {"stride", stride}, {"precision", a.quant.precision}, {"computed_by", "qjoule ppl --save-kl-base"}}
+            .dump();
+    writer.emplace(a.save_kl_base, header, "--save-kl-base", /*resume=*/false);
+    opts.fp16_log_probs = true;
+    opts.on_window = [&writer](const eval::ScoredWindow& w) {
+      writer->append_window(w.index, w.fp16_log_probs, w.scored, w.nll_sum);
+    };
+  }
   opts.progress = [tty](int64_t done, int64_t total) {
     if (tty) fmt::print(stderr, "\r  window {}/{}", done, total);
   };
@@ -83,18 +99,20 @@ void run_ppl(const PplArgs& a) {
 
   fmt::print("windows    {} of up to {} tokens, stride {}: {} tokens scored\n", r.windows, ctx, stride,
              thousands(r.scored));
-  fmt::print("perplexity {:.4f} (mean NLL {:.5f} nats)\n", r.ppl(), r.nll_sum / double(r.scored));
+  fmt::print("perplexity {:.4f} ± {:.4f} (mean NLL {:.5f} nats)\n", r.ppl(), r.ppl_stderr(), r.nll_mean());
   fmt::print("time       {:.2f} s ({:.0f} tokens/s scored, {} threads)\n", r.seconds, double(r.scored) / r.seconds,
              kernels::num_threads());
-  if (r.has_kl)
-    fmt::print(
-        "vs base    mean KL {:.6f} nats (max {:.4f}), top-1 agreement {:.4f}, ΔPPL {:+.4f} (base PPL {:.4f}, "
-        "{})\n",
-        r.kl.mean_kl, r.kl.max_kl, r.kl.top1_agreement, r.kl.delta_ppl, r.kl.base_ppl, a.kl_base);
-  if (!a.save_kl_base.empty()) {
-    eval::write_kl_base(a.save_kl_base, saved);
+  if (r.has_kl) {
+    fmt::print("vs base    ΔPPL {:+.4f} (base PPL {:.4f}, {})\n", r.kl.delta_ppl, r.kl.base_ppl, a.kl_base);
+    fmt::print("KL         mean {:.6f}, median {:.6f}, p99 {:.6f}, max {:.6f} nats per token (KL(base ‖ this))\n",
+               r.kl.mean_kl, r.kl.median_kl, r.kl.p99_kl, r.kl.max_kl);
+    fmt::print("top token  same as the base's for {:.4f} of tokens (top-1 agreement); RMS Δp {:.6f}\n",
+               r.kl.top1_agreement, r.kl.rms_dp);
+  }
+  if (writer) {
+    writer->finish();
     fmt::print("kl base    written to {} ({})\n", a.save_kl_base,
-               human_bytes(double(saved.log_probs.size() * 2 + saved.token_ids.size() * 4)));
+               human_bytes(double(r.scored) * double(cfg.vocab_size) * 2 + double(ids.size()) * 4));
   }
   if (!a.json.empty()) {
     nlohmann::json j = {{"model", a.model},
@@ -112,12 +130,14 @@ void run_ppl(const PplArgs& a) {
                         {"scored_tokens", r.scored},
                         {"nll_sum", r.nll_sum},
                         {"ppl", r.ppl()},
+                        {"ppl_stderr", r.ppl_stderr()},
+                        {"nll_mean", r.nll_mean()},
                         {"seconds", r.seconds},
                         {"threads", kernels::num_threads()}};
     if (r.has_kl)
-      j["kl"] = {{"base", a.kl_base},         {"mean_kl", r.kl.mean_kl},
-                 {"max_kl", r.kl.max_kl},     {"top1_agreement", r.kl.top1_agreement},
-                 {"base_ppl", r.kl.base_ppl}, {"delta_ppl", r.kl.delta_ppl}};
+      j["kl"] = {{"base", a.kl_base},     {"mean_kl", r.kl.mean_kl},   {"median_kl", r.kl.median_kl},
+                 {"p99_kl", r.kl.p99_kl}, {"max_kl", r.kl.max_kl},     {"top1_agreement", r.kl.top1_agreement},
+                 {"rms_dp", r.kl.rms_dp}, {"base_ppl", r.kl.base_ppl}, {"delta_ppl", r.kl.delta_ppl}};
     write_output("--json", a.json, j.dump(2) + "\n");
   }
 }

@@ -23,6 +23,7 @@ struct ReportArgs {
   std::string out;
   std::string baseline{quant::name(quant::Format::fp32)};
   double max_accuracy_drop = 1.0;
+  double max_ppl_increase = 5.0;
 };
 
 // The folder of a results file (a folder given stands for its results.jsonl): traces/ lies beside it.
@@ -41,6 +42,7 @@ void run_report(const ReportArgs& a) {
   report::ReportOptions options;
   options.baseline = a.baseline;
   options.max_accuracy_drop_pt = a.max_accuracy_drop;
+  options.max_ppl_increase_pct = a.max_ppl_increase;
   options.skipped = results.skipped;
   for (const auto& f : files) {
     const fs::path dir = results_dir_of(f);
@@ -78,6 +80,10 @@ void add_report_command(CLI::App& app, CommandContext& /*ctx*/) {
                   "Flag runs whose accuracy (or agreement) drops more than this many points below the baseline")
       ->capture_default_str()
       ->check(in_range(0, 100));
+  cmd->add_option("--max-ppl-increase", a->max_ppl_increase,
+                  "Flag decoder runs whose perplexity on the text is more than this many percent above FP32's")
+      ->capture_default_str()
+      ->check(in_range(0, 1e6));
   cmd->callback([a] { run_report(*a); });
 }
 

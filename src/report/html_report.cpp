@@ -152,7 +152,8 @@ std::string skipped_html(const std::vector<SkippedLine>& skipped) {
 }
 
 std::string table_html(const std::vector<RunRecord>& records, const ReportOptions& options) {
-  const bench::PaperTable table = bench::build_paper_table(records, options.max_accuracy_drop_pt, options.baseline);
+  const bench::PaperTable table =
+      bench::build_paper_table(records, options.max_accuracy_drop_pt, options.baseline, options.max_ppl_increase_pct);
   std::string html = fmt::format(
       "<section id=\"results\"><h2>Results</h2>\n<p class=\"note\">Deltas against the "
       "{} run with the same model, device, batch, seq and threads. Click a column "
@@ -169,12 +170,14 @@ std::string table_html(const std::vector<RunRecord>& records, const ReportOption
       html += fmt::format("<tr data-run=\"{}\"{}>", html_escape(r.run_name),
                           r.not_representative ? " class=\"emulated\"" : "");
       for (std::size_t c = 0; c < row.cells.size(); ++c) {
-        // Energy that was not measured says why, right where the number would be.
-        if (c == bench::kPaperTableEnergyColumn && !r.energy_j_per_inference) {
-          // The first clause in the cell, every clause on hover and in the validity box above.
-          const std::string reason = r.energy_unavailable.empty() ? "no reason recorded" : r.energy_unavailable;
-          html += fmt::format("<td class=\"unavailable\" title=\"{}\">unavailable ({})</td>", html_escape(reason),
-                              html_escape(reason.substr(0, reason.find("; "))));
+        // Energy that was not measured: its footnote mark in the cell (the reason in the legend below,
+        // and on hover), as summary.md has it.
+        const std::string& cell = row.cells[c];
+        if (c == table.energy_column && cell.rfind("n/a [", 0) == 0) {
+          const std::size_t k = std::stoul(cell.substr(5)) - 1;
+          const std::string reason = k < table.energy_footnotes.size() ? table.energy_footnotes[k] : cell;
+          html +=
+              fmt::format("<td class=\"num unavailable\" title=\"{}\">{}</td>", html_escape(reason), html_escape(cell));
           continue;
         }
         html += fmt::format("<td{}>{}</td>", table.columns[c].right_aligned ? " class=\"num\"" : "",
@@ -187,8 +190,8 @@ std::string table_html(const std::vector<RunRecord>& records, const ReportOption
   if (!table.legend.empty())
     html += fmt::format("<div class=\"note\" id=\"table-legend\">{}</div>\n", list_html(table.legend));
   if (!table.accuracy_drops.empty())
-    html += fmt::format("<div class=\"box warn\" id=\"accuracy-drops\"><h3>Accuracy drop above {} pt</h3>\n{}</div>\n",
-                        options.max_accuracy_drop_pt, list_html(table.accuracy_drops));
+    html += fmt::format("<div class=\"box warn\" id=\"accuracy-drops\"><h3>{}</h3>\n{}</div>\n",
+                        html_escape(table.accuracy_drops_heading), list_html(table.accuracy_drops));
   if (!table.failed.empty())
     html += fmt::format("<div id=\"failed-runs\"><h3>Failed runs</h3>\n{}</div>\n", list_html(table.failed));
   return html + "</section>\n";
@@ -227,7 +230,7 @@ std::string sections_html(const std::vector<RunRecord>& records, const std::vect
             html_escape(chart.id), html_escape(chart.title), notes);
       }
     }
-    if (section.id == "pareto") html += pareto_list_html(records, pareto);
+    if (section.id == "pareto" && !report::is_decoder_sweep(records)) html += pareto_list_html(records, pareto);
     html += "</section>\n";
   }
   return html;

@@ -297,6 +297,58 @@ ReportChart pareto_chart(const std::vector<RunRecord>& records, const RecordPare
   return chart;
 }
 
+// A decoder sweep's trade-off: every run and the frontier, the frontier named in a note.
+ReportChart decoder_pareto_chart(const std::vector<RunRecord>& records, const DecoderPareto& pareto) {
+  ReportChart chart{pareto.id, pareto.title, nullptr, {}};
+  if (!pareto.unavailable.empty()) {
+    chart.notes.push_back("Not drawn: " + pareto.unavailable + ".");
+    return chart;
+  }
+  if (pareto.candidates.empty()) {
+    chart.notes.push_back("No run has both values to compare.");
+    chart.notes.insert(chart.notes.end(), pareto.left_out.begin(), pareto.left_out.end());
+    return chart;
+  }
+  const auto k_of = [&](std::size_t index) {
+    return static_cast<std::size_t>(std::find(pareto.candidates.begin(), pareto.candidates.end(), index) -
+                                    pareto.candidates.begin());
+  };
+  const auto point = [&](std::size_t k) {
+    return json{{"x", pareto.x[k]}, {"y", pareto.y[k]}, {"name", records[pareto.candidates[k]].run_name}};
+  };
+  json runs = json::array(), frontier = json::array();
+  for (std::size_t k = 0; k < pareto.candidates.size(); ++k) runs.push_back(point(k));
+  std::string named;
+  for (const std::size_t index : pareto.frontier) {
+    const auto k = k_of(index);
+    frontier.push_back(point(k));
+    named += fmt::format("{}{} ({:.4g}, {:.4g})", named.empty() ? "" : ", ", records[index].run_name, pareto.x[k],
+                         pareto.y[k]);
+  }
+  json data = {{"datasets",
+                {{{"label", "Pareto frontier"},
+                  {"data", frontier},
+                  {"showLine", true},
+                  {"borderColor", color(3)},
+                  {"backgroundColor", color(3)},
+                  {"pointRadius", 7},
+                  {"borderWidth", 2}},
+                 {{"label", "runs"},
+                  {"data", runs},
+                  {"borderColor", color(0)},
+                  {"backgroundColor", color(0)},
+                  {"pointRadius", 4}}}}};
+  chart.config = chart_config("scatter", chart.title, std::move(data), axis(pareto.x_label), axis(pareto.y_label));
+  chart.notes.push_back(fmt::format("Frontier ({} is better, {} is better): {}.",
+                                    pareto.x_higher_is_better ? "right" : "left",
+                                    pareto.y_lower_is_better ? "lower" : "higher", named));
+  if (!pareto.left_out.empty()) {
+    chart.notes.push_back("Not compared:");
+    chart.notes.insert(chart.notes.end(), pareto.left_out.begin(), pareto.left_out.end());
+  }
+  return chart;
+}
+
 // A line per series: x = `x_of` (batch or seq), y = metric; the series groups runs whose other
 // keys (precision, and whatever else varies) are equal.
 ReportChart scaling_chart(const std::vector<const RunRecord*>& runs, bool over_batch) {
@@ -405,7 +457,13 @@ std::vector<ReportSection> build_report_charts(const std::vector<RunRecord>& rec
   sections.push_back({"speed", "Latency and throughput", {latency_chart(runs), throughput_chart(runs)}});
   sections.push_back({"energy", "Energy", {energy_chart(runs)}});
   sections.push_back({"accuracy", "Accuracy", {accuracy_chart(runs, by_accuracy)}});
-  sections.push_back({"pareto", "Trade-off", {pareto_chart(records, pareto)}});
+  if (is_decoder_sweep(records)) {
+    ReportSection tradeoff{"pareto", "Trade-off: quality against decode speed and energy", {}};
+    for (const auto& p : decoder_paretos(records)) tradeoff.charts.push_back(decoder_pareto_chart(records, p));
+    sections.push_back(std::move(tradeoff));
+  } else {
+    sections.push_back({"pareto", "Trade-off", {pareto_chart(records, pareto)}});
+  }
   sections.push_back({"scaling", "Scaling", {scaling_chart(runs, true), scaling_chart(runs, false)}});
   sections.push_back({"size", "Model size", {size_chart(runs)}});
   ReportSection power{"traces", "Power traces", {}};

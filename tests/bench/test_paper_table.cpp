@@ -85,6 +85,49 @@ TEST(BenchPaperTable, DecoderRunsAddADecodeColumnAndALegend) {
   EXPECT_THAT(flagged, Not(HasSubstr("SmoothQuant")));
 }
 
+// A sweep of decoder runs only is a decoder's table: decode speed and energy, perplexity on the text
+// with ΔPPL flagged above --max-ppl-increase, mean KL and same-top rate, decode speed-up over FP32.
+TEST(BenchPaperTable, ADecoderSweepOnATextIsADecodersTable) {
+  const auto with_text = [](const std::string& precision, double decode_tok_s, double ppl) {
+    RunRecord r = examples::decoder_record();
+    r.config.precision = precision;
+    r.run_name = run_name(r.config);
+    r.decode_tokens_per_s_mean = decode_tok_s;
+    r.lm_text = "wiki.txt";
+    r.lm_ppl = ppl;
+    r.lm_ppl_stderr = 0.25;
+    r.lm_base_ppl = 10.0;
+    r.lm_delta_ppl = ppl - 10.0;
+    r.lm_kl_mean = (ppl - 10.0) / 100;
+    r.lm_same_top_rate = 0.95;
+    return r;
+  };
+  const RunRecord fp32 = with_text("fp32", 100.0, 10.0);
+  const RunRecord int4 = with_text("int4", 300.0, 10.4);
+  RunRecord nf4 = with_text("nf4", 250.0, 10.7);
+  nf4.decode_mj_per_token.reset();
+  nf4.decode_energy_unavailable = "no energy sensor: a very long reason that belongs in a footnote";
+  const auto table = format_paper_table({fp32, int4, nf4}, 1.0, 5.0);
+  const auto header = cells_of(lines_of(table)[0]);
+  EXPECT_EQ(header,
+            (std::vector<std::string>{"run", "precision", "prefill tok/s", "decode tok/s", "decode mJ/tok", "PPL",
+                                      "ΔPPL", "mean KL", "same top", "size MiB", "peak MiB", "decode x"}));
+  const auto q4 = cells_of(row_of(table, int4.run_name));
+  EXPECT_EQ(q4[5], "10.4000 ± 0.2500");
+  EXPECT_EQ(q4[6], "+0.4000 (+4.00%)") << "under 5%: not flagged";
+  EXPECT_EQ(q4[8], "95.00%");
+  EXPECT_EQ(q4[11], "3.00x");
+  EXPECT_EQ(cells_of(row_of(table, fp32.run_name))[11], "baseline");
+  const auto n4 = cells_of(row_of(table, nf4.run_name));
+  EXPECT_EQ(n4[6], "+0.7000 (+7.00%) !");
+  EXPECT_EQ(n4[4], "n/a [1]");
+  EXPECT_THAT(table, HasSubstr("n/a [1] decode energy unavailable: no energy sensor: a very long reason"));
+  EXPECT_THAT(table, HasSubstr("! Perplexity increase above 5%:"));
+  EXPECT_THAT(table, HasSubstr("perplexity +7.00% over FP32 (10.7000 vs 10.0000) — try smaller groups"));
+  // A looser threshold flags nothing.
+  EXPECT_THAT(format_paper_table({fp32, int4, nf4}, 1.0, 10.0), Not(HasSubstr("Perplexity increase above")));
+}
+
 TEST(BenchPaperTable, DeltasAgainstTheFp32Baseline) {
   const auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
   auto int8 = table_record("int8", 4.0, 0.2, 0.89, 64ull << 20);
@@ -214,7 +257,7 @@ TEST(BenchPaperTable, AsDataWithAnotherBaseline) {
   const auto table = build_paper_table({fp32, failed, int8}, 1.0, "int8");
   ASSERT_EQ(table.rows.size(), 2u);
   EXPECT_EQ(table.rows[1].record, 2u);  // indices into the records, past the failed one
-  EXPECT_EQ(table.columns[kPaperTableEnergyColumn].header, "J/inference");
+  EXPECT_EQ(table.columns[table.energy_column].header, "J/inference");
   EXPECT_EQ(table.rows[0].cells[10], "0.40x");  // fp32 against int8
   EXPECT_EQ(table.rows[0].cells[11], "+150.0%");
   EXPECT_EQ(table.rows[1].cells[10], "baseline");

@@ -132,10 +132,10 @@ TEST(BenchResultsStore, ABadMiddleLineFailsNamingFileAndLine) {
 TEST(BenchResultsStore, RecordsThatDoNotReadFailNamingTheLine) {
   const auto dir = test::temp_dir("bench_store_bad_record");
   auto json = to_json(examples::full_record());
-  json["schema_version"] = 3;
+  json["schema_version"] = 4;
   write_text(dir / "results.jsonl", json.dump() + "\n");
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
-              HasSubstr("results.jsonl:1: run record: schema_version 3, expected 1 to 2"));
+              HasSubstr("results.jsonl:1: run record: schema_version 4, expected 1 to 3"));
 
   write_text(dir / "results.jsonl", line_of(examples::full_record()) + "\n" + line_of(examples::full_record()));
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
@@ -210,12 +210,16 @@ TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   EXPECT_THAT(lines[0], HasSubstr(",energy_j_per_inference,"));
   // The version-1 columns keep their places; the phase columns follow them.
   EXPECT_THAT(lines[0], HasSubstr(",kernel_paths,notes,prefill_tokens,prefill_tokens_per_s_mean,"));
-  EXPECT_THAT(lines[0], ::testing::EndsWith(",decode_energy_j,decode_energy_unavailable"));
-  EXPECT_THAT(lines[1], ::testing::EndsWith(",,,,,,,,,,,,"));  // an encoder run: 12 empty phase cells
-  EXPECT_THAT(lines[4], ::testing::EndsWith(",64,128500.25,3100.5," +
-                                            to_json(examples::decoder_record())["prefill_mj_per_token"].dump() +
-                                            ",32,25,7700.125,165.5,0.13,3.25,4.2,"));
-  EXPECT_THAT(lines[1], HasSubstr("2,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
+  // ... and the text-quality columns (version 3) follow those.
+  EXPECT_THAT(lines[0], HasSubstr(",decode_energy_j,decode_energy_unavailable,lm_text,lm_text_tokens,"));
+  EXPECT_THAT(lines[0], ::testing::EndsWith(",lm_rms_dp,lm_kl_base,lm_unavailable"));
+  // An encoder run: 12 empty phase cells and 18 empty text-quality cells.
+  EXPECT_THAT(lines[1], ::testing::EndsWith(std::string(30, ',')));
+  EXPECT_THAT(lines[4],
+              HasSubstr(",64,128500.25,3100.5," + to_json(examples::decoder_record())["prefill_mj_per_token"].dump() +
+                        ",32,25,7700.125,165.5,0.13,3.25,4.2,"));
+  EXPECT_THAT(lines[4], ::testing::EndsWith(",not measured (no reason recorded)")) << "a decoder run without a text";
+  EXPECT_THAT(lines[1], HasSubstr("3,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
                                   "distilbert-base,cpu,int8,8,128,2,ok,,false,5,20,20,4.25,0.5,3.5,4.0,5.0,6.0,6.5,"));
   EXPECT_THAT(lines[1], HasSubstr(",int8 onednn:gemm:u8s8s32 x30; fp32 layernorm x13,"));
   // Nulls are empty cells; a cell with commas is quoted.

@@ -80,7 +80,7 @@ TEST(BenchRunRecord, RoundTrips) {
 
 TEST(BenchRunRecord, EncoderRunsHaveNullPhaseKeys) {
   const auto json = to_json(examples::full_record());
-  EXPECT_EQ(json["schema_version"], 2);
+  EXPECT_EQ(json["schema_version"], kRunRecordSchemaVersion);
   for (std::size_t k = kRunRecordKeysV1; k < kRunRecordKeys.size(); ++k)
     EXPECT_TRUE(json[std::string(kRunRecordKeys[k])].is_null()) << kRunRecordKeys[k];
 }
@@ -172,6 +172,60 @@ TEST(BenchRunRecord, Version1RecordsStillRead) {
   EXPECT_THAT(error_of([&] { run_record_from_json(v2); }), HasSubstr("missing key 'decode_tokens_per_s_std'"));
 }
 
+// A decoder run scored on a text: every lm_* key round-trips and validates; without a text, its
+// lm_unavailable says why; an encoder run has neither.
+RunRecord text_record() {
+  RunRecord r = examples::decoder_record();
+  r.lm_text = "../shared/data/wikitext2/test.txt";
+  r.lm_text_tokens = 4096;
+  r.lm_ctx = 512;
+  r.lm_stride = 256;
+  r.lm_scored_tokens = 4095;
+  r.lm_ppl = 7.25;
+  r.lm_ppl_stderr = 0.125;
+  r.lm_nll_mean = 1.98;
+  r.lm_base_ppl = 7.0;
+  r.lm_delta_ppl = 0.25;
+  r.lm_kl_mean = 0.02;
+  r.lm_kl_median = 0.01;
+  r.lm_kl_p99 = 0.2;
+  r.lm_kl_max = 0.9;
+  r.lm_same_top_rate = 0.93;
+  r.lm_rms_dp = 0.03;
+  r.lm_kl_base = "out/kl-base/0123456789abcdef-01234567.qjkl";
+  return r;
+}
+
+TEST(BenchRunRecord, TextQualityKeysRoundTripAndANullSaysWhy) {
+  const auto json = to_json(text_record());
+  EXPECT_EQ(json["lm_ppl"], 7.25);
+  EXPECT_EQ(json["lm_scored_tokens"], 4095);
+  EXPECT_TRUE(json["lm_unavailable"].is_null());
+  EXPECT_EQ(to_json(run_record_from_json(nlohmann::json::parse(json.dump()))), json);
+  EXPECT_THAT(test::validate_json_schema(schema(), json), IsEmpty());
+
+  RunRecord no_text = examples::decoder_record();
+  no_text.lm_unavailable = "no --text given";
+  EXPECT_EQ(to_json(no_text)["lm_unavailable"], "no --text given");
+  no_text.lm_unavailable.clear();
+  EXPECT_EQ(to_json(no_text)["lm_unavailable"], "not measured (no reason recorded)") << "a null never without reason";
+  EXPECT_TRUE(to_json(examples::full_record())["lm_unavailable"].is_null()) << "encoder run";
+}
+
+// A version-2 line (before --text): the first 60 keys; the lm_* keys read as null.
+TEST(BenchRunRecord, Version2RecordsStillRead) {
+  auto v2 = to_json(examples::decoder_record());
+  for (std::size_t k = kRunRecordKeysV2; k < kRunRecordKeys.size(); ++k) v2.erase(std::string(kRunRecordKeys[k]));
+  v2["schema_version"] = 2;
+  const RunRecord back = run_record_from_json(nlohmann::json::parse(v2.dump()));
+  EXPECT_EQ(back.schema_version, kRunRecordSchemaVersion);
+  EXPECT_FALSE(back.lm_ppl);
+  EXPECT_TRUE(back.decode_tokens_per_s_mean);
+  auto with_lm = v2;
+  with_lm["lm_ppl"] = 3.0;
+  EXPECT_THAT(error_of([&] { run_record_from_json(with_lm); }), HasSubstr("unknown key 'lm_ppl'"));
+}
+
 TEST(BenchRunRecord, EnergyNullCarriesItsReason) {
   const auto json = to_json(examples::energy_unavailable_record());
   for (const char* key :
@@ -209,14 +263,14 @@ TEST(BenchRunRecord, NonFiniteOptionalsBecomeNull) {
 
 TEST(BenchRunRecord, ReadingIsStrict) {
   auto json = to_json(examples::full_record());
-  json["schema_version"] = 3;
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 3, expected 1 to 2"));
+  json["schema_version"] = 4;
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 4, expected 1 to 3"));
   json["schema_version"] = 0;
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 0, expected 1 to 2"));
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 0, expected 1 to 3"));
   json["schema_version"] = "2";
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version \"2\", expected 1 to 2"));
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version \"2\", expected 1 to 3"));
   json.erase("schema_version");
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("missing key 'schema_version', expected 2"));
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("missing key 'schema_version', expected 3"));
 
   json = to_json(examples::full_record());
   json.erase("latency_p90_ms");

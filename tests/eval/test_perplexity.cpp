@@ -17,6 +17,7 @@
 #include "qjoule/eval/kl_base.h"
 #include "qjoule/eval/perplexity.h"
 #include "qjoule/model/quantization_plan.h"
+#include "qjoule/quant/fp16_convert.h"
 #include "qjoule/tokenize/bpe_tokenizer.h"
 
 namespace {
@@ -84,7 +85,8 @@ TEST(KlBase, AnFp32RunAgainstItsOwnBaseHasNoDivergenceAndTheFileRoundTrips) {
   qjoule::eval::write_kl_base(path, saved);
   const auto read = qjoule::eval::read_kl_base(path);
   EXPECT_EQ(read.token_ids, ids);
-  EXPECT_EQ(read.log_probs, saved.log_probs);
+  ASSERT_EQ(read.scored * read.vocab_size, static_cast<int64_t>(saved.log_probs.size()));
+  EXPECT_TRUE(std::equal(saved.log_probs.begin(), saved.log_probs.end(), read.rows())) << "mapped rows";
   EXPECT_DOUBLE_EQ(read.nll_sum, r1.nll_sum);
 
   opts.save_kl_base = nullptr;
@@ -92,7 +94,9 @@ TEST(KlBase, AnFp32RunAgainstItsOwnBaseHasNoDivergenceAndTheFileRoundTrips) {
   const auto r2 = qjoule::eval::evaluate_perplexity(model, ids, opts);
   ASSERT_TRUE(r2.has_kl);
   EXPECT_LT(r2.kl.mean_kl, 1e-5);  // FP16 rounding of the stored log-probabilities only
+  EXPECT_LT(r2.kl.max_kl, 1e-3);
   EXPECT_EQ(r2.kl.top1_agreement, 1.0);
+  EXPECT_LT(r2.kl.rms_dp, 1e-4);
   EXPECT_NEAR(r2.kl.delta_ppl, 0.0, 1e-9);
 
   // Another format over the same tokens: some divergence, measured (nf4 on this random model: top-1
@@ -106,6 +110,139 @@ TEST(KlBase, AnFp32RunAgainstItsOwnBaseHasNoDivergenceAndTheFileRoundTrips) {
   EXPECT_GT(r3.kl.mean_kl, r2.kl.mean_kl);
   EXPECT_GT(r3.kl.top1_agreement, 0.3);
   EXPECT_LT(r3.kl.top1_agreement, 1.0);
+  EXPECT_LE(r3.kl.median_kl, r3.kl.p99_kl);
+  EXPECT_LE(r3.kl.p99_kl, r3.kl.max_kl);
+  EXPECT_GT(r3.kl.rms_dp, 0.0);
+  EXPECT_GT(r3.ppl_stderr(), 0.0);
+}
+
+// The per-token statistics against a direct computation in double from the same logits: the KL
+// per token, its median and p99 (linear interpolation), the same-top rate, RMS Δp and the PPL's
+// standard error.
+TEST(KlBase, StatisticsEqualTheirDefinitions) {
+  const auto dir = qjoule::test::decoder_fixture("tiny-llama");
+  const auto fp32 = qjoule::model::load_decoder_lm(dir);
+  qjoule::quant::LayerPolicyOptions policy;
+  policy.precision = "int4";
+  const auto int4 = qjoule::model::load_decoder_lm(
+      dir, qjoule::model::quantized_linear_factory(qjoule::quant::LayerPolicy::parse(policy), {}));
+  const int64_t vocab = fp32.config().vocab_size;
+  const auto ids = some_ids(40, static_cast<int32_t>(vocab));
+  qjoule::eval::KlBase base;
+  qjoule::eval::PerplexityOptions opts;
+  opts.ctx = 40;  // one window: row j predicts token j + 1
+  opts.stride = 40;
+  opts.save_kl_base = &base;
+  qjoule::eval::evaluate_perplexity(fp32, ids, opts);
+  opts.save_kl_base = nullptr;
+  opts.kl_base = &base;
+  const auto r = qjoule::eval::evaluate_perplexity(int4, ids, opts);
+
+  std::vector<float> logits(static_cast<size_t>(40 * vocab));
+  auto cache = int4.make_cache(40);
+  int4.forward(ids.data(), 40, cache, logits.data(), 0);
+  std::vector<double> kls;
+  double nll = 0, nll2 = 0, dp2 = 0;
+  int same = 0;
+  for (int64_t t = 1; t < 40; ++t) {
+    const float* row = logits.data() + (t - 1) * vocab;
+    double mx = row[0], sum = 0;
+    for (int64_t v = 0; v < vocab; ++v) mx = std::max(mx, double(row[v]));
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(row[v]) - mx);
+    const auto logq = [&](int64_t v) { return double(row[v]) - mx - std::log(sum); };
+    const uint16_t* b = base.log_probs.data() + (t - 1) * vocab;
+    double kl = 0;
+    int64_t top_p = 0, top_q = 0;
+    for (int64_t v = 0; v < vocab; ++v) {
+      const double logp = qjoule::quant::fp16_bits_to_fp32(b[v]);
+      kl += std::exp(logp) * (logp - logq(v));
+      if (logp > qjoule::quant::fp16_bits_to_fp32(b[top_p])) top_p = v;
+      if (row[v] > row[top_q]) top_q = v;
+    }
+    kls.push_back(kl);
+    same += top_p == top_q;
+    const int32_t x = ids[static_cast<size_t>(t)];
+    nll -= logq(x);
+    nll2 += logq(x) * logq(x);
+    const double dp = std::exp(logq(x)) - std::exp(double(qjoule::quant::fp16_bits_to_fp32(b[x])));
+    dp2 += dp * dp;
+  }
+  std::sort(kls.begin(), kls.end());
+  const double n = 39;
+  double mean = 0;
+  for (double k : kls) mean += k / n;
+  const auto at = [&](double p) {
+    const double rank = (n - 1) * p;
+    const auto lo = static_cast<size_t>(rank);
+    const auto hi = std::min(lo + 1, kls.size() - 1);
+    return kls[lo] + (rank - double(lo)) * (kls[hi] - kls[lo]);
+  };
+  EXPECT_NEAR(r.kl.mean_kl, mean, 1e-5 * std::max(1.0, mean));
+  EXPECT_NEAR(r.kl.median_kl, at(0.5), 1e-5 * std::max(1.0, at(0.5)));
+  EXPECT_NEAR(r.kl.p99_kl, at(0.99), 1e-5 * std::max(1.0, at(0.99)));
+  EXPECT_NEAR(r.kl.max_kl, kls.back(), 1e-5 * std::max(1.0, kls.back()));
+  EXPECT_DOUBLE_EQ(r.kl.top1_agreement, same / n);
+  EXPECT_NEAR(r.kl.rms_dp, std::sqrt(dp2 / n), 1e-6);
+  const double ppl = std::exp(nll / n);
+  EXPECT_NEAR(r.ppl(), ppl, 1e-4 * ppl);
+  EXPECT_NEAR(r.ppl_stderr(), ppl * std::sqrt((nll2 / n - (nll / n) * (nll / n)) / (n - 1)), 1e-3 * ppl);
+}
+
+// A base written a window at a time and killed midway resumes after the last window its journal
+// lists (rows of a window cut short are dropped) and ends as the same file a whole run writes.
+TEST(KlBaseWriter, AKilledComputationResumesAfterItsLastFinishedWindow) {
+  const auto model = qjoule::model::load_decoder_lm(qjoule::test::decoder_fixture("tiny-llama"));
+  const auto ids = some_ids(120, static_cast<int32_t>(model.config().vocab_size));
+  const auto dir = qjoule::test::temp_dir("kl_base_writer");
+  qjoule::eval::KlBase header;
+  header.vocab_size = static_cast<int32_t>(model.config().vocab_size);
+  header.ctx = 32;
+  header.stride = 16;
+  header.token_ids = ids;
+  for (const auto& w : perplexity_windows(120, 32, 16)) header.scored += w.end - w.score_from;
+  header.identity = R"({"model": "tiny-llama", "model_identity": "abc"})";
+
+  const auto run = [&](const fs::path& path, int64_t stop_after, bool resume) {
+    qjoule::eval::KlBaseWriter writer(path, header, "test", resume);
+    qjoule::eval::PerplexityOptions opts;
+    opts.ctx = 32;
+    opts.stride = 16;
+    opts.first_window = writer.windows_done();
+    opts.fp16_log_probs = true;
+    opts.on_window = [&](const qjoule::eval::ScoredWindow& w) {
+      if (w.index == stop_after) {  // "killed" with half of this window's rows written, no journal line
+        throw std::runtime_error("killed");
+      }
+      writer.append_window(w.index, w.fp16_log_probs, w.scored, w.nll_sum);
+    };
+    qjoule::eval::evaluate_perplexity(model, ids, opts);
+    writer.finish();
+    return writer.windows_done();
+  };
+  EXPECT_EQ(run(dir / "whole.kl", -1, true), 7);
+  EXPECT_THROW(run(dir / "resumed.kl", 3, true), std::runtime_error);
+  EXPECT_FALSE(fs::exists(dir / "resumed.kl")) << "not in place before it is finished";
+  {  // a torn write: junk rows after the journal's last window, and a torn journal line
+    std::ofstream(dir / "resumed.kl.partial", std::ios::app | std::ios::binary) << "junk rows";
+    std::ofstream(dir / "resumed.kl.partial.windows", std::ios::app) << "3 16 0x1.8p+";
+  }
+  qjoule::eval::KlBaseWriter probe(dir / "resumed.kl", header, "test");
+  EXPECT_EQ(probe.windows_done(), 3);
+  EXPECT_EQ(probe.scored_done(), 31 + 16 + 16);
+  EXPECT_EQ(run(dir / "resumed.kl", -1, true), 7);
+  const auto whole = qjoule::eval::read_kl_base(dir / "whole.kl");
+  const auto resumed = qjoule::eval::read_kl_base(dir / "resumed.kl");
+  EXPECT_EQ(resumed.identity, header.identity);
+  EXPECT_DOUBLE_EQ(resumed.nll_sum, whole.nll_sum);
+  EXPECT_TRUE(std::equal(whole.rows(), whole.rows() + whole.scored * whole.vocab_size, resumed.rows()));
+  EXPECT_FALSE(fs::exists(dir / "resumed.kl.partial"));
+  EXPECT_FALSE(fs::exists(dir / "resumed.kl.partial.windows"));
+
+  // A partial file of another computation (other token ids) is started over, not resumed.
+  EXPECT_THROW(run(dir / "other.kl", 2, true), std::runtime_error);
+  header.token_ids[5] = (header.token_ids[5] + 1) % header.vocab_size;
+  qjoule::eval::KlBaseWriter other(dir / "other.kl", header, "test");
+  EXPECT_EQ(other.windows_done(), 0);
 }
 
 TEST(KlBase, BadFilesAndMismatchedRunsAreOneClearLine) {

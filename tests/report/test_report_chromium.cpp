@@ -19,6 +19,7 @@
 #include "qjoule/report/record_pareto.h"
 #include "qjoule/report/tolerant_reader.h"
 #include "run_command.h"
+#include "sample_results.h"
 #include "html_attributes.h"
 #include "test_paths.h"
 
@@ -26,6 +27,7 @@ namespace qjoule::report {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 fs::path find_on_path(const std::string& name) {
@@ -122,6 +124,38 @@ TEST(ReportChromium, SampleReportDrawsEveryChartWithoutErrors) {
   for (const auto index : pareto_of_records(read.records).frontier) expected.push_back(read.records[index].run_name);
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(pareto_list_of(dom), expected);
+}
+
+// A decoder sweep scored on a text: the decoder table (PPL, ΔPPL, mean KL) and both trade-off charts
+// draw; a cell whose energy is unavailable holds its footnote mark only, the reason in the legend.
+TEST(ReportChromium, DecoderSweepDrawsItsTableAndParetoCharts) {
+  QJOULE_REQUIRE_BROWSER();
+  const auto dir = test::temp_dir("report_chromium_decoder");
+  std::string jsonl;
+  for (const auto& r : test::report_sample::decoder_records()) jsonl += bench::to_json(r).dump() + "\n";
+  std::ofstream(dir / "results.jsonl", std::ios::binary) << jsonl;
+  const auto read = render(dir / "results.jsonl", dir / "report.html");
+  ASSERT_EQ(read.records.size(), 5u);
+  const std::string dom = chromium(dir / "report.html", "--dump-dom");
+  expect_page_drew_cleanly(dom, dir / "report.html");
+  for (const char* chart : {"chart-pareto-decode-speed", "chart-pareto-decode-energy"})
+    EXPECT_THAT(dom, HasSubstr(std::string("data-chart=\"") + chart + "\"")) << chart;
+  for (const char* header : {"<th>decode tok/s</th>", "<th>PPL</th>", "<th>ΔPPL</th>", "<th>mean KL</th>"})
+    EXPECT_THAT(dom, HasSubstr(header));
+  EXPECT_THAT(dom, HasSubstr("+0.5050 (+6.50%) !"));  // nf4:dq over the 5% default
+  EXPECT_THAT(dom, HasSubstr("Perplexity increase above 5%"));
+  const auto table_begin = dom.find("<table id=\"paper-table\"");
+  ASSERT_NE(table_begin, std::string::npos);
+  const std::string table = dom.substr(table_begin, dom.find("</table>", table_begin) - table_begin);
+  EXPECT_THAT(table, HasSubstr(">n/a [1]</td>"));
+  // No cell holds a sensor reason (the title attribute holds it for hovering; the legend lists it).
+  for (std::size_t at = table.find("<td"); at != std::string::npos; at = table.find("<td", at + 1)) {
+    const auto open_end = table.find('>', at);
+    const std::string text = table.substr(open_end + 1, table.find("</td>", open_end) - open_end - 1);
+    EXPECT_LE(text.size(), 48u) << text;
+    EXPECT_THAT(text, Not(HasSubstr("powercap")));
+  }
+  EXPECT_THAT(dom, HasSubstr("n/a [1] decode energy unavailable: no sensor that counts in the total had a value"));
 }
 
 TEST(ReportChromium, ScreenshotOfTheSampleReport) {

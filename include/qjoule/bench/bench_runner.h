@@ -21,8 +21,10 @@
 //            {truncate the cache back to the N prompt tokens; M greedy steps of one token each}.
 // The record's latency, throughput and energy keys describe the prefill phase (one "batch" = one
 // prefill of N tokens); the prefill_* / decode_* keys hold each phase's tokens/s (mean and standard
-// deviation over repetitions) and energy per token. Fidelity compares the last-token logits with the
-// FP32 model's on a few pseudo-random prompts of N tokens; accuracy is null (`qjoule ppl` measures it).
+// deviation over repetitions) and energy per token. With BenchOptions::lm.text the run then scores the
+// text as `qjoule ppl` does, against the FP32 reference (lm_quality.h): the lm_* keys. Without it,
+// fidelity compares the last-token logits with the FP32 model's on a few pseudo-random prompts of N
+// tokens and lm_unavailable says why there is no perplexity; accuracy is null either way.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qjoule/bench/lm_quality.h"
 #include "qjoule/bench/run_config.h"
 #include "qjoule/bench/run_record.h"
 #include "qjoule/energy/energy_meter.h"
@@ -70,6 +73,10 @@ struct BenchOptions {
   // a GPU without an entry (or whose sensor is absent) has its energy unavailable, with the reason.
   std::map<int, std::string> gpu_energy_sensors;
   std::map<int, std::string> gpu_energy_absent;  // CUDA device index -> why it has no sensor
+  // Decoder models: the text each run scores (`--text`), and the sweep's folder, whose kl-base/ keeps
+  // the FP32 references (lm_quality.h).
+  LmTextOptions lm;
+  std::filesystem::path results_dir = ".";
 };
 
 // Whether `model` is a decoder language model: a folder whose config.json names a supported causal

@@ -22,7 +22,17 @@ namespace qjoule::bench {
 // below the table with their error, not in it. When a successful run is a decoder run, a last
 // column "decode tok/s" (decode_tokens_per_s_mean) is added and a legend line says that the other
 // speed and energy columns of decoder runs are per prefill.
-std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt);
+//
+// When every successful run is a decoder run, the table is a decoder's instead: run, precision,
+// prefill tok/s, decode tok/s, decode mJ/token (n/a [k] with a footnote when unavailable), PPL ± its
+// standard error, ΔPPL against the FP32 reference (in %, "!" above max_ppl_increase_pct, and listed
+// below with what to try), mean KL, same-top-token rate, size MiB, peak MiB, and the decode speed-up
+// against the FP32 run of the same model, device, seq and threads. Runs without a text (no lm_ppl)
+// show "—" there and their top-1 agreement on pseudo-random prompts ("agr.", flagged against
+// max_accuracy_drop_pt as in the encoder table).
+inline constexpr double kDefaultMaxPplIncreasePct = 5.0;
+std::string format_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
+                               double max_ppl_increase_pct = kDefaultMaxPplIncreasePct);
 
 // The same table as data, for other renderings (the HTML report): cells as plain text (not
 // markdown-escaped), one row per successful run, and the lines format_paper_table prints below it.
@@ -39,19 +49,23 @@ struct PaperTable {
   std::vector<PaperTableRow> rows;
   std::vector<std::string> legend;          // what the markers mean, runs without a baseline
   std::vector<std::string> accuracy_drops;  // "<run>: -5.00 pt accuracy — try ...", one per flagged row
+  std::string accuracy_drops_heading;       // "Accuracy drop above 1 pt", "Perplexity increase above 5%"
   std::vector<std::string> failed;          // "<run>: <error>"
   double max_accuracy_drop_pt = 0;
+  bool decoder_layout = false;                // the decoder table (every successful run a decoder run)
+  std::size_t energy_column = 0;              // the column whose "n/a [k]" cells have footnotes
+  std::vector<std::string> energy_footnotes;  // reason of footnote k + 1
 };
-inline constexpr std::size_t kPaperTableEnergyColumn = 7;  // "J/inference"
 
 // `baseline_precision` is the precision spec the deltas compare against (its token must match; the
 // default gives format_paper_table's table). The agreement delta is always against FP32, which is
 // what the records' top-1 agreement measures.
 PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
-                             const std::string& baseline_precision = "fp32");
+                             const std::string& baseline_precision = "fp32",
+                             double max_ppl_increase_pct = kDefaultMaxPplIncreasePct);
 
 // "# qjoule bench", the table, each record's notes and the environment; written atomically.
 void write_summary_md(const std::vector<RunRecord>& records, const std::filesystem::path& path,
-                      double max_accuracy_drop_pt);
+                      double max_accuracy_drop_pt, double max_ppl_increase_pct = kDefaultMaxPplIncreasePct);
 
 }  // namespace qjoule::bench

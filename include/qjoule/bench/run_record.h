@@ -26,10 +26,11 @@
 
 namespace qjoule::bench {
 
-// 2 added the prefill_* / decode_* keys (decoder runs). Version-1 records still read: their phase
-// keys are absent and read as null, and the record reads back as version 2 (nothing is lost: version
-// 1 had no decoder runs).
-inline constexpr int kRunRecordSchemaVersion = 2;
+// 2 added the prefill_* / decode_* keys (decoder runs); 3 the lm_* keys (a decoder's perplexity and
+// divergence from FP32 on a text, `bench --text`). Older records still read: the keys added since
+// are absent and read as null, and the record reads back as the current version (nothing is lost:
+// version 1 had no decoder runs, version 2 no text).
+inline constexpr int kRunRecordSchemaVersion = 3;
 inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
 // Members are named as their JSON keys (run_record_fields.h), except the groups: `config` (model,
@@ -79,6 +80,20 @@ struct RunRecord {
   std::optional<double> decode_energy_j;                                      // gross J of the decode window
   std::string decode_energy_unavailable;                                      // why decode_energy_j is absent
   nlohmann::json decode_energy_window;                                        // null when no decode window
+
+  // A decoder run's quality on a text (`bench --text`, scored as `qjoule ppl` scores it), against the
+  // FP32 reference's log-probabilities over the same tokens (eval/perplexity.h has the definitions).
+  std::string lm_text;                                       // the text file ("" = none)
+  std::optional<std::size_t> lm_text_tokens;                 // tokens scored over (after --max-tokens)
+  std::optional<std::size_t> lm_ctx, lm_stride;              // the windows
+  std::optional<std::size_t> lm_scored_tokens;               // tokens whose NLL counts
+  std::optional<double> lm_ppl, lm_ppl_stderr, lm_nll_mean;  // this run's perplexity, its standard error, nats
+  std::optional<double> lm_base_ppl, lm_delta_ppl;           // the FP32 reference's perplexity; lm_ppl − it
+  std::optional<double> lm_kl_mean, lm_kl_median, lm_kl_p99, lm_kl_max;  // KL(FP32 ‖ run) per token, nats
+  std::optional<double> lm_same_top_rate;                                // fraction of tokens with FP32's top token
+  std::optional<double> lm_rms_dp;                                       // RMS change of the text token's probability
+  std::string lm_kl_base;                                                // the FP32 reference file compared with
+  std::string lm_unavailable;                                            // why a decoder run has no lm_ppl
 };
 
 // Makes the record's energy unavailable for `reason`: every energy figure and window cleared (the
@@ -92,20 +107,24 @@ void clear_energy(RunRecord& record, std::string reason);
 // The keys version 1 had: kRunRecordKeys up to and including "energy_window".
 inline constexpr std::size_t kRunRecordKeysV1 = 47;
 static_assert(kRunRecordKeys[kRunRecordKeysV1 - 1] == "energy_window");
-static_assert(kRunRecordKeys.back() == "decode_energy_window", "the array's size must match its keys");
+// The keys version 2 had: up to and including "decode_energy_window".
+inline constexpr std::size_t kRunRecordKeysV2 = 60;
+static_assert(kRunRecordKeys[kRunRecordKeysV2 - 1] == "decode_energy_window");
+static_assert(kRunRecordKeys.back() == "lm_unavailable", "the array's size must match its keys");
 
 // One flat object with every key of kRunRecordKeys. Absent optionals are null; the energy figures
 // also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null), and
 // so does the decode phase: "decode_energy_unavailable" is a string when decode_tokens is set and
-// decode_energy_j is null, else null.
+// decode_energy_j is null, else null; and so does a decoder run's text quality: "lm_unavailable" is
+// a string when decode_tokens is set and lm_ppl is null, else null.
 // `error` is null unless status is "failed"; `energy_method` is null when empty. A non-finite
 // optional number is written as null (JSON has no NaN). A status other than "ok"/"failed", a
 // non-finite measured_seconds or an energy_window (or decode_energy_window) that is neither an
 // object nor null fails.
 nlohmann::json to_json(const RunRecord& record);
 
-// Reads what to_json wrote (round-trips). Also reads version-1 records (which lack the keys added
-// since: they read as null) and returns them as version kRunRecordSchemaVersion. Any other
+// Reads what to_json wrote (round-trips). Also reads version-1 and -2 records (which lack the keys
+// added since: they read as null) and returns them as version kRunRecordSchemaVersion. Any other
 // schema_version, a missing or unknown key (for that version), or a wrong type fails with a line
 // naming the key, what was found and what was expected.
 RunRecord run_record_from_json(const nlohmann::json& json);

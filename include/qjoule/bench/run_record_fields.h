@@ -21,7 +21,7 @@ struct RunRecordField {
 };
 
 // clang-format off
-inline constexpr std::array<RunRecordField, 60> kRunRecordFields = {{
+inline constexpr std::array<RunRecordField, 78> kRunRecordFields = {{
     {"schema_version", FieldType::integer, false, ""},
     {"run_name", FieldType::string, false, ""},
     {"start_time", FieldType::string, false, ""},
@@ -82,6 +82,24 @@ inline constexpr std::array<RunRecordField, 60> kRunRecordFields = {{
     {"decode_energy_j", FieldType::number, true, "J"},
     {"decode_energy_unavailable", FieldType::string, true, ""},
     {"decode_energy_window", FieldType::object, true, ""},
+    {"lm_text", FieldType::string, true, ""},
+    {"lm_text_tokens", FieldType::integer, true, "tokens"},
+    {"lm_ctx", FieldType::integer, true, "tokens"},
+    {"lm_stride", FieldType::integer, true, "tokens"},
+    {"lm_scored_tokens", FieldType::integer, true, "tokens"},
+    {"lm_ppl", FieldType::number, true, ""},
+    {"lm_ppl_stderr", FieldType::number, true, ""},
+    {"lm_nll_mean", FieldType::number, true, "nats"},
+    {"lm_base_ppl", FieldType::number, true, ""},
+    {"lm_delta_ppl", FieldType::number, true, ""},
+    {"lm_kl_mean", FieldType::number, true, "nats"},
+    {"lm_kl_median", FieldType::number, true, "nats"},
+    {"lm_kl_p99", FieldType::number, true, "nats"},
+    {"lm_kl_max", FieldType::number, true, "nats"},
+    {"lm_same_top_rate", FieldType::number, true, "fraction"},
+    {"lm_rms_dp", FieldType::number, true, "fraction"},
+    {"lm_kl_base", FieldType::string, true, ""},
+    {"lm_unavailable", FieldType::string, true, ""},
 }};
 // clang-format on
 

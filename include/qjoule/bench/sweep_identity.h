@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,12 +22,18 @@ inline constexpr const char* kSweepIdentityFileName = "sweep-identity.json";
 // be read fails naming it.
 std::string model_identity(const std::string& model);
 
-// {"models": {model: identity, ...}, "dataset": dataset} for these configurations.
-nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset);
+// 16 hex digits of FNV-1a over `bytes` (the identity of a text, of window settings).
+std::string content_hash(std::string_view bytes);
+
+// {"models": {model: identity, ...}, "dataset": dataset, "text": text} for these configurations;
+// `text` is the language-model text scored (LmQuality::sweep_identity_entry), null without --text.
+nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
+                              const nlohmann::json& text = nullptr);
 
 // Writes `identity` to OUT/sweep-identity.json when the folder has none (a new sweep, or one started
 // before this file existed); otherwise compares: other models, a model whose checkpoint changed, or
-// another dataset fails with one line saying what differs.
+// another dataset, or another language-model text or window settings fails with one line saying
+// what differs.
 void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::json& identity);
 
 }  // namespace qjoule::bench

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "qjoule/bench/paper_table.h"
 #include "qjoule/bench/results_store.h"
 #include "qjoule/bench/run_config.h"
 #include "qjoule/bench/run_record.h"
@@ -55,6 +56,6 @@ struct SweepOutputs {
   std::string paper_table;
 };
 SweepOutputs write_sweep_outputs(const std::vector<RunRecord>& records, const std::filesystem::path& out,
-                                 double max_accuracy_drop);
+                                 double max_accuracy_drop, double max_ppl_increase_pct = kDefaultMaxPplIncreasePct);
 
 }  // namespace qjoule::bench

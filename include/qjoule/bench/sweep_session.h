@@ -14,6 +14,7 @@
 
 #include "qjoule/bench/bench_meter.h"
 #include "qjoule/bench/bench_runner.h"
+#include "qjoule/bench/paper_table.h"
 #include "qjoule/bench/run_config.h"
 
 namespace qjoule::bench {
@@ -22,6 +23,7 @@ struct SweepSettings {
   BenchOptions runner;             // dataset, warm-up, timing, decode tokens, cooldown (trace_dir: set from OUT)
   BenchMeterOptions meter;         // sensors, sampling, idle baseline
   double max_accuracy_drop = 1.0;  // points, for the paper table's flags
+  double max_ppl_increase_pct = kDefaultMaxPplIncreasePct;  // decoder runs with a text: the same, in %
 };
 
 struct SlurmSettings {

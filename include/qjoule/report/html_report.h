@@ -16,6 +16,7 @@ namespace qjoule::report {
 struct ReportOptions {
   std::string baseline = "fp32";      // the precision spec the table's deltas compare against
   double max_accuracy_drop_pt = 1.0;  // flag runs whose accuracy drops more (as `qjoule bench`)
+  double max_ppl_increase_pct = 5.0;  // flag decoder runs whose perplexity rises more (as `qjoule bench`)
   // Folders holding results.jsonl: a run's power trace is read from <folder>/traces/<run_name>.csv,
   // the first found. Empty: write_html_report looks in the folder of its `out` (where `qjoule bench`
   // writes both); render_html_report looks nowhere.

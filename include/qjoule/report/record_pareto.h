@@ -25,4 +25,24 @@ struct RecordPareto {
 
 RecordPareto pareto_of_records(const std::vector<bench::RunRecord>& records);
 
+// A decoder sweep's trade-offs (every successful run a decoder run): quality — perplexity on the text
+// (lm_ppl, lower is better), or without a text the top-1 agreement with FP32 on pseudo-random prompts
+// (higher is better) — against decode tok/s (higher is better) and, where any run has decode energy,
+// against decode mJ/token (lower is better). Emulated and failed runs are left out with the reason.
+struct DecoderPareto {
+  std::string id, title, x_label, y_label;
+  bool x_higher_is_better = true, y_lower_is_better = true;
+  std::vector<std::size_t> candidates;  // indices into the records
+  std::vector<double> x, y;             // parallel to candidates
+  std::vector<std::size_t> frontier;    // indices into the records, best x first
+  std::vector<std::string> left_out;    // "<run>: why"
+  std::string unavailable;              // why the chart has nothing to draw (no decode energy at all)
+};
+
+// True when the records have a successful run and every successful run is a decoder run.
+bool is_decoder_sweep(const std::vector<bench::RunRecord>& records);
+
+// [quality vs decode tok/s, quality vs decode mJ/token].
+std::vector<DecoderPareto> decoder_paretos(const std::vector<bench::RunRecord>& records);
+
 }  // namespace qjoule::report
