@@ -264,10 +264,11 @@ const LmText& LmQuality::ensure_reference(const std::string& model) {
     const auto now = Clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
     const int64_t done = w.scored_before + w.scored;
-    const double rate = static_cast<double>(done - resumed_tokens) / std::max(elapsed, 1e-9);
+    // Every window runs ctx tokens whatever it scores: the time left goes by windows.
+    const double per_window = elapsed / static_cast<double>(w.index + 1 - resumed_windows);
     const std::string line = fmt::format("  FP32 reference: window {}/{}, {}/{} tokens scored, {}, ETA {}", w.index + 1,
                                          w.windows, done, t.scored, duration_text(elapsed),
-                                         duration_text(static_cast<double>(t.scored - done) / std::max(rate, 1e-9)));
+                                         duration_text(per_window * static_cast<double>(w.windows - w.index - 1)));
     // Each line begins with its newline (the notes do too): a tty rewrites its one progress line.
     if (tty) {
       fmt::print(stderr, "{}{}", first_line ? "\n" : "\r\033[K", line);

@@ -118,6 +118,25 @@ std::string upper(std::string text) {
   return text;
 }
 
+// The first successful run of the baseline precision for each model and shape.
+std::map<ShapeKey, const RunRecord*> baselines_of(const std::vector<RunRecord>& records,
+                                                  const std::string& baseline_precision) {
+  const std::string baseline_token = precision_token(baseline_precision);
+  std::map<ShapeKey, const RunRecord*> baselines;
+  for (const auto& record : records)
+    if (record.status == "ok" && token_of(record) == baseline_token) baselines.emplace(shape_of(record), &record);
+  return baselines;
+}
+
+const RunRecord* baseline_of(const std::map<ShapeKey, const RunRecord*>& baselines, const RunRecord& r) {
+  const auto found = baselines.find(shape_of(r));
+  return found == baselines.end() ? nullptr : found->second;
+}
+
+std::string failed_line(const RunRecord& r) {
+  return fmt::format("{}: {}", r.run_name, r.error.empty() ? "(no error recorded)" : r.error);
+}
+
 // The footnote mark of an unavailable-energy reason: "n/a [k]", each distinct reason numbered once.
 std::string footnote(std::vector<std::string>& reasons, const std::string& reason_or_empty) {
   const std::string reason = reason_or_empty.empty() ? "no reason recorded" : reason_or_empty;
@@ -142,11 +161,7 @@ std::string what_to_try_decoder(const RunRecord& record) {
 // The decoder table: every successful run is a decoder run (build_paper_table's doc).
 PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
                                const std::string& baseline_precision, double max_ppl_increase_pct) {
-  const std::string baseline_token = precision_token(baseline_precision);
-  std::map<ShapeKey, const RunRecord*> baselines;
-  for (const auto& record : records)
-    if (record.status == "ok" && token_of(record) == baseline_token) baselines.emplace(shape_of(record), &record);
-
+  const auto baselines = baselines_of(records, baseline_precision);
   PaperTable table;
   table.decoder_layout = true;
   table.max_accuracy_drop_pt = max_accuracy_drop_pt;
@@ -159,11 +174,10 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
   for (std::size_t index = 0; index < records.size(); ++index) {
     const RunRecord& r = records[index];
     if (r.status != "ok") {
-      table.failed.push_back(fmt::format("{}: {}", r.run_name, r.error.empty() ? "(no error recorded)" : r.error));
+      table.failed.push_back(failed_line(r));
       continue;
     }
-    const auto found = baselines.find(shape_of(r));
-    const RunRecord* base = found == baselines.end() ? nullptr : found->second;
+    const RunRecord* base = baseline_of(baselines, r);
     if (!base) without_baseline.push_back(r.run_name);
     std::vector<std::string> row;
     row.push_back(r.run_name + (r.not_representative ? " *" : ""));
@@ -264,11 +278,7 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
       std::all_of(records.begin(), records.end(),
                   [](const RunRecord& r) { return r.status != "ok" || r.decode_tokens.has_value(); });
   if (all_decoders) return build_decoder_table(records, max_accuracy_drop_pt, baseline_precision, max_ppl_increase_pct);
-  const std::string baseline_token = precision_token(baseline_precision);
-  const auto is_baseline = [&](const RunRecord& r) { return r.status == "ok" && token_of(r) == baseline_token; };
-  std::map<ShapeKey, const RunRecord*> baselines;  // the first baseline run of each model and shape
-  for (const auto& record : records)
-    if (is_baseline(record)) baselines.emplace(shape_of(record), &record);
+  const auto baselines = baselines_of(records, baseline_precision);
 
   PaperTable table;
   table.max_accuracy_drop_pt = max_accuracy_drop_pt;
@@ -290,11 +300,10 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
   for (std::size_t index = 0; index < records.size(); ++index) {
     const RunRecord& r = records[index];
     if (r.status != "ok") {
-      table.failed.push_back(fmt::format("{}: {}", r.run_name, r.error.empty() ? "(no error recorded)" : r.error));
+      table.failed.push_back(failed_line(r));
       continue;
     }
-    const auto found = baselines.find(shape_of(r));
-    const RunRecord* base = found == baselines.end() ? nullptr : found->second;
+    const RunRecord* base = baseline_of(baselines, r);
     const bool this_is_base = base == &r;
     if (!base) without_baseline.push_back(r.run_name);
 

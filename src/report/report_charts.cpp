@@ -251,6 +251,40 @@ ReportChart accuracy_chart(const std::vector<const RunRecord*>& runs, bool by_ac
   return chart;
 }
 
+// A decoder sweep on a text: each precision's perplexity, and its mean KL from FP32, on the text.
+std::vector<ReportChart> text_quality_charts(const std::vector<const RunRecord*>& runs) {
+  std::string text;
+  for (const auto* r : runs)
+    if (r->lm_ppl && text.empty()) text = r->lm_text;
+  ReportChart ppl{
+      "chart-ppl", fmt::format("Perplexity per precision on {} (± standard error in the table)", text), nullptr, {}};
+  ppl.config =
+      chart_config("bar", ppl.title, per_precision_data(runs, {{"", [](const RunRecord& r) { return r.lm_ppl; }}}),
+                   axis("precision", "category"), axis("perplexity"));
+  ReportChart kl{"chart-kl", "Mean KL divergence from FP32 per token (nats), on the same text", nullptr, {}};
+  kl.config =
+      chart_config("bar", kl.title, per_precision_data(runs, {{"", [](const RunRecord& r) { return r.lm_kl_mean; }}}),
+                   axis("precision", "category"), axis("mean KL (nats)"));
+  return {std::move(ppl), std::move(kl)};
+}
+
+// A scatter of every run with the frontier drawn over it as a line.
+json pareto_data(json frontier, json runs) {
+  return {{"datasets",
+           {{{"label", "Pareto frontier"},
+             {"data", std::move(frontier)},
+             {"showLine", true},
+             {"borderColor", color(3)},
+             {"backgroundColor", color(3)},
+             {"pointRadius", 7},
+             {"borderWidth", 2}},
+            {{"label", "runs"},
+             {"data", std::move(runs)},
+             {"borderColor", color(0)},
+             {"backgroundColor", color(0)},
+             {"pointRadius", 4}}}}};
+}
+
 ReportChart pareto_chart(const std::vector<RunRecord>& records, const RecordPareto& pareto) {
   ReportChart chart{"chart-pareto",
                     pareto.cost_is_energy
@@ -275,19 +309,7 @@ ReportChart pareto_chart(const std::vector<RunRecord>& records, const RecordPare
                                             pareto.candidates.begin());
     frontier.push_back(point(k));
   }
-  json data = {{"datasets",
-                {{{"label", "Pareto frontier"},
-                  {"data", frontier},
-                  {"showLine", true},
-                  {"borderColor", color(3)},
-                  {"backgroundColor", color(3)},
-                  {"pointRadius", 7},
-                  {"borderWidth", 2}},
-                 {{"label", "runs"},
-                  {"data", runs},
-                  {"borderColor", color(0)},
-                  {"backgroundColor", color(0)},
-                  {"pointRadius", 4}}}}};
+  json data = pareto_data(std::move(frontier), std::move(runs));
   chart.config =
       chart_config("scatter", chart.title, std::move(data), axis(pareto.cost_label), axis(pareto.quality_label));
   if (!pareto.left_out.empty()) {
@@ -325,19 +347,7 @@ ReportChart decoder_pareto_chart(const std::vector<RunRecord>& records, const De
     named += fmt::format("{}{} ({:.4g}, {:.4g})", named.empty() ? "" : ", ", records[index].run_name, pareto.x[k],
                          pareto.y[k]);
   }
-  json data = {{"datasets",
-                {{{"label", "Pareto frontier"},
-                  {"data", frontier},
-                  {"showLine", true},
-                  {"borderColor", color(3)},
-                  {"backgroundColor", color(3)},
-                  {"pointRadius", 7},
-                  {"borderWidth", 2}},
-                 {{"label", "runs"},
-                  {"data", runs},
-                  {"borderColor", color(0)},
-                  {"backgroundColor", color(0)},
-                  {"pointRadius", 4}}}}};
+  json data = pareto_data(std::move(frontier), std::move(runs));
   chart.config = chart_config("scatter", chart.title, std::move(data), axis(pareto.x_label), axis(pareto.y_label));
   chart.notes.push_back(fmt::format("Frontier ({} is better, {} is better): {}.",
                                     pareto.x_higher_is_better ? "right" : "left",
@@ -456,7 +466,12 @@ std::vector<ReportSection> build_report_charts(const std::vector<RunRecord>& rec
       std::any_of(runs.begin(), runs.end(), [](const RunRecord* r) { return r->accuracy.has_value(); });
   sections.push_back({"speed", "Latency and throughput", {latency_chart(runs), throughput_chart(runs)}});
   sections.push_back({"energy", "Energy", {energy_chart(runs)}});
-  sections.push_back({"accuracy", "Accuracy", {accuracy_chart(runs, by_accuracy)}});
+  const bool by_text = std::any_of(runs.begin(), runs.end(), [](const RunRecord* r) { return r->lm_ppl.has_value(); });
+  if (by_text && is_decoder_sweep(records)) {
+    sections.push_back({"accuracy", "Quality on the text", text_quality_charts(runs)});
+  } else {
+    sections.push_back({"accuracy", "Accuracy", {accuracy_chart(runs, by_accuracy)}});
+  }
   if (is_decoder_sweep(records)) {
     ReportSection tradeoff{"pareto", "Trade-off: quality against decode speed and energy", {}};
     for (const auto& p : decoder_paretos(records)) tradeoff.charts.push_back(decoder_pareto_chart(records, p));

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qjoule/kernels/cuda_device.h"
+#include "bench_cli_helpers.h"
 #include "run_command.h"
 #include "test_paths.h"
 
@@ -36,19 +37,8 @@ namespace fs = std::filesystem;
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
 fs::path tiny_bert() { return qjoule::test::fixtures_dir() / "tiny-bert"; }
 fs::path tiny_decoder(const std::string& name) { return qjoule::test::fixtures_dir() / "decoders" / name; }
-// No real sensor: an empty powercap root, no NVML, no perf PMU (the machine's own may be a VM's).
-std::string no_sensors(const fs::path& dir) {
-  return "QJOULE_POWERCAP_ROOT=" + (dir / "none").string() + " QJOULE_NVML_LIB=" + (dir / "none.so").string() +
-         " QJOULE_PERF_POWER_ROOT=" + (dir / "none").string() + " ";
-}
-
-std::vector<nlohmann::json> read_records(const fs::path& path) {
-  std::ifstream in(path);
-  std::vector<nlohmann::json> out;
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
+using qjoule::test::no_sensors;
+using qjoule::test::read_records;
 
 std::size_t count_lines(const fs::path& path) {
   std::ifstream in(path);

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_cli_helpers.h"
 #include "run_command.h"
 #include "test_paths.h"
 
@@ -34,18 +35,8 @@ namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
 std::string decoder(const std::string& name) { return (qjoule::test::fixtures_dir() / "decoders" / name).string(); }
-std::string no_sensors(const fs::path& dir) {
-  return "QJOULE_POWERCAP_ROOT=" + (dir / "none").string() + " QJOULE_NVML_LIB=" + (dir / "none.so").string() +
-         " QJOULE_PERF_POWER_ROOT=" + (dir / "none").string() + " ";
-}
-
-std::vector<nlohmann::json> read_records(const fs::path& path) {
-  std::ifstream in(path);
-  std::vector<nlohmann::json> out;
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
+using qjoule::test::no_sensors;
+using qjoule::test::read_records;
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;

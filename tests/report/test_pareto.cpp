@@ -2,6 +2,8 @@
 // runs and axes over benchmark records (failed and emulated runs out, latency when no energy).
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -87,6 +89,42 @@ TEST(ReportRecordPareto, WithoutEnergyLatencyAndWithoutLabelsAgreementStandIn) {
   EXPECT_FALSE(p.quality_is_accuracy);
   EXPECT_EQ(p.cost_label, "p50 latency per batch (ms)");
   EXPECT_THAT(p.frontier, ElementsAre(1, 0));  // FP32 agrees with itself (100%) without a recorded agreement
+}
+
+// A decoder sweep: perplexity (lower is better) against decode tok/s (higher is better), and against
+// decode mJ/token only where some run has it; an encoder run makes it no decoder sweep.
+TEST(ReportDecoderPareto, PerplexityAgainstDecodeSpeedAndEnergy) {
+  const auto decoder = [](const std::string& precision, double tok_s, std::optional<double> ppl,
+                          std::optional<double> mj) {
+    bench::RunRecord r;
+    r.config.precision = precision;
+    r.run_name = precision;
+    r.decode_tokens = 16;
+    r.decode_tokens_per_s_mean = tok_s;
+    r.lm_ppl = ppl;
+    r.lm_text = "t.txt";
+    r.decode_mj_per_token = mj;
+    if (!mj) r.decode_energy_unavailable = "no sensor";
+    return r;
+  };
+  std::vector<bench::RunRecord> records = {decoder("fp32", 10, 7.0, 50.0), decoder("int8", 30, 7.1, 20.0),
+                                           decoder("int4", 50, 7.5, 12.0), decoder("nf4", 45, 7.6, 13.0),
+                                           decoder("w8", 28, std::nullopt, std::nullopt)};
+  ASSERT_TRUE(is_decoder_sweep(records));
+  const auto charts = decoder_paretos(records);
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_EQ(charts[0].x_label, "decode tokens/s");
+  EXPECT_EQ(charts[0].y_label, "perplexity on t.txt");
+  EXPECT_THAT(charts[0].frontier, ElementsAre(2, 1, 0));  // int4 fastest, int8, fp32 best; nf4 dominated by int4
+  EXPECT_THAT(charts[0].left_out, ElementsAre("w8: no perplexity (no --text)"));
+  EXPECT_THAT(charts[1].frontier, ElementsAre(2, 1, 0));
+  EXPECT_THAT(charts[1].left_out, ElementsAre("w8: decode energy unavailable"));
+  for (auto& r : records) r.decode_mj_per_token.reset();
+  EXPECT_EQ(decoder_paretos(records)[1].unavailable, "no run has decode energy: no sensor");
+  bench::RunRecord encoder;
+  encoder.run_name = "bert";
+  records.push_back(encoder);
+  EXPECT_FALSE(is_decoder_sweep(records));
 }
 
 }  // namespace
