@@ -5,6 +5,7 @@
 
 #include "config_reconciler.h"
 #include "qjoule/error.h"
+#include "qjoule/model/checkpoint_quantization.h"
 
 namespace qjoule::model {
 namespace {
@@ -204,6 +205,7 @@ ModelFamily model_family(const std::filesystem::path& dir) {
 DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Checkpoint& ck) {
   const auto path = dir / "config.json";
   const json config = read_config_json(dir);
+  refuse_prequantized_checkpoint(dir, config, ck);  // before any shape is read from its tensors
   DecoderConfig out;
   out.model_type = string_field(config, "model_type", "", path.string() + ": ");
   std::string architectures = "none";

@@ -7,6 +7,7 @@
 
 #include "config_reconciler.h"
 #include "qjoule/error.h"
+#include "qjoule/model/checkpoint_quantization.h"
 
 namespace qjoule::model {
 namespace {
@@ -59,6 +60,7 @@ std::string supported_architectures() {
 EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Checkpoint& ck) {
   const auto path = dir / "config.json";
   const json config = read_config_json(dir);
+  refuse_prequantized_checkpoint(dir, config, ck);  // before any shape is read from its tensors
 
   EncoderConfig out;
   out.model_type = string_field(config, "model_type", "", path.string() + ": ");

@@ -52,6 +52,33 @@ std::function<void(const fs::path&)> model_copy(const std::string& name,
   };
 }
 
+// DIR/m as model_copy, its checkpoint split in two shards: the fixture's model.safetensors and one
+// holding an extra I32 [16, 64] tensor `name` (a GPTQ qweight, say), listed in
+// model.safetensors.index.json.
+std::function<void(const fs::path&)> with_packed_tensor(const std::string& fixture_name, const std::string& name) {
+  return [fixture_name, name](const fs::path& dir) {
+    model_copy(fixture_name)(dir);
+    std::ifstream in(dir / "m" / "model.safetensors", std::ios::binary);
+    uint64_t header_bytes = 0;
+    in.read(reinterpret_cast<char*>(&header_bytes), 8);
+    std::string header(header_bytes, ' ');
+    in.read(header.data(), static_cast<std::streamsize>(header_bytes));
+    nlohmann::json map = nlohmann::json::object();
+    const auto parsed = nlohmann::json::parse(header);  // named: items() must not outlive it
+    for (const auto& item : parsed.items())
+      if (item.key() != "__metadata__") map[item.key()] = "model.safetensors";
+    map[name] = "packed.safetensors";
+    write(dir / "m" / "model.safetensors.index.json", nlohmann::json{{"weight_map", map}}.dump());
+    std::string packed =
+        nlohmann::json{{name, {{"dtype", "I32"}, {"shape", {16, 64}}, {"data_offsets", {0, 4096}}}}}.dump();
+    packed.append((8 - packed.size() % 8) % 8, ' ');
+    const uint64_t n = packed.size();
+    std::string bytes(reinterpret_cast<const char*>(&n), 8);
+    bytes += packed + std::string(4096, '\0');
+    write(dir / "m" / "packed.safetensors", bytes);  // the index is read before model.safetensors
+  };
+}
+
 // DIR/m as model_copy, then `file` (relative to DIR) written with `text`.
 std::function<void(const fs::path&)> model_with(const std::string& name, const std::string& file,
                                                 const std::string& text) {
@@ -174,6 +201,79 @@ INSTANTIATE_TEST_SUITE_P(
     Files, CliBadInput,
     ::testing::Values(
         // config.json of a decoder
+        // pre-quantized checkpoints: refused in one line naming what they are, before any shape is read
+        BadInput{"gptq_checkpoint", kPpl,
+                 "DIR/m/config.json: a pre-quantized checkpoint (gptq 4-bit, group_size 128, asym, desc_act false, "
+                 "gptq_v2 zeros): qjoule reads FP32, FP16 and BF16 safetensors and quantizes them itself",
+                 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4},
+                                                          {"group_size", 128},      {"sym", false},
+                                                          {"desc_act", false},      {"checkpoint_format", "gptq_v2"}};
+                            })},
+        BadInput{"awq_checkpoint", kPpl,
+                 "DIR/m/config.json: a pre-quantized checkpoint (awq 4-bit, group_size 64, "
+                 "version gemm): qjoule reads",
+                 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "awq"},
+                                                          {"bits", 4},
+                                                          {"group_size", 64},
+                                                          {"version", "gemm"},
+                                                          {"zero_point", true}};
+                            })},
+        BadInput{"quant_method_unknown", kPpl,
+                 "DIR/m/config.json: quantization_config.quant_method = 'hqq' is not a method qjoule knows; expected "
+                 "gptq, awq or bitsandbytes",
+                 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "hqq"}, {"nbits", 4}};
+                            })},
+        BadInput{"quant_bits_3", kPpl,
+                 "DIR/m/config.json: quantization_config.bits = 3: a gptq checkpoint of 3-bit codes; qjoule's "
+                 "kernels hold 4-bit (and 8-bit) codes",
+                 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 3}, {"group_size", 128}};
+                            })},
+        BadInput{"quant_bits_not_an_integer", kPpl,
+                 "DIR/m/config.json: quantization_config.bits = \"four\", expected an integer", 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", "four"}};
+                            })},
+        BadInput{"quant_config_not_an_object", kPpl,
+                 "DIR/m/config.json: quantization_config = \"gptq\", expected an object", 1,
+                 model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["quantization_config"] = "gptq"; })},
+        BadInput{"bnb_fp4", kPpl,
+                 "DIR/m/config.json: quantization_config.bnb_4bit_quant_type = 'fp4': bitsandbytes fp4 is not read; "
+                 "expected nf4",
+                 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "bitsandbytes"},
+                                                          {"load_in_4bit", true},
+                                                          {"bnb_4bit_quant_type", "fp4"}};
+                            })},
+        BadInput{"bnb_nf4_encoder", "eval --model DIR/m --dataset TB/dataset.tsv",
+                 "DIR/m/config.json: a pre-quantized checkpoint (bitsandbytes 4-bit nf4 with double quant): qjoule "
+                 "reads",
+                 1,
+                 model_copy("tiny-bert",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "bitsandbytes"},
+                                                          {"load_in_4bit", true},
+                                                          {"bnb_4bit_quant_type", "nf4"},
+                                                          {"bnb_4bit_use_double_quant", true}};
+                            })},
+        BadInput{"packed_tensor_without_quantization_config", kPpl,
+                 "tensor 'model.layers.0.mlp.down_proj.qweight' (I32 [16, 64]) is a packed quantized weight (GPTQ / "
+                 "AWQ qweight or bitsandbytes 4-bit), but config.json has no quantization_config",
+                 1, with_packed_tensor("decoders/tiny-llama", "model.layers.0.mlp.down_proj.qweight")},
         BadInput{"config_negative_eps", kPpl, "DIR/m/config.json: rms_norm_eps = -1e-05, expected a positive number", 1,
                  model_copy("decoders/tiny-llama", [](nlohmann::json& c) { c["rms_norm_eps"] = -1e-5; })},
         BadInput{"config_rope_theta_zero", kPpl, "DIR/m/config.json: rope_theta = 0, expected a positive number", 1,

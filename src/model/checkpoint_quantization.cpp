@@ -1,0 +1,112 @@
+#include "qjoule/model/checkpoint_quantization.h"
+
+#include <fmt/format.h>
+
+#include "model/config_reconciler.h"
+#include "qjoule/error.h"
+
+namespace qjoule::model {
+namespace {
+
+using json = nlohmann::json;
+
+// An integer field: `fallback` when absent or null, else an integer or one line naming it.
+int int_field(const json& object, const char* field, int fallback, const std::string& where) {
+  const auto it = object.find(field);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer())
+    fail("{}{} = {}, expected an integer", where, field, it->dump(-1, ' ', false, json::error_handler_t::replace));
+  return it->get<int>();
+}
+
+constexpr const char* kWhatQjouleReads =
+    "qjoule reads FP32, FP16 and BF16 safetensors and quantizes them itself (--precision int4:g=G:asym, nf4, "
+    "nf4:dq, ...); reading the codes of pre-quantized GPTQ, AWQ and bitsandbytes checkpoints is not implemented "
+    "yet: give the unquantized model";
+
+}  // namespace
+
+std::string CheckpointQuantization::describe() const {
+  if (method == "bitsandbytes")
+    return fmt::format("bitsandbytes {}-bit {}{}", bits, bnb_quant_type, bnb_double_quant ? " with double quant" : "");
+  std::string out = fmt::format("{} {}-bit, group_size {}", method, bits, group_size);
+  if (method == "gptq")
+    out += fmt::format(", {}, desc_act {}, {} zeros", sym ? "sym" : "asym", desc_act ? "true" : "false",
+                       checkpoint_format == "gptq_v2" ? "gptq_v2" : "gptq (v1)");
+  if (method == "awq") out += fmt::format(", version {}", checkpoint_format);
+  return out;
+}
+
+std::optional<CheckpointQuantization> read_checkpoint_quantization(const json& config, const std::string& where) {
+  const auto found = config.find("quantization_config");
+  // bitsandbytes' older configs put load_in_4bit at the top level.
+  if ((found == config.end() || found->is_null()) && bool_field(config, "load_in_4bit", false, where)) {
+    CheckpointQuantization q;
+    q.method = "bitsandbytes";
+    q.bnb_quant_type = string_field(config, "bnb_4bit_quant_type", "fp4", where);
+    q.bnb_double_quant = bool_field(config, "bnb_4bit_use_double_quant", false, where);
+    return q;
+  }
+  if (found == config.end() || found->is_null()) return std::nullopt;
+  if (!found->is_object())
+    fail("{}quantization_config = {}, expected an object", where,
+         found->dump(-1, ' ', false, json::error_handler_t::replace));
+  const json& qc = *found;
+  const std::string at = where + "quantization_config.";
+  CheckpointQuantization q;
+  q.method = string_field(qc, "quant_method", "", at);
+  if (q.method.empty() && (qc.contains("load_in_4bit") || qc.contains("bnb_4bit_quant_type")))
+    q.method = "bitsandbytes";
+  if (q.method == "gptq" || q.method == "awq") {
+    q.bits = int_field(qc, "bits", q.method == "awq" ? int_field(qc, "w_bit", 4, at) : 4, at);
+    q.group_size = int_field(qc, "group_size", q.method == "awq" ? int_field(qc, "q_group_size", 128, at) : 128, at);
+    if (q.bits != 4 && q.bits != 8)
+      fail("{}bits = {}: a {} checkpoint of {}-bit codes; qjoule's kernels hold 4-bit (and 8-bit) codes", at, q.bits,
+           q.method, q.bits);
+    if (q.group_size != -1 && q.group_size < 1)
+      fail("{}group_size = {}, expected -1 (one group per row) or a positive number of weights", at, q.group_size);
+    if (q.method == "gptq") {
+      q.sym = bool_field(qc, "sym", true, at);
+      q.desc_act = bool_field(qc, "desc_act", false, at);
+      q.checkpoint_format = string_field(qc, "checkpoint_format", "gptq", at);
+      if (q.checkpoint_format != "gptq" && q.checkpoint_format != "gptq_v2")
+        fail("{}checkpoint_format = '{}', expected gptq or gptq_v2", at, q.checkpoint_format);
+    } else {
+      q.checkpoint_format = string_field(qc, "version", "gemm", at);
+      if (!bool_field(qc, "zero_point", true, at))
+        fail("{}zero_point = false: AWQ without zero points; expected true (AWQ's gemm layout)", at);
+    }
+  } else if (q.method == "bitsandbytes") {
+    if (bool_field(qc, "load_in_8bit", false, at))
+      fail("{}load_in_8bit = true: bitsandbytes LLM.int8() checkpoints are not read; expected load_in_4bit with nf4",
+           at);
+    q.bnb_quant_type = string_field(qc, "bnb_4bit_quant_type", "fp4", at);
+    q.bnb_double_quant = bool_field(qc, "bnb_4bit_use_double_quant", false, at);
+    if (q.bnb_quant_type != "nf4")
+      fail("{}bnb_4bit_quant_type = '{}': bitsandbytes {} is not read; expected nf4 (qjoule's nf4 / nf4:dq)", at,
+           q.bnb_quant_type, q.bnb_quant_type);
+  } else {
+    fail("{}quant_method = '{}' is not a method qjoule knows; expected gptq, awq or bitsandbytes", at,
+         q.method.empty() ? std::string("(absent)") : q.method);
+  }
+  return q;
+}
+
+void refuse_prequantized_checkpoint(const std::filesystem::path& dir, const json& config,
+                                    const io::Checkpoint& checkpoint) {
+  const std::string where = (dir / "config.json").string() + ": ";
+  if (const auto q = read_checkpoint_quantization(config, where))
+    fail("{}a pre-quantized checkpoint ({}): {}", where, q->describe(), kWhatQjouleReads);
+  for (const auto& [name, tensor] : checkpoint.tensors()) {
+    const auto ends_with = [&](std::string_view suffix) {
+      return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends_with(".qweight") || ends_with(".weight.absmax") || name.find(".weight.quant_state.") != std::string::npos)
+      fail(
+          "{}: tensor '{}' ({} {}) is a packed quantized weight (GPTQ / AWQ qweight or bitsandbytes 4-bit), but "
+          "config.json has no quantization_config saying how it was packed; {}",
+          tensor.file.string(), name, io::dtype_name(tensor.dtype), tensor.shape_string(), kWhatQjouleReads);
+  }
+}
+
+}  // namespace qjoule::model
