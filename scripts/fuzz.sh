@@ -16,7 +16,7 @@ corpus=build/fuzz/corpus
 findings=build/fuzz/findings
 rm -rf "$corpus"
 mkdir -p "$findings" "$corpus"/fuzz_safetensors "$corpus"/fuzz_shard_index "$corpus"/fuzz_tokenizer_json \
-  "$corpus"/fuzz_dataset "$corpus"/fuzz_config_json
+  "$corpus"/fuzz_dataset "$corpus"/fuzz_config_json "$corpus"/fuzz_kl_base
 cp "$fixtures"/tiny-bert/model.safetensors "$corpus"/fuzz_safetensors/tiny-bert
 printf '%s' '{"metadata": {}, "weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}}' \
   > "$corpus"/fuzz_shard_index/two-shards
@@ -32,6 +32,7 @@ i=0
 for f in "$fixtures"/tiny-bert/config.json "$fixtures"/decoders/*/config.json; do
   i=$((i + 1)); cp "$f" "$corpus/fuzz_config_json/seed$i"
 done
+cp fuzz/seeds/kl_base_v2.qjkl "$corpus"/fuzz_kl_base/v2
 # Inputs that crashed a target once are replayed on every run (fuzz/regressions/README.md).
 for dir in fuzz/regressions/fuzz_*/; do
   target=$(basename "$dir")
@@ -39,7 +40,7 @@ for dir in fuzz/regressions/fuzz_*/; do
 done
 
 status=0
-for target in fuzz_safetensors fuzz_shard_index fuzz_tokenizer_json fuzz_dataset fuzz_config_json; do
+for target in fuzz_safetensors fuzz_shard_index fuzz_tokenizer_json fuzz_dataset fuzz_config_json fuzz_kl_base; do
   max_len=8192
   [ "$target" = fuzz_safetensors ] && max_len=131072
   [ "$target" = fuzz_tokenizer_json ] && max_len=65536

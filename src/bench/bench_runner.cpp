@@ -549,8 +549,15 @@ struct BenchRunner::Impl {
     // The FP32 reference first, so its model is gone before this run's is built: the text's
     // log-probabilities (computed once per sweep, kept in the results folder), else the last-token
     // logits of pseudo-random prompts.
+    // A pre-quantized checkpoint has no FP32 weights to compare with (its --text reference comes from the
+    // unquantized model, --kl-base).
+    const auto quantization = [&] {
+      const auto ck = io::Checkpoint::open(c.model);
+      return model::load_decoder_config(c.model, ck).quantization;
+    }();
+    if (quantization) r.weights_source = "checkpoint: " + quantization->describe();
     const std::vector<std::vector<float>> no_reference;
-    const auto& reference = lm.enabled() ? no_reference : decoder_reference_logits(c);
+    const auto& reference = lm.enabled() || quantization ? no_reference : decoder_reference_logits(c);
     if (lm.enabled()) lm.ensure_reference(c.model);
     const bool rss_reset = reset_peak_rss();
     quant::LayerPolicyOptions po;
@@ -695,6 +702,10 @@ struct BenchRunner::Impl {
       return;
     }
     r.lm_unavailable = "no --text given: bench --text FILE scores a text (perplexity, KL against FP32)";
+    if (quantization)
+      r.notes.push_back(
+          "fidelity to FP32 not measured: a pre-quantized checkpoint holds no FP32 weights (bench --text with the "
+          "unquantized model's reference, --kl-base, compares it)");
     // Fidelity: the next-token distribution after each prompt, against FP32's.
     if (!reference.empty()) {
       const auto f = eval::compare_logits(reference, decoder_fidelity_logits(m, n));

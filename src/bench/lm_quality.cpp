@@ -36,9 +36,10 @@ std::string duration_text(double seconds) {
   return fmt::format("{} h {} min", s / 3600, (s % 3600) / 60);
 }
 
-// Why `base` is not the reference of `t`, or "" when it is.
-std::string mismatch(const LmText& t, const eval::KlBase& base) {
-  if (!base.identity.empty()) {
+// Why `base` is not the reference of `t`, or "" when it is (`any_model`: whatever model it names, as
+// for a pre-quantized checkpoint, whose reference is its unquantized model's).
+std::string mismatch(const LmText& t, const eval::KlBase& base, bool any_model = false) {
+  if (!base.identity.empty() && !any_model) {
     const auto id = nlohmann::json::parse(base.identity, nullptr, false);
     if (id.is_object() && id.contains("model_identity") && id["model_identity"] != t.identity["model_identity"])
       return fmt::format(
@@ -138,18 +139,28 @@ const LmText& LmQuality::text_of(const std::string& model) {
                 {"stride", t.stride},
                 {"computed_by", "qjoule bench --text: FP32, weights streamed one layer at a time"}};
 
-  // A --kl-base of this model, else the sweep's own reference.
+  // A --kl-base of this model, else the sweep's own reference. A pre-quantized checkpoint has no FP32
+  // weights: its reference is a --kl-base of its unquantized model over the same tokens.
   for (const auto& given : options_.kl_bases) {
+    if (t.base_given) break;
     const auto base = eval::read_kl_base(given, "--kl-base");
     const auto id = base.identity.empty() ? nlohmann::json() : nlohmann::json::parse(base.identity, nullptr, false);
-    const bool same_model = id.is_object() && id.contains("model_identity")
+    const bool same_model = config.quantization ? mismatch(t, base, /*any_model=*/true).empty()
+                            : id.is_object() && id.contains("model_identity")
                                 ? id["model_identity"] == t.identity["model_identity"]
                                 : options_.kl_bases.size() == 1;  // a base without identity: the only one given
     if (!same_model) continue;
-    if (const auto why = mismatch(t, base); !why.empty()) fail("--kl-base {}: {}", given, why);
+    if (const auto why = mismatch(t, base, config.quantization.has_value()); !why.empty())
+      fail("--kl-base {}: {}", given, why);
     t.base_path = given;
     t.base_given = true;
   }
+  if (config.quantization && !t.base_given)
+    fail(
+        "--text {}: model '{}' is a pre-quantized checkpoint ({}) with no FP32 weights to compute the reference "
+        "from; give --kl-base FILE, the FP32 reference of its unquantized model over the same text and windows "
+        "(qjoule ppl --save-kl-base, or OUT/kl-base/ of a bench of that model)",
+        options_.text, model, config.quantization->describe());
   if (!t.base_given) {
     const std::string settings = content_hash(fmt::format("{}|{}|{}|{}|{}", t.identity["text_hash"].get<std::string>(),
                                                           n, t.ctx, t.stride, config.vocab_size));

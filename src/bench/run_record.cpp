@@ -137,6 +137,7 @@ struct OptionalStringField {
 constexpr OptionalStringField kOptionalStrings[] = {
     {"lm_text", &RunRecord::lm_text},
     {"lm_kl_base", &RunRecord::lm_kl_base},
+    {"weights_source", &RunRecord::weights_source},
 };
 
 // The number of keys each schema version has (its keys are the first ones of kRunRecordKeys).

@@ -13,6 +13,7 @@
 #include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/model/decoder_config.h"
+#include "qjoule/model/prequantized_linear.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::bench {
@@ -31,12 +32,19 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
   struct ModelShape {
     bool decoder = false;
     int64_t max_positions = 0;
+    std::string prequantized_precision, prequantized_from;  // a pre-quantized checkpoint's own format
   };
   std::map<std::string, ModelShape> models;
   const auto shape_of = [](const std::string& model) {
-    if (!is_decoder_model(model)) return ModelShape{false, config_of(model).max_positions};
+    if (!is_decoder_model(model)) return ModelShape{false, config_of(model).max_positions, "", ""};
     const auto checkpoint = io::Checkpoint::open(model);
-    return ModelShape{true, model::load_decoder_config(model, checkpoint).max_positions};
+    const auto config = model::load_decoder_config(model, checkpoint);
+    ModelShape shape{true, config.max_positions, "", ""};
+    if (config.quantization) {
+      shape.prequantized_precision = model::prequantized_precision(*config.quantization);
+      shape.prequantized_from = config.quantization->describe();
+    }
+    return shape;
   };
   for (const auto& c : configs) {
     const bool on_gpu = c.device != "cpu";
@@ -62,6 +70,15 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
         fail("run {}: precision '{}': SmoothQuant is not supported for decoder model '{}'", run_name(c), c.precision,
              c.model);
       if (decode_tokens == 0) fail("run {}: 0 decode tokens, expected at least 1 (--decode-tokens)", run_name(c));
+      const auto& own = it->second.prequantized_precision;
+      if (!own.empty() && spec != quant::parse_format_spec(own))
+        fail(
+            "run {}: precision '{}', but model '{}' is a pre-quantized checkpoint ({}) whose codes run as {}: give "
+            "--precisions {} (for other formats, bench the unquantized model)",
+            run_name(c), c.precision, c.model, it->second.prequantized_from, own, own);
+      if (!own.empty() && on_gpu)
+        fail("run {}: model '{}' is a pre-quantized checkpoint ({}); its Linears run on the CPU only, for now",
+             run_name(c), c.model, it->second.prequantized_from);
       if (c.seq + decode_tokens > static_cast<std::size_t>(it->second.max_positions))
         fail(
             "run {}: {} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions "

@@ -59,7 +59,8 @@ void run_ppl(const PplArgs& a) {
 
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const std::string identity = bench::model_identity(a.model);
-  if (base && !base->identity.empty()) {
+  // A pre-quantized checkpoint's reference is its unquantized model's: another identity, same tokens.
+  if (base && !base->identity.empty() && !cfg.quantization) {
     const auto id = nlohmann::json::parse(base->identity, nullptr, false);
     if (id.is_object() && id.contains("model_identity") && id["model_identity"] != identity)
       fail("--kl-base {}: computed for another model (identity {}{}), not {} (identity {})", a.kl_base,

@@ -20,9 +20,9 @@ int int_field(const json& object, const char* field, int fallback, const std::st
 }
 
 constexpr const char* kWhatQjouleReads =
-    "qjoule reads FP32, FP16 and BF16 safetensors and quantizes them itself (--precision int4:g=G:asym, nf4, "
-    "nf4:dq, ...); reading the codes of pre-quantized GPTQ, AWQ and bitsandbytes checkpoints is not implemented "
-    "yet: give the unquantized model";
+    "qjoule reads FP32, FP16 and BF16 safetensors (and quantizes them itself, --precision) and 4-bit GPTQ "
+    "(without act-order) and AWQ gemm checkpoints of Llama, Mistral and Qwen2 decoders; give the unquantized model "
+    "or one of those";
 
 }  // namespace
 
@@ -92,21 +92,58 @@ std::optional<CheckpointQuantization> read_checkpoint_quantization(const json& c
   return q;
 }
 
-void refuse_prequantized_checkpoint(const std::filesystem::path& dir, const json& config,
-                                    const io::Checkpoint& checkpoint) {
+std::optional<CheckpointQuantization> readable_checkpoint_quantization(const std::filesystem::path& dir,
+                                                                       const json& config,
+                                                                       const io::Checkpoint& checkpoint,
+                                                                       bool reads_prequantized,
+                                                                       const std::string& family) {
   const std::string where = (dir / "config.json").string() + ": ";
-  if (const auto q = read_checkpoint_quantization(config, where))
-    fail("{}a pre-quantized checkpoint ({}): {}", where, q->describe(), kWhatQjouleReads);
-  for (const auto& [name, tensor] : checkpoint.tensors()) {
-    const auto ends_with = [&](std::string_view suffix) {
-      return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  if (const auto q = read_checkpoint_quantization(config, where)) {
+    const auto refuse = [&](const std::string& why) {
+      fail("{}a pre-quantized checkpoint ({}): {}; {}", where, q->describe(), why, kWhatQjouleReads);
     };
-    if (ends_with(".qweight") || ends_with(".weight.absmax") || name.find(".weight.quant_state.") != std::string::npos)
+    if (!reads_prequantized) refuse(fmt::format("{} models are read unquantized only", family));
+    if (q->method == "bitsandbytes") refuse("bitsandbytes checkpoints are not read yet");
+    if (q->bits != 4) refuse(fmt::format("{}-bit codes are not read yet (4-bit only)", q->bits));
+    if (q->desc_act) refuse("act-order (desc_act = true, g_idx) is not read yet");
+    if (q->method == "awq" && q->checkpoint_format != "gemm")
+      refuse(fmt::format("AWQ version '{}' is not read (gemm only)", q->checkpoint_format));
+    const int g = q->group_size;
+    if (!(g == 32 || g == 64 || g == 128 || g == -1 || g % 128 == 0))
+      refuse(
+          fmt::format("group_size {} does not fit qjoule's int4 blocks (32, 64 or 128 weights; -1 or a multiple of "
+                      "128 held as blocks of 128)",
+                      g));
+    return q;
+  }
+  for (const auto& [name, tensor] : checkpoint.tensors()) {
+    if (name.ends_with(".qweight") || name.ends_with(".weight.absmax") ||
+        name.find(".weight.quant_state.") != std::string::npos)
       fail(
           "{}: tensor '{}' ({} {}) is a packed quantized weight (GPTQ / AWQ qweight or bitsandbytes 4-bit), but "
           "config.json has no quantization_config saying how it was packed; {}",
           tensor.file.string(), name, io::dtype_name(tensor.dtype), tensor.shape_string(), kWhatQjouleReads);
   }
+  return std::nullopt;
+}
+
+const io::TensorView& packed_tensor(const io::Checkpoint& ck, const CheckpointQuantization& q, const std::string& name,
+                                    io::DType dtype) {
+  if (!ck.contains(name))
+    fail("{}: tensor '{}' is missing: a {} checkpoint's Linear holds qweight, qzeros and scales", ck.source().string(),
+         name, q.describe());
+  const auto& t = ck.at(name);
+  if (t.dtype != dtype || t.shape.size() != 2)
+    fail("{}: tensor '{}' is {} {}, expected a 2-D {} tensor ({})", t.file.string(), name, io::dtype_name(t.dtype),
+         t.shape_string(), io::dtype_name(dtype), q.describe());
+  return t;
+}
+
+std::pair<int64_t, int64_t> prequantized_linear_dims(const io::Checkpoint& ck, const CheckpointQuantization& q,
+                                                     const std::string& name) {
+  const auto& qweight = packed_tensor(ck, q, name + ".qweight", io::DType::I32);
+  if (q.method == "awq") return {qweight.shape[1] * 8, qweight.shape[0]};
+  return {qweight.shape[1], qweight.shape[0] * 8};
 }
 
 }  // namespace qjoule::model

@@ -75,6 +75,16 @@ int64_t ConfigReconciler::reconcile(const char* field, const std::string& tensor
   return *from_config;
 }
 
+int64_t ConfigReconciler::reconcile_value(const char* field, int64_t found, const std::string& source) {
+  const auto from_config = int_field(field);
+  if (!from_config) {
+    inferred_.push_back(field);
+    return found;
+  }
+  if (*from_config != found) fail("{}: {} = {}, but {} give {}", path_, field, *from_config, source, found);
+  return *from_config;
+}
+
 int64_t count_layers(const io::Checkpoint& ck, const std::string& layer_prefix) {
   std::set<int64_t> ids;
   for (const auto& [name, view] : ck.tensors()) {

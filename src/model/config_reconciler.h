@@ -47,6 +47,8 @@ class ConfigReconciler {
   // Takes `field` from config.json when present, else from the tensor's dimension `dim`; both present
   // and different is an error naming both.
   int64_t reconcile(const char* field, const std::string& tensor_name, std::size_t dim);
+  // The same with a value found elsewhere (`source` says where, in the error).
+  int64_t reconcile_value(const char* field, int64_t found, const std::string& source);
 
  private:
   std::string path_;

@@ -23,6 +23,9 @@ bool cuda_fuses_qkv(const quant::FormatSpec& q, const quant::FormatSpec& k, cons
 LinearFactory cuda_linear_factory(CudaLinearFormats formats, int device) {
   return
       [formats = std::move(formats), device](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
+        if (p.build_prequantized)
+          fail("{}: a pre-quantized checkpoint's Linears ({}) run on the CPU only, for now; use --device cpu", p.name,
+               p.prequantized_from);
         quant::FormatSpec format;
         if (p.fused_from.empty()) {
           format = formats(p, in_block);

@@ -62,10 +62,17 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
   const std::string l0 = "model.layers.0.";
   out.vocab_size = r.reconcile("vocab_size", emb, 0);
   out.hidden_size = r.reconcile("hidden_size", emb, 1);
-  out.intermediate_size = r.reconcile("intermediate_size", l0 + "mlp.gate_proj.weight", 0);
+  // A Linear's output rows: its weight's first dimension, or what a pre-quantized one's packed tensors give.
+  const auto rows_of = [&](const std::string& linear) {
+    return out.quantization ? prequantized_linear_dims(ck, *out.quantization, linear).first
+                            : r.tensor(linear + ".weight").shape.at(0);
+  };
+  out.intermediate_size = out.quantization ? r.reconcile_value("intermediate_size", rows_of(l0 + "mlp.gate_proj"),
+                                                               "the packed tensors of '" + l0 + "mlp.gate_proj'")
+                                           : r.reconcile("intermediate_size", l0 + "mlp.gate_proj.weight", 0);
 
-  const int64_t q_out = r.tensor(l0 + "self_attn.q_proj.weight").shape.at(0);
-  const int64_t k_out = r.tensor(l0 + "self_attn.k_proj.weight").shape.at(0);
+  const int64_t q_out = rows_of(l0 + "self_attn.q_proj");
+  const int64_t k_out = rows_of(l0 + "self_attn.k_proj");
   auto heads = r.int_field("num_attention_heads");
   auto head_dim = r.int_field("head_dim");
   if (!heads && head_dim && *head_dim > 0) {
@@ -205,7 +212,6 @@ ModelFamily model_family(const std::filesystem::path& dir) {
 DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Checkpoint& ck) {
   const auto path = dir / "config.json";
   const json config = read_config_json(dir);
-  refuse_prequantized_checkpoint(dir, config, ck);  // before any shape is read from its tensors
   DecoderConfig out;
   out.model_type = string_field(config, "model_type", "", path.string() + ": ");
   std::string architectures = "none";
@@ -229,6 +235,9 @@ DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Ch
     fail("{}: model_type '{}' with architectures {} is not a supported decoder; supported: {}", path.string(),
          out.model_type, architectures, supported_decoder_architectures());
   out.arch = match->arch;
+  // Before any shape is read from the tensors: a pre-quantized checkpoint's shapes are its packed tensors'.
+  out.quantization = readable_checkpoint_quantization(dir, config, ck, out.arch != DecoderArch::Gpt2,
+                                                      out.arch == DecoderArch::Gpt2 ? "GPT-2" : out.model_type);
   out.architecture = match->architecture;
   if (out.arch == DecoderArch::Gpt2)
     load_gpt2(path, config, ck, out);

@@ -33,7 +33,7 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
   }
   // A deferred Linear's FP32 weights exist only while its own layer is built.
   auto build = [&](LinearParams& p, bool in_block) {
-    if (params.load_linear && p.weight.empty()) params.load_linear(p);
+    if (params.load_linear && p.weight.empty() && !p.build_prequantized) params.load_linear(p);
     auto linear = factory(p, in_block);
     if (!linear) fail("{}: the Linear factory built nothing", p.name);
     // From the shape: a streamed Linear has no weights loaded.

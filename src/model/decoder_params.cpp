@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "qjoule/error.h"
+#include "qjoule/model/prequantized_linear.h"
 
 namespace qjoule::model {
 namespace {
@@ -48,8 +49,25 @@ class DecoderParamReader {
     return to_f32_released(ck_, name);
   }
 
-  // nn.Linear: weight [out, in].
+  // nn.Linear: weight [out, in]; a pre-quantized checkpoint's from its packed tensors, checked now and
+  // repacked when the model builds it.
   LinearParams linear(const std::string& name, int64_t out, int64_t in, bool bias) const {
+    if (cfg_.quantization) {
+      check_prequantized_linear(ck_, *cfg_.quantization, name, out, in);
+      LinearParams p;
+      p.name = name;
+      p.out_features = out;
+      p.in_features = in;
+      p.has_bias = ck_.contains(name + ".bias");
+      if (bias && !p.has_bias)
+        fail("{}: tensor '{}.bias' is missing (config.json gives this Linear a bias)", ck_.source().string(), name);
+      p.prequantized_precision = prequantized_precision(*cfg_.quantization);
+      p.prequantized_from = cfg_.quantization->describe();
+      p.build_prequantized = [&ck = ck_, q = *cfg_.quantization, name, out, in] {
+        return load_prequantized_linear(ck, q, name, out, in);
+      };
+      return p;
+    }
     return make(name, out, in, LinearSource{name + ".weight", bias ? name + ".bias" : "", false}, {out, in});
   }
 

@@ -51,6 +51,11 @@ LinearParams fused_qkv_params(const LinearParams& q, const LinearParams& k, cons
 
 LinearFactory fp32_linear_factory() {
   return [](const LinearParams& p, bool /*in_block*/) {
+    if (p.build_prequantized)
+      fail(
+          "{}: the checkpoint holds this Linear as {} codes; FP32 needs the unquantized model (run this one with "
+          "--precision {})",
+          p.name, p.prequantized_from, p.prequantized_precision);
     return kernels::make_linear_f32_onednn(p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(), p.out_features,
                                            p.in_features);
   };

@@ -60,7 +60,8 @@ std::string supported_architectures() {
 EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Checkpoint& ck) {
   const auto path = dir / "config.json";
   const json config = read_config_json(dir);
-  refuse_prequantized_checkpoint(dir, config, ck);  // before any shape is read from its tensors
+  // Before any shape is read from its tensors: encoders are read unquantized only.
+  readable_checkpoint_quantization(dir, config, ck, /*reads_prequantized=*/false, "encoder classifier");
 
   EncoderConfig out;
   out.model_type = string_field(config, "model_type", "", path.string() + ": ");

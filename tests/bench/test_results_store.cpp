@@ -212,13 +212,13 @@ TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   EXPECT_THAT(lines[0], HasSubstr(",kernel_paths,notes,prefill_tokens,prefill_tokens_per_s_mean,"));
   // ... and the text-quality columns (version 3) follow those.
   EXPECT_THAT(lines[0], HasSubstr(",decode_energy_j,decode_energy_unavailable,lm_text,lm_text_tokens,"));
-  EXPECT_THAT(lines[0], ::testing::EndsWith(",lm_rms_dp,lm_kl_base,lm_unavailable"));
-  // An encoder run: 12 empty phase cells and 18 empty text-quality cells.
-  EXPECT_THAT(lines[1], ::testing::EndsWith(std::string(30, ',')));
+  EXPECT_THAT(lines[0], ::testing::EndsWith(",lm_rms_dp,lm_kl_base,lm_unavailable,weights_source"));
+  // An encoder run: 12 empty phase cells, 18 empty text-quality cells and no weights_source.
+  EXPECT_THAT(lines[1], ::testing::EndsWith(std::string(31, ',')));
   EXPECT_THAT(lines[4],
               HasSubstr(",64,128500.25,3100.5," + to_json(examples::decoder_record())["prefill_mj_per_token"].dump() +
                         ",32,25,7700.125,165.5,0.13,3.25,4.2,"));
-  EXPECT_THAT(lines[4], ::testing::EndsWith(",not measured (no reason recorded)")) << "a decoder run without a text";
+  EXPECT_THAT(lines[4], ::testing::EndsWith(",not measured (no reason recorded),")) << "a decoder run without a text";
   EXPECT_THAT(lines[1], HasSubstr("3,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
                                   "distilbert-base,cpu,int8,8,128,2,ok,,false,5,20,20,4.25,0.5,3.5,4.0,5.0,6.0,6.5,"));
   EXPECT_THAT(lines[1], HasSubstr(",int8 onednn:gemm:u8s8s32 x30; fp32 layernorm x13,"));

@@ -203,8 +203,8 @@ INSTANTIATE_TEST_SUITE_P(
         // config.json of a decoder
         // pre-quantized checkpoints: refused in one line naming what they are, before any shape is read
         BadInput{"gptq_checkpoint", kPpl,
-                 "DIR/m/config.json: a pre-quantized checkpoint (gptq 4-bit, group_size 128, asym, desc_act false, "
-                 "gptq_v2 zeros): qjoule reads FP32, FP16 and BF16 safetensors and quantizes them itself",
+                 "tensor 'model.layers.0.mlp.gate_proj.qweight' is missing: a gptq 4-bit, group_size 128, asym, "
+                 "desc_act false, gptq_v2 zeros checkpoint's Linear holds qweight, qzeros and scales",
                  1,
                  model_copy("decoders/tiny-llama",
                             [](nlohmann::json& c) {
@@ -212,9 +212,9 @@ INSTANTIATE_TEST_SUITE_P(
                                                           {"group_size", 128},      {"sym", false},
                                                           {"desc_act", false},      {"checkpoint_format", "gptq_v2"}};
                             })},
-        BadInput{"awq_checkpoint", kPpl,
-                 "DIR/m/config.json: a pre-quantized checkpoint (awq 4-bit, group_size 64, "
-                 "version gemm): qjoule reads",
+        BadInput{"awq_checkpoint_without_its_tensors", kPpl,
+                 "tensor 'model.layers.0.mlp.gate_proj.qweight' is missing: a awq 4-bit, group_size 64, version gemm "
+                 "checkpoint's Linear",
                  1,
                  model_copy("decoders/tiny-llama",
                             [](nlohmann::json& c) {
@@ -259,9 +259,37 @@ INSTANTIATE_TEST_SUITE_P(
                                                           {"load_in_4bit", true},
                                                           {"bnb_4bit_quant_type", "fp4"}};
                             })},
+        BadInput{"bnb_nf4_decoder", kPpl,
+                 "DIR/m/config.json: a pre-quantized checkpoint (bitsandbytes 4-bit nf4): bitsandbytes checkpoints "
+                 "are not read yet; qjoule reads",
+                 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "bitsandbytes"},
+                                                          {"load_in_4bit", true},
+                                                          {"bnb_4bit_quant_type", "nf4"}};
+                            })},
+        BadInput{"gptq_act_order", kPpl, "act-order (desc_act = true, g_idx) is not read yet", 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}, {"desc_act", true}};
+                            })},
+        BadInput{"gptq_8bit", kPpl, "8-bit codes are not read yet (4-bit only)", 1,
+                 model_copy("decoders/tiny-llama",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 8}};
+                            })},
+        BadInput{"gptq_gpt2", "ppl --model DIR/m --text TL/config.json",
+                 "a pre-quantized checkpoint (gptq 4-bit, group_size 128, sym, desc_act false, gptq (v1) zeros): "
+                 "GPT-2 models are read unquantized only",
+                 1,
+                 model_copy("decoders/tiny-gpt2",
+                            [](nlohmann::json& c) {
+                              c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
+                            })},
         BadInput{"bnb_nf4_encoder", "eval --model DIR/m --dataset TB/dataset.tsv",
-                 "DIR/m/config.json: a pre-quantized checkpoint (bitsandbytes 4-bit nf4 with double quant): qjoule "
-                 "reads",
+                 "DIR/m/config.json: a pre-quantized checkpoint (bitsandbytes 4-bit nf4 with double quant): encoder "
+                 "classifier models are read unquantized only; qjoule reads",
                  1,
                  model_copy("tiny-bert",
                             [](nlohmann::json& c) {

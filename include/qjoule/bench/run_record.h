@@ -27,9 +27,9 @@
 namespace qjoule::bench {
 
 // 2 added the prefill_* / decode_* keys (decoder runs); 3 the lm_* keys (a decoder's perplexity and
-// divergence from FP32 on a text, `bench --text`). Older records still read: the keys added since
-// are absent and read as null, and the record reads back as the current version (nothing is lost:
-// version 1 had no decoder runs, version 2 no text).
+// divergence from FP32 on a text, `bench --text`) and weights_source (pre-quantized checkpoints).
+// Older records still read: the keys added since are absent and read as null, and the record reads
+// back as the current version (nothing is lost: version 1 had no decoder runs, version 2 no text).
 inline constexpr int kRunRecordSchemaVersion = 3;
 inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
@@ -94,6 +94,10 @@ struct RunRecord {
   std::optional<double> lm_rms_dp;                                       // RMS change of the text token's probability
   std::string lm_kl_base;                                                // the FP32 reference file compared with
   std::string lm_unavailable;                                            // why a decoder run has no lm_ppl
+
+  // Where the weights' codes came from when not from qjoule's own quantizer: a pre-quantized
+  // checkpoint's method and layout ("checkpoint: gptq 4-bit, group_size 128, ..."); "" = qjoule's.
+  std::string weights_source;
 };
 
 // Makes the record's energy unavailable for `reason`: every energy figure and window cleared (the
@@ -110,7 +114,7 @@ static_assert(kRunRecordKeys[kRunRecordKeysV1 - 1] == "energy_window");
 // The keys version 2 had: up to and including "decode_energy_window".
 inline constexpr std::size_t kRunRecordKeysV2 = 60;
 static_assert(kRunRecordKeys[kRunRecordKeysV2 - 1] == "decode_energy_window");
-static_assert(kRunRecordKeys.back() == "lm_unavailable", "the array's size must match its keys");
+static_assert(kRunRecordKeys.back() == "weights_source", "the array's size must match its keys");
 
 // One flat object with every key of kRunRecordKeys. Absent optionals are null; the energy figures
 // also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null), and

@@ -21,7 +21,7 @@ struct RunRecordField {
 };
 
 // clang-format off
-inline constexpr std::array<RunRecordField, 78> kRunRecordFields = {{
+inline constexpr std::array<RunRecordField, 79> kRunRecordFields = {{
     {"schema_version", FieldType::integer, false, ""},
     {"run_name", FieldType::string, false, ""},
     {"start_time", FieldType::string, false, ""},
@@ -100,6 +100,7 @@ inline constexpr std::array<RunRecordField, 78> kRunRecordFields = {{
     {"lm_rms_dp", FieldType::number, true, "fraction"},
     {"lm_kl_base", FieldType::string, true, ""},
     {"lm_unavailable", FieldType::string, true, ""},
+    {"weights_source", FieldType::string, true, ""},
 }};
 // clang-format on
 

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "qjoule/kernels/linear.h"
+#include "qjoule/quant/formats.h"
 
 namespace qjoule::kernels {
 
@@ -54,6 +55,17 @@ std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int6
 // the 16-entry table held in two registers. Any `in` (a row's last block may be partial, as int4).
 std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,
                                         const Nf4Options& options, const std::string& tensor_name);
+
+// Built from weights already in qjoule's layout (the codes of a pre-quantized checkpoint, repacked
+// without passing through FP32): the same kernels, labels and bytes as the factories above give the
+// same codes. int4: the block's G and scheme; nf4: with or without double quantization.
+template <class Block>
+std::unique_ptr<Linear> make_linear_int4_packed(quant::BlockMatrix<Block> packed, const float* bias,
+                                                const std::string& tensor_name);
+std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const float* bias,
+                                               const std::string& tensor_name);
+std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const float* bias,
+                                               const std::string& tensor_name);
 
 // ---- ISA dispatch -------------------------------------------------------------------------------
 // Levels, each a superset of the one before:

@@ -2,17 +2,20 @@
 // `quantization_config` (GPTQ, AWQ, bitsandbytes 4-bit), read and checked field by field, and the
 // packed tensors such checkpoints hold (`*.qweight`, `*.weight.absmax`, ...).
 //
-// qjoule reads FP32, FP16 and BF16 safetensors and quantizes them itself (--precision). Reading the
-// codes of a pre-quantized checkpoint is not implemented yet: such a checkpoint is refused before
-// anything is loaded, in one line naming its method, bits and layout and saying what qjoule reads,
-// instead of the misleading "tensor '...weight' is missing" or a shape error about its packed tensors.
+// GPTQ (4-bit, no act-order) and AWQ (gemm) checkpoints of Llama-family decoders are read: their codes
+// run on qjoule's int4 kernels (model/prequantized_linear.h). Every other pre-quantized checkpoint
+// (bitsandbytes, act-order, 8-bit, encoders, GPT-2) is refused before anything is loaded, in one line
+// naming its method, bits and layout and saying what qjoule reads, instead of the misleading "tensor
+// '...weight' is missing" or a shape error about its packed tensors.
 // A `quantization_config` that is itself broken (an unknown quant_method, bits 3, a field of the wrong
 // type, bitsandbytes fp4) says so in one line, naming the field, what was found and what is expected.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -40,10 +43,27 @@ struct CheckpointQuantization {
 std::optional<CheckpointQuantization> read_checkpoint_quantization(const nlohmann::json& config,
                                                                    const std::string& where);
 
-// Fails, in one line, for a pre-quantized checkpoint: one whose config.json has a quantization_config,
-// or whose tensors are packed (a `.qweight`, `.weight.absmax` or `.weight.quant_state.*` tensor) without
-// one. Called before a model's shapes are read from its tensors.
-void refuse_prequantized_checkpoint(const std::filesystem::path& dir, const nlohmann::json& config,
-                                    const io::Checkpoint& checkpoint);
+// The checkpoint's quantization when qjoule reads its codes (model/prequantized_linear.h), nullopt for
+// an unquantized checkpoint, one line for anything else: a method, bit width, group size or act-order
+// it does not read yet, or (`reads_prequantized` false: encoders, GPT-2) any pre-quantized checkpoint
+// of `family`; and a packed `.qweight`, `.weight.absmax` or `.weight.quant_state.*` tensor in a
+// checkpoint whose config.json has no quantization_config. Called before a model's shapes are read
+// from its tensors.
+std::optional<CheckpointQuantization> readable_checkpoint_quantization(const std::filesystem::path& dir,
+                                                                       const nlohmann::json& config,
+                                                                       const io::Checkpoint& checkpoint,
+                                                                       bool reads_prequantized,
+                                                                       const std::string& family);
+
+// Linear `name`'s packed tensor `tensor_name` (NAME.qweight, ...): one line when it is missing, or not
+// a 2-D tensor of `dtype`.
+const io::TensorView& packed_tensor(const io::Checkpoint& checkpoint, const CheckpointQuantization& quantization,
+                                    const std::string& tensor_name, io::DType dtype);
+
+// The (out_features, in_features) of Linear `name` as its packed tensors give them (GPTQ's qweight
+// [in / 8, out], AWQ's [in, out / 8]; model/prequantized_linear.h).
+std::pair<int64_t, int64_t> prequantized_linear_dims(const io::Checkpoint& checkpoint,
+                                                     const CheckpointQuantization& quantization,
+                                                     const std::string& name);
 
 }  // namespace qjoule::model

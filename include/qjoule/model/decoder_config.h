@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "qjoule/io/safetensors.h"
+#include "qjoule/model/checkpoint_quantization.h"
 #include "qjoule/kernels/decoder_ops.h"
 
 namespace qjoule::model {
@@ -40,6 +41,9 @@ struct DecoderConfig {
   std::optional<int32_t> bos_token_id, eos_token_id;
   std::string prefix;                        // tensor-name prefix: "model." (Llama/Qwen2), "transformer." or "" (GPT-2)
   std::vector<std::string> inferred_fields;  // fields that came from tensor shapes, not config.json
+  // A pre-quantized checkpoint's method and layout (GPTQ / AWQ, Llama family): its Linears are read
+  // from their packed tensors (model/prequantized_linear.h); nullopt for an unquantized checkpoint.
+  std::optional<CheckpointQuantization> quantization;
 
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }

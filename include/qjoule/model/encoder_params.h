@@ -3,11 +3,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/encoder_config.h"
+
+namespace qjoule::kernels {
+class Linear;
+}
 
 namespace qjoule::model {
 
@@ -21,6 +27,11 @@ struct LinearParams {
   // Empty for a Linear of the checkpoint. Set when the model asks for one Linear standing for several
   // that read the same input (Q, K and V): their names, in the order their rows are concatenated.
   std::vector<std::string> fused_from;
+  // A Linear of a pre-quantized checkpoint (model/prequantized_linear.h): builds it from the
+  // checkpoint's codes, `weight` staying empty; it runs as `prequantized_precision` (int4:g=128:asym,
+  // ...), and `prequantized_from` says what the checkpoint holds (gptq 4-bit, group_size 128, ...).
+  std::function<std::unique_ptr<kernels::Linear>()> build_prequantized;
+  std::string prequantized_precision, prequantized_from;
 };
 
 // Whether p has a bias: loaded, or to come (deferred weights).

@@ -1,5 +1,7 @@
 // make_linear_int4: INT4 group-wise weights (sym or asym, G = 32/64/128) with FP32 activations
 // ("int4_f32") or INT8 activation blocks and integer dot products ("int4_s8").
+#include <type_traits>
+
 #include "kernels/cpu/weight_only_gemm.h"
 #include "kernels/cpu/weight_only_linear.h"
 #include "qjoule/quant/format.h"
@@ -10,11 +12,10 @@ namespace qjoule::kernels {
 namespace {
 
 template <class Block>
-std::unique_ptr<Linear> make_int4(const float* W, const float* bias, int64_t out, int64_t in,
-                                  const Int4Options& options, const std::string& tensor_name) {
+std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const float* bias, const Int4Options& options,
+                                       const std::string& tensor_name) {
   using Packed = quant::BlockMatrix<Block>;
   const WeightOnlyIsa isa = weight_only_isa();
-  auto packed = quant::quantize_matrix_int4<Block>(W, out, in, tensor_name);
   if (options.int8_activations) {
     const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);  // int4_s8 has no AVX-512 kernel
     return std::make_unique<detail::WeightOnlyLinear<Packed>>(
@@ -28,6 +29,12 @@ std::unique_ptr<Linear> make_int4(const float* W, const float* bias, int64_t out
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(
       std::move(packed), bias, std::string(quant::name(quant::Format::int4)),
       weight_only_kernel_path(isa, "int4_f32", true), gemm, nullptr, tensor_name);
+}
+
+template <class Block>
+std::unique_ptr<Linear> make_int4(const float* W, const float* bias, int64_t out, int64_t in,
+                                  const Int4Options& options, const std::string& tensor_name) {
+  return make_int4_from<Block>(quant::quantize_matrix_int4<Block>(W, out, in, tensor_name), bias, options, tensor_name);
 }
 
 template <int G>
@@ -48,5 +55,22 @@ std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int6
     default: fail("tensor '{}': int4 group size {}; expected 32, 64 or 128", tensor_name, options.group_size);
   }
 }
+
+template <class Block>
+std::unique_ptr<Linear> make_linear_int4_packed(quant::BlockMatrix<Block> packed, const float* bias,
+                                                const std::string& tensor_name) {
+  constexpr bool asymmetric = std::is_same_v<Block, quant::BlockInt4Asym<Block::kSize>>;
+  return make_int4_from<Block>(std::move(packed), bias, Int4Options{Block::kSize, asymmetric, false}, tensor_name);
+}
+
+#define QJOULE_INT4_PACKED(G)                                                                                         \
+  template std::unique_ptr<Linear> make_linear_int4_packed(quant::BlockMatrix<quant::BlockInt4Sym<G>>, const float*,  \
+                                                           const std::string&);                                       \
+  template std::unique_ptr<Linear> make_linear_int4_packed(quant::BlockMatrix<quant::BlockInt4Asym<G>>, const float*, \
+                                                           const std::string&);
+QJOULE_INT4_PACKED(32)
+QJOULE_INT4_PACKED(64)
+QJOULE_INT4_PACKED(128)
+#undef QJOULE_INT4_PACKED
 
 }  // namespace qjoule::kernels

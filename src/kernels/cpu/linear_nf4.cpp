@@ -7,23 +7,33 @@
 
 namespace qjoule::kernels {
 
-std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,
-                                        const Nf4Options& options, const std::string& tensor_name) {
+std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const float* bias,
+                                               const std::string& tensor_name) {
   const WeightOnlyIsa isa = weight_only_isa();
-  if (options.double_quant) {
-    using Packed = quant::Nf4DqMatrix;
-    auto gemm = detail::gemm_for(isa, &detail::gemm_nf4dq_f32_scalar, &detail::gemm_nf4dq_f32_avx2,
-                                 &detail::gemm_nf4dq_avx512, &detail::gemm_nf4dq_avx512_bf16);
-    return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-        quant::quantize_matrix_nf4_double(W, out, in, tensor_name), bias, std::string(quant::name(quant::Format::nf4)),
-        weight_only_kernel_path(isa, "nf4dq_f32", true), gemm, nullptr, tensor_name);
-  }
+  using Packed = quant::Nf4DqMatrix;
+  auto gemm = detail::gemm_for(isa, &detail::gemm_nf4dq_f32_scalar, &detail::gemm_nf4dq_f32_avx2,
+                               &detail::gemm_nf4dq_avx512, &detail::gemm_nf4dq_avx512_bf16);
+  return std::make_unique<detail::WeightOnlyLinear<Packed>>(
+      std::move(packed), bias, std::string(quant::name(quant::Format::nf4)),
+      weight_only_kernel_path(isa, "nf4dq_f32", true), gemm, nullptr, tensor_name);
+}
+
+std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const float* bias,
+                                               const std::string& tensor_name) {
+  const WeightOnlyIsa isa = weight_only_isa();
   using Packed = quant::Nf4Matrix;
   auto gemm = detail::gemm_for(isa, &detail::gemm_nf4_f32_scalar, &detail::gemm_nf4_f32_avx2, &detail::gemm_nf4_avx512,
                                &detail::gemm_nf4_avx512_bf16);
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-      quant::quantize_matrix_nf4(W, out, in, tensor_name), bias, std::string(quant::name(quant::Format::nf4)),
+      std::move(packed), bias, std::string(quant::name(quant::Format::nf4)),
       weight_only_kernel_path(isa, "nf4_f32", true), gemm, nullptr, tensor_name);
+}
+
+std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,
+                                        const Nf4Options& options, const std::string& tensor_name) {
+  if (options.double_quant)
+    return make_linear_nf4_packed(quant::quantize_matrix_nf4_double(W, out, in, tensor_name), bias, tensor_name);
+  return make_linear_nf4_packed(quant::quantize_matrix_nf4(W, out, in, tensor_name), bias, tensor_name);
 }
 
 }  // namespace qjoule::kernels

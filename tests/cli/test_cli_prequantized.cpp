@@ -1,0 +1,95 @@
+// A GPTQ checkpoint end to end (written by the test from tiny-llama with qjoule's own int4 codes,
+// ../model/prequantized_writer.h): `qjoule ppl` gives the perplexity of qjoule's own format on the same
+// codes to the last digit; `qjoule bench` records where the weights came from and, with the unquantized
+// model's reference, the same text quality; asking for another format, or FP32, is one line.
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../model/prequantized_writer.h"
+#include "bench_cli_helpers.h"
+#include "run_command.h"
+#include "test_paths.h"
+
+namespace {
+
+using qjoule::test::no_sensors;
+using qjoule::test::read_records;
+using qjoule::test::run_command;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
+fs::path tiny_llama() { return qjoule::test::fixtures_dir() / "decoders" / "tiny-llama"; }
+
+// "perplexity 123.4567 ± ..." line of `qjoule ppl`.
+std::string perplexity_line(const std::string& output) {
+  const auto at = output.find("perplexity ");
+  return at == std::string::npos ? output : output.substr(at, output.find('\n', at) - at);
+}
+
+TEST(CliPrequantized, AGptqCheckpointRunsAsQjoulesOwnFormatOnItsCodes) {
+  const auto dir = qjoule::test::temp_dir("cli_prequantized");
+  const auto gptq = dir / "tiny-llama-gptq";
+  qjoule::test::write_prequantized_copy(tiny_llama(), gptq, {"gptq", 64, false, true, true},
+                                        qjoule::test::qjoule_codes<qjoule::quant::BlockInt4Asym<64>>);
+  const auto text = dir / "text.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
+  }
+  const std::string common = " --text " + text.string() + " --ctx 64 --stride 32 --threads 1";
+  const auto own =
+      run_command(qjoule() + " ppl --model " + tiny_llama().string() + common + " --precision int4:g=64:asym 2>&1");
+  const auto imported =
+      run_command(qjoule() + " ppl --model " + gptq.string() + common + " --precision int4:g=64:asym 2>&1");
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_EQ(perplexity_line(imported.output), perplexity_line(own.output));
+
+  // FP32 or another format: one line, saying what the checkpoint holds and how to run it.
+  const auto fp32 = run_command(qjoule() + " ppl --model " + gptq.string() + common + " 2>&1");
+  EXPECT_EQ(fp32.exit_code, 1) << fp32.output;
+  EXPECT_THAT(fp32.output, HasSubstr("--precision fp32 asks for another format (a pre-quantized checkpoint runs in its "
+                                     "own: --precision int4:g=64:asym"));
+  const auto nf4 = run_command(qjoule() + " ppl --model " + gptq.string() + common + " --precision nf4 2>&1");
+  EXPECT_EQ(nf4.exit_code, 1) << nf4.output;
+  EXPECT_THAT(nf4.output, HasSubstr("--precision nf4 asks for another format"));
+
+  // bench: the record says where the weights came from; with the unquantized model's reference
+  // (--kl-base) the text quality equals the own-format run's on the unquantized checkpoint.
+  const auto base = dir / "fp32.kl";
+  ASSERT_EQ(run_command(qjoule() + " ppl --model " + tiny_llama().string() + common + " --save-kl-base " +
+                        base.string() + " 2>&1")
+                .exit_code,
+            0);
+  const std::string bench = no_sensors(dir) + qjoule() +
+                            " bench --precisions int4:g=64:asym --seq 8 --decode-tokens 2 --iters 1 --idle 0" + common +
+                            " --kl-base " + base.string();
+  const auto b1 = run_command(bench + " --model " + gptq.string() + " --out " + (dir / "a").string() + " 2>&1");
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  const auto b2 = run_command(bench + " --model " + tiny_llama().string() + " --out " + (dir / "b").string() + " 2>&1");
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  const auto ra = read_records(dir / "a" / "results.jsonl").at(0), rb = read_records(dir / "b" / "results.jsonl").at(0);
+  EXPECT_EQ(ra["weights_source"], "checkpoint: gptq 4-bit, group_size 64, asym, desc_act false, gptq_v2 zeros");
+  EXPECT_TRUE(rb["weights_source"].is_null());
+  for (const char* key : {"lm_ppl", "lm_kl_mean", "lm_same_top_rate", "model_bytes"})
+    EXPECT_EQ(ra[key], rb[key]) << key;
+
+  const auto other = run_command(no_sensors(dir) + qjoule() + " bench --model " + gptq.string() +
+                                 " --precisions fp32 --seq 8 --out " + (dir / "c").string() + " 2>&1");
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_THAT(other.output, HasSubstr("is a pre-quantized checkpoint (gptq 4-bit, group_size 64, asym, desc_act "
+                                      "false, gptq_v2 zeros) whose codes run as int4:g=64:asym: give --precisions "
+                                      "int4:g=64:asym"));
+  const auto no_base =
+      run_command(no_sensors(dir) + qjoule() + " bench --model " + gptq.string() +
+                  " --precisions int4:g=64:asym --seq 8" + common + " --out " + (dir / "d").string() + " 2>&1");
+  EXPECT_EQ(no_base.exit_code, 1) << no_base.output;
+  EXPECT_THAT(no_base.output, HasSubstr("with no FP32 weights to compute the reference from; give --kl-base FILE"));
+}
+
+}  // namespace
