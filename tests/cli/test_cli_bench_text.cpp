@@ -80,15 +80,16 @@ TEST(CliBenchText, EveryRecordEqualsQjoulePplOnTheSameTextAndWindows) {
   const auto out = dir / "out";
   const std::string text = qjoule::test::shared_data("wikitext2/test.txt").string();
   const std::string windows = " --text " + text + " --max-tokens 700 --ctx 64 --stride 48 --threads 1";
-  const auto r = run_command(no_sensors(dir) + qjoule() + " bench --model " + decoder("tiny-llama") +
-                             " --precisions fp32,int8,int4,nf4 --seq 16 --decode-tokens 4 --iters 2 --idle 0 --out " +
-                             out.string() + windows + " 2>&1");
+  const auto r = run_command(
+      no_sensors(dir) + qjoule() + " bench --model " + decoder("tiny-llama") +
+      " --precisions fp32,bf16,fp16,int8,w8,int4,nf4,nf4:dq --seq 16 --decode-tokens 4 --iters 2 --idle 0 --out " +
+      out.string() + windows + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count(r.output, "(computed once per sweep)"), 1u) << r.output;
   const auto refs = references_in(out);
   ASSERT_EQ(refs.size(), 1u);
   const auto records = read_records(out / "results.jsonl");
-  ASSERT_EQ(records.size(), 4u);
+  ASSERT_EQ(records.size(), 8u);
   for (const auto& rec : records) {
     EXPECT_EQ(rec["schema_version"], 3);
     ASSERT_EQ(rec["status"], "ok") << rec["error"];
@@ -125,7 +126,7 @@ TEST(CliBenchText, EveryRecordEqualsQjoulePplOnTheSameTextAndWindows) {
     if (precision == "fp32") {
       EXPECT_LT(rec["lm_kl_mean"].get<double>(), 1e-5) << "FP16 storage of the reference only";
       EXPECT_EQ(rec["lm_same_top_rate"], 1.0);
-    } else {
+    } else if (precision != "fp16") {  // FP16 weights of this tiny model may stay within the FP16 storage's noise
       EXPECT_GT(rec["lm_kl_mean"].get<double>(), 1e-5) << precision;
     }
   }
