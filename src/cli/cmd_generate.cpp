@@ -18,6 +18,27 @@
 namespace qjoule::cli {
 namespace {
 
+// The generated ids as text; an id the tokenizer has no token for (a model whose vocabulary is padded
+// past its tokenizer's) is shown as <id N> rather than ending the command.
+std::string decode_text(const tokenize::BpeTokenizer& tokenizer, const std::vector<int32_t>& ids) {
+  std::string text;
+  std::vector<int32_t> run;
+  const auto flush = [&] {
+    if (!run.empty()) text += tokenizer.decode(run, /*skip_special_tokens=*/true);
+    run.clear();
+  };
+  for (const int32_t id : ids) {
+    if (id >= 0 && id < tokenizer.vocab_size()) {
+      run.push_back(id);
+    } else {
+      flush();
+      text += fmt::format("<id {}>", id);
+    }
+  }
+  flush();
+  return text;
+}
+
 struct GenerateArgs {
   std::string model, prompt;
   QuantArgs quant;
@@ -83,7 +104,7 @@ void run_generate(const GenerateArgs& a) {
                d.on_gpu ? d.model.device_name() : fmt::format("{} threads", kernels::num_threads()));
   fmt::print("stopped    {} after {} new tokens\n\n", stop, generated.size());
   fmt::print("{}", d.tokenizer.decode(prompt, /*skip_special_tokens=*/true));
-  fmt::print("{}\n", d.tokenizer.decode(generated, /*skip_special_tokens=*/true));
+  fmt::print("{}\n", decode_text(d.tokenizer, generated));
 }
 
 }  // namespace

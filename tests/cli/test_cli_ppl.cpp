@@ -134,6 +134,18 @@ TEST(CliPpl, ATokenizerOfAnUnsupportedModelTypeIsOneLine) {
   expect_one_error_line(r, "Unigram");
 }
 
+// A model whose vocabulary is padded past its tokenizer's: a generated id with no token shows as <id N>.
+TEST(CliGenerate, AnIdTheTokenizerLacksIsShownNotAnError) {
+  const auto dir = qjoule::test::temp_dir("cli_generate_padded_vocab");
+  fs::copy(fixture("tiny-llama"), dir / "m", fs::copy_options::recursive);
+  fs::copy_file(qjoule::test::fixtures_dir() / "bpe" / "byte_level" / "tokenizer.json", dir / "m" / "tokenizer.json",
+                fs::copy_options::overwrite_existing);  // 556 tokens for the model's 610 rows
+  const auto r = run_command(qjoule() + " generate --model " + (dir / "m").string() +
+                             " --prompt 'The quick brown fox' --max-new 64 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("<id 5"));  // an id in [556, 610)
+}
+
 TEST(CliGenerate, GreedyGenerationPrintsSpeedsAndText) {
   const auto r = run_command(qjoule() + " generate --model " + fixture("tiny-qwen2").string() +
                              " --prompt 'The quick brown fox' --max-new 8 --precision int8 2>&1");
