@@ -504,8 +504,16 @@ struct BenchRunner::Impl {
     const std::string key = fmt::format("{}|{}", c.model, c.seq);
     auto it = fp32_logits.find(key);
     if (it != fp32_logits.end()) return it->second;
+    const auto start = Clock::now();
+    fmt::print(stderr,
+               "\nFP32 reference for '{}': last-token logits of {} pseudo-random prompts of {} tokens, FP32 weights "
+               "streamed one layer at a time (once per model and seq; bench --text FILE measures quality on real "
+               "text instead)",
+               c.model, std::min(options.fidelity_examples, kDecoderFidelityPrompts), c.seq);
     const model::DecoderLM fp32 = model::load_decoder_lm_streamed(c.model);  // one layer in FP32 at a time
     auto logits = decoder_fidelity_logits(fp32, c.seq);
+    fmt::print(stderr, "\nFP32 reference for '{}': done in {:.1f} s\n", c.model,
+               std::chrono::duration<double>(Clock::now() - start).count());
     return fp32_logits.emplace(key, std::move(logits)).first->second;
   }
 

@@ -334,7 +334,9 @@ TEST(CliBench, DecoderPrefillAndDecodeThroughputPerPhase) {
   }
   EXPECT_EQ(records[0]["fidelity_top1_agreement"], 1.0);
   EXPECT_THAT(r.output, HasSubstr("decoder model: each run times the prefill of --seq prompt tokens and 8 greedy"));
-  EXPECT_THAT(r.output, HasSubstr("[1/2] tiny-llama_cpu_fp32_s16_bs1_t1 ... prefill 16 tokens: "));
+  // The first run's line is cut by the FP32 reference's two lines (said once per model and seq).
+  EXPECT_THAT(r.output, HasSubstr("[1/2] tiny-llama_cpu_fp32_s16_bs1_t1 ...\nFP32 reference for '"));
+  EXPECT_THAT(r.output, HasSubstr("[2/2] tiny-llama_cpu_int8_w8a8_s16_bs1_t1 ... prefill 16 tokens: "));
   EXPECT_THAT(r.output, HasSubstr("decode 8 tokens: "));
   EXPECT_THAT(r.output, HasSubstr("| decode tok/s |"));
   std::ifstream csv(out / "results.csv");
