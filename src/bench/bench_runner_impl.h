@@ -1,0 +1,497 @@
+// The inside of BenchRunner, shared by bench_runner.cpp (encoder runs, energy, timing) and
+// bench_runner_decoder.cpp (decoder runs, their FP32 reference and text quality).
+#pragma once
+
+#include "qjoule/bench/bench_runner.h"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <thread>
+#include <fmt/format.h>
+#include "bench/bench_inputs.h"
+#include "bench/peak_rss.h"
+#include "bench/window_energy.h"
+#include "qjoule/bench/latency_stats.h"
+#include "qjoule/bench/memory_prediction.h"
+#include "qjoule/dataset.h"
+#include "qjoule/error.h"
+#include "qjoule/eval/classifier_eval.h"
+#include "qjoule/eval/fidelity.h"
+#include "qjoule/io/safetensors.h"
+#include "qjoule/energy/trace_csv.h"
+#include "qjoule/kernels/cuda_device.h"
+#include "qjoule/kernels/linear_cuda.h"
+#include "qjoule/kernels/make_linear.h"
+#include "qjoule/kernels/threads.h"
+#include "qjoule/model/decoder_config.h"
+#include "qjoule/model/decoder_lm.h"
+#include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/device_backend.h"
+#include "qjoule/model/quantization_plan.h"
+#include "qjoule/model/unused_tensors.h"
+#include "qjoule/quant/format_spec.h"
+#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/tokenize/wordpiece_tokenizer.h"
+
+namespace qjoule::bench {
+namespace runner_detail {
+
+using Clock = std::chrono::steady_clock;
+using detail::decoder_prompt_ids;
+using detail::is_synthetic;
+using detail::timing_token_ids;
+using detail::total_over;
+using detail::window_energy;
+using detail::WindowEnergy;
+
+inline std::string kernel_line(const std::string& path, int count) { return fmt::format("{} x{}", path, count); }
+
+inline int32_t argmax(const std::vector<float>& logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// Mean and sample standard deviation (n - 1; 0 for one value).
+inline std::pair<double, double> mean_and_sd(const std::vector<double>& values) {
+  const double n = static_cast<double>(values.size());
+  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
+  double squares = 0.0;
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return {mean, values.size() > 1 ? std::sqrt(squares / (n - 1.0)) : 0.0};
+}
+
+// Tokens/s of each repetition that processed `tokens` tokens in `ms` milliseconds.
+inline std::vector<double> rates(const std::vector<double>& ms, std::size_t tokens) {
+  std::vector<double> out;
+  for (double t : ms) out.push_back(static_cast<double>(tokens) * 1e3 / std::max(t, 1e-9));
+  return out;
+}
+
+}  // namespace runner_detail
+
+using namespace runner_detail;  // NOLINT: the runner's own helpers, in its two files
+
+struct BenchRunner::Impl {
+  BenchOptions options;
+  energy::EnergyMeter& meter;
+  nlohmann::json environment = run_environment();
+
+  // The model whose parameters are loaded (one at a time: each copy of DistilBERT-base is 265 MB).
+  std::string loaded_model;
+  std::optional<model::EncoderParams> params;
+  std::string unused_tensors;  // of the loaded encoder's checkpoint: a note in each of its records
+  std::optional<tokenize::WordPieceTokenizer> tokenizer;
+  std::optional<eval::Dataset> dataset;
+  // FP32 logits of the fidelity inputs, by "model|seq".
+  std::map<std::string, std::vector<std::vector<float>>> fp32_logits;
+
+  // The text decoder runs score, and their FP32 references.
+  LmQuality lm;
+
+  Impl(BenchOptions o, energy::EnergyMeter& m)
+      : options(std::move(o)),
+        meter(m),
+        lm(options.lm, options.results_dir,
+           // On a line of its own: the console reporter's "[k/n] run ..." is waiting for its result.
+           [](const std::string& line) { fmt::print(stderr, "\n{}", line); }) {}
+
+  void load(const std::string& model_name) {
+    if (loaded_model == model_name && params) return;
+    params.reset();
+    tokenizer.reset();
+    unused_tensors.clear();
+    if (is_synthetic(model_name)) {
+      params = model::synthetic_encoder_params(model::distilbert_base_spec());
+    } else {
+      const auto checkpoint = io::Checkpoint::open(model_name);
+      params = model::load_encoder_params(checkpoint, model::load_encoder_config(model_name, checkpoint));
+      unused_tensors = model::unused_tensors_warning(checkpoint);
+    }
+    if (!options.dataset.empty()) {
+      if (!dataset) {
+        eval::DatasetOptions d;
+        d.text_column = options.text_column;
+        d.label_column = options.label_column;
+        dataset = eval::load_dataset(options.dataset, d);
+      }
+      eval::check_labels(*dataset, static_cast<int>(params->config.num_labels));
+      if (!dataset->pretokenized) {
+        if (is_synthetic(model_name))
+          fail(
+              "--dataset {} holds text, and the embedded model '{}' has no tokenizer; give --model DIR, or a "
+              "pre-tokenized dataset",
+              options.dataset, model_name);
+        tokenizer = tokenize::WordPieceTokenizer::from_model_dir(model_name);
+      }
+    }
+    loaded_model = model_name;
+  }
+
+  model::EncoderClassifier build(const RunConfig& c) {
+    const auto spec = quant::parse_format_spec(c.precision);
+    quant::LayerPolicyOptions po;
+    po.precision = c.precision;
+    const auto policy = quant::LayerPolicy::parse(po);
+    quant::FormatSpec defaults;
+    model::SmoothingFactors smoothing;
+    if (spec.smoothquant_alpha) {
+      smoothing = model::calibrate_smoothquant(
+          *params, *spec.smoothquant_alpha,
+          [&](const model::EncoderClassifier& m) { run_fidelity_inputs(m, c, /*limit=*/16); });
+    }
+    return model::EncoderClassifier(*params, model::device_backend(-1, policy, defaults, smoothing).linears);
+  }
+
+  // build() on the CUDA backend: the same graph, every Linear in the format the layer policy gives it
+  // and every weight on GPU `device`.
+  model::EncoderClassifier build_cuda(const RunConfig& c, int device) {
+    quant::LayerPolicyOptions po;
+    po.precision = c.precision;
+    auto backend = model::device_backend(device, quant::LayerPolicy::parse(po));
+    return model::EncoderClassifier(*params, backend.linears, model::ActivationDtype::f32, backend.ops);
+  }
+
+  std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
+                                                      std::size_t limit = 0,
+                                                      std::optional<eval::ClassifierEvalResult>* result = nullptr) {
+    return run_fidelity_inputs(
+        m.config(),
+        [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
+          m.forward(ids, mask, batch, seq, logits);
+        },
+        c, limit, result);
+  }
+
+  // Logits of the fidelity inputs: the dataset (truncated to seq tokens) or synthetic sequences.
+  // With a dataset the full evaluation result is returned too.
+  std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderConfig& cfg,
+                                                      const eval::ClassifierForward& forward, const RunConfig& c,
+                                                      std::size_t limit = 0,
+                                                      std::optional<eval::ClassifierEvalResult>* result = nullptr) {
+    if (dataset) {
+      eval::Dataset subset;
+      const eval::Dataset* set = &*dataset;
+      if (limit > 0 && limit < dataset->examples.size()) {
+        subset = eval::Dataset{dataset->path, {}, dataset->pretokenized, dataset->labeled};
+        subset.examples.assign(dataset->examples.begin(), dataset->examples.begin() + static_cast<long>(limit));
+        set = &subset;
+      }
+      auto r = eval::evaluate_classifier(cfg, forward, tokenizer ? &*tokenizer : nullptr, *set, {c.batch, c.seq});
+      auto logits = r.logits;
+      if (result != nullptr) *result = std::move(r);
+      return logits;
+    }
+    const std::size_t count = limit > 0 ? std::min(limit, options.fidelity_examples) : options.fidelity_examples;
+    const auto ids = timing_token_ids(c.model, cfg.vocab_size, count, c.seq);
+    const std::vector<int32_t> mask(ids.size(), 1);
+    const auto labels = static_cast<std::size_t>(cfg.num_labels);
+    std::vector<std::vector<float>> out;
+    std::vector<float> logits;
+    for (std::size_t start = 0; start < count; start += c.batch) {
+      const std::size_t n = std::min(c.batch, count - start);
+      logits.assign(n * labels, 0.0f);
+      forward(ids.data() + start * c.seq, mask.data() + start * c.seq, int64_t(n), int64_t(c.seq), logits.data());
+      for (std::size_t i = 0; i < n; ++i)
+        out.emplace_back(logits.begin() + long(i * labels), logits.begin() + long((i + 1) * labels));
+    }
+    return out;
+  }
+
+  const std::vector<std::vector<float>>& reference_logits(const RunConfig& c) {
+    const std::string key = fmt::format("{}|{}", c.model, c.seq);
+    auto it = fp32_logits.find(key);
+    if (it != fp32_logits.end()) return it->second;
+    const model::EncoderClassifier fp32(*params, model::fp32_linear_factory());
+    auto logits = run_fidelity_inputs(fp32, c);
+    return fp32_logits.emplace(key, std::move(logits)).first->second;
+  }
+
+  // At least min_time_s and at least 10 update periods of the slowest energy counter.
+  double min_seconds() const {
+    double slowest = 0.0;
+    for (const auto& s : meter.sensor_stats())
+      if (s.observed_update_period_s) slowest = std::max(slowest, *s.observed_update_period_s);
+    return std::max(options.min_time_s, 10.0 * slowest);
+  }
+
+  void fill_energy(RunRecord& r, const energy::Measurement& m, double sequences, double tokens) {
+    fill_energy(r, m, m.total, true, sequences, tokens);
+  }
+
+  // The record's energy keys from `total` (the window's own total, or a subset of its sensors);
+  // the CPU-utilisation estimate only where `allow_estimate`.
+  void fill_energy(RunRecord& r, const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate,
+                   double sequences, double tokens) {
+    r.energy_window = energy::to_json(m);
+    const WindowEnergy e = window_energy(m, total, allow_estimate);
+    const std::optional<double> energy_for_per_inference = e.basis_j;
+    if (total.energy_j) {
+      r.energy_j = total.energy_j;
+      r.energy_net_j = total.net_energy_j;
+      std::string ids;
+      for (const auto& id : total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
+      r.energy_method =
+          fmt::format("measured: {}{}{}", ids,
+                      m.idle_subtracted && total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
+                      total.valid ? "" : "; flagged, see energy_window");
+      r.energy_mean_power_w = *total.energy_j / m.duration_s;
+      std::optional<double> peak;
+      int counted = 0;
+      for (const auto& s : m.sensors) {
+        if (!s.counts_in_total ||
+            std::find(total.sensor_ids.begin(), total.sensor_ids.end(), s.sensor_id) == total.sensor_ids.end())
+          continue;
+        ++counted;
+        peak = s.peak_power_w;
+      }
+      if (counted == 1) r.energy_peak_power_w = peak;
+    } else if (m.estimate && allow_estimate) {
+      r.energy_j = m.estimate->energy_j;
+      r.energy_method = "estimated: " + m.estimate->method;
+      r.energy_mean_power_w = m.estimate->energy_j / m.duration_s;
+      r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
+    } else {
+      r.energy_unavailable = e.unavailable;
+    }
+    if (energy_for_per_inference) {
+      r.energy_j_per_inference = *energy_for_per_inference / sequences;
+      r.energy_mj_per_token = *energy_for_per_inference * 1e3 / tokens;
+    }
+  }
+
+  // The energy of GPU `gpu_index`'s board alone in window `m`; `reason` says why there is none.
+  energy::EnergyTotal gpu_total(const energy::Measurement& m, int gpu_index, std::string& reason) const {
+    const auto sensor = options.gpu_energy_sensors.find(gpu_index);
+    if (sensor == options.gpu_energy_sensors.end()) {
+      const auto why = options.gpu_energy_absent.find(gpu_index);
+      reason = fmt::format("no NVML sensor was selected for GPU {}{}", gpu_index,
+                           why == options.gpu_energy_absent.end() ? std::string() : ": " + why->second);
+    } else {
+      reason = fmt::format("{} (GPU {}'s board) gave no energy", sensor->second, gpu_index);
+      for (const auto& a : m.unavailable)
+        if (a.source == sensor->second || a.source == "nvml") reason += fmt::format(": {}: {}", a.source, a.reason);
+      for (const auto& e : m.sensors)
+        if (e.sensor_id == sensor->second && !e.energy_unavailable.empty()) reason += ": " + e.energy_unavailable;
+    }
+    return total_over(
+        m,
+        [&](const energy::SensorEnergy& e) {
+          return sensor != options.gpu_energy_sensors.end() && e.sensor_id == sensor->second;
+        },
+        reason);
+  }
+
+  // A GPU run's energy is its GPU's NVML sensor alone; a CPU run never counts a GPU board (a sweep that
+  // mixes devices has NVML sensors on). Without GPU sensors in the window, a CPU run keeps the meter's
+  // own total, as it always has.
+  void fill_device_energy(RunRecord& r, const energy::Measurement& m, int gpu_index, double sequences, double tokens) {
+    const auto is_gpu = [](const energy::SensorEnergy& e) { return e.scope == energy::SensorScope::gpu; };
+    if (gpu_index < 0) {
+      if (std::none_of(m.sensors.begin(), m.sensors.end(), is_gpu)) return fill_energy(r, m, sequences, tokens);
+      const auto total = total_over(
+          m, [&](const energy::SensorEnergy& e) { return !is_gpu(e); },
+          "no CPU-side sensor had a value (GPU boards are not counted for a cpu run)");
+      fill_energy(r, m, total, true, sequences, tokens);
+      r.notes.push_back("GPU sensors were read (a sweep with cuda runs) but are not part of this cpu run's energy");
+      return;
+    }
+    std::string reason;
+    const auto total = gpu_total(m, gpu_index, reason);
+    fill_energy(r, m, total, false, sequences, tokens);
+    for (const std::string& w : energy::clock_limit_warnings(m, total.sensor_ids))
+      r.notes.push_back(fmt::format("window `{}`: {}", m.name, w));
+    if (total.energy_j) {
+      r.energy_method += fmt::format("; GPU {}'s board only, the host's sensors are in energy_window", gpu_index);
+    } else {
+      r.energy_unavailable = reason;  // not the CPU's sensors, nor a CPU-utilisation estimate: neither is the GPU's
+    }
+  }
+
+  // Runs `body` options.iters times, or else until at least min_s seconds and min_iters repetitions
+  // have passed; returns each repetition's milliseconds and sets `seconds` to the loop's wall time.
+  std::vector<double> time_repetitions(const std::function<void()>& body, double min_s, double& seconds) const {
+    return time_self_timed_repetitions(
+        [&body]() -> std::optional<double> {
+          body();
+          return std::nullopt;
+        },
+        min_s, seconds);
+  }
+
+  // The same where `body` may time itself (CUDA events): its milliseconds are the sample when it
+  // returns them, the host's wall clock around it otherwise.
+  std::vector<double> time_self_timed_repetitions(const std::function<std::optional<double>()>& body, double min_s,
+                                                  double& seconds) const {
+    std::vector<double> samples_ms;
+    const auto start = Clock::now();
+    while (true) {
+      const auto t0 = Clock::now();
+      const std::optional<double> own_ms = body();
+      const auto t1 = Clock::now();
+      samples_ms.push_back(own_ms ? *own_ms : std::chrono::duration<double, std::milli>(t1 - t0).count());
+      const double elapsed = std::chrono::duration<double>(t1 - start).count();
+      if (options.iters ? samples_ms.size() >= *options.iters
+                        : (elapsed >= min_s && samples_ms.size() >= options.min_iters)) {
+        seconds = elapsed;
+        return samples_ms;
+      }
+    }
+  }
+
+  void record_kernels(RunRecord& r, const std::map<std::string, int>& counts) {
+    bool emulated = false;
+    for (const auto& [path, n] : counts) {
+      r.kernel_paths.push_back(kernel_line(path, n));
+      emulated |= path.find("emulated") != std::string::npos;
+    }
+    if (emulated) {
+      r.not_representative = true;
+      r.notes.push_back("emulated (fake-quantized) layers: speed and energy are not representative of the format");
+    }
+  }
+
+  RunRecord run(const RunConfig& c) {
+    RunRecord r;
+    r.config = c;
+    r.run_name = run_name(c);
+    r.start_time = iso8601_utc(std::chrono::system_clock::now());
+    r.environment = environment;
+    r.warmup_iters = options.warmup;
+    try {
+      run_measured(c, r);
+    } catch (const std::exception& e) {
+      // No measured figure of a failed run stands: a fresh record keeps what identifies the run (its
+      // configuration, start, environment, the N and M a decoder run was asked for) and its notes.
+      RunRecord failed;
+      failed.config = r.config;
+      failed.run_name = r.run_name;
+      failed.start_time = r.start_time;
+      failed.environment = r.environment;
+      failed.warmup_iters = r.warmup_iters;
+      failed.prefill_tokens = r.prefill_tokens;
+      failed.decode_tokens = r.decode_tokens;
+      failed.lm_unavailable = "the run failed (see error)";
+      failed.notes = std::move(r.notes);
+      failed.status = "failed";
+      failed.error = e.what();
+      r = std::move(failed);
+    }
+    if (options.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
+    return r;
+  }
+
+  // A synchronize hook on the meter for as long as the GPU model it calls lives.
+  class HookGuard {
+   public:
+    HookGuard(energy::EnergyMeter& meter, std::string label, std::function<void()> hook)
+        : meter_(meter), label_(std::move(label)) {
+      meter_.add_synchronize_hook(label_, std::move(hook));
+    }
+    ~HookGuard() { meter_.remove_synchronize_hook(label_); }
+    HookGuard(const HookGuard&) = delete;
+    HookGuard& operator=(const HookGuard&) = delete;
+
+   private:
+    energy::EnergyMeter& meter_;
+    std::string label_;
+  };
+
+  void run_measured(const RunConfig& c, RunRecord& r) {
+    kernels::set_num_threads(c.threads);
+    const bool on_gpu = kernels::is_cuda_device(c.device);
+    if (is_decoder_model(c.model)) return run_decoder(c, r);
+    // What validate_configs checks, before anything loads: the GPU (one line why not), a known device.
+    const int gpu_index = on_gpu ? kernels::require_cuda_device(c.device) : -1;
+    if (!on_gpu && c.device != "cpu") kernels::require_cuda_device(c.device);  // names what was wrong
+    load(c.model);
+    const auto& reference = reference_logits(c);
+    const bool rss_reset = reset_peak_rss();
+    // The model on its device: the one EncoderClassifier graph on the CPU, or on GPU N with every weight there.
+    const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c);
+    const model::EncoderConfig& cfg = m.config();
+    r.model_bytes = m.bytes_held();
+    r.fp32_bytes = m.fp32_bytes();
+    record_kernels(r, m.kernel_path_counts());
+    const eval::ClassifierForward forward_fn = [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
+                                                    float* logits) { m.forward(ids, mask, batch, seq, logits); };
+    std::optional<HookGuard> hook;
+    if (on_gpu) {
+      hook.emplace(meter, fmt::format("cuda:{} cudaDeviceSynchronize", gpu_index), [&m] { m.synchronize(); });
+      r.notes.push_back(
+          fmt::format("device: {}; every weight on the GPU ({} bytes of parameters); non-GEMM "
+                      "operations {}",
+                      m.device_name(), r.model_bytes, m.nongemm_path()));
+      r.notes.push_back(
+          fmt::format("latency: CUDA events on GPU {} around each batch (ids and mask copied in, "
+                      "forward, logits copied out); the energy window synchronizes GPU {} at both ends",
+                      gpu_index, gpu_index));
+    }
+
+    // Timing.
+    const auto ids = timing_token_ids(c.model, cfg.vocab_size, c.batch, c.seq);
+    const std::vector<int32_t> mask(ids.size(), 1);
+    std::vector<float> logits(c.batch * static_cast<std::size_t>(cfg.num_labels));
+    const auto batch = [&]() -> std::optional<double> {
+      if (on_gpu) return m.forward_timed(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
+      m.forward(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
+      return std::nullopt;
+    };
+    for (std::size_t i = 0; i < options.warmup; ++i) batch();
+    const double min_s = min_seconds();
+    const bool tracing = !options.trace_dir.empty() && !meter.sensors().empty();
+    if (tracing) meter.drain_trace([](const energy::TraceSample&) {});  // readings from before this run
+    energy::Window window = meter.begin_window(r.run_name);
+    const auto start = Clock::now();
+    double loop_seconds = 0;
+    const std::vector<double> samples_ms = time_self_timed_repetitions(batch, min_s, loop_seconds);
+    const energy::Measurement em = meter.end_window(window);
+    if (tracing) {
+      std::filesystem::create_directories(options.trace_dir);
+      energy::TraceCsvWriter trace(options.trace_dir / (r.run_name + ".csv"), meter);
+      trace.drain(meter, em.start_ns);
+      trace.close();
+    }
+    r.measured_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    r.iters = samples_ms.size();
+    r.latency = summarize_latency(samples_ms);
+    const double sequences = double(r.iters) * double(c.batch);
+    r.sequences_per_s = sequences / r.measured_seconds;
+    r.tokens_per_s = sequences * double(c.seq) / r.measured_seconds;
+    fill_device_energy(r, em, gpu_index, sequences, sequences * double(c.seq));
+    if (rss_reset) {
+      r.peak_rss_bytes = peak_rss_bytes();
+    } else {
+      r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
+    }
+    if (on_gpu)
+      r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations)");
+
+    // Accuracy and fidelity.
+    std::optional<eval::ClassifierEvalResult> result;
+    const auto run_logits = run_fidelity_inputs(cfg, forward_fn, c, 0, &result);
+    const auto f = eval::compare_logits(reference, run_logits);
+    r.fidelity_top1_agreement = f.top1_agreement;
+    r.fidelity_mean_kl = f.mean_kl;
+    r.fidelity_max_abs_dlogit = f.max_abs_dlogit;
+    r.fidelity_examples = f.examples;
+    if (result && result->labelled > 0) {
+      r.accuracy_correct = result->correct;
+      r.accuracy_labelled = result->labelled;
+      r.accuracy = result->accuracy();
+      if (result->truncated > 0)
+        r.notes.push_back(fmt::format("{} of {} dataset examples were truncated to {} tokens", result->truncated,
+                                      result->total, c.seq));
+    }
+    if (is_synthetic(c.model))
+      r.notes.push_back("embedded DistilBERT-base-shaped model with random weights: accuracy is fidelity to FP32 only");
+    if (!unused_tensors.empty()) r.notes.push_back(unused_tensors);
+  }
+
+  // Decoder models (bench_runner_decoder.cpp).
+  std::vector<std::vector<float>> decoder_fidelity_logits(const model::DecoderLM& m, std::size_t n) const;
+  const std::vector<std::vector<float>>& decoder_reference_logits(const RunConfig& c);
+  void run_decoder(const RunConfig& c, RunRecord& r);
+};
+
+}  // namespace qjoule::bench
