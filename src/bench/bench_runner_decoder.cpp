@@ -4,9 +4,9 @@
 
 namespace qjoule::bench {
 
-
 // Last-token logits of min(fidelity_examples, kDecoderFidelityPrompts) prompts of `n` tokens.
-std::vector<std::vector<float>> BenchRunner::Impl::decoder_fidelity_logits(const model::DecoderLM& m, std::size_t n) const {
+std::vector<std::vector<float>> BenchRunner::Impl::decoder_fidelity_logits(const model::DecoderLM& m,
+                                                                           std::size_t n) const {
   const std::size_t count = std::min(options.fidelity_examples, kDecoderFidelityPrompts);
   const auto ids = decoder_prompt_ids(m.config().vocab_size, count, n);
   auto cache = m.make_cache(static_cast<int64_t>(n));
@@ -206,8 +206,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
     r.notes.push_back("decode energy window flagged: see decode_energy_window");
 
   if (on_gpu)
-    r.notes.push_back(
-        "peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations, KV cache)");
+    r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations, KV cache)");
   if (rss_reset) {
     r.peak_rss_bytes = peak_rss_bytes();
     if (r.peak_rss_bytes && predicted.unavailable.empty())
