@@ -11,6 +11,7 @@ packages=(
   clang-format  # scripts/check-format.sh: the C++ format CI checks (.clang-format)
   clang libclang-rt-14-dev  # scripts/fuzz.sh: the fuzz targets (libFuzzer is in clang's runtime package)
   slurm-wlm munge  # scripts/slurm-local.sh: the one-node Slurm cluster the --slurm tests run on
+  python3-numpy  # tools/write_quantized_checkpoint.py: the GPTQ / AWQ / bitsandbytes fixtures the import tests read
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "model/config_reconciler.h"
+#include "qjoule/model/bnb_quant_state.h"
 #include "qjoule/error.h"
 
 namespace qjoule::model {
@@ -21,8 +22,8 @@ int int_field(const json& object, const char* field, int fallback, const std::st
 
 constexpr const char* kWhatQjouleReads =
     "qjoule reads FP32, FP16 and BF16 safetensors (and quantizes them itself, --precision) and 4-bit GPTQ "
-    "(without act-order) and AWQ gemm checkpoints of Llama, Mistral and Qwen2 decoders; give the unquantized model "
-    "or one of those";
+    "(act-order too), AWQ gemm and bitsandbytes nf4 checkpoints of Llama, Mistral and Qwen2 decoders; give the "
+    "unquantized model or one of those";
 
 }  // namespace
 
@@ -103,13 +104,11 @@ std::optional<CheckpointQuantization> readable_checkpoint_quantization(const std
       fail("{}a pre-quantized checkpoint ({}): {}; {}", where, q->describe(), why, kWhatQjouleReads);
     };
     if (!reads_prequantized) refuse(fmt::format("{} models are read unquantized only", family));
-    if (q->method == "bitsandbytes") refuse("bitsandbytes checkpoints are not read yet");
     if (q->bits != 4) refuse(fmt::format("{}-bit codes are not read yet (4-bit only)", q->bits));
-    if (q->desc_act) refuse("act-order (desc_act = true, g_idx) is not read yet");
     if (q->method == "awq" && q->checkpoint_format != "gemm")
       refuse(fmt::format("AWQ version '{}' is not read (gemm only)", q->checkpoint_format));
     const int g = q->group_size;
-    if (!(g == 32 || g == 64 || g == 128 || g == -1 || g % 128 == 0))
+    if (q->method != "bitsandbytes" && !(g == 32 || g == 64 || g == 128 || g == -1 || g % 128 == 0))
       refuse(
           fmt::format("group_size {} does not fit qjoule's int4 blocks (32, 64 or 128 weights; -1 or a multiple of "
                       "128 held as blocks of 128)",
@@ -141,6 +140,10 @@ const io::TensorView& packed_tensor(const io::Checkpoint& ck, const CheckpointQu
 
 std::pair<int64_t, int64_t> prequantized_linear_dims(const io::Checkpoint& ck, const CheckpointQuantization& q,
                                                      const std::string& name) {
+  if (q.method == "bitsandbytes") {
+    const BnbQuantState s = read_bnb_quant_state(ck, name);
+    return {s.out, s.in};
+  }
   const auto& qweight = packed_tensor(ck, q, name + ".qweight", io::DType::I32);
   if (q.method == "awq") return {qweight.shape[1] * 8, qweight.shape[0]};
   return {qweight.shape[1], qweight.shape[0] * 8};

@@ -1,13 +1,17 @@
 #include "qjoule/model/prequantized_linear.h"
 
+#include <algorithm>
 #include <array>
+#include <numeric>
 #include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "qjoule/error.h"
+#include "qjoule/kernels/linear_input_permuted.h"
 #include "qjoule/kernels/linear_weight_only.h"
+#include "qjoule/model/bnb_nf4_linear.h"
 #include "qjoule/quant/formats.h"
 
 namespace qjoule::model {
@@ -53,6 +57,8 @@ struct Unpacked {
   int64_t out = 0, in = 0, groups = 0;
   std::vector<int32_t> qweight, qzeros;
   std::vector<uint16_t> scales;  // [groups, out] FP16 bits
+  std::vector<int32_t> g_idx;    // act-order: the group of each input; empty: i / group_size
+  std::vector<int32_t> perm;     // act-order: the inputs sorted by group (stable); empty: in order
   const CheckpointQuantization* q = nullptr;
 
   int code(int64_t o, int64_t i) const {
@@ -69,7 +75,12 @@ struct Unpacked {
     return stored + (q->method == "gptq" && q->checkpoint_format != "gptq_v2" ? 1 : 0);
   }
   uint16_t scale(int64_t g, int64_t o) const { return scales[static_cast<std::size_t>(g * out + o)]; }
-  int64_t group_of(int64_t i) const { return q->group_size == -1 ? 0 : i / q->group_size; }
+  int64_t group_of(int64_t i) const {
+    if (!g_idx.empty()) return g_idx[static_cast<std::size_t>(i)];
+    return q->group_size == -1 ? 0 : i / q->group_size;
+  }
+  // The input at position j of the order the blocks hold (act-order: sorted by group).
+  int64_t input_at(int64_t j) const { return perm.empty() ? j : perm[static_cast<std::size_t>(j)]; }
 };
 
 Unpacked read_unpacked(const io::Checkpoint& ck, const CheckpointQuantization& q, const std::string& name, int64_t out,
@@ -83,6 +94,16 @@ Unpacked read_unpacked(const io::Checkpoint& ck, const CheckpointQuantization& q
   u.qweight = read_i32(ck, ck.at(name + ".qweight"), name + ".qweight");
   u.qzeros = read_i32(ck, ck.at(name + ".qzeros"), name + ".qzeros");
   u.scales = read_f16_bits(ck, ck.at(name + ".scales"), name + ".scales");
+  if (q.desc_act) {
+    u.g_idx = read_i32(ck, ck.at(name + ".g_idx"), name + ".g_idx");
+    u.perm.resize(static_cast<std::size_t>(in));
+    std::iota(u.perm.begin(), u.perm.end(), 0);
+    std::stable_sort(u.perm.begin(), u.perm.end(), [&](int32_t a, int32_t b) {
+      return u.g_idx[static_cast<std::size_t>(a)] < u.g_idx[static_cast<std::size_t>(b)];
+    });
+    // Groups already in order (one group per row, or act-order that kept the order): no gather.
+    if (std::is_sorted(u.perm.begin(), u.perm.end())) u.perm.clear();
+  }
   for (int64_t g = 0; g < u.groups; ++g)
     for (int64_t o = 0; o < out; ++o) {
       const uint16_t s = u.scale(g, o);
@@ -114,7 +135,7 @@ std::unique_ptr<kernels::Linear> repack(const Unpacked& u, const std::vector<flo
   for (int64_t o = 0; o < u.out; ++o) {
     for (int64_t b = 0; b < bpr; ++b) {
       Block& block = m.blocks[static_cast<std::size_t>(o * bpr + b)];
-      const int64_t g = u.group_of(b * G);
+      const int64_t g = u.group_of(u.input_at(b * G));
       block.d = u.scale(g, o);
       const int z = asym ? u.zero(g, o) : quant::kInt4SymZero;
       if constexpr (asym) {
@@ -123,13 +144,16 @@ std::unique_ptr<kernels::Linear> repack(const Unpacked& u, const std::vector<flo
       }
       for (int k = 0; k < G; k += 2) {
         const int64_t i = b * G + k;
-        const int hi = i < u.in ? u.code(o, i) : z;  // padding decodes to 0 (formats.h, "Any width")
-        const int lo = i + 1 < u.in ? u.code(o, i + 1) : z;
+        // padding decodes to 0 (formats.h, "Any width")
+        const int hi = i < u.in ? u.code(o, u.input_at(i)) : z;
+        const int lo = i + 1 < u.in ? u.code(o, u.input_at(i + 1)) : z;
         block.qs[k / 2] = static_cast<uint8_t>((hi << 4) | lo);
       }
     }
   }
-  return kernels::make_linear_int4_packed<Block>(std::move(m), bias.empty() ? nullptr : bias.data(), name);
+  auto linear = kernels::make_linear_int4_packed<Block>(std::move(m), bias.empty() ? nullptr : bias.data(), name);
+  if (u.perm.empty()) return linear;
+  return kernels::make_linear_input_permuted(std::move(linear), u.perm, name);
 }
 
 template <int G>
@@ -142,12 +166,13 @@ std::unique_ptr<kernels::Linear> repack_group(const Unpacked& u, const std::vect
 }  // namespace
 
 std::string prequantized_precision(const CheckpointQuantization& q) {
+  if (q.method == "bitsandbytes") return q.bnb_double_quant ? "nf4:dq" : "nf4";
   return fmt::format("int4:g={}:{}", block_size(q), q.method == "gptq" && q.sym ? "sym" : "asym");
 }
 
 void check_prequantized_linear(const io::Checkpoint& ck, const CheckpointQuantization& q, const std::string& name,
                                int64_t out, int64_t in) {
-  const std::string what = q.describe();
+  if (q.method == "bitsandbytes") return check_bnb_nf4_linear(ck, name, out, in, q.bnb_double_quant);
   if (out % 8 != 0 || in % 8 != 0)
     fail("{}: Linear '{}' is [{}, {}]: {} packs 8 codes per int32, so both must be multiples of 8",
          ck.source().string(), name, out, in, q.method);
@@ -160,26 +185,43 @@ void check_prequantized_linear(const io::Checkpoint& ck, const CheckpointQuantiz
   expect_shape(packed_tensor(ck, q, name + ".qzeros", io::DType::I32), name + ".qzeros", groups, out / 8,
                "[groups, out / 8]");
   expect_shape(packed_tensor(ck, q, name + ".scales", io::DType::F16), name + ".scales", groups, out, "[groups, out]");
-  if (q.method == "gptq" && ck.contains(name + ".g_idx")) {
-    const auto& t = ck.at(name + ".g_idx");
-    if (t.dtype != io::DType::I32 || t.shape != std::vector<int64_t>{in})
-      fail("{}: tensor '{}.g_idx' is {} {}, expected I32 [{}]", t.file.string(), name, io::dtype_name(t.dtype),
-           t.shape_string(), in);
-    std::vector<int32_t> g(static_cast<std::size_t>(in));
-    std::memcpy(g.data(), t.data, g.size() * sizeof(int32_t));
-    for (int64_t i = 0; i < in; ++i) {
+  if (q.method != "gptq") return;
+  if (q.desc_act && !ck.contains(name + ".g_idx"))
+    fail("{}: tensor '{}.g_idx' is missing: desc_act = true (act-order) needs each input's group", ck.source().string(),
+         name);
+  if (!ck.contains(name + ".g_idx")) return;
+  const auto& t = ck.at(name + ".g_idx");
+  if (t.dtype != io::DType::I32 || t.shape != std::vector<int64_t>{in})
+    fail("{}: tensor '{}.g_idx' is {} {}, expected I32 [{}]", t.file.string(), name, io::dtype_name(t.dtype),
+         t.shape_string(), in);
+  std::vector<int32_t> g(static_cast<std::size_t>(in));
+  std::memcpy(g.data(), t.data, g.size() * sizeof(int32_t));
+  std::vector<int64_t> members(static_cast<std::size_t>(groups), 0);
+  for (int64_t i = 0; i < in; ++i) {
+    const int32_t gi = g[static_cast<std::size_t>(i)];
+    if (!q.desc_act) {
       const int64_t expected = q.group_size == -1 ? 0 : i / q.group_size;
-      if (g[static_cast<std::size_t>(i)] != expected)
+      if (gi != expected)
         fail("{}: tensor '{}.g_idx' puts input {} in group {}, expected {} (desc_act = false: groups in order)",
-             t.file.string(), name, i, g[static_cast<std::size_t>(i)], expected);
+             t.file.string(), name, i, gi, expected);
+    } else if (gi < 0 || gi >= groups) {
+      fail("{}: tensor '{}.g_idx' puts input {} in group {}, expected 0 to {}", t.file.string(), name, i, gi,
+           groups - 1);
+    } else {
+      ++members[static_cast<std::size_t>(gi)];
     }
   }
-  (void)what;
+  // Act-order: sorted by group, each group must fill whole blocks, as the groups in order do.
+  for (int64_t gi = 0; q.desc_act && gi < groups; ++gi) {
+    const int64_t size = q.group_size == -1 ? in : std::min<int64_t>(q.group_size, in - gi * q.group_size);
+    if (members[static_cast<std::size_t>(gi)] != size)
+      fail("{}: tensor '{}.g_idx' puts {} inputs in group {}, expected {} (group_size {})", t.file.string(), name,
+           members[static_cast<std::size_t>(gi)], gi, size, q.group_size);
+  }
 }
 
 std::unique_ptr<kernels::Linear> load_prequantized_linear(const io::Checkpoint& ck, const CheckpointQuantization& q,
                                                           const std::string& name, int64_t out, int64_t in) {
-  const Unpacked u = read_unpacked(ck, q, name, out, in);
   std::vector<float> bias;
   if (ck.contains(name + ".bias")) {
     const auto& b = ck.at(name + ".bias");
@@ -188,6 +230,8 @@ std::unique_ptr<kernels::Linear> load_prequantized_linear(const io::Checkpoint& 
     bias = ck.to_f32(name + ".bias");
     ck.release(name + ".bias");
   }
+  if (q.method == "bitsandbytes") return load_bnb_nf4_linear(ck, name, out, in, q.bnb_double_quant, bias);
+  const Unpacked u = read_unpacked(ck, q, name, out, in);
   switch (block_size(q)) {
     case 32: return repack_group<32>(u, bias, name);
     case 64: return repack_group<64>(u, bias, name);

@@ -259,9 +259,9 @@ INSTANTIATE_TEST_SUITE_P(
                                                           {"load_in_4bit", true},
                                                           {"bnb_4bit_quant_type", "fp4"}};
                             })},
-        BadInput{"bnb_nf4_decoder", kPpl,
-                 "DIR/m/config.json: a pre-quantized checkpoint (bitsandbytes 4-bit nf4): bitsandbytes checkpoints "
-                 "are not read yet; qjoule reads",
+        BadInput{"bnb_nf4_config_plain_tensors", kPpl,
+                 "DIR/m/model.safetensors: Linear 'model.layers.0.mlp.gate_proj' is not 4-bit: its weight is BF16 "
+                 "[256, 128] with no 'model.layers.0.mlp.gate_proj.weight.quant_state.bitsandbytes__nf4' tensor",
                  1,
                  model_copy("decoders/tiny-llama",
                             [](nlohmann::json& c) {
@@ -269,7 +269,10 @@ INSTANTIATE_TEST_SUITE_P(
                                                           {"load_in_4bit", true},
                                                           {"bnb_4bit_quant_type", "nf4"}};
                             })},
-        BadInput{"gptq_act_order", kPpl, "act-order (desc_act = true, g_idx) is not read yet", 1,
+        BadInput{"gptq_config_plain_tensors", kPpl,
+                 "tensor 'model.layers.0.mlp.gate_proj.qweight' is missing: a gptq 4-bit, group_size 128, sym, "
+                 "desc_act true, gptq (v1) zeros checkpoint's Linear holds qweight, qzeros and scales",
+                 1,
                  model_copy("decoders/tiny-llama",
                             [](nlohmann::json& c) {
                               c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}, {"desc_act", true}};

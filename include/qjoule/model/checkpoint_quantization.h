@@ -2,9 +2,10 @@
 // `quantization_config` (GPTQ, AWQ, bitsandbytes 4-bit), read and checked field by field, and the
 // packed tensors such checkpoints hold (`*.qweight`, `*.weight.absmax`, ...).
 //
-// GPTQ (4-bit, no act-order) and AWQ (gemm) checkpoints of Llama-family decoders are read: their codes
-// run on qjoule's int4 kernels (model/prequantized_linear.h). Every other pre-quantized checkpoint
-// (bitsandbytes, act-order, 8-bit, encoders, GPT-2) is refused before anything is loaded, in one line
+// GPTQ (4-bit, act-order too), AWQ (gemm) and bitsandbytes NF4 checkpoints of Llama-family decoders are
+// read: their codes run on qjoule's int4 and nf4 kernels (model/prequantized_linear.h,
+// model/bnb_nf4_linear.h). Every other pre-quantized checkpoint (bitsandbytes fp4 or 8-bit, GPTQ 8-bit,
+// encoders, GPT-2) is refused before anything is loaded, in one line
 // naming its method, bits and layout and saying what qjoule reads, instead of the misleading "tensor
 // '...weight' is missing" or a shape error about its packed tensors.
 // A `quantization_config` that is itself broken (an unknown quant_method, bits 3, a field of the wrong
@@ -45,7 +46,7 @@ std::optional<CheckpointQuantization> read_checkpoint_quantization(const nlohman
 
 // The checkpoint's quantization when qjoule reads its codes (model/prequantized_linear.h), nullopt for
 // an unquantized checkpoint, one line for anything else: a method, bit width, group size or act-order
-// it does not read yet, or (`reads_prequantized` false: encoders, GPT-2) any pre-quantized checkpoint
+// it does not read, or (`reads_prequantized` false: encoders, GPT-2) any pre-quantized checkpoint
 // of `family`; and a packed `.qweight`, `.weight.absmax` or `.weight.quant_state.*` tensor in a
 // checkpoint whose config.json has no quantization_config. Called before a model's shapes are read
 // from its tensors.
@@ -61,7 +62,7 @@ const io::TensorView& packed_tensor(const io::Checkpoint& checkpoint, const Chec
                                     const std::string& tensor_name, io::DType dtype);
 
 // The (out_features, in_features) of Linear `name` as its packed tensors give them (GPTQ's qweight
-// [in / 8, out], AWQ's [in, out / 8]; model/prequantized_linear.h).
+// [in / 8, out], AWQ's [in, out / 8], bitsandbytes' quant state's shape).
 std::pair<int64_t, int64_t> prequantized_linear_dims(const io::Checkpoint& checkpoint,
                                                      const CheckpointQuantization& quantization,
                                                      const std::string& name);

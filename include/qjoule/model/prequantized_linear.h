@@ -7,7 +7,8 @@
 //   NAME.qzeros   I32 [groups, out / 8]  zero of group g, output o: (qzeros[g, o / 8] >> 4·(o % 8)) & 15,
 //                 plus 1 in the classic format (checkpoint_format "gptq" stores z − 1), as is in gptq_v2
 //   NAME.scales   F16 [groups, out]
-//   NAME.g_idx    I32 [in] (optional without act-order): the group of input i, i / group_size
+//   NAME.g_idx    I32 [in] (optional without act-order): the group of input i, i / group_size in order;
+//                 with desc_act (act-order) any order, each group holding group_size inputs
 //   NAME.bias     [out] (optional)
 //   W[o, i] = (code − zero[g(i), o]) · scale[g(i), o];  groups = ceil(in / group_size), 1 for group_size −1.
 // AWQ (version gemm): NAME.qweight I32 [in, out / 8] and NAME.qzeros I32 [groups, out / 8] packed along
@@ -17,7 +18,9 @@
 // Both are qjoule's int4 blocks: the scale is the block's FP16 `d`, the zero its zero byte (asym) or
 // the implicit 8 (GPTQ sym, whose zeros must all be 8), the codes its nibbles (high nibble first). A
 // group of 32, 64 or 128 is one block; group_size −1 (one group per row) or a multiple of 128 is held
-// as blocks of 128 that repeat their group's scale and zero. Anything else (act-order, 8 bits, other
+// as blocks of 128 that repeat their group's scale and zero. Act-order: the inputs are sorted by group
+// once at load (stable), which makes each group contiguous, and the activations are gathered into that
+// order on each call (kernels/linear_input_permuted.h). Anything else (8 bits, other
 // group sizes, a zero of 16 from a classic-format zero stored as 15) is refused in one line.
 #pragma once
 
@@ -32,8 +35,10 @@
 
 namespace qjoule::model {
 
-// The precision spec the checkpoint's Linears run as (`int4:g=128:asym`, `int4:g=32:sym`): what
-// --precision must name.
+// bitsandbytes NF4 checkpoints: model/bnb_nf4_linear.h; the functions below dispatch to it.
+//
+// The precision spec the checkpoint's Linears run as (`int4:g=128:asym`, `int4:g=32:sym`, `nf4`,
+// `nf4:dq`): what --precision must name.
 std::string prequantized_precision(const CheckpointQuantization& quantization);
 
 // Checks every packed tensor of Linear `name` against [out, in] (dtype, shape, group count, g_idx)
