@@ -19,5 +19,6 @@ void add_bench_command(CLI::App& app, CommandContext& ctx);
 void add_report_command(CLI::App& app, CommandContext& ctx);
 void add_ppl_command(CLI::App& app, CommandContext& ctx);
 void add_generate_command(CLI::App& app, CommandContext& ctx);
+void add_export_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace qjoule::cli

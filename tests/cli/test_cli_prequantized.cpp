@@ -92,4 +92,41 @@ TEST(CliPrequantized, AGptqCheckpointRunsAsQjoulesOwnFormatOnItsCodes) {
   EXPECT_THAT(no_base.output, HasSubstr("with no FP32 weights to compute the reference from; give --kl-base FILE"));
 }
 
+// `qjoule export` then import: the perplexity to the last digit of qjoule's own format on the original,
+// for GPTQ and bitsandbytes layouts; the bench record of the import says where the weights came from.
+TEST(CliPrequantized, ExportThenImportGivesTheSamePerplexity) {
+  const auto dir = qjoule::test::temp_dir("cli_export_roundtrip");
+  const auto text = dir / "text.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
+  }
+  const std::string common = " --text " + text.string() + " --ctx 64 --stride 32 --threads 1";
+  for (const std::string precision : {"int4:g=32:sym", "int4:g=128:asym", "nf4", "nf4:dq"}) {
+    const auto out = dir / ("export-" + std::to_string(precision.size()) + precision.substr(0, 4));
+    const auto exported = run_command(qjoule() + " export --model " + tiny_llama().string() + " --precision " +
+                                      precision + " --out " + out.string() + " 2>&1");
+    ASSERT_EQ(exported.exit_code, 0) << exported.output;
+    EXPECT_THAT(exported.output, HasSubstr("14 Linears quantized"));
+    const auto own = run_command(qjoule() + " ppl --model " + tiny_llama().string() + common + " --precision " +
+                                 precision + " 2>&1");
+    const auto imported =
+        run_command(qjoule() + " ppl --model " + out.string() + common + " --precision " + precision + " 2>&1");
+    ASSERT_EQ(imported.exit_code, 0) << imported.output;
+    EXPECT_EQ(perplexity_line(imported.output), perplexity_line(own.output)) << precision;
+    if (precision == "nf4:dq") {
+      const auto b = run_command(no_sensors(dir) + qjoule() + " bench --model " + out.string() +
+                                 " --precisions nf4:dq --seq 8 --decode-tokens 2 --iters 1 --idle 0 --out " +
+                                 (dir / "bench").string() + " 2>&1");
+      ASSERT_EQ(b.exit_code, 0) << b.output;
+      EXPECT_EQ(read_records(dir / "bench" / "results.jsonl").at(0)["weights_source"],
+                "checkpoint: bitsandbytes 4-bit nf4 with double quant");
+    }
+  }
+  const auto int8 = run_command(qjoule() + " export --model " + tiny_llama().string() + " --precision int8 --out " +
+                                (dir / "int8").string() + " 2>&1");
+  EXPECT_EQ(int8.exit_code, 1) << int8.output;
+  EXPECT_THAT(int8.output, HasSubstr("--precision int8: no checkpoint layout holds it; qjoule exports"));
+}
+
 }  // namespace

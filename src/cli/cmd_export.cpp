@@ -1,0 +1,64 @@
+// `qjoule export`: an unquantized decoder written in the checkpoint layout its precision maps to
+// (GPTQ, bitsandbytes NF4, plain FP16 / BF16), for another runtime, or to read back with qjoule.
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/format_util.h"
+#include "qjoule/model/checkpoint_export.h"
+#include "qjoule/quant/format_spec.h"
+
+namespace qjoule::cli {
+namespace {
+
+struct ExportArgs {
+  std::string model, precision, out;
+};
+
+void run_export(const ExportArgs& a) {
+  const auto spec = quant::parse_format_spec(a.precision);
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  const auto summary =
+      model::export_checkpoint(a.model, spec, a.out, [tty](int64_t done, int64_t total, const std::string& tensor) {
+        if (tty) fmt::print(stderr, "\r\033[K  tensor {}/{} {}", done, total, tensor);
+      });
+  if (tty) fmt::print(stderr, "\r\033[K");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("model      {}\n", a.model);
+  fmt::print("precision  {} as {}\n", quant::to_string(spec), summary.layout);
+  fmt::print("tensors    {} Linears quantized, {} tensors {}\n", summary.quantized, summary.copied,
+             summary.quantized > 0 ? "copied as stored" : "converted or copied");
+  fmt::print("written    {}/model.safetensors ({}) and config.json, in {:.1f} s\n", a.out,
+             human_bytes(double(summary.bytes)), seconds);
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app, CommandContext& /*ctx*/) {
+  auto* cmd = app.add_subcommand(
+      "export", "Write an unquantized decoder in the checkpoint layout its precision maps to, for other runtimes.");
+  cmd->footer(fmt::format(
+      "Layouts: int4:g=G[:sym|:asym] as GPTQ (gptq_v2 zeros, desc_act false), nf4 and nf4:dq as bitsandbytes\n"
+      "4-bit, fp16 and bf16 as plain safetensors. The codes are qjoule's own quantizer's: importing the export\n"
+      "(--model OUT --precision SPEC) runs bit for bit what `--precision SPEC` runs on the original.\n"
+      "Exportable: {}.\n"
+      "Example:\n"
+      "  qjoule export --model MODEL --precision int4:g=128:asym --out MODEL-gptq\n"
+      "  qjoule ppl --model MODEL-gptq --precision int4:g=128:asym --text ../shared/data/wikitext2/test.txt",
+      model::kExportableSpecs));
+  auto a = std::make_shared<ExportArgs>();
+  cmd->add_option("--model", a->model, "Model folder (config.json, safetensors, tokenizer.json), unquantized")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--precision", a->precision, fmt::format("What to write: {}", model::kExportableSpecs))->required();
+  cmd->add_option("--out", a->out, "Folder to write (new or empty)")->required();
+  cmd->callback([a] { run_export(*a); });
+}
+
+}  // namespace qjoule::cli
