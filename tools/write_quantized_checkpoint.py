@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Writes a copy of a Hugging Face decoder checkpoint (safetensors + config.json) as a pre-quantized
-checkpoint in one of the layouts people download: GPTQ, AWQ (gemm) or bitsandbytes 4-bit NF4. Plain
+"""Writes a copy of a Hugging Face decoder or encoder-classifier checkpoint (safetensors + config.json)
+as a pre-quantized checkpoint in one of the layouts people download: GPTQ, AWQ (gemm) or bitsandbytes
+4-bit NF4. Plain
 numpy (Debian's python3-numpy), written from the public format descriptions, independent of qjoule's
 C++ code: qjoule's tests import what this writes, and this reads back what `qjoule export` writes.
 
-Every transformer-block Linear (q/k/v/o_proj, gate/up/down_proj) is quantized by rounding to nearest;
+Every transformer-block Linear (q/k/v/o_proj, gate/up/down_proj; a BERT or DistilBERT layer's Linears)
+is quantized by rounding to nearest;
 every other tensor is copied as FP32. With --dequantized DIR it also writes the FP32 checkpoint the
 codes decode to (numpy's own dequantization), for comparing logits within a format's error budget.
 
@@ -87,8 +89,13 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def is_block_linear(name):
-    return name.endswith(".weight") and any("." + p + ".weight" in name for p in BLOCK_LINEARS)
+def is_block_linear(name, t):
+    """A transformer-block Linear: a decoder's q/k/v/o/gate/up/down_proj, or any 2-D weight inside a BERT
+    (encoder.layer.N) or DistilBERT (transformer.layer.N) layer. Heads and embeddings stay unquantized."""
+    if t.ndim != 2 or not name.endswith(".weight"):
+        return False
+    return any("." + p + ".weight" in name for p in BLOCK_LINEARS) or ".encoder.layer." in name or \
+        ".transformer.layer." in name
 
 
 # ---- GPTQ / AWQ ---------------------------------------------------------------------------------
@@ -275,7 +282,7 @@ def main():
     for name, t in src.items():
         w = t.astype(np.float32)
         deq[name] = w
-        if not is_block_linear(name):
+        if not is_block_linear(name, w):
             out[name] = w
             continue
         linear = name[:-len(".weight")]

@@ -18,8 +18,9 @@ std::vector<std::vector<float>> BenchRunner::Impl::decoder_fidelity_logits(const
   return out;
 }
 
-const std::vector<std::vector<float>>& BenchRunner::Impl::decoder_reference_logits(const RunConfig& c) {
-  const std::string key = fmt::format("{}|{}", c.model, c.seq);
+const std::vector<std::vector<float>>& BenchRunner::Impl::decoder_reference_logits(const RunConfig& c,
+                                                                                   const std::string& fp32_model) {
+  const std::string key = fmt::format("{}|{}", fp32_model, c.seq);
   auto it = fp32_logits.find(key);
   if (it != fp32_logits.end()) return it->second;
   const auto start = Clock::now();
@@ -27,10 +28,10 @@ const std::vector<std::vector<float>>& BenchRunner::Impl::decoder_reference_logi
              "\nFP32 reference for '{}': last-token logits of {} pseudo-random prompts of {} tokens, FP32 weights "
              "streamed one layer at a time (once per model and seq; bench --text FILE measures quality on real "
              "text instead)",
-             c.model, std::min(options.fidelity_examples, kDecoderFidelityPrompts), c.seq);
-  const model::DecoderLM fp32 = model::load_decoder_lm_streamed(c.model);  // one layer in FP32 at a time
+             fp32_model, std::min(options.fidelity_examples, kDecoderFidelityPrompts), c.seq);
+  const model::DecoderLM fp32 = model::load_decoder_lm_streamed(fp32_model);  // one layer in FP32 at a time
   auto logits = decoder_fidelity_logits(fp32, c.seq);
-  fmt::print(stderr, "\nFP32 reference for '{}': done in {:.1f} s\n", c.model,
+  fmt::print(stderr, "\nFP32 reference for '{}': done in {:.1f} s\n", fp32_model,
              std::chrono::duration<double>(Clock::now() - start).count());
   return fp32_logits.emplace(key, std::move(logits)).first->second;
 }
@@ -75,15 +76,16 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   // The FP32 reference first, so its model is gone before this run's is built: the text's
   // log-probabilities (computed once per sweep, kept in the results folder), else the last-token
   // logits of pseudo-random prompts.
-  // A pre-quantized checkpoint has no FP32 weights to compare with (its --text reference comes from the
-  // unquantized model, --kl-base).
+  // A pre-quantized checkpoint has no FP32 weights to compare with: its references come from the
+  // unquantized model (--reference, or --kl-base for the text).
   const auto quantization = [&] {
     const auto ck = io::Checkpoint::open(c.model);
     return model::load_decoder_config(c.model, ck).quantization;
   }();
   if (quantization) r.weights_source = "checkpoint: " + quantization->describe();
+  const std::string& fp32_model = quantization ? options.lm.reference : c.model;
   const std::vector<std::vector<float>> no_reference;
-  const auto& reference = lm.enabled() || quantization ? no_reference : decoder_reference_logits(c);
+  const auto& reference = lm.enabled() || fp32_model.empty() ? no_reference : decoder_reference_logits(c, fp32_model);
   if (lm.enabled()) lm.ensure_reference(c.model);
   const bool rss_reset = reset_peak_rss();
   quant::LayerPolicyOptions po;
@@ -227,10 +229,12 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
     return;
   }
   r.lm_unavailable = "no --text given: bench --text FILE scores a text (perplexity, KL against FP32)";
-  if (quantization)
+  if (quantization && fp32_model.empty())
     r.notes.push_back(
-        "fidelity to FP32 not measured: a pre-quantized checkpoint holds no FP32 weights (bench --text with the "
-        "unquantized model's reference, --kl-base, compares it)");
+        "fidelity to FP32 not measured: a pre-quantized checkpoint holds no FP32 weights (--reference DIR, its "
+        "unquantized model, gives the FP32 run it is compared with)");
+  if (quantization && !fp32_model.empty())
+    r.notes.push_back(fmt::format("fidelity compares with the FP32 run of --reference {}", fp32_model));
   // Fidelity: the next-token distribution after each prompt, against FP32's.
   if (!reference.empty()) {
     const auto f = eval::compare_logits(reference, decoder_fidelity_logits(m, n));

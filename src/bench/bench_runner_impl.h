@@ -198,10 +198,18 @@ struct BenchRunner::Impl {
     return out;
   }
 
-  const std::vector<std::vector<float>>& reference_logits(const RunConfig& c) {
-    const std::string key = fmt::format("{}|{}", c.model, c.seq);
+  // FP32 logits of the fidelity inputs: of the loaded model, or (a pre-quantized checkpoint) of
+  // --reference's, whose parameters are read for this and dropped.
+  const std::vector<std::vector<float>>& reference_logits(const RunConfig& c, const std::string& fp32_model) {
+    const std::string key = fmt::format("{}|{}", fp32_model, c.seq);
     auto it = fp32_logits.find(key);
     if (it != fp32_logits.end()) return it->second;
+    if (fp32_model != c.model) {
+      const auto ck = io::Checkpoint::open(fp32_model);
+      const model::EncoderClassifier fp32(model::load_encoder_params(ck, model::load_encoder_config(fp32_model, ck)),
+                                          model::fp32_linear_factory());
+      return fp32_logits.emplace(key, run_fidelity_inputs(fp32, c)).first->second;
+    }
     const model::EncoderClassifier fp32(*params, model::fp32_linear_factory());
     auto logits = run_fidelity_inputs(fp32, c);
     return fp32_logits.emplace(key, std::move(logits)).first->second;
@@ -405,7 +413,19 @@ struct BenchRunner::Impl {
     const int gpu_index = on_gpu ? kernels::require_cuda_device(c.device) : -1;
     if (!on_gpu && c.device != "cpu") kernels::require_cuda_device(c.device);  // names what was wrong
     load(c.model);
-    const auto& reference = reference_logits(c);
+    // A pre-quantized checkpoint has no FP32 weights to compare with: its unquantized model's
+    // (--reference), else fidelity is not measured (accuracy is).
+    const auto& quantization = params->config.quantization;
+    const std::string& fp32_model = quantization ? options.lm.reference : c.model;
+    const std::vector<std::vector<float>> no_reference;
+    const auto& reference = fp32_model.empty() ? no_reference : reference_logits(c, fp32_model);
+    if (quantization) {
+      r.weights_source = "checkpoint: " + quantization->describe();
+      r.notes.push_back(fp32_model.empty()
+                            ? "fidelity to FP32 not measured: a pre-quantized checkpoint holds no FP32 weights "
+                              "(--reference DIR, its unquantized model, gives the FP32 run it is compared with)"
+                            : fmt::format("fidelity compares with the FP32 run of --reference {}", fp32_model));
+    }
     const bool rss_reset = reset_peak_rss();
     // The model on its device: the one EncoderClassifier graph on the CPU, or on GPU N with every weight there.
     const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c);
@@ -470,11 +490,13 @@ struct BenchRunner::Impl {
     // Accuracy and fidelity.
     std::optional<eval::ClassifierEvalResult> result;
     const auto run_logits = run_fidelity_inputs(cfg, forward_fn, c, 0, &result);
-    const auto f = eval::compare_logits(reference, run_logits);
-    r.fidelity_top1_agreement = f.top1_agreement;
-    r.fidelity_mean_kl = f.mean_kl;
-    r.fidelity_max_abs_dlogit = f.max_abs_dlogit;
-    r.fidelity_examples = f.examples;
+    if (!reference.empty()) {
+      const auto f = eval::compare_logits(reference, run_logits);
+      r.fidelity_top1_agreement = f.top1_agreement;
+      r.fidelity_mean_kl = f.mean_kl;
+      r.fidelity_max_abs_dlogit = f.max_abs_dlogit;
+      r.fidelity_examples = f.examples;
+    }
     if (result && result->labelled > 0) {
       r.accuracy_correct = result->correct;
       r.accuracy_labelled = result->labelled;
@@ -490,7 +512,8 @@ struct BenchRunner::Impl {
 
   // Decoder models (bench_runner_decoder.cpp).
   std::vector<std::vector<float>> decoder_fidelity_logits(const model::DecoderLM& m, std::size_t n) const;
-  const std::vector<std::vector<float>>& decoder_reference_logits(const RunConfig& c);
+  // FP32 last-token logits of the fidelity prompts, of `fp32_model` (the run's, or --reference's).
+  const std::vector<std::vector<float>>& decoder_reference_logits(const RunConfig& c, const std::string& fp32_model);
   void run_decoder(const RunConfig& c, RunRecord& r);
 };
 

@@ -110,6 +110,10 @@ const LmText& LmQuality::text_of(const std::string& model) {
          config.vocab_size);
   LmText t;
   t.model = model;
+  // A pre-quantized checkpoint's FP32 reference is its unquantized model's (--reference), over the
+  // same tokens: named after that model, so that a bench of it and this one share one file.
+  const bool from_reference = config.quantization && !options_.reference.empty();
+  t.fp32_model = from_reference ? options_.reference : model;
   t.ids = tokenizer.encode(*text_bytes_, /*add_special_tokens=*/true);
   t.text_tokens = static_cast<int64_t>(t.ids.size());
   if (options_.max_tokens > 0 && t.text_tokens > options_.max_tokens)
@@ -129,8 +133,8 @@ const LmText& LmQuality::text_of(const std::string& model) {
   const auto windows = eval::perplexity_windows(n, t.ctx, t.stride);
   t.windows = static_cast<int64_t>(windows.size());
   for (const auto& w : windows) t.scored += w.end - w.score_from;
-  t.identity = {{"model", model},
-                {"model_identity", model_identity(model)},
+  t.identity = {{"model", t.fp32_model},
+                {"model_identity", model_identity(t.fp32_model)},
                 {"vocab", config.vocab_size},
                 {"text", options_.text},
                 {"text_hash", content_hash(*text_bytes_)},
@@ -145,21 +149,21 @@ const LmText& LmQuality::text_of(const std::string& model) {
     if (t.base_given) break;
     const auto base = eval::read_kl_base(given, "--kl-base");
     const auto id = base.identity.empty() ? nlohmann::json() : nlohmann::json::parse(base.identity, nullptr, false);
-    const bool same_model = config.quantization ? mismatch(t, base, /*any_model=*/true).empty()
+    const bool same_model = config.quantization && !from_reference ? mismatch(t, base, /*any_model=*/true).empty()
                             : id.is_object() && id.contains("model_identity")
                                 ? id["model_identity"] == t.identity["model_identity"]
                                 : options_.kl_bases.size() == 1;  // a base without identity: the only one given
     if (!same_model) continue;
-    if (const auto why = mismatch(t, base, config.quantization.has_value()); !why.empty())
+    if (const auto why = mismatch(t, base, config.quantization && !from_reference); !why.empty())
       fail("--kl-base {}: {}", given, why);
     t.base_path = given;
     t.base_given = true;
   }
-  if (config.quantization && !t.base_given)
+  if (config.quantization && !t.base_given && !from_reference)
     fail(
         "--text {}: model '{}' is a pre-quantized checkpoint ({}) with no FP32 weights to compute the reference "
-        "from; give --kl-base FILE, the FP32 reference of its unquantized model over the same text and windows "
-        "(qjoule ppl --save-kl-base, or OUT/kl-base/ of a bench of that model)",
+        "from; give --reference DIR, its unquantized model, or --kl-base FILE, the FP32 reference of that model "
+        "over the same text and windows (qjoule ppl --save-kl-base, or OUT/kl-base/ of a bench of that model)",
         options_.text, model, config.quantization->describe());
   if (!t.base_given) {
     const std::string settings = content_hash(fmt::format("{}|{}|{}|{}|{}", t.identity["text_hash"].get<std::string>(),
@@ -257,7 +261,8 @@ const LmText& LmQuality::ensure_reference(const std::string& model) {
   note_(fmt::format(
       "FP32 reference for '{}' (computed once per sweep): {} tokens of {} in {} windows of {} (stride {}), {} "
       "scored, FP32 weights streamed one layer at a time -> {}{}",
-      model, t.ids.size(), options_.text, t.windows, t.ctx, t.stride, t.scored, t.base_path.string(),
+      t.fp32_model == model ? model : fmt::format("{}' from --reference '{}", model, t.fp32_model), t.ids.size(),
+      options_.text, t.windows, t.ctx, t.stride, t.scored, t.base_path.string(),
       resumed_windows > 0
           ? fmt::format("; resuming after window {} ({} tokens already scored)", resumed_windows, resumed_tokens)
           : ""));
@@ -289,7 +294,7 @@ const LmText& LmQuality::ensure_reference(const std::string& model) {
       last_line = now;
     }
   };
-  const model::DecoderLM fp32 = model::load_decoder_lm_streamed(model);
+  const model::DecoderLM fp32 = model::load_decoder_lm_streamed(t.fp32_model);
   if (resumed_windows < t.windows) eval::evaluate_perplexity(fp32, t.ids, opts);
   writer.finish();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

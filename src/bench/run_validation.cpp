@@ -2,6 +2,10 @@
 // format spec some kernel on its device runs, and every configuration of a sweep (one line naming the run).
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,15 +40,20 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
   };
   std::map<std::string, ModelShape> models;
   const auto shape_of = [](const std::string& model) {
-    if (!is_decoder_model(model)) return ModelShape{false, config_of(model).max_positions, "", ""};
+    const auto with_quantization = [](ModelShape shape, const std::optional<model::CheckpointQuantization>& q) {
+      if (q) {
+        shape.prequantized_precision = model::prequantized_precision(*q);
+        shape.prequantized_from = q->describe();
+      }
+      return shape;
+    };
+    if (!is_decoder_model(model)) {
+      const auto config = config_of(model);
+      return with_quantization(ModelShape{false, config.max_positions, "", ""}, config.quantization);
+    }
     const auto checkpoint = io::Checkpoint::open(model);
     const auto config = model::load_decoder_config(model, checkpoint);
-    ModelShape shape{true, config.max_positions, "", ""};
-    if (config.quantization) {
-      shape.prequantized_precision = model::prequantized_precision(*config.quantization);
-      shape.prequantized_from = config.quantization->describe();
-    }
-    return shape;
+    return with_quantization(ModelShape{true, config.max_positions, "", ""}, config.quantization);
   };
   for (const auto& c : configs) {
     const bool on_gpu = c.device != "cpu";
@@ -60,6 +69,15 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
     if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
     auto it = models.find(c.model);
     if (it == models.end()) it = models.emplace(c.model, shape_of(c.model)).first;
+    const auto& own = it->second.prequantized_precision;
+    if (!own.empty() && spec != quant::parse_format_spec(own))
+      fail(
+          "run {}: precision '{}', but model '{}' is a pre-quantized checkpoint ({}) whose codes run as {}: give "
+          "--precisions {} (for other formats, bench the unquantized model)",
+          run_name(c), c.precision, c.model, it->second.prequantized_from, own, own);
+    if (!own.empty() && on_gpu)
+      fail("run {}: model '{}' is a pre-quantized checkpoint ({}); its Linears run on the CPU only, for now",
+           run_name(c), c.model, it->second.prequantized_from);
     if (it->second.decoder) {
       if (c.batch != 1)
         fail(
@@ -70,15 +88,6 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
         fail("run {}: precision '{}': SmoothQuant is not supported for decoder model '{}'", run_name(c), c.precision,
              c.model);
       if (decode_tokens == 0) fail("run {}: 0 decode tokens, expected at least 1 (--decode-tokens)", run_name(c));
-      const auto& own = it->second.prequantized_precision;
-      if (!own.empty() && spec != quant::parse_format_spec(own))
-        fail(
-            "run {}: precision '{}', but model '{}' is a pre-quantized checkpoint ({}) whose codes run as {}: give "
-            "--precisions {} (for other formats, bench the unquantized model)",
-            run_name(c), c.precision, c.model, it->second.prequantized_from, own, own);
-      if (!own.empty() && on_gpu)
-        fail("run {}: model '{}' is a pre-quantized checkpoint ({}); its Linears run on the CPU only, for now",
-             run_name(c), c.model, it->second.prequantized_from);
       if (c.seq + decode_tokens > static_cast<std::size_t>(it->second.max_positions))
         fail(
             "run {}: {} prompt tokens (seq) + {} decode tokens (--decode-tokens) = {} is more than the {} positions "
@@ -90,6 +99,67 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
       fail("run {}: sequence length {} is outside what model '{}' takes: 2 to {} tokens (max_position_embeddings)",
            run_name(c), c.seq, c.model, it->second.max_positions);
   }
+}
+
+void validate_reference(const std::vector<RunConfig>& configs, const std::string& reference) {
+  if (reference.empty()) return;
+  const std::string where = "--reference " + reference;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(reference, ec))
+    fail("{}: not a folder; expected the unquantized model of the sweep's pre-quantized checkpoints", where);
+  bool any = false;
+  std::set<std::string> seen;
+  for (const auto& c : configs) {
+    if (!seen.insert(c.model).second || is_synthetic(c.model)) continue;
+    // (name, the model's value, the reference's value) of every shape both must share.
+    std::vector<std::tuple<const char*, int64_t, int64_t>> shapes;
+    std::optional<model::CheckpointQuantization> q, ref_q;
+    std::string arch, ref_arch;
+    if (is_decoder_model(c.model)) {
+      if (!is_decoder_model(reference))
+        fail("{}: not a decoder language model, but model '{}' is one; expected its unquantized model", where, c.model);
+      const auto ck = io::Checkpoint::open(c.model), ref_ck = io::Checkpoint::open(reference);
+      const auto m = model::load_decoder_config(c.model, ck), r = model::load_decoder_config(reference, ref_ck);
+      q = m.quantization;
+      ref_q = r.quantization;
+      arch = m.architecture;
+      ref_arch = r.architecture;
+      shapes = {{"hidden_size", m.hidden_size, r.hidden_size},
+                {"num_hidden_layers", m.num_layers, r.num_layers},
+                {"num_attention_heads", m.num_heads, r.num_heads},
+                {"num_key_value_heads", m.num_kv_heads, r.num_kv_heads},
+                {"intermediate_size", m.intermediate_size, r.intermediate_size},
+                {"vocab_size", m.vocab_size, r.vocab_size}};
+    } else {
+      if (is_decoder_model(reference))
+        fail("{}: a decoder language model, but model '{}' is an encoder classifier; expected its unquantized model",
+             where, c.model);
+      const auto m = config_of(c.model), r = config_of(reference);
+      q = m.quantization;
+      ref_q = r.quantization;
+      arch = m.architecture;
+      ref_arch = r.architecture;
+      shapes = {{"hidden_size", m.hidden_size, r.hidden_size},
+                {"num_hidden_layers", m.num_layers, r.num_layers},
+                {"num_attention_heads", m.num_heads, r.num_heads},
+                {"intermediate_size", m.intermediate_size, r.intermediate_size},
+                {"vocab_size", m.vocab_size, r.vocab_size},
+                {"num_labels", m.num_labels, r.num_labels}};
+    }
+    if (!q) continue;
+    any = true;
+    if (ref_q)
+      fail("{}: a pre-quantized checkpoint itself ({}); expected the unquantized model of '{}'", where,
+           ref_q->describe(), c.model);
+    if (arch != ref_arch)
+      fail("{}: a {}, but model '{}' is a {}; expected its unquantized model", where, ref_arch, c.model, arch);
+    for (const auto& [name, mine, theirs] : shapes)
+      if (mine != theirs)
+        fail("{}: {} = {}, but model '{}' has {}; expected its unquantized model", where, name, theirs, c.model, mine);
+  }
+  if (!any)
+    fail("{}: no model of this sweep is a pre-quantized checkpoint; an unquantized model is its own FP32 reference",
+         where);
 }
 
 }  // namespace qjoule::bench

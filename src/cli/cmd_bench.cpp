@@ -88,6 +88,7 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     fail("--min-time {} is not positive, expected seconds > 0", runner.min_time_s);
   const auto configs = bench::expand_sweep(sweep_from_args(a));
   bench::validate_configs(configs, runner.decode_tokens);
+  bench::validate_reference(configs, runner.lm.reference);
   if (runner.lm.text.empty() && !a.lm_flags_given.empty())
     fail("{} needs --text FILE: it sets how a decoder's text is scored", a.lm_flags_given.front());
   // --text: every model a decoder with a tokenizer, the text long enough, each --kl-base its model's.
@@ -230,6 +231,10 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                                    "With --text: an FP32 reference to use instead of computing one (OUT/kl-base/*.qjkl "
                                    "of an earlier sweep, or qjoule ppl --save-kl-base), repeatable, one per model")
                        ->allow_extra_args(false);
+  cmd->add_option("--reference", lm.reference,
+                  "The unquantized model of pre-quantized checkpoints (GPTQ, AWQ, bitsandbytes): its FP32 run is "
+                  "their reference (fidelity; with --text, the KL base)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--max-ppl-increase", a->settings.max_ppl_increase_pct,
                   "With --text: flag decoder runs whose perplexity is more than this many percent above FP32's")
       ->capture_default_str()

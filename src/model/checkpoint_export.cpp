@@ -13,6 +13,7 @@
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/decoder_config.h"
+#include "qjoule/model/encoder_config.h"
 #include "qjoule/quant/element_math.h"
 #include "qjoule/quant/fp16_convert.h"
 #include "qjoule/quant/quantize_int4.h"
@@ -45,8 +46,12 @@ class OutputTensors {
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned_;
 };
 
+// A transformer-block Linear's weight: a decoder's q/k/v/o, gate/up/down_proj, or any 2-D weight of a
+// BERT (encoder.layer.N) or DistilBERT (transformer.layer.N) layer; never embeddings, heads or lm_head.
 bool is_block_linear_weight(const std::string& name, const io::TensorView& t) {
   if (t.shape.size() != 2 || !name.ends_with(".weight")) return false;
+  if (name.find(".encoder.layer.") != std::string::npos || name.find(".transformer.layer.") != std::string::npos)
+    return true;
   for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj."})
     if (name.find(part) != std::string::npos) return true;
   return false;
@@ -193,13 +198,14 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
         where);
   const bool four_bit = int4 || nf4;
   if (four_bit) {
-    if (model_family(model) != ModelFamily::Decoder)
+    const auto family = model_family(model);
+    if (family == ModelFamily::Unknown)
       fail(
-          "{}: --precision {} exports a Llama, Mistral or Qwen2 decoder (GPTQ and bitsandbytes layouts); this model "
-          "is not one ({} export any model)",
+          "{}: --precision {} exports a Llama, Mistral or Qwen2 decoder or a BERT or DistilBERT classifier (GPTQ and "
+          "bitsandbytes layouts); this model is none ({} export any model)",
           where, asked, "fp16 and bf16");
-    const auto cfg = load_decoder_config(model, ck);
-    if (cfg.arch == DecoderArch::Gpt2)
+    if (family == ModelFamily::Encoder) (void)load_encoder_config(model, ck);  // a classifier qjoule reads
+    if (family == ModelFamily::Decoder && load_decoder_config(model, ck).arch == DecoderArch::Gpt2)
       fail(
           "{}: --precision {}: GPT-2's Conv1D layers have no GPTQ or bitsandbytes layout qjoule writes; fp16 and "
           "bf16 export it",

@@ -22,8 +22,8 @@ int int_field(const json& object, const char* field, int fallback, const std::st
 
 constexpr const char* kWhatQjouleReads =
     "qjoule reads FP32, FP16 and BF16 safetensors (and quantizes them itself, --precision) and 4-bit GPTQ "
-    "(act-order too), AWQ gemm and bitsandbytes nf4 checkpoints of Llama, Mistral and Qwen2 decoders; give the "
-    "unquantized model or one of those";
+    "(act-order too), AWQ gemm and bitsandbytes nf4 checkpoints of Llama, Mistral and Qwen2 decoders and BERT and "
+    "DistilBERT classifiers; give the unquantized model or one of those";
 
 }  // namespace
 
@@ -136,6 +136,10 @@ const io::TensorView& packed_tensor(const io::Checkpoint& ck, const CheckpointQu
     fail("{}: tensor '{}' is {} {}, expected a 2-D {} tensor ({})", t.file.string(), name, io::dtype_name(t.dtype),
          t.shape_string(), io::dtype_name(dtype), q.describe());
   return t;
+}
+
+bool is_prequantized_linear(const io::Checkpoint& ck, const std::string& name) {
+  return ck.contains(name + ".qweight") || !bnb_quant_state_tensor(ck, name).empty();
 }
 
 std::pair<int64_t, int64_t> prequantized_linear_dims(const io::Checkpoint& ck, const CheckpointQuantization& q,

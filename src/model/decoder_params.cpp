@@ -52,22 +52,7 @@ class DecoderParamReader {
   // nn.Linear: weight [out, in]; a pre-quantized checkpoint's from its packed tensors, checked now and
   // repacked when the model builds it.
   LinearParams linear(const std::string& name, int64_t out, int64_t in, bool bias) const {
-    if (cfg_.quantization) {
-      check_prequantized_linear(ck_, *cfg_.quantization, name, out, in);
-      LinearParams p;
-      p.name = name;
-      p.out_features = out;
-      p.in_features = in;
-      p.has_bias = ck_.contains(name + ".bias");
-      if (bias && !p.has_bias)
-        fail("{}: tensor '{}.bias' is missing (config.json gives this Linear a bias)", ck_.source().string(), name);
-      p.prequantized_precision = prequantized_precision(*cfg_.quantization);
-      p.prequantized_from = cfg_.quantization->describe();
-      p.build_prequantized = [&ck = ck_, q = *cfg_.quantization, name, out, in] {
-        return load_prequantized_linear(ck, q, name, out, in);
-      };
-      return p;
-    }
+    if (cfg_.quantization) return prequantized_linear_params(shared(), *cfg_.quantization, name, out, in, bias);
     return make(name, out, in, LinearSource{name + ".weight", bias ? name + ".bias" : "", false}, {out, in});
   }
 
@@ -106,6 +91,13 @@ class DecoderParamReader {
 
   std::shared_ptr<const std::map<std::string, LinearSource>> sources() const { return sources_; }
 
+  // The checkpoint, shared with the pre-quantized Linears' builders (one copy of its tensor table and
+  // its maps, kept open for as long as the parameters live).
+  std::shared_ptr<const io::Checkpoint> shared() const {
+    if (!shared_) shared_ = std::make_shared<const io::Checkpoint>(ck_);
+    return shared_;
+  }
+
  private:
   LinearParams make(const std::string& name, int64_t out, int64_t in, const LinearSource& src,
                     const std::vector<int64_t>& stored_shape) const {
@@ -125,6 +117,7 @@ class DecoderParamReader {
   }
 
   const io::Checkpoint& ck_;
+  mutable std::shared_ptr<const io::Checkpoint> shared_;
   const DecoderConfig& cfg_;
   bool defer_;
   std::shared_ptr<std::map<std::string, LinearSource>> sources_;

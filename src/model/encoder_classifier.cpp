@@ -111,7 +111,9 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
   };
   for (auto& lp : params.layers) {
     Layer layer;
-    if (lp.q.out_features == h && lp.k.out_features == h && lp.v.out_features == h) {
+    // Q, K and V fused into one Linear from their FP32 weights; a pre-quantized checkpoint's run as they are.
+    const bool prequantized = lp.q.build_prequantized || lp.k.build_prequantized || lp.v.build_prequantized;
+    if (!prequantized && lp.q.out_features == h && lp.k.out_features == h && lp.v.out_features == h) {
       const LinearParams fused = fused_qkv_params(lp.q, lp.k, lp.v);
       layer.qkv = OwnedLinear{factory(fused, true), fused.name};
       if (layer.qkv) {

@@ -60,10 +60,10 @@ std::string supported_architectures() {
 EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Checkpoint& ck) {
   const auto path = dir / "config.json";
   const json config = read_config_json(dir);
-  // Before any shape is read from its tensors: encoders are read unquantized only.
-  readable_checkpoint_quantization(dir, config, ck, /*reads_prequantized=*/false, "encoder classifier");
-
+  // Before any shape is read from its tensors: a pre-quantized checkpoint's shapes are its packed tensors'.
   EncoderConfig out;
+  out.quantization =
+      readable_checkpoint_quantization(dir, config, ck, /*reads_prequantized=*/true, "encoder classifier");
   out.model_type = string_field(config, "model_type", "", path.string() + ": ");
   std::string architectures = "none";
   if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()) {
@@ -91,8 +91,12 @@ EncoderConfig load_encoder_config(const std::filesystem::path& dir, const io::Ch
   out.vocab_size = r.reconcile(f.vocab, p + "embeddings.word_embeddings.weight", 0);
   out.hidden_size = r.reconcile(f.hidden, p + "embeddings.word_embeddings.weight", 1);
   out.max_positions = r.reconcile("max_position_embeddings", p + "embeddings.position_embeddings.weight", 0);
+  const std::string ffn_in = layer0 + (bert ? "intermediate.dense" : "ffn.lin1");
   out.intermediate_size =
-      r.reconcile(f.intermediate, layer0 + (bert ? "intermediate.dense.weight" : "ffn.lin1.weight"), 0);
+      out.quantization && is_prequantized_linear(ck, ffn_in)
+          ? r.reconcile_value(f.intermediate, prequantized_linear_dims(ck, *out.quantization, ffn_in).first,
+                              "the packed tensors of '" + ffn_in + "'")
+          : r.reconcile(f.intermediate, ffn_in + ".weight", 0);
   if (bert) out.type_vocab_size = r.reconcile("type_vocab_size", p + "embeddings.token_type_embeddings.weight", 0);
 
   const int64_t layers_in_checkpoint = count_layers(ck, bert ? p + "encoder.layer." : p + "transformer.layer.");

@@ -1,9 +1,12 @@
 #include "qjoule/model/encoder_params.h"
 
+#include <memory>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "qjoule/error.h"
+#include "qjoule/model/prequantized_linear.h"
 
 namespace qjoule::model {
 namespace {
@@ -22,7 +25,19 @@ class ParamReader {
     return ck_.to_f32(name);
   }
 
-  LinearParams linear(const std::string& name, int64_t out, int64_t in) const {
+  // A transformer layer's Linear (`in_layer`) of a pre-quantized checkpoint must be packed; the pooler and
+  // the classifier may be either.
+  LinearParams linear(const std::string& name, int64_t out, int64_t in, bool in_layer = true) const {
+    if (cfg_.quantization && is_prequantized_linear(ck_, name))
+      return prequantized_linear_params(shared(), *cfg_.quantization, name, out, in, /*bias_expected=*/true);
+    if (cfg_.quantization && in_layer && ck_.contains(name + ".weight")) {
+      const auto& t = ck_.at(name + ".weight");
+      fail(
+          "{}: Linear '{}' is not packed: its weight is {} {}, but config.json's quantization_config says {} (a "
+          "transformer layer's Linear holds qweight, qzeros and scales, or bitsandbytes' weight.absmax and quant "
+          "state)",
+          t.file.string(), name, io::dtype_name(t.dtype), t.shape_string(), cfg_.quantization->describe());
+    }
     LinearParams p;
     p.name = name;
     p.out_features = out;
@@ -32,6 +47,12 @@ class ParamReader {
     return p;
   }
 
+  // The checkpoint, shared with the pre-quantized Linears' builders (decoder_params.cpp does the same).
+  std::shared_ptr<const io::Checkpoint> shared() const {
+    if (!shared_) shared_ = std::make_shared<const io::Checkpoint>(ck_);
+    return shared_;
+  }
+
   LayerNormParams norm(const std::string& name) const {
     return {name, read(name + ".weight", {cfg_.hidden_size}), read(name + ".bias", {cfg_.hidden_size})};
   }
@@ -39,6 +60,7 @@ class ParamReader {
  private:
   const io::Checkpoint& ck_;
   const EncoderConfig& cfg_;
+  mutable std::shared_ptr<const io::Checkpoint> shared_;
 };
 
 }  // namespace
@@ -81,8 +103,8 @@ EncoderParams load_encoder_params(const io::Checkpoint& ck, const EncoderConfig&
     }
     out.layers.push_back(std::move(layer));
   }
-  out.head_dense = r.linear(cfg.arch == EncoderArch::Bert ? p + "pooler.dense" : "pre_classifier", h, h);
-  out.classifier = r.linear("classifier", cfg.num_labels, h);
+  out.head_dense = r.linear(cfg.arch == EncoderArch::Bert ? p + "pooler.dense" : "pre_classifier", h, h, false);
+  out.classifier = r.linear("classifier", cfg.num_labels, h, false);
   return out;
 }
 

@@ -239,4 +239,25 @@ std::unique_ptr<kernels::Linear> load_prequantized_linear(const io::Checkpoint& 
   }
 }
 
+LinearParams prequantized_linear_params(std::shared_ptr<const io::Checkpoint> checkpoint,
+                                        const CheckpointQuantization& q, const std::string& name, int64_t out,
+                                        int64_t in, bool bias_expected) {
+  const io::Checkpoint& ck = *checkpoint;
+  check_prequantized_linear(ck, q, name, out, in);
+  LinearParams p;
+  p.name = name;
+  p.out_features = out;
+  p.in_features = in;
+  p.has_bias = ck.contains(name + ".bias");
+  if (bias_expected && !p.has_bias)
+    fail("{}: tensor '{}.bias' is missing (config.json gives this Linear a bias)", ck.source().string(), name);
+  if (p.has_bias) (void)ck.at(name + ".bias");  // read when the Linear is built; not an unused tensor
+  p.prequantized_precision = prequantized_precision(q);
+  p.prequantized_from = q.describe();
+  p.build_prequantized = [checkpoint = std::move(checkpoint), q, name, out, in] {
+    return load_prequantized_linear(*checkpoint, q, name, out, in);
+  };
+  return p;
+}
+
 }  // namespace qjoule::model

@@ -291,8 +291,9 @@ INSTANTIATE_TEST_SUITE_P(
                               c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
                             })},
         BadInput{"bnb_nf4_encoder", "eval --model DIR/m --dataset TB/dataset.tsv",
-                 "DIR/m/config.json: a pre-quantized checkpoint (bitsandbytes 4-bit nf4 with double quant): encoder "
-                 "classifier models are read unquantized only; qjoule reads",
+                 "DIR/m/model.safetensors: Linear 'bert.encoder.layer.0.attention.self.query' is not packed: its "
+                 "weight is F32 [32, 32], but config.json's quantization_config says bitsandbytes 4-bit nf4 with "
+                 "double quant",
                  1,
                  model_copy("tiny-bert",
                             [](nlohmann::json& c) {

@@ -89,7 +89,10 @@ TEST(CliPrequantized, AGptqCheckpointRunsAsQjoulesOwnFormatOnItsCodes) {
       run_command(no_sensors(dir) + qjoule() + " bench --model " + gptq.string() +
                   " --precisions int4:g=64:asym --seq 8" + common + " --out " + (dir / "d").string() + " 2>&1");
   EXPECT_EQ(no_base.exit_code, 1) << no_base.output;
-  EXPECT_THAT(no_base.output, HasSubstr("with no FP32 weights to compute the reference from; give --kl-base FILE"));
+  EXPECT_THAT(
+      no_base.output,
+      HasSubstr("with no FP32 weights to compute the reference from; give --reference DIR, its unquantized model, or "
+                "--kl-base FILE"));
 }
 
 // `qjoule export` then import: the perplexity to the last digit of qjoule's own format on the original,
@@ -127,6 +130,95 @@ TEST(CliPrequantized, ExportThenImportGivesTheSamePerplexity) {
                                 (dir / "int8").string() + " 2>&1");
   EXPECT_EQ(int8.exit_code, 1) << int8.output;
   EXPECT_THAT(int8.output, HasSubstr("--precision int8: no checkpoint layout holds it; qjoule exports"));
+}
+
+// --reference DIR: the unquantized model gives a pre-quantized checkpoint its FP32 references: the
+// pseudo-random-prompt fidelity, and with --text the KL base (no --kl-base needed), the same text quality
+// as the own-format run of the unquantized model; a reference that does not match is one line.
+TEST(CliPrequantized, ReferenceGivesFidelityAndTheTextBase) {
+  const auto dir = qjoule::test::temp_dir("cli_prequantized_reference");
+  const auto gptq = dir / "gptq";
+  const auto exported = run_command(qjoule() + " export --model " + tiny_llama().string() +
+                                    " --precision int4:g=64:asym --out " + gptq.string() + " 2>&1");
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const auto text = dir / "text.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
+  }
+  const std::string bench = no_sensors(dir) + qjoule() +
+                            " bench --precisions int4:g=64:asym --seq 8 --decode-tokens 2 --iters 1 --idle 0 "
+                            "--threads 1";
+  const auto fidelity = run_command(bench + " --model " + gptq.string() + " --reference " + tiny_llama().string() +
+                                    " --out " + (dir / "a").string() + " 2>&1");
+  ASSERT_EQ(fidelity.exit_code, 0) << fidelity.output;
+  const auto own =
+      run_command(bench + " --model " + tiny_llama().string() + " --out " + (dir / "b").string() + " 2>&1");
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  const auto ra = read_records(dir / "a" / "results.jsonl").at(0), rb = read_records(dir / "b" / "results.jsonl").at(0);
+  for (const char* key : {"fidelity_top1_agreement", "fidelity_mean_kl", "fidelity_max_abs_dlogit"}) {
+    EXPECT_FALSE(ra[key].is_null()) << key;
+    EXPECT_EQ(ra[key], rb[key]) << key;
+  }
+
+  const std::string lm = " --text " + text.string() + " --ctx 64 --stride 32";
+  const auto with_text = run_command(bench + lm + " --model " + gptq.string() + " --reference " +
+                                     tiny_llama().string() + " --out " + (dir / "c").string() + " 2>&1");
+  ASSERT_EQ(with_text.exit_code, 0) << with_text.output;
+  EXPECT_THAT(with_text.output, HasSubstr("from --reference '" + tiny_llama().string() + "'"));
+  const auto own_text =
+      run_command(bench + lm + " --model " + tiny_llama().string() + " --out " + (dir / "d").string() + " 2>&1");
+  ASSERT_EQ(own_text.exit_code, 0) << own_text.output;
+  const auto rc = read_records(dir / "c" / "results.jsonl").at(0), rd = read_records(dir / "d" / "results.jsonl").at(0);
+  for (const char* key : {"lm_ppl", "lm_base_ppl", "lm_kl_mean", "lm_same_top_rate"})
+    EXPECT_EQ(rc[key], rd[key]) << key;
+
+  const auto not_prequantized = run_command(bench + " --model " + tiny_llama().string() + " --reference " +
+                                            tiny_llama().string() + " --out " + (dir / "e").string() + " 2>&1");
+  EXPECT_EQ(not_prequantized.exit_code, 1) << not_prequantized.output;
+  EXPECT_THAT(not_prequantized.output, HasSubstr("no model of this sweep is a pre-quantized checkpoint"));
+  const auto other = run_command(bench + " --model " + gptq.string() + " --reference " +
+                                 (qjoule::test::fixtures_dir() / "decoders" / "tiny-qwen2").string() + " --out " +
+                                 (dir / "f").string() + " 2>&1");
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_THAT(other.output, HasSubstr("tiny-qwen2: a Qwen2ForCausalLM, but model '" + gptq.string() +
+                                      "' is a LlamaForCausalLM; expected its unquantized model"));
+}
+
+// A BERT classifier exported as GPTQ: bench measures its accuracy, and with --reference its fidelity,
+// equal to the own-format run of the unquantized model (the same codes); another precision is one line.
+TEST(CliPrequantized, AnEncoderCheckpointIsBenchedWithItsReference) {
+  const auto dir = qjoule::test::temp_dir("cli_prequantized_encoder");
+  const auto bert = qjoule::test::fixtures_dir() / "tiny-bert";
+  const auto gptq = dir / "gptq";
+  ASSERT_EQ(run_command(qjoule() + " export --model " + bert.string() + " --precision int4:g=32:asym --out " +
+                        gptq.string() + " 2>&1")
+                .exit_code,
+            0);
+  const std::string bench = no_sensors(dir) + qjoule() + " bench --dataset " + (bert / "dataset.tsv").string() +
+                            " --precisions int4:g=32:asym --batch 4 --seq 16 --iters 1 --idle 0 --threads 1";
+  const auto a = run_command(bench + " --model " + gptq.string() + " --reference " + bert.string() + " --out " +
+                             (dir / "a").string() + " 2>&1");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const auto b = run_command(bench + " --model " + bert.string() + " --out " + (dir / "b").string() + " 2>&1");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const auto ra = read_records(dir / "a" / "results.jsonl").at(0), rb = read_records(dir / "b" / "results.jsonl").at(0);
+  EXPECT_EQ(ra["weights_source"], "checkpoint: gptq 4-bit, group_size 32, asym, desc_act false, gptq_v2 zeros");
+  for (const char* key : {"accuracy", "fidelity_top1_agreement", "fidelity_mean_kl"}) {
+    EXPECT_FALSE(ra[key].is_null()) << key;
+    EXPECT_EQ(ra[key], rb[key]) << key;
+  }
+  const auto no_reference =
+      run_command(bench + " --model " + gptq.string() + " --out " + (dir / "c").string() + " 2>&1");
+  ASSERT_EQ(no_reference.exit_code, 0) << no_reference.output;
+  const auto rc = read_records(dir / "c" / "results.jsonl").at(0);
+  EXPECT_TRUE(rc["fidelity_top1_agreement"].is_null());
+  EXPECT_EQ(rc["accuracy"], ra["accuracy"]);
+  const auto other = run_command(no_sensors(dir) + qjoule() + " bench --model " + gptq.string() +
+                                 " --precisions int8 --seq 16 --out " + (dir / "d").string() + " 2>&1");
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_THAT(other.output, HasSubstr("is a pre-quantized checkpoint (gptq 4-bit, group_size 32, asym, desc_act "
+                                      "false, gptq_v2 zeros) whose codes run as int4:g=32:asym"));
 }
 
 }  // namespace

@@ -91,6 +91,10 @@ bool is_decoder_model(const std::string& model);
 // naming the configuration.
 void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_tokens = kDefaultDecodeTokens);
 
+// --reference DIR (LmTextOptions::reference): an unquantized model whose shapes match every pre-quantized
+// checkpoint of the sweep, at least one of which there must be; one line otherwise. Nothing when empty.
+void validate_reference(const std::vector<RunConfig>& configs, const std::string& reference);
+
 // The machine and build the records come from (CPU model, cores, ISA flags, OS, compiler, qjoule
 // version and commit, oneDNN), the same for every run of one invocation.
 nlohmann::json run_environment();

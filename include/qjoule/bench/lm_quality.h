@@ -45,6 +45,9 @@ struct LmTextOptions {
   int64_t max_tokens = kDefaultLmMaxTokens;  // 0 = the whole text
   std::vector<std::string> kl_bases;         // --kl-base: FP32 references to use instead of computing them
   double max_ppl_increase_pct = 5.0;         // --max-ppl-increase: flag runs above it (paper table, report)
+  // --reference DIR: the unquantized model of the sweep's pre-quantized checkpoints, whose FP32 runs are
+  // their references (the text's KL base, encoder and decoder fidelity); "" = none.
+  std::string reference;
 };
 
 // What one model scores: the tokens, the windows and where its FP32 reference is.
@@ -55,6 +58,7 @@ struct LmText {
   int64_t ctx = 0, stride = 0, windows = 0, scored = 0;
   nlohmann::json identity;          // what a matching KL base says it was computed from
   std::filesystem::path base_path;  // a --kl-base file, or OUT/kl-base/<...>.qjkl
+  std::string fp32_model;           // the model the reference is computed from: `model`, or --reference's
   bool base_given = false;          // base_path is a --kl-base file
 };
 

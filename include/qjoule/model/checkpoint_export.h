@@ -1,4 +1,5 @@
-// `qjoule export`: an unquantized Hugging Face decoder written in the layout its precision maps to, so
+// `qjoule export`: an unquantized Hugging Face decoder (Llama family) or encoder classifier (BERT,
+// DistilBERT) written in the layout its precision maps to, so
 // that what qjoule measured can be run by another runtime, and read back by qjoule bit for bit.
 //
 //   int4:g=G[:sym|:asym]  GPTQ (model/prequantized_linear.h): checkpoint_format gptq_v2 (zeros as is),
@@ -7,11 +8,12 @@
 //   nf4, nf4:dq           bitsandbytes 4-bit (model/bnb_nf4_linear.h), with and without double quant
 //   fp16, bf16            plain safetensors, every floating-point tensor converted (round to nearest even)
 //
-// The transformer-block Linears (q/k/v/o_proj, gate/up/down_proj) are quantized, one at a time; every
-// other tensor (embeddings, norms, lm_head) is copied as stored for the 4-bit layouts. config.json gets
+// The transformer-block Linears (q/k/v/o_proj, gate/up/down_proj; a BERT / DistilBERT layer's) are
+// quantized, one at a time; every other tensor (embeddings, norms, lm_head, a classifier's pooler and
+// head) is copied as stored for the 4-bit layouts. config.json gets
 // the layout's quantization_config (or torch_dtype); tokenizer and generation files are copied. Memory:
 // the output's quantized bytes plus one Linear in FP32 (the source is mapped, its pages released).
-// A spec with no layout, an encoder or GPT-2 for a 4-bit layout, a checkpoint that is already quantized,
+// A spec with no layout, GPT-2 or an unknown model for a 4-bit layout, a checkpoint that is already quantized,
 // shapes a layout cannot hold, or an output folder that is not empty: one line, before anything is written.
 #pragma once
 

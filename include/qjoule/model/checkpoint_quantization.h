@@ -61,6 +61,10 @@ std::optional<CheckpointQuantization> readable_checkpoint_quantization(const std
 const io::TensorView& packed_tensor(const io::Checkpoint& checkpoint, const CheckpointQuantization& quantization,
                                     const std::string& tensor_name, io::DType dtype);
 
+// Whether Linear `name` is packed in the checkpoint (NAME.qweight, or a bitsandbytes quant state): a
+// pre-quantized checkpoint may keep some Linears unquantized (a classifier head, lm_head).
+bool is_prequantized_linear(const io::Checkpoint& checkpoint, const std::string& name);
+
 // The (out_features, in_features) of Linear `name` as its packed tensors give them (GPTQ's qweight
 // [in / 8, out], AWQ's [in, out / 8], bitsandbytes' quant state's shape).
 std::pair<int64_t, int64_t> prequantized_linear_dims(const io::Checkpoint& checkpoint,

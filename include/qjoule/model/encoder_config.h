@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "qjoule/io/safetensors.h"
+#include "qjoule/model/checkpoint_quantization.h"
 
 namespace qjoule::model {
 
@@ -31,6 +33,9 @@ struct EncoderConfig {
   int64_t pad_token_id = 0;
   std::vector<std::string> id2label;
   std::vector<std::string> inferred_fields;  // fields that came from tensor shapes, not config.json
+  // A pre-quantized checkpoint's method and layout (GPTQ, AWQ, bitsandbytes NF4): its packed Linears are
+  // read from their codes (model/prequantized_linear.h); nullopt for an unquantized checkpoint.
+  std::optional<CheckpointQuantization> quantization;
 
   int64_t head_dim() const { return hidden_size / num_heads; }
   // Tensor-name prefix of the encoder body: "bert." or "distilbert.".

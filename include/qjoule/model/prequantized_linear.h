@@ -32,6 +32,7 @@
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/linear.h"
 #include "qjoule/model/checkpoint_quantization.h"
+#include "qjoule/model/encoder_params.h"
 
 namespace qjoule::model {
 
@@ -52,5 +53,13 @@ void check_prequantized_linear(const io::Checkpoint& checkpoint, const Checkpoin
 std::unique_ptr<kernels::Linear> load_prequantized_linear(const io::Checkpoint& checkpoint,
                                                           const CheckpointQuantization& quantization,
                                                           const std::string& name, int64_t out, int64_t in);
+
+// The LinearParams of packed Linear `name` of [out, in], checked now (check_prequantized_linear) and
+// built from its codes each time a model asks (load_prequantized_linear), from `checkpoint`, which the
+// builder keeps open (parameters outlive the reader that made them: a bench builds a model per run);
+// `bias_expected`: one line when the model's config gives it a bias and the checkpoint has none.
+LinearParams prequantized_linear_params(std::shared_ptr<const io::Checkpoint> checkpoint,
+                                        const CheckpointQuantization& quantization, const std::string& name,
+                                        int64_t out, int64_t in, bool bias_expected);
 
 }  // namespace qjoule::model
