@@ -76,8 +76,10 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const 
 //   avx512_bf16  + AVX512_BF16 and oneDNN's native BF16 matmul: the 4-bit GEMVs multiply BF16-rounded
 //                activations with vdpbf16ps (FP32 accumulation; w8 stays FP32), and larger m dequantize
 //                weight rows once per call into a BF16 panel multiplied on oneDNN's BF16 matmul (compute
-//                BF16 × BF16 → FP32). Path "qjoule:avx512_bf16:int4_bf16,m>4:bf16_panel+onednn:brg:
-//                avx512_core_bf16:bf16bf16f32".
+//                BF16 × BF16 → FP32), or, on CPUs where that is not faster than FP32 (no AMX; measured
+//                once per process), into an FP32 panel on its FP32 matmul. Path "qjoule:avx512_bf16:
+//                int4_bf16,m>4:bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32" or "...,m>4:
+//                f32_panel+onednn:brg:avx512_core:f32".
 // fp16 and int4:a8 have no AVX-512 kernel: at the avx512 levels they run, and are labelled, avx2.
 enum class WeightOnlyIsa { scalar = 0, avx2 = 1, avx512 = 2, avx512_bf16 = 3 };
 // The ISA that weight-only linears built from now on use (fixed per layer at construction, kernel and

@@ -15,8 +15,10 @@
 //    rounded to BF16, gemv_bytes_bf16).
 //  * m > kGemvMaxRows (prefill), avx512_bf16: rows of W are dequantized once per call into a BF16 panel
 //    (kPanelBytes at most) and oneDNN's native BF16 matmul multiplies the BF16-rounded activations by it
-//    (vdpbf16ps / AMX, FP32 accumulation). avx512 (no AVX512_BF16): the caller's AVX2 tiled FP32
-//    kernels. The weights stay 4/8-bit in memory; the panel is scratch.
+//    (vdpbf16ps / AMX, FP32 accumulation), or, where that is not faster than FP32 on this CPU
+//    (panel_kind()), into an FP32 panel (kF32PanelBytes) multiplied by the FP32 activations on oneDNN's
+//    FP32 matmul. avx512 (no AVX512_BF16): the caller's AVX2 tiled FP32 kernels. The weights stay
+//    4/8-bit in memory; the panel is scratch.
 //
 // 4-bit decoders ("nibble" formats, Dec::kNibbles = true) provide
 //   int64_t rows(), cols();
@@ -57,22 +59,36 @@
 
 namespace qjoule::kernels::avx512 {
 
-constexpr int64_t kChunk = 128;             // weights per decoded chunk of a 4-bit row (64 bytes)
-constexpr int64_t kGemvMaxRows = 4;         // m up to this: GEMV
-constexpr int64_t kGemvOutBlock = 16;       // output rows per OpenMP work item
-constexpr int64_t kPanelBytes = 256 << 10;  // BF16 panel of dequantized weight rows per thread, at most
+constexpr int64_t kChunk = 128;                 // weights per decoded chunk of a 4-bit row (64 bytes)
+constexpr int64_t kGemvMaxRows = 4;             // m up to this: GEMV
+constexpr int64_t kGemvOutBlock = 16;           // output rows per OpenMP work item
+constexpr int64_t kPanelBytes = 256 << 10;      // BF16 panel of dequantized weight rows per thread, at most
+constexpr int64_t kF32PanelBytes = 1024 << 10;  // FP32 panel: the same rows take twice the bytes; K = 3072 wants more
 
 // The BF16 panel product (weight_only_bf16_panel.cpp): y[:, n0 .. n0 + n) = a · panelᵀ + bias[n0 ..),
 // a: [m, k] BF16, panel: [n, k] BF16 (row-major, i.e. oneDNN's "ba"), y with row stride ldy (a
 // narrower panel goes through a dense scratch: oneDNN's implementation depends on the stride). A shape
-// whose oneDNN implementation is not the one bf16_panel_kernel_path() names is an error, never a
-// wrong label.
+// whose oneDNN implementation is not the one panel_kernel_path() names is an error, never a wrong
+// label.
 void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n, const float* bias,
                        float* y, int64_t ldy);
+// The same product in FP32: a [m, k] FP32, panel [n, k] FP32, on oneDNN's FP32 matmul.
+void f32_panel_matmul(const float* a, int64_t m, int64_t k, const float* panel, int64_t n, const float* bias, float* y,
+                      int64_t ldy);
 // True where oneDNN has a native (non-reference) BF16 matmul and the CPU has AVX512_BF16: the
-// avx512_bf16 level, whose kernel paths end in bf16_panel_kernel_path().
+// avx512_bf16 level.
 bool bf16_panel_available();
-const std::string& bf16_panel_kernel_path();  // "onednn:brg:avx512_core_bf16:bf16bf16f32"
+// Which panel the avx512_bf16 level's prefill multiplies, decided once per process: BF16 where oneDNN's
+// BF16 matmul is at least kBf16PanelMinSpeedup times its FP32 matmul on this CPU (AMX, or BF16 dot
+// products twice as wide as FP32 FMAs), timed once on a [256 x 1024] x [1024 x 256] product in the
+// calling thread; FP32 otherwise (AVX512_BF16 without AMX: oneDNN's BF16 brgemm ran at 0.55x its FP32
+// one on a Sapphire Rapids-class Xeon, and dequantizing to FP32 panels made nf4 / int4 / w8 prefill
+// 1.5x faster). QJOULE_WEIGHT_ONLY_PANEL=bf16|f32 decides instead (tests, benchmarks).
+enum class PanelKind { bf16, f32 };
+inline constexpr double kBf16PanelMinSpeedup = 1.15;
+PanelKind panel_kind();
+// "bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32" or "f32_panel+onednn:brg:avx512_core:f32".
+const std::string& panel_kernel_path();
 
 QJOULE_TARGET_AVX512 inline __mmask16 tail_mask(int64_t n) {
   return n >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
@@ -435,6 +451,38 @@ QJOULE_TARGET_AVX512_BF16 void dequantize_rows_bf16(const Dec& dec, int64_t o_be
   }
 }
 
+// The same into an FP32 panel (the FP32 panel prefill: CPUs whose BF16 dot products are no faster than
+// FP32 FMAs): panel row j = W[o_begin + j, :] in the same order, unrounded.
+template <class Dec>
+QJOULE_TARGET_AVX512 void dequantize_rows_f32(const Dec& dec, int64_t o_begin, int64_t o_end, float* panel) {
+  const int64_t K = dec.cols();
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    const auto row = dec.row(o);
+    float* out = panel + (o - o_begin) * K;
+    int64_t k_done = 0;
+    if constexpr (Dec::kNibbles) {
+      const __m512 table = dec.table();
+      const int64_t chunks = K / kChunk;
+      for (int64_t c = 0; c < chunks; ++c) {
+        __m512i codes;
+        __m512 d, z;
+        row.chunk(c, codes, d, z);
+#pragma GCC unroll 8
+        for (int s = 0; s < 8; ++s) {
+          __m512 w = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4 * s), table);
+          if constexpr (Dec::kHasZero) w = _mm512_sub_ps(w, z);
+          _mm512_storeu_ps(out + c * kChunk + 16 * s, _mm512_mul_ps(w, d));
+        }
+      }
+      k_done = chunks * kChunk;
+    } else {
+      const __m512 scale = _mm512_set1_ps(row.scale());
+      for (; k_done + 16 <= K; k_done += 16) _mm512_storeu_ps(out + k_done, _mm512_mul_ps(row.load16(k_done), scale));
+    }
+    for (int64_t k = k_done; k < K; ++k) out[k] = row.at(k);
+  }
+}
+
 // a[i] = bf16(x[i]) for `count` values.
 QJOULE_TARGET_AVX512_BF16 inline void to_bf16(const float* x, int64_t count, uint16_t* a) {
   int64_t i = 0;
@@ -466,7 +514,7 @@ class ScratchBuffer {
 
 // Per-thread scratch of the calls below, reused across calls.
 struct Scratch {
-  ScratchBuffer<float> xp, xs;
+  ScratchBuffer<float> xp, xs, panel_f32;
   ScratchBuffer<uint16_t> a, panel;
 };
 inline Scratch& scratch() {
@@ -533,6 +581,32 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
     return;
   }
   if constexpr (kBf16) {
+    if (panel_kind() == PanelKind::f32) {
+      // The activations as they are (4-bit formats: permuted into the panel's chunk order); each thread
+      // dequantizes its panels of whole 16-row blocks into FP32 scratch and multiplies them right away.
+      float* a = s.xp.get(m * K);
+      if constexpr (Dec::kNibbles) {
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < m; ++i) permute_like_chunks(x_in + i * K, K, a + i * K, nullptr);
+      } else {
+        a = const_cast<float*>(x_in);
+      }
+      const int64_t threads = std::max(1, omp_get_max_threads());
+      const int64_t blocks = (N + 15) / 16;
+      const int64_t max_blocks = std::max<int64_t>(1, kF32PanelBytes / 4 / K / 16);
+      int64_t panels = (blocks + max_blocks - 1) / max_blocks;
+      panels = std::min(blocks, (panels + threads - 1) / threads * threads);
+      const int64_t panel_rows = (blocks + panels - 1) / panels * 16;
+      const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
+#pragma omp parallel for schedule(static)
+      for (int64_t p = 0; p < panel_count; ++p) {
+        const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
+        float* panel = scratch().panel_f32.get(panel_rows * K);
+        dequantize_rows_f32(dec, n0, n0 + n, panel);
+        f32_panel_matmul(a, m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+      }
+      return;
+    }
     // The activations rounded to BF16, rows split over the threads; for 4-bit formats first permuted
     // into the panel's chunk order (in the calling thread's scratch: each OpenMP thread has its own).
     uint16_t* a = s.a.get(m * K);

@@ -1,6 +1,7 @@
 // The prefill product of the AVX-512 BF16 weight-only kernels: BF16 activations times a panel of weight
-// rows dequantized to BF16, on oneDNN's native BF16 matmul (weight_only_avx512.h). One primitive per
-// (m, k, n, bias) shape, created on first use and cached process-wide.
+// rows dequantized to BF16, on oneDNN's native BF16 matmul, or FP32 activations times an FP32 panel on
+// its FP32 matmul, whichever panel_kind() chose for this CPU (weight_only_avx512.h). One primitive per
+// (m, k, n, bias, type) shape, created on first use and cached process-wide.
 //
 // Each OpenMP thread runs its own panels (run_gemm's parallel loop calls this from inside it): oneDNN
 // then runs single-threaded in the calling thread (it does inside an OpenMP parallel region), on a
@@ -12,6 +13,9 @@
 // and the kernel path names one implementation. A panel narrower than y is written to scratch and
 // copied into its columns. A shape whose implementation differs from the path is an error.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -34,11 +38,12 @@ struct Entry {
   dnnl::matmul prim;
 };
 
-dnnl::matmul::primitive_desc make_pd(int64_t m, int64_t k, int64_t n, bool with_bias) {
+dnnl::matmul::primitive_desc make_pd(int64_t m, int64_t k, int64_t n, bool with_bias,
+                                     memory::data_type type = memory::data_type::bf16) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const memory::desc src_md({m, k}, memory::data_type::bf16, memory::format_tag::ab);
-  const memory::desc wei_md({k, n}, memory::data_type::bf16, memory::dims{1, k});  // panel [n, k] seen as [k, n]
+  const memory::desc src_md({m, k}, type, memory::format_tag::ab);
+  const memory::desc wei_md({k, n}, type, memory::dims{1, k});  // panel [n, k] seen as [k, n]
   const memory::desc dst_md({m, n}, memory::data_type::f32, memory::format_tag::ab);
   if (with_bias) {
     const memory::desc bias_md({1, n}, memory::data_type::f32, memory::format_tag::ab);
@@ -47,28 +52,36 @@ dnnl::matmul::primitive_desc make_pd(int64_t m, int64_t k, int64_t n, bool with_
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, dst_md), attr, onednn_cpu_engine());
 }
 
-std::string path_of(const dnnl::matmul::primitive_desc& pd) { return onednn_kernel_path(pd) + ":bf16bf16f32"; }
+std::string path_of(const dnnl::matmul::primitive_desc& pd, memory::data_type type = memory::data_type::bf16) {
+  return onednn_kernel_path(pd) + (type == memory::data_type::bf16 ? ":bf16bf16f32" : ":f32");
+}
 
-const Entry& entry_for(int64_t m, int64_t k, int64_t n, bool with_bias) {
+// The implementation every panel product of `type` must run on (its name is in the layers' kernel path).
+const std::string& expected_path(memory::data_type type) {
+  static const std::string bf16 = bf16_panel_available() ? path_of(make_pd(64, 256, 64, true)) : std::string();
+  static const std::string f32 = path_of(make_pd(64, 256, 64, true, memory::data_type::f32), memory::data_type::f32);
+  return type == memory::data_type::bf16 ? bf16 : f32;
+}
+
+const Entry& entry_for(int64_t m, int64_t k, int64_t n, bool with_bias,
+                       memory::data_type type = memory::data_type::bf16) {
   static std::mutex mutex;
-  static std::map<std::tuple<int64_t, int64_t, int64_t, bool>, Entry> cache;
+  static std::map<std::tuple<int64_t, int64_t, int64_t, bool, int>, Entry> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(m, k, n, with_bias);
+  const auto key = std::make_tuple(m, k, n, with_bias, static_cast<int>(type));
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  auto pd = make_pd(m, k, n, with_bias);
-  if (path_of(pd) != bf16_panel_kernel_path()) {
-    fail("BF16 panel product of {} x {} x {}: oneDNN chose {}, not the {} that the layer's kernel path names", m, k, n,
-         path_of(pd), bf16_panel_kernel_path());
+  auto pd = make_pd(m, k, n, with_bias, type);
+  if (path_of(pd, type) != expected_path(type)) {
+    fail("{} panel product of {} x {} x {}: oneDNN chose {}, not the {} that the layer's kernel path names",
+         type == memory::data_type::bf16 ? "BF16" : "FP32", m, k, n, path_of(pd, type), expected_path(type));
   }
   return cache.emplace(key, Entry{pd, dnnl::matmul(pd)}).first->second;
 }
 
-}  // namespace
-
-void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n, const float* bias,
-                       float* y, int64_t ldy) {
-  const Entry& e = entry_for(m, k, n, bias != nullptr);
+void panel_matmul(const void* a, int64_t m, int64_t k, const void* panel, int64_t n, const float* bias, float* y,
+                  int64_t ldy, memory::data_type type) {
+  const Entry& e = entry_for(m, k, n, bias != nullptr, type);
   thread_local std::vector<float> dense;
   thread_local std::vector<uint8_t> scratchpad;
   const dnnl::engine& engine = onednn_cpu_engine();
@@ -81,8 +94,8 @@ void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* 
     out = dense.data();
   }
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, const_cast<uint16_t*>(a))},
-      {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, const_cast<uint16_t*>(panel))},
+      {DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, const_cast<void*>(a))},
+      {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, const_cast<void*>(panel))},
       {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, out)},
       {DNNL_ARG_SCRATCHPAD, memory(scratch_md, engine, scratchpad.data())}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), engine, const_cast<float*>(bias)));
@@ -94,6 +107,63 @@ void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* 
   }
 }
 
+}  // namespace
+
+void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n, const float* bias,
+                       float* y, int64_t ldy) {
+  panel_matmul(a, m, k, panel, n, bias, y, ldy, memory::data_type::bf16);
+}
+
+void f32_panel_matmul(const float* a, int64_t m, int64_t k, const float* panel, int64_t n, const float* bias, float* y,
+                      int64_t ldy) {
+  panel_matmul(a, m, k, panel, n, bias, y, ldy, memory::data_type::f32);
+}
+
+namespace {
+
+// Seconds per product of the [256 x 1024] x [1024 x 256] panel product in `type`, best of 3.
+double seconds_per_product(memory::data_type type) {
+  constexpr int64_t m = 256, k = 1024, n = 256;
+  std::vector<uint16_t> a16(m * k, 0x3F80), p16(n * k, 0x3F80);  // 1.0 in BF16
+  std::vector<float> a32(m * k, 1.0f), p32(n * k, 1.0f), y(m * n);
+  double best = 1e30;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    if (type == memory::data_type::bf16)
+      panel_matmul(a16.data(), m, k, p16.data(), n, nullptr, y.data(), n, type);
+    else
+      panel_matmul(a32.data(), m, k, p32.data(), n, nullptr, y.data(), n, type);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (rep > 0) best = std::min(best, s);  // the first creates the primitive
+  }
+  return best;
+}
+
+}  // namespace
+
+PanelKind panel_kind() {
+  static const PanelKind kind = [] {
+    if (const char* forced = std::getenv("QJOULE_WEIGHT_ONLY_PANEL")) {
+      const std::string v = forced;
+      if (v == "bf16") return PanelKind::bf16;
+      if (v == "f32") return PanelKind::f32;
+      fail("QJOULE_WEIGHT_ONLY_PANEL={}: expected bf16 or f32", v);
+    }
+    if (!bf16_panel_available()) return PanelKind::f32;
+    const double bf16 = seconds_per_product(memory::data_type::bf16);
+    const double f32 = seconds_per_product(memory::data_type::f32);
+    return f32 >= kBf16PanelMinSpeedup * bf16 ? PanelKind::bf16 : PanelKind::f32;
+  }();
+  return kind;
+}
+
+const std::string& panel_kernel_path() {
+  static const std::string path = panel_kind() == PanelKind::bf16
+                                      ? "bf16_panel+" + expected_path(memory::data_type::bf16)
+                                      : "f32_panel+" + expected_path(memory::data_type::f32);
+  return path;
+}
+
 bool bf16_panel_available() {
   static const bool available = [] {
     __builtin_cpu_init();
@@ -102,11 +172,6 @@ bool bf16_panel_available() {
            onednn_has_native_bf16_matmul();
   }();
   return available;
-}
-
-const std::string& bf16_panel_kernel_path() {
-  static const std::string path = bf16_panel_available() ? path_of(make_pd(64, 256, 64, true)) : std::string();
-  return path;
 }
 
 }  // namespace qjoule::kernels::avx512

@@ -79,7 +79,7 @@ std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel
       if (bf16_decode && kernel.ends_with("_f32")) {
         decode = "qjoule:avx512_bf16:" + kernel.substr(0, kernel.size() - 4) + "_bf16";
       }
-      return decode + ",m>4:bf16_panel+" + avx512::bf16_panel_kernel_path();
+      return decode + ",m>4:" + avx512::panel_kernel_path();
     }
   }
   return "qjoule:" + std::string(isa_name(isa)) + ":" + kernel;
