@@ -19,43 +19,20 @@
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
+#include "quantized_checkpoint_test_util.h"
 #include "test_paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using qjoule::test::error_of;
+using qjoule::test::relative_rms;
 using ::testing::HasSubstr;
+constexpr auto logits_of = qjoule::test::prompt_logits;
+constexpr auto factory = qjoule::test::precision_factory;
 
-std::vector<float> logits_of(const qjoule::model::DecoderLM& m) {
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 24; ++i) ids.push_back(static_cast<int32_t>((i * 97 + 13) % m.config().vocab_size));
-  std::vector<float> logits(ids.size() * static_cast<std::size_t>(m.config().vocab_size));
-  auto cache = m.make_cache(static_cast<int64_t>(ids.size()));
-  m.forward(ids.data(), static_cast<int64_t>(ids.size()), cache, logits.data(), 0);
-  return logits;
-}
-
-qjoule::model::LinearFactory factory(const std::string& precision) {
-  qjoule::quant::LayerPolicyOptions po;
-  po.precision = precision;
-  return qjoule::model::quantized_linear_factory(qjoule::quant::LayerPolicy::parse(po), {});
-}
-
-double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / den);
-}
-
-constexpr const char* kPython = "/usr/bin/python3";
-
-bool have_numpy() {
-  return fs::exists(kPython) && std::system((std::string(kPython) + " -c 'import numpy' 2>/dev/null").c_str()) == 0;
-}
+using qjoule::test::have_numpy;
+constexpr auto kPython = qjoule::test::kDebianPython;
 
 struct Case {
   std::string name, fixture, precision;

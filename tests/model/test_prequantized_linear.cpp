@@ -16,6 +16,7 @@
 #include "prequantized_writer.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/quantization_plan.h"
+#include "quantized_checkpoint_test_util.h"
 #include "test_paths.h"
 
 namespace {
@@ -25,7 +26,10 @@ using qjoule::test::error_of;
 using qjoule::test::LinearCodes;
 using qjoule::test::PrequantizedLayout;
 using qjoule::test::qjoule_codes;
+using qjoule::test::relative_rms;
 using ::testing::HasSubstr;
+constexpr auto logits_of = qjoule::test::prompt_logits;
+constexpr auto factory = qjoule::test::precision_factory;
 
 // One group per row: scale and zero from the row's range (the test's own asym rule).
 LinearCodes per_row_codes(const std::string&, const std::vector<float>& w, int64_t out, int64_t in) {
@@ -47,26 +51,6 @@ LinearCodes per_row_codes(const std::string&, const std::vector<float>& w, int64
   return c;
 }
 
-std::vector<int32_t> prompt(int64_t vocab) {
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 24; ++i) ids.push_back(static_cast<int32_t>((i * 97 + 13) % vocab));
-  return ids;
-}
-
-std::vector<float> logits_of(const qjoule::model::DecoderLM& m) {
-  const auto ids = prompt(m.config().vocab_size);
-  std::vector<float> logits(ids.size() * static_cast<std::size_t>(m.config().vocab_size));
-  auto cache = m.make_cache(static_cast<int64_t>(ids.size()));
-  m.forward(ids.data(), static_cast<int64_t>(ids.size()), cache, logits.data(), 0);
-  return logits;
-}
-
-qjoule::model::LinearFactory factory(const std::string& precision) {
-  qjoule::quant::LayerPolicyOptions po;
-  po.precision = precision;
-  return qjoule::model::quantized_linear_factory(qjoule::quant::LayerPolicy::parse(po), {});
-}
-
 // The FP32 model whose block Linears hold `decoded` (what the checkpoint's codes decode to).
 std::vector<float> decoded_fp32_logits(const fs::path& src, const std::map<std::string, std::vector<float>>& decoded) {
   const auto ck = qjoule::io::Checkpoint::open(src);
@@ -75,15 +59,6 @@ std::vector<float> decoded_fp32_logits(const fs::path& src, const std::map<std::
     for (auto* p : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
       p->weight = decoded.at(p->name);
   return logits_of(qjoule::model::DecoderLM(std::move(params), qjoule::model::fp32_linear_factory()));
-}
-
-double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / den);
 }
 
 struct Case {
