@@ -44,12 +44,13 @@ std::string content_hash(std::string_view bytes) {
 }
 
 nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
-                              const nlohmann::json& text) {
+                              const nlohmann::json& text, const std::string& reference) {
   nlohmann::json models = nlohmann::json::object();
   for (const auto& c : configs)
     if (!models.contains(c.model)) models[c.model] = model_identity(c.model);
   nlohmann::json identity = {{"models", models}, {"dataset", dataset}};
   if (!text.is_null()) identity["text"] = text;
+  if (!reference.empty()) identity["reference"] = {{reference, model_identity(reference)}};
   return identity;
 }
 
@@ -82,6 +83,20 @@ void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::
           "{}: this sweep scored {}, this bench {}; resume with the same --text, --max-tokens, --ctx and --stride, "
           "or choose another --out",
           path.string(), describe(text_then), describe(text_now));
+    }
+    // The FP32 reference of pre-quantized models: absent in a sweep without --reference.
+    const nlohmann::json reference_then = stored.contains("reference") ? stored["reference"] : nlohmann::json(nullptr);
+    const nlohmann::json reference_now =
+        identity.contains("reference") ? identity["reference"] : nlohmann::json(nullptr);
+    if (reference_then != reference_now) {
+      const auto describe = [](const nlohmann::json& r) {
+        return r.is_object() && !r.empty() ? "--reference " + r.begin().key() + " (identity " + r.begin()->dump() + ")"
+                                           : std::string("no --reference");
+      };
+      fail(
+          "{}: this sweep compared with {}, this bench with {}; resume with the same --reference (and checkpoint), "
+          "or choose another --out",
+          path.string(), describe(reference_then), describe(reference_now));
     }
     std::vector<std::string> then, now;
     for (const auto& [model, id] : stored["models"].items()) then.push_back(model);

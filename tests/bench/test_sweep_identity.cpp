@@ -63,6 +63,14 @@ TEST(SweepIdentity, AResumeWithOtherModelsAChangedCheckpointOrAnotherDatasetIsOn
   std::ofstream(hand_edited / kSweepIdentityFileName) << R"({"models": {}, "dataset": 3})";
   EXPECT_THAT(error_of([&] { check_sweep_identity(hand_edited, sweep_identity({config_of(llama)}, "")); }),
               HasSubstr("sweep-identity.json: 'dataset' is 3, expected a string"));
+  // --reference: another one, or none where there was one, is one line.
+  const auto with_reference = test::temp_dir("sweep_identity_reference");
+  check_sweep_identity(with_reference, sweep_identity({config_of(llama)}, "", nullptr, gpt2.string()));
+  check_sweep_identity(with_reference, sweep_identity({config_of(llama)}, "", nullptr, gpt2.string()));
+  EXPECT_THAT(error_of([&] { check_sweep_identity(with_reference, sweep_identity({config_of(llama)}, "")); }),
+              HasSubstr("this sweep compared with --reference " + gpt2.string() + " (identity \"" +
+                        model_identity(gpt2.string()) +
+                        "\"), this bench with no --reference; resume with the same --reference"));
   std::ofstream(llama / "config.json", std::ios::app) << "\n";
   EXPECT_THAT(error_of([&] { check_sweep_identity(out, sweep_identity({config_of(llama)}, "")); }),
               HasSubstr("model '" + llama.string() + "' has changed since this sweep measured it"));

@@ -25,15 +25,17 @@ std::string model_identity(const std::string& model);
 // 16 hex digits of FNV-1a over `bytes` (the identity of a text, of window settings).
 std::string content_hash(std::string_view bytes);
 
-// {"models": {model: identity, ...}, "dataset": dataset, "text": text} for these configurations;
-// `text` is the language-model text scored (LmQuality::sweep_identity_entry), null without --text.
+// {"models": {model: identity, ...}, "dataset": dataset, "text": text, "reference": {DIR: identity}}
+// for these configurations; `text` is the language-model text scored (LmQuality::sweep_identity_entry),
+// null without --text; `reference` the unquantized model of pre-quantized ones (--reference), absent
+// without.
 nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
-                              const nlohmann::json& text = nullptr);
+                              const nlohmann::json& text = nullptr, const std::string& reference = "");
 
 // Writes `identity` to OUT/sweep-identity.json when the folder has none (a new sweep, or one started
 // before this file existed); otherwise compares: other models, a model whose checkpoint changed, or
-// another dataset, or another language-model text or window settings fails with one line saying
-// what differs.
+// another dataset, another language-model text or window settings, or another --reference fails with
+// one line saying what differs.
 void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::json& identity);
 
 }  // namespace qjoule::bench
