@@ -16,7 +16,7 @@ corpus=build/fuzz/corpus
 findings=build/fuzz/findings
 rm -rf "$corpus"
 mkdir -p "$findings" "$corpus"/fuzz_safetensors "$corpus"/fuzz_shard_index "$corpus"/fuzz_tokenizer_json \
-  "$corpus"/fuzz_dataset "$corpus"/fuzz_config_json "$corpus"/fuzz_kl_base "$corpus"/fuzz_bnb_quant_state
+  "$corpus"/fuzz_dataset "$corpus"/fuzz_config_json "$corpus"/fuzz_kl_base "$corpus"/fuzz_bnb_quant_state "$corpus"/fuzz_gguf
 cp "$fixtures"/tiny-bert/model.safetensors "$corpus"/fuzz_safetensors/tiny-bert
 printf '%s' '{"metadata": {}, "weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}}' \
   > "$corpus"/fuzz_shard_index/two-shards
@@ -33,6 +33,7 @@ for f in "$fixtures"/tiny-bert/config.json "$fixtures"/decoders/*/config.json; d
   i=$((i + 1)); cp "$f" "$corpus/fuzz_config_json/seed$i"
 done
 cp fuzz/seeds/kl_base_v2.qjkl "$corpus"/fuzz_kl_base/v2
+cp fuzz/seeds/tiny.gguf "$corpus"/fuzz_gguf/tiny
 printf '%s' '{"quant_type": "nf4", "blocksize": 64, "dtype": "float16", "shape": [256, 128]}' \
   > "$corpus"/fuzz_bnb_quant_state/nf4
 printf '%s' '{"quant_type": "nf4", "blocksize": 64, "dtype": "bfloat16", "shape": [256, 128], "nested_blocksize": 256, "nested_dtype": "float32", "nested_offset": 0.0123}' \
@@ -45,7 +46,7 @@ done
 
 status=0
 for target in fuzz_safetensors fuzz_shard_index fuzz_tokenizer_json fuzz_dataset fuzz_config_json fuzz_kl_base \
-    fuzz_bnb_quant_state; do
+    fuzz_bnb_quant_state fuzz_gguf; do
   max_len=8192
   [ "$target" = fuzz_safetensors ] && max_len=131072
   [ "$target" = fuzz_tokenizer_json ] && max_len=65536

@@ -11,17 +11,36 @@
 #include "cli/commands.h"
 #include "cli/format_util.h"
 #include "qjoule/model/checkpoint_export.h"
+#include "qjoule/model/gguf_export.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::cli {
 namespace {
 
 struct ExportArgs {
-  std::string model, precision, out;
+  std::string model, precision, out, to = "safetensors";
 };
+
+void run_export_gguf(const ExportArgs& a, const quant::FormatSpec& spec) {
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  const auto summary =
+      model::export_gguf(a.model, spec, a.out, [tty](int64_t done, int64_t total, const std::string& tensor) {
+        if (tty) fmt::print(stderr, "\r\033[K  tensor {}/{} {}", done, total, tensor);
+      });
+  if (tty) fmt::print(stderr, "\r\033[K");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("model      {}\n", a.model);
+  fmt::print("precision  {} as GGUF {} ({} Linears), architecture {}, tokenizer {}\n", quant::to_string(spec),
+             summary.tensor_type, summary.quantized > 0 ? summary.quantized : 0, summary.architecture,
+             summary.tokenizer);
+  fmt::print("written    {} ({} tensors, {}) in {:.1f} s\n", a.out, summary.tensors, human_bytes(double(summary.bytes)),
+             seconds);
+}
 
 void run_export(const ExportArgs& a) {
   const auto spec = quant::parse_format_spec(a.precision);
+  if (a.to == "gguf") return run_export_gguf(a, spec);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   const auto summary =
@@ -50,6 +69,7 @@ void add_export_command(CLI::App& app, CommandContext& /*ctx*/) {
       "Exportable: {}.\n"
       "Example:\n"
       "  qjoule export --model MODEL --precision int4:g=128:asym --out MODEL-gptq\n"
+      "  qjoule export --model MODEL --precision int4:g=32:sym --to gguf --out model-q4_0.gguf\n"
       "  qjoule ppl --model MODEL-gptq --precision int4:g=128:asym --text ../shared/data/wikitext2/test.txt",
       model::kExportableSpecs));
   auto a = std::make_shared<ExportArgs>();
@@ -57,7 +77,12 @@ void add_export_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--precision", a->precision, fmt::format("What to write: {}", model::kExportableSpecs))->required();
-  cmd->add_option("--out", a->out, "Folder to write (new or empty)")->required();
+  cmd->add_option("--out", a->out, "Folder to write (new or empty); with --to gguf, the file")->required();
+  cmd->add_option("--to", a->to,
+                  fmt::format("safetensors (a Hugging Face folder) or gguf (one llama.cpp file: {})",
+                              model::kGgufExportableSpecs))
+      ->check(CLI::IsMember({"safetensors", "gguf"}))
+      ->capture_default_str();
   cmd->callback([a] { run_export(*a); });
 }
 

@@ -126,6 +126,11 @@ TEST(CliPrequantized, ExportThenImportGivesTheSamePerplexity) {
                 "checkpoint: bitsandbytes 4-bit nf4 with double quant");
     }
   }
+  const auto gguf = run_command(qjoule() + " export --model " + tiny_llama().string() +
+                                " --precision int4:g=32:sym --to gguf --out " + (dir / "m.gguf").string() + " 2>&1");
+  ASSERT_EQ(gguf.exit_code, 0) << gguf.output;
+  EXPECT_THAT(gguf.output, HasSubstr("int4:g=32:sym as GGUF Q4_0 (14 Linears), architecture llama, tokenizer llama"));
+  EXPECT_TRUE(fs::is_regular_file(dir / "m.gguf"));
   const auto int8 = run_command(qjoule() + " export --model " + tiny_llama().string() + " --precision int8 --out " +
                                 (dir / "int8").string() + " 2>&1");
   EXPECT_EQ(int8.exit_code, 1) << int8.output;

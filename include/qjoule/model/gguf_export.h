@@ -1,0 +1,41 @@
+// `qjoule export --to gguf`: an unquantized Llama-family (Llama, Mistral) or Qwen2 decoder written as one
+// GGUF file (io/gguf.h) that llama.cpp loads, in the GGUF type that holds a qjoule format bit for bit:
+//   int4:g=32:sym  Q4_0 for the transformer-block Linears: qjoule's own codes and FP16 scales, only the
+//                  nibble order differs (Q4_0 byte j = weight j (low nibble) | weight j + 16 (high));
+//                  embeddings and lm_head F16, norms and biases F32
+//   fp16, bf16     F16 / BF16 for every matrix, norms and biases F32
+//   fp32           F32
+// Tensors get llama.cpp's names (token_embd, blk.N.attn_q, ffn_gate, output_norm, output, ...); Llama's Q
+// and K rows are permuted as llama.cpp's converter does (heads' rotary halves interleaved: GGUF's rope
+// is the interleaved one), Qwen2's are not (its rope is the NeoX one, as Hugging Face's). llama3 rope
+// scaling becomes the rope_freqs tensor, linear scaling rope.scaling.* keys; other scalings are refused.
+// The tokenizer goes into the metadata: byte-level BPE as llama.cpp's "gpt2" model (tokens, types,
+// merges), SentencePiece-style BPE (byte fallback) as its "llama" model with each token scored by its
+// merge rank. Streams one Linear at a time; refusals (spec, architecture, shapes, existing file) come
+// before anything is written.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "qjoule/quant/format_spec.h"
+
+namespace qjoule::model {
+
+inline constexpr const char* kGgufExportableSpecs = "int4:g=32:sym (Q4_0), fp16, bf16, fp32";
+
+struct GgufExportSummary {
+  std::string architecture;  // "llama", "qwen2"
+  std::string tensor_type;   // "Q4_0", "F16", ...
+  std::string tokenizer;     // "gpt2", "llama"
+  int64_t tensors = 0, quantized = 0;
+  uint64_t bytes = 0;
+};
+
+GgufExportSummary export_gguf(const std::filesystem::path& model, const quant::FormatSpec& spec,
+                              const std::filesystem::path& out,
+                              const std::function<void(int64_t, int64_t, const std::string&)>& progress = {});
+
+}  // namespace qjoule::model

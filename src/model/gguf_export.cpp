@@ -1,0 +1,322 @@
+#include "qjoule/model/gguf_export.h"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "model/config_reconciler.h"
+#include "qjoule/error.h"
+#include "qjoule/io/gguf.h"
+#include "qjoule/io/safetensors.h"
+#include "qjoule/model/decoder_config.h"
+#include "qjoule/quant/element_math.h"
+#include "qjoule/quant/fp16_convert.h"
+#include "qjoule/quant/quantize_int4.h"
+
+namespace qjoule::model {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// llama.cpp's token types (llama_token_type).
+enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+// The bytes of every tensor written, owned until the file is.
+class Store {
+ public:
+  template <class T>
+  std::span<const std::byte> keep(std::vector<T> values) {
+    auto bytes = std::make_unique<std::vector<std::byte>>(values.size() * sizeof(T));
+    std::memcpy(bytes->data(), values.data(), bytes->size());
+    owned_.push_back(std::move(bytes));
+    return {owned_.back()->data(), owned_.back()->size()};
+  }
+
+ private:
+  std::vector<std::unique_ptr<std::vector<std::byte>>> owned_;
+};
+
+// llama.cpp's converter's Q / K permutation: within each head, rows [i] and [i + d/2] (Hugging Face's
+// rotate_half pairs) become rows 2i and 2i + 1 (GGUF's interleaved rope). `rows` of `cols` values.
+std::vector<float> permute_rows(const std::vector<float>& w, int64_t heads, int64_t rows, int64_t cols) {
+  std::vector<float> out(w.size());
+  const int64_t hd = rows / heads, half = hd / 2;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t to = h * hd + 2 * i + j, from = h * hd + j * half + i;
+        std::memcpy(out.data() + to * cols, w.data() + from * cols, sizeof(float) * static_cast<std::size_t>(cols));
+      }
+  return out;
+}
+
+// Q4_0 from qjoule's int4:g=32:sym blocks of the same weights: the same FP16 scale and codes u = q + 8;
+// qjoule keeps weight 2i in the high nibble of byte i, Q4_0 weight j in the low nibble of byte j and
+// weight j + 16 in its high nibble.
+std::vector<uint8_t> q4_0_of(const std::vector<float>& w, int64_t rows, int64_t cols, const std::string& name) {
+  const auto m = quant::quantize_matrix_int4<quant::BlockInt4Sym<32>>(w.data(), rows, cols, name);
+  std::vector<uint8_t> out(static_cast<std::size_t>(rows * (cols / io::kQ4_0Block) * io::kQ4_0BlockBytes));
+  std::size_t at = 0;
+  for (const auto& b : m.blocks) {
+    std::memcpy(out.data() + at, &b.d, 2);
+    for (int j = 0; j < 16; ++j)
+      out[at + 2 + static_cast<std::size_t>(j)] =
+          static_cast<uint8_t>(quant::int4_nibble(b.qs, j) | (quant::int4_nibble(b.qs, j + 16) << 4));
+    at += io::kQ4_0BlockBytes;
+  }
+  return out;
+}
+
+std::vector<uint16_t> bits_of(const std::vector<float>& w, io::GgmlType type) {
+  std::vector<uint16_t> out(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i)
+    out[i] = type == io::GgmlType::f16 ? quant::fp32_to_fp16_bits(w[i]) : element::f32_to_bf16_bits(w[i]);
+  return out;
+}
+
+struct Tokenizer {
+  std::string model;  // "gpt2" or "llama"
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::vector<float> scores;        // llama
+  std::vector<std::string> merges;  // gpt2
+  std::optional<int32_t> unk;
+};
+
+// tokenizer.json's BPE as llama.cpp's vocabulary of `vocab_size` tokens (the rows of the embeddings;
+// ids the tokenizer does not name are "[PAD<id>]", unused).
+Tokenizer read_tokenizer(const fs::path& dir, int64_t vocab_size) {
+  const auto path = dir / "tokenizer.json";
+  std::ifstream in(path);
+  if (!in)
+    fail("{}: not found; GGUF carries the tokenizer, export --to gguf reads it from tokenizer.json", path.string());
+  json t;
+  try {
+    in >> t;
+  } catch (const json::exception& e) {
+    fail("{}: not JSON ({})", path.string(), e.what());
+  }
+  const json& model = t.value("model", json::object());
+  if (model.value("type", std::string()) != "BPE" || !model.contains("vocab") || !model["vocab"].is_object())
+    fail("{}: model.type is {}, expected a BPE tokenizer with a vocab (GGUF's gpt2 and llama tokenizers)",
+         path.string(), model.value("type", json("absent")).dump());
+  Tokenizer tok;
+  const bool byte_fallback = model.value("byte_fallback", false);
+  tok.model = byte_fallback ? "llama" : "gpt2";
+  tok.tokens.assign(static_cast<std::size_t>(vocab_size), "");
+  tok.types.assign(static_cast<std::size_t>(vocab_size), kUnused);
+  const auto set = [&](int64_t id, const std::string& text, int32_t type) {
+    if (id < 0 || id >= vocab_size)
+      fail("{}: token '{}' has id {}, outside the model's vocabulary of {}", path.string(), text, id, vocab_size);
+    tok.tokens[static_cast<std::size_t>(id)] = text;
+    tok.types[static_cast<std::size_t>(id)] = type;
+  };
+  for (const auto& [text, id] : model["vocab"].items()) {
+    if (!id.is_number_integer())
+      fail("{}: vocab entry '{}' has id {}, expected an integer", path.string(), text, id.dump());
+    const bool byte = byte_fallback && text.size() == 6 && text.starts_with("<0x") && text.ends_with(">");
+    set(id.get<int64_t>(), text, byte ? kByte : kNormal);
+  }
+  if (model.contains("unk_token") && model["unk_token"].is_string() && model["vocab"].contains(model["unk_token"])) {
+    tok.unk = model["vocab"][model["unk_token"].get<std::string>()].get<int32_t>();
+    tok.types[static_cast<std::size_t>(*tok.unk)] = kUnknown;
+  }
+  for (const auto& added : t.value("added_tokens", json::array()))
+    if (added.contains("id") && added["id"].is_number_integer() && added.contains("content"))
+      set(added["id"].get<int64_t>(), added["content"].get<std::string>(),
+          added.value("special", false) ? kControl : kUserDefined);
+  for (int64_t id = 0; id < vocab_size; ++id)
+    if (tok.tokens[static_cast<std::size_t>(id)].empty())
+      tok.tokens[static_cast<std::size_t>(id)] = fmt::format("[PAD{}]", id);
+  // Merges: "a b" strings, or [a, b] pairs in newer files.
+  std::vector<std::string> merges;
+  for (const auto& m : model.value("merges", json::array())) {
+    if (m.is_string())
+      merges.push_back(m.get<std::string>());
+    else if (m.is_array() && m.size() == 2)
+      merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+    else
+      fail("{}: a merge is {}, expected \"a b\" or [a, b]", path.string(), m.dump());
+  }
+  if (tok.model == "gpt2") {
+    tok.merges = std::move(merges);
+  } else {
+    // SentencePiece scores: the token a merge makes is worth more the earlier the merge (llama.cpp's SPM
+    // tokenizer merges the best-scored pair first, as BPE applies merges in rank order).
+    tok.scores.assign(static_cast<std::size_t>(vocab_size), 0.0f);
+    std::map<std::string, int64_t> id_of;
+    for (int64_t id = 0; id < vocab_size; ++id) id_of[tok.tokens[static_cast<std::size_t>(id)]] = id;
+    for (std::size_t rank = 0; rank < merges.size(); ++rank) {
+      const auto space = merges[rank].find(' ');
+      if (space == std::string::npos) continue;
+      const auto it = id_of.find(merges[rank].substr(0, space) + merges[rank].substr(space + 1));
+      if (it != id_of.end() && tok.scores[static_cast<std::size_t>(it->second)] == 0.0f)
+        tok.scores[static_cast<std::size_t>(it->second)] = -static_cast<float>(rank + 1);
+    }
+  }
+  return tok;
+}
+
+bool is_block_linear(const std::string& hf_name) {
+  for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj."})
+    if (hf_name.find(part) != std::string::npos && hf_name.ends_with(".weight")) return true;
+  return false;
+}
+
+// llama.cpp's name of a Hugging Face Llama / Qwen2 tensor, "" for one it has no use for.
+std::string gguf_name(const std::string& hf) {
+  static const std::map<std::string, std::string> top = {{"model.embed_tokens.weight", "token_embd.weight"},
+                                                         {"model.norm.weight", "output_norm.weight"},
+                                                         {"lm_head.weight", "output.weight"}};
+  if (const auto it = top.find(hf); it != top.end()) return it->second;
+  static const std::map<std::string, std::string> in_block = {
+      {"input_layernorm.weight", "attn_norm.weight"}, {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},   {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},   {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},       {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},       {"self_attn.o_proj.bias", "attn_output.bias"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},    {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"}};
+  const std::string prefix = "model.layers.";
+  if (!hf.starts_with(prefix)) return "";
+  const auto dot = hf.find('.', prefix.size());
+  if (dot == std::string::npos) return "";
+  const auto it = in_block.find(hf.substr(dot + 1));
+  if (it == in_block.end()) return "";
+  return "blk." + hf.substr(prefix.size(), dot - prefix.size()) + "." + it->second;
+}
+
+}  // namespace
+
+GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& spec, const fs::path& out,
+                              const std::function<void(int64_t, int64_t, const std::string&)>& progress) {
+  const std::string asked = quant::to_string(spec);
+  const bool q4_0 = spec.format == quant::Format::int4 && spec.group_size == 32 && !spec.int4_asymmetric &&
+                    !spec.int4_int8_activations && !spec.emulate;
+  io::GgmlType matrix_type = io::GgmlType::f16;
+  if (q4_0) {
+    matrix_type = io::GgmlType::q4_0;
+  } else if (spec.format == quant::Format::fp16 && !spec.emulate) {
+    matrix_type = io::GgmlType::f16;
+  } else if (spec.format == quant::Format::bf16 && !spec.emulate) {
+    matrix_type = io::GgmlType::bf16;
+  } else if (spec.format == quant::Format::fp32) {
+    matrix_type = io::GgmlType::f32;
+  } else {
+    fail("--precision {} --to gguf: no GGUF type holds it bit for bit; qjoule writes {}", asked, kGgufExportableSpecs);
+  }
+  if (fs::exists(out)) fail("--out {}: exists; export never overwrites a model (give a new file name)", out.string());
+  const std::string where = (model / "config.json").string();
+  if (model_family(model) != ModelFamily::Decoder)
+    fail("{}: --to gguf exports a Llama, Mistral or Qwen2 decoder; this model is not one", where);
+  const auto ck = io::Checkpoint::open(model);
+  const DecoderConfig cfg = load_decoder_config(model, ck);
+  if (cfg.quantization)
+    fail("{}: the model is pre-quantized already ({}); export reads an unquantized FP32, FP16 or BF16 checkpoint",
+         where, cfg.quantization->describe());
+  if (cfg.arch == DecoderArch::Gpt2) fail("{}: --to gguf: GPT-2 is not exported (Llama, Mistral and Qwen2 are)", where);
+  const std::string arch = cfg.arch == DecoderArch::Qwen2 ? "qwen2" : "llama";
+  const auto& rs = cfg.rope_scaling;
+  if (rs.type != "default" && rs.type != "llama3" && rs.type != "linear")
+    fail("{}: rope_scaling type '{}' has no GGUF form qjoule writes (default, linear and llama3 do)", where, rs.type);
+  if (q4_0)
+    for (const auto& [name, t] : ck.tensors())
+      if (is_block_linear(name) && t.shape.size() == 2 && t.shape[1] % io::kQ4_0Block != 0)
+        fail("{}: tensor '{}' is {}: Q4_0 holds rows of whole blocks of 32 weights", t.file.string(), name,
+             t.shape_string());
+  const Tokenizer tok = read_tokenizer(model, cfg.vocab_size);
+
+  io::GgufWriter w;
+  GgufExportSummary summary;
+  summary.architecture = arch;
+  summary.tensor_type = io::ggml_type_name(matrix_type);
+  summary.tokenizer = tok.model;
+  w.add_string("general.architecture", arch);
+  w.add_string("general.name",
+               model.filename().empty() ? model.parent_path().filename().string() : model.filename().string());
+  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_BF16 32.
+  w.add_u32("general.file_type", q4_0                                ? 2
+                                 : matrix_type == io::GgmlType::f16  ? 1
+                                 : matrix_type == io::GgmlType::bf16 ? 32
+                                                                     : 0);
+  w.add_u32(arch + ".context_length", static_cast<uint32_t>(cfg.max_positions));
+  w.add_u32(arch + ".embedding_length", static_cast<uint32_t>(cfg.hidden_size));
+  w.add_u32(arch + ".block_count", static_cast<uint32_t>(cfg.num_layers));
+  w.add_u32(arch + ".feed_forward_length", static_cast<uint32_t>(cfg.intermediate_size));
+  w.add_u32(arch + ".attention.head_count", static_cast<uint32_t>(cfg.num_heads));
+  w.add_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(cfg.num_kv_heads));
+  w.add_f32(arch + ".attention.layer_norm_rms_epsilon", cfg.norm_eps);
+  w.add_f32(arch + ".rope.freq_base", static_cast<float>(cfg.rope_theta));
+  w.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(cfg.head_dim));
+  if (cfg.head_dim * cfg.num_heads != cfg.hidden_size) {
+    w.add_u32(arch + ".attention.key_length", static_cast<uint32_t>(cfg.head_dim));
+    w.add_u32(arch + ".attention.value_length", static_cast<uint32_t>(cfg.head_dim));
+  }
+  w.add_u32(arch + ".vocab_size", static_cast<uint32_t>(cfg.vocab_size));
+  if (rs.type == "linear") {
+    w.add_string(arch + ".rope.scaling.type", "linear");
+    w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(rs.factor));
+  }
+  w.add_string("tokenizer.ggml.model", tok.model);
+  if (tok.model == "gpt2") w.add_string("tokenizer.ggml.pre", arch == "qwen2" ? "qwen2" : "default");
+  w.add_strings("tokenizer.ggml.tokens", tok.tokens);
+  w.add_i32s("tokenizer.ggml.token_type", tok.types);
+  if (tok.model == "llama") w.add_f32s("tokenizer.ggml.scores", tok.scores);
+  if (tok.model == "gpt2") w.add_strings("tokenizer.ggml.merges", tok.merges);
+  if (cfg.bos_token_id) w.add_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*cfg.bos_token_id));
+  if (cfg.eos_token_id) w.add_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(*cfg.eos_token_id));
+  if (tok.unk) w.add_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*tok.unk));
+  w.add_bool("tokenizer.ggml.add_bos_token", tok.model == "llama");
+
+  Store store;
+  if (rs.type == "llama3") {
+    // rope_freqs: the factor that divides each unscaled frequency (llama.cpp's converter's rope_factors).
+    const auto plain = kernels::make_rope_table(cfg.head_dim, cfg.rope_theta, kernels::RopeScaling{});
+    const auto scaled = kernels::make_rope_table(cfg.head_dim, cfg.rope_theta, rs);
+    std::vector<float> factors(plain.inv_freq.size());
+    for (std::size_t i = 0; i < factors.size(); ++i) factors[i] = plain.inv_freq[i] / scaled.inv_freq[i];
+    const int64_t n = static_cast<int64_t>(factors.size());
+    w.add_tensor("rope_freqs.weight", {n}, io::GgmlType::f32, store.keep(std::move(factors)));
+    ++summary.tensors;
+  }
+  const auto total = static_cast<int64_t>(ck.tensors().size());
+  int64_t done = 0;
+  for (const auto& [name, t] : ck.tensors()) {
+    if (progress) progress(++done, total, name);
+    const std::string gname = gguf_name(name);
+    if (gname.empty()) continue;  // rotary buffers and the like
+    auto values = ck.to_f32(name);
+    ck.release(name);
+    std::vector<int64_t> ne(t.shape.rbegin(), t.shape.rend());  // contiguous first
+    const bool q_or_k = name.find(".q_proj.") != std::string::npos || name.find(".k_proj.") != std::string::npos;
+    if (arch == "llama" && q_or_k) {
+      const int64_t heads = name.find(".q_proj.") != std::string::npos ? cfg.num_heads : cfg.num_kv_heads;
+      values = permute_rows(values, heads, t.shape[0], t.shape.size() == 2 ? t.shape[1] : 1);
+    }
+    if (t.shape.size() == 1) {
+      w.add_tensor(gname, ne, io::GgmlType::f32, store.keep(std::move(values)));
+    } else if (q4_0 && is_block_linear(name)) {
+      w.add_tensor(gname, ne, io::GgmlType::q4_0, store.keep(q4_0_of(values, t.shape[0], t.shape[1], name)));
+      ++summary.quantized;
+    } else {
+      const io::GgmlType type = q4_0 ? io::GgmlType::f16 : matrix_type;
+      if (type == io::GgmlType::f32)
+        w.add_tensor(gname, ne, type, store.keep(std::move(values)));
+      else
+        w.add_tensor(gname, ne, type, store.keep(bits_of(values, type)));
+    }
+    ++summary.tensors;
+  }
+  if (out.has_parent_path()) fs::create_directories(out.parent_path());
+  w.write(out);
+  summary.bytes = fs::file_size(out);
+  return summary;
+}
+
+}  // namespace qjoule::model
