@@ -82,6 +82,7 @@ std::vector<uint16_t> bits_of(const std::vector<float>& w, io::GgmlType type) {
 
 struct Tokenizer {
   std::string model;  // "gpt2" or "llama"
+  std::string pre;    // gpt2: llama.cpp's pre-tokenizer ("gpt-2", "llama3", "qwen2", "default")
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
   std::vector<float> scores;        // llama
@@ -146,6 +147,17 @@ Tokenizer read_tokenizer(const fs::path& dir, int64_t vocab_size) {
   }
   if (tok.model == "gpt2") {
     tok.merges = std::move(merges);
+    // The pre-tokenizer llama.cpp must split text with: GPT-2's regex (ByteLevel's own), Llama 3's (digits
+    // in threes), Qwen2's (single digits); "default" otherwise (llama.cpp warns that it guessed).
+    const json& pre = t.value("pre_tokenizer", json::object());
+    const std::string text = pre.is_null() ? std::string() : pre.dump();
+    tok.pre = "default";
+    if (pre.is_object() && pre.value("type", std::string()) == "ByteLevel" && pre.value("use_regex", true))
+      tok.pre = "gpt-2";
+    else if (text.find("\\p{N}{1,3}") != std::string::npos)
+      tok.pre = "llama3";
+    else if (text.find("|\\p{N}|") != std::string::npos)
+      tok.pre = "qwen2";
   } else {
     // SentencePiece scores: the token a merge makes is worth more the earlier the merge (llama.cpp's SPM
     // tokenizer merges the best-scored pair first, as BPE applies merges in rank order).
@@ -264,7 +276,7 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(rs.factor));
   }
   w.add_string("tokenizer.ggml.model", tok.model);
-  if (tok.model == "gpt2") w.add_string("tokenizer.ggml.pre", arch == "qwen2" ? "qwen2" : "default");
+  if (tok.model == "gpt2") w.add_string("tokenizer.ggml.pre", tok.pre);
   w.add_strings("tokenizer.ggml.tokens", tok.tokens);
   w.add_i32s("tokenizer.ggml.token_type", tok.types);
   if (tok.model == "llama") w.add_f32s("tokenizer.ggml.scores", tok.scores);
