@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -10,8 +11,10 @@
 
 #include "cli/commands.h"
 #include "cli/format_util.h"
+#include "qjoule/error.h"
 #include "qjoule/model/checkpoint_export.h"
 #include "qjoule/model/gguf_export.h"
+#include "qjoule/model/gguf_import.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::cli {
@@ -38,7 +41,24 @@ void run_export_gguf(const ExportArgs& a, const quant::FormatSpec& spec) {
              seconds);
 }
 
+// A GGUF file qjoule wrote, back into the Hugging Face folder it came from (model/gguf_import.h).
+void run_import_gguf(const ExportArgs& a) {
+  if (!a.precision.empty())
+    fail("--precision {}: a GGUF file is read back in its own format (Q4_0 as int4:g=32:sym); leave --precision out",
+         a.precision);
+  if (a.to != "safetensors")
+    fail("--to {}: a GGUF file is read back as a Hugging Face folder (--to safetensors)", a.to);
+  const auto summary = model::import_gguf(a.model, a.out);
+  fmt::print("model      {} (GGUF, {})\n", a.model, summary.architecture);
+  fmt::print("written    {}: {} tensors{}\n", a.out, summary.tensors,
+             summary.q4_0 > 0 ? fmt::format(", {} Q4_0 Linears as GPTQ (run it with --precision {})", summary.q4_0,
+                                            summary.precision)
+                              : std::string());
+}
+
 void run_export(const ExportArgs& a) {
+  if (std::filesystem::is_regular_file(a.model)) return run_import_gguf(a);
+  if (a.precision.empty()) fail("--precision is required: what to write ({})", model::kExportableSpecs);
   const auto spec = quant::parse_format_spec(a.precision);
   if (a.to == "gguf") return run_export_gguf(a, spec);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -70,13 +90,16 @@ void add_export_command(CLI::App& app, CommandContext& /*ctx*/) {
       "Example:\n"
       "  qjoule export --model MODEL --precision int4:g=128:asym --out MODEL-gptq\n"
       "  qjoule export --model MODEL --precision int4:g=32:sym --to gguf --out model-q4_0.gguf\n"
+      "  qjoule export --model model-q4_0.gguf --out MODEL-back   (a GGUF qjoule wrote, read back)\n"
       "  qjoule ppl --model MODEL-gptq --precision int4:g=128:asym --text ../shared/data/wikitext2/test.txt",
       model::kExportableSpecs));
   auto a = std::make_shared<ExportArgs>();
-  cmd->add_option("--model", a->model, "Model folder (config.json, safetensors, tokenizer.json), unquantized")
+  cmd->add_option("--model", a->model,
+                  "Model folder (config.json, safetensors, tokenizer.json), unquantized; or a GGUF file qjoule "
+                  "exported, read back into a folder")
       ->required()
-      ->check(CLI::ExistingDirectory);
-  cmd->add_option("--precision", a->precision, fmt::format("What to write: {}", model::kExportableSpecs))->required();
+      ->check(CLI::ExistingPath);
+  cmd->add_option("--precision", a->precision, fmt::format("What to write: {}", model::kExportableSpecs));
   cmd->add_option("--out", a->out, "Folder to write (new or empty); with --to gguf, the file")->required();
   cmd->add_option("--to", a->to,
                   fmt::format("safetensors (a Hugging Face folder) or gguf (one llama.cpp file: {})",

@@ -285,6 +285,15 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
   if (cfg.eos_token_id) w.add_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(*cfg.eos_token_id));
   if (tok.unk) w.add_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*tok.unk));
   w.add_bool("tokenizer.ggml.add_bos_token", tok.model == "llama");
+  // qjoule's own keys (llama.cpp ignores them): the Hugging Face config.json and tokenizer.json the file
+  // came from, so that `qjoule export --model FILE.gguf` gives the model back exactly (gguf_import.h).
+  const auto text_of = [](const fs::path& path) {
+    std::string text(static_cast<std::size_t>(fs::file_size(path)), '\0');
+    std::ifstream(path, std::ios::binary).read(text.data(), static_cast<std::streamsize>(text.size()));
+    return text;
+  };
+  w.add_string(kGgufConfigKey, text_of(model / "config.json"));
+  w.add_string(kGgufTokenizerKey, text_of(model / "tokenizer.json"));
 
   Store store;
   if (rs.type == "llama3") {
@@ -317,7 +326,12 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
       w.add_tensor(gname, ne, io::GgmlType::q4_0, store.keep(q4_0_of(values, t.shape[0], t.shape[1], name)));
       ++summary.quantized;
     } else {
-      const io::GgmlType type = q4_0 ? io::GgmlType::f16 : matrix_type;
+      // Q4_0 files: the other matrices (embeddings, lm_head) as stored (F16, BF16 or F32), so that reading
+      // the file back gives the model qjoule's own int4:g=32:sym runs, bit for bit.
+      const io::GgmlType type = !q4_0                        ? matrix_type
+                                : t.dtype == io::DType::F16  ? io::GgmlType::f16
+                                : t.dtype == io::DType::BF16 ? io::GgmlType::bf16
+                                                             : io::GgmlType::f32;
       if (type == io::GgmlType::f32)
         w.add_tensor(gname, ne, type, store.keep(std::move(values)));
       else

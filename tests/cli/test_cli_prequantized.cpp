@@ -131,6 +131,17 @@ TEST(CliPrequantized, ExportThenImportGivesTheSamePerplexity) {
   ASSERT_EQ(gguf.exit_code, 0) << gguf.output;
   EXPECT_THAT(gguf.output, HasSubstr("int4:g=32:sym as GGUF Q4_0 (14 Linears), architecture llama, tokenizer llama"));
   EXPECT_TRUE(fs::is_regular_file(dir / "m.gguf"));
+  // Read back: the same perplexity as qjoule's own int4:g=32:sym on the original.
+  const auto back = run_command(qjoule() + " export --model " + (dir / "m.gguf").string() + " --out " +
+                                (dir / "back").string() + " 2>&1");
+  ASSERT_EQ(back.exit_code, 0) << back.output;
+  EXPECT_THAT(back.output, HasSubstr("14 Q4_0 Linears as GPTQ (run it with --precision int4:g=32:sym)"));
+  const auto own_g32 =
+      run_command(qjoule() + " ppl --model " + tiny_llama().string() + common + " --precision int4:g=32:sym 2>&1");
+  const auto back_g32 =
+      run_command(qjoule() + " ppl --model " + (dir / "back").string() + common + " --precision int4:g=32:sym 2>&1");
+  ASSERT_EQ(back_g32.exit_code, 0) << back_g32.output;
+  EXPECT_EQ(perplexity_line(back_g32.output), perplexity_line(own_g32.output));
   const auto int8 = run_command(qjoule() + " export --model " + tiny_llama().string() + " --precision int8 --out " +
                                 (dir / "int8").string() + " 2>&1");
   EXPECT_EQ(int8.exit_code, 1) << int8.output;

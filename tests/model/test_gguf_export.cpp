@@ -1,7 +1,8 @@
 // `qjoule export --to gguf` (model/gguf_export.h), read back with io::read_gguf: the metadata llama.cpp
 // needs, llama.cpp's tensor names and shapes, Q4_0 blocks that are qjoule's own int4:g=32:sym codes and
 // scales bit for bit (Llama's Q and K rows permuted as llama.cpp's converter does, Qwen2's not), the
-// tokenizer, and one-line refusals before anything is written.
+// tokenizer, and one-line refusals before anything is written; and the file read back into a Hugging
+// Face folder (model/gguf_import.h) runs bit for bit what int4:g=32:sym runs on the original.
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -15,7 +16,9 @@
 #include "qjoule/io/gguf.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/gguf_export.h"
+#include "qjoule/model/gguf_import.h"
 #include "qjoule/quant/quantize_int4.h"
+#include "quantized_checkpoint_test_util.h"
 #include "test_paths.h"
 
 namespace {
@@ -75,7 +78,10 @@ TEST(GgufExport, Q4_0IsQjoulesInt4G32SymBitForBitUnderLlamaCppsNames) {
     const auto ck = qjoule::io::Checkpoint::open(src);
     const int64_t vocab = ck.at("model.embed_tokens.weight").shape[0];
     EXPECT_EQ(g.metadata.at("tokenizer.ggml.tokens").size(), static_cast<std::size_t>(vocab));
-    EXPECT_EQ(g.tensors.at("token_embd.weight").type, qjoule::io::GgmlType::f16);
+    // Embeddings as stored (tiny-llama BF16, tiny-qwen2 F32): reading the file back gives them exactly.
+    const auto embd = ck.at("model.embed_tokens.weight").dtype;
+    EXPECT_EQ(g.tensors.at("token_embd.weight").type,
+              embd == qjoule::io::DType::BF16 ? qjoule::io::GgmlType::bf16 : qjoule::io::GgmlType::f32);
     EXPECT_EQ(g.tensors.at("blk.1.attn_norm.weight").type, qjoule::io::GgmlType::f32);
     // tiny-llama has llama3 rope scaling (a rope_freqs tensor), tiny-qwen2 Q/K/V biases.
     EXPECT_EQ(g.tensors.count(fixture == "tiny-llama" ? "rope_freqs.weight" : "blk.0.attn_q.bias"), 1u);
@@ -153,6 +159,38 @@ TEST(GgufReader, BrokenFilesAreOneLine) {
   EXPECT_THAT(with("version.gguf", v9), HasSubstr("GGUF version 9, expected 2 or 3"));
   EXPECT_THAT(with("truncated.gguf", bytes.substr(0, 200)), HasSubstr("but the file ends at 200"));
   EXPECT_THAT(with("short_data.gguf", bytes.substr(0, bytes.size() - 64)), HasSubstr("runs past the end of the data"));
+}
+
+TEST(GgufImport, AQ4_0FileReadBackRunsBitForBitQjoulesOwnInt4G32Sym) {
+  for (const std::string fixture : {"tiny-llama", "tiny-qwen2"}) {
+    const auto src = qjoule::test::decoder_fixture(fixture);
+    const auto dir = qjoule::test::temp_dir("gguf_back_" + fixture);
+    qjoule::model::export_gguf(src, qjoule::quant::parse_format_spec("int4:g=32:sym"), dir / "m.gguf");
+    const auto summary = qjoule::model::import_gguf(dir / "m.gguf", dir / "back");
+    EXPECT_EQ(summary.q4_0, 14);
+    EXPECT_EQ(summary.precision, "int4:g=32:sym");
+    const auto factory = qjoule::test::precision_factory("int4:g=32:sym");
+    const auto back = qjoule::model::load_decoder_lm(dir / "back", factory);
+    const auto own = qjoule::model::load_decoder_lm(src, factory);
+    EXPECT_EQ(back.bytes_held(), own.bytes_held());
+    const auto a = qjoule::test::prompt_logits(back), b = qjoule::test::prompt_logits(own);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << fixture << ": bit for bit";
+  }
+}
+
+TEST(GgufImport, OnlyQjoulesOwnExportsAreReadBack) {
+  const auto dir = qjoule::test::temp_dir("gguf_back_refusals");
+  // The seed of the fuzz target: a GGUF without qjoule's keys (another tool's).
+  const auto foreign = qjoule::test::fixtures_dir().parent_path().parent_path() / "fuzz" / "seeds" / "tiny.gguf";
+  EXPECT_THAT(error_of([&] { qjoule::model::import_gguf(foreign, dir / "a"); }),
+              HasSubstr("no 'qjoule.hf_config_json': a GGUF file that qjoule's export did not write"));
+  qjoule::model::export_gguf(qjoule::test::decoder_fixture("tiny-qwen2"), qjoule::quant::parse_format_spec("fp16"),
+                             dir / "m.gguf");
+  fs::create_directories(dir / "full");
+  std::ofstream(dir / "full" / "x") << "x";
+  EXPECT_THAT(error_of([&] { qjoule::model::import_gguf(dir / "m.gguf", dir / "full"); }),
+              HasSubstr("holds files already; expected a new or empty folder"));
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // GGUF file (io/gguf.h) that llama.cpp loads, in the GGUF type that holds a qjoule format bit for bit:
 //   int4:g=32:sym  Q4_0 for the transformer-block Linears: qjoule's own codes and FP16 scales, only the
 //                  nibble order differs (Q4_0 byte j = weight j (low nibble) | weight j + 16 (high));
-//                  embeddings and lm_head F16, norms and biases F32
+//                  embeddings and lm_head as stored (F16, BF16, F32), norms and biases F32
 //   fp16, bf16     F16 / BF16 for every matrix, norms and biases F32
 //   fp32           F32
 // Tensors get llama.cpp's names (token_embd, blk.N.attn_q, ffn_gate, output_norm, output, ...); Llama's Q
@@ -25,6 +25,9 @@
 namespace qjoule::model {
 
 inline constexpr const char* kGgufExportableSpecs = "int4:g=32:sym (Q4_0), fp16, bf16, fp32";
+// qjoule's own metadata keys: the source's config.json and tokenizer.json, verbatim (gguf_import.h).
+inline constexpr const char* kGgufConfigKey = "qjoule.hf_config_json";
+inline constexpr const char* kGgufTokenizerKey = "qjoule.hf_tokenizer_json";
 
 struct GgufExportSummary {
   std::string architecture;  // "llama", "qwen2"
