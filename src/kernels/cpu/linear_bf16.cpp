@@ -1,5 +1,6 @@
 // BF16 linear layer: BF16 weights, activations rounded to BF16 per call, FP32 accumulation, on
-// oneDNN's native bf16 matmul, qjoule's AVX2 kernel or a scalar loop (linear_onednn_lowp.h).
+// oneDNN's native bf16 matmul (or, where that does not beat FP32, BF16 weight rows widened into FP32
+// panels for its FP32 matmul), qjoule's AVX2 kernel or a scalar loop (linear_onednn_lowp.h).
 #include <cmath>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "kernels/cpu/gemv_dense_avx512.h"
 #include "kernels/cpu/linear_bf16_kernels.h"
 #include "kernels/cpu/onednn_matmul_by_rows.h"
+#include "kernels/cpu/panel_matmul.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"
@@ -50,7 +52,12 @@ class LinearBf16 final : public Linear {
       case Bf16Kernel::onednn:
         weight_bits_ = to_bf16(W, out * in);
         gemv_ = cpu_supports_gemv_bf16_avx512();
-        kernel_path_ = onednn_kernel_path(matmul_.primitive_desc(gemv_ ? kGemvDenseMaxRows + 1 : 1)) + ":bf16bf16f32";
+        // Where oneDNN's BF16 matmul does not beat its FP32 one (AVX512_BF16 without AMX: avx512::panel_kind),
+        // prefill widens BF16 weight rows into FP32 panels: the same BF16 × BF16 products, FP32 sums.
+        f32_panel_ = gemv_ && avx512::bf16_panel_available() && avx512::panel_kind() == avx512::PanelKind::f32;
+        kernel_path_ =
+            f32_panel_ ? avx512::panel_kernel_path()
+                       : onednn_kernel_path(matmul_.primitive_desc(gemv_ ? kGemvDenseMaxRows + 1 : 1)) + ":bf16bf16f32";
         if (gemv_) kernel_path_ = "qjoule:avx512_bf16:bf16_gemv,m>4:" + kernel_path_;
         break;
       case Bf16Kernel::avx2:
@@ -74,6 +81,18 @@ class LinearBf16 final : public Linear {
       for (int64_t i = 0; i < count; ++i) a[static_cast<size_t>(i)] = f32_to_bf16_bits(x[i]);
       if (gemv_ && m <= kGemvDenseMaxRows) {
         gemv_bf16_avx512(a.data(), m, weight_bits_.data(), bias_.empty() ? nullptr : bias_.data(), out_, in_, y);
+        return;
+      }
+      if (f32_panel_) {
+        std::vector<float>& af = activation_scratch<float>(count);
+#pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
+        for (int64_t i = 0; i < count; ++i) af[static_cast<size_t>(i)] = bf16_bits_to_f32(a[static_cast<size_t>(i)]);
+        avx512::f32_panel_gemm(af.data(), m, out_, in_, bias_.empty() ? nullptr : bias_.data(), y,
+                               [this](int64_t o_begin, int64_t o_end, float* panel) {
+                                 const uint16_t* w = weight_bits_.data() + o_begin * in_;
+                                 const int64_t n = (o_end - o_begin) * in_;
+                                 for (int64_t i = 0; i < n; ++i) panel[i] = bf16_bits_to_f32(w[i]);
+                               });
         return;
       }
       matmul_.execute(m, a.data(), weight_bits_.data(), bias_.empty() ? nullptr : bias_.data(), y);
@@ -120,6 +139,7 @@ class LinearBf16 final : public Linear {
   PackedBf16Weights packed_;           // avx2 kernel
   OneDnnMatmulByRows matmul_;          // onednn kernel (primitives are created on first use only)
   bool gemv_ = false;                  // onednn kernel: qjoule's AVX512_BF16 GEMV for m <= kGemvDenseMaxRows
+  bool f32_panel_ = false;             // onednn kernel: prefill on FP32 panels (avx512::panel_kind)
   std::string kernel_path_;
 };
 

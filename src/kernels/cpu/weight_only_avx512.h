@@ -54,37 +54,10 @@
 #include <vector>
 
 #include "kernels/cpu/bf16.h"
+#include "kernels/cpu/panel_matmul.h"
 #include "kernels/cpu/weight_only_gemv_avx512.h"
 
 namespace qjoule::kernels::avx512 {
-
-constexpr int64_t kPanelBytes = 256 << 10;      // BF16 panel of dequantized weight rows per thread, at most
-constexpr int64_t kF32PanelBytes = 1024 << 10;  // FP32 panel: the same rows take twice the bytes; K = 3072 wants more
-
-// The BF16 panel product (weight_only_bf16_panel.cpp): y[:, n0 .. n0 + n) = a · panelᵀ + bias[n0 ..),
-// a: [m, k] BF16, panel: [n, k] BF16 (row-major, i.e. oneDNN's "ba"), y with row stride ldy (a
-// narrower panel goes through a dense scratch: oneDNN's implementation depends on the stride). A shape
-// whose oneDNN implementation is not the one panel_kernel_path() names is an error, never a wrong
-// label.
-void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n, const float* bias,
-                       float* y, int64_t ldy);
-// The same product in FP32: a [m, k] FP32, panel [n, k] FP32, on oneDNN's FP32 matmul.
-void f32_panel_matmul(const float* a, int64_t m, int64_t k, const float* panel, int64_t n, const float* bias, float* y,
-                      int64_t ldy);
-// True where oneDNN has a native (non-reference) BF16 matmul and the CPU has AVX512_BF16: the
-// avx512_bf16 level.
-bool bf16_panel_available();
-// Which panel the avx512_bf16 level's prefill multiplies, decided once per process: BF16 where oneDNN's
-// BF16 matmul is at least kBf16PanelMinSpeedup times its FP32 matmul on this CPU (AMX, or BF16 dot
-// products twice as wide as FP32 FMAs), timed once on a [256 x 1024] x [1024 x 256] product in the
-// calling thread; FP32 otherwise (AVX512_BF16 without AMX: oneDNN's BF16 brgemm ran at 0.55x its FP32
-// one on a Sapphire Rapids-class Xeon, and dequantizing to FP32 panels made nf4 / int4 / w8 prefill
-// 1.5x faster). QJOULE_WEIGHT_ONLY_PANEL=bf16|f32 decides instead (tests, benchmarks).
-enum class PanelKind { bf16, f32 };
-inline constexpr double kBf16PanelMinSpeedup = 1.15;
-PanelKind panel_kind();
-// "bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32" or "f32_panel+onednn:brg:avx512_core:f32".
-const std::string& panel_kernel_path();
 
 // ---- Dequantization of weight rows into a BF16 panel (the avx512_bf16 prefill) ------------------------
 // panel row j = W[o_begin + j, :] in the FP32 GEMV's order (chunk order for 4-bit formats), rounded to
@@ -191,7 +164,7 @@ class ScratchBuffer {
 
 // Per-thread scratch of the calls below, reused across calls.
 struct Scratch {
-  ScratchBuffer<float> xp, xs, panel_f32;
+  ScratchBuffer<float> xp, xs;
   ScratchBuffer<uint16_t> a, panel;
 };
 inline Scratch& scratch() {
@@ -268,20 +241,9 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
       } else {
         a = const_cast<float*>(x_in);
       }
-      const int64_t threads = std::max(1, omp_get_max_threads());
-      const int64_t blocks = (N + 15) / 16;
-      const int64_t max_blocks = std::max<int64_t>(1, kF32PanelBytes / 4 / K / 16);
-      int64_t panels = (blocks + max_blocks - 1) / max_blocks;
-      panels = std::min(blocks, (panels + threads - 1) / threads * threads);
-      const int64_t panel_rows = (blocks + panels - 1) / panels * 16;
-      const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
-#pragma omp parallel for schedule(static)
-      for (int64_t p = 0; p < panel_count; ++p) {
-        const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
-        float* panel = scratch().panel_f32.get(panel_rows * K);
-        dequantize_rows_f32(dec, n0, n0 + n, panel);
-        f32_panel_matmul(a, m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
-      }
+      f32_panel_gemm(a, m, N, K, bias, y, [&dec](int64_t o_begin, int64_t o_end, float* panel) {
+        dequantize_rows_f32(dec, o_begin, o_end, panel);
+      });
       return;
     }
     // The activations rounded to BF16, rows split over the threads; for 4-bit formats first permuted

@@ -12,6 +12,8 @@
 // its brgemm kernel but a strided one (a column slice of y) on gemm:jit (measured, every shape tried),
 // and the kernel path names one implementation. A panel narrower than y is written to scratch and
 // copied into its columns. A shape whose implementation differs from the path is an error.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -25,7 +27,7 @@
 
 #include "kernels/cpu/linear_bf16_kernels.h"
 #include "kernels/cpu/onednn_engine.h"
-#include "kernels/cpu/weight_only_avx512.h"
+#include "kernels/cpu/panel_matmul.h"
 #include "qjoule/error.h"
 
 namespace qjoule::kernels::avx512 {
@@ -162,6 +164,25 @@ const std::string& panel_kernel_path() {
                                       ? "bf16_panel+" + expected_path(memory::data_type::bf16)
                                       : "f32_panel+" + expected_path(memory::data_type::f32);
   return path;
+}
+
+void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                    const std::function<void(int64_t, int64_t, float*)>& fill) {
+  const int64_t threads = std::max(1, omp_get_max_threads());
+  const int64_t blocks = (N + 15) / 16;
+  const int64_t max_blocks = std::max<int64_t>(1, kF32PanelBytes / 4 / K / 16);
+  int64_t panels = (blocks + max_blocks - 1) / max_blocks;
+  panels = std::min(blocks, (panels + threads - 1) / threads * threads);
+  const int64_t panel_rows = (blocks + panels - 1) / panels * 16;
+  const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < panel_count; ++p) {
+    thread_local std::vector<float> panel;
+    const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
+    if (panel.size() < static_cast<std::size_t>(panel_rows * K)) panel.resize(static_cast<std::size_t>(panel_rows * K));
+    fill(n0, n0 + n, panel.data());
+    f32_panel_matmul(a, m, K, panel.data(), n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+  }
 }
 
 bool bf16_panel_available() {

@@ -1,0 +1,49 @@
+// oneDNN matmuls of an activation matrix by a *panel* of weight rows that a kernel has just decoded into
+// scratch (weight_only_bf16_panel.cpp): the prefill of the weight-only formats (weight_only_avx512.h) and
+// of the dense BF16 Linear. BF16 panels run oneDNN's native BF16 matmul, FP32 panels its FP32 matmul;
+// panel_kind() says which one pays on this CPU.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace qjoule::kernels::avx512 {
+
+constexpr int64_t kF32PanelBytes = 1024 << 10;  // FP32 panel per thread, at most (K = 3072 wants more than 256 KiB)
+
+constexpr int64_t kPanelBytes = 256 << 10;  // BF16 panel of dequantized weight rows per thread, at most
+
+// The BF16 panel product (weight_only_bf16_panel.cpp): y[:, n0 .. n0 + n) = a · panelᵀ + bias[n0 ..),
+// a: [m, k] BF16, panel: [n, k] BF16 (row-major, i.e. oneDNN's "ba"), y with row stride ldy (a
+// narrower panel goes through a dense scratch: oneDNN's implementation depends on the stride). A shape
+// whose oneDNN implementation is not the one panel_kernel_path() names is an error, never a wrong
+// label.
+void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n, const float* bias,
+                       float* y, int64_t ldy);
+// The same product in FP32: a [m, k] FP32, panel [n, k] FP32, on oneDNN's FP32 matmul.
+void f32_panel_matmul(const float* a, int64_t m, int64_t k, const float* panel, int64_t n, const float* bias, float* y,
+                      int64_t ldy);
+// True where oneDNN has a native (non-reference) BF16 matmul and the CPU has AVX512_BF16: the
+// avx512_bf16 level.
+bool bf16_panel_available();
+// Which panel the avx512_bf16 level's prefill multiplies, decided once per process: BF16 where oneDNN's
+// BF16 matmul is at least kBf16PanelMinSpeedup times its FP32 matmul on this CPU (AMX, or BF16 dot
+// products twice as wide as FP32 FMAs), timed once on a [256 x 1024] x [1024 x 256] product in the
+// calling thread; FP32 otherwise (AVX512_BF16 without AMX: oneDNN's BF16 brgemm ran at 0.55x its FP32
+// one on a Sapphire Rapids-class Xeon, and dequantizing to FP32 panels made nf4 / int4 / w8 prefill
+// 1.5x faster). QJOULE_WEIGHT_ONLY_PANEL=bf16|f32 decides instead (tests, benchmarks).
+enum class PanelKind { bf16, f32 };
+inline constexpr double kBf16PanelMinSpeedup = 1.15;
+PanelKind panel_kind();
+// "bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32" or "f32_panel+onednn:brg:avx512_core:f32".
+const std::string& panel_kernel_path();
+
+// y[m, N] = a[m, K] · Wᵀ + bias on FP32 panels: the output rows are split into panels of whole 16-row
+// blocks within kF32PanelBytes, as many as a multiple of the thread count; each OpenMP thread has
+// `fill(o_begin, o_end, panel)` write W's rows [o_begin, o_end) in FP32 into its own scratch (which stays
+// in its L2) and multiplies them right away (f32_panel_matmul).
+void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                    const std::function<void(int64_t, int64_t, float*)>& fill);
+
+}  // namespace qjoule::kernels::avx512
