@@ -80,7 +80,9 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const 
 //                once per process), into an FP32 panel on its FP32 matmul. Path "qjoule:avx512_bf16:
 //                int4_bf16,m>4:bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32" or "...,m>4:
 //                f32_panel+onednn:brg:avx512_core:f32".
-// fp16 and int4:a8 have no AVX-512 kernel: at the avx512 levels they run, and are labelled, avx2.
+// fp16 and int4:a8 have no AVX-512 GEMV: at the avx512 levels they run, and are labelled, avx2; fp16's
+// prefill (m > 4) there converts FP16 rows into FP32 panels for oneDNN's FP32 matmul
+// ("qjoule:avx2:f16w_f32,m>4:f32_panel+onednn:brg:avx512_core:f32").
 enum class WeightOnlyIsa { scalar = 0, avx2 = 1, avx512 = 2, avx512_bf16 = 3 };
 // The ISA that weight-only linears built from now on use (fixed per layer at construction, kernel and
 // label together): the widest level this CPU runs, at most the limit (set_weight_only_isa_limit;

@@ -10,6 +10,7 @@
 
 namespace qjoule::kernels::avx512 {
 
+constexpr int64_t kGemvMaxRowsForPanels = 4;    // products of more rows than this go through the panels
 constexpr int64_t kF32PanelBytes = 1024 << 10;  // FP32 panel per thread, at most (K = 3072 wants more than 256 KiB)
 
 constexpr int64_t kPanelBytes = 256 << 10;  // BF16 panel of dequantized weight rows per thread, at most
@@ -38,6 +39,9 @@ inline constexpr double kBf16PanelMinSpeedup = 1.15;
 PanelKind panel_kind();
 // "bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32" or "f32_panel+onednn:brg:avx512_core:f32".
 const std::string& panel_kernel_path();
+// "f32_panel+onednn:brg:avx512_core:f32": the FP32 panels whatever panel_kind() says (fp16's prefill,
+// whose arithmetic is FP32 anyway).
+const std::string& f32_panel_kernel_path();
 
 // y[m, N] = a[m, K] · Wᵀ + bias on FP32 panels: the output rows are split into panels of whole 16-row
 // blocks within kF32PanelBytes, as many as a multiple of the thread count; each OpenMP thread has

@@ -59,6 +59,8 @@
 
 namespace qjoule::kernels::avx512 {
 
+static_assert(kGemvMaxRows == kGemvMaxRowsForPanels, "the GEMVs and the panels split products at the same m");
+
 // ---- Dequantization of weight rows into a BF16 panel (the avx512_bf16 prefill) ------------------------
 // panel row j = W[o_begin + j, :] in the FP32 GEMV's order (chunk order for 4-bit formats), rounded to
 // BF16 to nearest even.

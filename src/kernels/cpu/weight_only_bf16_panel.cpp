@@ -185,6 +185,11 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
   }
 }
 
+const std::string& f32_panel_kernel_path() {
+  static const std::string path = "f32_panel+" + expected_path(memory::data_type::f32);
+  return path;
+}
+
 bool bf16_panel_available() {
   static const bool available = [] {
     __builtin_cpu_init();

@@ -1,8 +1,10 @@
-// make_linear_fp16_weights (kernel f16w_f32) vs linear_fp16_weights_ref, both ISAs.
+// make_linear_fp16_weights (kernel f16w_f32; FP32-panel prefill on AVX-512) vs
+// linear_fp16_weights_ref, every ISA.
 // Budget vs the twin: 1e-5 · Σ|x·w| (weight_only_test_util.h). Quantization error vs FP32 weights
 // (quantization_error_vs_fp32): relative RMS < 5e-4 (FP16 keeps 11 significant bits).
 #include <gmock/gmock.h>
 
+#include "kernels/cpu/panel_matmul.h"
 #include "qjoule/error.h"
 #include "weight_only_test_util.h"
 
@@ -27,7 +29,11 @@ TEST(LinearFp16Weights, MatchesReferenceAcrossShapesAndIsas) {
         kernels::linear_fp16_weights_ref(x.data(), s.m, w.data(), bias, s.out, s.in, "t.weight", ref.data());
         test::expect_within_budget(y, ref, test::budget_scale(x, w, bias, s), s, lin->kernel_path());
         EXPECT_EQ(lin->format(), "fp16");
-        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "f16w_f32", false));
+        // The AVX-512 levels add the FP32-panel prefill (panel_matmul.h).
+        const bool panel =
+            isa >= kernels::WeightOnlyIsa::avx512 && kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512;
+        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "f16w_f32", false) +
+                                          (panel ? ",m>4:" + kernels::avx512::f32_panel_kernel_path() : ""));
         EXPECT_EQ(lin->bytes_held(), size_t(s.out * s.in) * 2 + (with_bias ? size_t(s.out) * 4 : 0));
         EXPECT_EQ(lin->in_features(), s.in);
         EXPECT_EQ(lin->out_features(), s.out);
