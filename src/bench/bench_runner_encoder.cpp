@@ -1,0 +1,111 @@
+// BenchRunner's encoder runs: the classifier built on its device, timed in the run's energy window, its
+// memory, accuracy and fidelity to FP32 (its unquantized model's, for a pre-quantized checkpoint).
+#include "bench/bench_runner_impl.h"
+
+namespace qjoule::bench {
+
+void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
+  kernels::set_num_threads(c.threads);
+  const bool on_gpu = kernels::is_cuda_device(c.device);
+  if (is_decoder_model(c.model)) return run_decoder(c, r);
+  // What validate_configs checks, before anything loads: the GPU (one line why not), a known device.
+  const int gpu_index = on_gpu ? kernels::require_cuda_device(c.device) : -1;
+  if (!on_gpu && c.device != "cpu") kernels::require_cuda_device(c.device);  // names what was wrong
+  load(c.model);
+  // A pre-quantized checkpoint has no FP32 weights to compare with: its unquantized model's
+  // (--reference), else fidelity is not measured (accuracy is).
+  const auto& quantization = params->config.quantization;
+  const std::string& fp32_model = quantization ? options.lm.reference : c.model;
+  const std::vector<std::vector<float>> no_reference;
+  const auto& reference = fp32_model.empty() ? no_reference : reference_logits(c, fp32_model);
+  if (quantization) {
+    r.weights_source = "checkpoint: " + quantization->describe();
+    r.notes.push_back(fp32_model.empty()
+                          ? "fidelity to FP32 not measured: a pre-quantized checkpoint holds no FP32 weights "
+                            "(--reference DIR, its unquantized model, gives the FP32 run it is compared with)"
+                          : fmt::format("fidelity compares with the FP32 run of --reference {}", fp32_model));
+  }
+  const bool rss_reset = reset_peak_rss();
+  // The model on its device: the one EncoderClassifier graph on the CPU, or on GPU N with every weight there.
+  const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c);
+  const model::EncoderConfig& cfg = m.config();
+  r.model_bytes = m.bytes_held();
+  r.fp32_bytes = m.fp32_bytes();
+  record_kernels(r, m.kernel_path_counts());
+  const eval::ClassifierForward forward_fn = [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
+                                                  float* logits) { m.forward(ids, mask, batch, seq, logits); };
+  std::optional<HookGuard> hook;
+  if (on_gpu) {
+    hook.emplace(meter, fmt::format("cuda:{} cudaDeviceSynchronize", gpu_index), [&m] { m.synchronize(); });
+    r.notes.push_back(
+        fmt::format("device: {}; every weight on the GPU ({} bytes of parameters); non-GEMM "
+                    "operations {}",
+                    m.device_name(), r.model_bytes, m.nongemm_path()));
+    r.notes.push_back(
+        fmt::format("latency: CUDA events on GPU {} around each batch (ids and mask copied in, "
+                    "forward, logits copied out); the energy window synchronizes GPU {} at both ends",
+                    gpu_index, gpu_index));
+  }
+
+  // Timing.
+  const auto ids = timing_token_ids(c.model, cfg.vocab_size, c.batch, c.seq);
+  const std::vector<int32_t> mask(ids.size(), 1);
+  std::vector<float> logits(c.batch * static_cast<std::size_t>(cfg.num_labels));
+  const auto batch = [&]() -> std::optional<double> {
+    if (on_gpu) return m.forward_timed(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
+    m.forward(ids.data(), mask.data(), int64_t(c.batch), int64_t(c.seq), logits.data());
+    return std::nullopt;
+  };
+  for (std::size_t i = 0; i < options.warmup; ++i) batch();
+  const double min_s = min_seconds();
+  const bool tracing = !options.trace_dir.empty() && !meter.sensors().empty();
+  if (tracing) meter.drain_trace([](const energy::TraceSample&) {});  // readings from before this run
+  energy::Window window = meter.begin_window(r.run_name);
+  const auto start = Clock::now();
+  double loop_seconds = 0;
+  const std::vector<double> samples_ms = time_self_timed_repetitions(batch, min_s, loop_seconds);
+  const energy::Measurement em = meter.end_window(window);
+  if (tracing) {
+    std::filesystem::create_directories(options.trace_dir);
+    energy::TraceCsvWriter trace(options.trace_dir / (r.run_name + ".csv"), meter);
+    trace.drain(meter, em.start_ns);
+    trace.close();
+  }
+  r.measured_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.iters = samples_ms.size();
+  r.latency = summarize_latency(samples_ms);
+  const double sequences = double(r.iters) * double(c.batch);
+  r.sequences_per_s = sequences / r.measured_seconds;
+  r.tokens_per_s = sequences * double(c.seq) / r.measured_seconds;
+  fill_device_energy(r, em, gpu_index, sequences, sequences * double(c.seq));
+  if (rss_reset) {
+    r.peak_rss_bytes = peak_rss_bytes();
+  } else {
+    r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
+  }
+  if (on_gpu) r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations)");
+
+  // Accuracy and fidelity.
+  std::optional<eval::ClassifierEvalResult> result;
+  const auto run_logits = run_fidelity_inputs(cfg, forward_fn, c, 0, &result);
+  if (!reference.empty()) {
+    const auto f = eval::compare_logits(reference, run_logits);
+    r.fidelity_top1_agreement = f.top1_agreement;
+    r.fidelity_mean_kl = f.mean_kl;
+    r.fidelity_max_abs_dlogit = f.max_abs_dlogit;
+    r.fidelity_examples = f.examples;
+  }
+  if (result && result->labelled > 0) {
+    r.accuracy_correct = result->correct;
+    r.accuracy_labelled = result->labelled;
+    r.accuracy = result->accuracy();
+    if (result->truncated > 0)
+      r.notes.push_back(fmt::format("{} of {} dataset examples were truncated to {} tokens", result->truncated,
+                                    result->total, c.seq));
+  }
+  if (is_synthetic(c.model))
+    r.notes.push_back("embedded DistilBERT-base-shaped model with random weights: accuracy is fidelity to FP32 only");
+  if (!unused_tensors.empty()) r.notes.push_back(unused_tensors);
+}
+
+}  // namespace qjoule::bench
