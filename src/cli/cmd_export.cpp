@@ -35,8 +35,7 @@ void run_export_gguf(const ExportArgs& a, const quant::FormatSpec& spec) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("model      {}\n", a.model);
   fmt::print("precision  {} as GGUF {} ({} Linears), architecture {}, tokenizer {}\n", quant::to_string(spec),
-             summary.tensor_type, summary.quantized > 0 ? summary.quantized : 0, summary.architecture,
-             summary.tokenizer);
+             summary.tensor_type, summary.quantized, summary.architecture, summary.tokenizer);
   fmt::print("written    {} ({} tensors, {}) in {:.1f} s\n", a.out, summary.tensors, human_bytes(double(summary.bytes)),
              seconds);
 }

@@ -76,23 +76,24 @@ class LinearBf16 final : public Linear {
     if (m <= 0) return;
     const int64_t count = m * in_;
     if (kernel_ == Bf16Kernel::onednn) {
-      std::vector<uint16_t>& a = activation_scratch<uint16_t>(count);
-#pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
-      for (int64_t i = 0; i < count; ++i) a[static_cast<size_t>(i)] = f32_to_bf16_bits(x[i]);
-      if (gemv_ && m <= kGemvDenseMaxRows) {
-        gemv_bf16_avx512(a.data(), m, weight_bits_.data(), bias_.empty() ? nullptr : bias_.data(), out_, in_, y);
-        return;
-      }
-      if (f32_panel_) {
+      if (f32_panel_ && m > kGemvDenseMaxRows) {
+        // The activations rounded to BF16 once, kept as FP32 values for the FP32 panels.
         std::vector<float>& af = activation_scratch<float>(count);
 #pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
-        for (int64_t i = 0; i < count; ++i) af[static_cast<size_t>(i)] = bf16_bits_to_f32(a[static_cast<size_t>(i)]);
+        for (int64_t i = 0; i < count; ++i) af[static_cast<size_t>(i)] = round_to_bf16(x[i]);
         avx512::f32_panel_gemm(af.data(), m, out_, in_, bias_.empty() ? nullptr : bias_.data(), y,
                                [this](int64_t o_begin, int64_t o_end, float* panel) {
                                  const uint16_t* w = weight_bits_.data() + o_begin * in_;
                                  const int64_t n = (o_end - o_begin) * in_;
                                  for (int64_t i = 0; i < n; ++i) panel[i] = bf16_bits_to_f32(w[i]);
                                });
+        return;
+      }
+      std::vector<uint16_t>& a = activation_scratch<uint16_t>(count);
+#pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
+      for (int64_t i = 0; i < count; ++i) a[static_cast<size_t>(i)] = f32_to_bf16_bits(x[i]);
+      if (gemv_ && m <= kGemvDenseMaxRows) {
+        gemv_bf16_avx512(a.data(), m, weight_bits_.data(), bias_.empty() ? nullptr : bias_.data(), out_, in_, y);
         return;
       }
       matmul_.execute(m, a.data(), weight_bits_.data(), bias_.empty() ? nullptr : bias_.data(), y);

@@ -43,6 +43,10 @@ const std::string& panel_kernel_path();
 // whose arithmetic is FP32 anyway).
 const std::string& f32_panel_kernel_path();
 
+// Rows per panel of an [N, K] weight: whole 16-row blocks, at most `max_elements` weights a panel, and as
+// many panels as a multiple of the thread count (a balanced static split).
+int64_t panel_rows_for(int64_t N, int64_t K, int64_t max_elements);
+
 // y[m, N] = a[m, K] · Wᵀ + bias on FP32 panels: the output rows are split into panels of whole 16-row
 // blocks within kF32PanelBytes, as many as a multiple of the thread count; each OpenMP thread has
 // `fill(o_begin, o_end, panel)` write W's rows [o_begin, o_end) in FP32 into its own scratch (which stays

@@ -264,12 +264,7 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
     // Panels of whole 16-row blocks within kPanelBytes, as many as a multiple of the thread count (a
     // balanced static split); each thread dequantizes its panels into its own scratch, which stays in its
     // L2, and multiplies them right away: no barrier between the two steps, no panel through L3.
-    const int64_t threads = std::max(1, omp_get_max_threads());
-    const int64_t blocks = (N + 15) / 16;
-    const int64_t max_blocks = std::max<int64_t>(1, kPanelBytes / 2 / K / 16);
-    int64_t panels = (blocks + max_blocks - 1) / max_blocks;
-    panels = std::min(blocks, (panels + threads - 1) / threads * threads);
-    const int64_t panel_rows = (blocks + panels - 1) / panels * 16;
+    const int64_t panel_rows = panel_rows_for(N, K, kPanelBytes / int64_t{sizeof(uint16_t)});
     const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < panel_count; ++p) {

@@ -166,14 +166,18 @@ const std::string& panel_kernel_path() {
   return path;
 }
 
-void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
-                    const std::function<void(int64_t, int64_t, float*)>& fill) {
+int64_t panel_rows_for(int64_t N, int64_t K, int64_t max_elements) {
   const int64_t threads = std::max(1, omp_get_max_threads());
   const int64_t blocks = (N + 15) / 16;
-  const int64_t max_blocks = std::max<int64_t>(1, kF32PanelBytes / 4 / K / 16);
+  const int64_t max_blocks = std::max<int64_t>(1, max_elements / K / 16);
   int64_t panels = (blocks + max_blocks - 1) / max_blocks;
   panels = std::min(blocks, (panels + threads - 1) / threads * threads);
-  const int64_t panel_rows = (blocks + panels - 1) / panels * 16;
+  return (blocks + panels - 1) / panels * 16;
+}
+
+void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                    const std::function<void(int64_t, int64_t, float*)>& fill) {
+  const int64_t panel_rows = panel_rows_for(N, K, kF32PanelBytes / int64_t{sizeof(float)});
   const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < panel_count; ++p) {
