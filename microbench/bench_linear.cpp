@@ -118,6 +118,8 @@ void bm_linear(benchmark::State& state, const std::string& spec) {
 
 }  // namespace
 
+constexpr int64_t kBatchM = 4096;  // 32 sequences of 128 tokens
+
 int main(int argc, char** argv) {
   const int hw = std::max(1u, std::thread::hardware_concurrency());
   std::vector<int> thread_counts = {1};
@@ -137,12 +139,17 @@ int main(int argc, char** argv) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768},   {768, 3072}, {3072, 768},  // DistilBERT-base
                                                            {2048, 2048}, {2048, 256}, {2048, 5632},
                                                            {5632, 2048}};  // 1B Llama (TinyLlama-1.1B)
+  // Large batches (batch × seq tokens in one forward): DistilBERT-base and the SST-2 DistilBERT-mini.
+  const std::vector<std::pair<int64_t, int64_t>> batch_shapes = {{768, 768}, {768, 3072}, {3072, 768},
+                                                                 {256, 768}, {256, 1024}, {1024, 256}};
   for (const std::string& spec : specs) {
     auto* b = benchmark::RegisterBenchmark(("linear/" + spec).c_str(), bm_linear, spec);
     b->ArgNames({"M", "K", "N", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
     for (int t : thread_counts)
       for (int64_t m : {1, 128})
         for (auto [k, n] : shapes) b->Args({m, k, n, t});
+    for (int t : thread_counts)
+      for (auto [k, n] : batch_shapes) b->Args({kBatchM, k, n, t});
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

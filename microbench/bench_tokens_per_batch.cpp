@@ -1,11 +1,11 @@
 // The cost per token of an encoder classifier as the tokens per batch grow (issue: throughput at large
-// batches): for each format, batch × seq = 64 … --max-tokens tokens (seq = min(128, tokens), batch the
+// batches): for each format, batch × seq = 64, 256, 1024, 2048 … --max-tokens tokens (seq = min(128, tokens), batch the
 // rest), it prints µs per token and the share of the forward spent inside the Linears (the GEMMs with
 // their activation quantization and epilogues), on the DistilBERT-base-shaped synthetic model and, where
 // ../shared has it, the SST-2 DistilBERT-mini checkpoint. A curve that bends up with the tokens is a
 // per-token penalty of large batches; the GEMM share says whether the Linears or the rest (attention,
 // LayerNorm, GELU, copies) pay it.
-//   bench_tokens_per_batch                          # fp32,bf16,int8,w8,int4,nf4; 64 .. 4,096 tokens
+//   bench_tokens_per_batch                          # fp32,bf16,int8,w8,int4,nf4; 64 .. 8,192 tokens
 //   bench_tokens_per_batch --max-tokens 16384 --precisions fp32,nf4 --threads 2
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -78,11 +78,12 @@ std::vector<Model> models() {
 int main(int argc, char** argv) {
   CLI::App app{"µs per token and the Linears' share of the time as tokens per batch grow, per format"};
   std::string precisions = "fp32,bf16,int8,w8,int4,nf4";
-  int64_t max_tokens = 4096;
+  int64_t max_tokens = 8192;
   int threads = 0;
   double min_seconds = 0.5;
   app.add_option("--precisions", precisions, "Formats, comma-separated")->capture_default_str();
-  app.add_option("--max-tokens", max_tokens, "Largest batch × seq (64, 256, ... up to it)")->capture_default_str();
+  app.add_option("--max-tokens", max_tokens, "Largest batch × seq (64, 256, 1024, 2048, ... up to it)")
+      ->capture_default_str();
   app.add_option("--threads", threads, "Threads (default: all cores)");
   app.add_option("--min-time", min_seconds, "Seconds of forwards per point (at least one forward)")
       ->capture_default_str();
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
             return std::unique_ptr<qjoule::kernels::Linear>(std::make_unique<TimedLinear>(inner(p, in_block), ns));
           }));
     }
-    for (int64_t tokens = 64; tokens <= max_tokens; tokens *= 4) {
+    for (int64_t tokens = 64; tokens <= max_tokens; tokens *= tokens < 1024 ? 4 : 2) {
       const int64_t seq = std::min<int64_t>(128, tokens), batch = tokens / seq;
       std::printf("%-10s", fmt::format("{} ({}x{})", tokens, batch, seq).c_str());
       for (std::size_t i = 0; i < formats.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "qjoule/model/encoder_classifier.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -84,10 +85,24 @@ void EncoderClassifier::linear(const OwnedLinear& l, const Tensor& x, int64_t m,
 }
 
 std::string EncoderClassifier::nongemm_path() const {
-  return fmt::format("{}: embedding_sum, add_layer_norm, attention, {}, {}{}", ops_->nongemm_path(),
-                     config_.activation == "relu" ? "relu" : "gelu_erf",
-                     config_.arch == EncoderArch::Bert ? "tanh" : "relu",
-                     activations_ == ActivationDtype::bf16 ? ", round_to_bf16" : "");
+  return fmt::format(
+      "{}: embedding_sum, add_layer_norm, attention, {}, {}{}{}", ops_->nongemm_path(),
+      config_.activation == "relu" ? "relu" : "gelu_erf", config_.arch == EncoderArch::Bert ? "tanh" : "relu",
+      activations_ == ActivationDtype::bf16 ? ", round_to_bf16" : "",
+      ops_->device().kind == Device::Kind::cpu ? fmt::format("; passes of <= {} tokens", cpu_tokens_per_pass())
+                                               : std::string());
+}
+
+int64_t cpu_tokens_per_pass() {
+  static const int64_t tokens = [] {
+    const char* v = std::getenv("QJOULE_TOKENS_PER_PASS");
+    if (v == nullptr) return EncoderClassifier::kCpuTokensPerPass;
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || n < 1) fail("QJOULE_TOKENS_PER_PASS={}: expected a positive number of tokens", v);
+    return static_cast<int64_t>(n);
+  }();
+  return tokens;
 }
 
 EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& factory, ActivationDtype activations,
@@ -158,31 +173,52 @@ double EncoderClassifier::forward_timed(const int32_t* ids, const int32_t* mask,
   return ops_->stop_timer_ms();
 }
 
+int64_t EncoderClassifier::sequences_per_pass(int64_t batch, int64_t seq) const {
+  if (ops_->device().kind != Device::Kind::cpu) return batch;
+  return std::clamp<int64_t>(cpu_tokens_per_pass() / seq, 1, batch);
+}
+
 void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
                                 float* logits) const {
   const int64_t h = config_.hidden_size;
-  const int64_t rows = batch * seq;
   if (batch <= 0 || seq <= 0) fail("forward: batch {} × sequence {} is empty", batch, seq);
   if (seq > config_.max_positions)
     fail("forward: sequence length {} exceeds max_position_embeddings {}", seq, config_.max_positions);
-  for (int64_t i = 0; i < rows; ++i) {
+  for (int64_t i = 0; i < batch * seq; ++i) {
     if (ids[i] < 0 || ids[i] >= config_.vocab_size)
       fail("forward: token id {} at batch row {}, position {} is outside the vocabulary [0, {})", ids[i], i / seq,
            i % seq, config_.vocab_size);
   }
   GraphOps& ops = *ops_;
+  const int64_t per_pass = sequences_per_pass(batch, seq), rows = per_pass * seq;
 
-  // The inputs on the device.
+  // The inputs on the device, one pass's worth.
   const auto [id_tensor, mask_tensor] = carve<2>(ops, DType::i32, {rows, rows}, "the ids and mask");
+  // Activations, every one written before it is read: one uninitialized block (zeroing would be a
+  // pass over ~30 MB per DistilBERT-base batch of 8 × 128), sized for one pass and reused by every
+  // pass. Q, K and V are one [rows, 3h] tensor from a fused Linear, or its three [rows, h] thirds,
+  // each starting aligned.
+  const int64_t f = config_.intermediate_size, third = aligned_elements(rows * h);
+  const auto [x, qkv, ctx, tmp, ffn, cls, pooled] =
+      carve<7>(ops, DType::f32, {rows * h, 3 * third, rows * h, rows * h, rows * f, per_pass * h, per_pass * h},
+               "the activations");
+  const PassBuffers buffers{id_tensor, mask_tensor, x, qkv, ctx, tmp, ffn, cls, pooled};
+  for (int64_t first = 0; first < batch; first += per_pass) {
+    const int64_t n = std::min(per_pass, batch - first);
+    forward_pass(ids + first * seq, mask + first * seq, n, seq, logits + first * config_.num_labels, buffers);
+  }
+}
+
+void EncoderClassifier::forward_pass(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits,
+                                     const PassBuffers& b) const {
+  const int64_t h = config_.hidden_size, f = config_.intermediate_size, labels = config_.num_labels;
+  const int64_t rows = batch * seq;
+  GraphOps& ops = *ops_;
+  const Tensor id_tensor = b.ids.slice(0, rows), mask_tensor = b.mask.slice(0, rows);
   ops.copy_in(ids, id_tensor);
   ops.copy_in(mask, mask_tensor);
-
-  // Activations, every one written before it is read: one uninitialized block (zeroing would be a
-  // pass over ~30 MB per DistilBERT-base batch of 8 × 128). Q, K and V are one [rows, 3h] tensor from
-  // a fused Linear, or its three [rows, h] thirds, each starting aligned.
-  const int64_t f = config_.intermediate_size, labels = config_.num_labels, third = aligned_elements(rows * h);
-  const auto [x, qkv, ctx, tmp, ffn, cls, pooled] = carve<7>(
-      ops, DType::f32, {rows * h, 3 * third, rows * h, rows * h, rows * f, batch * h, batch * h}, "the activations");
+  const Tensor &x = b.x, &qkv = b.qkv, &ctx = b.ctx, &tmp = b.tmp, &ffn = b.ffn, &cls = b.cls, &pooled = b.pooled;
+  const int64_t third = b.qkv.size() / 3;
   const Tensor out = ops.host_output(logits, batch * labels, "the logits");
 
   // Embeddings: word + position (+ token type 0 for BERT), then LayerNorm.

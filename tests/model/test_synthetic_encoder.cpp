@@ -1,10 +1,13 @@
 // The synthetic DistilBERT: deterministic, Hugging Face names and shapes, and it runs.
 #include "qjoule/model/synthetic_encoder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include "qjoule/error.h"
 #include "qjoule/model/encoder_classifier.h"
@@ -189,6 +192,34 @@ TEST(SyntheticEncoder, BadSpecsAreClearErrors) {
               ::testing::ThrowsMessage<Error>(::testing::HasSubstr("hidden size 64 is not a multiple of 5 heads")));
   EXPECT_THAT([&] { synthetic_token_ids(small_spec(), 1, 33); },
               ::testing::ThrowsMessage<Error>(::testing::HasSubstr("sequence length 33 is outside [2, 32]")));
+}
+
+// A batch larger than one CPU pass runs in passes of whole sequences: every sequence's logits are those
+// it gets alone (padding included), fused and unfused Q/K/V alike, and the path says so.
+TEST(SyntheticEncoderPasses, BatchInPassesGivesEachSequenceItsOwnLogits) {
+  const auto spec = small_spec();
+  const int64_t seq = 16, per_pass = std::max<int64_t>(1, cpu_tokens_per_pass() / seq);
+  const int64_t batch = 2 * per_pass + 3;  // two full passes and a short one
+  const auto ids = synthetic_token_ids(spec, batch, seq);
+  std::vector<int32_t> mask(ids.size(), 1);
+  for (int64_t b = 1; b < batch; b += 5)
+    for (int64_t t = 7 + b % 5; t < seq; ++t) mask[static_cast<size_t>(b * seq + t)] = 0;
+  for (const bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused Q/K/V" : "Q, K, V apart");
+    const EncoderClassifier m(synthetic_encoder_params(spec),
+                              fused ? policy_factory("int8") : unfused(policy_factory("int8")));
+    EXPECT_EQ(m.sequences_per_pass(batch, seq), per_pass);
+    EXPECT_THAT(m.nongemm_path(), ::testing::HasSubstr(fmt::format("passes of <= {} tokens", cpu_tokens_per_pass())));
+    std::vector<float> all(static_cast<size_t>(batch * spec.num_labels));
+    m.forward(ids.data(), mask.data(), batch, seq, all.data());
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<float> one(static_cast<size_t>(spec.num_labels));
+      m.forward(ids.data() + b * seq, mask.data() + b * seq, 1, seq, one.data());
+      for (int64_t l = 0; l < spec.num_labels; ++l)
+        EXPECT_NEAR(all[static_cast<size_t>(b * spec.num_labels + l)], one[static_cast<size_t>(l)], 1e-4)
+            << "sequence " << b << ", label " << l;
+    }
+  }
 }
 
 }  // namespace

@@ -63,6 +63,11 @@ class EncoderClassifier {
   // and every id must be < vocab_size (else an error). On a GPU the ids and mask are copied in, the
   // graph runs on the backend's stream and the logits are copied out.
   void forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) const;
+  // On the CPU a batch runs through the whole model in passes of whole sequences, about
+  // kCpuTokensPerPass tokens each (at least one sequence): the activations of a pass stay near the caches
+  // and are allocated once, so the cost per token does not grow with the batch. On a GPU, one pass.
+  static constexpr int64_t kCpuTokensPerPass = 1024;
+  int64_t sequences_per_pass(int64_t batch, int64_t seq) const;
   // forward() timed by the backend: from before the ids are copied in to after the logits are copied
   // out (CUDA events on the GPU, the steady clock on the CPU); returns the milliseconds.
   double forward_timed(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) const;
@@ -110,6 +115,12 @@ class EncoderClassifier {
     bool fused_qkv = false;
   };
 
+  // One pass's inputs and activations (forward() allocates them once for its largest pass).
+  struct PassBuffers {
+    Tensor ids, mask, x, qkv, ctx, tmp, ffn, cls, pooled;
+  };
+  void forward_pass(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits,
+                    const PassBuffers& buffers) const;
   void round_activations(const Tensor& x, int64_t n) const;
   void linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const;
 
@@ -122,6 +133,11 @@ class EncoderClassifier {
   OwnedLinear head_dense_, classifier_;
   std::vector<NamedLinear> all_linears_;
 };
+
+// The tokens of one CPU pass (EncoderClassifier::sequences_per_pass): kCpuTokensPerPass, or
+// QJOULE_TOKENS_PER_PASS where set (benchmarks: a large value runs every batch in one pass); a value
+// that is not a positive integer is one line naming it.
+int64_t cpu_tokens_per_pass();
 
 // Loads `dir` (config.json + safetensors) into an EncoderClassifier.
 EncoderClassifier load_encoder_classifier(const std::filesystem::path& dir,
