@@ -26,6 +26,10 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
                           : fmt::format("fidelity compares with the FP32 run of --reference {}", fp32_model));
   }
   const bool rss_reset = reset_peak_rss();
+  // The prediction `bench --dry-run` prints, from this process's memory now (the FP32 parameters included).
+  MemoryPrediction predicted = predict_peak_memory(c, 0, current_rss_bytes().value_or(0));
+  predicted.held_bytes = 0;
+  if (on_gpu) predicted.unavailable = "the model is in GPU memory; the prediction is of host memory";
   // The model on its device: the one EncoderClassifier graph on the CPU, or on GPU N with every weight there.
   const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c);
   const model::EncoderConfig& cfg = m.config();
@@ -80,6 +84,10 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
   fill_device_energy(r, em, gpu_index, sequences, sequences * double(c.seq));
   if (rss_reset) {
     r.peak_rss_bytes = peak_rss_bytes();
+    if (r.peak_rss_bytes && predicted.unavailable.empty())
+      r.notes.push_back(fmt::format("peak memory predicted {} MiB ({}), measured {} MiB ({:+.1f}%)",
+                                    predicted.peak_bytes() >> 20, kMemoryPredictionMethod, *r.peak_rss_bytes >> 20,
+                                    100.0 * (double(predicted.peak_bytes()) / double(*r.peak_rss_bytes) - 1.0)));
   } else {
     r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
   }

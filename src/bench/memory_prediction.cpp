@@ -1,6 +1,9 @@
 #include "qjoule/bench/memory_prediction.h"
 
 #include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
 #include <map>
 #include <tuple>
 
@@ -8,6 +11,11 @@
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/decoder_params.h"
+#include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/encoder_config.h"
+#include "qjoule/model/synthetic_encoder.h"
+#include "bench/bench_inputs.h"
+#include "kernels/cpu/panel_matmul.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/quant/layer_policy.h"
 
@@ -22,14 +30,128 @@ std::uint64_t fp32_of(const model::LinearParams& p) {
   return float_bytes(static_cast<std::size_t>(p.out_features * p.in_features));
 }
 
+// The bytes one Linear of `p`'s shape holds in the format `policy` gives it, built once per kind from
+// synthetic weights (small, varied, finite: any format quantizes them).
+class LinearBytes {
+ public:
+  explicit LinearBytes(const std::string& precision) {
+    quant::LayerPolicyOptions po;
+    po.precision = precision;
+    policy_ = quant::LayerPolicy::parse(po);
+    factory_ = model::quantized_linear_factory(*policy_, {});
+  }
+  std::uint64_t operator()(const std::string& name, int64_t out_features, int64_t in_features, bool bias,
+                           bool in_block) {
+    const auto key = std::make_tuple(policy_->resolve(name, in_block).format, out_features, in_features, bias);
+    auto it = built_.find(key);
+    if (it == built_.end()) {
+      model::LinearParams sample;
+      sample.name = name;
+      sample.out_features = out_features;
+      sample.in_features = in_features;
+      sample.weight.resize(static_cast<std::size_t>(out_features * in_features));
+      for (std::size_t i = 0; i < sample.weight.size(); ++i)
+        sample.weight[i] = static_cast<float>(static_cast<int>((i * 2654435761u) % 2001u) - 1000) * 1e-4f;
+      if (bias) sample.bias.assign(static_cast<std::size_t>(out_features), 0.0f);
+      const auto linear = factory_(sample, in_block);
+      // A prefill of many rows decodes a weight within kWholePanelMaxBytes into one FP32 panel, kept.
+      const std::uint64_t whole = float_bytes(static_cast<std::size_t>(out_features * in_features));
+      if (linear->kernel_path().find("f32_panel") != std::string::npos &&
+          whole <= static_cast<std::uint64_t>(kernels::avx512::kWholePanelMaxBytes))
+        whole_panel_bytes_ = std::max(whole_panel_bytes_, whole);
+      it = built_.emplace(key, linear->bytes_held()).first;
+    }
+    return it->second;
+  }
+  // The largest whole FP32 panel a prefill of kWholePanelMinRows rows or more keeps (0: none).
+  std::uint64_t whole_panel_bytes() const { return whole_panel_bytes_; }
+  const quant::LayerPolicy& policy() const { return *policy_; }
+  const model::LinearFactory& factory() const { return factory_; }
+
+ private:
+  std::optional<quant::LayerPolicy> policy_;
+  model::LinearFactory factory_;
+  std::map<std::tuple<std::string, int64_t, int64_t, bool>, std::uint64_t> built_;
+  std::uint64_t whole_panel_bytes_ = 0;
+};
+
+// An encoder classifier's run (bench_runner_encoder.cpp): the sweep holds the model's FP32 parameters
+// for its every run; building copies them (the Linears' FP32 copies are dropped one by one as each is
+// built, Q/K/V fused from a copy of their three weights); the run then holds the built model, one CPU
+// pass's activations (EncoderClassifier::sequences_per_pass) and per-thread scratch.
+MemoryPrediction predict_encoder_peak_memory(const RunConfig& c, std::uint64_t baseline_bytes) {
+  MemoryPrediction out;
+  out.baseline_bytes = baseline_bytes;
+  model::EncoderConfig cfg;
+  if (detail::is_synthetic(c.model)) {
+    const auto spec = model::distilbert_base_spec();
+    cfg.arch = model::EncoderArch::DistilBert;
+    cfg.vocab_size = spec.vocab_size;
+    cfg.hidden_size = spec.hidden_size;
+    cfg.num_layers = spec.num_layers;
+    cfg.num_heads = spec.num_heads;
+    cfg.intermediate_size = spec.intermediate_size;
+    cfg.max_positions = spec.max_positions;
+    cfg.num_labels = spec.num_labels;
+  } else {
+    cfg = model::load_encoder_config(c.model, io::Checkpoint::open(c.model));
+    if (cfg.quantization) {
+      out.unavailable = "predicted for unquantized encoders only (this checkpoint is pre-quantized)";
+      return out;
+    }
+  }
+  const auto h = static_cast<std::size_t>(cfg.hidden_size), f = static_cast<std::size_t>(cfg.intermediate_size);
+  const auto layers = static_cast<std::size_t>(cfg.num_layers), labels = static_cast<std::size_t>(cfg.num_labels);
+  // FP32 parameters as EncoderParams holds them.
+  const std::size_t embedding_floats = static_cast<std::size_t>(cfg.vocab_size) * h +
+                                       static_cast<std::size_t>(cfg.max_positions) * h +
+                                       static_cast<std::size_t>(cfg.type_vocab_size) * h + 2 * h;
+  const std::size_t layer_floats = 4 * (h * h + h) + (f * h + f) + (h * f + h) + 4 * h;
+  const std::size_t params_floats = embedding_floats + layers * layer_floats + (h * h + h) + (labels * h + labels);
+  LinearBytes bytes(c.precision);
+  const bool bert = cfg.arch == model::EncoderArch::Bert;
+  std::uint64_t linears = 0;
+  for (std::size_t i = 0; i < layers; ++i) {
+    const std::string l =
+        bert ? fmt::format("bert.encoder.layer.{}.", i) : fmt::format("distilbert.transformer.layer.{}.", i);
+    const auto H = cfg.hidden_size, F = cfg.intermediate_size;
+    for (const char* part : {"q", "k", "v", "o"})
+      linears += bytes(l + (bert ? std::string("attention.self.") + part : std::string("attention.") + part + "_lin"),
+                       H, H, true, true);
+    linears += bytes(l + (bert ? "intermediate.dense" : "ffn.lin1"), F, H, true, true);
+    linears += bytes(l + (bert ? "output.dense" : "ffn.lin2"), H, F, true, true);
+  }
+  linears += bytes(bert ? "bert.pooler.dense" : "pre_classifier", cfg.hidden_size, cfg.hidden_size, true, false);
+  linears += bytes("classifier", cfg.num_labels, cfg.hidden_size, true, false);
+  // The built model: the Linears in their formats, embeddings (one token-type row) and norms in FP32.
+  const std::size_t kept_floats = embedding_floats - static_cast<std::size_t>(cfg.type_vocab_size) * h +
+                                  (cfg.type_vocab_size > 0 ? h : 0) + layers * 4 * h;
+  out.model_bytes = linears + float_bytes(kept_floats);
+  // Held by the sweep for all its runs (not part of the model): the FP32 parameters.
+  const std::uint64_t params = float_bytes(params_floats);
+  // Building: the copy of the parameters, and Q/K/V's fused copy.
+  const std::uint64_t build = params + float_bytes(3 * h * h + 3 * h);
+  // Running: one pass's ids, mask and activations (x, q/k/v, context, a temporary, the FFN, attention
+  // scores of one head per thread), the logits, per-thread scratch.
+  const auto threads = static_cast<std::uint64_t>(std::max(1, c.threads));
+  const int64_t per_pass =
+      std::clamp<int64_t>(model::cpu_tokens_per_pass() / static_cast<int64_t>(c.seq), 1, static_cast<int64_t>(c.batch));
+  const std::size_t rows = static_cast<std::size_t>(per_pass) * c.seq;
+  const std::uint64_t run =
+      float_bytes(rows * (6 * h + f) + 2 * rows + 2 * static_cast<std::size_t>(per_pass) * h) +
+      threads * (float_bytes(c.seq * c.seq) + kScratchPerThreadBytes) +
+      (static_cast<int64_t>(rows) >= kernels::avx512::kWholePanelMinRows ? bytes.whole_panel_bytes() : 0);
+  out.build_transient_bytes = build > out.model_bytes + run ? build - out.model_bytes - run : 0;
+  out.held_bytes = params;
+  out.run_bytes = run;
+  return out;
+}
+
 }  // namespace
 
 MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_tokens, std::uint64_t baseline_bytes) {
+  if (!is_decoder_model(c.model)) return predict_encoder_peak_memory(c, baseline_bytes);
   MemoryPrediction out;
-  if (!is_decoder_model(c.model)) {
-    out.unavailable = "predicted for decoder models only (an encoder run also holds its FP32 parameters)";
-    return out;
-  }
   out.baseline_bytes = baseline_bytes;
   const auto ck = io::Checkpoint::open(c.model);
   const auto cfg = model::load_decoder_config(c.model, ck);

@@ -203,9 +203,32 @@ TEST(BenchRunnerDecoder, PredictsTheRunsModelBytesExactlyAndNotesPredictedAgains
       }
     }
   }
-  RunConfig encoder;
-  encoder.model = tiny_bert();
-  EXPECT_THAT(predict_peak_memory(encoder, 8, 0).unavailable, HasSubstr("decoder models only"));
+}
+
+// An encoder's prediction: its model bytes within 2% of the run's (Q, K and V are fused when built),
+// the sweep's FP32 parameters as held bytes, and the run notes predicted against measured.
+TEST(BenchRunnerEncoder, PredictsModelBytesAndNotesPredictedAgainstMeasuredPeak) {
+  energy::EnergyMeter meter(energy::SensorDiscovery{});
+  meter.start();
+  BenchRunner runner(fast_options(8), meter);
+  for (const char* precision : {"fp32", "int8", "int4", "nf4"}) {
+    RunConfig c;
+    c.model = tiny_bert();
+    c.precision = precision;
+    c.batch = 4;
+    c.seq = 8;
+    const MemoryPrediction p = predict_peak_memory(c, 0, 1000);
+    ASSERT_THAT(p.unavailable, IsEmpty()) << precision;
+    EXPECT_GT(p.held_bytes, 0u);
+    EXPECT_GT(p.run_bytes, 0u);
+    EXPECT_EQ(p.peak_bytes(), 1000 + p.held_bytes + p.model_bytes + p.build_transient_bytes + p.run_bytes);
+    const RunRecord r = runner.run(c);
+    ASSERT_EQ(r.status, "ok") << r.error;
+    EXPECT_NEAR(double(p.model_bytes), double(r.model_bytes), 0.02 * double(r.model_bytes)) << precision;
+    if (r.peak_rss_bytes) {
+      EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("peak memory predicted"))) << precision;
+    }
+  }
 }
 
 // Without any sensor, each absent source's reason appears once in the record (the meter's "no energy

@@ -1,4 +1,4 @@
-// The peak resident memory a decoder run will reach, predicted before it runs: `qjoule bench --dry-run`
+// The peak resident memory a run will reach, predicted before it runs: `qjoule bench --dry-run`
 // prints it for each configuration, and a sweep skips a configuration predicted not to fit in the
 // machine's available memory (one line saying so) instead of being killed mid-sweep.
 //
@@ -22,16 +22,20 @@ namespace qjoule::bench {
 struct MemoryPrediction {
   std::string unavailable;  // why there is no prediction (then the figures below are 0)
   std::uint64_t baseline_bytes = 0;
+  std::uint64_t held_bytes = 0;  // what the sweep holds for the run beforehand (an encoder's FP32 parameters)
   std::uint64_t model_bytes = 0;
   std::uint64_t build_transient_bytes = 0;
   std::uint64_t run_bytes = 0;
-  std::uint64_t peak_bytes() const { return baseline_bytes + model_bytes + build_transient_bytes + run_bytes; }
+  std::uint64_t peak_bytes() const {
+    return baseline_bytes + held_bytes + model_bytes + build_transient_bytes + run_bytes;
+  }
 };
 
 inline constexpr const char* kMemoryPredictionMethod = "exact model bytes + sized buffers";
 
-// Decoder models only (an encoder classifier's runs also hold its FP32 parameters for the sweep: its
-// prediction is unavailable, saying so). baseline_bytes: the process's resident memory now, as the
+// Encoder classifiers too: their sweep holds the FP32 parameters for every run (held_bytes),
+// building copies them (build_transient_bytes: what that copy adds over the run), and the run holds one
+// CPU pass's activations; a pre-quantized encoder's prediction is unavailable, saying so. baseline_bytes: the process's resident memory now, as the
 // caller measured it. A configuration the model cannot run (a format that does not fit a shape) fails
 // as the run would, with its one-line error.
 MemoryPrediction predict_peak_memory(const RunConfig& config, std::size_t decode_tokens, std::uint64_t baseline_bytes);

@@ -14,6 +14,11 @@ constexpr int64_t kGemvMaxRowsForPanels = 4;    // products of more rows than th
 constexpr int64_t kF32PanelBytes = 1024 << 10;  // FP32 panel per thread, at most (K = 3072 wants more than 256 KiB)
 
 constexpr int64_t kPanelBytes = 256 << 10;  // BF16 panel of dequantized weight rows per thread, at most
+// From this many rows on, an FP32-panel product whose whole weight fits in kWholePanelMaxBytes decodes W
+// once into one panel and multiplies it on oneDNN's threaded FP32 matmul: no narrow panels whose outputs
+// go through scratch, and the decode (N·K) is small beside the product (m·N·K).
+constexpr int64_t kWholePanelMinRows = 256;
+constexpr int64_t kWholePanelMaxBytes = int64_t{16} << 20;
 
 // The BF16 panel product (weight_only_bf16_panel.cpp): y[:, n0 .. n0 + n) = a · panelᵀ + bias[n0 ..),
 // a: [m, k] BF16, panel: [n, k] BF16 (row-major, i.e. oneDNN's "ba"), y with row stride ldy (a
@@ -50,8 +55,18 @@ int64_t panel_rows_for(int64_t N, int64_t K, int64_t max_elements);
 // y[m, N] = a[m, K] · Wᵀ + bias on FP32 panels: the output rows are split into panels of whole 16-row
 // blocks within kF32PanelBytes, as many as a multiple of the thread count; each OpenMP thread has
 // `fill(o_begin, o_end, panel)` write W's rows [o_begin, o_end) in FP32 into its own scratch (which stays
-// in its L2) and multiplies them right away (f32_panel_matmul).
+// in its L2) and multiplies them right away (f32_panel_matmul). From kWholePanelMinRows rows on, where W
+// fits kWholePanelMaxBytes, the threads fill one whole panel (the calling thread's scratch, kept) and
+// oneDNN's threaded matmul multiplies it.
 void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                     const std::function<void(int64_t, int64_t, float*)>& fill);
+// Whether f32_panel_gemm multiplies one whole panel (m >= kWholePanelMinRows, W within kWholePanelMaxBytes).
+constexpr bool whole_panel_applies(int64_t m, int64_t N, int64_t K) {
+  return m >= kWholePanelMinRows && N * K * int64_t{sizeof(float)} <= kWholePanelMaxBytes;
+}
+// The whole-panel product itself: the threads fill W's rows in 16-row blocks into the calling thread's
+// scratch (kept), then oneDNN's threaded FP32 matmul multiplies it.
+void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                          const std::function<void(int64_t, int64_t, float*)>& fill);
 
 }  // namespace qjoule::kernels::avx512

@@ -104,10 +104,21 @@ QJOULE_TARGET_AVX512_BF16 void dequantize_rows_bf16(const Dec& dec, int64_t o_be
 }
 
 // The same into an FP32 panel (the FP32 panel prefill: CPUs whose BF16 dot products are no faster than
-// FP32 FMAs): panel row j = W[o_begin + j, :] in the same order, unrounded.
-template <class Dec>
+// FP32 FMAs): panel row j = W[o_begin + j, :], unrounded, in the same order (kNatural = false: a 4-bit
+// row's chunks in the GEMVs' lane order, matched by permute_like_chunks on the activations) or in W's
+// own order (kNatural: each decoded vector scattered back, panel index 16·s + l holding weight
+// 8·l + (s ^ 1) of its chunk; the whole-panel prefill, whose activations are then used as they are).
+template <class Dec, bool kNatural = false>
 QJOULE_TARGET_AVX512 void dequantize_rows_f32(const Dec& dec, int64_t o_begin, int64_t o_end, float* panel) {
   const int64_t K = dec.cols();
+  __m512i natural[8];
+  if constexpr (kNatural) {
+    for (int s = 0; s < 8; ++s) {
+      alignas(64) int32_t idx[16];
+      for (int l = 0; l < 16; ++l) idx[l] = 8 * l + (s ^ 1);
+      natural[s] = _mm512_load_si512(idx);
+    }
+  }
   for (int64_t o = o_begin; o < o_end; ++o) {
     const auto row = dec.row(o);
     float* out = panel + (o - o_begin) * K;
@@ -123,7 +134,11 @@ QJOULE_TARGET_AVX512 void dequantize_rows_f32(const Dec& dec, int64_t o_begin, i
         for (int s = 0; s < 8; ++s) {
           __m512 w = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4 * s), table);
           if constexpr (Dec::kHasZero) w = _mm512_sub_ps(w, z);
-          _mm512_storeu_ps(out + c * kChunk + 16 * s, _mm512_mul_ps(w, d));
+          if constexpr (kNatural) {
+            _mm512_i32scatter_ps(out + c * kChunk, natural[s], _mm512_mul_ps(w, d), 4);
+          } else {
+            _mm512_storeu_ps(out + c * kChunk + 16 * s, _mm512_mul_ps(w, d));
+          }
         }
       }
       k_done = chunks * kChunk;
@@ -234,6 +249,12 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
   }
   if constexpr (kBf16) {
     if (panel_kind() == PanelKind::f32) {
+      if (whole_panel_applies(m, N, K)) {  // one panel of W in its own order: the activations as they are
+        f32_whole_panel_gemm(x_in, m, N, K, bias, y, [&dec](int64_t o_begin, int64_t o_end, float* panel) {
+          dequantize_rows_f32<Dec, /*kNatural=*/true>(dec, o_begin, o_end, panel);
+        });
+        return;
+      }
       // The activations as they are (4-bit formats: permuted into the panel's chunk order); each thread
       // dequantizes its panels of whole 16-row blocks into FP32 scratch and multiplies them right away.
       float* a = s.xp.get(m * K);

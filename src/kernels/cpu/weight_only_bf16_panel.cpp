@@ -177,6 +177,7 @@ int64_t panel_rows_for(int64_t N, int64_t K, int64_t max_elements) {
 
 void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                     const std::function<void(int64_t, int64_t, float*)>& fill) {
+  if (whole_panel_applies(m, N, K)) return f32_whole_panel_gemm(a, m, N, K, bias, y, fill);
   const int64_t panel_rows = panel_rows_for(N, K, kF32PanelBytes / int64_t{sizeof(float)});
   const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
 #pragma omp parallel for schedule(static)
@@ -187,6 +188,17 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
     fill(n0, n0 + n, panel.data());
     f32_panel_matmul(a, m, K, panel.data(), n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
   }
+}
+
+void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                          const std::function<void(int64_t, int64_t, float*)>& fill) {
+  thread_local std::vector<float> whole;  // the calling thread's: filled by every thread, then multiplied
+  if (whole.size() < static_cast<std::size_t>(N * K)) whole.resize(static_cast<std::size_t>(N * K));
+  const int64_t blocks = (N + 15) / 16;
+  float* w = whole.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) fill(b * 16, std::min(N, b * 16 + 16), w + b * 16 * K);
+  f32_panel_matmul(a, m, K, w, N, bias, y, N);  // outside a parallel region: on oneDNN's threads
 }
 
 const std::string& f32_panel_kernel_path() {

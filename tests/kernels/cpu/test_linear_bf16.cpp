@@ -42,7 +42,8 @@ TEST(LinearBf16, EveryKernelMatchesReferenceWithinBudget) {
                             {50, 130, 300},
                             {3, 1, 1},
                             {7, 17, 600},
-                            {128, 96, 256}}) {
+                            {128, 96, 256},
+                            {300, 40, 72}}) {  // one whole FP32 panel (kWholePanelMinRows)
     auto x = random_vector(size_t(m * in), 1);
     auto w = random_vector(size_t(out * in), 2);
     auto b = random_vector(size_t(out), 3);

@@ -64,6 +64,34 @@ TEST(WeightOnlyAvx512, PrefillAcrossSeveralBf16Panels) {
       34);
 }
 
+// From kWholePanelMinRows (256) rows on, a weight within 16 MiB is decoded into one whole panel by every
+// thread and multiplied on oneDNN's threaded matmul (FP32 panels); either side of the switch, with a row
+// tail after the last chunk and an output width that is not a multiple of 16.
+TEST(WeightOnlyAvx512, PrefillOfManyRowsOnOneWholePanel) {
+  if (avx512_levels().empty()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/VL/DQ): the AVX-512 kernels cannot run";
+  for (const int64_t m : {255, 256, 300}) {
+    const Shape s{m, 90, 200};
+    check(
+        s,
+        [](const float* w, const float* b, int64_t out, int64_t in) {
+          return kernels::make_linear_int4(w, b, out, in, {32, false, false}, "t");
+        },
+        [](const float* x, int64_t rows, const float* w, const float* b, int64_t out, int64_t in, float* y) {
+          kernels::linear_int4_ref(x, rows, w, b, out, in, {32, false, false}, "t", y);
+        },
+        41);
+    check(
+        s,
+        [](const float* w, const float* b, int64_t out, int64_t in) {
+          return kernels::make_linear_w8(w, b, out, in, "t");
+        },
+        [](const float* x, int64_t rows, const float* w, const float* b, int64_t out, int64_t in, float* y) {
+          kernels::linear_w8_ref(x, rows, w, b, out, in, "t", y);
+        },
+        44);
+  }
+}
+
 TEST(WeightOnlyAvx512, EveryGemvRowCountAndTheFirstPrefillSizeWithTails) {
   if (avx512_levels().empty()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/VL/DQ): the AVX-512 kernels cannot run";
   for (int64_t m = 1; m <= 5; ++m) {
