@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 flavour="${1:-release}"
 case "$flavour" in
   release) args=(-DCMAKE_BUILD_TYPE=Release -DQJOULE_WERROR=ON) ;;
-  asan)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DQJOULE_WERROR=ON -DQJOULE_SANITIZE=ON -DQJOULE_BUILD_BENCH=OFF) ;;
+  asan)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DQJOULE_WERROR=ON -DQJOULE_SANITIZE=ON -DQJOULE_BUILD_BENCH=OFF -DQJOULE_BUILD_PYTHON=OFF) ;;
   debug)   args=(-DCMAKE_BUILD_TYPE=Debug) ;;
   *) echo "build.sh: unknown flavour '$flavour' (expected release, asan or debug)" >&2; exit 2 ;;
 esac

@@ -12,6 +12,8 @@ packages=(
   clang libclang-rt-14-dev  # scripts/fuzz.sh: the fuzz targets (libFuzzer is in clang's runtime package)
   slurm-wlm munge  # scripts/slurm-local.sh: the one-node Slurm cluster the --slurm tests run on
   python3-numpy  # tools/write_quantized_checkpoint.py: the GPTQ / AWQ / bitsandbytes fixtures the import tests read
+  python3-dev pybind11-dev python3-pybind11  # the Python package (python/qjoule, its pybind11 module)
+  python3-pytest python3-pandas python3-jsonschema  # its tests: pytest, qjoule.to_pandas, the record schema
 )
 missing=()
 for p in "${packages[@]}"; do

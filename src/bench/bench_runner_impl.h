@@ -223,49 +223,9 @@ struct BenchRunner::Impl {
     return std::max(options.min_time_s, 10.0 * slowest);
   }
 
-  void fill_energy(RunRecord& r, const energy::Measurement& m, double sequences, double tokens) {
-    fill_energy(r, m, m.total, true, sequences, tokens);
-  }
-
-  // The record's energy keys from `total` (the window's own total, or a subset of its sensors);
-  // the CPU-utilisation estimate only where `allow_estimate`.
   void fill_energy(RunRecord& r, const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate,
                    double sequences, double tokens) {
-    r.energy_window = energy::to_json(m);
-    const WindowEnergy e = window_energy(m, total, allow_estimate);
-    const std::optional<double> energy_for_per_inference = e.basis_j;
-    if (total.energy_j) {
-      r.energy_j = total.energy_j;
-      r.energy_net_j = total.net_energy_j;
-      std::string ids;
-      for (const auto& id : total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
-      r.energy_method =
-          fmt::format("measured: {}{}{}", ids,
-                      m.idle_subtracted && total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
-                      total.valid ? "" : "; flagged, see energy_window");
-      r.energy_mean_power_w = *total.energy_j / m.duration_s;
-      std::optional<double> peak;
-      int counted = 0;
-      for (const auto& s : m.sensors) {
-        if (!s.counts_in_total ||
-            std::find(total.sensor_ids.begin(), total.sensor_ids.end(), s.sensor_id) == total.sensor_ids.end())
-          continue;
-        ++counted;
-        peak = s.peak_power_w;
-      }
-      if (counted == 1) r.energy_peak_power_w = peak;
-    } else if (m.estimate && allow_estimate) {
-      r.energy_j = m.estimate->energy_j;
-      r.energy_method = "estimated: " + m.estimate->method;
-      r.energy_mean_power_w = m.estimate->energy_j / m.duration_s;
-      r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
-    } else {
-      r.energy_unavailable = e.unavailable;
-    }
-    if (energy_for_per_inference) {
-      r.energy_j_per_inference = *energy_for_per_inference / sequences;
-      r.energy_mj_per_token = *energy_for_per_inference * 1e3 / tokens;
-    }
+    detail::fill_record_energy(r, m, total, allow_estimate, sequences, tokens);
   }
 
   // The energy of GPU `gpu_index`'s board alone in window `m`; `reason` says why there is none.
@@ -294,16 +254,7 @@ struct BenchRunner::Impl {
   // mixes devices has NVML sensors on). Without GPU sensors in the window, a CPU run keeps the meter's
   // own total, as it always has.
   void fill_device_energy(RunRecord& r, const energy::Measurement& m, int gpu_index, double sequences, double tokens) {
-    const auto is_gpu = [](const energy::SensorEnergy& e) { return e.scope == energy::SensorScope::gpu; };
-    if (gpu_index < 0) {
-      if (std::none_of(m.sensors.begin(), m.sensors.end(), is_gpu)) return fill_energy(r, m, sequences, tokens);
-      const auto total = total_over(
-          m, [&](const energy::SensorEnergy& e) { return !is_gpu(e); },
-          "no CPU-side sensor had a value (GPU boards are not counted for a cpu run)");
-      fill_energy(r, m, total, true, sequences, tokens);
-      r.notes.push_back("GPU sensors were read (a sweep with cuda runs) but are not part of this cpu run's energy");
-      return;
-    }
+    if (gpu_index < 0) return detail::fill_cpu_record_energy(r, m, sequences, tokens);
     std::string reason;
     const auto total = gpu_total(m, gpu_index, reason);
     fill_energy(r, m, total, false, sequences, tokens);

@@ -1,5 +1,6 @@
 #include "bench/window_energy.h"
 
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
@@ -58,6 +59,55 @@ energy::EnergyTotal total_over(const energy::Measurement& m,
   if (all_net) t.net_energy_j = net_sum;
   t.valid = all_valid;
   return t;
+}
+
+void fill_record_energy(RunRecord& r, const energy::Measurement& m, const energy::EnergyTotal& total,
+                        bool allow_estimate, double sequences, double tokens) {
+  r.energy_window = energy::to_json(m);
+  const WindowEnergy e = window_energy(m, total, allow_estimate);
+  const std::optional<double> energy_for_per_inference = e.basis_j;
+  if (total.energy_j) {
+    r.energy_j = total.energy_j;
+    r.energy_net_j = total.net_energy_j;
+    std::string ids;
+    for (const auto& id : total.sensor_ids) ids += (ids.empty() ? "" : " + ") + id;
+    r.energy_method = fmt::format(
+        "measured: {}{}{}", ids, m.idle_subtracted && total.net_energy_j ? " (per inference: net of idle)" : " (gross)",
+        total.valid ? "" : "; flagged, see energy_window");
+    r.energy_mean_power_w = *total.energy_j / m.duration_s;
+    std::optional<double> peak;
+    int counted = 0;
+    for (const auto& s : m.sensors) {
+      if (!s.counts_in_total ||
+          std::find(total.sensor_ids.begin(), total.sensor_ids.end(), s.sensor_id) == total.sensor_ids.end())
+        continue;
+      ++counted;
+      peak = s.peak_power_w;
+    }
+    if (counted == 1) r.energy_peak_power_w = peak;
+  } else if (m.estimate && allow_estimate) {
+    r.energy_j = m.estimate->energy_j;
+    r.energy_method = "estimated: " + m.estimate->method;
+    r.energy_mean_power_w = m.estimate->energy_j / m.duration_s;
+    r.notes.push_back("energy is an estimate (asked for with --energy-estimate), not a measurement");
+  } else {
+    r.energy_unavailable = e.unavailable;
+  }
+  if (energy_for_per_inference) {
+    r.energy_j_per_inference = *energy_for_per_inference / sequences;
+    r.energy_mj_per_token = *energy_for_per_inference * 1e3 / tokens;
+  }
+}
+
+void fill_cpu_record_energy(RunRecord& r, const energy::Measurement& m, double sequences, double tokens) {
+  const auto is_gpu = [](const energy::SensorEnergy& e) { return e.scope == energy::SensorScope::gpu; };
+  if (std::none_of(m.sensors.begin(), m.sensors.end(), is_gpu))
+    return fill_record_energy(r, m, m.total, true, sequences, tokens);
+  const auto total = total_over(
+      m, [&](const energy::SensorEnergy& e) { return !is_gpu(e); },
+      "no CPU-side sensor had a value (GPU boards are not counted for a cpu run)");
+  fill_record_energy(r, m, total, true, sequences, tokens);
+  r.notes.push_back("GPU sensors were read (a sweep with cuda runs) but are not part of this cpu run's energy");
 }
 
 }  // namespace qjoule::bench::detail

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "qjoule/bench/run_record.h"
 #include "qjoule/energy/measurement.h"
 
 namespace qjoule::bench::detail {
@@ -27,5 +28,14 @@ WindowEnergy window_energy(const energy::Measurement& m);  // the window's own t
 energy::EnergyTotal total_over(const energy::Measurement& m,
                                const std::function<bool(const energy::SensorEnergy&)>& take,
                                const std::string& none_reason);
+
+// The record's energy keys from `total` (the window's own total, or a subset of its sensors): the
+// window as energy::to_json gives it, gross and net joules, the method, mean (and, with one sensor,
+// peak) power, per inference and per token (net of idle when measured); the CPU-utilisation estimate
+// only where `allow_estimate`; else energy_unavailable with every reason.
+void fill_record_energy(RunRecord& r, const energy::Measurement& m, const energy::EnergyTotal& total,
+                        bool allow_estimate, double sequences, double tokens);
+// A CPU run's: the window's own total, leaving out GPU boards where the window has any (said in a note).
+void fill_cpu_record_energy(RunRecord& r, const energy::Measurement& m, double sequences, double tokens);
 
 }  // namespace qjoule::bench::detail

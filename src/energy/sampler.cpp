@@ -154,6 +154,7 @@ void Sampler::run() {
       ++ticks_.forced;
     }
     forced_done_ = std::max(forced_done_, forced_seq);
+    forced_done_published_.store(forced_done_, std::memory_order_release);
     ++ticks_done_;
     done_.notify_all();
   }
@@ -365,6 +366,10 @@ void Sampler::finish_unresolved_locked(Slot& slot, WindowResult& result) {
   }
 }
 
+namespace {
+constexpr std::chrono::microseconds kForcedTickSpin{200};
+}  // namespace
+
 WindowResult Sampler::close_window(const Ticket& ticket, std::chrono::nanoseconds self_timed_grace) {
   std::unique_lock lock(mutex_);
   Slot& slot = slot_for(ticket);
@@ -379,6 +384,18 @@ WindowResult Sampler::close_window(const Ticket& ticket, std::chrono::nanosecond
     // One forced tick resolves every polled sensor; self-timed ones get up to the grace period.
     const std::uint64_t request = ++forced_requested_;
     wake_.notify_all();
+    // The forced tick usually lands within tens of microseconds: wait for it spinning (up to
+    // kForcedTickSpin, without the mutex) rather than sleeping, which would add a second thread wake-up
+    // to every window's end; then sleep on the condition variable as before.
+    lock.unlock();
+    const auto spin_until = std::chrono::steady_clock::now() + kForcedTickSpin;
+    while (forced_done_published_.load(std::memory_order_acquire) < request &&
+           std::chrono::steady_clock::now() < spin_until) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    lock.lock();
     done_.wait(lock, [&] { return forced_done_ >= request || !thread_running_; });
     const auto give_up = std::chrono::steady_clock::now() + self_timed_grace;
     auto all_done = [&] {

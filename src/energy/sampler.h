@@ -4,6 +4,7 @@
 // sized when the Sampler is built.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -145,6 +146,8 @@ class Sampler {
   bool stop_requested_ = false;
   std::uint64_t forced_requested_ = 0;
   std::uint64_t forced_done_ = 0;
+  // forced_done_ as published after each tick, for close_window's short spin without the mutex.
+  std::atomic<std::uint64_t> forced_done_published_{0};
   std::uint64_t ticks_done_ = 0;
 
   std::int64_t start_ns_ = 0;

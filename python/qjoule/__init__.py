@@ -1,0 +1,333 @@
+"""qjoule from Python: honest energy windows and bench records for any PyTorch model.
+
+The same C++ library as the `qjoule` command (its energy meter, its bench record and its results
+store), bound with pybind11. docs/python.md has one example per function.
+
+    import qjoule
+    print(qjoule.sensors())
+    with qjoule.Meter() as meter:
+        with meter.window("forward") as w:
+            model(x)
+    print(w.joules, w.unavailable)
+    qjoule.bench(lambda: model(x), name="torch-fp32", precision="fp32", batch=8, tokens=128, out="results")
+"""
+
+import json
+import sys
+import threading
+from contextlib import contextmanager
+
+from . import _native
+
+__all__ = ["Error", "Measurement", "Meter", "bench", "read_results", "sensors", "to_pandas"]
+
+#: Every error qjoule raises: one line naming the argument, file or field, what was found and what
+#: was expected (the CLI's messages).
+Error = _native.Error
+
+
+def sensors(*, gpus=(), power_meter=""):
+    """Every energy sensor found and every source not found with its reason, as `qjoule sensors`.
+
+    Returns {"found": [sensor, ...], "absent": [{"source": ..., "reason": ...}, ...]}.
+    """
+    return json.loads(_native.sensors_json([int(g) for g in gpus], str(power_meter)))
+
+
+class Measurement(dict):
+    """One window's result: the C++ Measurement as its JSON record (a dict), with shortcuts.
+
+    Missing figures are None with the reason in `unavailable`, never 0.
+    """
+
+    @property
+    def duration_s(self):
+        return self["duration_s"]
+
+    @property
+    def joules(self):
+        """Gross joules over the sensors that count in totals, or None (see `unavailable`)."""
+        return self["total"]["energy_j"]
+
+    @property
+    def net_joules(self):
+        """Joules net of the idle baseline (Meter(idle_s=...)), or None."""
+        return self["total"]["net_energy_j"]
+
+    @property
+    def unavailable(self):
+        """Why `joules` is None; None when it is measured."""
+        if self.joules is not None:
+            return None
+        return self["total"]["unavailable"] or "no energy sensor"
+
+    @property
+    def sensors(self):
+        """Per sensor: energy_j, mean_power_w, peak_power_w, samples, coverage, flags, ..."""
+        return self["sensors"]
+
+    @property
+    def mean_watts(self):
+        return None if self.joules is None or self.duration_s <= 0 else self.joules / self.duration_s
+
+    @property
+    def peak_watts(self):
+        peaks = [s["peak_power_w"] for s in self.sensors if s["counts_in_total"] and s["peak_power_w"] is not None]
+        return max(peaks) if peaks else None
+
+    @property
+    def samples(self):
+        return sum(s["samples"] for s in self.sensors)
+
+    @property
+    def coverage(self):
+        counted = [s["coverage"] for s in self.sensors if s["counts_in_total"]]
+        return min(counted) if counted else None
+
+    @property
+    def warnings(self):
+        """Validity flags, e.g. ["rapl:package-0: short_window"] (docs/energy.md, "Validity flags")."""
+        return [f"{s['id']}: {flag}" for s in self.sensors for flag in s["flags"]]
+
+    @property
+    def valid(self):
+        return bool(self["total"]["valid"])
+
+    @property
+    def method(self):
+        if self.joules is None:
+            return None
+        return "measured: " + " + ".join(self["total"]["sensors"]) + (
+            " (net of idle available)" if self["idle_subtracted"] else " (gross)")
+
+
+class _WindowHandle:
+    """What `with meter.window(name) as w:` gives: `w.measurement` (and its shortcuts) once the block ends."""
+
+    def __init__(self, name):
+        self.name = name
+        self.measurement = None
+
+    def _result(self):
+        if self.measurement is None:
+            raise Error(f"window '{self.name}' is still open: its figures exist once the with-block ends")
+        return self.measurement
+
+    def __getattr__(self, attribute):
+        if attribute == "measurement":
+            raise AttributeError(attribute)
+        return getattr(self._result(), attribute)
+
+    def __getitem__(self, key):
+        return self._result()[key]
+
+
+class Meter:
+    """One sampler thread (C++, never takes the GIL) over every sensor found, and named windows.
+
+    interval_ms: the sampling period; gpus: NVML indices to read (default: the job's GPUs);
+    idle_s: seconds of idle power measured first (0: none), then every window also has net joules;
+    power_meter: "file:PATH" or "cmd:COMMAND" (an external wall meter, as the CLI's --power-meter);
+    sync: a callable run at each window edge before its timestamp (e.g. torch.cuda.synchronize).
+    Windows may nest and overlap (distinct names), from any thread. Close it (or use `with`) to stop
+    the sampler thread.
+    """
+
+    def __init__(self, interval_ms=10.0, gpus=(), idle_s=0.0, power_meter="", sync=None):
+        if sync is not None and not callable(sync):
+            raise Error(f"sync {sync!r} is not callable (e.g. torch.cuda.synchronize)")
+        self._sync = sync
+        self._native = _native.NativeMeter(float(interval_ms), [int(g) for g in gpus], float(idle_s),
+                                           str(power_meter))
+        self._open = {}
+        self._lock = threading.Lock()
+
+    # Lifetime.
+    def close(self):
+        """Cancels open windows and stops the sampler thread. Idempotent."""
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native.close()
+        with self._lock:
+            self._open.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    @property
+    def found(self):
+        """The sensors this meter reads and the sources it could not, with reasons."""
+        return json.loads(self._native.found_json())
+
+    @property
+    def idle(self):
+        """The idle baseline (Meter(idle_s=...)): duration and per-sensor watts, or None."""
+        return json.loads(self._native.idle_json())
+
+    # Windows.
+    def begin_window(self, name):
+        name = str(name)
+        if self._sync is not None:
+            self._sync()
+        with self._lock:
+            if name in self._open:
+                raise Error(f"window '{name}' is already open on this meter (nested windows need distinct names)")
+            self._open[name] = None  # reserved while the native call runs
+        try:
+            handle = self._native.begin(name)
+        except BaseException:
+            with self._lock:
+                self._open.pop(name, None)
+            raise
+        with self._lock:
+            self._open[name] = handle
+
+    def _take(self, name):
+        with self._lock:
+            handle = self._open.get(name)
+            if handle is None:
+                raise Error(f"window '{name}' is not open on this meter")
+            del self._open[name]
+        return handle
+
+    def end_window(self, name):
+        """Ends window `name` and returns its Measurement."""
+        name = str(name)
+        with self._lock:
+            open_now = self._open.get(name) is not None
+        if not open_now:
+            raise Error(f"window '{name}' is not open on this meter")
+        if self._sync is not None:
+            self._sync()
+        return Measurement(json.loads(self._native.end(self._take(name))))
+
+    def cancel_window(self, name):
+        """Drops window `name` without a result."""
+        self._native.cancel(self._take(str(name)))
+
+    @contextmanager
+    def window(self, name):
+        """`with meter.window(name) as w:` — w.joules, w.unavailable, ... once the block ends.
+
+        An exception inside the block (KeyboardInterrupt included) cancels the window and propagates.
+        """
+        handle = _WindowHandle(str(name))
+        self.begin_window(name)
+        try:
+            yield handle
+        except BaseException:
+            try:
+                self.cancel_window(name)
+            finally:
+                pass
+            raise
+        handle.measurement = self.end_window(name)
+
+
+_default_meter = None
+_default_lock = threading.Lock()
+
+
+def _meter_for_bench(meter):
+    global _default_meter
+    if meter is not None:
+        return meter
+    with _default_lock:
+        if _default_meter is None:
+            _default_meter = Meter()
+        return _default_meter
+
+
+def bench(fn, *, name, precision, batch, tokens, out, warmup=2, min_time=2.0, min_iters=3, accuracy=None,
+          fidelity=None, model_bytes=None, kernel_path="", device="cpu", model="callable", dataset="",
+          threads=0, meter=None):
+    """Times `fn()` as `qjoule bench` times a configuration and appends one record to out/results.jsonl.
+
+    batch: sequences per call; tokens: tokens per sequence (the record's `seq`). warmup calls first,
+    then at least min_time seconds (and min_iters calls) inside an energy window around the timed calls
+    only. accuracy: a fraction 0..1 or (correct, labelled); fidelity: a dict with any of top1_agreement,
+    mean_kl, max_abs_dlogit, examples: the caller's figures, recorded as given and labelled so.
+    model: a label or a checkpoint folder; with dataset, they must match the folder's sweep (a folder a
+    `qjoule bench` wrote: its model and --dataset). A name already in the folder is not run again: its
+    record is returned, as `--resume` skips it. The meter's sync (Meter(sync=...)) runs at the window's
+    edges. Returns the record as a dict.
+    """
+    if not callable(fn):
+        raise Error(f"fn {fn!r} is not callable")
+    args = {"name": name, "precision": precision, "model": model, "dataset": dataset, "device": device,
+            "kernel_path": kernel_path, "threads": int(threads), "warmup": _count(warmup, "warmup"),
+            "min_iters": _count(min_iters, "min_iters"), "min_time_s": float(min_time),
+            "batch": _count(batch, "batch"), "seq": _count(tokens, "tokens"),
+            "model_bytes": None if model_bytes is None else _count(model_bytes, "model_bytes")}
+    for key in ("name", "precision", "model", "dataset", "device", "kernel_path"):
+        if not isinstance(args[key], str):
+            raise Error(f"{key} {args[key]!r} is not a string")
+    if isinstance(accuracy, (tuple, list)):
+        if len(accuracy) != 2:
+            raise Error(f"accuracy {accuracy!r}: expected a fraction or (correct, labelled)")
+        args["accuracy_correct"], args["accuracy_labelled"] = (_count(v, "accuracy") for v in accuracy)
+    elif accuracy is not None:
+        args["accuracy"] = float(accuracy)
+    if fidelity is not None:
+        if not isinstance(fidelity, dict):
+            raise Error(f"fidelity {fidelity!r}: expected a dict of top1_agreement, mean_kl, max_abs_dlogit, examples")
+        unknown = set(fidelity) - {"top1_agreement", "mean_kl", "max_abs_dlogit", "examples"}
+        if unknown:
+            raise Error(f"fidelity key(s) {sorted(unknown)}: expected top1_agreement, mean_kl, max_abs_dlogit, examples")
+        for key in ("top1_agreement", "mean_kl", "max_abs_dlogit"):
+            if fidelity.get(key) is not None:
+                args["fidelity_" + key] = float(fidelity[key])
+        args["fidelity_examples"] = _count(fidelity.get("examples", 0), "fidelity examples")
+    chosen = _meter_for_bench(meter)
+    text, skipped = _native.bench(fn, args, str(out), chosen._native, chosen._sync)
+    record = json.loads(text)
+    if skipped:
+        print(f"qjoule.bench: {name}: already recorded in {out}, not run again", file=sys.stderr)
+    return record
+
+
+def _count(value, what):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Error(f"{what} {value!r} is not a whole number")
+    if value < 0:
+        raise Error(f"{what} {value} is negative")
+    return value
+
+
+def read_results(path):
+    """The records of a results.jsonl (or of the folder holding it) as dicts, each read as `qjoule
+    report` reads it (older schema versions come back as the current one)."""
+    return json.loads(_native.read_results(str(path)))
+
+
+# The field table's types (docs/bench-records.md): integers that may be null are pandas' Int64.
+_INTEGER_COLUMNS = ("batch", "seq", "threads", "warmup_iters", "iters", "model_bytes", "fp32_bytes", "peak_rss_bytes",
+                    "accuracy_correct", "accuracy_labelled", "fidelity_examples", "prefill_tokens", "decode_tokens",
+                    "decode_iters", "lm_text_tokens", "lm_ctx", "lm_stride", "lm_scored_tokens", "schema_version")
+
+
+def to_pandas(path):
+    """The records as a pandas DataFrame, one row a run (Debian's python3-pandas)."""
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError("qjoule.to_pandas needs pandas: install Debian's python3-pandas "
+                          "(apt install python3-pandas)") from e
+    records = read_results(path)
+    frame = pandas.DataFrame.from_records(records)
+    for column in _INTEGER_COLUMNS:
+        if column in frame.columns:
+            frame[column] = frame[column].astype("Int64")
+    if "start_time" in frame.columns:
+        frame["start_time"] = pandas.to_datetime(frame["start_time"], utc=True)
+    return frame
