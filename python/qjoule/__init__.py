@@ -234,20 +234,6 @@ class Meter:
         handle.measurement = self.end_window(name)
 
 
-_default_meter = None
-_default_lock = threading.Lock()
-
-
-def _meter_for_bench(meter):
-    global _default_meter
-    if meter is not None:
-        return meter
-    with _default_lock:
-        if _default_meter is None:
-            _default_meter = Meter()
-        return _default_meter
-
-
 def bench(fn, *, name, precision, batch, tokens, out, warmup=2, min_time=2.0, min_iters=3, accuracy=None,
           fidelity=None, model_bytes=None, kernel_path="", device="cpu", model="callable", dataset="",
           threads=0, meter=None):
@@ -288,8 +274,13 @@ def bench(fn, *, name, precision, batch, tokens, out, warmup=2, min_time=2.0, mi
             if fidelity.get(key) is not None:
                 args["fidelity_" + key] = float(fidelity[key])
         args["fidelity_examples"] = _count(fidelity.get("examples", 0), "fidelity examples")
-    chosen = _meter_for_bench(meter)
-    text, skipped = _native.bench(fn, args, str(out), chosen._native, chosen._sync)
+    own = meter is None  # a meter of its own: closed when the bench ends, however it ends
+    chosen = Meter() if own else meter
+    try:
+        text, skipped = _native.bench(fn, args, str(out), chosen._native, chosen._sync)
+    finally:
+        if own:
+            chosen.close()
     record = json.loads(text)
     if skipped:
         print(f"qjoule.bench: {name}: already recorded in {out}, not run again", file=sys.stderr)

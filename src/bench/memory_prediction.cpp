@@ -65,8 +65,6 @@ class LinearBytes {
   }
   // The largest whole FP32 panel a prefill of kWholePanelMinRows rows or more keeps (0: none).
   std::uint64_t whole_panel_bytes() const { return whole_panel_bytes_; }
-  const quant::LayerPolicy& policy() const { return *policy_; }
-  const model::LinearFactory& factory() const { return factory_; }
 
  private:
   std::optional<quant::LayerPolicy> policy_;
@@ -84,15 +82,7 @@ MemoryPrediction predict_encoder_peak_memory(const RunConfig& c, std::uint64_t b
   out.baseline_bytes = baseline_bytes;
   model::EncoderConfig cfg;
   if (detail::is_synthetic(c.model)) {
-    const auto spec = model::distilbert_base_spec();
-    cfg.arch = model::EncoderArch::DistilBert;
-    cfg.vocab_size = spec.vocab_size;
-    cfg.hidden_size = spec.hidden_size;
-    cfg.num_layers = spec.num_layers;
-    cfg.num_heads = spec.num_heads;
-    cfg.intermediate_size = spec.intermediate_size;
-    cfg.max_positions = spec.max_positions;
-    cfg.num_labels = spec.num_labels;
+    cfg = model::synthetic_encoder_config(model::distilbert_base_spec());
   } else {
     cfg = model::load_encoder_config(c.model, io::Checkpoint::open(c.model));
     if (cfg.quantization) {
@@ -158,28 +148,10 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   // Deferred: the Linears' names and shapes without their weights; embeddings and norms as the run holds them.
   const auto params = model::load_decoder_params(ck, cfg, /*defer_linears=*/true);
 
-  quant::LayerPolicyOptions po;
-  po.precision = c.precision;
-  const auto policy = quant::LayerPolicy::parse(po);
-  const auto factory = model::quantized_linear_factory(policy, {});
-  std::map<std::tuple<std::string, int64_t, int64_t, bool>, std::uint64_t> built;  // one Linear per kind
+  LinearBytes bytes(c.precision);
   auto add_linear = [&](const model::LinearParams& p, bool in_block) {
     if (p.out_features == 0) return;
-    const bool bias = model::with_bias(p);
-    const auto key = std::make_tuple(policy.resolve(p.name, in_block).format, p.out_features, p.in_features, bias);
-    auto it = built.find(key);
-    if (it == built.end()) {
-      model::LinearParams sample;
-      sample.name = p.name;
-      sample.out_features = p.out_features;
-      sample.in_features = p.in_features;
-      sample.weight.resize(static_cast<std::size_t>(p.out_features * p.in_features));
-      for (std::size_t i = 0; i < sample.weight.size(); ++i)  // small, varied, finite: any format quantizes it
-        sample.weight[i] = static_cast<float>(static_cast<int>((i * 2654435761u) % 2001u) - 1000) * 1e-4f;
-      if (bias) sample.bias.assign(static_cast<std::size_t>(p.out_features), 0.0f);
-      it = built.emplace(key, factory(sample, in_block)->bytes_held()).first;
-    }
-    out.model_bytes += it->second;
+    out.model_bytes += bytes(p.name, p.out_features, p.in_features, model::with_bias(p), in_block);
     // While this Linear is built: its FP32 weights, the stored tensor's mapped pages (a GPT-2 Conv1D
     // weight also its transposed copy) and, as it is built, what it will hold.
     const std::uint64_t fp32 = fp32_of(p);

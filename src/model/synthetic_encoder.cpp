@@ -28,18 +28,8 @@ LayerNormParams norm(std::string name, int64_t h) {
 
 SyntheticEncoderSpec distilbert_base_spec() { return {}; }
 
-EncoderParams synthetic_encoder_params(const SyntheticEncoderSpec& spec) {
-  if (spec.hidden_size <= 0 || spec.num_heads <= 0 || spec.hidden_size % spec.num_heads != 0)
-    fail("synthetic model '{}': hidden size {} is not a multiple of {} heads", spec.name, spec.hidden_size,
-         spec.num_heads);
-  if (spec.vocab_size <= 1000 || spec.num_layers <= 0 || spec.intermediate_size <= 0 || spec.max_positions <= 1 ||
-      spec.num_labels <= 0)
-    fail(
-        "synthetic model '{}': every size must be positive (vocab above 1000), got vocab {}, layers {}, FFN {}, "
-        "positions {}, labels {}",
-        spec.name, spec.vocab_size, spec.num_layers, spec.intermediate_size, spec.max_positions, spec.num_labels);
-  EncoderParams p;
-  EncoderConfig& c = p.config;
+EncoderConfig synthetic_encoder_config(const SyntheticEncoderSpec& spec) {
+  EncoderConfig c;
   c.arch = EncoderArch::DistilBert;
   c.model_type = "distilbert";
   c.architecture = "DistilBertForSequenceClassification";
@@ -52,6 +42,21 @@ EncoderParams synthetic_encoder_params(const SyntheticEncoderSpec& spec) {
   c.num_labels = spec.num_labels;
   c.activation = "gelu";
   for (int64_t i = 0; i < spec.num_labels; ++i) c.id2label.push_back(fmt::format("LABEL_{}", i));
+  return c;
+}
+
+EncoderParams synthetic_encoder_params(const SyntheticEncoderSpec& spec) {
+  if (spec.hidden_size <= 0 || spec.num_heads <= 0 || spec.hidden_size % spec.num_heads != 0)
+    fail("synthetic model '{}': hidden size {} is not a multiple of {} heads", spec.name, spec.hidden_size,
+         spec.num_heads);
+  if (spec.vocab_size <= 1000 || spec.num_layers <= 0 || spec.intermediate_size <= 0 || spec.max_positions <= 1 ||
+      spec.num_labels <= 0)
+    fail(
+        "synthetic model '{}': every size must be positive (vocab above 1000), got vocab {}, layers {}, FFN {}, "
+        "positions {}, labels {}",
+        spec.name, spec.vocab_size, spec.num_layers, spec.intermediate_size, spec.max_positions, spec.num_labels);
+  EncoderParams p;
+  p.config = synthetic_encoder_config(spec);
 
   Rng rng(spec.seed);
   const int64_t h = spec.hidden_size, f = spec.intermediate_size;

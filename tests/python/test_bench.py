@@ -168,3 +168,23 @@ def test_the_meters_sync_runs_at_the_bench_windows_edges(powercap_25w, tmp_path)
         r = quick(meter, tmp_path / "out")
     assert len(calls) >= 2
     assert r["energy_window"]["synchronized_with"] == ["python sync (qjoule.Meter(sync=...))"]
+
+
+def test_an_interrupted_bench_with_a_meter_of_its_own_leaves_no_thread_behind(powercap_25w, tmp_path):
+    from conftest import native_threads
+    before = native_threads()
+    count = [0]
+
+    def interrupted():
+        count[0] += 1
+        if count[0] == 3:
+            _thread.interrupt_main()
+        time.sleep(0.001)
+
+    with pytest.raises(KeyboardInterrupt):
+        qjoule.bench(interrupted, name="cut", precision="fp32", batch=1, tokens=1, out=str(tmp_path / "out"),
+                     min_time=10)
+    deadline = time.monotonic() + 2
+    while native_threads() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert native_threads() == before

@@ -31,6 +31,8 @@ SyntheticEncoderSpec distilbert_base_spec();
 // in BERT's initializer, LayerNorm gamma 1 and beta 0, biases 0. The same spec gives the same
 // parameters on every machine (a fixed-seed generator of its own, not std's distributions).
 EncoderParams synthetic_encoder_params(const SyntheticEncoderSpec& spec);
+// The config synthetic_encoder_params gives its parameters (DistilBERT, GELU, labels LABEL_0 ..).
+EncoderConfig synthetic_encoder_config(const SyntheticEncoderSpec& spec);
 
 // `count` sequences of `seq` token ids in [1000, vocab) starting with [CLS] (101) and ending with
 // [SEP] (102), all tokens real (mask 1), from the spec's seed: fixed inputs for timing runs.
