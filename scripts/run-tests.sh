@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, checks the C++ format (scripts/check-format.sh), builds qjoule twice
-# (release with -Werror, and ASan+UBSan) and runs the whole GoogleTest suite under ctest in both, then
+# (release with -Werror and the CUDA backend where nvcc is found, and ASan+UBSan without it: both
+# configurations) and runs the whole GoogleTest suite under ctest in both, then
 # runs each fuzz target (scripts/fuzz.sh) for 20 s.
 # Exits non-zero if any build, test or fuzz target fails.
 set -euo pipefail

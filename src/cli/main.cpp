@@ -1,6 +1,7 @@
 // qjoule: measure what quantizing a transformer buys, in milliseconds, joules and accuracy.
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -9,13 +10,17 @@
 #include "cli/commands.h"
 #include "qjoule/build_info.h"
 #include "qjoule/error.h"
+#include "qjoule/kernels/cuda_device.h"
 
 namespace {
 
+// Computed when --version is asked for: where a CUDA build's cuBLASLt would load from (not loaded).
 std::string version_text() {
-  return fmt::format("qjoule {} (commit {}, {} build, {}; backends: {})", qjoule::build_info::kVersion,
+  return fmt::format("qjoule {} (commit {}, {} build, {}; backends: {}){}", qjoule::build_info::kVersion,
                      qjoule::build_info::kGitCommit, qjoule::build_info::kBuildType, qjoule::build_info::kCompiler,
-                     qjoule::build_info::kBackends);
+                     qjoule::build_info::kBackends,
+                     QJOULE_HAVE_CUDA ? "\ncuBLASLt (loaded on first GPU use): " + qjoule::kernels::cublaslt_location()
+                                      : std::string());
 }
 
 }  // namespace
@@ -24,7 +29,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "qjoule: what does quantizing this model really buy, in milliseconds, joules and accuracy?\n"
       "Every number it prints comes from a kernel that really ran, or says `unavailable` and why.\n"};
-  app.set_version_flag("--version", version_text());
+  app.set_version_flag("--version", std::function<std::string()>(version_text));
   app.require_subcommand(1);
   app.fallthrough();
 

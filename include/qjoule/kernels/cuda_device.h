@@ -20,6 +20,18 @@ struct CudaDeviceStatus {
   std::string reason;  // why not usable, e.g. "no NVIDIA driver: CUDA driver version is insufficient"
 };
 
+// cuBLASLt, which the GPU Linears multiply with: loaded with dlopen the first time this is asked (a CPU
+// run never asks), so no CUDA library is linked into qjoule (kernels/cuda/cublaslt_loader.cpp).
+struct CublasLtStatus {
+  bool loaded = false;
+  std::string library;  // what was loaded ("libcublasLt.so.13")
+  std::string reason;   // why not loaded, one line (a build without the backend says so)
+};
+const CublasLtStatus& cublaslt_status();
+// Where cuBLASLt would be loaded from, found without loading it (loading costs ~200 MB and 0.1 s): its
+// path, or "not found: ..." saying where it was looked for (`qjoule --version`).
+std::string cublaslt_location();
+
 // Queried once (it initializes the CUDA runtime) and cached.
 const CudaDeviceStatus& cuda_device_status();
 

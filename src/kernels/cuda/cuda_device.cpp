@@ -84,6 +84,7 @@ int require_cuda_device(const std::string& device) {
   if (index >= s.device_count)
     fail("--device {}: GPU {} does not exist; this machine has {} (0 to {})", device, index, s.device_count,
          s.device_count - 1);
+  if (!cublaslt_status().loaded) fail("--device {}: {}", device, cublaslt_status().reason);
   return index;
 }
 
@@ -103,3 +104,16 @@ void synchronize_cuda_device(int device) {
 }
 
 }  // namespace qjoule::kernels
+
+#if !QJOULE_HAVE_CUDA
+namespace qjoule::kernels {
+
+const CublasLtStatus& cublaslt_status() {
+  static const CublasLtStatus status{false, "", "this qjoule was built without the CUDA backend"};
+  return status;
+}
+
+std::string cublaslt_location() { return "not built"; }
+
+}  // namespace qjoule::kernels
+#endif

@@ -2,6 +2,8 @@
 // status says why and the GPU tests skip with that reason; with one, the kernel matches its CPU twin.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <limits>
 #include <vector>
 
@@ -43,6 +45,28 @@ TEST(CudaDevice, DeviceNamesAreChecked) {
 }
 
 #if QJOULE_HAVE_CUDA
+// cuBLASLt is loaded with dlopen on first use, never linked: the CUDA build finds it without loading it,
+// loads it when asked (where the toolkit is installed), and says in one line why not where it cannot.
+TEST(CublasLt, FoundWithoutLoadingAndLoadedOnFirstUse) {
+  if (!cuda_device_status().built) {
+    EXPECT_EQ(cublaslt_status().reason, "this qjoule was built without the CUDA backend");
+    EXPECT_EQ(cublaslt_location(), "not built");
+    return;
+  }
+  const char* forced = std::getenv("QJOULE_CUBLASLT_LIB");
+  if (forced != nullptr) {  // the library hidden (ctest: CublasLt.hidden)
+    EXPECT_THAT(cublaslt_location(), ::testing::HasSubstr("does not exist"));
+    EXPECT_FALSE(cublaslt_status().loaded);
+    EXPECT_THAT(cublaslt_status().reason, ::testing::HasSubstr(std::string("dlopen ") + forced));
+    EXPECT_THAT(cublaslt_status().reason, ::testing::HasSubstr("cannot be loaded"));
+    EXPECT_EQ(cublaslt_status().reason.find('\n'), std::string::npos);
+    return;
+  }
+  if (cublaslt_location().starts_with("not found")) GTEST_SKIP() << "no cuBLASLt here: " << cublaslt_location();
+  EXPECT_TRUE(cublaslt_status().loaded) << cublaslt_status().reason;
+  EXPECT_THAT(cublaslt_status().library, ::testing::HasSubstr("libcublasLt.so"));
+}
+
 TEST(CudaConvertF16, BitExactWithTheCpuReference) {
   const CudaDeviceStatus& s = cuda_device_status();
   if (!s.usable) GTEST_SKIP() << "no usable GPU: " << s.reason;
