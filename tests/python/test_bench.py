@@ -25,6 +25,18 @@ def quick(meter, out, **kwargs):
     return qjoule.bench(one_ms, **args)
 
 
+def interrupting_at(call):
+    """A 1 ms function that interrupts the main thread (KeyboardInterrupt) at its `call`-th call."""
+    count = [0]
+
+    def fn():
+        count[0] += 1
+        if count[0] == call:
+            _thread.interrupt_main()
+        time.sleep(0.001)
+    return fn
+
+
 def results_lines(out):
     path = os.path.join(out, "results.jsonl")
     with open(path) as f:
@@ -95,17 +107,9 @@ def test_a_recorded_name_is_skipped(powercap_25w, tmp_path, capsys):
 
 def test_keyboard_interrupt_mid_bench_records_nothing(powercap_25w, tmp_path):
     out = tmp_path / "out"
-    count = [0]
-
-    def interrupted():
-        count[0] += 1
-        if count[0] == 5:
-            _thread.interrupt_main()
-        time.sleep(0.001)
-
     with qjoule.Meter(interval_ms=5) as meter:
         with pytest.raises(KeyboardInterrupt):
-            qjoule.bench(interrupted, name="cut", precision="fp32", batch=1, tokens=1, out=str(out), min_time=10,
+            qjoule.bench(interrupting_at(5), name="cut", precision="fp32", batch=1, tokens=1, out=str(out), min_time=10,
                          meter=meter)
         assert not os.path.exists(out / "results.jsonl") or results_lines(out) == []
         quick(meter, out)  # the folder and the meter still work
@@ -173,16 +177,8 @@ def test_the_meters_sync_runs_at_the_bench_windows_edges(powercap_25w, tmp_path)
 def test_an_interrupted_bench_with_a_meter_of_its_own_leaves_no_thread_behind(powercap_25w, tmp_path):
     from conftest import native_threads
     before = native_threads()
-    count = [0]
-
-    def interrupted():
-        count[0] += 1
-        if count[0] == 3:
-            _thread.interrupt_main()
-        time.sleep(0.001)
-
     with pytest.raises(KeyboardInterrupt):
-        qjoule.bench(interrupted, name="cut", precision="fp32", batch=1, tokens=1, out=str(tmp_path / "out"),
+        qjoule.bench(interrupting_at(3), name="cut", precision="fp32", batch=1, tokens=1, out=str(tmp_path / "out"),
                      min_time=10)
     deadline = time.monotonic() + 2
     while native_threads() > before and time.monotonic() < deadline:
