@@ -182,34 +182,25 @@ class Meter:
         with self._lock:
             if name in self._open:
                 raise Error(f"window '{name}' is already open on this meter (nested windows need distinct names)")
-            self._open[name] = None  # reserved while the native call runs
-        try:
-            handle = self._native.begin(name)
-        except BaseException:
-            with self._lock:
-                self._open.pop(name, None)
-            raise
-        with self._lock:
-            self._open[name] = handle
+            self._open[name] = self._native.begin(name)
 
     def _take(self, name):
         with self._lock:
-            handle = self._open.get(name)
-            if handle is None:
-                raise Error(f"window '{name}' is not open on this meter")
-            del self._open[name]
+            handle = self._open.pop(name, None)
+        if handle is None:
+            raise Error(f"window '{name}' is not open on this meter")
         return handle
 
     def end_window(self, name):
         """Ends window `name` and returns its Measurement."""
-        name = str(name)
-        with self._lock:
-            open_now = self._open.get(name) is not None
-        if not open_now:
-            raise Error(f"window '{name}' is not open on this meter")
+        handle = self._take(str(name))
         if self._sync is not None:
-            self._sync()
-        return Measurement(json.loads(self._native.end(self._take(name))))
+            try:
+                self._sync()
+            except BaseException:
+                self._native.cancel(handle)
+                raise
+        return Measurement(json.loads(self._native.end(handle)))
 
     def cancel_window(self, name):
         """Drops window `name` without a result."""
