@@ -209,15 +209,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
 
   if (on_gpu)
     r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations, KV cache)");
-  if (rss_reset) {
-    r.peak_rss_bytes = peak_rss_bytes();
-    if (r.peak_rss_bytes && predicted.unavailable.empty())
-      r.notes.push_back(fmt::format("peak memory predicted {} MiB ({}), measured {} MiB ({:+.1f}%)",
-                                    predicted.peak_bytes() >> 20, kMemoryPredictionMethod, *r.peak_rss_bytes >> 20,
-                                    100.0 * (double(predicted.peak_bytes()) / double(*r.peak_rss_bytes) - 1.0)));
-  } else {
-    r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
-  }
+  record_peak_rss(r, rss_reset, predicted);
 
   // Quality on the text (after the peak-RSS reading: the reference is mapped only while compared with).
   if (lm.enabled()) {

@@ -82,15 +82,7 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
   r.sequences_per_s = sequences / r.measured_seconds;
   r.tokens_per_s = sequences * double(c.seq) / r.measured_seconds;
   fill_device_energy(r, em, gpu_index, sequences, sequences * double(c.seq));
-  if (rss_reset) {
-    r.peak_rss_bytes = peak_rss_bytes();
-    if (r.peak_rss_bytes && predicted.unavailable.empty())
-      r.notes.push_back(fmt::format("peak memory predicted {} MiB ({}), measured {} MiB ({:+.1f}%)",
-                                    predicted.peak_bytes() >> 20, kMemoryPredictionMethod, *r.peak_rss_bytes >> 20,
-                                    100.0 * (double(predicted.peak_bytes()) / double(*r.peak_rss_bytes) - 1.0)));
-  } else {
-    r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
-  }
+  record_peak_rss(r, rss_reset, predicted);
   if (on_gpu) r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations)");
 
   // Accuracy and fidelity.

@@ -298,6 +298,19 @@ struct BenchRunner::Impl {
     }
   }
 
+  // The run's peak RSS since the reset (or why there is none), and the prediction beside it.
+  static void record_peak_rss(RunRecord& r, bool rss_reset, const MemoryPrediction& predicted) {
+    if (rss_reset) {
+      r.peak_rss_bytes = peak_rss_bytes();
+      if (r.peak_rss_bytes && predicted.unavailable.empty())
+        r.notes.push_back(fmt::format("peak memory predicted {} MiB ({}), measured {} MiB ({:+.1f}%)",
+                                      predicted.peak_bytes() >> 20, kMemoryPredictionMethod, *r.peak_rss_bytes >> 20,
+                                      100.0 * (double(predicted.peak_bytes()) / double(*r.peak_rss_bytes) - 1.0)));
+    } else {
+      r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
+    }
+  }
+
   void record_kernels(RunRecord& r, const std::map<std::string, int>& counts) {
     bool emulated = false;
     for (const auto& [path, n] : counts) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -67,6 +66,7 @@ void check_callable_run(const CallableRun& run) {
 
 CallableTiming time_callable(const std::function<void()>& body, const CallableRun& run, energy::EnergyMeter& meter) {
   CallableTiming t;
+  t.started = std::chrono::system_clock::now();
   const bool rss_reset = reset_peak_rss();
   for (std::size_t i = 0; i < run.warmup; ++i) body();
   t.warmup = run.warmup;
@@ -96,9 +96,7 @@ RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timi
   check_callable_run(run);
   RunRecord r;
   r.run_name = run.name;
-  r.start_time =
-      iso8601_utc(std::chrono::system_clock::now() - std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                                         std::chrono::duration<double>(timing.window.duration_s)));
+  r.start_time = iso8601_utc(timing.started);
   r.config.model = run.model;
   r.config.device = run.device;
   r.config.precision = run.precision;
@@ -106,6 +104,9 @@ RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timi
   r.config.seq = run.seq;
   r.config.threads =
       run.threads > 0 ? run.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (run.threads == 0)
+    r.notes.push_back(
+        fmt::format("threads not given by the caller: recorded as this machine's {} cores", r.config.threads));
   r.environment = run_environment();
   r.kernel_paths.push_back("caller: " + (run.kernel_path.empty() ? std::string("not given") : run.kernel_path));
   r.warmup_iters = timing.warmup;
@@ -160,18 +161,14 @@ void check_callable_sweep_member(const std::filesystem::path& out_dir, const Cal
   const bool folder = std::filesystem::is_directory(run.model, ec);
   const std::string identity = folder ? model_identity(run.model) : "label";
   const auto path = out_dir / kSweepIdentityFileName;
-  if (!std::filesystem::exists(path, ec)) {
+  const auto read = read_sweep_identity(out_dir);
+  if (!read) {
     nlohmann::json id = {{"models", {{run.model, identity}}}, {"dataset", run.dataset}};
     detail::write_file_atomically(path, id.dump(2) + "\n");
     return;
   }
-  std::ifstream in(path);
-  const nlohmann::json stored = nlohmann::json::parse(in, nullptr, false);
-  if (stored.is_discarded() || !stored.is_object() || !stored.contains("models") || !stored["models"].is_object())
-    fail("{}: not a sweep identity (a JSON object with 'models'); remove it or choose another out", path.string());
-  const std::string dataset = stored.contains("dataset") && stored["dataset"].is_string()
-                                  ? stored["dataset"].get<std::string>()
-                                  : std::string();
+  const nlohmann::json& stored = *read;
+  const std::string dataset = stored.value("dataset", std::string());
   if (dataset != run.dataset)
     fail("{}: this sweep scored dataset '{}', this run '{}'; give the same dataset=, or choose another out",
          path.string(), dataset, run.dataset);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -54,18 +55,24 @@ nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::
   return identity;
 }
 
-void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::json& identity) {
+std::optional<nlohmann::json> read_sweep_identity(const std::filesystem::path& out_dir) {
   const auto path = out_dir / kSweepIdentityFileName;
   std::error_code ec;
-  nlohmann::json stored;
-  if (std::filesystem::exists(path, ec)) {
-    std::ifstream in(path);
-    stored = nlohmann::json::parse(in, nullptr, false);
-    if (stored.is_discarded() || !stored.is_object() || !stored.contains("models") || !stored["models"].is_object())
-      fail("{}: not a sweep identity (a JSON object with 'models'); remove it or choose another --out", path.string());
-    if (stored.contains("dataset") && !stored["dataset"].is_string())
-      fail("{}: 'dataset' is {}, expected a string; remove the file or choose another --out", path.string(),
-           stored["dataset"].dump());
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  std::ifstream in(path);
+  nlohmann::json stored = nlohmann::json::parse(in, nullptr, false);
+  if (stored.is_discarded() || !stored.is_object() || !stored.contains("models") || !stored["models"].is_object())
+    fail("{}: not a sweep identity (a JSON object with 'models'); remove it or choose another --out", path.string());
+  if (stored.contains("dataset") && !stored["dataset"].is_string())
+    fail("{}: 'dataset' is {}, expected a string; remove the file or choose another --out", path.string(),
+         stored["dataset"].dump());
+  return stored;
+}
+
+void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::json& identity) {
+  const auto path = out_dir / kSweepIdentityFileName;
+  if (const auto read = read_sweep_identity(out_dir)) {
+    const nlohmann::json& stored = *read;
     const std::string dataset = stored.value("dataset", std::string());
     if (dataset != identity["dataset"].get<std::string>())
       fail(

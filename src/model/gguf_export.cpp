@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/config_reconciler.h"
+#include "model/gguf_tensor_names.h"
 #include "qjoule/error.h"
 #include "qjoule/io/gguf.h"
 #include "qjoule/io/safetensors.h"
@@ -182,29 +183,6 @@ bool is_block_linear(const std::string& hf_name) {
   return false;
 }
 
-// llama.cpp's name of a Hugging Face Llama / Qwen2 tensor, "" for one it has no use for.
-std::string gguf_name(const std::string& hf) {
-  static const std::map<std::string, std::string> top = {{"model.embed_tokens.weight", "token_embd.weight"},
-                                                         {"model.norm.weight", "output_norm.weight"},
-                                                         {"lm_head.weight", "output.weight"}};
-  if (const auto it = top.find(hf); it != top.end()) return it->second;
-  static const std::map<std::string, std::string> in_block = {
-      {"input_layernorm.weight", "attn_norm.weight"}, {"post_attention_layernorm.weight", "ffn_norm.weight"},
-      {"self_attn.q_proj.weight", "attn_q.weight"},   {"self_attn.k_proj.weight", "attn_k.weight"},
-      {"self_attn.v_proj.weight", "attn_v.weight"},   {"self_attn.o_proj.weight", "attn_output.weight"},
-      {"self_attn.q_proj.bias", "attn_q.bias"},       {"self_attn.k_proj.bias", "attn_k.bias"},
-      {"self_attn.v_proj.bias", "attn_v.bias"},       {"self_attn.o_proj.bias", "attn_output.bias"},
-      {"mlp.gate_proj.weight", "ffn_gate.weight"},    {"mlp.up_proj.weight", "ffn_up.weight"},
-      {"mlp.down_proj.weight", "ffn_down.weight"}};
-  const std::string prefix = "model.layers.";
-  if (!hf.starts_with(prefix)) return "";
-  const auto dot = hf.find('.', prefix.size());
-  if (dot == std::string::npos) return "";
-  const auto it = in_block.find(hf.substr(dot + 1));
-  if (it == in_block.end()) return "";
-  return "blk." + hf.substr(prefix.size(), dot - prefix.size()) + "." + it->second;
-}
-
 }  // namespace
 
 GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& spec, const fs::path& out,
@@ -311,7 +289,7 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
   int64_t done = 0;
   for (const auto& [name, t] : ck.tensors()) {
     if (progress) progress(++done, total, name);
-    const std::string gname = gguf_name(name);
+    const std::string gname = gguf_tensor_name(name);
     if (gname.empty()) continue;  // rotary buffers and the like
     auto values = ck.to_f32(name);
     ck.release(name);

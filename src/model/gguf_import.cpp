@@ -2,14 +2,15 @@
 
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/gguf_tensor_names.h"
 #include "qjoule/error.h"
 #include "qjoule/io/gguf.h"
 #include "qjoule/io/safetensors.h"
@@ -24,25 +25,8 @@ using json = nlohmann::json;
 // The Hugging Face name of a llama.cpp tensor that gguf_export writes, "" for rope_freqs (computed from
 // config.json's rope_scaling again).
 std::string hf_name(const std::string& g) {
-  static const std::map<std::string, std::string> top = {{"token_embd.weight", "model.embed_tokens.weight"},
-                                                         {"output_norm.weight", "model.norm.weight"},
-                                                         {"output.weight", "lm_head.weight"},
-                                                         {"rope_freqs.weight", ""}};
-  if (const auto it = top.find(g); it != top.end()) return it->second;
-  static const std::map<std::string, std::string> in_block = {
-      {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-      {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_k.weight", "self_attn.k_proj.weight"},
-      {"attn_v.weight", "self_attn.v_proj.weight"},   {"attn_output.weight", "self_attn.o_proj.weight"},
-      {"attn_q.bias", "self_attn.q_proj.bias"},       {"attn_k.bias", "self_attn.k_proj.bias"},
-      {"attn_v.bias", "self_attn.v_proj.bias"},       {"attn_output.bias", "self_attn.o_proj.bias"},
-      {"ffn_gate.weight", "mlp.gate_proj.weight"},    {"ffn_up.weight", "mlp.up_proj.weight"},
-      {"ffn_down.weight", "mlp.down_proj.weight"}};
-  if (g.starts_with("blk.")) {
-    const auto dot = g.find('.', 4);
-    if (dot != std::string::npos)
-      if (const auto it = in_block.find(g.substr(dot + 1)); it != in_block.end())
-        return "model.layers." + g.substr(4, dot - 4) + "." + it->second;
-  }
+  if (g == "rope_freqs.weight") return "";
+  if (auto hf = hf_tensor_name(g)) return *hf;
   fail("tensor '{}' is not one that qjoule's GGUF export writes", g);
 }
 

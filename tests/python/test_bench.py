@@ -62,6 +62,7 @@ def test_record_validates_against_the_schema_and_report_reads_it(powercap_25w, t
     assert r["kernel_paths"] == ["caller: torch: aten::linear"]
     assert any("accuracy supplied by the caller" in n for n in r["notes"])
     assert any("fidelity supplied by the caller" in n for n in r["notes"])
+    assert any("threads not given by the caller" in n for n in r["notes"])
     # The record carries the window's energy (its accuracy is test_meter's: here a short window, under load).
     assert r["energy_j"] == pytest.approx(25.0 * r["energy_window"]["duration_s"], rel=0.1)
     assert r["energy_method"].startswith("measured: rapl:package-0")
@@ -184,3 +185,23 @@ def test_an_interrupted_bench_with_a_meter_of_its_own_leaves_no_thread_behind(po
     while native_threads() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert native_threads() == before
+
+
+def test_read_results_of_a_broken_file_is_one_line(tmp_path):
+    with pytest.raises(qjoule.Error, match="no such results file") as e:
+        qjoule.read_results(tmp_path / "nothing-here")
+    assert "\n" not in str(e.value)
+    (tmp_path / "results.jsonl").write_text('{"not": "a record"}\n')
+    with pytest.raises(qjoule.Error, match=r"results.jsonl:1: ") as e:
+        qjoule.read_results(tmp_path)
+    assert "\n" not in str(e.value)
+    (tmp_path / "results.jsonl").write_text("{torn")
+    with pytest.raises(qjoule.Error, match=r"results.jsonl:1: not JSON"):
+        qjoule.read_results(tmp_path / "results.jsonl")
+
+
+def test_to_pandas_without_pandas_names_the_package(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ImportError
+    with pytest.raises(ImportError, match="python3-pandas"):
+        qjoule.to_pandas(tmp_path)

@@ -25,6 +25,7 @@ def test_window_measures_25_watts_within_3_percent(powercap_25w):
     assert w.unavailable is None
     assert w.joules == pytest.approx(25.0 * w.duration_s, rel=0.03)
     assert w.mean_watts == pytest.approx(25.0, rel=0.03)
+    assert w.peak_watts is not None and w.peak_watts == w["sensors"][0]["peak_power_w"]  # the one sensor that counts
     assert w.samples > 50 and w.coverage > 0.95
     assert w.method.startswith("measured: rapl:package-0")
     assert w["sensors"][0]["id"] == "rapl:package-0"

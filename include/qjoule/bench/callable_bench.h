@@ -9,6 +9,7 @@
 //   RunRecord r = callable_run_record(run, t);
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -31,7 +32,7 @@ struct CallableRun {
   std::string precision;           // the caller's label for its format, recorded as given
   std::string device = "cpu";      // "cpu" or "cuda:N": which sensors count in the run's energy
   std::size_t batch = 1, seq = 1;  // sequences per call, tokens per sequence
-  int threads = 0;                 // as the caller ran it (0: this machine's cores)
+  int threads = 0;                 // as the caller ran it (0: not given: recorded as the machine's cores, noted)
   std::size_t warmup = 2, min_iters = 3;
   double min_time_s = 2.0;
   std::string kernel_path;  // the caller's description of what ran (recorded as "caller: ...")
@@ -49,10 +50,11 @@ struct CallableRun {
 void check_callable_run(const CallableRun& run);
 
 struct CallableTiming {
-  std::vector<double> samples_ms;               // one per timed call
-  double seconds = 0;                           // the timed loop's wall time
-  energy::Measurement window;                   // around the timed loop only (not the warm-up)
-  std::optional<std::uint64_t> peak_rss_bytes;  // the high-water mark from the warm-up's start
+  std::chrono::system_clock::time_point started;  // before the warm-up: the record's start_time
+  std::vector<double> samples_ms;                 // one per timed call
+  double seconds = 0;                             // the timed loop's wall time
+  energy::Measurement window;                     // around the timed loop only (not the warm-up)
+  std::optional<std::uint64_t> peak_rss_bytes;    // the high-water mark from the warm-up's start
   std::size_t warmup = 0;
 };
 

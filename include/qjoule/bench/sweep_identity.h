@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,10 @@ std::string content_hash(std::string_view bytes);
 // without.
 nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
                               const nlohmann::json& text = nullptr, const std::string& reference = "");
+
+// OUT/sweep-identity.json as written, checked (an object with 'models', a string 'dataset' if any; else
+// one line naming the file), or nullopt when the folder has none.
+std::optional<nlohmann::json> read_sweep_identity(const std::filesystem::path& out_dir);
 
 // Writes `identity` to OUT/sweep-identity.json when the folder has none (a new sweep, or one started
 // before this file existed); otherwise compares: other models, a model whose checkpoint changed, or

@@ -111,14 +111,9 @@ QJOULE_TARGET_AVX512_BF16 void dequantize_rows_bf16(const Dec& dec, int64_t o_be
 template <class Dec, bool kNatural = false>
 QJOULE_TARGET_AVX512 void dequantize_rows_f32(const Dec& dec, int64_t o_begin, int64_t o_end, float* panel) {
   const int64_t K = dec.cols();
-  __m512i natural[8];
-  if constexpr (kNatural) {
-    for (int s = 0; s < 8; ++s) {
-      alignas(64) int32_t idx[16];
-      for (int l = 0; l < 16; ++l) idx[l] = 8 * l + (s ^ 1);
-      natural[s] = _mm512_load_si512(idx);
-    }
-  }
+  // kNatural: decoded vector s, lane l goes to weight 8·l + (s ^ 1) of its chunk (permute_like_chunks' inverse).
+  const __m512i lane_times_8 =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(8));
   for (int64_t o = o_begin; o < o_end; ++o) {
     const auto row = dec.row(o);
     float* out = panel + (o - o_begin) * K;
@@ -135,7 +130,8 @@ QJOULE_TARGET_AVX512 void dequantize_rows_f32(const Dec& dec, int64_t o_begin, i
           __m512 w = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4 * s), table);
           if constexpr (Dec::kHasZero) w = _mm512_sub_ps(w, z);
           if constexpr (kNatural) {
-            _mm512_i32scatter_ps(out + c * kChunk, natural[s], _mm512_mul_ps(w, d), 4);
+            _mm512_i32scatter_ps(out + c * kChunk, _mm512_add_epi32(lane_times_8, _mm512_set1_epi32(s ^ 1)),
+                                 _mm512_mul_ps(w, d), 4);
           } else {
             _mm512_storeu_ps(out + c * kChunk + 16 * s, _mm512_mul_ps(w, d));
           }
