@@ -2,6 +2,8 @@
 # The GPU acceptance run: one command for any machine with an NVIDIA GPU.
 #   scripts/gpu-acceptance.sh OUT_DIR                      # build/gpu for this GPU's architecture only
 #   scripts/gpu-acceptance.sh OUT_DIR --build-dir build/release   # reuse a build (CI, no second build)
+#   scripts/gpu-acceptance.sh OUT_DIR --prebuilt build/release     # a build made elsewhere and copied here
+#                                                     (a GPU machine without the build's packages): no cmake
 #
 # 1. Builds qjoule, its tests and benchmarks (for the local GPU's compute capability when nvidia-smi
 #    names it). 2. Asks the CUDA runtime for a usable GPU; without one it writes OUT_DIR/gpu-acceptance.{json,md}
@@ -16,15 +18,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: scripts/gpu-acceptance.sh OUT_DIR [--build-dir DIR]" >&2; exit 2; }
+usage() { echo "usage: scripts/gpu-acceptance.sh OUT_DIR [--build-dir DIR | --prebuilt DIR]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 out="$1"
 shift
 build=build/gpu
 reuse=0
+prebuilt=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) [ $# -ge 2 ] || usage; build="$2"; reuse=1; shift 2 ;;
+    --prebuilt) [ $# -ge 2 ] || usage; build="$2"; reuse=1; prebuilt=1; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -39,7 +43,7 @@ if [ "$reuse" = 0 ]; then
   fi
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQJOULE_WERROR=ON "${arch[@]}" >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)" >/dev/null
+[ "$prebuilt" = 1 ] || cmake --build "$build" -j "$(nproc)" >/dev/null
 
 version=$("$build/src/cli/qjoule" --version)
 probe=$("$build/microbench/cuda_gemm_peak" --reps 1 --size 64 2>&1 | head -1 || true)
@@ -65,8 +69,10 @@ gpu=$(echo "$probe" | sed 's/^cuda_gemm_peak: //')
 echo "gpu-acceptance: $gpu"
 status=0
 ctest --test-dir "$build" -R 'Cuda|Gpu' --output-on-failure > "$out/gpu-tests.log" 2>&1 || status=1
-tests=$(grep -E 'tests passed' "$out/gpu-tests.log" | tail -1)
-failed=$(grep -E '^\s+[0-9]+ - .*\(Failed\)' "$out/gpu-tests.log" | sed 's/^ *//' || true)
+tests=$(grep -E "tests passed" "$out/gpu-tests.log" | tail -1 || true)
+# Every test ctest lists as not passed: (Failed), (Subprocess aborted), (SEGFAULT), (Timeout), (Not Run).
+failed=$(sed -n '/The following tests FAILED:/,$p' "$out/gpu-tests.log" | grep -E '^\s+[0-9]+ - ' | sed 's/^\s*//' || true)
+[ -n "$tests" ] || { tests="no GPU test ran (ctest found none in $build)"; status=1; }
 "$build/microbench/cuda_gemm_peak" > "$out/cuda-gemm-peak.txt" 2>&1 || status=1
 # Decode per format on the TinyLlama-shaped decoder, every weight and the KV cache on GPU 0.
 "$build/microbench/write_synthetic_decoder" "$out/tinyllama-shapes" > /dev/null

@@ -183,9 +183,11 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str()
       ->check(in_range(1, 1e6));
   auto* threads = cmd->add_option("--threads", a->threads, "CPU thread counts, comma-separated (default: all cores)");
-  cmd->add_option("--device", a->device,
-                  "cpu, or cuda / cuda:N: the whole model (a decoder with its KV cache) on GPU N (fp32, tf32, fp16, "
-                  "bf16, int8, fp8, int4, nf4), latency from CUDA events, energy from that GPU's NVML sensor")
+  cmd->add_option(
+         "--device", a->device,
+         "cpu, or cuda / cuda:N: the whole model (a decoder with its KV cache) on GPU N (fp32, tf32, fp16, "
+         "bf16, int8, fp8, int4, nf4; without --precisions: fp32,bf16,int8,int4,nf4), latency from CUDA events, "
+         "energy from that GPU's NVML sensor")
       ->capture_default_str();
   cmd->add_option("--warmup", a->settings.runner.warmup, "Batches run before timing")
       ->capture_default_str()
@@ -276,6 +278,9 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
     for (auto* o : {lm_ctx, lm_stride, lm_max, lm_bases})
       if (o->count() > 0) a->lm_flags_given.push_back(o->get_name());
     a->batch_given = batch->count() > 0;
+    // On a GPU the default sweep is the default formats that have a CUDA kernel (w8 has none).
+    if (precisions->count() == 0 && a->device.starts_with("cuda"))
+      a->precisions = quant::default_sweep_precisions(/*cuda=*/true);
     run_bench(*a, ctx);
   });
 }

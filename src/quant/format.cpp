@@ -78,10 +78,10 @@ std::string cuda_format_names() {
   return join_names([](const FormatTraits& t) { return t.runs_on_cuda; });
 }
 
-std::string default_sweep_precisions() {
+std::string default_sweep_precisions(bool cuda) {
   std::string out;
   for (const auto& t : kFormatTable) {
-    if (!t.in_default_sweep) continue;
+    if (!t.in_default_sweep || (cuda && !t.runs_on_cuda)) continue;
     if (!out.empty()) out += ",";
     out += t.name;
   }

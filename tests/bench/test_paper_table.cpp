@@ -195,6 +195,23 @@ TEST(BenchPaperTable, AccuracyDropsAboveTheThresholdAreFlaggedWithWhatToTry) {
   EXPECT_THAT(table, Not(HasSubstr("- " + int4.run_name)));
 }
 
+TEST(BenchPaperTable, OnAGpuWhatToTryNamesOnlyFormatsWithACudaKernel) {
+  auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
+  auto int8 = table_record("int8", 4.0, 0.2, 0.85, 64ull << 20);
+  for (auto* r : {&fp32, &int8}) {
+    r->config.device = "cuda";
+    r->run_name = run_name(r->config);
+  }
+  const auto table = format_paper_table({fp32, int8}, 1.0);
+  const auto lines = lines_of(table);
+  const auto flagged = std::find_if(lines.begin(), lines.end(),
+                                    [&](const std::string& l) { return l.rfind("- " + int8.run_name, 0) == 0; });
+  ASSERT_NE(flagged, lines.end()) << table;
+  EXPECT_THAT(*flagged, HasSubstr("`--precisions fp16`"));
+  EXPECT_THAT(*flagged, Not(HasSubstr("`--precisions w8`")));  // no CUDA kernel
+  EXPECT_THAT(*flagged, Not(HasSubstr("SmoothQuant")));        // CPU only
+}
+
 TEST(BenchPaperTable, WithoutLabelsTheAgreementWithFp32StandsIn) {
   auto fp32 = table_record("fp32", 10.0, 0.5, std::nullopt, 256ull << 20);
   auto nf4 = table_record("nf4", 8.0, 0.4, std::nullopt, 40ull << 20);

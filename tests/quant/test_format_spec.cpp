@@ -35,6 +35,8 @@ TEST(FormatTable, OneRowPerFormatWithUniqueNamesAndTokens) {
   EXPECT_EQ(find_format("INT4"), std::nullopt);  // names are exact
   EXPECT_EQ(cpu_format_names(), "fp32, bf16, fp16, int8, w8, int4, nf4");
   EXPECT_EQ(cuda_format_names(), "fp32, bf16, fp16, int8, int4, nf4, tf32, fp8");
+  EXPECT_EQ(default_sweep_precisions(), "fp32,bf16,int8,w8,int4,nf4");
+  EXPECT_EQ(default_sweep_precisions(/*cuda=*/true), "fp32,bf16,int8,int4,nf4");  // w8 has no CUDA kernel
   EXPECT_EQ(fmt::format("{}", Format::nf4), "nf4");
 }
 

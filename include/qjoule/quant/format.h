@@ -47,8 +47,9 @@ struct FormatTraits {
 // The names of the formats with a CPU kernel (or a CUDA kernel), joined by ", ": for help and errors.
 [[nodiscard]] std::string cpu_format_names();
 [[nodiscard]] std::string cuda_format_names();
-// The precisions `qjoule bench` sweeps by default, comma-separated: "fp32,bf16,int8,w8,int4,nf4".
-[[nodiscard]] std::string default_sweep_precisions();
+// The precisions `qjoule bench` sweeps by default, comma-separated: "fp32,bf16,int8,w8,int4,nf4"; with
+// `cuda`, those of them with a CUDA kernel ("fp32,bf16,int8,int4,nf4": w8 is CPU-only).
+[[nodiscard]] std::string default_sweep_precisions(bool cuda = false);
 
 // Every name, CUDA-only ones marked: "fp32, bf16, ..., nf4, tf32 (CUDA only), fp8 (CUDA only)".
 [[nodiscard]] std::string all_format_names();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace qjoule::kernels::avx512 {
@@ -23,13 +24,33 @@ constexpr int64_t kWholePanelMaxBytes = int64_t{16} << 20;
 // The BF16 panel product (weight_only_bf16_panel.cpp): y[:, n0 .. n0 + n) = a · panelᵀ + bias[n0 ..),
 // a: [m, k] BF16, panel: [n, k] BF16 (row-major, i.e. oneDNN's "ba"), y with row stride ldy (a
 // narrower panel goes through a dense scratch: oneDNN's implementation depends on the stride). A shape
-// whose oneDNN implementation is not the one panel_kernel_path() names is an error, never a wrong
-// label.
+// whose oneDNN implementation is not the one panel_kernel_path() names is padded (PanelPadding below);
+// one that no padding brings there is an error, never a wrong label.
 void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n, const float* bias,
                        float* y, int64_t ldy);
 // The same product in FP32: a [m, k] FP32, panel [n, k] FP32, on oneDNN's FP32 matmul.
 void f32_panel_matmul(const float* a, int64_t m, int64_t k, const float* panel, int64_t n, const float* bias, float* y,
                       int64_t ldy);
+
+// oneDNN 2.6 runs some small shapes on another implementation than the one it picks for the rest (on
+// AMX its "small shapes to VNNI" rule: a BF16 product of at most 32 rows and at most 256 outputs per
+// row block, or of depth 16 or less, runs on the AVX-512 BF16 kernel). Such a product is multiplied on
+// zero-padded operands: a with zero rows up to kPanelPadRows, a and the panel with zero columns up to
+// kPanelPadDepth. The padding adds zeros to y's real rows, nothing else.
+struct PanelPadding {
+  int64_t m, k;  // rows and depth of the product oneDNN runs
+};
+inline constexpr int64_t kPanelPadRows = 33;
+inline constexpr int64_t kPanelPadDepth = 32;
+// The first of (m, k), (max(m, kPanelPadRows), k), (m, max(k, kPanelPadDepth)) and both padded on which
+// `runs_on_path(rows, depth)` holds, or nullopt.
+std::optional<PanelPadding> panel_padding(int64_t m, int64_t k,
+                                          const std::function<bool(int64_t, int64_t)>& runs_on_path);
+// The panel products on a given padding (tests: the padded path on a CPU whose oneDNN needs none).
+void bf16_panel_matmul_padded(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n,
+                              const float* bias, float* y, int64_t ldy, PanelPadding pad);
+void f32_panel_matmul_padded(const float* a, int64_t m, int64_t k, const float* panel, int64_t n, const float* bias,
+                             float* y, int64_t ldy, PanelPadding pad);
 // True where oneDNN has a native (non-reference) BF16 matmul and the CPU has AVX512_BF16: the
 // avx512_bf16 level.
 bool bf16_panel_available();

@@ -55,6 +55,7 @@
 
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/panel_matmul.h"
+#include "kernels/cpu/parallel_errors.h"
 #include "kernels/cpu/weight_only_gemv_avx512.h"
 
 namespace qjoule::kernels::avx512 {
@@ -283,13 +284,17 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
     // L2, and multiplies them right away: no barrier between the two steps, no panel through L3.
     const int64_t panel_rows = panel_rows_for(N, K, kPanelBytes / int64_t{sizeof(uint16_t)});
     const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
+    ParallelErrors errors;  // a panel product oneDNN cannot run as the path names throws: after the region
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < panel_count; ++p) {
-      const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
-      uint16_t* panel = scratch().panel.get(panel_rows * K);
-      dequantize_rows_bf16(dec, n0, n0 + n, panel);
-      bf16_panel_matmul(a, m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+      errors.run([&] {
+        const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
+        uint16_t* panel = scratch().panel.get(panel_rows * K);
+        dequantize_rows_bf16(dec, n0, n0 + n, panel);
+        bf16_panel_matmul(a, m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+      });
     }
+    errors.rethrow();
   }
 }
 

@@ -11,7 +11,11 @@
 // The product is always written densely ([m, n], row stride n): oneDNN 2.6 runs a dense destination on
 // its brgemm kernel but a strided one (a column slice of y) on gemm:jit (measured, every shape tried),
 // and the kernel path names one implementation. A panel narrower than y is written to scratch and
-// copied into its columns. A shape whose implementation differs from the path is an error.
+// copied into its columns. oneDNN also sends some small shapes elsewhere (on AMX, a BF16 product of few
+// rows times a narrow panel, or of a short depth, runs on its AVX-512 BF16 kernel: seen on an H100
+// host's Xeon with a 6 x 32 x 16 product): such a product is computed on zero-padded operands
+// (panel_padding) whose shape runs on the implementation the path names; a shape that no padding
+// brings there is an error, never a wrong label.
 #include <omp.h>
 
 #include <algorithm>
@@ -19,8 +23,10 @@
 #include <cstdlib>
 #include <string>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +34,7 @@
 #include "kernels/cpu/linear_bf16_kernels.h"
 #include "kernels/cpu/onednn_engine.h"
 #include "kernels/cpu/panel_matmul.h"
+#include "kernels/cpu/parallel_errors.h"
 #include "qjoule/error.h"
 
 namespace qjoule::kernels::avx512 {
@@ -38,6 +45,7 @@ using dnnl::memory;
 struct Entry {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
+  PanelPadding pad;  // the shape the primitive multiplies (the real one, or padded)
 };
 
 dnnl::matmul::primitive_desc make_pd(int64_t m, int64_t k, int64_t n, bool with_bias,
@@ -73,35 +81,69 @@ const Entry& entry_for(int64_t m, int64_t k, int64_t n, bool with_bias,
   const auto key = std::make_tuple(m, k, n, with_bias, static_cast<int>(type));
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  auto pd = make_pd(m, k, n, with_bias, type);
-  if (path_of(pd, type) != expected_path(type)) {
-    fail("{} panel product of {} x {} x {}: oneDNN chose {}, not the {} that the layer's kernel path names",
-         type == memory::data_type::bf16 ? "BF16" : "FP32", m, k, n, path_of(pd, type), expected_path(type));
+  std::string chosen;  // oneDNN's choice for the real shape, for the error
+  std::optional<dnnl::matmul::primitive_desc> found;
+  const auto pad = panel_padding(m, k, [&](int64_t pm, int64_t pk) {
+    auto pd = make_pd(pm, pk, n, with_bias, type);
+    const std::string path = path_of(pd, type);
+    if (chosen.empty()) chosen = path;
+    if (path != expected_path(type)) return false;
+    found = std::move(pd);
+    return true;
+  });
+  if (!pad) {
+    fail(
+        "{} panel product of {} x {} x {}: oneDNN chose {}, not the {} that the layer's kernel path names (also "
+        "with {} zero rows and depth {})",
+        type == memory::data_type::bf16 ? "BF16" : "FP32", m, k, n, chosen, expected_path(type),
+        std::max(m, kPanelPadRows), std::max(k, kPanelPadDepth));
   }
-  return cache.emplace(key, Entry{pd, dnnl::matmul(pd)}).first->second;
+  return cache.emplace(key, Entry{*found, dnnl::matmul(*found), *pad}).first->second;
 }
 
 void panel_matmul(const void* a, int64_t m, int64_t k, const void* panel, int64_t n, const float* bias, float* y,
-                  int64_t ldy, memory::data_type type) {
-  const Entry& e = entry_for(m, k, n, bias != nullptr, type);
+                  int64_t ldy, memory::data_type type, std::optional<PanelPadding> forced = std::nullopt) {
+  const Entry* e = nullptr;
+  std::optional<Entry> own;  // a forced padding (tests): its own primitive, not cached
+  if (forced) {
+    auto pd = make_pd(forced->m, forced->k, n, bias != nullptr, type);
+    own.emplace(Entry{pd, dnnl::matmul(pd), *forced});
+    e = &*own;
+  } else {
+    e = &entry_for(m, k, n, bias != nullptr, type);
+  }
+  const int64_t pm = e->pad.m, pk = e->pad.k;
+  const size_t elem = type == memory::data_type::bf16 ? sizeof(uint16_t) : sizeof(float);
   thread_local std::vector<float> dense;
-  thread_local std::vector<uint8_t> scratchpad;
+  thread_local std::vector<uint8_t> scratchpad, padded_a, padded_panel;
   const dnnl::engine& engine = onednn_cpu_engine();
   thread_local dnnl::stream stream(engine);
-  const memory::desc scratch_md = e.pd.scratchpad_desc();
+  const memory::desc scratch_md = e->pd.scratchpad_desc();
   if (scratchpad.size() < scratch_md.get_size()) scratchpad.resize(scratch_md.get_size());
+  // Zero rows below a's m, zero columns right of a's and the panel's k: they add nothing to y's m rows.
+  const auto pad_rows = [elem](const void* src, int64_t rows, int64_t cols, int64_t to_rows, int64_t to_cols,
+                               std::vector<uint8_t>& out) {
+    out.assign(static_cast<size_t>(to_rows * to_cols) * elem, 0);
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(out.data() + static_cast<size_t>(i * to_cols) * elem,
+                  static_cast<const uint8_t*>(src) + static_cast<size_t>(i * cols) * elem,
+                  static_cast<size_t>(cols) * elem);
+    return static_cast<void*>(out.data());
+  };
+  const void* src = (pm == m && pk == k) ? a : pad_rows(a, m, k, pm, pk, padded_a);
+  const void* weights = pk == k ? panel : pad_rows(panel, n, k, n, pk, padded_panel);
   float* out = y;
-  if (ldy != n) {
-    dense.resize(static_cast<size_t>(m * n));
+  if (ldy != n || pm != m) {
+    dense.resize(static_cast<size_t>(pm * n));
     out = dense.data();
   }
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, const_cast<void*>(a))},
-      {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, const_cast<void*>(panel))},
-      {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, out)},
+      {DNNL_ARG_SRC, memory(e->pd.src_desc(), engine, const_cast<void*>(src))},
+      {DNNL_ARG_WEIGHTS, memory(e->pd.weights_desc(), engine, const_cast<void*>(weights))},
+      {DNNL_ARG_DST, memory(e->pd.dst_desc(), engine, out)},
       {DNNL_ARG_SCRATCHPAD, memory(scratch_md, engine, scratchpad.data())}};
-  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), engine, const_cast<float*>(bias)));
-  e.prim.execute(stream, args);
+  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(e->pd.bias_desc(), engine, const_cast<float*>(bias)));
+  e->prim.execute(stream, args);
   stream.wait();
   if (out != y) {
 #pragma omp parallel for schedule(static) if (m * n >= (int64_t{1} << 15))
@@ -119,6 +161,29 @@ void bf16_panel_matmul(const uint16_t* a, int64_t m, int64_t k, const uint16_t* 
 void f32_panel_matmul(const float* a, int64_t m, int64_t k, const float* panel, int64_t n, const float* bias, float* y,
                       int64_t ldy) {
   panel_matmul(a, m, k, panel, n, bias, y, ldy, memory::data_type::f32);
+}
+
+void bf16_panel_matmul_padded(const uint16_t* a, int64_t m, int64_t k, const uint16_t* panel, int64_t n,
+                              const float* bias, float* y, int64_t ldy, PanelPadding pad) {
+  panel_matmul(a, m, k, panel, n, bias, y, ldy, memory::data_type::bf16, pad);
+}
+
+void f32_panel_matmul_padded(const float* a, int64_t m, int64_t k, const float* panel, int64_t n, const float* bias,
+                             float* y, int64_t ldy, PanelPadding pad) {
+  panel_matmul(a, m, k, panel, n, bias, y, ldy, memory::data_type::f32, pad);
+}
+
+std::optional<PanelPadding> panel_padding(int64_t m, int64_t k,
+                                          const std::function<bool(int64_t, int64_t)>& runs_on_path) {
+  const int64_t pm = std::max(m, kPanelPadRows), pk = std::max(k, kPanelPadDepth);
+  const PanelPadding candidates[] = {{m, k}, {pm, k}, {m, pk}, {pm, pk}};
+  for (size_t i = 0; i < std::size(candidates); ++i) {
+    const PanelPadding c = candidates[i];
+    const bool tried =
+        std::any_of(candidates, candidates + i, [c](PanelPadding t) { return t.m == c.m && t.k == c.k; });
+    if (!tried && runs_on_path(c.m, c.k)) return c;
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -180,14 +245,19 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
   if (whole_panel_applies(m, N, K)) return f32_whole_panel_gemm(a, m, N, K, bias, y, fill);
   const int64_t panel_rows = panel_rows_for(N, K, kF32PanelBytes / int64_t{sizeof(float)});
   const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
+  ParallelErrors errors;  // a panel product oneDNN cannot run as the path names throws: after the region
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < panel_count; ++p) {
-    thread_local std::vector<float> panel;
-    const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
-    if (panel.size() < static_cast<std::size_t>(panel_rows * K)) panel.resize(static_cast<std::size_t>(panel_rows * K));
-    fill(n0, n0 + n, panel.data());
-    f32_panel_matmul(a, m, K, panel.data(), n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+    errors.run([&] {
+      thread_local std::vector<float> panel;
+      const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
+      if (panel.size() < static_cast<std::size_t>(panel_rows * K))
+        panel.resize(static_cast<std::size_t>(panel_rows * K));
+      fill(n0, n0 + n, panel.data());
+      f32_panel_matmul(a, m, K, panel.data(), n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+    });
   }
+  errors.rethrow();
 }
 
 void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
