@@ -21,9 +21,10 @@ else
 fi
 if [ -d .prebuilt/shared ] && [ ! -e "$(dirname "$_qj_src")/shared" ]; then ln -sfn "$_qj_root/.prebuilt/shared" "$(dirname "$_qj_src")/shared"; fi
 _qj_lp="$_qj_root/.prebuilt/lib"
-_qj_lt=$(find /usr/local/cuda*/ -name 'libcublasLt.so.1*' 2>/dev/null | head -1)
+# (no pipeline that stops reading early: sourced under `set -o pipefail`, a SIGPIPE would fail it)
+_qj_lt=$(find /usr/local/cuda*/ -name 'libcublasLt.so.1*' -print -quit 2>/dev/null || true)
 [ -n "$_qj_lt" ] && _qj_lp="$_qj_lp:$(dirname "$_qj_lt")"
-_qj_sys=$(ldconfig -p | grep -m1 'libstdc++.so.6 ' | sed 's/.*=> //')
+_qj_sys=$(ldconfig -p | awk '/libstdc\+\+\.so\.6 / && !found { print $NF; found = 1 }')
 grep -q GLIBCXX_3.4.30 "$_qj_sys" 2>/dev/null || _qj_lp="$_qj_lp:$_qj_root/.prebuilt/cxx"
 export LD_LIBRARY_PATH="$_qj_lp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -f .prebuilt/chart.min.js ] && export QJOULE_CHARTJS="$_qj_root/.prebuilt/chart.min.js"
