@@ -7,7 +7,7 @@
 //            FP32 embeddings, norms and head) read once per token — the figure the format's memory
 //            traffic is judged by (embeddings are held but barely read, so this slightly overstates
 //            the traffic and understates nothing);
-//   % triad  GB/s over the measured STREAM triad bandwidth (triad_bandwidth.h);
+//   % triad  GB/s over the measured STREAM triad bandwidth (qjoule/limits/memory_bandwidth.h);
 //   prefill  tokens/s of one --prompt token prefill (median of --repeats).
 // A plain program (not Google Benchmark): about a minute per format on 2 cores at the default sizes.
 //   bench_decode [--formats fp32,bf16,int8,w8,int4,nf4] [--threads 2] [--prompt 128] [--decode 32]
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "triad_bandwidth.h"
+#include "qjoule/limits/memory_bandwidth.h"
 #include "qjoule/kernels/linear_weight_only.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/decoder_lm.h"
@@ -80,9 +80,9 @@ int main(int argc, char** argv) {
                                              : isa == "avx2"      ? WeightOnlyIsa::avx2
                                                                   : WeightOnlyIsa::scalar);
   qjoule::kernels::set_num_threads(threads);
-  const auto& triad = qjoule::bench::measured_triad(threads);
+  const auto& triad = qjoule::limits::measured_triad(threads);
   fmt::print("triad: {:.1f} GB/s on {} threads ({}; arrays of {} MiB, last-level cache {} MiB)\n", triad.gb_per_s,
-             threads, qjoule::bench::triad_method(), triad.array_bytes >> 20, triad.llc_bytes >> 20);
+             threads, qjoule::limits::triad_method(), triad.buffer_bytes >> 20, triad.llc_bytes >> 20);
 
   auto spec = qjoule::model::tinyllama_shapes_spec(vocab);
   spec.num_layers = layers;

@@ -6,14 +6,14 @@
 //              quantization, matrix product, dequantization / bias);
 //   peak_frac  GOP/s over this CPU's measured peak for the same thread count — the FP32 FMA peak for
 //              formats that compute in FP32 (fp32, bf16, fp16, w8, int4, nf4), the int8
-//              vpmaddubsw peak for formats with integer dot products (int8, int4:a8); see cpu_peak.h;
+//              vpmaddubsw peak for formats with integer dot products (int8, int4:a8); see qjoule/limits/cpu_peak.h;
 //   GB/s       M <= 4 only: the layer's bytes held (packed weights, scales, bias) per iteration over the
 //              wall time, the traffic a GEMV cannot avoid; the benchmark cycles through enough copies of
 //              the layer (their bytes >= 2x the last-level cache) that every iteration reads its weights
 //              from memory, not from the cache (at larger M one layer is reused from the cache, so no
 //              bandwidth figure is reported);
 //   triad_frac M <= 4 only: GB/s over the STREAM triad bandwidth measured in this program for the same thread count
-//              (triad_bandwidth.h): how close a GEMV comes to the memory limit.
+//              (qjoule/limits/memory_bandwidth.h): how close a GEMV comes to the memory limit.
 // The label is the kernel_path that actually ran and which peak was used.
 // Short run: bench_linear --benchmark_min_time=0.05 (see microbench/README.md); one format and the GEMVs:
 //   bench_linear --benchmark_filter='linear/int4/M:1/'
@@ -32,8 +32,8 @@
 
 #include <fmt/format.h>
 
-#include "cpu_peak.h"
-#include "triad_bandwidth.h"
+#include "qjoule/limits/cpu_peak.h"
+#include "qjoule/limits/memory_bandwidth.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/kernels/threads.h"
 
@@ -53,7 +53,7 @@ constexpr int64_t kGemvMaxM = 4;  // M up to this: weights must come from memory
 
 // Enough copies of a layer of `bytes` that together they fill twice the last-level cache.
 int copies_beyond_cache(std::size_t bytes) {
-  const std::int64_t llc = qjoule::bench::measured_triad(1).llc_bytes;
+  const std::int64_t llc = qjoule::limits::measured_triad(1).llc_bytes;
   const std::int64_t target = 2 * (llc > 0 ? llc : std::int64_t{64} << 20);
   return static_cast<int>(std::max<std::int64_t>(1, (target + std::int64_t(bytes) - 1) / std::int64_t(bytes)));
 }
@@ -102,9 +102,9 @@ void bm_linear(benchmark::State& state, const std::string& spec) {
   const double iters = double(state.iterations());
   const double gops = 2.0 * double(m) * double(n) * double(k) * iters / seconds / 1e9;
   const double gbps = double(layers.front()->bytes_held()) * iters / seconds / 1e9;
-  const qjoule::bench::CpuPeak& peak = qjoule::bench::measured_peak(threads);
-  const double peak_gops = uses_int8_peak(spec) ? peak.int8_gops : peak.fp32_gflops;
-  const double triad = qjoule::bench::measured_triad(threads).gb_per_s;
+  const qjoule::limits::CpuPeak& peak = qjoule::limits::measured_peak(threads);
+  const double peak_gops = (uses_int8_peak(spec) ? peak.int8_gops : peak.fp32_gflops).value_or(0.0);
+  const double triad = qjoule::limits::measured_triad(threads).gb_per_s;
   state.counters["GOP/s"] = gops;
   if (peak_gops > 0.0) state.counters["peak_frac"] = gops / peak_gops;
   if (m <= kGemvMaxM) {  // only where every forward reads its weights from memory (the ring of copies)
@@ -124,17 +124,18 @@ int main(int argc, char** argv) {
   const int hw = std::max(1u, std::thread::hardware_concurrency());
   std::vector<int> thread_counts = {1};
   if (hw > 1) thread_counts.push_back(hw);
-  benchmark::AddCustomContext("peak_method", qjoule::bench::peak_method());
+  benchmark::AddCustomContext("peak_method", qjoule::limits::peak_method());
   for (int t : thread_counts) {
-    const auto& p = qjoule::bench::measured_peak(t);
-    benchmark::AddCustomContext(fmt::format("peak_{}t", t),
-                                fmt::format("fp32 {:.1f} GFLOP/s, int8 {:.1f} GOP/s", p.fp32_gflops, p.int8_gops));
+    const auto& p = qjoule::limits::measured_peak(t);
+    benchmark::AddCustomContext(
+        fmt::format("peak_{}t", t),
+        fmt::format("fp32 {:.1f} GFLOP/s, int8 {:.1f} GOP/s", p.fp32_gflops.value_or(0.0), p.int8_gops.value_or(0.0)));
   }
   for (int t : thread_counts) {
-    const auto& triad = qjoule::bench::measured_triad(t);
+    const auto& triad = qjoule::limits::measured_triad(t);
     benchmark::AddCustomContext(fmt::format("triad_{}t", t), fmt::format("{:.1f} GB/s", triad.gb_per_s));
   }
-  benchmark::AddCustomContext("triad_method", qjoule::bench::triad_method());
+  benchmark::AddCustomContext("triad_method", qjoule::limits::triad_method());
   const std::vector<std::string> specs = {"fp32", "bf16", "fp16", "int8", "w8", "int4", "int4:a8", "nf4"};
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768},   {768, 3072}, {3072, 768},  // DistilBERT-base
                                                            {2048, 2048}, {2048, 256}, {2048, 5632},

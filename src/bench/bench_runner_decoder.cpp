@@ -123,6 +123,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   const auto prefill = [&] {
     cache.clear();
     m.forward(prompt.data(), static_cast<int64_t>(n), cache, logits.data(), static_cast<int64_t>(n) - 1);
+    test_slowdown();
   };
   int32_t first = 0;  // the token the prefill's logits pick: every decode repetition starts from it
   // Greedy decoding, the argmax that picks each next token included.
@@ -131,6 +132,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
     int32_t token = first;
     for (std::size_t i = 0; i < steps; ++i) {
       m.forward(&token, 1, cache, logits.data(), 0);
+      test_slowdown();
       token = argmax(logits);
     }
   };
@@ -189,6 +191,12 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   r.decode_tokens_per_s_mean = decode_mean;
   r.decode_tokens_per_s_std = decode_sd;
   r.decode_ms_per_token_mean = mean_and_sd(decode_ms).first / static_cast<double>(steps);
+  if (const limits::MachineLimits* roofs = cpu_limits(r, on_gpu)) {
+    record_roofline(r, *roofs, decoder_prefill_work(m, static_cast<int64_t>(n)), *r.tokens_per_s);
+    const auto prompt_tokens = static_cast<int64_t>(n), decode_steps = static_cast<int64_t>(steps);
+    record_decode_roofline(r, *roofs, decoder_decode_flops_per_token(m, prompt_tokens, decode_steps),
+                           decoder_decode_bytes_per_token(m, prompt_tokens, decode_steps), decode_mean);
+  }
   r.decode_energy_window = energy::to_json(decode_energy);
   std::string gpu_reason;
   WindowEnergy de = on_gpu ? window_energy(decode_energy, gpu_total(decode_energy, gpu_index, gpu_reason), false)

@@ -5,6 +5,8 @@
 #include "qjoule/bench/bench_runner.h"
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <map>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -12,6 +14,8 @@
 #include <fmt/format.h>
 #include "bench/bench_inputs.h"
 #include "bench/peak_rss.h"
+#include "bench/record_roofline.h"
+#include "bench/roofline_work.h"
 #include "bench/window_energy.h"
 #include "qjoule/bench/latency_stats.h"
 #include "qjoule/bench/memory_prediction.h"
@@ -68,6 +72,16 @@ inline std::vector<double> rates(const std::vector<double>& ms, std::size_t toke
   return out;
 }
 
+// A deliberately slowed kernel, for tests of the roofline's warning only: QJOULE_TEST_SLOW_FORWARD_MS=X
+// sleeps X ms inside every timed forward (encoder batch, prefill, decode step).
+inline void test_slowdown() {
+  static const double ms = [] {
+    const char* v = std::getenv("QJOULE_TEST_SLOW_FORWARD_MS");
+    return v != nullptr ? std::atof(v) : 0.0;
+  }();
+  if (ms > 0.0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(ms * 1000.0)));
+}
+
 }  // namespace runner_detail
 
 using namespace runner_detail;  // NOLINT: the runner's own helpers, in its two files
@@ -88,6 +102,29 @@ struct BenchRunner::Impl {
 
   // The text decoder runs score, and their FP32 references.
   LmQuality lm;
+
+  // The machine's limits per thread count (the per-machine cache, else measured once: a few seconds).
+  std::map<int, limits::CachedLimits> machine_limits;
+  const limits::CachedLimits& limits_for(int threads) {
+    auto it = machine_limits.find(threads);
+    if (it != machine_limits.end()) return it->second;
+    it = machine_limits.emplace(threads, limits::machine_limits(threads)).first;
+    // On a line of its own: the console reporter's "[k/n] run ..." is waiting for its result.
+    if (!it->second.from_cache) fmt::print(stderr, "\nmachine limits with {} threads: {}", threads, it->second.note);
+    return it->second;
+  }
+  // The roofs of a CPU run (a GPU run's limits are not measured yet: roof_unavailable says so).
+  const limits::MachineLimits* cpu_limits(RunRecord& r, bool on_gpu) {
+    if (on_gpu) {
+      r.roof_unavailable =
+          "a GPU run: the GPU's limits are not measured by qjoule yet (microbench/cuda_gemm_peak measures its "
+          "copy bandwidth and cuBLASLt peaks)";
+      return nullptr;
+    }
+    const limits::CachedLimits& l = limits_for(static_cast<int>(r.config.threads));
+    record_machine_limits(r, l);
+    return &l.limits;
+  }
 
   Impl(BenchOptions o, energy::EnergyMeter& m)
       : options(std::move(o)),
@@ -344,6 +381,7 @@ struct BenchRunner::Impl {
       failed.prefill_tokens = r.prefill_tokens;
       failed.decode_tokens = r.decode_tokens;
       failed.lm_unavailable = "the run failed (see error)";
+      failed.roof_unavailable = "the run failed (see error)";
       failed.notes = std::move(r.notes);
       failed.status = "failed";
       failed.error = e.what();

@@ -108,6 +108,7 @@ RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timi
     r.notes.push_back(
         fmt::format("threads not given by the caller: recorded as this machine's {} cores", r.config.threads));
   r.environment = run_environment();
+  r.roof_unavailable = "the caller's function: qjoule does not know the work it did";
   r.kernel_paths.push_back("caller: " + (run.kernel_path.empty() ? std::string("not given") : run.kernel_path));
   r.warmup_iters = timing.warmup;
   r.iters = timing.samples_ms.size();

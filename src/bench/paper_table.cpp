@@ -1,4 +1,5 @@
 #include "qjoule/bench/paper_table.h"
+#include "qjoule/limits/roofline.h"
 
 #include <algorithm>
 #include <cctype>
@@ -143,6 +144,32 @@ std::string footnote(std::vector<std::string>& reasons, const std::string& reaso
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
 
+// "47%" of the roof, or "—".
+std::string roof_cell(const std::optional<double>& fraction) {
+  return fraction ? fmt::format("{:.0f}%", *fraction * 100.0) : std::string(kMissing);
+}
+
+// Flags a phase below the warning fraction of its roof.
+void warn_below_roof(PaperTable& table, const RunRecord& r, const char* phase, const std::optional<double>& fraction,
+                     const std::string& bound) {
+  if (!fraction || *fraction >= limits::kRoofWarningFraction) return;
+  table.roof_warnings.push_back(fmt::format(
+      "{}: {} at {:.0f}% of the machine's limit ({}): this figure is limited by qjoule's kernel, not by the hardware "
+      "or the format",
+      r.run_name, phase, *fraction * 100.0, bound));
+}
+
+bool any_roof(const std::vector<RunRecord>& records) {
+  return std::any_of(records.begin(), records.end(), [](const RunRecord& r) {
+    return r.status == "ok" && (r.roof_fraction || r.decode_roof_fraction);
+  });
+}
+
+constexpr const char* kRoofLegend =
+    "% roof: the phase's achieved rate over the limit measured on this machine with the run's threads "
+    "(environment.machine_limits, `qjoule limits`): the lower of its GEMMs' compute peak and intensity × memory "
+    "read bandwidth; decode: bytes read per token × tok/s over the read bandwidth.";
+
 // What usually brings a quantized decoder's perplexity back.
 std::string what_to_try_decoder(const RunRecord& record) {
   const auto spec = quant::try_parse_format_spec(record.config.precision);
@@ -164,6 +191,11 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
   table.columns = {{"run", false},          {"precision", false}, {"prefill tok/s", true}, {"decode tok/s", true},
                    {"decode mJ/tok", true}, {"PPL", true},        {"ΔPPL", true},          {"mean KL", true},
                    {"same top", true},      {"size MiB", true},   {"peak MiB", true},      {"decode x", true}};
+  const bool roofs = any_roof(records);
+  if (roofs) {
+    table.columns.push_back({"prefill % roof", true});
+    table.columns.push_back({"decode % roof", true});
+  }
   table.energy_column = 4;
   bool any_text = false, any_agreement = false, any_emulated = false, any_estimated = false;
   std::vector<std::string> without_baseline, texts;
@@ -234,6 +266,12 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
                         ? fmt::format("{:.2f}x", *r.decode_tokens_per_s_mean / *base->decode_tokens_per_s_mean)
                         : kMissing);
     }
+    if (roofs) {
+      row.push_back(roof_cell(r.roof_fraction));
+      row.push_back(roof_cell(r.decode_roof_fraction));
+      warn_below_roof(table, r, "prefill", r.roof_fraction, r.roof_bound);
+      warn_below_roof(table, r, "decode", r.decode_roof_fraction, r.decode_roof_bound);
+    }
     any_emulated = any_emulated || r.not_representative;
     table.rows.push_back({index, std::move(row)});
   }
@@ -242,6 +280,7 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
   for (std::size_t i = 0; i < table.energy_footnotes.size(); ++i)
     table.legend.push_back(fmt::format("n/a [{}] decode energy unavailable: {}", i + 1, table.energy_footnotes[i]));
   if (any_emulated) table.legend.push_back("`*` emulated format: its speed and energy are not representative.");
+  if (roofs) table.legend.push_back(kRoofLegend);
   if (any_estimated)
     table.legend.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");
   table.legend.push_back(
@@ -289,6 +328,8 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
     return r.status == "ok" && r.decode_tokens_per_s_mean.has_value();
   });
   if (any_decoder) table.columns.push_back({"decode tok/s", true});
+  const bool roofs = any_roof(records);
+  if (roofs) table.columns.push_back({"% roof", true});
   std::vector<std::string> without_baseline;
   bool any_agreement = false, any_emulated = false, any_estimated = false;
   std::vector<std::string>& unavailable_reasons = table.energy_footnotes;  // distinct, in order of appearance
@@ -370,6 +411,11 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
                                    : kMissing);
     if (any_decoder)
       row.push_back(r.decode_tokens_per_s_mean ? fmt::format("{:.1f}", *r.decode_tokens_per_s_mean) : kMissing);
+    if (roofs) {
+      row.push_back(roof_cell(r.roof_fraction));
+      warn_below_roof(table, r, r.decode_tokens ? "prefill" : "batches", r.roof_fraction, r.roof_bound);
+      warn_below_roof(table, r, "decode", r.decode_roof_fraction, r.decode_roof_bound);
+    }
     any_emulated = any_emulated || r.not_representative;
     table.rows.push_back({index, std::move(row)});
   }
@@ -377,6 +423,7 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
   for (std::size_t i = 0; i < unavailable_reasons.size(); ++i)
     table.legend.push_back(fmt::format("n/a [{}] energy unavailable: {}", i + 1, unavailable_reasons[i]));
   if (any_emulated) table.legend.push_back("`*` emulated format: its latency and energy are not representative.");
+  if (roofs) table.legend.push_back(kRoofLegend);
   if (any_estimated)
     table.legend.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");
   if (any_agreement)
@@ -412,6 +459,9 @@ std::string format_paper_table(const std::vector<RunRecord>& records, double max
   if (!table.legend.empty()) out += fmt::format("\n{}\n", fmt::join(table.legend, "\n"));
   if (!table.accuracy_drops.empty())
     out += fmt::format("\n! {}:\n{}", table.accuracy_drops_heading, listed(table.accuracy_drops));
+  if (!table.roof_warnings.empty())
+    out += fmt::format("\n! Below {:.0f}% of the machine's limit:\n{}", limits::kRoofWarningFraction * 100,
+                       listed(table.roof_warnings));
   if (!table.failed.empty()) out += fmt::format("\nFailed runs:\n{}", listed(table.failed));
   return out;
 }

@@ -98,6 +98,16 @@ constexpr OptionalNumberField kOptionalNumbers[] = {
     {"decode_ms_per_token_mean", &RunRecord::decode_ms_per_token_mean, false},
     {"decode_mj_per_token", &RunRecord::decode_mj_per_token, true},
     {"decode_energy_j", &RunRecord::decode_energy_j, true},
+    {"roof_flops_per_token", &RunRecord::roof_flops_per_token, false},
+    {"roof_bytes_per_token", &RunRecord::roof_bytes_per_token, false},
+    {"roof_gflops", &RunRecord::roof_gflops, false},
+    {"roof_gb_per_s", &RunRecord::roof_gb_per_s, false},
+    {"roof_limit_gflops", &RunRecord::roof_limit_gflops, false},
+    {"roof_fraction", &RunRecord::roof_fraction, false},
+    {"decode_roof_flops_per_token", &RunRecord::decode_roof_flops_per_token, false},
+    {"decode_roof_bytes_per_token", &RunRecord::decode_roof_bytes_per_token, false},
+    {"decode_roof_gb_per_s", &RunRecord::decode_roof_gb_per_s, false},
+    {"decode_roof_fraction", &RunRecord::decode_roof_fraction, false},
     {"lm_ppl", &RunRecord::lm_ppl, false},
     {"lm_ppl_stderr", &RunRecord::lm_ppl_stderr, false},
     {"lm_nll_mean", &RunRecord::lm_nll_mean, false},
@@ -138,11 +148,16 @@ constexpr OptionalStringField kOptionalStrings[] = {
     {"lm_text", &RunRecord::lm_text},
     {"lm_kl_base", &RunRecord::lm_kl_base},
     {"weights_source", &RunRecord::weights_source},
+    {"roof_bound", &RunRecord::roof_bound},
+    {"decode_roof_bound", &RunRecord::decode_roof_bound},
 };
 
 // The number of keys each schema version has (its keys are the first ones of kRunRecordKeys).
 constexpr std::size_t keys_of_version(std::int64_t version) {
-  return version == 1 ? kRunRecordKeysV1 : version == 2 ? kRunRecordKeysV2 : kRunRecordKeys.size();
+  return version == 1   ? kRunRecordKeysV1
+         : version == 2 ? kRunRecordKeysV2
+         : version == 3 ? kRunRecordKeysV3
+                        : kRunRecordKeys.size();
 }
 
 // Whether records of `version` have `key` (the keys added since read as null from older records).
@@ -240,6 +255,11 @@ nlohmann::json to_json(const RunRecord& record) {
       record.decode_tokens && j["lm_ppl"].is_null()
           ? nlohmann::json(record.lm_unavailable.empty() ? "not measured (no reason recorded)" : record.lm_unavailable)
           : nlohmann::json(nullptr);
+  // As energy_unavailable: a run without a roof fraction says why.
+  j["roof_unavailable"] = j["roof_fraction"].is_null()
+                              ? nlohmann::json(record.roof_unavailable.empty() ? "not measured (no reason recorded)"
+                                                                               : record.roof_unavailable)
+                              : nlohmann::json(nullptr);
   return j;
 }
 
@@ -299,6 +319,7 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
   for (const auto& f : kOptionalStrings)
     if (in_version(v, f.key)) record.*f.member = r.string_or_empty(f.key);
   if (in_version(v, "lm_unavailable")) record.lm_unavailable = r.string_or_empty("lm_unavailable");
+  if (in_version(v, "roof_unavailable")) record.roof_unavailable = r.string_or_empty("roof_unavailable");
   record.energy_method = r.string_or_empty("energy_method");
   record.energy_unavailable = r.string_or_empty("energy_unavailable");
 

@@ -17,6 +17,7 @@ void add_sensors_command(CLI::App& app, CommandContext& ctx);
 void add_energy_command(CLI::App& app, CommandContext& ctx);
 void add_bench_command(CLI::App& app, CommandContext& ctx);
 void add_report_command(CLI::App& app, CommandContext& ctx);
+void add_limits_command(CLI::App& app, CommandContext& ctx);
 void add_ppl_command(CLI::App& app, CommandContext& ctx);
 void add_generate_command(CLI::App& app, CommandContext& ctx);
 void add_export_command(CLI::App& app, CommandContext& ctx);

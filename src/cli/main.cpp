@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   qjoule::cli::add_generate_command(app, ctx);
   qjoule::cli::add_export_command(app, ctx);
   qjoule::cli::add_sensors_command(app, ctx);
+  qjoule::cli::add_limits_command(app, ctx);
   qjoule::cli::add_energy_command(app, ctx);
   qjoule::cli::add_bench_command(app, ctx);
   qjoule::cli::add_report_command(app, ctx);

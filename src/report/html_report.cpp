@@ -1,4 +1,5 @@
 #include "qjoule/report/html_report.h"
+#include "qjoule/limits/roofline.h"
 
 #include <algorithm>
 #include <array>
@@ -192,6 +193,10 @@ std::string table_html(const std::vector<RunRecord>& records, const ReportOption
   if (!table.accuracy_drops.empty())
     html += fmt::format("<div class=\"box warn\" id=\"accuracy-drops\"><h3>{}</h3>\n{}</div>\n",
                         html_escape(table.accuracy_drops_heading), list_html(table.accuracy_drops));
+  if (!table.roof_warnings.empty())
+    html += fmt::format(
+        "<div class=\"box warn\" id=\"roof-warnings\"><h3>Below {:.0f}% of the machine's limit</h3>\n{}</div>\n",
+        limits::kRoofWarningFraction * 100, list_html(table.roof_warnings));
   if (!table.failed.empty())
     html += fmt::format("<div id=\"failed-runs\"><h3>Failed runs</h3>\n{}</div>\n", list_html(table.failed));
   return html + "</section>\n";

@@ -1,4 +1,5 @@
 #include "qjoule/report/report_charts.h"
+#include "qjoule/report/roofline_chart.h"
 
 #include <algorithm>
 #include <array>
@@ -481,6 +482,7 @@ std::vector<ReportSection> build_report_charts(const std::vector<RunRecord>& rec
   }
   sections.push_back({"scaling", "Scaling", {scaling_chart(runs, true), scaling_chart(runs, false)}});
   sections.push_back({"size", "Model size", {size_chart(runs)}});
+  sections.push_back({"roofline", "Against the machine's limits", {roofline_chart(records)}});
   ReportSection power{"traces", "Power traces", {}};
   for (std::size_t n = 0; n < traces.size(); ++n) power.charts.push_back(trace_chart(traces[n], n));
   if (traces.empty()) power.charts.push_back({"chart-traces-none", "Power over time", nullptr, {missing_traces_note}});

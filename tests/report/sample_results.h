@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "qjoule/bench/run_record.h"
+#include "qjoule/limits/roofline.h"
 
 namespace qjoule::test::report_sample {
 
@@ -30,6 +31,40 @@ inline nlohmann::json environment() {
           {"qjoule_version", "0.1.0"},
           {"qjoule_commit", "3390ad5d1e2f"},
           {"onednn", "2.6.3"}};
+}
+
+// The machine's limits as qjoule limits measures them (environment.machine_limits of each record).
+inline limits::MachineLimits machine_limits() {
+  limits::MachineLimits l;
+  l.threads = 2;
+  l.read_gb_per_s = 40.0;
+  l.triad_gb_per_s = 31.5;
+  l.fp32_gflops = 420.0;
+  l.int8_gops = 840.0;
+  l.unavailable["bf16_gflops"] = "this CPU has no AVX512_BF16 (BF16 products run as FP32 there)";
+  l.method = "measured (sample)";
+  l.machine = "cpu=AMD EPYC 7B13; microcode=0xa0011d1; memory=8123456 kB; kernel=6.1.0-27-amd64 x86_64";
+  l.measured_at = "2026-11-23T18:58:00Z";
+  l.measure_seconds = 3.1;
+  return l;
+}
+
+// The measured phase's roof figures, as the runner records them.
+inline void add_roof(bench::RunRecord& r, double flops_per_token, double bytes_per_token, double tokens_per_s,
+                     limits::ComputeType compute) {
+  const auto l = machine_limits();
+  r.environment["machine_limits"] = limits::to_json(l);
+  r.environment["machine_limits"]["source"] =
+      "read from ~/.cache/qjoule/limits-t2.json (measured 2026-11-23T18:58:00Z)";
+  r.roof_flops_per_token = flops_per_token;
+  r.roof_bytes_per_token = bytes_per_token;
+  std::string why;
+  const auto p = limits::roof_point({flops_per_token, bytes_per_token, compute}, tokens_per_s, l, why);
+  r.roof_gflops = p->achieved_gflops;
+  r.roof_gb_per_s = p->achieved_gb_per_s;
+  r.roof_limit_gflops = p->roof_gflops;
+  r.roof_fraction = p->fraction;
+  r.roof_bound = p->bound;
 }
 
 // A measured energy window as the energy module writes it (the keys the report reads, trimmed).
@@ -117,6 +152,9 @@ inline bench::RunRecord measured_record(const Format& f, std::size_t batch, int 
   r.fidelity_mean_kl = (1.0 - f.agreement) * 0.2;
   r.fidelity_max_abs_dlogit = (1.0 - f.agreement) * 30 + 0.001;
   r.fidelity_examples = kLabelled;
+  // DistilBERT-base: 42.5 M multiply-adds in the Linears and the attention over 128 tokens per token.
+  add_roof(r, 87.4e6, static_cast<double>(f.bytes) / static_cast<double>(batch * 128), *r.tokens_per_s,
+           f.precision == "int8" ? limits::ComputeType::int8 : limits::ComputeType::fp32);
   return r;
 }
 
@@ -164,6 +202,7 @@ inline std::vector<bench::RunRecord> records() {
   failed.run_name = bench::run_name(failed.config);
   failed.start_time = "2026-11-23T19:13:02Z";
   failed.environment = environment();
+  failed.roof_unavailable = "the run failed (see error)";
   failed.status = "failed";
   failed.error = "layer 'classifier.weight': cols 2 is not a multiple of 64";
   failed.energy_unavailable = "run failed before measuring";
@@ -255,6 +294,14 @@ inline std::vector<bench::RunRecord> decoder_records() {
     r.lm_same_top_rate = f.same_top;
     r.lm_rms_dp = f.kl * 0.8;
     r.lm_kl_base = "out/kl-base/5d2f0c1e9a8b7c6d-1a2b3c4d.qjkl";
+    // TinyLlama's shapes: about 1 G multiply-adds per token; decode reads every weight per token.
+    add_roof(r, 2.0e9, static_cast<double>(f.bytes) / 128.0, *r.tokens_per_s,
+             f.precision == "int8" ? limits::ComputeType::int8 : limits::ComputeType::fp32);
+    r.decode_roof_flops_per_token = 2.0e9;
+    r.decode_roof_bytes_per_token = static_cast<double>(f.bytes) + 6.0e6;
+    r.decode_roof_gb_per_s = *r.decode_roof_bytes_per_token * f.decode_tok_s / 1e9;
+    r.decode_roof_fraction = *r.decode_roof_gb_per_s / 40.0;
+    r.decode_roof_bound = "memory: read 40.0 GB/s";
     out.push_back(std::move(r));
   }
   return out;

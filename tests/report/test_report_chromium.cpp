@@ -118,7 +118,16 @@ TEST(ReportChromium, SampleReportDrawsEveryChartWithoutErrors) {
   const auto read = render(sample_results(), page);
   const std::string dom = chromium(page, "--dump-dom");
   expect_page_drew_cleanly(dom, page);
-  EXPECT_EQ(status_of(dom).at("data-charts-expected"), "8");  // all but sequence-length scaling, + a power trace
+  // All but sequence-length scaling, + a power trace and the roofline.
+  EXPECT_EQ(status_of(dom).at("data-charts-expected"), "9");
+  // The roofline: one point per successful run (the failed one has no roof), on the machine's roofs.
+  const auto roofline = dom.find("data-chart=\"chart-roofline\"");
+  ASSERT_NE(roofline, std::string::npos);
+  const std::string canvas = dom.substr(roofline, dom.find('>', roofline) - roofline);
+  const auto ok = std::count_if(read.records.begin(), read.records.end(),
+                                [](const bench::RunRecord& r) { return r.status == "ok"; });
+  EXPECT_THAT(canvas, HasSubstr("data-points=\"" + std::to_string(ok) + "\"")) << canvas;
+  EXPECT_THAT(dom, HasSubstr("memory read 40.0 GB/s"));
 
   std::vector<std::string> expected;
   for (const auto index : pareto_of_records(read.records).frontier) expected.push_back(read.records[index].run_name);

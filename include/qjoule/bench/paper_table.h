@@ -51,6 +51,9 @@ struct PaperTable {
   std::vector<std::string> accuracy_drops;  // "<run>: -5.00 pt accuracy — try ...", one per flagged row
   std::string accuracy_drops_heading;       // "Accuracy drop above 1 pt", "Perplexity increase above 5%"
   std::vector<std::string> failed;          // "<run>: <error>"
+  // "<run>: 12% of its roof (compute: fp32 364 GFLOP/s) ...": runs below kRoofWarningFraction of the
+  // machine's measured limit (roof_fraction or decode_roof_fraction), one per flagged run.
+  std::vector<std::string> roof_warnings;
   double max_accuracy_drop_pt = 0;
   bool decoder_layout = false;                // the decoder table (every successful run a decoder run)
   std::size_t energy_column = 0;              // the column whose "n/a [k]" cells have footnotes

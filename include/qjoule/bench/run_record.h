@@ -28,9 +28,11 @@ namespace qjoule::bench {
 
 // 2 added the prefill_* / decode_* keys (decoder runs); 3 the lm_* keys (a decoder's perplexity and
 // divergence from FP32 on a text, `bench --text`) and weights_source (pre-quantized checkpoints).
+// 4 the roof_* / decode_roof_* keys (how close each phase came to the machine's measured limits).
 // Older records still read: the keys added since are absent and read as null, and the record reads
-// back as the current version (nothing is lost: version 1 had no decoder runs, version 2 no text).
-inline constexpr int kRunRecordSchemaVersion = 3;
+// back as the current version (nothing is lost: version 1 had no decoder runs, version 2 no text,
+// version 3 no roofs).
+inline constexpr int kRunRecordSchemaVersion = 4;
 inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
 // Members are named as their JSON keys (run_record_fields.h), except the groups: `config` (model,
@@ -98,6 +100,20 @@ struct RunRecord {
   // Where the weights' codes came from when not from qjoule's own quantizer: a pre-quantized
   // checkpoint's method and layout ("checkpoint: gptq 4-bit, group_size 128, ..."); "" = qjoule's.
   std::string weights_source;
+
+  // The run against the machine's measured limits (environment.machine_limits; qjoule/limits/roofline.h):
+  // the measured phase (an encoder's batches, a decoder's prefill) did roof_flops_per_token arithmetic and
+  // moved roof_bytes_per_token per token, so achieved roof_gflops and roof_gb_per_s; its roof is the
+  // lower of the compute peak of its GEMMs' type and intensity × read bandwidth (roof_limit_gflops, which
+  // one: roof_bound); roof_fraction = achieved / roof. A decoder's decode phase: bytes per generated
+  // token (the weights, one embedding row, the KV cache read), its arithmetic, GB/s, its fraction of the
+  // read bandwidth.
+  std::optional<double> roof_flops_per_token, roof_bytes_per_token, roof_gflops, roof_gb_per_s, roof_limit_gflops,
+      roof_fraction;
+  std::string roof_bound, roof_unavailable;  // roof_unavailable: why roof_fraction is absent
+  std::optional<double> decode_roof_flops_per_token, decode_roof_bytes_per_token, decode_roof_gb_per_s,
+      decode_roof_fraction;
+  std::string decode_roof_bound;
 };
 
 // Makes the record's energy unavailable for `reason`: every energy figure and window cleared (the
@@ -114,20 +130,24 @@ static_assert(kRunRecordKeys[kRunRecordKeysV1 - 1] == "energy_window");
 // The keys version 2 had: up to and including "decode_energy_window".
 inline constexpr std::size_t kRunRecordKeysV2 = 60;
 static_assert(kRunRecordKeys[kRunRecordKeysV2 - 1] == "decode_energy_window");
-static_assert(kRunRecordKeys.back() == "weights_source", "the array's size must match its keys");
+// The keys version 3 had: up to and including "weights_source".
+inline constexpr std::size_t kRunRecordKeysV3 = 79;
+static_assert(kRunRecordKeys[kRunRecordKeysV3 - 1] == "weights_source");
+static_assert(kRunRecordKeys.back() == "decode_roof_bound", "the array's size must match its keys");
 
 // One flat object with every key of kRunRecordKeys. Absent optionals are null; the energy figures
 // also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null), and
 // so does the decode phase: "decode_energy_unavailable" is a string when decode_tokens is set and
 // decode_energy_j is null, else null; and so does a decoder run's text quality: "lm_unavailable" is
-// a string when decode_tokens is set and lm_ppl is null, else null.
+// a string when decode_tokens is set and lm_ppl is null, else null; and so does the roof:
+// "roof_unavailable" is a string when roof_fraction is null, else null.
 // `error` is null unless status is "failed"; `energy_method` is null when empty. A non-finite
 // optional number is written as null (JSON has no NaN). A status other than "ok"/"failed", a
 // non-finite measured_seconds or an energy_window (or decode_energy_window) that is neither an
 // object nor null fails.
 nlohmann::json to_json(const RunRecord& record);
 
-// Reads what to_json wrote (round-trips). Also reads version-1 and -2 records (which lack the keys
+// Reads what to_json wrote (round-trips). Also reads version-1, -2 and -3 records (which lack the keys
 // added since: they read as null) and returns them as version kRunRecordSchemaVersion. Any other
 // schema_version, a missing or unknown key (for that version), or a wrong type fails with a line
 // naming the key, what was found and what was expected.

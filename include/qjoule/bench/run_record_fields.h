@@ -21,7 +21,7 @@ struct RunRecordField {
 };
 
 // clang-format off
-inline constexpr std::array<RunRecordField, 79> kRunRecordFields = {{
+inline constexpr std::array<RunRecordField, 92> kRunRecordFields = {{
     {"schema_version", FieldType::integer, false, ""},
     {"run_name", FieldType::string, false, ""},
     {"start_time", FieldType::string, false, ""},
@@ -101,6 +101,19 @@ inline constexpr std::array<RunRecordField, 79> kRunRecordFields = {{
     {"lm_kl_base", FieldType::string, true, ""},
     {"lm_unavailable", FieldType::string, true, ""},
     {"weights_source", FieldType::string, true, ""},
+    {"roof_flops_per_token", FieldType::number, true, "FLOP/token"},
+    {"roof_bytes_per_token", FieldType::number, true, "bytes/token"},
+    {"roof_gflops", FieldType::number, true, "GFLOP/s"},
+    {"roof_gb_per_s", FieldType::number, true, "GB/s"},
+    {"roof_limit_gflops", FieldType::number, true, "GFLOP/s"},
+    {"roof_fraction", FieldType::number, true, "fraction"},
+    {"roof_bound", FieldType::string, true, ""},
+    {"roof_unavailable", FieldType::string, true, ""},
+    {"decode_roof_flops_per_token", FieldType::number, true, "FLOP/token"},
+    {"decode_roof_bytes_per_token", FieldType::number, true, "bytes/token"},
+    {"decode_roof_gb_per_s", FieldType::number, true, "GB/s"},
+    {"decode_roof_fraction", FieldType::number, true, "fraction"},
+    {"decode_roof_bound", FieldType::string, true, ""},
 }};
 // clang-format on
 

@@ -1,0 +1,44 @@
+// What this machine allows, measured with the run's thread count: the roofs that every speed in a
+// record is compared with (roofline.h). One flat value with its JSON form, which `qjoule limits`
+// prints, the limits cache stores (limits_cache.h) and each bench record's environment carries.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace qjoule::limits {
+
+// The version of the measurement method: a cached result of another version is measured again.
+inline constexpr int kMachineLimitsVersion = 1;
+
+struct MachineLimits {
+  int version = kMachineLimitsVersion;
+  int threads = 0;
+  std::optional<double> read_gb_per_s;                    // streaming read (memory_bandwidth.h), 1e9 B/s
+  std::optional<double> triad_gb_per_s;                   // STREAM triad, STREAM's byte count
+  std::optional<double> fp32_gflops;                      // FP32 FMA peak
+  std::optional<double> bf16_gflops;                      // BF16 dot-product peak (AVX512_BF16)
+  std::optional<double> int8_gops;                        // u8·s8 dot-product peak (VNNI, or AVX2's sequence)
+  nlohmann::json unavailable = nlohmann::json::object();  // key of an absent figure -> why
+  std::string amx;                                        // AMX tiles: present but not measured ("" = none)
+  std::string method;                                     // how each figure was measured
+  std::string machine;                                    // machine_fingerprint() when measured
+  std::string measured_at;                                // ISO 8601 UTC
+  double measure_seconds = 0.0;                           // how long measuring took
+};
+
+// Measures every figure with `threads` threads (a few seconds).
+MachineLimits measure_machine_limits(int threads);
+
+// "cpu=Intel(R) Xeon(R) ...; microcode=0x2b000603; memory=24562232 kB; kernel=6.1.0-27-amd64": what
+// must not change for a cached measurement to stand for this machine.
+std::string machine_fingerprint();
+
+nlohmann::json to_json(const MachineLimits& limits);
+// Reads what to_json wrote; a missing key, a wrong type or a figure that is not a positive number fails
+// with one line naming the key, what was found and what was expected.
+MachineLimits machine_limits_from_json(const nlohmann::json& json);
+
+}  // namespace qjoule::limits

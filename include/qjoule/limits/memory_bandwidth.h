@@ -1,0 +1,31 @@
+// This machine's measured memory bandwidth, the roof of "fraction of the limit" for memory-bound work
+// (decode, which streams the weights once per token). Two figures, on `threads` OpenMP threads, each
+// over buffers far larger than the last-level cache (at least 2x it and 128 MiB), best of 5 passes:
+//   read:  a streaming sum of 64-bit words (the traffic of a GEMV that reads its weights), bytes read;
+//   triad: STREAM's a[i] = b[i] + s·c[i] on FP64 arrays, counted as STREAM counts it: 3 × 8 bytes per
+//          element (two reads and one write; the write-allocate read is not counted, so the true
+//          traffic is higher and a kernel that only reads can exceed it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace qjoule::limits {
+
+struct MemoryBandwidth {
+  double gb_per_s = 0.0;          // 1e9 bytes per second
+  std::int64_t buffer_bytes = 0;  // bytes of each array (triad) or of the buffer (read)
+  std::int64_t llc_bytes = 0;     // last-level cache size read from sysfs (0: unknown)
+};
+
+// Each measured on first call for each thread count (a second or two) and cached for the process.
+const MemoryBandwidth& measured_triad(int threads);
+const MemoryBandwidth& measured_read(int threads);
+
+std::string triad_method();
+std::string read_method();
+
+// The largest cache of cpu0 (the L3 where there is one), from sysfs; 0 when unreadable.
+std::int64_t last_level_cache_bytes();
+
+}  // namespace qjoule::limits

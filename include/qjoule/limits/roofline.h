@@ -1,0 +1,41 @@
+// How close one measured phase came to what the machine allows: the roofline model. A phase did
+// `flops_per_token` arithmetic and moved `bytes_per_token` from memory per token; at `tokens_per_s` it
+// achieved flops_per_token × tokens_per_s FLOP/s. Its roof is the lower of the compute peak of the type
+// its GEMMs ran in and intensity × the memory read bandwidth (intensity = FLOP per byte moved); the
+// fraction is achieved over roof, and the bound says which roof applied.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "qjoule/limits/machine_limits.h"
+
+namespace qjoule::limits {
+
+enum class ComputeType { fp32, bf16, int8 };
+std::string to_string(ComputeType type);  // "fp32", "bf16", "int8"
+
+struct PhaseWork {
+  double flops_per_token = 0.0;  // 2 per multiply-add
+  double bytes_per_token = 0.0;  // bytes read from memory per token (weights per pass, KV cache, ...)
+  ComputeType compute = ComputeType::fp32;
+};
+
+struct RoofPoint {
+  double achieved_gflops = 0.0;    // GFLOP/s (GOP/s for int8)
+  double achieved_gb_per_s = 0.0;  // GB/s moved
+  double intensity = 0.0;          // FLOP per byte
+  double roof_gflops = 0.0;        // min(compute peak, intensity × read bandwidth)
+  double fraction = 0.0;           // achieved / roof
+  std::string bound;               // "memory: read 38.2 GB/s" or "compute: int8 1619 GOP/s"
+};
+
+// The phase's point, or nullopt with `why` set (no throughput, no work, a limit not measured).
+std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, const MachineLimits& limits,
+                                    std::string& why);
+
+// Below this fraction of its roof a figure says more about qjoule's kernel than about the hardware or
+// the format: the report flags it.
+inline constexpr double kRoofWarningFraction = 0.30;
+
+}  // namespace qjoule::limits

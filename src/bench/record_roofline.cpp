@@ -1,0 +1,40 @@
+#include "bench/record_roofline.h"
+
+#include <fmt/format.h>
+
+namespace qjoule::bench {
+
+void record_machine_limits(RunRecord& r, const limits::CachedLimits& limits) {
+  nlohmann::json j = limits::to_json(limits.limits);
+  j["source"] = limits.note;
+  r.environment["machine_limits"] = std::move(j);
+}
+
+void record_roofline(RunRecord& r, const limits::MachineLimits& limits, const limits::PhaseWork& work,
+                     double tokens_per_s) {
+  r.roof_flops_per_token = work.flops_per_token;
+  r.roof_bytes_per_token = work.bytes_per_token;
+  std::string why;
+  const auto point = limits::roof_point(work, tokens_per_s, limits, why);
+  if (!point) {
+    r.roof_unavailable = why;
+    return;
+  }
+  r.roof_gflops = point->achieved_gflops;
+  r.roof_gb_per_s = point->achieved_gb_per_s;
+  r.roof_limit_gflops = point->roof_gflops;
+  r.roof_fraction = point->fraction;
+  r.roof_bound = point->bound;
+}
+
+void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, double flops_per_token,
+                            double bytes_per_token, double tokens_per_s) {
+  r.decode_roof_flops_per_token = flops_per_token;
+  r.decode_roof_bytes_per_token = bytes_per_token;
+  if (!limits.read_gb_per_s || !(tokens_per_s > 0.0)) return;
+  r.decode_roof_gb_per_s = bytes_per_token * tokens_per_s / 1e9;
+  r.decode_roof_fraction = *r.decode_roof_gb_per_s / *limits.read_gb_per_s;
+  r.decode_roof_bound = fmt::format("memory: read {:.1f} GB/s", *limits.read_gb_per_s);
+}
+
+}  // namespace qjoule::bench

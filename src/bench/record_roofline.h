@@ -1,0 +1,26 @@
+// A record against the machine's measured limits: the limits in its environment (machine_limits,
+// with where they came from) and each measured phase's roof figures (roof_* for an encoder's batches
+// or a decoder's prefill, decode_roof_* for its decode steps); on a GPU, or where a figure is missing,
+// roof_unavailable says why.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "qjoule/bench/run_record.h"
+#include "qjoule/limits/limits_cache.h"
+#include "qjoule/limits/roofline.h"
+
+namespace qjoule::bench {
+
+void record_machine_limits(RunRecord& r, const limits::CachedLimits& limits);
+
+// The measured phase at `tokens_per_s` (roof_*), or roof_unavailable with the reason.
+void record_roofline(RunRecord& r, const limits::MachineLimits& limits, const limits::PhaseWork& work,
+                     double tokens_per_s);
+
+// A decoder's decode phase: bytes per generated token over the read bandwidth (decode_roof_*).
+void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, double flops_per_token,
+                            double bytes_per_token, double tokens_per_s);
+
+}  // namespace qjoule::bench

@@ -1,0 +1,94 @@
+#include "bench/roofline_work.h"
+
+#include <map>
+
+#include "qjoule/model/decoder_lm.h"
+
+namespace qjoule::bench {
+namespace {
+
+// Heads that see one token per sequence (DistilBERT's pre_classifier / classifier, BERT's pooler; a
+// decoder's lm_head in prefill).
+bool is_head(const std::string& name) {
+  return name.find("classifier") != std::string::npos || name.find("pooler") != std::string::npos ||
+         name == "lm_head" || name.ends_with(".lm_head");
+}
+
+double multiply_adds(const model::LinearReport& l) { return static_cast<double>(l.fp32_bytes) / sizeof(float); }
+
+// The compute type that did most of the products: the FLOP-weighted majority of the Linears' types.
+limits::ComputeType dominant_type(const std::map<limits::ComputeType, double>& flops) {
+  limits::ComputeType best = limits::ComputeType::fp32;
+  double most = -1.0;
+  for (const auto& [type, f] : flops)
+    if (f > most) best = type, most = f;
+  return best;
+}
+
+}  // namespace
+
+limits::ComputeType prefill_compute_type(const std::string& kernel_path) {
+  std::string prefill = kernel_path;
+  if (const auto at = prefill.find("m>4:"); at != std::string::npos) prefill = prefill.substr(at + 4);
+  if (prefill.find("u8s8") != std::string::npos || prefill.find("s8s8") != std::string::npos ||
+      prefill.find("amx_int8") != std::string::npos)
+    return limits::ComputeType::int8;
+  if (prefill.find("bf16_panel") != std::string::npos || prefill.find("bf16bf16") != std::string::npos ||
+      prefill.find("amx_bf16") != std::string::npos)
+    return limits::ComputeType::bf16;
+  return limits::ComputeType::fp32;
+}
+
+limits::PhaseWork encoder_phase_work(const model::EncoderClassifier& m, int64_t batch, int64_t seq) {
+  const auto& cfg = m.config();
+  const double tokens_per_pass = static_cast<double>(m.sequences_per_pass(batch, seq) * seq);
+  std::map<limits::ComputeType, double> flops_by_type;
+  limits::PhaseWork w;
+  for (const auto& l : m.linear_reports()) {
+    const double flops = 2.0 * multiply_adds(l) / (is_head(l.name) ? static_cast<double>(seq) : 1.0);
+    w.flops_per_token += flops;
+    flops_by_type[prefill_compute_type(l.kernel_path)] += flops;
+    w.bytes_per_token += static_cast<double>(l.bytes_held) / tokens_per_pass;
+  }
+  // QKᵀ and P·V over the sequence: 2 × 2 × seq × hidden per token and layer.
+  w.flops_per_token += 4.0 * static_cast<double>(seq * cfg.hidden_size * cfg.num_layers);
+  w.compute = dominant_type(flops_by_type);
+  return w;
+}
+
+limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq) {
+  const auto& cfg = m.config();
+  std::map<limits::ComputeType, double> flops_by_type;
+  limits::PhaseWork w;
+  for (const auto& l : m.linear_reports()) {
+    const double flops = 2.0 * multiply_adds(l) / (is_head(l.name) ? static_cast<double>(seq) : 1.0);
+    w.flops_per_token += flops;
+    flops_by_type[prefill_compute_type(l.kernel_path)] += flops;
+    w.bytes_per_token += static_cast<double>(l.bytes_held) / static_cast<double>(seq);
+  }
+  // Causal attention: a token at position i attends to i + 1 keys, (seq + 1) / 2 on average.
+  w.flops_per_token += 4.0 * (static_cast<double>(seq) + 1.0) / 2.0 * static_cast<double>(cfg.q_dim() * cfg.num_layers);
+  w.compute = dominant_type(flops_by_type);
+  return w;
+}
+
+double decoder_decode_bytes_per_token(const model::DecoderLM& m, int64_t prompt, int64_t steps) {
+  const auto& cfg = m.config();
+  double bytes = 0.0;
+  for (const auto& l : m.linear_reports()) bytes += static_cast<double>(l.bytes_held);
+  bytes += static_cast<double>(cfg.hidden_size) * sizeof(float);  // the token's embedding row
+  // Keys and values of every earlier position, every layer, FP32: the mean context of the steps.
+  const double mean_context = static_cast<double>(prompt) + (static_cast<double>(steps) + 1.0) / 2.0;
+  bytes += 2.0 * static_cast<double>(cfg.num_layers * cfg.kv_dim()) * mean_context * sizeof(float);
+  return bytes;
+}
+
+double decoder_decode_flops_per_token(const model::DecoderLM& m, int64_t prompt, int64_t steps) {
+  const auto& cfg = m.config();
+  double flops = 0.0;
+  for (const auto& l : m.linear_reports()) flops += 2.0 * multiply_adds(l);
+  const double mean_context = static_cast<double>(prompt) + (static_cast<double>(steps) + 1.0) / 2.0;
+  return flops + 4.0 * mean_context * static_cast<double>(cfg.q_dim() * cfg.num_layers);
+}
+
+}  // namespace qjoule::bench

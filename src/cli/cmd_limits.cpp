@@ -1,0 +1,73 @@
+// `qjoule limits`: what this machine allows with a thread count, measured (memory read and STREAM
+// triad bandwidth, the FP32 / BF16 / INT8 arithmetic peaks), from the per-machine cache when it still
+// stands for this machine; the roofs every bench record's speeds are compared with.
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/flag_ranges.h"
+#include "cli/format_util.h"
+#include "qjoule/limits/limits_cache.h"
+
+namespace qjoule::cli {
+namespace {
+
+struct LimitsOptions {
+  int threads = 0;
+  bool refresh = false;
+  std::string json_path;
+};
+
+std::string figure_line(const limits::MachineLimits& l, const std::optional<double>& value, const char* key,
+                        const char* label, const char* unit) {
+  if (value) return fmt::format("  {:<14} {:>9.1f} {}\n", label, *value, unit);
+  const std::string why = l.unavailable.contains(key) ? l.unavailable.at(key).get<std::string>() : "not measured";
+  return fmt::format("  {:<14} {:>9} ({})\n", label, "unavailable", why);
+}
+
+void run_limits(const LimitsOptions& o) {
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const limits::CachedLimits c = limits::machine_limits(threads, o.refresh);
+  const limits::MachineLimits& l = c.limits;
+  std::string text = fmt::format("machine limits with {} thread{}: {}\n", threads, threads == 1 ? "" : "s", c.note);
+  text += figure_line(l, l.read_gb_per_s, "read_gb_per_s", "memory read", "GB/s");
+  text += figure_line(l, l.triad_gb_per_s, "triad_gb_per_s", "STREAM triad", "GB/s");
+  text += figure_line(l, l.fp32_gflops, "fp32_gflops", "fp32 FMA", "GFLOP/s");
+  text += figure_line(l, l.bf16_gflops, "bf16_gflops", "bf16 dot", "GFLOP/s");
+  text += figure_line(l, l.int8_gops, "int8_gops", "int8 dot", "GOP/s");
+  if (!l.amx.empty()) text += "  amx            " + l.amx + "\n";
+  text += "how: " + l.method + "\n";
+  std::fputs(text.c_str(), stdout);
+  if (!o.json_path.empty()) write_output("--json", o.json_path, limits::to_json(l).dump(2) + "\n");
+}
+
+}  // namespace
+
+void add_limits_command(CLI::App& app, CommandContext& ctx) {
+  auto options = std::make_shared<LimitsOptions>();
+  auto* cmd = app.add_subcommand(
+      "limits",
+      "Measure what this machine allows with N threads: memory read and STREAM triad bandwidth, and the "
+      "FP32 FMA, BF16 and INT8 dot-product peaks (a few seconds). Cached per machine and thread count; "
+      "`qjoule bench` puts these roofs in every record and says how close each run came to them.");
+  cmd->footer(
+      "Examples:\n"
+      "  qjoule limits                      # all cores; the cache when it still stands for this machine\n"
+      "  qjoule limits --threads 1 --refresh --json limits.json\n"
+      "Cache: $XDG_CACHE_HOME/qjoule/limits-t<N>.json (else ~/.cache/qjoule/); measured again when the\n"
+      "CPU, microcode, memory size or kernel changed, or after 30 days.");
+  cmd->add_option("--threads", options->threads, "Threads to measure with (default: all cores)")
+      ->check(in_range(1, 4096));
+  cmd->add_flag("--refresh", options->refresh, "Measure again even where the cache stands");
+  cmd->add_option("--json", options->json_path, "Also write the limits as JSON to FILE (`-` for stdout)")
+      ->type_name("FILE");
+  cmd->callback([options, &ctx] {
+    run_limits(*options);
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace qjoule::cli

@@ -1,0 +1,113 @@
+#include "qjoule/limits/limits_cache.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "qjoule/error.h"
+
+namespace qjoule::limits {
+namespace {
+
+// Seconds since `iso` ("2026-11-26T18:40:02Z"); a very large age when it cannot be read.
+double age_seconds(const std::string& iso) {
+  std::tm tm{};
+  std::istringstream in(iso);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
+  if (in.fail()) return 1e18;
+  return std::difftime(std::time(nullptr), timegm(&tm));
+}
+
+// Why the cached limits do not stand for this machine now ("" = they do).
+std::string stale_because(const MachineLimits& cached, int threads) {
+  if (cached.version != kMachineLimitsVersion)
+    return fmt::format("method version {}, now {}", cached.version, kMachineLimitsVersion);
+  if (cached.threads != threads) return fmt::format("{} threads, now {}", cached.threads, threads);
+  if (cached.machine != machine_fingerprint()) return "another machine (" + cached.machine + ")";
+  if (age_seconds(cached.measured_at) > kLimitsMaxAgeDays * 86400.0)
+    return fmt::format("older than {} days ({})", kLimitsMaxAgeDays, cached.measured_at);
+  return "";
+}
+
+// Writes `text` to `path` through a temporary file and a rename; the reason on failure ("" = written).
+std::string write_atomically(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) return fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message());
+  const auto tmp = path.string() + fmt::format(".tmp{}", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) return fmt::format("cannot write {}", tmp);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return fmt::format("cannot rename into {}", path.string());
+  }
+  return "";
+}
+
+}  // namespace
+
+std::filesystem::path limits_cache_file(int threads) {
+  std::filesystem::path dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    dir = xdg;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    dir = std::filesystem::path(home) / ".cache";
+  } else {
+    return {};
+  }
+  return dir / "qjoule" / fmt::format("limits-t{}.json", threads);
+}
+
+CachedLimits machine_limits(int threads, bool refresh) {
+  if (const char* given = std::getenv("QJOULE_LIMITS_FILE"); given != nullptr && *given != '\0') {
+    std::ifstream in(given);
+    if (!in) fail("QJOULE_LIMITS_FILE={}: cannot be read; expected the JSON `qjoule limits --json` writes", given);
+    nlohmann::json json;
+    try {
+      json = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      fail("QJOULE_LIMITS_FILE={}: not JSON ({}); expected the JSON `qjoule limits --json` writes", given, e.what());
+    }
+    MachineLimits l = machine_limits_from_json(json);
+    return {l, true,
+            fmt::format("given by QJOULE_LIMITS_FILE={} ({} threads, measured {} on {})", given, l.threads,
+                        l.measured_at, l.machine)};
+  }
+  const auto file = limits_cache_file(threads);
+  std::string why_measured = refresh ? "--refresh" : "no cache yet";
+  if (!refresh && !file.empty() && std::filesystem::exists(file)) {
+    try {
+      std::ifstream in(file);
+      const MachineLimits cached = machine_limits_from_json(nlohmann::json::parse(in));
+      why_measured = stale_because(cached, threads);
+      if (why_measured.empty())
+        return {cached, true, fmt::format("read from {} (measured {})", file.string(), cached.measured_at)};
+      why_measured = "the cache was for " + why_measured;
+    } catch (const std::exception& e) {
+      why_measured = fmt::format("the cache could not be read ({})", e.what());
+    }
+  }
+  CachedLimits result{measure_machine_limits(threads), false, ""};
+  result.note = fmt::format("measured in {:.1f} s ({})", result.limits.measure_seconds, why_measured);
+  if (file.empty()) {
+    result.note += "; not cached: neither XDG_CACHE_HOME nor HOME is set";
+  } else if (const std::string why = write_atomically(file, to_json(result.limits).dump(2) + "\n"); !why.empty()) {
+    result.note += "; not cached: " + why;
+  } else {
+    result.note += "; written to " + file.string();
+  }
+  return result;
+}
+
+}  // namespace qjoule::limits

@@ -1,0 +1,60 @@
+#include "qjoule/limits/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace qjoule::limits {
+
+std::string to_string(ComputeType type) {
+  switch (type) {
+    case ComputeType::bf16: return "bf16";
+    case ComputeType::int8: return "int8";
+    case ComputeType::fp32: break;
+  }
+  return "fp32";
+}
+
+std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, const MachineLimits& limits,
+                                    std::string& why) {
+  if (!(tokens_per_s > 0.0) || !std::isfinite(tokens_per_s)) {
+    why = "no throughput measured";
+    return std::nullopt;
+  }
+  if (!(work.flops_per_token > 0.0) || !(work.bytes_per_token > 0.0)) {
+    why = "the phase's work is unknown";
+    return std::nullopt;
+  }
+  if (!limits.read_gb_per_s) {
+    why = "the memory read bandwidth was not measured";
+    return std::nullopt;
+  }
+  const std::optional<double>& peak = work.compute == ComputeType::int8   ? limits.int8_gops
+                                      : work.compute == ComputeType::bf16 ? limits.bf16_gflops
+                                                                          : limits.fp32_gflops;
+  if (!peak) {
+    const std::string key = work.compute == ComputeType::int8 ? "int8_gops" : to_string(work.compute) + "_gflops";
+    why =
+        fmt::format("no {} peak on this machine ({})", to_string(work.compute),
+                    limits.unavailable.contains(key) ? limits.unavailable.at(key).get<std::string>() : "not measured");
+    return std::nullopt;
+  }
+  RoofPoint p;
+  p.achieved_gflops = work.flops_per_token * tokens_per_s / 1e9;
+  p.achieved_gb_per_s = work.bytes_per_token * tokens_per_s / 1e9;
+  p.intensity = work.flops_per_token / work.bytes_per_token;
+  const double memory_roof = p.intensity * *limits.read_gb_per_s;
+  if (memory_roof < *peak) {
+    p.roof_gflops = memory_roof;
+    p.bound = fmt::format("memory: read {:.1f} GB/s", *limits.read_gb_per_s);
+  } else {
+    p.roof_gflops = *peak;
+    p.bound = fmt::format("compute: {} {:.0f} {}", to_string(work.compute), *peak,
+                          work.compute == ComputeType::int8 ? "GOP/s" : "GFLOP/s");
+  }
+  p.fraction = p.achieved_gflops / p.roof_gflops;
+  return p;
+}
+
+}  // namespace qjoule::limits

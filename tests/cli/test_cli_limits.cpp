@@ -1,0 +1,170 @@
+// `qjoule limits` and the roofs in bench records: measured once, read from the cache on the next call;
+// the records of a CPU bench carry the limits and each phase's fraction of its roof; a deliberately
+// slowed kernel (QJOULE_TEST_SLOW_FORWARD_MS) is flagged below 30% of the limit, the same run at its
+// own speed is not.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "bench_cli_helpers.h"
+#include "run_command.h"
+#include "test_paths.h"
+
+namespace {
+
+using qjoule::test::no_sensors;
+using qjoule::test::read_records;
+using qjoule::test::run_command;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
+fs::path tiny_bert() { return qjoule::test::fixtures_dir() / "tiny-bert"; }
+fs::path tiny_decoder() { return qjoule::test::fixtures_dir() / "decoders" / "tiny-llama"; }
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(CliLimits, MeasuredOnceThenReadFromTheCacheAndWrittenAsJson) {
+  const auto dir = qjoule::test::temp_dir("cli_limits_cache");
+  const std::string env = "XDG_CACHE_HOME=" + (dir / "cache").string() + " ";
+  const auto first = run_command(env + qjoule() + " limits --threads 1 --json " + (dir / "l.json").string());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_THAT(first.output, HasSubstr("machine limits with 1 thread: measured in"));
+  EXPECT_THAT(first.output, HasSubstr("memory read"));
+  EXPECT_THAT(first.output, HasSubstr("fp32 FMA"));
+  EXPECT_TRUE(fs::exists(dir / "cache" / "qjoule" / "limits-t1.json"));
+  const auto json = nlohmann::json::parse(read_text(dir / "l.json"));
+  EXPECT_EQ(json["threads"], 1);
+  EXPECT_GT(json["read_gb_per_s"].get<double>(), 0.0);
+  EXPECT_GT(json["fp32_gflops"].get<double>(), 0.0);
+
+  const auto second = run_command(env + qjoule() + " limits --threads 1");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("read from " + (dir / "cache" / "qjoule" / "limits-t1.json").string()));
+  // The same figures, as written.
+  char read[32];
+  std::snprintf(read, sizeof read, "%.1f GB/s", json["read_gb_per_s"].get<double>());
+  EXPECT_THAT(second.output, HasSubstr(read));
+}
+
+TEST(CliLimits, ACacheOfAnotherMachineOrBrokenIsMeasuredOverAndABadLimitsFileIsOneLine) {
+  const auto dir = qjoule::test::temp_dir("cli_limits_stale");
+  fs::create_directories(dir / "cache" / "qjoule");
+  const std::string env = "XDG_CACHE_HOME=" + (dir / "cache").string() + " ";
+  std::ofstream(dir / "cache" / "qjoule" / "limits-t1.json") << "{ not json";
+  const auto broken = run_command(env + qjoule() + " limits --threads 1");
+  ASSERT_EQ(broken.exit_code, 0) << broken.output;
+  EXPECT_THAT(broken.output, HasSubstr("the cache could not be read"));
+  auto json = nlohmann::json::parse(read_text(dir / "cache" / "qjoule" / "limits-t1.json"));
+  json["machine"] = "cpu=another; microcode=0x1; memory=1 kB; kernel=0";
+  std::ofstream(dir / "cache" / "qjoule" / "limits-t1.json") << json.dump();
+  const auto other = run_command(env + qjoule() + " limits --threads 1");
+  EXPECT_THAT(other.output, HasSubstr("the cache was for another machine (cpu=another"));
+
+  std::ofstream(dir / "bad.json") << R"({"version": 1, "threads": 2})";
+  const auto bad = run_command("QJOULE_LIMITS_FILE=" + (dir / "bad.json").string() + " " + qjoule() + " limits");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("machine limits: key 'read_gb_per_s' is missing"));
+  const auto missing = run_command("QJOULE_LIMITS_FILE=" + (dir / "none.json").string() + " " + qjoule() + " limits");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("QJOULE_LIMITS_FILE=" + (dir / "none.json").string() + ": cannot be read"));
+  const auto zero = run_command(qjoule() + " limits --threads 0");
+  EXPECT_EQ(zero.exit_code, 1) << zero.output;
+  EXPECT_THAT(zero.output, HasSubstr("--threads"));
+}
+
+// The limits file of a machine whose roofs are `fraction_of` × what a run achieved: that run sits at
+// 1 / fraction_of of them.
+void write_limits(const fs::path& path, double gflops, double gb_per_s) {
+  const nlohmann::json l = {{"version", 1},
+                            {"threads", 1},
+                            {"read_gb_per_s", gb_per_s},
+                            {"triad_gb_per_s", gb_per_s},
+                            {"fp32_gflops", gflops},
+                            {"bf16_gflops", gflops},
+                            {"int8_gops", gflops},
+                            {"unavailable", nlohmann::json::object()},
+                            {"amx", ""},
+                            {"method", "a test's"},
+                            {"machine", "test"},
+                            {"measured_at", "2026-11-26T00:00:00Z"},
+                            {"measure_seconds", 0.0}};
+  std::ofstream(path) << l.dump();
+}
+
+TEST(CliBenchRoofline, RecordsCarryTheLimitsAndASlowedKernelIsFlaggedBelowThirtyPercent) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_roofline");
+  const std::string bench = qjoule() + " bench --model " + tiny_bert().string() +
+                            " --precisions fp32 --seq 16 --batch 2 --iters 20 --threads 1 --idle 0 --out ";
+  // First at its own speed, against roofs far below it: what it achieves.
+  write_limits(dir / "low.json", 1e-3, 1e-3);
+  const auto base = run_command(no_sensors(dir) + "QJOULE_LIMITS_FILE=" + (dir / "low.json").string() + " " + bench +
+                                (dir / "base").string());
+  ASSERT_EQ(base.exit_code, 0) << base.output;
+  const auto rec = read_records(dir / "base" / "results.jsonl").at(0);
+  ASSERT_TRUE(rec["roof_gflops"].is_number()) << rec;
+  EXPECT_TRUE(rec["roof_unavailable"].is_null());
+  EXPECT_EQ(rec["environment"]["machine_limits"]["method"], "a test's");
+  EXPECT_THAT(rec["environment"]["machine_limits"]["source"].get<std::string>(), HasSubstr("QJOULE_LIMITS_FILE"));
+  EXPECT_GT(rec["roof_flops_per_token"].get<double>(), 0.0);
+  EXPECT_GT(rec["roof_bytes_per_token"].get<double>(), 0.0);
+  const double achieved = rec["roof_gflops"].get<double>();
+  const double intensity = rec["roof_flops_per_token"].get<double>() / rec["roof_bytes_per_token"].get<double>();
+  // Roofs at 1.25x what it achieved (compute; the memory roof far above): about 80% of the limit.
+  write_limits(dir / "fit.json", achieved * 1.25, achieved * 1.25 / intensity * 1e3);
+  const std::string fit = no_sensors(dir) + "QJOULE_LIMITS_FILE=" + (dir / "fit.json").string() + " ";
+  const auto own = run_command(fit + bench + (dir / "own").string());
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  const auto own_rec = read_records(dir / "own" / "results.jsonl").at(0);
+  EXPECT_GE(own_rec["roof_fraction"].get<double>(), 0.3) << own_rec;
+  EXPECT_THAT(own_rec["roof_bound"].get<std::string>(), HasSubstr("compute: fp32"));
+  EXPECT_THAT(read_text(dir / "own" / "summary.md"), HasSubstr("% roof"));
+  EXPECT_THAT(read_text(dir / "own" / "summary.md"), Not(HasSubstr("Below 30% of the machine's limit")));
+  // The same run with every forward slowed by 20 ms: far below its roof, and said so.
+  const auto slow = run_command(fit + "QJOULE_TEST_SLOW_FORWARD_MS=20 " + bench + (dir / "slow").string());
+  ASSERT_EQ(slow.exit_code, 0) << slow.output;
+  const auto slow_rec = read_records(dir / "slow" / "results.jsonl").at(0);
+  EXPECT_LT(slow_rec["roof_fraction"].get<double>(), 0.3) << slow_rec;
+  const std::string summary = read_text(dir / "slow" / "summary.md");
+  EXPECT_THAT(summary, HasSubstr("! Below 30% of the machine's limit:"));
+  EXPECT_THAT(summary, HasSubstr(slow_rec["run_name"].get<std::string>() + ": batches at "));
+  EXPECT_THAT(summary, HasSubstr("limited by qjoule's kernel, not by the hardware or the format"));
+  EXPECT_THAT(read_text(dir / "slow" / "results.csv"), HasSubstr(",roof_fraction,"));
+}
+
+TEST(CliBenchRoofline, ADecoderRecordsPrefillAndDecodeAgainstTheReadBandwidth) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_roofline_decoder");
+  write_limits(dir / "l.json", 100.0, 10.0);
+  const auto r = run_command(no_sensors(dir) + "QJOULE_LIMITS_FILE=" + (dir / "l.json").string() + " " + qjoule() +
+                             " bench --model " + tiny_decoder().string() +
+                             " --precisions fp32 --seq 16 --decode-tokens 4 --iters 3 --threads 1 --idle 0 --out " +
+                             (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rec = read_records(dir / "out" / "results.jsonl").at(0);
+  ASSERT_TRUE(rec["decode_roof_fraction"].is_number()) << rec;
+  // decode: bytes per token × tok/s over the read bandwidth; the bytes are the model's but the embedding
+  // table (one row read) and with the KV cache: near model_bytes.
+  EXPECT_NEAR(
+      rec["decode_roof_fraction"].get<double>(),
+      rec["decode_roof_bytes_per_token"].get<double>() * rec["decode_tokens_per_s_mean"].get<double>() / 1e9 / 10.0,
+      1e-9);
+  EXPECT_GT(rec["decode_roof_bytes_per_token"].get<double>(), rec["model_bytes"].get<double>() * 0.5);
+  EXPECT_LT(rec["decode_roof_bytes_per_token"].get<double>(), rec["model_bytes"].get<double>() * 1.5);
+  EXPECT_EQ(rec["decode_roof_bound"], "memory: read 10.0 GB/s");
+  EXPECT_TRUE(rec["roof_fraction"].is_number());
+  EXPECT_THAT(read_text(dir / "out" / "summary.md"), HasSubstr("decode % roof"));
+}
+
+}  // namespace

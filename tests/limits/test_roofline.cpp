@@ -1,0 +1,96 @@
+// roof_point against hand-computed rooflines, the limits' JSON both ways with its one-line errors, and
+// which compute type a kernel path's prefill runs in.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bench/roofline_work.h"
+#include "error_of.h"
+#include "qjoule/limits/machine_limits.h"
+#include "qjoule/limits/roofline.h"
+
+namespace qjoule::limits {
+namespace {
+
+using test::error_of;
+using ::testing::HasSubstr;
+
+MachineLimits machine() {
+  MachineLimits l;
+  l.threads = 2;
+  l.read_gb_per_s = 40.0;
+  l.triad_gb_per_s = 30.0;
+  l.fp32_gflops = 400.0;
+  l.int8_gops = 1600.0;
+  l.unavailable["bf16_gflops"] = "this CPU has no AVX512_BF16";
+  l.method = "test";
+  l.machine = "cpu=test";
+  l.measured_at = "2026-11-26T00:00:00Z";
+  return l;
+}
+
+TEST(Roofline, DecodeIsUnderTheMemoryRoofAndABigBatchUnderTheComputeRoof) {
+  std::string why;
+  // 2 FLOP per byte (a GEMV reading FP32-like weights), 10 tokens/s of 1 GB each: 10 GB/s of 40.
+  auto p = roof_point({2e9, 1e9, ComputeType::fp32}, 10.0, machine(), why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_DOUBLE_EQ(p->achieved_gflops, 20.0);
+  EXPECT_DOUBLE_EQ(p->achieved_gb_per_s, 10.0);
+  EXPECT_DOUBLE_EQ(p->roof_gflops, 80.0);  // 2 FLOP/B × 40 GB/s < 400
+  EXPECT_DOUBLE_EQ(p->fraction, 0.25);
+  EXPECT_EQ(p->bound, "memory: read 40.0 GB/s");
+  // 1000 FLOP per byte: compute-bound; int8 against its own peak.
+  p = roof_point({1e9, 1e6, ComputeType::int8}, 800.0, machine(), why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_DOUBLE_EQ(p->roof_gflops, 1600.0);
+  EXPECT_DOUBLE_EQ(p->fraction, 0.5);
+  EXPECT_EQ(p->bound, "compute: int8 1600 GOP/s");
+}
+
+TEST(Roofline, WhatCannotBeComparedSaysWhy) {
+  std::string why;
+  EXPECT_FALSE(roof_point({1e9, 1e6, ComputeType::bf16}, 10.0, machine(), why));
+  EXPECT_EQ(why, "no bf16 peak on this machine (this CPU has no AVX512_BF16)");
+  EXPECT_FALSE(roof_point({1e9, 1e6, ComputeType::fp32}, 0.0, machine(), why));
+  EXPECT_EQ(why, "no throughput measured");
+  EXPECT_FALSE(roof_point({0.0, 1e6, ComputeType::fp32}, 10.0, machine(), why));
+  EXPECT_EQ(why, "the phase's work is unknown");
+  auto l = machine();
+  l.read_gb_per_s.reset();
+  EXPECT_FALSE(roof_point({1e9, 1e6, ComputeType::fp32}, 10.0, l, why));
+  EXPECT_EQ(why, "the memory read bandwidth was not measured");
+}
+
+TEST(MachineLimitsJson, RoundTripsAndBadFilesAreOneLineNamingTheKey) {
+  const auto json = to_json(machine());
+  EXPECT_EQ(to_json(machine_limits_from_json(json)), json);
+  EXPECT_TRUE(json["bf16_gflops"].is_null());
+  auto bad = json;
+  bad.erase("fp32_gflops");
+  EXPECT_THAT(error_of([&] { machine_limits_from_json(bad); }),
+              HasSubstr("machine limits: key 'fp32_gflops' is missing; expected a positive number or null"));
+  bad = json;
+  bad["read_gb_per_s"] = -3.0;
+  EXPECT_THAT(error_of([&] { machine_limits_from_json(bad); }),
+              HasSubstr("machine limits: 'read_gb_per_s' is -3.0; expected a positive number or null"));
+  bad = json;
+  bad["threads"] = "two";
+  EXPECT_THAT(error_of([&] { machine_limits_from_json(bad); }),
+              HasSubstr("machine limits: 'threads' is \"two\"; expected a thread count"));
+  EXPECT_THAT(error_of([&] { machine_limits_from_json(nlohmann::json::array()); }),
+              HasSubstr("machine limits: found array; expected a JSON object"));
+}
+
+TEST(PrefillComputeType, FromTheKernelPathThePrefillPartOfIt) {
+  using bench::prefill_compute_type;
+  EXPECT_EQ(prefill_compute_type("onednn:brg:avx512_core_vnni:u8s8s32"), ComputeType::int8);
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_bf16:nf4_bf16,m>4:bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32"),
+            ComputeType::bf16);
+  // The decode part multiplies in BF16, the prefill (what is measured) on FP32 panels.
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_bf16:nf4_bf16,m>4:f32_panel+onednn:brg:avx512_core:f32"),
+            ComputeType::fp32);
+  EXPECT_EQ(prefill_compute_type("onednn:gemm:jit:f32"), ComputeType::fp32);
+  EXPECT_EQ(to_string(ComputeType::int8), "int8");
+}
+
+}  // namespace
+}  // namespace qjoule::limits
