@@ -56,12 +56,13 @@ limits::PhaseWork encoder_phase_work(const model::EncoderClassifier& m, int64_t 
   return w;
 }
 
-limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq) {
+limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq, int64_t logits_rows) {
   const auto& cfg = m.config();
   std::map<limits::ComputeType, double> flops_by_type;
   limits::PhaseWork w;
+  const double head_share = static_cast<double>(logits_rows) / static_cast<double>(seq);
   for (const auto& l : m.linear_reports()) {
-    const double flops = 2.0 * multiply_adds(l) / (is_head(l.name) ? static_cast<double>(seq) : 1.0);
+    const double flops = 2.0 * multiply_adds(l) * (is_head(l.name) ? head_share : 1.0);
     w.flops_per_token += flops;
     flops_by_type[prefill_compute_type(l.kernel_path)] += flops;
     w.bytes_per_token += static_cast<double>(l.bytes_held) / static_cast<double>(seq);

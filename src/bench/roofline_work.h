@@ -27,8 +27,9 @@ limits::ComputeType prefill_compute_type(const std::string& kernel_path);
 // EncoderClassifier::sequences_per_pass sequences (the weights read once per pass).
 limits::PhaseWork encoder_phase_work(const model::EncoderClassifier& m, int64_t batch, int64_t seq);
 
-// A decoder's prefill of `seq` prompt tokens (one pass, the lm_head on the last token only).
-limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq);
+// A decoder's forward of `seq` tokens in one pass with the lm_head on its last `logits_rows` tokens (a
+// prefill: the last token only; a perplexity window: the tokens it scores).
+limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq, int64_t logits_rows = 1);
 
 // A decoder's decode steps after a `prompt`-token prefill, `steps` of them: bytes read per generated
 // token (every Linear, one embedding row, the FP32 KV cache of the mean context).

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/decoder_model.h"
+#include "cli/roof_text.h"
 #include "cli/flag_ranges.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/threads.h"
@@ -96,12 +97,16 @@ void run_generate(const GenerateArgs& a) {
   const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
   const double decode_s = std::chrono::duration<double>(t2 - t1).count();
   const auto decode_steps = static_cast<double>(generated.size() - 1);
-  fmt::print("prefill    {} tokens in {:.1f} ms ({:.0f} tokens/s)\n", prompt.size(), prefill_s * 1e3,
-             double(prompt.size()) / prefill_s);
+  const auto prompt_tokens = static_cast<int64_t>(prompt.size());
+  fmt::print("prefill    {} tokens in {:.1f} ms ({:.0f} tokens/s; {})\n", prompt.size(), prefill_s * 1e3,
+             double(prompt.size()) / prefill_s,
+             prefill_roof_text(d.model, prompt_tokens, 1, double(prompt.size()) / prefill_s, d.on_gpu));
   if (decode_steps > 0)
-    fmt::print("decode     {} tokens in {:.1f} ms ({:.1f} tokens/s, {})\n", generated.size() - 1, decode_s * 1e3,
+    fmt::print("decode     {} tokens in {:.1f} ms ({:.1f} tokens/s, {}; {})\n", generated.size() - 1, decode_s * 1e3,
                decode_steps / decode_s,
-               d.on_gpu ? d.model.device_name() : fmt::format("{} threads", kernels::num_threads()));
+               d.on_gpu ? d.model.device_name() : fmt::format("{} threads", kernels::num_threads()),
+               decode_roof_text(d.model, prompt_tokens, static_cast<int64_t>(decode_steps), decode_steps / decode_s,
+                                d.on_gpu));
   fmt::print("stopped    {} after {} new tokens\n\n", stop, generated.size());
   fmt::print("{}", d.tokenizer.decode(prompt, /*skip_special_tokens=*/true));
   fmt::print("{}\n", decode_text(d.tokenizer, generated));

@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/decoder_model.h"
+#include "cli/roof_text.h"
 #include "cli/flag_ranges.h"
 #include "cli/format_util.h"
 #include "qjoule/error.h"
@@ -101,8 +102,13 @@ void run_ppl(const PplArgs& a) {
   fmt::print("windows    {} of up to {} tokens, stride {}: {} tokens scored\n", r.windows, ctx, stride,
              thousands(r.scored));
   fmt::print("perplexity {:.4f} ± {:.4f} (mean NLL {:.5f} nats)\n", r.ppl(), r.ppl_stderr(), r.nll_mean());
-  fmt::print("time       {:.2f} s ({:.0f} tokens/s scored, {} threads)\n", r.seconds, double(r.scored) / r.seconds,
-             kernels::num_threads());
+  // Each window forwards up to ctx tokens and takes logits for the tokens it scores.
+  const double forwarded = double(r.windows) * double(r.ctx);
+  fmt::print("time       {:.2f} s ({:.0f} tokens/s scored, {} threads; {})\n", r.seconds, double(r.scored) / r.seconds,
+             kernels::num_threads(),
+             r.windows > 0 ? prefill_roof_text(d.model, r.ctx, std::max<int64_t>(1, r.scored / r.windows),
+                                               forwarded / r.seconds, d.on_gpu)
+                           : std::string("no roof: nothing scored"));
   if (r.has_kl) {
     fmt::print("vs base    ΔPPL {:+.4f} (base PPL {:.4f}, {})\n", r.kl.delta_ppl, r.kl.base_ppl, a.kl_base);
     fmt::print("KL         mean {:.6f}, median {:.6f}, p99 {:.6f}, max {:.6f} nats per token (KL(base ‖ this))\n",

@@ -1,7 +1,8 @@
 // This machine's measured memory bandwidth, the roof of "fraction of the limit" for memory-bound work
 // (decode, which streams the weights once per token). Two figures, on `threads` OpenMP threads, each
 // over buffers far larger than the last-level cache (at least 2x it and 128 MiB), best of 5 passes:
-//   read:  a streaming sum of 64-bit words (the traffic of a GEMV that reads its weights), bytes read;
+//   read:  a streaming sum of 64-bit words in vector registers (the traffic of a GEMV that reads its
+//          weights), bytes read;
 //   triad: STREAM's a[i] = b[i] + s·c[i] on FP64 arrays, counted as STREAM counts it: 3 × 8 bytes per
 //          element (two reads and one write; the write-allocate read is not counted, so the true
 //          traffic is higher and a kernel that only reads can exceed it).
