@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "bench/atomic_file.h"
+#include "bench/what_to_try.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/format_spec.h"
 
@@ -85,30 +86,6 @@ ShapeKey shape_of(const RunRecord& r) {
 
 bool is_estimated(const RunRecord& record) { return record.energy_method.rfind("estimated", 0) == 0; }
 
-// What usually recovers accuracy for this format, among the formats the run's device has kernels for
-// (on a GPU: no weight-only INT8, no SmoothQuant).
-std::string what_to_try(const RunRecord& record) {
-  const auto spec = quant::try_parse_format_spec(record.config.precision);
-  const quant::Format format = spec ? spec->format : quant::Format::fp32;
-  const bool cuda = record.config.device.starts_with("cuda");
-  const std::string w8 = cuda ? "FP16 weights (`--precisions fp16`)" : "weight-only INT8 (`--precisions w8`)";
-  const std::string exclude =
-      "excluding the first and last blocks from quantization (`--quant-exclude '*.layer.0.*,*.layer.<last>.*'` "
-      "with the model's last layer index)";
-  if (record.decode_tokens)  // decoder: no SmoothQuant; perplexity is the accuracy that matters
-    return w8 +
-           " or smaller INT4 groups (`int4:g=32`), and compare perplexity with `qjoule ppl` (where "
-           "`--quant-exclude` keeps the layers it names in FP32)";
-  if (format == quant::Format::int8 && spec->smoothquant_alpha)
-    return fmt::format("another SmoothQuant alpha (`--precisions int8:sq=0.75`), {}, or {}", w8, exclude);
-  if (format == quant::Format::int8 && !cuda)
-    return fmt::format("SmoothQuant (`--precisions int8:sq=0.5`), {}, or {}", w8, exclude);
-  if (format == quant::Format::int4)
-    return fmt::format("smaller groups (`--precisions int4:g=64` or `int4:g=32`), `asym`, {}, or {}", w8, exclude);
-  if (format == quant::Format::nf4) return fmt::format("{}, `int4:g=32`, or {}", w8, exclude);
-  return fmt::format("{}, or {}", w8, exclude);
-}
-
 // "FP32", "INT8": how the legend names the baseline format.
 std::string upper(std::string text) {
   for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -169,17 +146,6 @@ constexpr const char* kRoofLegend =
     "% roof: the phase's achieved rate over the limit measured on this machine with the run's threads "
     "(environment.machine_limits, `qjoule limits`): the lower of its GEMMs' compute peak and intensity × memory "
     "read bandwidth; decode: bytes read per token × tok/s over the read bandwidth.";
-
-// What usually brings a quantized decoder's perplexity back.
-std::string what_to_try_decoder(const RunRecord& record) {
-  const auto spec = quant::try_parse_format_spec(record.config.precision);
-  const quant::Format format = spec ? spec->format : quant::Format::fp32;
-  const std::string keep =
-      "keeping the first and last blocks in higher precision (`--layer-precision` in `qjoule ppl`)";
-  if (format == quant::Format::int4 || format == quant::Format::nf4)
-    return fmt::format("smaller groups (`int4:g=32`, `int4:g=64:asym`), weight-only INT8 (`w8`), or {}", keep);
-  return fmt::format("weight-only INT8 (`w8`), BF16, or {}", keep);
-}
 
 // The decoder table: every successful run is a decoder run (build_paper_table's doc).
 PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
