@@ -191,7 +191,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   r.decode_tokens_per_s_mean = decode_mean;
   r.decode_tokens_per_s_std = decode_sd;
   r.decode_ms_per_token_mean = mean_and_sd(decode_ms).first / static_cast<double>(steps);
-  if (const limits::MachineLimits* roofs = cpu_limits(r, on_gpu)) {
+  if (const limits::MachineLimits* roofs = run_limits(r, gpu_index)) {
     record_roofline(r, *roofs, decoder_prefill_work(m, static_cast<int64_t>(n)), *r.tokens_per_s);
     const auto prompt_tokens = static_cast<int64_t>(n), decode_steps = static_cast<int64_t>(steps);
     record_decode_roofline(r, *roofs, decoder_decode_flops_per_token(m, prompt_tokens, decode_steps),

@@ -83,7 +83,7 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
   r.sequences_per_s = sequences / r.measured_seconds;
   r.tokens_per_s = sequences * double(c.seq) / r.measured_seconds;
   fill_device_energy(r, em, gpu_index, sequences, sequences * double(c.seq));
-  if (const limits::MachineLimits* roofs = cpu_limits(r, on_gpu))
+  if (const limits::MachineLimits* roofs = run_limits(r, gpu_index))
     record_roofline(r, *roofs, encoder_phase_work(m, int64_t(c.batch), int64_t(c.seq)), *r.tokens_per_s);
   record_peak_rss(r, rss_reset, predicted);
   if (on_gpu) r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations)");

@@ -113,17 +113,28 @@ struct BenchRunner::Impl {
     if (!it->second.from_cache) fmt::print(stderr, "\nmachine limits with {} threads: {}", threads, it->second.note);
     return it->second;
   }
-  // The roofs of a CPU run (a GPU run's limits are not measured yet: roof_unavailable says so).
-  const limits::MachineLimits* cpu_limits(RunRecord& r, bool on_gpu) {
-    if (on_gpu) {
-      r.roof_unavailable =
-          "a GPU run: the GPU's limits are not measured by qjoule yet (microbench/cuda_gemm_peak measures its "
-          "copy bandwidth and cuBLASLt peaks)";
+  // The roofs of a run: the CPU's with its threads, or GPU N's (device copy, cuBLASLt per type). Where
+  // they cannot be had, nullptr with roof_unavailable saying why.
+  std::map<int, limits::CachedLimits> gpu_limits;
+  const limits::MachineLimits* run_limits(RunRecord& r, int gpu_index) {
+    try {
+      const limits::CachedLimits* l = nullptr;
+      if (gpu_index >= 0) {
+        auto it = gpu_limits.find(gpu_index);
+        if (it == gpu_limits.end()) {
+          it = gpu_limits.emplace(gpu_index, limits::gpu_machine_limits(gpu_index)).first;
+          if (!it->second.from_cache) fmt::print(stderr, "\nmachine limits of GPU {}: {}", gpu_index, it->second.note);
+        }
+        l = &it->second;
+      } else {
+        l = &limits_for(static_cast<int>(r.config.threads));
+      }
+      record_machine_limits(r, *l);
+      return &l->limits;
+    } catch (const std::exception& e) {
+      r.roof_unavailable = std::string("the machine's limits could not be measured: ") + e.what();
       return nullptr;
     }
-    const limits::CachedLimits& l = limits_for(static_cast<int>(r.config.threads));
-    record_machine_limits(r, l);
-    return &l.limits;
   }
 
   Impl(BenchOptions o, energy::EnergyMeter& m)

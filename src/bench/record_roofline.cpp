@@ -34,7 +34,7 @@ void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, d
   if (!limits.read_gb_per_s || !(tokens_per_s > 0.0)) return;
   r.decode_roof_gb_per_s = bytes_per_token * tokens_per_s / 1e9;
   r.decode_roof_fraction = *r.decode_roof_gb_per_s / *limits.read_gb_per_s;
-  r.decode_roof_bound = fmt::format("memory: read {:.1f} GB/s", *limits.read_gb_per_s);
+  r.decode_roof_bound = fmt::format("memory: {} {:.1f} GB/s", limits.memory_label(), *limits.read_gb_per_s);
 }
 
 }  // namespace qjoule::bench

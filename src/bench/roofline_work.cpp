@@ -30,6 +30,16 @@ limits::ComputeType dominant_type(const std::map<limits::ComputeType, double>& f
 limits::ComputeType prefill_compute_type(const std::string& kernel_path) {
   std::string prefill = kernel_path;
   if (const auto at = prefill.find("m>4:"); at != std::string::npos) prefill = prefill.substr(at + 4);
+  // The CUDA backend's cuBLASLt types (the 4-bit formats' prefill multiplies FP16 panels).
+  if (prefill.find("cublaslt") != std::string::npos) {
+    if (prefill.find("f16_cublaslt") != std::string::npos || prefill.find("cublaslt:f16") != std::string::npos)
+      return limits::ComputeType::fp16;
+    if (prefill.find("cublaslt:tf32") != std::string::npos) return limits::ComputeType::tf32;
+    if (prefill.find("cublaslt:bf16") != std::string::npos) return limits::ComputeType::bf16;
+    if (prefill.find("cublaslt:s8") != std::string::npos) return limits::ComputeType::int8;
+    if (prefill.find("cublaslt:e4m3") != std::string::npos) return limits::ComputeType::fp8;
+    return limits::ComputeType::fp32;
+  }
   if (prefill.find("u8s8") != std::string::npos || prefill.find("s8s8") != std::string::npos ||
       prefill.find("amx_int8") != std::string::npos)
     return limits::ComputeType::int8;

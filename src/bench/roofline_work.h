@@ -20,7 +20,8 @@ class DecoderLM;
 namespace qjoule::bench {
 
 // The type a Linear's prefill GEMM (more than 4 rows) multiplies in, from its kernel path: int8 for
-// u8·s8 products, bf16 for BF16 products (bf16 panels, oneDNN's bf16bf16f32, AMX BF16), else fp32.
+// u8·s8 products, bf16 for BF16 products (bf16 panels, oneDNN's bf16bf16f32, AMX BF16), else fp32; on
+// the GPU cuBLASLt's type (f32, tf32, f16, bf16, s8, e4m3; the 4-bit panels' f16).
 limits::ComputeType prefill_compute_type(const std::string& kernel_path);
 
 // An encoder's timed batches: batch sequences of seq tokens, run in passes of

@@ -1,6 +1,7 @@
 // `qjoule limits`: what this machine allows with a thread count, measured (memory read and STREAM
 // triad bandwidth, the FP32 / BF16 / INT8 arithmetic peaks), from the per-machine cache when it still
 // stands for this machine; the roofs every bench record's speeds are compared with.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -10,12 +11,14 @@
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
 #include "cli/format_util.h"
+#include "qjoule/kernels/cuda_device.h"
 #include "qjoule/limits/limits_cache.h"
 
 namespace qjoule::cli {
 namespace {
 
 struct LimitsOptions {
+  std::string device = "cpu";
   int threads = 0;
   bool refresh = false;
   std::string json_path;
@@ -29,16 +32,31 @@ std::string figure_line(const limits::MachineLimits& l, const std::optional<doub
 }
 
 void run_limits(const LimitsOptions& o) {
+  const bool gpu = kernels::is_cuda_device(o.device);
+  if (!gpu && o.device != "cpu") kernels::require_cuda_device(o.device);  // names what was wrong
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const limits::CachedLimits c = limits::machine_limits(threads, o.refresh);
+  const limits::CachedLimits c = gpu ? limits::gpu_machine_limits(kernels::require_cuda_device(o.device), o.refresh)
+                                     : limits::machine_limits(threads, o.refresh);
   const limits::MachineLimits& l = c.limits;
-  std::string text = fmt::format("machine limits with {} thread{}: {}\n", threads, threads == 1 ? "" : "s", c.note);
-  text += figure_line(l, l.read_gb_per_s, "read_gb_per_s", "memory read", "GB/s");
-  text += figure_line(l, l.triad_gb_per_s, "triad_gb_per_s", "STREAM triad", "GB/s");
-  text += figure_line(l, l.fp32_gflops, "fp32_gflops", "fp32 FMA", "GFLOP/s");
-  text += figure_line(l, l.bf16_gflops, "bf16_gflops", "bf16 dot", "GFLOP/s");
-  text += figure_line(l, l.int8_gops, "int8_gops", "int8 dot", "GOP/s");
-  if (!l.amx.empty()) text += "  amx            " + l.amx + "\n";
+  std::string text =
+      gpu ? fmt::format("machine limits of {} ({}): {}\n", l.device, l.machine, c.note)
+          : fmt::format("machine limits with {} thread{}: {}\n", threads, threads == 1 ? "" : "s", c.note);
+  if (gpu) {
+    text += figure_line(l, l.read_gb_per_s, "read_gb_per_s", "device copy", "GB/s");
+    text += figure_line(l, l.fp32_gflops, "fp32_gflops", "fp32", "GFLOP/s");
+    text += figure_line(l, l.tf32_gflops, "tf32_gflops", "tf32", "GFLOP/s");
+    text += figure_line(l, l.fp16_gflops, "fp16_gflops", "fp16", "GFLOP/s");
+    text += figure_line(l, l.bf16_gflops, "bf16_gflops", "bf16", "GFLOP/s");
+    text += figure_line(l, l.int8_gops, "int8_gops", "int8", "GOP/s");
+    text += figure_line(l, l.fp8_gflops, "fp8_gflops", "fp8", "GFLOP/s");
+  } else {
+    text += figure_line(l, l.read_gb_per_s, "read_gb_per_s", "memory read", "GB/s");
+    text += figure_line(l, l.triad_gb_per_s, "triad_gb_per_s", "STREAM triad", "GB/s");
+    text += figure_line(l, l.fp32_gflops, "fp32_gflops", "fp32 FMA", "GFLOP/s");
+    text += figure_line(l, l.bf16_gflops, "bf16_gflops", "bf16 dot", "GFLOP/s");
+    text += figure_line(l, l.int8_gops, "int8_gops", "int8 dot", "GOP/s");
+    if (!l.amx.empty()) text += "  amx            " + l.amx + "\n";
+  }
   text += "how: " + l.method + "\n";
   std::fputs(text.c_str(), stdout);
   if (!o.json_path.empty()) write_output("--json", o.json_path, limits::to_json(l).dump(2) + "\n");
@@ -57,8 +75,12 @@ void add_limits_command(CLI::App& app, CommandContext& ctx) {
       "Examples:\n"
       "  qjoule limits                      # all cores; the cache when it still stands for this machine\n"
       "  qjoule limits --threads 1 --refresh --json limits.json\n"
+      "  qjoule limits --device cuda:0       # the GPU's roofs (cached as limits-cuda0.json)\n"
       "Cache: $XDG_CACHE_HOME/qjoule/limits-t<N>.json (else ~/.cache/qjoule/); measured again when the\n"
       "CPU, microcode, memory size or kernel changed, or after 30 days.");
+  cmd->add_option("--device", options->device,
+                  "cpu, or cuda / cuda:N: GPU N's device-copy bandwidth and cuBLASLt rate per type")
+      ->capture_default_str();
   cmd->add_option("--threads", options->threads, "Threads to measure with (default: all cores)")
       ->check(in_range(1, 4096));
   cmd->add_flag("--refresh", options->refresh, "Measure again even where the cache stands");

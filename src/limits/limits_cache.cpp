@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <functional>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -11,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "qjoule/error.h"
+#include "qjoule/kernels/cuda_device.h"
+#include "qjoule/limits/gpu_limits.h"
 
 namespace qjoule::limits {
 namespace {
@@ -25,11 +28,11 @@ double age_seconds(const std::string& iso) {
 }
 
 // Why the cached limits do not stand for this machine now ("" = they do).
-std::string stale_because(const MachineLimits& cached, int threads) {
+std::string stale_because(const MachineLimits& cached, int threads, const std::string& fingerprint) {
   if (cached.version != kMachineLimitsVersion)
     return fmt::format("method version {}, now {}", cached.version, kMachineLimitsVersion);
   if (cached.threads != threads) return fmt::format("{} threads, now {}", cached.threads, threads);
-  if (cached.machine != machine_fingerprint()) return "another machine (" + cached.machine + ")";
+  if (cached.machine != fingerprint) return "another machine (" + cached.machine + ")";
   if (age_seconds(cached.measured_at) > kLimitsMaxAgeDays * 86400.0)
     return fmt::format("older than {} days ({})", kLimitsMaxAgeDays, cached.measured_at);
   return "";
@@ -55,18 +58,48 @@ std::string write_atomically(const std::filesystem::path& path, const std::strin
   return "";
 }
 
+std::filesystem::path cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    return std::filesystem::path(xdg) / "qjoule";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return std::filesystem::path(home) / ".cache" / "qjoule";
+  return {};
+}
+
+// The cached limits in `file` when they stand (same fingerprint, version and threads, recent), else
+// measured and written there.
+CachedLimits cached_or_measured(const std::filesystem::path& file, int threads, const std::string& fingerprint,
+                                bool refresh, const std::function<MachineLimits()>& measure) {
+  std::string why_measured = refresh ? "--refresh" : "no cache yet";
+  if (!refresh && !file.empty() && std::filesystem::exists(file)) {
+    try {
+      std::ifstream in(file);
+      const MachineLimits cached = machine_limits_from_json(nlohmann::json::parse(in));
+      why_measured = stale_because(cached, threads, fingerprint);
+      if (why_measured.empty())
+        return {cached, true, fmt::format("read from {} (measured {})", file.string(), cached.measured_at)};
+      why_measured = "the cache was for " + why_measured;
+    } catch (const std::exception& e) {
+      why_measured = fmt::format("the cache could not be read ({})", e.what());
+    }
+  }
+  CachedLimits result{measure(), false, ""};
+  result.note = fmt::format("measured in {:.1f} s ({})", result.limits.measure_seconds, why_measured);
+  if (file.empty()) {
+    result.note += "; not cached: neither XDG_CACHE_HOME nor HOME is set";
+  } else if (const std::string why = write_atomically(file, to_json(result.limits).dump(2) + "\n"); !why.empty()) {
+    result.note += "; not cached: " + why;
+  } else {
+    result.note += "; written to " + file.string();
+  }
+  return result;
+}
+
 }  // namespace
 
 std::filesystem::path limits_cache_file(int threads) {
-  std::filesystem::path dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    dir = xdg;
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    dir = std::filesystem::path(home) / ".cache";
-  } else {
-    return {};
-  }
-  return dir / "qjoule" / fmt::format("limits-t{}.json", threads);
+  const auto dir = cache_dir();
+  return dir.empty() ? dir : dir / fmt::format("limits-t{}.json", threads);
 }
 
 CachedLimits machine_limits(int threads, bool refresh) {
@@ -84,30 +117,15 @@ CachedLimits machine_limits(int threads, bool refresh) {
             fmt::format("given by QJOULE_LIMITS_FILE={} ({} threads, measured {} on {})", given, l.threads,
                         l.measured_at, l.machine)};
   }
-  const auto file = limits_cache_file(threads);
-  std::string why_measured = refresh ? "--refresh" : "no cache yet";
-  if (!refresh && !file.empty() && std::filesystem::exists(file)) {
-    try {
-      std::ifstream in(file);
-      const MachineLimits cached = machine_limits_from_json(nlohmann::json::parse(in));
-      why_measured = stale_because(cached, threads);
-      if (why_measured.empty())
-        return {cached, true, fmt::format("read from {} (measured {})", file.string(), cached.measured_at)};
-      why_measured = "the cache was for " + why_measured;
-    } catch (const std::exception& e) {
-      why_measured = fmt::format("the cache could not be read ({})", e.what());
-    }
-  }
-  CachedLimits result{measure_machine_limits(threads), false, ""};
-  result.note = fmt::format("measured in {:.1f} s ({})", result.limits.measure_seconds, why_measured);
-  if (file.empty()) {
-    result.note += "; not cached: neither XDG_CACHE_HOME nor HOME is set";
-  } else if (const std::string why = write_atomically(file, to_json(result.limits).dump(2) + "\n"); !why.empty()) {
-    result.note += "; not cached: " + why;
-  } else {
-    result.note += "; written to " + file.string();
-  }
-  return result;
+  return cached_or_measured(limits_cache_file(threads), threads, machine_fingerprint(), refresh,
+                            [threads] { return measure_machine_limits(threads); });
+}
+
+CachedLimits gpu_machine_limits(int device, bool refresh) {
+  kernels::require_cuda_device(fmt::format("cuda:{}", device));
+  const auto dir = cache_dir();
+  return cached_or_measured(dir.empty() ? dir : dir / fmt::format("limits-cuda{}.json", device), 0,
+                            gpu_fingerprint(device), refresh, [device] { return measure_gpu_limits(device); });
 }
 
 }  // namespace qjoule::limits

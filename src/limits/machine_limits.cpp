@@ -43,17 +43,27 @@ std::string utc_now() {
   return text;
 }
 
-constexpr const char* kFigures[] = {"read_gb_per_s", "triad_gb_per_s", "fp32_gflops", "bf16_gflops", "int8_gops"};
+constexpr const char* kFigures[] = {"read_gb_per_s", "triad_gb_per_s", "fp32_gflops", "bf16_gflops",
+                                    "int8_gops",     "tf32_gflops",    "fp16_gflops", "fp8_gflops"};
 
 std::optional<double>& figure(MachineLimits& l, std::string_view key) {
-  if (key == "read_gb_per_s") return l.read_gb_per_s;
-  if (key == "triad_gb_per_s") return l.triad_gb_per_s;
-  if (key == "fp32_gflops") return l.fp32_gflops;
-  if (key == "bf16_gflops") return l.bf16_gflops;
-  return l.int8_gops;
+  return const_cast<std::optional<double>&>(static_cast<const MachineLimits&>(l).figure(key));
 }
 
 }  // namespace
+
+const std::optional<double>& MachineLimits::figure(std::string_view key) const {
+  static const std::optional<double> none;
+  if (key == "read_gb_per_s") return read_gb_per_s;
+  if (key == "triad_gb_per_s") return triad_gb_per_s;
+  if (key == "fp32_gflops") return fp32_gflops;
+  if (key == "bf16_gflops") return bf16_gflops;
+  if (key == "int8_gops") return int8_gops;
+  if (key == "tf32_gflops") return tf32_gflops;
+  if (key == "fp16_gflops") return fp16_gflops;
+  if (key == "fp8_gflops") return fp8_gflops;
+  return none;
+}
 
 std::string machine_fingerprint() {
   std::string kernel = "unknown";
@@ -79,6 +89,8 @@ MachineLimits measure_machine_limits(int threads) {
   if (!peak.fp32_gflops) l.unavailable["fp32_gflops"] = peak.fp32_unavailable;
   if (!peak.bf16_gflops) l.unavailable["bf16_gflops"] = peak.bf16_unavailable;
   if (!peak.int8_gops) l.unavailable["int8_gops"] = peak.int8_unavailable;
+  for (const char* key : {"tf32_gflops", "fp16_gflops", "fp8_gflops"})
+    l.unavailable[key] = "a GPU's tensor-core type: the CPU runs it as FP32 (fp16 weights) or not at all";
   l.amx = peak.amx;
   l.method = "read: " + read_method() + "; triad: " + triad_method() + "; peaks: " + peak_method();
   l.measure_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -86,9 +98,9 @@ MachineLimits measure_machine_limits(int threads) {
 }
 
 nlohmann::json to_json(const MachineLimits& l) {
-  nlohmann::json j = {{"version", l.version}, {"threads", l.threads}};
+  nlohmann::json j = {{"version", l.version}, {"device", l.device}, {"threads", l.threads}};
   for (const char* key : kFigures) {
-    const auto& v = figure(const_cast<MachineLimits&>(l), key);
+    const auto& v = l.figure(key);
     j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   }
   j["unavailable"] = l.unavailable;
@@ -112,8 +124,9 @@ MachineLimits machine_limits_from_json(const nlohmann::json& j) {
   using J = nlohmann::json;
   MachineLimits l;
   l.version = need("version", &J::is_number_integer, "a version number").get<int>();
+  l.device = need("device", &J::is_string, "\"cpu\" or \"cuda:N\"").get<std::string>();
   l.threads = need("threads", &J::is_number_integer, "a thread count").get<int>();
-  if (l.threads < 1) fail("machine limits: 'threads' is {}; expected at least 1", l.threads);
+  if (l.device == "cpu" && l.threads < 1) fail("machine limits: 'threads' is {}; expected at least 1", l.threads);
   for (const char* key : kFigures) {
     if (!j.contains(key)) fail("machine limits: key '{}' is missing; expected a positive number or null", key);
     const auto& v = j.at(key);

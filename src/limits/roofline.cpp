@@ -11,6 +11,9 @@ std::string to_string(ComputeType type) {
   switch (type) {
     case ComputeType::bf16: return "bf16";
     case ComputeType::int8: return "int8";
+    case ComputeType::tf32: return "tf32";
+    case ComputeType::fp16: return "fp16";
+    case ComputeType::fp8: return "fp8";
     case ComputeType::fp32: break;
   }
   return "fp32";
@@ -27,14 +30,12 @@ std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, 
     return std::nullopt;
   }
   if (!limits.read_gb_per_s) {
-    why = "the memory read bandwidth was not measured";
+    why = "the memory bandwidth was not measured";
     return std::nullopt;
   }
-  const std::optional<double>& peak = work.compute == ComputeType::int8   ? limits.int8_gops
-                                      : work.compute == ComputeType::bf16 ? limits.bf16_gflops
-                                                                          : limits.fp32_gflops;
+  const std::string key = work.compute == ComputeType::int8 ? "int8_gops" : to_string(work.compute) + "_gflops";
+  const std::optional<double>& peak = limits.figure(key);
   if (!peak) {
-    const std::string key = work.compute == ComputeType::int8 ? "int8_gops" : to_string(work.compute) + "_gflops";
     why =
         fmt::format("no {} peak on this machine ({})", to_string(work.compute),
                     limits.unavailable.contains(key) ? limits.unavailable.at(key).get<std::string>() : "not measured");
@@ -47,7 +48,7 @@ std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, 
   const double memory_roof = p.intensity * *limits.read_gb_per_s;
   if (memory_roof < *peak) {
     p.roof_gflops = memory_roof;
-    p.bound = fmt::format("memory: read {:.1f} GB/s", *limits.read_gb_per_s);
+    p.bound = fmt::format("memory: {} {:.1f} GB/s", limits.memory_label(), *limits.read_gb_per_s);
   } else {
     p.roof_gflops = *peak;
     p.bound = fmt::format("compute: {} {:.0f} {}", to_string(work.compute), *peak,

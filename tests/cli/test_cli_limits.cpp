@@ -2,6 +2,7 @@
 // the records of a CPU bench carry the limits and each phase's fraction of its roof; a deliberately
 // slowed kernel (QJOULE_TEST_SLOW_FORWARD_MS) is flagged below 30% of the limit, the same run at its
 // own speed is not.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_cli_helpers.h"
+#include "qjoule/kernels/cuda_device.h"
 #include "run_command.h"
 #include "test_paths.h"
 
@@ -73,28 +75,44 @@ TEST(CliLimits, ACacheOfAnotherMachineOrBrokenIsMeasuredOverAndABadLimitsFileIsO
   const auto other = run_command(env + qjoule() + " limits --threads 1");
   EXPECT_THAT(other.output, HasSubstr("the cache was for another machine (cpu=another"));
 
-  std::ofstream(dir / "bad.json") << R"({"version": 1, "threads": 2})";
+  std::ofstream(dir / "bad.json") << R"({"version": 2, "device": "cpu", "threads": 2})";
   const auto bad = run_command("QJOULE_LIMITS_FILE=" + (dir / "bad.json").string() + " " + qjoule() + " limits");
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("machine limits: key 'read_gb_per_s' is missing"));
   const auto missing = run_command("QJOULE_LIMITS_FILE=" + (dir / "none.json").string() + " " + qjoule() + " limits");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_THAT(missing.output, HasSubstr("QJOULE_LIMITS_FILE=" + (dir / "none.json").string() + ": cannot be read"));
+  const auto tpu = run_command(qjoule() + " limits --device tpu");
+  EXPECT_EQ(tpu.exit_code, 1) << tpu.output;
+  EXPECT_THAT(tpu.output, HasSubstr("tpu"));
   const auto zero = run_command(qjoule() + " limits --threads 0");
   EXPECT_EQ(zero.exit_code, 1) << zero.output;
   EXPECT_THAT(zero.output, HasSubstr("--threads"));
 }
 
+TEST(CliLimits, AGpuWithoutAUsableGpuSaysWhyInOneLine) {
+  const auto& status = qjoule::kernels::cuda_device_status();
+  if (status.usable) GTEST_SKIP() << "a GPU is usable here: the GPU limits are measured (gpu-acceptance)";
+  const auto r = run_command(qjoule() + " limits --device cuda:0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(status.reason));
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
 // The limits file of a machine whose roofs are `fraction_of` × what a run achieved: that run sits at
 // 1 / fraction_of of them.
 void write_limits(const fs::path& path, double gflops, double gb_per_s) {
-  const nlohmann::json l = {{"version", 1},
+  const nlohmann::json l = {{"version", 2},
+                            {"device", "cpu"},
                             {"threads", 1},
                             {"read_gb_per_s", gb_per_s},
                             {"triad_gb_per_s", gb_per_s},
                             {"fp32_gflops", gflops},
                             {"bf16_gflops", gflops},
                             {"int8_gops", gflops},
+                            {"tf32_gflops", nullptr},
+                            {"fp16_gflops", nullptr},
+                            {"fp8_gflops", nullptr},
                             {"unavailable", nlohmann::json::object()},
                             {"amx", ""},
                             {"method", "a test's"},

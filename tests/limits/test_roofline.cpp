@@ -57,7 +57,21 @@ TEST(Roofline, WhatCannotBeComparedSaysWhy) {
   auto l = machine();
   l.read_gb_per_s.reset();
   EXPECT_FALSE(roof_point({1e9, 1e6, ComputeType::fp32}, 10.0, l, why));
-  EXPECT_EQ(why, "the memory read bandwidth was not measured");
+  EXPECT_EQ(why, "the memory bandwidth was not measured");
+}
+
+TEST(Roofline, AGpuRunIsUnderItsDeviceCopyOrItsTypesCuBlasLtRate) {
+  MachineLimits gpu;
+  gpu.device = "cuda:0";
+  gpu.read_gb_per_s = 3000.0;
+  gpu.fp16_gflops = 700000.0;
+  std::string why;
+  auto p = roof_point({2e9, 1e9, ComputeType::fp16}, 300.0, gpu, why);  // decode-like: 300 GB/s of 3000
+  ASSERT_TRUE(p) << why;
+  EXPECT_DOUBLE_EQ(p->fraction, 0.1);
+  EXPECT_EQ(p->bound, "memory: device copy 3000.0 GB/s");
+  EXPECT_FALSE(roof_point({2e9, 1e6, ComputeType::fp8}, 300.0, gpu, why));
+  EXPECT_EQ(why, "no fp8 peak on this machine (not measured)");
 }
 
 TEST(MachineLimitsJson, RoundTripsAndBadFilesAreOneLineNamingTheKey) {
@@ -89,6 +103,14 @@ TEST(PrefillComputeType, FromTheKernelPathThePrefillPartOfIt) {
   EXPECT_EQ(prefill_compute_type("qjoule:avx512_bf16:nf4_bf16,m>4:f32_panel+onednn:brg:avx512_core:f32"),
             ComputeType::fp32);
   EXPECT_EQ(prefill_compute_type("onednn:gemm:jit:f32"), ComputeType::fp32);
+  // The CUDA backend's cuBLASLt types; the 4-bit formats' prefill multiplies FP16 panels.
+  EXPECT_EQ(prefill_compute_type("cublaslt:f16:tensor_op"), ComputeType::fp16);
+  EXPECT_EQ(prefill_compute_type("qjoule:cuda:nf4_gemv+f16_cublaslt"), ComputeType::fp16);
+  EXPECT_EQ(prefill_compute_type("cublaslt:tf32:tensor_op"), ComputeType::tf32);
+  EXPECT_EQ(prefill_compute_type("cublaslt:bf16:tensor_op"), ComputeType::bf16);
+  EXPECT_EQ(prefill_compute_type("cublaslt:s8:tensor_op"), ComputeType::int8);
+  EXPECT_EQ(prefill_compute_type("cublaslt:e4m3:tensor_op"), ComputeType::fp8);
+  EXPECT_EQ(prefill_compute_type("cublaslt:f32"), ComputeType::fp32);
   EXPECT_EQ(to_string(ComputeType::int8), "int8");
 }
 

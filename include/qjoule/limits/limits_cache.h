@@ -17,7 +17,8 @@ namespace qjoule::limits {
 
 inline constexpr int kLimitsMaxAgeDays = 30;
 
-// The cache file for `threads` ("" when neither XDG_CACHE_HOME nor HOME is set).
+// The cache file for `threads` ("" when neither XDG_CACHE_HOME nor HOME is set); a GPU's is
+// limits-cuda<N>.json beside it.
 std::filesystem::path limits_cache_file(int threads);
 
 struct CachedLimits {
@@ -27,5 +28,9 @@ struct CachedLimits {
 };
 
 CachedLimits machine_limits(int threads, bool refresh = false);
+
+// GPU N's limits (gpu_limits.h), cached as limits-cuda<N>.json, stale when gpu_fingerprint(N) changed
+// or after kLimitsMaxAgeDays; QJOULE_LIMITS_FILE is not used for a GPU.
+CachedLimits gpu_machine_limits(int device, bool refresh = false);
 
 }  // namespace qjoule::limits

@@ -5,28 +5,38 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace qjoule::limits {
 
 // The version of the measurement method: a cached result of another version is measured again.
-inline constexpr int kMachineLimitsVersion = 1;
+// 2 added the device and the GPU's figures (tf32, fp16, fp8).
+inline constexpr int kMachineLimitsVersion = 2;
 
 struct MachineLimits {
   int version = kMachineLimitsVersion;
-  int threads = 0;
-  std::optional<double> read_gb_per_s;                    // streaming read (memory_bandwidth.h), 1e9 B/s
-  std::optional<double> triad_gb_per_s;                   // STREAM triad, STREAM's byte count
-  std::optional<double> fp32_gflops;                      // FP32 FMA peak
-  std::optional<double> bf16_gflops;                      // BF16 dot-product peak (AVX512_BF16)
-  std::optional<double> int8_gops;                        // u8·s8 dot-product peak (VNNI, or AVX2's sequence)
-  nlohmann::json unavailable = nlohmann::json::object();  // key of an absent figure -> why
-  std::string amx;                                        // AMX tiles: present but not measured ("" = none)
-  std::string method;                                     // how each figure was measured
-  std::string machine;                                    // machine_fingerprint() when measured
-  std::string measured_at;                                // ISO 8601 UTC
-  double measure_seconds = 0.0;                           // how long measuring took
+  std::string device = "cpu";  // "cpu", or "cuda:N" (gpu_limits.h)
+  int threads = 0;             // the CPU's threads (0 for a GPU)
+  // CPU: streaming read (memory_bandwidth.h); GPU: device-to-device copy, bytes read + written. 1e9 B/s.
+  std::optional<double> read_gb_per_s;
+  std::optional<double> triad_gb_per_s;  // STREAM triad, STREAM's byte count (CPU only)
+  std::optional<double> fp32_gflops;     // CPU: FP32 FMA peak; GPU: cuBLASLt FP32 (no tensor cores)
+  std::optional<double> bf16_gflops;     // CPU: BF16 dot products (AVX512_BF16); GPU: cuBLASLt BF16
+  std::optional<double> int8_gops;       // CPU: u8·s8 dot products (VNNI, or AVX2's sequence); GPU: cuBLASLt s8
+  std::optional<double> tf32_gflops, fp16_gflops, fp8_gflops;  // GPU only: cuBLASLt TF32 / FP16 / E4M3
+  nlohmann::json unavailable = nlohmann::json::object();       // key of an absent figure -> why
+  std::string amx;                                             // AMX tiles: present but not measured ("" = none)
+  std::string method;                                          // how each figure was measured
+  std::string machine;                                         // machine_fingerprint() when measured
+  std::string measured_at;                                     // ISO 8601 UTC
+  double measure_seconds = 0.0;                                // how long measuring took
+
+  // The figure named by its JSON key ("fp16_gflops", "int8_gops", ...); nullopt for another key.
+  const std::optional<double>& figure(std::string_view key) const;
+  // What read_gb_per_s measures: "read" (CPU) or "device copy" (GPU).
+  std::string memory_label() const { return device == "cpu" ? "read" : "device copy"; }
 };
 
 // Measures every figure with `threads` threads (a few seconds).

@@ -12,8 +12,10 @@
 
 namespace qjoule::limits {
 
-enum class ComputeType { fp32, bf16, int8 };
-std::string to_string(ComputeType type);  // "fp32", "bf16", "int8"
+// The arithmetic a phase's GEMMs ran in: on the CPU fp32 (FMA), bf16 and int8 (dot products); on a GPU
+// also tf32, fp16 and fp8 (E4M3) tensor-core products.
+enum class ComputeType { fp32, bf16, int8, tf32, fp16, fp8 };
+std::string to_string(ComputeType type);  // "fp32", "bf16", "int8", "tf32", "fp16", "fp8"
 
 struct PhaseWork {
   double flops_per_token = 0.0;  // 2 per multiply-add
