@@ -143,9 +143,9 @@ bool any_roof(const std::vector<RunRecord>& records) {
 }
 
 constexpr const char* kRoofLegend =
-    "% roof: the phase's achieved rate over the limit measured on this machine with the run's threads "
-    "(environment.machine_limits, `qjoule limits`): the lower of its GEMMs' compute peak and intensity × memory "
-    "read bandwidth; decode: bytes read per token × tok/s over the read bandwidth.";
+    "% roof: the phase's achieved rate over the limit measured on the run's device (environment.machine_limits, "
+    "`qjoule limits`): the lower of its GEMMs' compute peak and intensity × memory bandwidth (CPU: read with the "
+    "run's threads; GPU: device copy); decode: bytes read per token × tok/s over that bandwidth.";
 
 // The decoder table: every successful run is a decoder run (build_paper_table's doc).
 PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
