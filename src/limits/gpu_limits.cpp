@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 
 #include <fmt/format.h>
 
@@ -15,15 +14,6 @@ namespace {
 
 constexpr int64_t kGemmSize = 4096;
 constexpr int kGemmReps = 5, kCopyReps = 10;
-
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 }  // namespace
 
@@ -41,7 +31,7 @@ MachineLimits measure_gpu_limits(int device) {
   l.device = fmt::format("cuda:{}", device);
   l.threads = 0;
   l.machine = gpu_fingerprint(device);
-  l.measured_at = utc_now();
+  l.measured_at = measured_now();
   const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, static_cast<std::size_t>(gpu.memory_bytes / 8));
   const double copy_ms = kernels::median_of(kernels::time_device_copy(bytes, kCopyReps, device));
   l.read_gb_per_s = 2.0 * static_cast<double>(bytes) / (copy_ms * 1e-3) / 1e9;

@@ -34,15 +34,6 @@ std::string proc_value(const char* file, const std::string& key) {
   return "";
 }
 
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 constexpr const char* kFigures[] = {"read_gb_per_s", "triad_gb_per_s", "fp32_gflops", "bf16_gflops",
                                     "int8_gops",     "tf32_gflops",    "fp16_gflops", "fp8_gflops"};
 
@@ -51,6 +42,15 @@ std::optional<double>& figure(MachineLimits& l, std::string_view key) {
 }
 
 }  // namespace
+
+std::string measured_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
 
 const std::optional<double>& MachineLimits::figure(std::string_view key) const {
   static const std::optional<double> none;
@@ -79,7 +79,7 @@ MachineLimits measure_machine_limits(int threads) {
   MachineLimits l;
   l.threads = threads;
   l.machine = machine_fingerprint();
-  l.measured_at = utc_now();
+  l.measured_at = measured_now();
   l.read_gb_per_s = measured_read(threads).gb_per_s;
   l.triad_gb_per_s = measured_triad(threads).gb_per_s;
   const CpuPeak& peak = measured_peak(threads);

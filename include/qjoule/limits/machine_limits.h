@@ -46,6 +46,9 @@ MachineLimits measure_machine_limits(int threads);
 // must not change for a cached measurement to stand for this machine.
 std::string machine_fingerprint();
 
+// Now, as measured_at holds it: "2026-11-26T19:23:53Z".
+std::string measured_now();
+
 nlohmann::json to_json(const MachineLimits& limits);
 // Reads what to_json wrote; a missing key, a wrong type or a figure that is not a positive number fails
 // with one line naming the key, what was found and what was expected.
