@@ -110,27 +110,38 @@ struct BenchRunner::Impl {
     if (it != machine_limits.end()) return it->second;
     it = machine_limits.emplace(threads, limits::machine_limits(threads)).first;
     // On a line of its own: the console reporter's "[k/n] run ..." is waiting for its result.
-    if (!it->second.from_cache) fmt::print(stderr, "\nmachine limits with {} threads: {}", threads, it->second.note);
+    if (!it->second.from_cache)
+      fmt::print(stderr, "\nmachine limits with {} thread{}: {}", threads, threads == 1 ? "" : "s", it->second.note);
     return it->second;
   }
   // The roofs of a run: the CPU's with its threads, or GPU N's (device copy, cuBLASLt per type). Where
   // they cannot be had, nullptr with roof_unavailable saying why.
   std::map<int, limits::CachedLimits> gpu_limits;
+  const limits::CachedLimits& gpu_limits_for(int gpu_index) {
+    auto it = gpu_limits.find(gpu_index);
+    if (it == gpu_limits.end()) {
+      it = gpu_limits.emplace(gpu_index, limits::gpu_machine_limits(gpu_index)).first;
+      if (!it->second.from_cache) fmt::print(stderr, "\nmachine limits of GPU {}: {}", gpu_index, it->second.note);
+    }
+    return it->second;
+  }
+  // Measured (where not cached) before a run starts, never inside it: the bandwidth buffers (a GB and
+  // more) would count in the run's peak memory. A failure here is said by run_limits, in the record.
+  void prefetch_limits(const RunConfig& c) {
+    try {
+      if (kernels::is_cuda_device(c.device))
+        gpu_limits_for(kernels::require_cuda_device(c.device));
+      else
+        limits_for(static_cast<int>(c.threads));
+    } catch (const std::exception&) {
+    }
+  }
   const limits::MachineLimits* run_limits(RunRecord& r, int gpu_index) {
     try {
-      const limits::CachedLimits* l = nullptr;
-      if (gpu_index >= 0) {
-        auto it = gpu_limits.find(gpu_index);
-        if (it == gpu_limits.end()) {
-          it = gpu_limits.emplace(gpu_index, limits::gpu_machine_limits(gpu_index)).first;
-          if (!it->second.from_cache) fmt::print(stderr, "\nmachine limits of GPU {}: {}", gpu_index, it->second.note);
-        }
-        l = &it->second;
-      } else {
-        l = &limits_for(static_cast<int>(r.config.threads));
-      }
-      record_machine_limits(r, *l);
-      return &l->limits;
+      const limits::CachedLimits& l =
+          gpu_index >= 0 ? gpu_limits_for(gpu_index) : limits_for(static_cast<int>(r.config.threads));
+      record_machine_limits(r, l);
+      return &l.limits;
     } catch (const std::exception& e) {
       r.roof_unavailable = std::string("the machine's limits could not be measured: ") + e.what();
       return nullptr;
@@ -378,6 +389,7 @@ struct BenchRunner::Impl {
     r.start_time = iso8601_utc(std::chrono::system_clock::now());
     r.environment = environment;
     r.warmup_iters = options.warmup;
+    prefetch_limits(c);
     try {
       run_measured(c, r);
     } catch (const std::exception& e) {

@@ -17,7 +17,9 @@ constexpr const char* kOnGpu = "limit not measured on a GPU yet";
 const limits::MachineLimits& machine() {
   static const limits::CachedLimits cached = [] {
     auto c = limits::machine_limits(kernels::num_threads());
-    if (!c.from_cache) fmt::print(stderr, "machine limits with {} threads: {}\n", kernels::num_threads(), c.note);
+    const int threads = kernels::num_threads();
+    if (!c.from_cache)
+      fmt::print(stderr, "machine limits with {} thread{}: {}\n", threads, threads == 1 ? "" : "s", c.note);
     return c;
   }();
   return cached.limits;

@@ -90,6 +90,22 @@ TEST(CliLimits, ACacheOfAnotherMachineOrBrokenIsMeasuredOverAndABadLimitsFileIsO
   EXPECT_THAT(zero.output, HasSubstr("--threads"));
 }
 
+// The limits are measured before the first run, not inside it: their bandwidth buffers (at least
+// 640 MiB together) would otherwise count in its peak memory.
+TEST(CliLimits, MeasuringTheLimitsDoesNotCountInARunsPeakMemory) {
+  const auto dir = qjoule::test::temp_dir("cli_limits_peak");
+  const auto r =
+      run_command(no_sensors(dir) + "XDG_CACHE_HOME=" + (dir / "cache").string() + " " + qjoule() + " bench --model " +
+                  tiny_bert().string() + " --precisions fp32 --seq 16 --batch 2 --iters 3 --threads 1 --idle 0 --out " +
+                  (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("machine limits with 1 thread: measured in"));
+  const auto rec = read_records(dir / "out" / "results.jsonl").at(0);
+  ASSERT_TRUE(rec["roof_fraction"].is_number()) << rec;
+  ASSERT_TRUE(rec["peak_rss_bytes"].is_number()) << rec;
+  EXPECT_LT(rec["peak_rss_bytes"].get<double>(), 400.0 * 1024 * 1024) << "the limits' buffers counted in the run";
+}
+
 TEST(CliLimits, AGpuWithoutAUsableGpuSaysWhyInOneLine) {
   const auto& status = qjoule::kernels::cuda_device_status();
   if (status.usable) GTEST_SKIP() << "a GPU is usable here: the GPU limits are measured (gpu-acceptance)";
