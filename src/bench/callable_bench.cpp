@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/atomic_file.h"
+#include "io/atomic_file.h"
 #include "bench/peak_rss.h"
 #include "bench/window_energy.h"
 #include "qjoule/bench/bench_runner.h"
@@ -165,7 +165,7 @@ void check_callable_sweep_member(const std::filesystem::path& out_dir, const Cal
   const auto read = read_sweep_identity(out_dir);
   if (!read) {
     nlohmann::json id = {{"models", {{run.model, identity}}}, {"dataset", run.dataset}};
-    detail::write_file_atomically(path, id.dump(2) + "\n");
+    io::write_file_atomically(path, id.dump(2) + "\n");
     return;
   }
   const nlohmann::json& stored = *read;

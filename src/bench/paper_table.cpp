@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "bench/atomic_file.h"
+#include "io/atomic_file.h"
 #include "bench/what_to_try.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/format_spec.h"
@@ -460,7 +460,7 @@ void write_summary_md(const std::vector<RunRecord>& records, const std::filesyst
       std::any_of(records.begin(), records.end(), [](const RunRecord& r) { return r.lm_ppl.has_value(); })
           ? fmt::format(" and perplexity increases above {}%", max_ppl_increase_pct)
           : std::string());
-  detail::write_file_atomically(path, md);
+  io::write_file_atomically(path, md);
 }
 
 }  // namespace qjoule::bench

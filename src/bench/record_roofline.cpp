@@ -1,7 +1,5 @@
 #include "bench/record_roofline.h"
 
-#include <fmt/format.h>
-
 namespace qjoule::bench {
 
 void record_machine_limits(RunRecord& r, const limits::CachedLimits& limits) {
@@ -31,10 +29,11 @@ void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, d
                             double bytes_per_token, double tokens_per_s) {
   r.decode_roof_flops_per_token = flops_per_token;
   r.decode_roof_bytes_per_token = bytes_per_token;
-  if (!limits.read_gb_per_s || !(tokens_per_s > 0.0)) return;
+  std::string why;
+  r.decode_roof_fraction = limits::memory_fraction(bytes_per_token, tokens_per_s, limits, why);
+  if (!r.decode_roof_fraction) return;
   r.decode_roof_gb_per_s = bytes_per_token * tokens_per_s / 1e9;
-  r.decode_roof_fraction = *r.decode_roof_gb_per_s / *limits.read_gb_per_s;
-  r.decode_roof_bound = fmt::format("memory: {} {:.1f} GB/s", limits.memory_label(), *limits.read_gb_per_s);
+  r.decode_roof_bound = limits::memory_bound_text(limits);
 }
 
 }  // namespace qjoule::bench

@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace qjoule::bench {
 namespace {
@@ -59,7 +59,7 @@ std::string format_results_csv(const std::vector<RunRecord>& records) {
 }
 
 void write_results_csv(const std::vector<RunRecord>& records, const std::filesystem::path& path) {
-  detail::write_file_atomically(path, format_results_csv(records));
+  io::write_file_atomically(path, format_results_csv(records));
 }
 
 }  // namespace qjoule::bench

@@ -18,14 +18,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/atomic_file.h"
+#include "io/atomic_file.h"
 #include "qjoule/error.h"
 #include "qjoule/io/json_error_text.h"
 
 namespace qjoule::bench {
 namespace {
 
-using detail::errno_text;
+using io::errno_text;
 
 bool is_blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
 

@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/atomic_file.h"
+#include "io/atomic_file.h"
 #include "qjoule/error.h"
 #include "qjoule/io/shell_quote.h"
 
@@ -150,9 +150,9 @@ SlurmSubmission submit_slurm_jobs(const fs::path& out, const std::vector<std::ve
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail("slurm: cannot create {}: {}", dir.string(), ec.message());
-  detail::write_file_atomically(dir / "tasks.json", nlohmann::json(tasks).dump(1) + "\n");
-  detail::write_file_atomically(dir / "array.sbatch", scripts.array);
-  detail::write_file_atomically(dir / "merge.sbatch", scripts.merge);
+  io::write_file_atomically(dir / "tasks.json", nlohmann::json(tasks).dump(1) + "\n");
+  io::write_file_atomically(dir / "array.sbatch", scripts.array);
+  io::write_file_atomically(dir / "merge.sbatch", scripts.merge);
 
   SlurmSubmission submission;
   std::string output;
@@ -255,7 +255,7 @@ void record_slurm_submission(const fs::path& out, const std::vector<std::string>
   }
   sweep["submissions"].push_back(
       {{"array_job_id", submission.array_job_id}, {"merge_job_id", submission.merge_job_id}, {"tasks", tasks}});
-  detail::write_file_atomically(path, sweep.dump(1) + "\n");
+  io::write_file_atomically(path, sweep.dump(1) + "\n");
 }
 
 std::vector<SlurmRunState> slurm_sweep_status(const fs::path& out) {

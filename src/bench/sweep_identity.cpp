@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/atomic_file.h"
+#include "io/atomic_file.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/error.h"
 #include "qjoule/io/dtype.h"
@@ -125,7 +125,7 @@ void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::
     }
     return;
   }
-  detail::write_file_atomically(path, identity.dump(2) + "\n");
+  io::write_file_atomically(path, identity.dump(2) + "\n");
 }
 
 }  // namespace qjoule::bench

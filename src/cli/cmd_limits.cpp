@@ -77,7 +77,8 @@ void add_limits_command(CLI::App& app, CommandContext& ctx) {
       "  qjoule limits --threads 1 --refresh --json limits.json\n"
       "  qjoule limits --device cuda:0       # the GPU's roofs (cached as limits-cuda0.json)\n"
       "Cache: $XDG_CACHE_HOME/qjoule/limits-t<N>.json (else ~/.cache/qjoule/); measured again when the\n"
-      "CPU, microcode, memory size or kernel changed, or after 30 days.");
+      "CPU, microcode, memory size or kernel changed, or after 30 days. QJOULE_LIMITS_FILE=FILE: bench and\n"
+      "this command use the limits in FILE (another machine's `--json`) instead of measuring.");
   cmd->add_option("--device", options->device,
                   "cpu, or cuda / cuda:N: GPU N's device-copy bandwidth and cuBLASLt rate per type")
       ->capture_default_str();

@@ -102,8 +102,9 @@ void run_ppl(const PplArgs& a) {
   fmt::print("windows    {} of up to {} tokens, stride {}: {} tokens scored\n", r.windows, ctx, stride,
              thousands(r.scored));
   fmt::print("perplexity {:.4f} ± {:.4f} (mean NLL {:.5f} nats)\n", r.ppl(), r.ppl_stderr(), r.nll_mean());
-  // Each window forwards up to ctx tokens and takes logits for the tokens it scores.
-  const double forwarded = double(r.windows) * double(r.ctx);
+  // Each window forwards its tokens (the last one may be shorter) and takes logits for those it scores.
+  double forwarded = 0.0;
+  for (const auto& w : eval::perplexity_windows(r.n_tokens, r.ctx, r.stride)) forwarded += double(w.end - w.begin);
   fmt::print("time       {:.2f} s ({:.0f} tokens/s scored, {} threads; {})\n", r.seconds, double(r.scored) / r.seconds,
              kernels::num_threads(),
              r.windows > 0 ? prefill_roof_text(d.model, r.ctx, std::max<int64_t>(1, r.scored / r.windows),

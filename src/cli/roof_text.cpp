@@ -40,11 +40,13 @@ std::string decode_roof_text(const model::DecoderLM& m, int64_t prompt, int64_t 
                              bool on_gpu) {
   if (on_gpu) return kOnGpu;
   const auto& l = machine();
-  if (!l.read_gb_per_s || !(tokens_per_s > 0.0)) return "no roof: the memory read bandwidth was not measured";
-  const double gb_per_s = bench::decoder_decode_bytes_per_token(m, prompt, steps) * tokens_per_s / 1e9;
-  const double fraction = gb_per_s / *l.read_gb_per_s;
-  return fmt::format("{:.0f}% of the limit (memory: {:.1f} of {:.1f} GB/s read{})", fraction * 100.0, gb_per_s,
-                     *l.read_gb_per_s, fraction > 1.0 ? "; above 100%: the weights were in the caches" : "");
+  const double bytes = bench::decoder_decode_bytes_per_token(m, prompt, steps);
+  std::string why;
+  const auto fraction = limits::memory_fraction(bytes, tokens_per_s, l, why);
+  if (!fraction) return "no roof: " + why;
+  return fmt::format("{:.0f}% of the limit (memory: {:.1f} of {:.1f} GB/s read{})", *fraction * 100.0,
+                     bytes * tokens_per_s / 1e9, *l.read_gb_per_s,
+                     *fraction > 1.0 ? "; above 100%: the weights were in the caches" : "");
 }
 
 }  // namespace qjoule::cli

@@ -39,15 +39,18 @@ MachineLimits measure_gpu_limits(int device) {
   struct Type {
     quant::Format format;
     const char* key;
+    std::optional<double> MachineLimits::*figure;
     int min_cc;
   };
-  const Type types[] = {{quant::Format::fp32, "fp32_gflops", 0},  {quant::Format::tf32, "tf32_gflops", 80},
-                        {quant::Format::fp16, "fp16_gflops", 75}, {quant::Format::bf16, "bf16_gflops", 80},
-                        {quant::Format::int8, "int8_gops", 75},   {quant::Format::fp8, "fp8_gflops", 89}};
+  const Type types[] = {{quant::Format::fp32, "fp32_gflops", &MachineLimits::fp32_gflops, 0},
+                        {quant::Format::tf32, "tf32_gflops", &MachineLimits::tf32_gflops, 80},
+                        {quant::Format::fp16, "fp16_gflops", &MachineLimits::fp16_gflops, 75},
+                        {quant::Format::bf16, "bf16_gflops", &MachineLimits::bf16_gflops, 80},
+                        {quant::Format::int8, "int8_gops", &MachineLimits::int8_gops, 75},
+                        {quant::Format::fp8, "fp8_gflops", &MachineLimits::fp8_gflops, 89}};
   const int cc = gpu.major * 10 + gpu.minor;
   const double ops = 2.0 * static_cast<double>(kGemmSize * kGemmSize) * static_cast<double>(kGemmSize);
   for (const Type& t : types) {
-    auto& figure = const_cast<std::optional<double>&>(l.figure(t.key));
     if (cc < t.min_cc) {
       l.unavailable[t.key] = fmt::format("needs sm_{} or newer; this GPU is sm_{}", t.min_cc, cc);
       continue;
@@ -55,7 +58,7 @@ MachineLimits measure_gpu_limits(int device) {
     try {
       const double ms =
           kernels::median_of(kernels::time_cublaslt_gemm(t.format, kGemmSize, kGemmSize, kGemmSize, kGemmReps, device));
-      figure = ops / (ms * 1e-3) / 1e9;
+      l.*t.figure = ops / (ms * 1e-3) / 1e9;
     } catch (const std::exception& e) {
       l.unavailable[t.key] = e.what();
     }

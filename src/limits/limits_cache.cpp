@@ -1,7 +1,5 @@
 #include "qjoule/limits/limits_cache.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <ctime>
 #include <functional>
@@ -11,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "io/atomic_file.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/limits/gpu_limits.h"
@@ -35,26 +34,6 @@ std::string stale_because(const MachineLimits& cached, int threads, const std::s
   if (cached.machine != fingerprint) return "another machine (" + cached.machine + ")";
   if (age_seconds(cached.measured_at) > kLimitsMaxAgeDays * 86400.0)
     return fmt::format("older than {} days ({})", kLimitsMaxAgeDays, cached.measured_at);
-  return "";
-}
-
-// Writes `text` to `path` through a temporary file and a rename; the reason on failure ("" = written).
-std::string write_atomically(const std::filesystem::path& path, const std::string& text) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) return fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message());
-  const auto tmp = path.string() + fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) return fmt::format("cannot write {}", tmp);
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return fmt::format("cannot rename into {}", path.string());
-  }
   return "";
 }
 
@@ -87,10 +66,15 @@ CachedLimits cached_or_measured(const std::filesystem::path& file, int threads, 
   result.note = fmt::format("measured in {:.1f} s ({})", result.limits.measure_seconds, why_measured);
   if (file.empty()) {
     result.note += "; not cached: neither XDG_CACHE_HOME nor HOME is set";
-  } else if (const std::string why = write_atomically(file, to_json(result.limits).dump(2) + "\n"); !why.empty()) {
-    result.note += "; not cached: " + why;
   } else {
-    result.note += "; written to " + file.string();
+    try {
+      std::error_code ec;
+      std::filesystem::create_directories(file.parent_path(), ec);
+      io::write_file_atomically(file, to_json(result.limits).dump(2) + "\n");
+      result.note += "; written to " + file.string();
+    } catch (const std::exception& e) {  // a cache that cannot be written is a note, not an error
+      result.note += std::string("; not cached: ") + e.what();
+    }
   }
   return result;
 }

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -34,12 +35,12 @@ std::string proc_value(const char* file, const std::string& key) {
   return "";
 }
 
-constexpr const char* kFigures[] = {"read_gb_per_s", "triad_gb_per_s", "fp32_gflops", "bf16_gflops",
-                                    "int8_gops",     "tf32_gflops",    "fp16_gflops", "fp8_gflops"};
-
-std::optional<double>& figure(MachineLimits& l, std::string_view key) {
-  return const_cast<std::optional<double>&>(static_cast<const MachineLimits&>(l).figure(key));
-}
+// Every figure, by its JSON key.
+constexpr std::pair<std::string_view, std::optional<double> MachineLimits::*> kFigures[] = {
+    {"read_gb_per_s", &MachineLimits::read_gb_per_s}, {"triad_gb_per_s", &MachineLimits::triad_gb_per_s},
+    {"fp32_gflops", &MachineLimits::fp32_gflops},     {"bf16_gflops", &MachineLimits::bf16_gflops},
+    {"int8_gops", &MachineLimits::int8_gops},         {"tf32_gflops", &MachineLimits::tf32_gflops},
+    {"fp16_gflops", &MachineLimits::fp16_gflops},     {"fp8_gflops", &MachineLimits::fp8_gflops}};
 
 }  // namespace
 
@@ -54,14 +55,8 @@ std::string measured_now() {
 
 const std::optional<double>& MachineLimits::figure(std::string_view key) const {
   static const std::optional<double> none;
-  if (key == "read_gb_per_s") return read_gb_per_s;
-  if (key == "triad_gb_per_s") return triad_gb_per_s;
-  if (key == "fp32_gflops") return fp32_gflops;
-  if (key == "bf16_gflops") return bf16_gflops;
-  if (key == "int8_gops") return int8_gops;
-  if (key == "tf32_gflops") return tf32_gflops;
-  if (key == "fp16_gflops") return fp16_gflops;
-  if (key == "fp8_gflops") return fp8_gflops;
+  for (const auto& [name, member] : kFigures)
+    if (name == key) return this->*member;
   return none;
 }
 
@@ -99,9 +94,9 @@ MachineLimits measure_machine_limits(int threads) {
 
 nlohmann::json to_json(const MachineLimits& l) {
   nlohmann::json j = {{"version", l.version}, {"device", l.device}, {"threads", l.threads}};
-  for (const char* key : kFigures) {
-    const auto& v = l.figure(key);
-    j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  for (const auto& [key, member] : kFigures) {
+    const auto& v = l.*member;
+    j[std::string(key)] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   }
   j["unavailable"] = l.unavailable;
   j["amx"] = l.amx;
@@ -127,13 +122,14 @@ MachineLimits machine_limits_from_json(const nlohmann::json& j) {
   l.device = need("device", &J::is_string, "\"cpu\" or \"cuda:N\"").get<std::string>();
   l.threads = need("threads", &J::is_number_integer, "a thread count").get<int>();
   if (l.device == "cpu" && l.threads < 1) fail("machine limits: 'threads' is {}; expected at least 1", l.threads);
-  for (const char* key : kFigures) {
+  for (const auto& [name, member] : kFigures) {
+    const std::string key(name);
     if (!j.contains(key)) fail("machine limits: key '{}' is missing; expected a positive number or null", key);
     const auto& v = j.at(key);
     if (v.is_null()) continue;
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0.0)
       fail("machine limits: '{}' is {}; expected a positive number or null", key, v.dump());
-    figure(l, key) = v.get<double>();
+    l.*member = v.get<double>();
   }
   l.unavailable = need("unavailable", &J::is_object, "an object of reasons");
   l.amx = need("amx", &J::is_string, "a string").get<std::string>();

@@ -48,7 +48,7 @@ std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, 
   const double memory_roof = p.intensity * *limits.read_gb_per_s;
   if (memory_roof < *peak) {
     p.roof_gflops = memory_roof;
-    p.bound = fmt::format("memory: {} {:.1f} GB/s", limits.memory_label(), *limits.read_gb_per_s);
+    p.bound = memory_bound_text(limits);
   } else {
     p.roof_gflops = *peak;
     p.bound = fmt::format("compute: {} {:.0f} {}", to_string(work.compute), *peak,
@@ -56,6 +56,23 @@ std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, 
   }
   p.fraction = p.achieved_gflops / p.roof_gflops;
   return p;
+}
+
+std::optional<double> memory_fraction(double bytes_per_token, double tokens_per_s, const MachineLimits& limits,
+                                      std::string& why) {
+  if (!limits.read_gb_per_s) {
+    why = "the memory bandwidth was not measured";
+    return std::nullopt;
+  }
+  if (!(tokens_per_s > 0.0) || !std::isfinite(tokens_per_s)) {
+    why = "no throughput measured";
+    return std::nullopt;
+  }
+  return bytes_per_token * tokens_per_s / 1e9 / *limits.read_gb_per_s;
+}
+
+std::string memory_bound_text(const MachineLimits& limits) {
+  return fmt::format("memory: {} {:.1f} GB/s", limits.memory_label(), limits.read_gb_per_s.value_or(0.0));
 }
 
 }  // namespace qjoule::limits

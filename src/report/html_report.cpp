@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "bench/atomic_file.h"
+#include "io/atomic_file.h"
 #include "qjoule/bench/paper_table.h"
 #include "qjoule/build_info.h"
 #include "qjoule/error.h"
@@ -331,7 +331,7 @@ void write_html_report(const std::vector<RunRecord>& records, const std::filesys
   ReportOptions effective = options;
   if (effective.results_dirs.empty())
     effective.results_dirs.push_back(out.has_parent_path() ? out.parent_path() : std::filesystem::path("."));
-  bench::detail::write_file_atomically(out, render_html_report(records, effective));
+  io::write_file_atomically(out, render_html_report(records, effective));
 }
 
 }  // namespace qjoule::report

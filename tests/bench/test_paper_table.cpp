@@ -195,6 +195,26 @@ TEST(BenchPaperTable, AccuracyDropsAboveTheThresholdAreFlaggedWithWhatToTry) {
   EXPECT_THAT(table, Not(HasSubstr("- " + int4.run_name)));
 }
 
+TEST(BenchPaperTable, RunsBelowThirtyPercentOfTheirRoofAreFlaggedAndTheRestAreNot) {
+  auto above = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
+  auto below = table_record("int8", 4.0, 0.2, 0.90, 64ull << 20);
+  above.roof_fraction = 0.31;
+  above.roof_bound = "compute: fp32 400 GFLOP/s";
+  below.roof_fraction = 0.29;
+  below.roof_bound = "memory: read 24.6 GB/s";
+  const auto table = format_paper_table({above, below}, 1.0);
+  EXPECT_EQ(cells_of(row_of(table, above.run_name)).back(), "31%");
+  EXPECT_EQ(cells_of(row_of(table, below.run_name)).back(), "29%");
+  EXPECT_THAT(table, HasSubstr("! Below 30% of the machine's limit:\n- " + below.run_name +
+                               ": batches at 29% of the machine's limit (memory: read 24.6 GB/s): this figure is "
+                               "limited by qjoule's kernel, not by the hardware or the format\n"));
+  EXPECT_THAT(table, Not(HasSubstr("- " + above.run_name + ": batches at")));
+  // Without roof figures (older records, the examples) there is no column and no list.
+  const auto plain = format_paper_table({table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20)}, 1.0);
+  EXPECT_THAT(plain, Not(HasSubstr("% roof")));
+  EXPECT_THAT(plain, Not(HasSubstr("Below 30%")));
+}
+
 TEST(BenchPaperTable, OnAGpuWhatToTryNamesOnlyFormatsWithACudaKernel) {
   auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
   auto int8 = table_record("int8", 4.0, 0.2, 0.85, 64ull << 20);

@@ -36,6 +36,13 @@ struct RoofPoint {
 std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, const MachineLimits& limits,
                                     std::string& why);
 
+// A memory-bound phase (decode): bytes_per_token × tokens_per_s over the memory bandwidth, or nullopt
+// with `why` set (no bandwidth measured, no throughput).
+std::optional<double> memory_fraction(double bytes_per_token, double tokens_per_s, const MachineLimits& limits,
+                                      std::string& why);
+// "memory: read 24.6 GB/s" (CPU) or "memory: device copy 3008.8 GB/s" (GPU): the memory roof applied.
+std::string memory_bound_text(const MachineLimits& limits);
+
 // Below this fraction of its roof a figure says more about qjoule's kernel than about the hardware or
 // the format: the report flags it.
 inline constexpr double kRoofWarningFraction = 0.30;

@@ -1,4 +1,4 @@
-#include "bench/atomic_file.h"
+#include "io/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "qjoule/error.h"
 
-namespace qjoule::bench::detail {
+namespace qjoule::io {
 
 std::string errno_text(int error) { return std::generic_category().message(error); }
 
@@ -44,4 +44,4 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   }
 }
 
-}  // namespace qjoule::bench::detail
+}  // namespace qjoule::io

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace qjoule::bench::detail {
+namespace qjoule::io {
 
 // Fails with "cannot write 'PATH': <strerror>"; the temporary file is removed on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
@@ -14,4 +14,4 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 // errno as text ("No such file or directory").
 std::string errno_text(int error);
 
-}  // namespace qjoule::bench::detail
+}  // namespace qjoule::io
