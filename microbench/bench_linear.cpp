@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     auto* b = benchmark::RegisterBenchmark(("linear/" + spec).c_str(), bm_linear, spec);
     b->ArgNames({"M", "K", "N", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
     for (int t : thread_counts)
-      for (int64_t m : {1, 128})
+      for (int64_t m : {1, 32, 128})
         for (auto [k, n] : shapes) b->Args({m, k, n, t});
     for (int t : thread_counts)
       for (auto [k, n] : batch_shapes) b->Args({kBatchM, k, n, t});

@@ -58,6 +58,9 @@ void run_limits(const LimitsOptions& o) {
     if (!l.amx.empty()) text += "  amx            " + l.amx + "\n";
   }
   text += "how: " + l.method + "\n";
+  if (!l.contention.empty())
+    text +=
+        "! " + l.contention + ": these figures may be low; run `qjoule limits --refresh` when the machine is quiet\n";
   std::fputs(text.c_str(), stdout);
   if (!o.json_path.empty()) write_output("--json", o.json_path, limits::to_json(l).dump(2) + "\n");
 }

@@ -64,7 +64,9 @@ CachedLimits cached_or_measured(const std::filesystem::path& file, int threads, 
   }
   CachedLimits result{measure(), false, ""};
   result.note = fmt::format("measured in {:.1f} s ({})", result.limits.measure_seconds, why_measured);
-  if (file.empty()) {
+  if (!result.limits.contention.empty()) {
+    result.note += "; not cached: " + result.limits.contention + " (its figures may be low; measured again next time)";
+  } else if (file.empty()) {
     result.note += "; not cached: neither XDG_CACHE_HOME nor HOME is set";
   } else {
     try {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "qjoule/error.h"
+#include "qjoule/limits/cpu_contention.h"
 #include "qjoule/limits/cpu_peak.h"
 #include "qjoule/limits/memory_bandwidth.h"
 
@@ -75,6 +76,7 @@ MachineLimits measure_machine_limits(int threads) {
   l.threads = threads;
   l.machine = machine_fingerprint();
   l.measured_at = measured_now();
+  const ContentionProbe probe(threads);
   l.read_gb_per_s = measured_read(threads).gb_per_s;
   l.triad_gb_per_s = measured_triad(threads).gb_per_s;
   const CpuPeak& peak = measured_peak(threads);
@@ -89,6 +91,7 @@ MachineLimits measure_machine_limits(int threads) {
   l.amx = peak.amx;
   l.method = "read: " + read_method() + "; triad: " + triad_method() + "; peaks: " + peak_method();
   l.measure_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  l.contention = probe.verdict();
   return l;
 }
 
@@ -104,6 +107,7 @@ nlohmann::json to_json(const MachineLimits& l) {
   j["machine"] = l.machine;
   j["measured_at"] = l.measured_at;
   j["measure_seconds"] = l.measure_seconds;
+  j["contention"] = l.contention;
   return j;
 }
 
@@ -137,6 +141,8 @@ MachineLimits machine_limits_from_json(const nlohmann::json& j) {
   l.machine = need("machine", &J::is_string, "a string").get<std::string>();
   l.measured_at = need("measured_at", &J::is_string, "an ISO 8601 time").get<std::string>();
   l.measure_seconds = need("measure_seconds", &J::is_number, "seconds").get<double>();
+  if (j.contains("contention"))  // absent in what earlier versions wrote
+    l.contention = need("contention", &J::is_string, "a string (\"\" when uncontended)").get<std::string>();
   return l;
 }
 

@@ -61,6 +61,28 @@ TEST(CliLimits, MeasuredOnceThenReadFromTheCacheAndWrittenAsJson) {
   EXPECT_THAT(second.output, HasSubstr(read));
 }
 
+TEST(CliLimits, AMeasurementThatSharedItsCoresIsFlaggedAndNotCached) {
+  const auto dir = qjoule::test::temp_dir("cli_limits_contended");
+  const std::string env = "XDG_CACHE_HOME=" + (dir / "cache").string() + " ";
+  const auto contended = run_command(env + "QJOULE_TEST_CONTENDED_CORES=0.9 " + qjoule() +
+                                     " limits --threads 1 --json " + (dir / "l.json").string());
+  ASSERT_EQ(contended.exit_code, 0) << contended.output;
+  EXPECT_THAT(contended.output,
+              HasSubstr("not cached: other processes used 0.90 cores that its 1 thread needed while it was measured"));
+  EXPECT_THAT(contended.output,
+              HasSubstr("! other processes used 0.90 cores that its 1 thread needed while it was measured: these "
+                        "figures may be low; run `qjoule limits --refresh` when the machine is quiet"));
+  EXPECT_FALSE(fs::exists(dir / "cache" / "qjoule" / "limits-t1.json"));
+  EXPECT_THAT(nlohmann::json::parse(read_text(dir / "l.json"))["contention"].get<std::string>(),
+              HasSubstr("other processes used 0.90 cores"));
+  // The next call measures again (and, uncontended, caches).
+  const auto quiet = run_command(env + qjoule() + " limits --threads 1");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_THAT(quiet.output, HasSubstr("measured in"));
+  EXPECT_THAT(quiet.output, HasSubstr("(no cache yet)"));
+  EXPECT_TRUE(fs::exists(dir / "cache" / "qjoule" / "limits-t1.json"));
+}
+
 TEST(CliLimits, ACacheOfAnotherMachineOrBrokenIsMeasuredOverAndABadLimitsFileIsOneLine) {
   const auto dir = qjoule::test::temp_dir("cli_limits_stale");
   fs::create_directories(dir / "cache" / "qjoule");

@@ -92,6 +92,14 @@ TEST(MachineLimitsJson, RoundTripsAndBadFilesAreOneLineNamingTheKey) {
               HasSubstr("machine limits: 'threads' is \"two\"; expected a thread count"));
   EXPECT_THAT(error_of([&] { machine_limits_from_json(nlohmann::json::array()); }),
               HasSubstr("machine limits: found array; expected a JSON object"));
+  // "contention": absent in what earlier versions wrote (uncontended), else a string.
+  auto old = json;
+  old.erase("contention");
+  EXPECT_EQ(machine_limits_from_json(old).contention, "");
+  bad = json;
+  bad["contention"] = 0.5;
+  EXPECT_THAT(error_of([&] { machine_limits_from_json(bad); }),
+              HasSubstr("machine limits: 'contention' is 0.5; expected a string (\"\" when uncontended)"));
 }
 
 TEST(PrefillComputeType, FromTheKernelPathThePrefillPartOfIt) {

@@ -32,6 +32,9 @@ struct MachineLimits {
   std::string machine;                                         // machine_fingerprint() when measured
   std::string measured_at;                                     // ISO 8601 UTC
   double measure_seconds = 0.0;                                // how long measuring took
+  // "" when the measurement had its cores to itself, else why its figures may be low
+  // (cpu_contention.h): such a measurement is not cached.
+  std::string contention;
 
   // The figure named by its JSON key ("fp16_gflops", "int8_gops", ...); nullopt for another key.
   const std::optional<double>& figure(std::string_view key) const;
