@@ -32,6 +32,7 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
   if (on_gpu) predicted.unavailable = "the model is in GPU memory; the prediction is of host memory";
   // The model on its device: the one EncoderClassifier graph on the CPU, or on GPU N with every weight there.
   const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c);
+  return_freed_memory();  // the build's freed FP32 copies (its peak is already in the high-water mark)
   const model::EncoderConfig& cfg = m.config();
   r.model_bytes = m.bytes_held();
   r.fp32_bytes = m.fp32_bytes();

@@ -8,10 +8,18 @@
 
 namespace qjoule::bench {
 
+void fix_heap_thresholds() {
+  static const bool fixed = [] { return ::mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1; }();
+  (void)fixed;
+}
+
+void return_freed_memory() { ::malloc_trim(0); }
+
 bool reset_peak_rss() {
+  fix_heap_thresholds();
   // Freed memory the allocator still holds (the previous run's model, the FP32 reference) goes back
   // to the system first: otherwise it stays resident and the new high-water mark starts above it.
-  ::malloc_trim(0);
+  return_freed_memory();
   std::ofstream out("/proc/self/clear_refs");
   if (!out) return false;
   out << "5";

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/peak_rss.h"
 #include "cli/commands.h"
 #include "qjoule/build_info.h"
 #include "qjoule/error.h"
@@ -26,6 +27,7 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  qjoule::bench::fix_heap_thresholds();  // before anything is allocated: peak memory independent of history
   CLI::App app{
       "qjoule: what does quantizing this model really buy, in milliseconds, joules and accuracy?\n"
       "Every number it prints comes from a kernel that really ran, or says `unavailable` and why.\n"};

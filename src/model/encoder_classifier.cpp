@@ -180,7 +180,6 @@ int64_t EncoderClassifier::sequences_per_pass(int64_t batch, int64_t seq) const 
 
 void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
                                 float* logits) const {
-  const int64_t h = config_.hidden_size;
   if (batch <= 0 || seq <= 0) fail("forward: batch {} × sequence {} is empty", batch, seq);
   if (seq > config_.max_positions)
     fail("forward: sequence length {} exceeds max_position_embeddings {}", seq, config_.max_positions);
@@ -189,9 +188,24 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
       fail("forward: token id {} at batch row {}, position {} is outside the vocabulary [0, {})", ids[i], i / seq,
            i % seq, config_.vocab_size);
   }
-  GraphOps& ops = *ops_;
   const int64_t per_pass = sequences_per_pass(batch, seq), rows = per_pass * seq;
+  std::unique_lock<std::mutex> lock(workspace_->mutex, std::try_to_lock);
+  if (lock.owns_lock() && (workspace_->rows != rows || workspace_->per_pass != per_pass)) {
+    workspace_->buffers = {};  // the old block goes before the new one is allocated
+    workspace_->buffers = pass_buffers(per_pass, seq);
+    workspace_->rows = rows;
+    workspace_->per_pass = per_pass;
+  }
+  const PassBuffers buffers = lock.owns_lock() ? workspace_->buffers : pass_buffers(per_pass, seq);
+  for (int64_t first = 0; first < batch; first += per_pass) {
+    const int64_t n = std::min(per_pass, batch - first);
+    forward_pass(ids + first * seq, mask + first * seq, n, seq, logits + first * config_.num_labels, buffers);
+  }
+}
 
+EncoderClassifier::PassBuffers EncoderClassifier::pass_buffers(int64_t per_pass, int64_t seq) const {
+  GraphOps& ops = *ops_;
+  const int64_t h = config_.hidden_size, rows = per_pass * seq;
   // The inputs on the device, one pass's worth.
   const auto [id_tensor, mask_tensor] = carve<2>(ops, DType::i32, {rows, rows}, "the ids and mask");
   // Activations, every one written before it is read: one uninitialized block (zeroing would be a
@@ -202,11 +216,7 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
   const auto [x, qkv, ctx, tmp, ffn, cls, pooled] =
       carve<7>(ops, DType::f32, {rows * h, 3 * third, rows * h, rows * h, rows * f, per_pass * h, per_pass * h},
                "the activations");
-  const PassBuffers buffers{id_tensor, mask_tensor, x, qkv, ctx, tmp, ffn, cls, pooled};
-  for (int64_t first = 0; first < batch; first += per_pass) {
-    const int64_t n = std::min(per_pass, batch - first);
-    forward_pass(ids + first * seq, mask + first * seq, n, seq, logits + first * config_.num_labels, buffers);
-  }
+  return PassBuffers{id_tensor, mask_tensor, x, qkv, ctx, tmp, ffn, cls, pooled};
 }
 
 void EncoderClassifier::forward_pass(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits,

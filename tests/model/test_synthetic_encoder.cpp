@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -220,6 +222,35 @@ TEST(SyntheticEncoderPasses, BatchInPassesGivesEachSequenceItsOwnLogits) {
             << "sequence " << b << ", label " << l;
     }
   }
+}
+
+TEST(SyntheticEncoderPasses, ForwardsOnTwoThreadsAtOnceEachGetTheirOwnBuffers) {
+  // forward() keeps its buffers for the next call; a call that finds them in use (another thread's)
+  // allocates its own, so concurrent forwards of different shapes give the logits of serial ones.
+  const auto spec = small_spec();
+  const EncoderClassifier m(synthetic_encoder_params(spec), policy_factory("int8"));
+  const int64_t seq = 16;
+  const auto ids = synthetic_token_ids(spec, 8, seq);
+  const std::vector<int32_t> mask(ids.size(), 1);
+  const auto logits = [&](int64_t batch) {
+    std::vector<float> out(static_cast<size_t>(batch * spec.num_labels));
+    m.forward(ids.data(), mask.data(), batch, seq, out.data());
+    return out;
+  };
+  const auto serial3 = logits(3), serial8 = logits(8);
+  std::vector<float> got3, got8;
+  std::thread a([&] {
+    for (int i = 0; i < 20; ++i) got3 = logits(3);
+  });
+  std::thread b([&] {
+    for (int i = 0; i < 20; ++i) got8 = logits(8);
+  });
+  a.join();
+  b.join();
+  ASSERT_EQ(got3.size(), serial3.size());
+  ASSERT_EQ(got8.size(), serial8.size());
+  for (size_t i = 0; i < got3.size(); ++i) EXPECT_NEAR(got3[i], serial3[i], 1e-5) << i;
+  for (size_t i = 0; i < got8.size(); ++i) EXPECT_NEAR(got8[i], serial8[i], 1e-5) << i;
 }
 
 }  // namespace
