@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, checks the C++ format (scripts/check-format.sh), builds qjoule twice
+# Installs what is missing, checks the C++ format (scripts/check-format.sh) and that no module includes
+# a module above it (scripts/check-layering.py), builds qjoule twice
 # (release with -Werror and the CUDA backend where nvcc is found, and ASan+UBSan without it: both
 # configurations) and runs the whole GoogleTest suite under ctest in both, then
 # runs each fuzz target (scripts/fuzz.sh) for 20 s.
@@ -12,6 +13,9 @@ status=0
 
 echo "== format (.clang-format) =="
 bash scripts/check-format.sh || status=1
+
+echo "== layering (no module includes one listed below it in docs/architecture.md) =="
+python3 scripts/check-layering.py || status=1
 
 echo "== release build =="
 bash scripts/build.sh release

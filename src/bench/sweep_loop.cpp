@@ -5,7 +5,6 @@
 #include "qjoule/bench/paper_table.h"
 #include "qjoule/bench/results_csv.h"
 #include "qjoule/error.h"
-#include "qjoule/report/html_report.h"
 
 namespace qjoule::bench {
 
@@ -47,20 +46,19 @@ SweepOutcome run_sweep(const std::vector<RunConfig>& configs, ResultsStore& stor
 }
 
 SweepOutputs write_sweep_outputs(const std::vector<RunRecord>& records, const std::filesystem::path& out,
-                                 double max_accuracy_drop, double max_ppl_increase_pct) {
+                                 const HtmlReportWriter& html, double max_accuracy_drop, double max_ppl_increase_pct) {
   SweepOutputs outputs;
   write_results_csv(records, out / "results.csv");
   outputs.written.push_back(out / "results.csv");
   write_summary_md(records, out / "summary.md", max_accuracy_drop, max_ppl_increase_pct);
   outputs.written.push_back(out / "summary.md");
-  try {
-    report::ReportOptions options;
-    options.max_accuracy_drop_pt = max_accuracy_drop;
-    options.max_ppl_increase_pct = max_ppl_increase_pct;
-    report::write_html_report(records, out / "report.html", options);
-    outputs.written.push_back(out / "report.html");
-  } catch (const Error& e) {
-    outputs.report_error = e.what();
+  if (html) {
+    try {
+      html(records, out / "report.html", max_accuracy_drop, max_ppl_increase_pct);
+      outputs.written.push_back(out / "report.html");
+    } catch (const Error& e) {
+      outputs.report_error = e.what();
+    }
   }
   outputs.paper_table = format_paper_table(records, max_accuracy_drop, max_ppl_increase_pct);
   return outputs;

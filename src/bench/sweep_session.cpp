@@ -56,8 +56,8 @@ SweepOutcome run_into(const std::vector<RunConfig>& configs, ResultsStore& store
 
 // results.csv, summary.md, report.html, and the paper table on stdout.
 void write_outputs(const ResultsStore& store, const fs::path& out, const SweepSettings& settings) {
-  const auto outputs =
-      write_sweep_outputs(store.records(), out, settings.max_accuracy_drop, settings.max_ppl_increase_pct);
+  const auto outputs = write_sweep_outputs(store.records(), out, settings.html_report, settings.max_accuracy_drop,
+                                           settings.max_ppl_increase_pct);
   if (!outputs.report_error.empty()) note("warning: no report.html: " + outputs.report_error);
   fmt::print("{}\n", outputs.paper_table);
   std::string written;

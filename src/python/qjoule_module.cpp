@@ -31,6 +31,7 @@
 #include "qjoule/energy/energy_meter.h"
 #include "qjoule/energy/measurement.h"
 #include "qjoule/error.h"
+#include "qjoule/report/html_report.h"
 
 namespace py = pybind11;
 
@@ -224,7 +225,7 @@ py::tuple bench(const py::function& fn, const py::dict& args, const std::string&
   const qjoule::bench::RunRecord record = qjoule::bench::callable_run_record(run, t);
   store.append(record);
   // The folder's projections, as `qjoule bench` leaves them: results.csv, summary.md, report.html.
-  qjoule::bench::write_sweep_outputs(store.records(), out, kMaxAccuracyDropPt);
+  qjoule::bench::write_sweep_outputs(store.records(), out, qjoule::report::sweep_html_writer(), kMaxAccuracyDropPt);
   return py::make_tuple(qjoule::bench::to_json(record).dump(), false);
 }
 

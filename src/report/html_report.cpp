@@ -334,4 +334,14 @@ void write_html_report(const std::vector<RunRecord>& records, const std::filesys
   io::write_file_atomically(out, render_html_report(records, effective));
 }
 
+bench::HtmlReportWriter sweep_html_writer() {
+  return [](const std::vector<RunRecord>& records, const std::filesystem::path& html, double max_accuracy_drop,
+            double max_ppl_increase_pct) {
+    ReportOptions options;
+    options.max_accuracy_drop_pt = max_accuracy_drop;
+    options.max_ppl_increase_pct = max_ppl_increase_pct;
+    write_html_report(records, html, options);
+  };
+}
+
 }  // namespace qjoule::report

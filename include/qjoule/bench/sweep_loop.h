@@ -47,15 +47,23 @@ struct SweepOutcome {
 SweepOutcome run_sweep(const std::vector<RunConfig>& configs, ResultsStore& store,
                        const std::function<RunRecord(const RunConfig&)>& run, SweepReporter& reporter);
 
+// Writes the HTML report of `records` to `html` with the sweep's flag thresholds (accuracy drop in
+// points, perplexity increase in %). The report module is above this one: the caller hands its writer
+// down (report::sweep_html_writer()), so the sweep never includes the report.
+using HtmlReportWriter = std::function<void(const std::vector<RunRecord>& records, const std::filesystem::path& html,
+                                            double max_accuracy_drop, double max_ppl_increase_pct)>;
+
 // The projections of a sweep's records next to its results.jsonl: results.csv, summary.md and
-// report.html. The report is a view: when it cannot be made (no Chart.js), `report_error` says why
-// and the rest still stands. Returns the paper table (markdown) for the terminal.
+// report.html (written by `html`; none without one). The report is a view: when it cannot be made
+// (no Chart.js), `report_error` says why and the rest still stands. Returns the paper table (markdown)
+// for the terminal.
 struct SweepOutputs {
   std::vector<std::filesystem::path> written;
   std::string report_error;
   std::string paper_table;
 };
 SweepOutputs write_sweep_outputs(const std::vector<RunRecord>& records, const std::filesystem::path& out,
-                                 double max_accuracy_drop, double max_ppl_increase_pct = kDefaultMaxPplIncreasePct);
+                                 const HtmlReportWriter& html, double max_accuracy_drop,
+                                 double max_ppl_increase_pct = kDefaultMaxPplIncreasePct);
 
 }  // namespace qjoule::bench

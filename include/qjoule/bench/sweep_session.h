@@ -16,6 +16,7 @@
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/paper_table.h"
 #include "qjoule/bench/run_config.h"
+#include "qjoule/bench/sweep_loop.h"
 
 namespace qjoule::bench {
 
@@ -24,6 +25,7 @@ struct SweepSettings {
   BenchMeterOptions meter;         // sensors, sampling, idle baseline
   double max_accuracy_drop = 1.0;  // points, for the paper table's flags
   double max_ppl_increase_pct = kDefaultMaxPplIncreasePct;  // decoder runs with a text: the same, in %
+  HtmlReportWriter html_report;  // report.html (report::sweep_html_writer(); none when empty)
 };
 
 struct SlurmSettings {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "qjoule/bench/run_record.h"
+#include "qjoule/bench/sweep_loop.h"
 #include "qjoule/report/tolerant_reader.h"
 
 namespace qjoule::report {
@@ -34,5 +35,9 @@ std::string render_html_report(const std::vector<bench::RunRecord>& records, con
 // ("cannot write 'PATH': <reason>") when `out` cannot be written.
 void write_html_report(const std::vector<bench::RunRecord>& records, const std::filesystem::path& out,
                        const ReportOptions& options);
+
+// write_html_report as a sweep's report.html writer (bench::SweepSettings::html_report,
+// bench::write_sweep_outputs): the baseline fp32 and the sweep's flag thresholds.
+bench::HtmlReportWriter sweep_html_writer();
 
 }  // namespace qjoule::report

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""No upward include: a module of src/ (and its public headers under include/qjoule/) includes only the
+headers of its own module and of the modules listed before it in docs/architecture.md's module table
+(io first, cli last). Prints each offending include as FILE:LINE: MODULE includes HEADER of MODULE
+(listed below it), and exits 1 if there is one.
+
+  scripts/check-layering.py [REPO_ROOT]
+"""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
+
+# The module table: rows "| `io` | ..." and "| `kernels/cpu`, `kernels/cuda` | ..." in order; modules of
+# one row share a layer.
+layer_of = {}
+table = (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+layer = 0
+in_table = False
+for line in table.splitlines():
+    if line.startswith("| module |"):
+        in_table = True
+        continue
+    if in_table:
+        if not line.startswith("|"):
+            break
+        first = line.split("|")[1]
+        names = re.findall(r"`([a-z_/]+)`", first)
+        if not names:
+            continue
+        for name in names:
+            layer_of[name] = layer
+        layer += 1
+if not layer_of:
+    sys.exit(f"check-layering: no module table ('| module |') in {root / 'docs/architecture.md'}")
+top = layer  # what the table does not list (the Python module) sits above it
+
+
+def module_of(parts):
+    """The module of a path below src/ or include/qjoule/ (a list of its parts), or None."""
+    if not parts:
+        return None
+    if len(parts) >= 2 and f"{parts[0]}/{parts[1]}" in layer_of:
+        return f"{parts[0]}/{parts[1]}"
+    if parts[0] in layer_of:
+        return parts[0]
+    if parts[0] == "kernels":  # include/qjoule/kernels/*.h: the kernels' shared interface
+        return "kernels/cpu"
+    return None
+
+
+def layer(module):
+    return layer_of.get(module, top)
+
+
+include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+problems = []
+for base, strip in ((root / "src", 1), (root / "include" / "qjoule", 2)):
+    for path in sorted(base.rglob("*")):
+        if path.suffix not in (".h", ".hpp", ".cpp", ".cu", ".cuh", ".inc") or not path.is_file():
+            continue
+        rel = path.relative_to(root).parts[strip:]
+        here = module_of(list(rel)) or rel[0]
+        for number, text in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            m = include.match(text)
+            if not m:
+                continue
+            parts = m.group(1).split("/")
+            if parts[0] == "qjoule":
+                parts = parts[1:]
+            if len(parts) < 2:  # qjoule/error.h, qjoule/build_info.h: for everyone
+                continue
+            there = module_of(parts)
+            if there is None or there == here:
+                continue
+            if layer(there) > layer(here):
+                problems.append(
+                    f"{path.relative_to(root)}:{number}: {here} includes {m.group(1)} of {there} "
+                    f"(listed below {here} in docs/architecture.md's module table)")
+for p in problems:
+    print(p)
+if problems:
+    print(f"check-layering: {len(problems)} upward include(s)")
+    sys.exit(1)
+print(f"check-layering: no upward include ({len(layer_of)} modules)")
