@@ -22,6 +22,7 @@
 #include "qjoule/bench/sweep.h"
 #include "qjoule/bench/sweep_session.h"
 #include "qjoule/error.h"
+#include "qjoule/report/html_report.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::cli {
@@ -119,6 +120,7 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     fail("{} already holds results; pass --resume to continue that sweep, or choose another --out", results.string());
 
   bench::SweepSettings settings = a.settings;
+  settings.html_report = report::sweep_html_writer();
   if (a.iters > 0) settings.runner.iters = a.iters;
   bool ok = true;
   if (a.slurm) {
@@ -164,8 +166,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("--model", a->model, "Model folder (default: the embedded DistilBERT-base-shaped model)")
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--dataset", a->settings.runner.dataset,
-                  "Labelled dataset (.tsv/.jsonl) for accuracy (default: fidelity only)");
+  auto* dataset = cmd->add_option("--dataset", a->settings.runner.dataset,
+                                  "Labelled dataset (.tsv/.jsonl) for accuracy (default: fidelity only)");
   auto* precisions = cmd->add_option("--precisions", a->precisions,
                                      "Formats, comma-separated: " + quant::cpu_format_names() +
                                          " (see `qjoule info --formats`), with options as NAME:OPTION (int4:g=64:asym, "
@@ -254,21 +256,28 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                   "External meter: file:PATH or cmd:COMMAND (CSV timestamp_s,watts)");
   cmd->add_option("--energy-estimate", a->settings.meter.estimate,
                   "Only when no sensor can measure: cpu-tdp=WATTS, scaled by CPU utilisation, labelled estimated");
-  cmd->add_option("--text-column", a->settings.runner.text_column, "Dataset text column (default: sentence or text)");
-  cmd->add_option("--label-column", a->settings.runner.label_column, "Dataset label column (default: label or labels)");
-  cmd->add_flag("--slurm", a->slurm,
-                "Submit the sweep to Slurm as one array job (each task: --slurm-chunk runs, into OUT/shards/) and a "
-                "merge job into OUT/results.jsonl; with --resume, only runs recorded nowhere");
+  cmd->add_option("--text-column", a->settings.runner.text_column, "Dataset text column (default: sentence or text)")
+      ->needs(dataset);
+  cmd->add_option("--label-column", a->settings.runner.label_column, "Dataset label column (default: label or labels)")
+      ->needs(dataset);
+  auto* slurm = cmd->add_flag(
+      "--slurm", a->slurm,
+      "Submit the sweep to Slurm as one array job (each task: --slurm-chunk runs, into OUT/shards/) and a "
+      "merge job into OUT/results.jsonl; with --resume, only runs recorded nowhere");
   cmd->add_option("--slurm-chunk", a->slurm_settings.chunk, "Runs per Slurm array task")
       ->capture_default_str()
-      ->check(in_range(1, 1e6));
+      ->check(in_range(1, 1e6))
+      ->needs(slurm);
   cmd->add_option(
          "--slurm-opt", a->slurm_settings.sbatch_options,
          "An sbatch option for the array job, repeatable: --slurm-opt=--partition=gpu --slurm-opt=--gres=gpu:1")
-      ->allow_extra_args(false);
-  cmd->add_flag("--slurm-dry-run", a->slurm_settings.dry_run, "With --slurm: print the batch scripts, submit nothing");
+      ->allow_extra_args(false)
+      ->needs(slurm);
+  cmd->add_flag("--slurm-dry-run", a->slurm_settings.dry_run, "With --slurm: print the batch scripts, submit nothing")
+      ->needs(slurm);
   cmd->add_flag("--wait", a->slurm_settings.wait,
-                "With --slurm: wait for the merge job; exit 1 if a run failed or is missing");
+                "With --slurm: wait for the merge job; exit 1 if a run failed or is missing")
+      ->needs(slurm);
   cmd->add_flag("--status", a->status, "With --out DIR: each run of the sweep submitted there (--slurm) and its state");
   cmd->add_flag("--slurm-task", a->slurm_task, "(run by the array job's script) one array task")->group("");
   cmd->add_flag("--slurm-merge", a->slurm_merge, "(run by the merge job's script) merge the shards")->group("");

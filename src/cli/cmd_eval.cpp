@@ -46,6 +46,7 @@ struct EvalArgs {
   bool smoothquant = false;
   std::string smoothquant_alpha;
   std::size_t calib = 128;
+  bool calib_given = false;
   std::string act_dtype = "f32";
   bool no_fidelity = false;
   std::string device = "cpu";
@@ -64,6 +65,11 @@ model::QuantizationOptions eval_quantization_options(const EvalArgs& a) {
       fail("--smoothquant {} and --precision {} give two SmoothQuant alphas; expected one", alpha, a.quant.precision);
     q.smoothquant_alpha = alpha;
   }
+  if (a.calib_given && q.smoothquant_alpha < 0.0f)
+    fail(
+        "--calib {} sets SmoothQuant's calibration, and SmoothQuant is off; expected --smoothquant [ALPHA] or "
+        "--precision int8:sq=ALPHA",
+        a.calib);
   return q;
 }
 
@@ -192,9 +198,9 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
   auto* sq = cmd->add_option("--smoothquant", a->smoothquant_alpha,
                              "int8: SmoothQuant with this alpha (default 0.5 when given without a value)")
                  ->expected(0, 1);
-  cmd->add_option("--calib", a->calib, "SmoothQuant: calibrate on the first N examples of the dataset")
-      ->capture_default_str()
-      ->check(in_range(1, 1e9));
+  auto* calib = cmd->add_option("--calib", a->calib, "SmoothQuant: calibrate on the first N examples of the dataset")
+                    ->capture_default_str()
+                    ->check(in_range(1, 1e9));
   cmd->add_option("--act-dtype", a->act_dtype,
                   "Activations between operations: f32, or bf16 (rounded to BF16 between operations; emulated on "
                   "CPUs without BF16 arithmetic, so its speed is labelled not representative)")
@@ -217,8 +223,9 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--dump-logits", a->dump_logits, "Write a TSV: index label pred logit0 logit1 ...");
   cmd->add_option("--text-column", a->text_column, "Name of the text column/field (default: sentence or text)");
   cmd->add_option("--label-column", a->label_column, "Name of the label column/field (default: label or labels)");
-  cmd->callback([a, sq, &ctx] {
+  cmd->callback([a, sq, calib, &ctx] {
     a->smoothquant = sq->count() > 0;
+    a->calib_given = calib->count() > 0;
     run_eval(*a, ctx);
   });
 }

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/layer_policy.h"
 
 namespace qjoule::cli {
 
@@ -20,10 +23,13 @@ void add_quant_options(CLI::App* cmd, QuantArgs& a, const std::string& layer_exa
   cmd->add_option("--quant-exclude", a.quant_exclude, "Comma-separated globs over layer names to keep in FP32");
   cmd->add_option("--layer-precision", a.layer_precision,
                   "Per-layer formats, first match wins: 'PATTERN=FORMAT,...', e.g. '" + layer_example + "'");
-  cmd->add_option("--group-size", a.group_size, "int4: weights per scale along the input dimension (32, 64, 128)")
-      ->capture_default_str();
-  cmd->add_option("--int4-scheme", a.int4_scheme, "int4: sym or asym (with zero points)")->capture_default_str();
-  cmd->add_flag("--double-quant", a.double_quant, "nf4: quantize the absmax values to 8 bits (bitsandbytes' scheme)");
+  a.group_size_flag =
+      cmd->add_option("--group-size", a.group_size, "int4: weights per scale along the input dimension (32, 64, 128)")
+          ->capture_default_str();
+  a.int4_scheme_flag =
+      cmd->add_option("--int4-scheme", a.int4_scheme, "int4: sym or asym (with zero points)")->capture_default_str();
+  a.double_quant_flag = cmd->add_flag("--double-quant", a.double_quant,
+                                      "nf4: quantize the absmax values to 8 bits (bitsandbytes' scheme)");
   cmd->add_flag("--emulate", a.emulate,
                 "Fake quantization (quantize, dequantize, FP32 kernels): accuracy studies only; its speed is "
                 "not representative and is labelled so");
@@ -43,6 +49,26 @@ model::QuantizationOptions quantization_options(const QuantArgs& a) {
   q.format_defaults.int4_asymmetric = a.int4_scheme == "asym";
   q.format_defaults.nf4_double_quant = a.double_quant;
   q.format_defaults.emulate = a.emulate;
+  // A flag that sets one format's defaults means nothing where no layer runs that format: say so
+  // rather than ignore it (`--precision int8 --group-size 64`).
+  const auto policy = quant::LayerPolicy::parse(q.policy);
+  const auto runs = [&](quant::Format format) {
+    if (quant::parse_format_spec(policy.precision(), q.format_defaults).format == format) return true;
+    for (const auto& rule : policy.rules())
+      if (quant::parse_format_spec(rule.format, q.format_defaults).format == format) return true;
+    return false;
+  };
+  const auto given = [](const CLI::Option* flag) { return flag != nullptr && flag->count() > 0; };
+  for (const auto& [flag, format] :
+       {std::pair{a.group_size_flag, quant::Format::int4}, std::pair{a.int4_scheme_flag, quant::Format::int4},
+        std::pair{a.double_quant_flag, quant::Format::nf4}}) {
+    if (given(flag) && !runs(format))
+      fail(
+          "{} applies to {} only, and no layer runs {} (--precision {}{}); expected --precision {} or a "
+          "--layer-precision rule with it",
+          flag->get_name(), format, format, a.precision,
+          a.layer_precision.empty() ? "" : ", --layer-precision '" + a.layer_precision + "'", format);
+  }
   if (const auto spec = quant::parse_format_spec(a.precision, q.format_defaults); spec.smoothquant_alpha)
     q.smoothquant_alpha = *spec.smoothquant_alpha;
   return q;

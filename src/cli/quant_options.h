@@ -20,6 +20,9 @@ struct QuantArgs {
   std::string int4_scheme = "sym";
   bool double_quant = false;
   bool emulate = false;
+  // Which of the format-default flags the command line gave (add_quant_options binds them): each
+  // applies to one format, and is refused where no layer runs that format.
+  const CLI::Option *group_size_flag = nullptr, *int4_scheme_flag = nullptr, *double_quant_flag = nullptr;
 };
 
 // Adds --precision, --quant-include, --quant-exclude, --layer-precision, --group-size, --int4-scheme,

@@ -1,6 +1,7 @@
 #include "qjoule/quant/format_spec.h"
 
 #include <charconv>
+#include <map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -87,24 +88,39 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
   if (!traits(f.format).runs_on_cpu && (f.emulate || parts.size() > 1)) {
     fail("precision '{}': {} takes no options (it runs on CUDA only, with one fixed scheme)", spec, f.format);
   }
+  // Each kind of option at most once: "int4:g=64:g=128" or "int4:sym:asym" would otherwise run with
+  // the last one, silently.
+  std::map<std::string_view, std::string_view> given;  // kind -> the option that set it
+  const auto once = [&](std::string_view kind, std::string_view o) {
+    const auto [at, inserted] = given.emplace(kind, o);
+    if (inserted) return;
+    if (at->second == o) fail("precision '{}': option '{}' is given twice; expected it once", spec, o);
+    fail("precision '{}': options '{}' and '{}' contradict each other; expected one of them", spec, at->second, o);
+  };
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::string_view o = parts[i];
     if (const auto g = keyed_value(o, "g")) {
       require_format(f, Format::int4, spec, o);
+      once("g", o);
       f.group_size = parse_group(spec, *g);
     } else if (o == "sym" || o == "asym") {
       require_format(f, Format::int4, spec, o);
+      once("scheme", o);
       f.int4_asymmetric = o == "asym";
     } else if (o == "a8") {
       require_format(f, Format::int4, spec, o);
+      once(o, o);
       f.int4_int8_activations = true;
     } else if (o == "dq") {
       require_format(f, Format::nf4, spec, o);
+      once(o, o);
       f.nf4_double_quant = true;
     } else if (const auto alpha = keyed_value(o, "sq")) {
       require_format(f, Format::int8, spec, o);
+      once("sq", o);
       f.smoothquant_alpha = parse_alpha(spec, *alpha);
     } else if (o == "emulate") {
+      once(o, o);
       f.emulate = f.format != Format::fp32;  // fp32 has nothing to emulate: it is its own layer
     } else {
       fail(

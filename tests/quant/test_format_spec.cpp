@@ -143,4 +143,20 @@ TEST(FormatSpec, BadSpecsAreOneLineNamingSpecOptionAndFormat) {
   EXPECT_EQ(try_parse_format_spec("nf4")->format, Format::nf4);
 }
 
+TEST(FormatSpec, OptionsThatContradictOrRepeatAreRefusedNotLastOneWins) {
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:g=64:g=128"); }),
+              HasSubstr("precision 'int4:g=64:g=128': options 'g=64' and 'g=128' contradict each other; expected one "
+                        "of them"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:sym:asym"); }),
+              HasSubstr("options 'sym' and 'asym' contradict each other"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int8:sq=0.5:sq=0.8"); }),
+              HasSubstr("options 'sq=0.5' and 'sq=0.8' contradict each other"));
+  EXPECT_THAT(error_of([] { parse_format_spec("nf4:dq:dq"); }),
+              HasSubstr("precision 'nf4:dq:dq': option 'dq' is given twice; expected it once"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:asym:g=64:asym"); }), HasSubstr("option 'asym' is given twice"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int8:emulate:emulate"); }), HasSubstr("'emulate' is given twice"));
+  // Different options together are fine, in any order.
+  EXPECT_EQ(to_string(parse_format_spec("int4:asym:g=64:a8")), "int4:g=64:asym:a8");
+}
+
 }  // namespace
