@@ -67,11 +67,16 @@ void FakePowercap::write_all(double elapsed_s) {
 void FakePowercap::start(std::chrono::microseconds period) {
   stop_ = false;
   const auto origin = std::chrono::steady_clock::now();
+  max_gap_s_ = 0.0;
   thread_ = std::thread([this, origin, period] {
     auto next = origin;
+    auto last = origin;
     while (!stop_.load()) {
       const auto now = std::chrono::steady_clock::now();
       write_all(std::chrono::duration<double>(now - origin).count());
+      const double gap = std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
+      if (gap > max_gap_s_.load()) max_gap_s_ = gap;
+      last = std::chrono::steady_clock::now();
       next += period;
       if (next < now) next = now;
       std::this_thread::sleep_until(next);

@@ -37,6 +37,9 @@ class FakePowercap {
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path energy_file(const std::string& dir) const { return root_ / dir / "energy_uj"; }
   std::uint64_t writes() const { return writes_.load(); }
+  // The longest time between two writes since start(): a counter read at any moment is at most this
+  // stale, so a window's energy may be off by watts × this (a host that stalls the driver thread).
+  double max_write_gap_s() const { return max_gap_s_.load(); }
 
  private:
   void write_all(double elapsed_s);
@@ -46,6 +49,7 @@ class FakePowercap {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> writes_{0};
+  std::atomic<double> max_gap_s_{0.0};
 };
 
 }  // namespace qjoule::test

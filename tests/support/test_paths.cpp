@@ -1,8 +1,18 @@
 #include "test_paths.h"
 
+#include <cstdlib>
 #include <system_error>
 
 namespace qjoule::test {
+namespace {
+
+// ctest runs tests side by side: a bench test's measurement of the machine's limits always shares its
+// cores, and would never be cached (every bench test measuring again). Tests take it as uncontended
+// (QJOULE_TEST_CONTENDED_CORES=0) unless they set the knob themselves; the processes they start
+// inherit it.
+const bool uncontended_limits = [] { return ::setenv("QJOULE_TEST_CONTENDED_CORES", "0", /*overwrite=*/0) == 0; }();
+
+}  // namespace
 
 std::filesystem::path shared_dir() { return std::filesystem::path(QJOULE_SHARED_DIR).lexically_normal(); }
 std::filesystem::path fixtures_dir() { return QJOULE_FIXTURES_DIR; }
