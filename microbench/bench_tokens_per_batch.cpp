@@ -7,16 +7,21 @@
 // LayerNorm, GELU, copies) pay it.
 //   bench_tokens_per_batch                          # fp32,bf16,int8,w8,int4,nf4; 64 .. 8,192 tokens
 //   bench_tokens_per_batch --max-tokens 16384 --precisions fp32,nf4 --threads 2
+// --flatness: only b8, b32 and b64 × 128 tokens, measured in --rounds rounds that take turns between
+// the three (a spell of noise on a shared host then slows every point of a round, not one point), each
+// point's median over the rounds, and b32 / b64 over b8: the check of "no per-token penalty".
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qjoule/io/safetensors.h"
@@ -87,6 +92,12 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "Threads (default: all cores)");
   app.add_option("--min-time", min_seconds, "Seconds of forwards per point (at least one forward)")
       ->capture_default_str();
+  bool flatness = false;
+  int rounds = 5;
+  app.add_flag("--flatness", flatness, "b8, b32, b64 x 128 only, interleaved in rounds; ratios to b8");
+  app.add_option("--rounds", rounds, "With --flatness: rounds (each point's median is printed)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) qjoule::kernels::set_num_threads(threads);
 
@@ -116,28 +127,60 @@ int main(int argc, char** argv) {
             return std::unique_ptr<qjoule::kernels::Linear>(std::make_unique<TimedLinear>(inner(p, in_block), ns));
           }));
     }
+    // µs per token of `batch` × `seq` in format i over at least `min_s` seconds, and the Linears' share.
+    const auto time_point = [&](std::size_t i, int64_t batch, int64_t seq, double min_s) {
+      const EncoderClassifier& m = *built[i];
+      const auto ids =
+          qjoule::model::synthetic_token_ids(qjoule::model::SyntheticEncoderSpec{.vocab_size = m.config().vocab_size},
+                                             static_cast<std::size_t>(batch), static_cast<std::size_t>(seq));
+      const std::vector<int32_t> mask(ids.size(), 1);
+      std::vector<float> logits(static_cast<std::size_t>(batch * m.config().num_labels));
+      m.forward(ids.data(), mask.data(), batch, seq, logits.data());  // warm-up (buffers, primitives)
+      *linear_ns[i] = 0;
+      int64_t forwards = 0;
+      const auto start = Clock::now();
+      double seconds = 0.0;
+      do {
+        m.forward(ids.data(), mask.data(), batch, seq, logits.data());
+        ++forwards;
+        seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      } while (seconds < min_s);
+      return std::pair{seconds * 1e6 / double(forwards * batch * seq), double(linear_ns[i]->load()) * 1e-9 / seconds};
+    };
+    if (flatness) {
+      const int64_t batches[] = {8, 32, 64};
+      std::printf("%-10s", "");
+      std::printf("   (median of %d interleaved rounds; b32/b8, b64/b8)\n", rounds);
+      std::vector<std::array<std::vector<double>, 3>> us(formats.size());
+      for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i < formats.size(); ++i)
+          for (int p = 0; p < 3; ++p) us[i][p].push_back(time_point(i, batches[p], 128, min_seconds).first);
+      const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      std::array<std::array<double, 3>, 64> med{};
+      for (int p = 0; p < 3; ++p) {
+        std::printf("%-10s", fmt::format("b{}x128", batches[p]).c_str());
+        for (std::size_t i = 0; i < formats.size() && i < med.size(); ++i) {
+          med[i][p] = median(us[i][p]);
+          std::printf(" %16s", fmt::format("{:.1f}", med[i][p]).c_str());
+        }
+        std::printf("\n");
+      }
+      for (int p = 1; p < 3; ++p) {
+        std::printf("%-10s", fmt::format("b{}/b8", batches[p]).c_str());
+        for (std::size_t i = 0; i < formats.size() && i < med.size(); ++i)
+          std::printf(" %16s", fmt::format("{:+.1f}%", 100.0 * (med[i][p] / med[i][0] - 1.0)).c_str());
+        std::printf("\n");
+      }
+      continue;
+    }
     for (int64_t tokens = 64; tokens <= max_tokens; tokens *= tokens < 1024 ? 4 : 2) {
       const int64_t seq = std::min<int64_t>(128, tokens), batch = tokens / seq;
       std::printf("%-10s", fmt::format("{} ({}x{})", tokens, batch, seq).c_str());
       for (std::size_t i = 0; i < formats.size(); ++i) {
-        const EncoderClassifier& m = *built[i];
-        const auto ids =
-            qjoule::model::synthetic_token_ids(qjoule::model::SyntheticEncoderSpec{.vocab_size = m.config().vocab_size},
-                                               static_cast<std::size_t>(batch), static_cast<std::size_t>(seq));
-        const std::vector<int32_t> mask(ids.size(), 1);
-        std::vector<float> logits(static_cast<std::size_t>(batch * m.config().num_labels));
-        m.forward(ids.data(), mask.data(), batch, seq, logits.data());  // warm-up (buffers, primitives)
-        *linear_ns[i] = 0;
-        int64_t forwards = 0;
-        const auto start = Clock::now();
-        double seconds = 0.0;
-        do {
-          m.forward(ids.data(), mask.data(), batch, seq, logits.data());
-          ++forwards;
-          seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        } while (seconds < min_seconds);
-        const double us_per_token = seconds * 1e6 / double(forwards * tokens);
-        const double share = double(linear_ns[i]->load()) * 1e-9 / seconds;
+        const auto [us_per_token, share] = time_point(i, batch, seq, min_seconds);
         std::printf(" %16s", fmt::format("{:.1f} ({:.0f}%)", us_per_token, 100.0 * share).c_str());
         std::fflush(stdout);
       }

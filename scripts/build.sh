@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Configures and builds one flavour of qjoule with CMake + Ninja.
-#   scripts/build.sh release   -> build/release (warnings are errors)
+# Configures and builds one flavour of qjoule with CMake + Ninja: every target, or the targets named
+# after the flavour (scripts/run-benchmark.sh: `build.sh release qjoule`).
+#   scripts/build.sh release   -> build/release (warnings are errors; CUDA code for the GPU architectures
+#                                 in QJOULE_CUDA_ARCHS, default sm_75, 80, 86, 89 and 90 + PTX 90)
 #   scripts/build.sh asan      -> build/asan    (AddressSanitizer + UndefinedBehaviorSanitizer; without the
 #                                               CUDA backend, so that CI builds both configurations)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour="${1:-release}"
+targets=("${@:2}")
 case "$flavour" in
-  release) args=(-DCMAKE_BUILD_TYPE=Release -DQJOULE_WERROR=ON) ;;
+  release) args=(-DCMAKE_BUILD_TYPE=Release -DQJOULE_WERROR=ON
+                 "-DCMAKE_CUDA_ARCHITECTURES=${QJOULE_CUDA_ARCHS:-75-real;80-real;86-real;89-real;90}") ;;
   asan)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DQJOULE_WERROR=ON -DQJOULE_SANITIZE=ON -DQJOULE_BUILD_BENCH=OFF -DQJOULE_BUILD_PYTHON=OFF
           -DQJOULE_CUDA=OFF) ;;
   debug)   args=(-DCMAKE_BUILD_TYPE=Debug) ;;
   *) echo "build.sh: unknown flavour '$flavour' (expected release, asan or debug)" >&2; exit 2 ;;
 esac
 cmake -S . -B "build/$flavour" -G Ninja "${args[@]}" >/dev/null
-cmake --build "build/$flavour" -j "$(nproc)"
+cmake --build "build/$flavour" -j "$(nproc)" ${targets[@]:+--target "${targets[@]}"}

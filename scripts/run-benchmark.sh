@@ -7,7 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh release
+# Only what runs here: the qjoule binary (no tests, microbenchmarks or Python module: run-tests.sh builds
+# those), its CUDA code for this machine's GPUs only, or, without one, once as sm_75 PTX.
+archs="75-virtual"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  caps=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' | sort -u || true)
+  [ -n "$caps" ] && archs=$(sed 's/$/-real/' <<<"$caps" | paste -sd';')
+fi
+QJOULE_CUDA_ARCHS="$archs" bash scripts/build.sh release qjoule
 qjoule=build/release/src/cli/qjoule
 "$qjoule" --version
 echo
