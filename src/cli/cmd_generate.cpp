@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/decoder_model.h"
+#include "cli/decoder_command.h"
 #include "cli/roof_text.h"
 #include "cli/flag_ranges.h"
 #include "qjoule/error.h"
@@ -54,7 +54,7 @@ int32_t argmax(const std::vector<float>& x) {
 
 void run_generate(const GenerateArgs& a) {
   use_threads(a.threads);
-  auto d = load_decoder(a.model, a.quant, a.device);
+  auto d = load_decoder_for(a.model, a.quant, a.device);
   const auto& cfg = d.model.config();
   const auto prompt = d.tokenizer.encode(a.prompt, /*add_special_tokens=*/true);
   if (prompt.empty()) fail("--prompt: the prompt has no tokens, expected some text");

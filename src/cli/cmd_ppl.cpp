@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/decoder_model.h"
+#include "cli/decoder_command.h"
 #include "cli/roof_text.h"
 #include "cli/flag_ranges.h"
 #include "cli/format_util.h"
@@ -39,7 +39,7 @@ struct PplArgs {
 void run_ppl(const PplArgs& a) {
   use_threads(a.threads);
   const std::string text = eval::read_text_file(a.text, "--text");
-  auto d = load_decoder(a.model, a.quant, a.device);
+  auto d = load_decoder_for(a.model, a.quant, a.device);
   const auto& cfg = d.model.config();
   const int64_t ctx = a.ctx > 0 ? a.ctx : std::min<int64_t>(512, cfg.max_positions);
   if (ctx > cfg.max_positions)

@@ -1,7 +1,6 @@
 // A run's peak memory is the run's: the same whatever ran before it in the process, and within the
 // `--dry-run` prediction. Release builds only (ASan's shadow memory is in every figure).
 #include <cmath>
-#include <regex>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -23,11 +22,12 @@ std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
 
 // The record's "peak memory predicted P MiB (...), measured M MiB (D%)" note's D.
 double predicted_vs_measured_percent(const nlohmann::json& record) {
-  static const std::regex note(R"(peak memory predicted .*measured .* \(([-+]?[0-9.]+)%\))");
   for (const auto& n : record["notes"]) {
-    std::smatch m;
     const std::string text = n.get<std::string>();
-    if (std::regex_search(text, m, note)) return std::stod(m[1].str());
+    if (text.rfind("peak memory predicted ", 0) != 0) continue;
+    const auto open = text.rfind('('), close = text.rfind("%)");
+    if (open != std::string::npos && close != std::string::npos && close > open)
+      return std::stod(text.substr(open + 1, close - open - 1));
   }
   ADD_FAILURE() << "no prediction note in " << record.dump();
   return NAN;

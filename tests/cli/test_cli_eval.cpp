@@ -213,12 +213,12 @@ TEST(CliEval, QuantizedRunReportsFidelityAndEmulatedActivations) {
 // One precision grammar for every command: eval takes bench's SmoothQuant spelling and the new one.
 TEST(CliEval, PrecisionSpecsAreBenchsGrammar) {
   const std::string base = qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
-                           (tiny_bert() / "dataset.tsv").string() + " --no-fidelity --calib 4";
-  const auto current = run_command(base + " --precision int8:sq=0.5");
+                           (tiny_bert() / "dataset.tsv").string() + " --no-fidelity";
+  const auto current = run_command(base + " --precision int8:sq=0.5 --calib 4");
   ASSERT_EQ(current.exit_code, 0) << current.output;
   EXPECT_THAT(current.output, HasSubstr("smoothquant: alpha 0.5, calibrated on the first 4 examples"));
   EXPECT_THAT(current.output, Not(HasSubstr("old spelling")));
-  const auto old = run_command(base + " --precision int8:sq0.5");
+  const auto old = run_command(base + " --precision int8:sq0.5 --calib 4");
   ASSERT_EQ(old.exit_code, 0) << old.output;
   EXPECT_THAT(old.output,
               HasSubstr("note: precision 'int8:sq0.5': 'sq0.5' is the old spelling of 'sq=0.5' (still read)"));
