@@ -4,6 +4,7 @@
 # in, qjoule runs from it on the bundled libraries; unpacked elsewhere while that checkout exists, one
 # line says where to unpack it; bad arguments are the usage line.
 set -euo pipefail
+trap 'echo "prebuilt_bundle.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 repo="$1"
 build="$2"
 work=$(mktemp -d)
