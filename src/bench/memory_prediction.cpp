@@ -15,7 +15,7 @@
 #include "qjoule/model/encoder_config.h"
 #include "qjoule/model/synthetic_encoder.h"
 #include "bench/bench_inputs.h"
-#include "kernels/cpu/panel_matmul.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/quant/layer_policy.h"
 

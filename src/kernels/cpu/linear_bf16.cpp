@@ -9,7 +9,7 @@
 #include "kernels/cpu/gemv_dense_avx512.h"
 #include "kernels/cpu/linear_bf16_kernels.h"
 #include "kernels/cpu/onednn_matmul_by_rows.h"
-#include "kernels/cpu/panel_matmul.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"

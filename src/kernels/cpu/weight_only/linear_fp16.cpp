@@ -1,8 +1,8 @@
 // make_linear_fp16_weights: FP16 weight storage, converted in the kernel, FP32 compute (AVX2 kernels; prefill
 // on FP32 panels, oneDNN's FP32 matmul, on AVX-512 CPUs).
-#include "kernels/cpu/panel_matmul.h"
-#include "kernels/cpu/weight_only_gemm.h"
-#include "kernels/cpu/weight_only_linear.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
+#include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/quant/fp16_convert.h"
 #include "qjoule/quant/quantize_fp16.h"

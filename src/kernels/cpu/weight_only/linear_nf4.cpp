@@ -1,7 +1,7 @@
 // make_linear_nf4: bitsandbytes NF4 weights (optionally with double-quantized absmax), FP32 compute
 // (BF16 panel compute for prefill on AVX-512 BF16 CPUs, labelled).
-#include "kernels/cpu/weight_only_gemm.h"
-#include "kernels/cpu/weight_only_linear.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
+#include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/quant/quantize_nf4.h"
 

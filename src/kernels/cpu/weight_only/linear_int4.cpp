@@ -2,8 +2,8 @@
 // ("int4_f32") or INT8 activation blocks and integer dot products ("int4_s8").
 #include <type_traits>
 
-#include "kernels/cpu/weight_only_gemm.h"
-#include "kernels/cpu/weight_only_linear.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
+#include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/quantize_int4.h"

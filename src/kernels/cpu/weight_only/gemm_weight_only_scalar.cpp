@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/weight_only_gemm.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "qjoule/quant/quantize_fp16.h"
 #include "qjoule/quant/quantize_int4.h"
 #include "qjoule/quant/quantize_int8.h"

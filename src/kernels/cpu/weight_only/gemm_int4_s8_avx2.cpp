@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/weight_only_avx2.h"
-#include "kernels/cpu/weight_only_gemm.h"
+#include "kernels/cpu/weight_only/weight_only_avx2.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "qjoule/quant/quantize_activations_q8.h"
 
 namespace qjoule::kernels::detail {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/cpu/weight_only_avx512.h"
+#include "kernels/cpu/weight_only/weight_only_avx512.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::kernels {

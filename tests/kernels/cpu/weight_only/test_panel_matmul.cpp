@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/bf16.h"
-#include "kernels/cpu/panel_matmul.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 #include "kernels/cpu/parallel_errors.h"
 
 namespace qjoule::kernels::avx512 {

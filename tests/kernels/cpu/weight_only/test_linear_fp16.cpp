@@ -4,7 +4,7 @@
 // (quantization_error_vs_fp32): relative RMS < 5e-4 (FP16 keeps 11 significant bits).
 #include <gmock/gmock.h>
 
-#include "kernels/cpu/panel_matmul.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 #include "qjoule/error.h"
 #include "weight_only_test_util.h"
 

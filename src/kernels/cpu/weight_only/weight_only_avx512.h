@@ -54,9 +54,9 @@
 #include <vector>
 
 #include "kernels/cpu/bf16.h"
-#include "kernels/cpu/panel_matmul.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 #include "kernels/cpu/parallel_errors.h"
-#include "kernels/cpu/weight_only_gemv_avx512.h"
+#include "kernels/cpu/weight_only/weight_only_gemv_avx512.h"
 
 namespace qjoule::kernels::avx512 {
 

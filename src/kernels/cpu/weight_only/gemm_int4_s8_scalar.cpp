@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/weight_only_gemm.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "qjoule/quant/fp16_convert.h"
 #include "qjoule/quant/quantize_activations_q8.h"
 #include "qjoule/quant/quantize_int4.h"

@@ -1,6 +1,6 @@
 // make_linear_w8: INT8 per-row weights dequantized in the kernel, FP32 compute.
-#include "kernels/cpu/weight_only_gemm.h"
-#include "kernels/cpu/weight_only_linear.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
+#include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/quant/quantize_int8.h"
 

@@ -33,7 +33,7 @@
 
 #include "kernels/cpu/linear_bf16_kernels.h"
 #include "kernels/cpu/onednn_engine.h"
-#include "kernels/cpu/panel_matmul.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 #include "kernels/cpu/parallel_errors.h"
 #include "qjoule/error.h"
 
