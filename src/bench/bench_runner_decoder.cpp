@@ -1,6 +1,7 @@
 // BenchRunner's decoder runs: prefill and decode timed in their own energy windows, the FP32
 // reference of the pseudo-random-prompt fidelity, and the text quality of bench --text.
 #include "bench/bench_runner_impl.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 
 namespace qjoule::bench {
 
@@ -63,6 +64,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
 
   // Predicted before anything is built: a run that would not fit is skipped, never killed midway. On a
   // GPU the model is in GPU memory, which the prediction (of host memory) does not cover.
+  kernels::avx512::release_panel_scratch();  // the previous run's weight-only panels
   reset_peak_rss();  // returns freed memory first, so the baseline is what this process really holds
   MemoryPrediction predicted = predict_peak_memory(c, steps, current_rss_bytes().value_or(0));
   if (on_gpu) predicted.unavailable = "the model is in GPU memory; the prediction is of host memory";

@@ -1,6 +1,7 @@
 // BenchRunner's encoder runs: the classifier built on its device, timed in the run's energy window, its
 // memory, accuracy and fidelity to FP32 (its unquantized model's, for a pre-quantized checkpoint).
 #include "bench/bench_runner_impl.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 
 namespace qjoule::bench {
 
@@ -25,6 +26,7 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
                             "(--reference DIR, its unquantized model, gives the FP32 run it is compared with)"
                           : fmt::format("fidelity compares with the FP32 run of --reference {}", fp32_model));
   }
+  kernels::avx512::release_panel_scratch();  // the previous run's weight-only panels
   const bool rss_reset = reset_peak_rss();
   // The prediction `bench --dry-run` prints, from this process's memory now (the FP32 parameters included).
   MemoryPrediction predicted = predict_peak_memory(c, 0, current_rss_bytes().value_or(0));

@@ -248,6 +248,19 @@ int64_t panel_rows_for(int64_t N, int64_t K, int64_t max_elements) {
   return (blocks + panels - 1) / panels * 16;
 }
 
+namespace {
+// Each thread's FP32 panel, and the calling thread's whole panel (up to kWholePanelMaxBytes), kept from
+// one product to the next; release_panel_scratch() frees them.
+thread_local std::vector<float> t_panel;
+thread_local std::vector<float> t_whole;
+}  // namespace
+
+void release_panel_scratch() {
+  t_whole = {};
+#pragma omp parallel
+  t_panel = {};
+}
+
 void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                     const std::function<void(int64_t, int64_t, float*)>& fill) {
   if (whole_panel_applies(m, N, K)) return f32_whole_panel_gemm(a, m, N, K, bias, y, fill);
@@ -257,7 +270,7 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < panel_count; ++p) {
     errors.run([&] {
-      thread_local std::vector<float> panel;
+      std::vector<float>& panel = t_panel;
       const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
       if (panel.size() < static_cast<std::size_t>(panel_rows * K))
         panel.resize(static_cast<std::size_t>(panel_rows * K));
@@ -270,7 +283,7 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
 
 void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                           const std::function<void(int64_t, int64_t, float*)>& fill) {
-  thread_local std::vector<float> whole;  // the calling thread's: filled by every thread, then multiplied
+  std::vector<float>& whole = t_whole;  // the calling thread's: filled by every thread, then multiplied
   if (whole.size() < static_cast<std::size_t>(N * K)) whole.resize(static_cast<std::size_t>(N * K));
   const int64_t blocks = (N + 15) / 16;
   float* w = whole.data();
