@@ -81,9 +81,10 @@ int64_t panel_rows_for(int64_t N, int64_t K, int64_t max_elements);
 // oneDNN's threaded matmul multiplies it.
 void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                     const std::function<void(int64_t, int64_t, float*)>& fill);
-// Frees the FP32 panels kept from one product to the next (each OpenMP thread's, and the calling
-// thread's whole panel of up to 16 MiB), so that a benchmark run does not start holding the previous
-// run's (qjoule bench calls it before each run's peak memory is reset).
+// Frees the panels and buffers kept from one product to the next (each OpenMP thread's FP32 panel,
+// dense output, oneDNN scratchpad and padded operands, and the calling thread's whole panel of up to
+// 16 MiB), so that a benchmark run does not start holding the previous run's (qjoule bench calls it
+// before each run's peak memory is reset).
 void release_panel_scratch();
 // Whether f32_panel_gemm multiplies one whole panel (m >= kWholePanelMinRows, W within kWholePanelMaxBytes).
 constexpr bool whole_panel_applies(int64_t m, int64_t N, int64_t K) {

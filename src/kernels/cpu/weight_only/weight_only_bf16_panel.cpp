@@ -101,6 +101,11 @@ const Entry& entry_for(int64_t m, int64_t k, int64_t n, bool with_bias,
   return cache.emplace(key, Entry{*found, dnnl::matmul(*found), *pad}).first->second;
 }
 
+// Each thread's buffers for panel_matmul (a narrow panel's dense output, oneDNN's scratchpad, padded
+// operands), kept from one product to the next; release_panel_scratch() frees them.
+thread_local std::vector<float> t_dense;
+thread_local std::vector<uint8_t> t_scratchpad, t_padded_a, t_padded_panel;
+
 void panel_matmul(const void* a, int64_t m, int64_t k, const void* panel, int64_t n, const float* bias, float* y,
                   int64_t ldy, memory::data_type type, std::optional<PanelPadding> forced = std::nullopt) {
   const Entry* e = nullptr;
@@ -114,8 +119,8 @@ void panel_matmul(const void* a, int64_t m, int64_t k, const void* panel, int64_
   }
   const int64_t pm = e->pad.m, pk = e->pad.k;
   const size_t elem = type == memory::data_type::bf16 ? sizeof(uint16_t) : sizeof(float);
-  thread_local std::vector<float> dense;
-  thread_local std::vector<uint8_t> scratchpad, padded_a, padded_panel;
+  std::vector<float>& dense = t_dense;
+  std::vector<uint8_t>&scratchpad = t_scratchpad, &padded_a = t_padded_a, &padded_panel = t_padded_panel;
   const dnnl::engine& engine = onednn_cpu_engine();
   thread_local dnnl::stream stream(engine);
   const memory::desc scratch_md = e->pd.scratchpad_desc();
@@ -256,9 +261,17 @@ thread_local std::vector<float> t_whole;
 }  // namespace
 
 void release_panel_scratch() {
+  const auto release = [] {
+    t_panel = {};
+    t_dense = {};
+    t_scratchpad = {};
+    t_padded_a = {};
+    t_padded_panel = {};
+  };
   t_whole = {};
+  release();  // the calling thread's (its whole-panel products run oneDNN from here)
 #pragma omp parallel
-  t_panel = {};
+  release();
 }
 
 void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
