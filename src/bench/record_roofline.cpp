@@ -6,6 +6,9 @@ void record_machine_limits(RunRecord& r, const limits::CachedLimits& limits) {
   nlohmann::json j = limits::to_json(limits.limits);
   j["source"] = limits.note;
   r.environment["machine_limits"] = std::move(j);
+  if (!limits.limits.contention.empty())
+    r.notes.push_back("machine limits: " + limits.limits.contention +
+                      " (they may be low, and this run's % roof figures high)");
 }
 
 void record_roofline(RunRecord& r, const limits::MachineLimits& limits, const limits::PhaseWork& work,

@@ -51,8 +51,8 @@ model::QuantizationOptions quantization_options(const QuantArgs& a) {
   q.format_defaults.emulate = a.emulate;
   // A flag that sets one format's defaults means nothing where no layer runs that format: say so
   // rather than ignore it (`--precision int8 --group-size 64`).
-  const auto policy = quant::LayerPolicy::parse(q.policy);
   const auto runs = [&](quant::Format format) {
+    const auto policy = quant::LayerPolicy::parse(q.policy);
     if (quant::parse_format_spec(policy.precision(), q.format_defaults).format == format) return true;
     for (const auto& rule : policy.rules())
       if (quant::parse_format_spec(rule.format, q.format_defaults).format == format) return true;

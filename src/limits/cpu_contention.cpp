@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "qjoule/error.h"
+
 namespace qjoule::limits {
 namespace {
 
@@ -76,8 +78,12 @@ std::string ContentionProbe::verdict() const {
   double cores = contending_cores(*before_, *after, threads_);
   // Test knob: the test suite runs tests side by side, and a limits test must know whether its
   // measurement is cached.
-  if (const char* forced = std::getenv("QJOULE_TEST_CONTENDED_CORES"); forced != nullptr && *forced != '\0')
-    cores = std::strtod(forced, nullptr);
+  if (const char* forced = std::getenv("QJOULE_TEST_CONTENDED_CORES"); forced != nullptr && *forced != '\0') {
+    char* end = nullptr;
+    cores = std::strtod(forced, &end);
+    if (*end != '\0' || !(cores >= 0.0))
+      fail("QJOULE_TEST_CONTENDED_CORES={}: expected a number of cores >= 0 (a test knob)", forced);
+  }
   if (cores <= kContendedCores) return "";
   return fmt::format("other processes used {:.2f} cores that its {} thread{} needed while it was measured", cores,
                      threads_, threads_ == 1 ? "" : "s");

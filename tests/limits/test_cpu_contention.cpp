@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "error_of.h"
 #include "qjoule/limits/cpu_contention.h"
 
 namespace qjoule::limits {
@@ -60,6 +61,16 @@ TEST(CpuContention, AProbeClaimingEveryCoreSeesAProcessSpinningBesideIt) {
   ::waitpid(child, &status, 0);
   EXPECT_THAT(probe.verdict(), HasSubstr("other processes used"));
   EXPECT_THAT(probe.verdict(), HasSubstr(fmt::format("cores that its {} thread", cpus)));
+}
+
+TEST(CpuContention, TheTestKnobTakesANumberOfCoresOrSaysWhatItFound) {
+  const ContentionProbe probe(1);
+  ::setenv("QJOULE_TEST_CONTENDED_CORES", "0.5", 1);
+  EXPECT_THAT(probe.verdict(), HasSubstr("other processes used 0.50 cores that its 1 thread needed"));
+  ::setenv("QJOULE_TEST_CONTENDED_CORES", "lots", 1);
+  EXPECT_THAT(test::error_of([&] { (void)probe.verdict(); }),
+              HasSubstr("QJOULE_TEST_CONTENDED_CORES=lots: expected a number of cores >= 0 (a test knob)"));
+  ::unsetenv("QJOULE_TEST_CONTENDED_CORES");
 }
 
 }  // namespace

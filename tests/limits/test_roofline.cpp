@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bench/record_roofline.h"
 #include "bench/roofline_work.h"
 #include "error_of.h"
 #include "qjoule/limits/machine_limits.h"
@@ -44,6 +45,21 @@ TEST(Roofline, DecodeIsUnderTheMemoryRoofAndABigBatchUnderTheComputeRoof) {
   EXPECT_DOUBLE_EQ(p->roof_gflops, 1600.0);
   EXPECT_DOUBLE_EQ(p->fraction, 0.5);
   EXPECT_EQ(p->bound, "compute: int8 1600 GOP/s");
+}
+
+TEST(Roofline, ARunWhoseLimitsWereContendedSaysSoInItsNotes) {
+  bench::RunRecord r;
+  limits::CachedLimits quiet{machine(), true, "read from the cache"};
+  bench::record_machine_limits(r, quiet);
+  EXPECT_EQ(r.environment["machine_limits"]["contention"], "");
+  EXPECT_TRUE(r.notes.empty());
+  limits::CachedLimits contended{machine(), false, "measured"};
+  contended.limits.contention = "other processes used 0.70 cores that its 2 threads needed while it was measured";
+  bench::record_machine_limits(r, contended);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0],
+            "machine limits: other processes used 0.70 cores that its 2 threads needed while it was measured (they "
+            "may be low, and this run's % roof figures high)");
 }
 
 TEST(Roofline, WhatCannotBeComparedSaysWhy) {

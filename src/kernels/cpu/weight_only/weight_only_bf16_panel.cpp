@@ -119,12 +119,10 @@ void panel_matmul(const void* a, int64_t m, int64_t k, const void* panel, int64_
   }
   const int64_t pm = e->pad.m, pk = e->pad.k;
   const size_t elem = type == memory::data_type::bf16 ? sizeof(uint16_t) : sizeof(float);
-  std::vector<float>& dense = t_dense;
-  std::vector<uint8_t>&scratchpad = t_scratchpad, &padded_a = t_padded_a, &padded_panel = t_padded_panel;
   const dnnl::engine& engine = onednn_cpu_engine();
   thread_local dnnl::stream stream(engine);
   const memory::desc scratch_md = e->pd.scratchpad_desc();
-  if (scratchpad.size() < scratch_md.get_size()) scratchpad.resize(scratch_md.get_size());
+  if (t_scratchpad.size() < scratch_md.get_size()) t_scratchpad.resize(scratch_md.get_size());
   // Zero rows below a's m, zero columns right of a's and the panel's k: they add nothing to y's m rows.
   const auto pad_rows = [elem](const void* src, int64_t rows, int64_t cols, int64_t to_rows, int64_t to_cols,
                                std::vector<uint8_t>& out) {
@@ -135,18 +133,18 @@ void panel_matmul(const void* a, int64_t m, int64_t k, const void* panel, int64_
                   static_cast<size_t>(cols) * elem);
     return static_cast<void*>(out.data());
   };
-  const void* src = (pm == m && pk == k) ? a : pad_rows(a, m, k, pm, pk, padded_a);
-  const void* weights = pk == k ? panel : pad_rows(panel, n, k, n, pk, padded_panel);
+  const void* src = (pm == m && pk == k) ? a : pad_rows(a, m, k, pm, pk, t_padded_a);
+  const void* weights = pk == k ? panel : pad_rows(panel, n, k, n, pk, t_padded_panel);
   float* out = y;
   if (ldy != n || pm != m) {
-    dense.resize(static_cast<size_t>(pm * n));
-    out = dense.data();
+    t_dense.resize(static_cast<size_t>(pm * n));
+    out = t_dense.data();
   }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, memory(e->pd.src_desc(), engine, const_cast<void*>(src))},
       {DNNL_ARG_WEIGHTS, memory(e->pd.weights_desc(), engine, const_cast<void*>(weights))},
       {DNNL_ARG_DST, memory(e->pd.dst_desc(), engine, out)},
-      {DNNL_ARG_SCRATCHPAD, memory(scratch_md, engine, scratchpad.data())}};
+      {DNNL_ARG_SCRATCHPAD, memory(scratch_md, engine, t_scratchpad.data())}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(e->pd.bias_desc(), engine, const_cast<float*>(bias)));
   e->prim.execute(stream, args);
   stream.wait();
@@ -254,8 +252,8 @@ int64_t panel_rows_for(int64_t N, int64_t K, int64_t max_elements) {
 }
 
 namespace {
-// Each thread's FP32 panel, and the calling thread's whole panel (up to kWholePanelMaxBytes), kept from
-// one product to the next; release_panel_scratch() frees them.
+// Each thread's FP32 panel, and the calling thread's whole panel (up to kWholePanelMaxBytes: filled by
+// every thread, then multiplied), kept from one product to the next; release_panel_scratch() frees them.
 thread_local std::vector<float> t_panel;
 thread_local std::vector<float> t_whole;
 }  // namespace
@@ -283,12 +281,11 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < panel_count; ++p) {
     errors.run([&] {
-      std::vector<float>& panel = t_panel;
       const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
-      if (panel.size() < static_cast<std::size_t>(panel_rows * K))
-        panel.resize(static_cast<std::size_t>(panel_rows * K));
-      fill(n0, n0 + n, panel.data());
-      f32_panel_matmul(a, m, K, panel.data(), n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+      if (t_panel.size() < static_cast<std::size_t>(panel_rows * K))
+        t_panel.resize(static_cast<std::size_t>(panel_rows * K));
+      fill(n0, n0 + n, t_panel.data());
+      f32_panel_matmul(a, m, K, t_panel.data(), n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
     });
   }
   errors.rethrow();
@@ -296,10 +293,9 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
 
 void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                           const std::function<void(int64_t, int64_t, float*)>& fill) {
-  std::vector<float>& whole = t_whole;  // the calling thread's: filled by every thread, then multiplied
-  if (whole.size() < static_cast<std::size_t>(N * K)) whole.resize(static_cast<std::size_t>(N * K));
+  if (t_whole.size() < static_cast<std::size_t>(N * K)) t_whole.resize(static_cast<std::size_t>(N * K));
   const int64_t blocks = (N + 15) / 16;
-  float* w = whole.data();
+  float* w = t_whole.data();
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) fill(b * 16, std::min(N, b * 16 + 16), w + b * 16 * K);
   f32_panel_matmul(a, m, K, w, N, bias, y, N);  // outside a parallel region: on oneDNN's threads

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -97,6 +99,34 @@ TEST(PanelMatmul, BF16ProductOnZeroPaddedOperandsEqualsTheRealShape) {
   if (!bf16_panel_available()) GTEST_SKIP() << "no AVX512_BF16 matmul in oneDNN on this CPU";
   expect_padded_equals_real<uint16_t>(
       bf16_panel_matmul, bf16_panel_matmul_padded, +[](float v) { return f32_to_bf16_bits(v); });
+}
+
+TEST(PanelScratch, ReleasingTheKeptPanelsFreesThemAndTheNextProductIsTheSame) {
+  // A whole-panel product (256 rows, a 1024 x 1024 FP32 panel of 4 MiB kept by the calling thread).
+  constexpr int64_t m = 256, N = 1024, K = 1024;
+  std::vector<float> a(static_cast<size_t>(m * K)), y1(static_cast<size_t>(m * N)), y2(y1.size());
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : a) v = u(rng);
+  const auto fill = [](int64_t begin, int64_t end, float* rows) {
+    for (int64_t o = begin; o < end; ++o)
+      for (int64_t k = 0; k < K; ++k) rows[(o - begin) * K + k] = static_cast<float>((o * 7 + k * 3) % 11) - 5.0f;
+  };
+  ASSERT_TRUE(whole_panel_applies(m, N, K));
+  f32_panel_gemm(a.data(), m, N, K, nullptr, y1.data(), fill);
+  const auto allocated = [] {
+    const struct mallinfo2 i = ::mallinfo2();
+    return i.uordblks + i.hblkhd;  // in use on the heaps and in mapped blocks
+  };
+  const size_t before = allocated();
+  release_panel_scratch();
+#if defined(__SANITIZE_ADDRESS__)
+  (void)before;  // ASan's allocator does not report to mallinfo2: the memory check is the release build's
+#else
+  EXPECT_GE(before - allocated(), static_cast<size_t>(N * K) * sizeof(float)) << "the 4 MiB whole panel is freed";
+#endif
+  f32_panel_gemm(a.data(), m, N, K, nullptr, y2.data(), fill);
+  EXPECT_EQ(y1, y2);
 }
 
 TEST(ParallelErrors, AnExceptionInsideAnOpenMpLoopIsRethrownAfterIt) {
