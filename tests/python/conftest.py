@@ -20,6 +20,7 @@ class FakePowercap:
         self._write("energy_uj", "0\n")
         self._stop = threading.Event()
         self._start = time.monotonic()
+        self.max_gap_s = 0.0
         self._thread = threading.Thread(target=self._drive, daemon=True)
         self._thread.start()
 
@@ -30,10 +31,19 @@ class FakePowercap:
         os.replace(tmp, os.path.join(self.zone, name))
 
     def _drive(self):
+        last = time.monotonic()
         while not self._stop.is_set():
-            uj = int(self.watts * (time.monotonic() - self._start) * 1e6)
+            now = time.monotonic()
+            uj = int(self.watts * (now - self._start) * 1e6)
             self._write("energy_uj", f"{uj}\n")
+            self.max_gap_s = max(self.max_gap_s, time.monotonic() - last)
+            last = time.monotonic()
             time.sleep(0.001)
+
+    def stale_joules(self):
+        """How far a window's energy may be off because the counter was not written: watts x the longest
+        gap between two writes (a host that stalls this thread; the meter cannot read what was not written)."""
+        return self.watts * self.max_gap_s
 
     def stop(self):
         self._stop.set()
