@@ -46,9 +46,8 @@ const EncoderClassifier& model_for(const std::string& precision) {
   if (!model) {
     qjoule::model::QuantizationOptions q;
     q.policy.precision = precision;
-    const auto policy = qjoule::quant::LayerPolicy::parse(q.policy);
-    model = std::make_unique<EncoderClassifier>(base_params(),
-                                                qjoule::model::quantized_linear_factory(policy, q.format_defaults));
+    const auto policy = qjoule::quant::LayerPolicy::parse(q.policy, q.format_defaults);
+    model = std::make_unique<EncoderClassifier>(base_params(), qjoule::model::quantized_linear_factory(policy));
   }
   return *model;
 }

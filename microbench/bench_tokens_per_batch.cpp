@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
     for (const auto& f : formats) {
       qjoule::model::QuantizationOptions q;
       q.policy.precision = f;
-      const auto policy = qjoule::quant::LayerPolicy::parse(q.policy);
-      auto inner = qjoule::model::quantized_linear_factory(policy, q.format_defaults);
+      const auto policy = qjoule::quant::LayerPolicy::parse(q.policy, q.format_defaults);
+      auto inner = qjoule::model::quantized_linear_factory(policy);
       linear_ns.push_back(std::make_unique<std::atomic<int64_t>>(0));
       auto& ns = *linear_ns.back();
       built.push_back(std::make_unique<EncoderClassifier>(

@@ -4,6 +4,10 @@ headers of its own module and of the modules listed before it in docs/architectu
 (io first, cli last). Prints each offending include as FILE:LINE: MODULE includes HEADER of MODULE
 (listed below it), and exits 1 if there is one.
 
+Parse once: outside src/quant/, a precision spec's text is parsed (quant::parse_format_spec) only where
+it enters from a command line (TEXT_ENTERS below); a sweep file or a record read back makes a
+quant::Precision, and everything below hands the typed FormatSpec down. Another caller is a problem too.
+
   scripts/check-layering.py [REPO_ROOT]
 """
 import pathlib
@@ -55,6 +59,8 @@ def layer(module):
 
 
 include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+parses_spec = re.compile(r'\b(try_)?parse_format_spec\s*\(')
+TEXT_ENTERS = {"src/cli/quant_options.cpp"}  # the flags of eval, ppl, generate (--precision, --layer-precision)
 problems = []
 for base, strip in ((root / "src", 1), (root / "include" / "qjoule", 2)):
     for path in sorted(base.rglob("*")):
@@ -62,7 +68,13 @@ for base, strip in ((root / "src", 1), (root / "include" / "qjoule", 2)):
             continue
         rel = path.relative_to(root).parts[strip:]
         here = module_of(list(rel)) or rel[0]
+        relative = path.relative_to(root).as_posix()
         for number, text in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if (here != "quant" and relative not in TEXT_ENTERS
+                    and not text.lstrip().startswith("//") and parses_spec.search(text)):
+                problems.append(
+                    f"{relative}:{number}: parses a precision spec's text; parse it where it enters "
+                    f"({', '.join(sorted(TEXT_ENTERS))}, or a quant::Precision) and hand the FormatSpec down")
             m = include.match(text)
             if not m:
                 continue
@@ -81,6 +93,6 @@ for base, strip in ((root / "src", 1), (root / "include" / "qjoule", 2)):
 for p in problems:
     print(p)
 if problems:
-    print(f"check-layering: {len(problems)} upward include(s)")
+    print(f"check-layering: {len(problems)} problem(s)")
     sys.exit(1)
-print(f"check-layering: no upward include ({len(layer_of)} modules)")
+print(f"check-layering: no upward include ({len(layer_of)} modules), precision specs parsed where they enter")

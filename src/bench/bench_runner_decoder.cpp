@@ -45,7 +45,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   if (c.batch != 1)
     fail("batch {} with decoder model '{}': decoder runs time one sequence, expected batch 1", c.batch, c.model);
   if (steps == 0) fail("0 decode tokens, expected at least 1 (--decode-tokens)");
-  if (quant::parse_format_spec(c.precision).smoothquant_alpha)
+  if (c.precision.spec_or_fail().smoothquant_alpha)
     fail("precision '{}': SmoothQuant is not supported for decoder model '{}'", c.precision, c.model);
   // One model's parameters at a time: an encoder's cached ones are not needed here.
   params.reset();
@@ -90,11 +90,8 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   const auto& reference = lm.enabled() || fp32_model.empty() ? no_reference : decoder_reference_logits(c, fp32_model);
   if (lm.enabled()) lm.ensure_reference(c.model);
   const bool rss_reset = reset_peak_rss();
-  quant::LayerPolicyOptions po;
-  po.precision = c.precision;
   std::string unused;
-  const auto policy = quant::LayerPolicy::parse(po);
-  auto backend = model::device_backend(gpu_index, policy);
+  auto backend = model::device_backend(gpu_index, quant::LayerPolicy::uniform(c.precision));
   const model::DecoderLM m = model::load_decoder_lm(c.model, backend.linears, &unused, backend.ops);
   if (!unused.empty()) r.notes.push_back(unused);
   std::optional<HookGuard> hook;

@@ -35,7 +35,7 @@
 #include "qjoule/model/device_backend.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
-#include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/layer_policy.h"
 #include "qjoule/model/synthetic_encoder.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 
@@ -188,26 +188,21 @@ struct BenchRunner::Impl {
   }
 
   model::EncoderClassifier build(const RunConfig& c) {
-    const auto spec = quant::parse_format_spec(c.precision);
-    quant::LayerPolicyOptions po;
-    po.precision = c.precision;
-    const auto policy = quant::LayerPolicy::parse(po);
-    quant::FormatSpec defaults;
+    const auto policy = quant::LayerPolicy::uniform(c.precision);
+    const auto& spec = policy.precision_spec();
     model::SmoothingFactors smoothing;
     if (spec.smoothquant_alpha) {
       smoothing = model::calibrate_smoothquant(
           *params, *spec.smoothquant_alpha,
           [&](const model::EncoderClassifier& m) { run_fidelity_inputs(m, c, /*limit=*/16); });
     }
-    return model::EncoderClassifier(*params, model::device_backend(-1, policy, defaults, smoothing).linears);
+    return model::EncoderClassifier(*params, model::device_backend(-1, policy, smoothing).linears);
   }
 
   // build() on the CUDA backend: the same graph, every Linear in the format the layer policy gives it
   // and every weight on GPU `device`.
   model::EncoderClassifier build_cuda(const RunConfig& c, int device) {
-    quant::LayerPolicyOptions po;
-    po.precision = c.precision;
-    auto backend = model::device_backend(device, quant::LayerPolicy::parse(po));
+    auto backend = model::device_backend(device, quant::LayerPolicy::uniform(c.precision));
     return model::EncoderClassifier(*params, backend.linears, model::ActivationDtype::f32, backend.ops);
   }
 

@@ -34,11 +34,9 @@ std::uint64_t fp32_of(const model::LinearParams& p) {
 // synthetic weights (small, varied, finite: any format quantizes them).
 class LinearBytes {
  public:
-  explicit LinearBytes(const std::string& precision) {
-    quant::LayerPolicyOptions po;
-    po.precision = precision;
-    policy_ = quant::LayerPolicy::parse(po);
-    factory_ = model::quantized_linear_factory(*policy_, {});
+  explicit LinearBytes(const quant::Precision& precision) {
+    policy_ = quant::LayerPolicy::uniform(precision);
+    factory_ = model::quantized_linear_factory(*policy_);
   }
   std::uint64_t operator()(const std::string& name, int64_t out_features, int64_t in_features, bool bias,
                            bool in_block) {

@@ -175,7 +175,7 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
     if (!base) without_baseline.push_back(r.run_name);
     std::vector<std::string> row;
     row.push_back(r.run_name + (r.not_representative ? " *" : ""));
-    row.push_back(r.config.precision);
+    row.push_back(r.config.precision.text());
     row.push_back(r.prefill_tokens_per_s_mean ? fmt::format("{:.1f}", *r.prefill_tokens_per_s_mean) : kMissing);
     row.push_back(r.decode_tokens_per_s_mean ? fmt::format("{:.2f}", *r.decode_tokens_per_s_mean) : kMissing);
     if (r.decode_mj_per_token) {
@@ -312,7 +312,7 @@ PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_a
 
     std::vector<std::string> row;
     row.push_back(r.run_name + (r.not_representative ? " *" : ""));
-    row.push_back(r.config.precision);
+    row.push_back(r.config.precision.text());
     row.push_back(std::to_string(r.config.batch));
     row.push_back(std::to_string(r.config.seq));
     row.push_back(std::to_string(r.config.threads));

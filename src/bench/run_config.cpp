@@ -38,14 +38,11 @@ std::string sanitize_name_token(std::string_view text) {
   return out;
 }
 
-std::string precision_token(const std::string& precision) {
-  try {
-    return quant::run_token(quant::parse_format_spec(precision));
-  } catch (const Error&) {
-    // Not a spec this qjoule reads (a typo, or a record from another version): still a name, so that
-    // the error about it can say which run it is. Its parts, sanitized, in the order given.
-  }
-  const std::vector<std::string> parts = split(precision, ':');
+std::string precision_token(const quant::Precision& precision) {
+  if (precision.spec()) return quant::run_token(*precision.spec());
+  // Not a spec this qjoule reads (a typo, or a record from another version): still a name, so that
+  // the error about it can say which run it is. Its parts, sanitized, in the order given.
+  const std::vector<std::string> parts = split(precision.text(), ':');
   std::string token = sanitize_name_token(parts.front());
   if (const auto format = quant::find_format(parts.front())) token = quant::traits(*format).run_token;
   if (token.empty()) fail("precision '{}' has no format, expected e.g. fp32, int8, int4:g=64:asym", precision);
@@ -73,7 +70,7 @@ std::string run_name(const RunConfig& config) {
 }
 
 nlohmann::json to_json(const RunConfig& config) {
-  return {{"model", config.model}, {"device", config.device}, {"precision", config.precision},
+  return {{"model", config.model}, {"device", config.device}, {"precision", config.precision.text()},
           {"batch", config.batch}, {"seq", config.seq},       {"threads", config.threads}};
 }
 

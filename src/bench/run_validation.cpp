@@ -36,30 +36,31 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
   struct ModelShape {
     bool decoder = false;
     int64_t max_positions = 0;
-    std::string prequantized_precision, prequantized_from;  // a pre-quantized checkpoint's own format
+    std::optional<quant::FormatSpec> prequantized;  // a pre-quantized checkpoint's own format
+    std::string prequantized_from;
   };
   std::map<std::string, ModelShape> models;
   const auto shape_of = [](const std::string& model) {
     const auto with_quantization = [](ModelShape shape, const std::optional<model::CheckpointQuantization>& q) {
       if (q) {
-        shape.prequantized_precision = model::prequantized_precision(*q);
+        shape.prequantized = model::prequantized_spec(*q);
         shape.prequantized_from = q->describe();
       }
       return shape;
     };
     if (!is_decoder_model(model)) {
       const auto config = config_of(model);
-      return with_quantization(ModelShape{false, config.max_positions, "", ""}, config.quantization);
+      return with_quantization(ModelShape{false, config.max_positions, std::nullopt, ""}, config.quantization);
     }
     const auto checkpoint = io::Checkpoint::open(model);
     const auto config = model::load_decoder_config(model, checkpoint);
-    return with_quantization(ModelShape{true, config.max_positions, "", ""}, config.quantization);
+    return with_quantization(ModelShape{true, config.max_positions, std::nullopt, ""}, config.quantization);
   };
   for (const auto& c : configs) {
     const bool on_gpu = c.device != "cpu";
     if (on_gpu) kernels::require_cuda_device(c.device);  // one line saying why not, where no GPU can run
     const std::string what = fmt::format("run {}: precision '{}'", run_name(c), c.precision);
-    const quant::FormatSpec spec = quant::parse_format_spec(c.precision);
+    const quant::FormatSpec& spec = c.precision.spec_or_fail();
     if (on_gpu) {
       kernels::check_cuda_format(spec, what);
     } else {
@@ -69,13 +70,14 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
     if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
     auto it = models.find(c.model);
     if (it == models.end()) it = models.emplace(c.model, shape_of(c.model)).first;
-    const auto& own = it->second.prequantized_precision;
-    if (!own.empty() && spec != quant::parse_format_spec(own))
+    const auto& own = it->second.prequantized;
+    if (own && spec != *own)
       fail(
           "run {}: precision '{}', but model '{}' is a pre-quantized checkpoint ({}) whose codes run as {}: give "
           "--precisions {} (for other formats, bench the unquantized model)",
-          run_name(c), c.precision, c.model, it->second.prequantized_from, own, own);
-    if (!own.empty() && on_gpu)
+          run_name(c), c.precision, c.model, it->second.prequantized_from, quant::to_string(*own),
+          quant::to_string(*own));
+    if (own && on_gpu)
       fail("run {}: model '{}' is a pre-quantized checkpoint ({}); its Linears run on the CPU only, for now",
            run_name(c), c.model, it->second.prequantized_from);
     if (it->second.decoder) {

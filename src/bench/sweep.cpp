@@ -14,7 +14,7 @@
 #include "bench/json_fields.h"
 #include "bench/run_config_reader.h"
 #include "qjoule/error.h"
-#include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/precision.h"
 #include "qjoule/io/json_error_text.h"
 
 namespace qjoule::bench {
@@ -98,8 +98,8 @@ std::vector<RunConfig> expand_cross_product(const SweepSpec& spec) {
   for (auto& [key, values] : axes)
     if (key == "precision")
       std::stable_partition(values.begin(), values.end(), [](const std::string& v) {
-        const auto parsed = quant::try_parse_format_spec(v);
-        return parsed && parsed->format == quant::Format::fp32;
+        const quant::Precision precision(v);
+        return precision.spec() && precision.spec()->format == quant::Format::fp32;
       });
 
   std::vector<RunConfig> runs;

@@ -2,14 +2,14 @@
 
 #include <fmt/format.h>
 
-#include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/precision.h"
 
 namespace qjoule::bench {
 
 // What usually recovers accuracy for this format, among the formats the run's device has kernels for
 // (on a GPU: no weight-only INT8, no SmoothQuant).
 std::string what_to_try(const RunRecord& record) {
-  const auto spec = quant::try_parse_format_spec(record.config.precision);
+  const auto& spec = record.config.precision.spec();
   const quant::Format format = spec ? spec->format : quant::Format::fp32;
   const bool cuda = record.config.device.starts_with("cuda");
   const std::string w8 = cuda ? "FP16 weights (`--precisions fp16`)" : "weight-only INT8 (`--precisions w8`)";
@@ -32,7 +32,7 @@ std::string what_to_try(const RunRecord& record) {
 
 // What usually brings a quantized decoder's perplexity back.
 std::string what_to_try_decoder(const RunRecord& record) {
-  const auto spec = quant::try_parse_format_spec(record.config.precision);
+  const auto& spec = record.config.precision.spec();
   const quant::Format format = spec ? spec->format : quant::Format::fp32;
   const std::string keep =
       "keeping the first and last blocks in higher precision (`--layer-precision` in `qjoule ppl`)";

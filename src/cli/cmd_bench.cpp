@@ -96,8 +96,8 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
   bench::LmQuality(runner.lm, ".", [](const std::string&) {}).check(configs);
   std::set<std::string> noted;
   for (const auto& c : configs) {
-    if (noted.insert(c.precision).second)
-      if (const auto note = quant::old_spelling_note(c.precision); !note.empty())
+    if (noted.insert(c.precision.text()).second)
+      if (const auto note = quant::old_spelling_note(c.precision.text()); !note.empty())
         fmt::print(stderr, "note: {}\n", note);
   }
   int most_threads = 0;

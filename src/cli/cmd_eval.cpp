@@ -27,7 +27,7 @@
 #include "qjoule/model/device_backend.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
-#include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/layer_policy.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 
 namespace qjoule::cli {
@@ -117,13 +117,13 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
                calib_set.examples.size());
   }
   // The FP32 twin for fidelity: only when the run is not plain FP32 already.
-  const bool plain_fp32 = quant::parse_format_spec(policy.precision()).format == quant::Format::fp32 &&
-                          policy.rules().empty() && act_dtype == model::ActivationDtype::f32;
+  const bool plain_fp32 = policy.precision_spec().format == quant::Format::fp32 && policy.rules().empty() &&
+                          act_dtype == model::ActivationDtype::f32;
   std::optional<model::EncoderParams> fp32_params;
   if (!a.no_fidelity && !plain_fp32) fp32_params = params;
   // The model on its device: the one EncoderClassifier graph on the CPU backend, or on the CUDA backend
   // with every weight on GPU `gpu`.
-  auto backend = model::device_backend(gpu, policy, qopts.format_defaults, std::move(smoothing));
+  auto backend = model::device_backend(gpu, policy, std::move(smoothing));
   const model::EncoderClassifier m(std::move(params), backend.linears, act_dtype, backend.ops);
   const eval::ClassifierForward forward = [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
                                                float* logits) { m.forward(ids, mask, batch, seq, logits); };

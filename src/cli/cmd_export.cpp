@@ -16,6 +16,7 @@
 #include "qjoule/model/gguf_export.h"
 #include "qjoule/model/gguf_import.h"
 #include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/precision.h"
 
 namespace qjoule::cli {
 namespace {
@@ -58,7 +59,7 @@ void run_import_gguf(const ExportArgs& a) {
 void run_export(const ExportArgs& a) {
   if (std::filesystem::is_regular_file(a.model)) return run_import_gguf(a);
   if (a.precision.empty()) fail("--precision is required: what to write ({})", model::kExportableSpecs);
-  const auto spec = quant::parse_format_spec(a.precision);
+  const quant::FormatSpec spec = quant::Precision(a.precision).spec_or_fail();
   if (a.to == "gguf") return run_export_gguf(a, spec);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();

@@ -19,7 +19,7 @@ model::LoadedDecoder load_decoder_for(const std::string& dir, const QuantArgs& q
         "--precision {}: SmoothQuant is not supported for decoder models (it calibrates encoder classifiers); "
         "expected int8 without sq",
         quant.precision);
-  auto loaded = model::load_decoder(dir, gpu, policy, qopts.format_defaults);
+  auto loaded = model::load_decoder(dir, gpu, policy);
   if (!loaded.unused_tensors.empty()) fmt::print(stderr, "warning: {}\n", loaded.unused_tensors);
   return loaded;
 }

@@ -52,10 +52,10 @@ model::QuantizationOptions quantization_options(const QuantArgs& a) {
   // A flag that sets one format's defaults means nothing where no layer runs that format: say so
   // rather than ignore it (`--precision int8 --group-size 64`).
   const auto runs = [&](quant::Format format) {
-    const auto policy = quant::LayerPolicy::parse(q.policy);
-    if (quant::parse_format_spec(policy.precision(), q.format_defaults).format == format) return true;
+    const auto policy = quant::LayerPolicy::parse(q.policy, q.format_defaults);
+    if (policy.precision_spec().format == format) return true;
     for (const auto& rule : policy.rules())
-      if (quant::parse_format_spec(rule.format, q.format_defaults).format == format) return true;
+      if (rule.spec.format == format) return true;
     return false;
   };
   const auto given = [](const CLI::Option* flag) { return flag != nullptr && flag->count() > 0; };
@@ -75,17 +75,17 @@ model::QuantizationOptions quantization_options(const QuantArgs& a) {
 }
 
 quant::LayerPolicy parse_layer_policy(const model::QuantizationOptions& q) {
-  // Formats may carry options (int4:g=64:asym), so parse_format_spec validates them, not the policy.
-  auto policy = quant::LayerPolicy::parse(q.policy);
-  const auto check = [&](const std::string& spec, const std::string& what) {
-    kernels::require_cpu_format(quant::parse_format_spec(spec, q.format_defaults), what);
-    if (const auto note = quant::old_spelling_note(spec); !note.empty()) fmt::print(stderr, "note: {}\n", note);
+  // The one parse of the formats (with the flags' defaults); below this, every layer reads its FormatSpec.
+  auto policy = quant::LayerPolicy::parse(q.policy, q.format_defaults);
+  const auto check = [&](const std::string& text, const quant::FormatSpec& spec, const std::string& what) {
+    kernels::require_cpu_format(spec, what);
+    if (const auto note = quant::old_spelling_note(text); !note.empty()) fmt::print(stderr, "note: {}\n", note);
   };
-  check(policy.precision(), "--precision " + policy.precision());
+  check(policy.precision(), policy.precision_spec(), "--precision " + policy.precision());
   for (const auto& rule : policy.rules()) {
     const std::string what = fmt::format("--layer-precision '{}={}'", rule.pattern, rule.format);
-    check(rule.format, what);
-    if (quant::parse_format_spec(rule.format).smoothquant_alpha)
+    check(rule.format, rule.spec, what);
+    if (rule.spec.smoothquant_alpha)
       fail("{}: SmoothQuant takes one alpha for the whole model; write it in --precision (e.g. int8:sq=0.5)", what);
   }
   return policy;
@@ -94,13 +94,11 @@ quant::LayerPolicy parse_layer_policy(const model::QuantizationOptions& q) {
 // The layer policy for the GPU model: every format it names must have a CUDA kernel ("tf32" and "fp8"
 // are names there too), checked before any model is loaded.
 quant::LayerPolicy parse_cuda_layer_policy(const model::QuantizationOptions& q) {
-  auto policy = quant::LayerPolicy::parse(q.policy);
-  const auto check = [&q](const std::string& spec, const std::string& what) {
-    kernels::check_cuda_format(quant::parse_format_spec(spec, q.format_defaults), what + " on the GPU");
-  };
-  check(policy.precision(), "--precision " + policy.precision());
+  auto policy = quant::LayerPolicy::parse(q.policy, q.format_defaults);
+  kernels::check_cuda_format(policy.precision_spec(), "--precision " + policy.precision() + " on the GPU");
   for (const auto& rule : policy.rules())
-    check(rule.format, fmt::format("--layer-precision '{}={}'", rule.pattern, rule.format));
+    kernels::check_cuda_format(rule.spec,
+                               fmt::format("--layer-precision '{}={}' on the GPU", rule.pattern, rule.format));
   return policy;
 }
 

@@ -7,9 +7,9 @@
 
 namespace qjoule::model {
 
-CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults) {
-  return [policy, defaults](const LinearParams& p, bool in_block) {
-    const auto format = quant::parse_format_spec(policy.resolve(p.name, in_block).format, defaults);
+CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy) {
+  return [policy](const LinearParams& p, bool in_block) {
+    const auto format = policy.resolve(p.name, in_block).spec;
     kernels::check_cuda_format(format, "tensor '" + p.name + "'");
     return format;
   };

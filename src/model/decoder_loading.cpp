@@ -11,8 +11,7 @@
 
 namespace qjoule::model {
 
-LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
-                           const quant::FormatSpec& defaults) {
+LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy) {
   const auto checkpoint = io::Checkpoint::open(dir.string());
   auto config = load_decoder_config(dir.string(), checkpoint);
   auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(dir.string());
@@ -20,7 +19,7 @@ LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quan
     fail("{}: the tokenizer has {} tokens but the model's vocabulary only {}", dir.string(), tokenizer.vocab_size(),
          config.vocab_size);
   auto params = load_decoder_params(checkpoint, config, /*defer_linears=*/true);  // built one Linear at a time
-  auto backend = device_backend(gpu, policy, defaults);
+  auto backend = device_backend(gpu, policy);
   return LoadedDecoder{DecoderLM(std::move(params), backend.linears, backend.ops), std::move(tokenizer), gpu >= 0,
                        unused_tensors_warning(checkpoint)};
 }

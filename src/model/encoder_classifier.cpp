@@ -10,6 +10,7 @@
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/encoder_ops.h"
+#include "qjoule/quant/format_spec.h"
 
 namespace qjoule::model {
 namespace {
@@ -56,7 +57,7 @@ LinearFactory fp32_linear_factory() {
       fail(
           "{}: the checkpoint holds this Linear as {} codes; FP32 needs the unquantized model (run this one with "
           "--precision {})",
-          p.name, p.prequantized_from, p.prequantized_precision);
+          p.name, p.prequantized_from, quant::to_string(p.prequantized_spec));
     return kernels::make_linear_f32_onednn(p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(), p.out_features,
                                            p.in_features);
   };

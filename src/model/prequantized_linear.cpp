@@ -26,7 +26,7 @@ int64_t group_count(const CheckpointQuantization& q, int64_t in) {
   return q.group_size == -1 ? 1 : (in + q.group_size - 1) / q.group_size;
 }
 
-// qjoule's block size for the checkpoint's groups (prequantized_precision's G).
+// qjoule's block size for the checkpoint's groups (prequantized_spec's group size).
 int block_size(const CheckpointQuantization& q) {
   if (q.group_size == 32 || q.group_size == 64 || q.group_size == 128) return q.group_size;
   return 128;
@@ -165,9 +165,17 @@ std::unique_ptr<kernels::Linear> repack_group(const Unpacked& u, const std::vect
 
 }  // namespace
 
-std::string prequantized_precision(const CheckpointQuantization& q) {
-  if (q.method == "bitsandbytes") return q.bnb_double_quant ? "nf4:dq" : "nf4";
-  return fmt::format("int4:g={}:{}", block_size(q), q.method == "gptq" && q.sym ? "sym" : "asym");
+quant::FormatSpec prequantized_spec(const CheckpointQuantization& q) {
+  quant::FormatSpec spec;
+  if (q.method == "bitsandbytes") {
+    spec.format = quant::Format::nf4;
+    spec.nf4_double_quant = q.bnb_double_quant;
+    return spec;
+  }
+  spec.format = quant::Format::int4;
+  spec.group_size = block_size(q);
+  spec.int4_asymmetric = !(q.method == "gptq" && q.sym);
+  return spec;
 }
 
 void check_prequantized_linear(const io::Checkpoint& ck, const CheckpointQuantization& q, const std::string& name,
@@ -252,7 +260,7 @@ LinearParams prequantized_linear_params(std::shared_ptr<const io::Checkpoint> ch
   if (bias_expected && !p.has_bias)
     fail("{}: tensor '{}.bias' is missing (config.json gives this Linear a bias)", ck.source().string(), name);
   if (p.has_bias) (void)ck.at(name + ".bias");  // read when the Linear is built; not an unused tensor
-  p.prequantized_precision = prequantized_precision(q);
+  p.prequantized_spec = prequantized_spec(q);
   p.prequantized_from = q.describe();
   p.build_prequantized = [checkpoint = std::move(checkpoint), q, name, out, in] {
     return load_prequantized_linear(*checkpoint, q, name, out, in);

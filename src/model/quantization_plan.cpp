@@ -34,28 +34,28 @@ class AbsMaxRecordingLinear final : public kernels::Linear {
 
 }  // namespace
 
-std::unique_ptr<kernels::Linear> build_prequantized_linear(const LinearParams& p, const std::string& asked,
-                                                           const quant::FormatSpec& defaults) {
-  if (quant::parse_format_spec(asked, defaults) != quant::parse_format_spec(p.prequantized_precision))
+std::unique_ptr<kernels::Linear> build_prequantized_linear(const LinearParams& p, const quant::LayerDecision& asked) {
+  if (asked.spec != p.prequantized_spec) {
+    const std::string own = quant::to_string(p.prequantized_spec);
     fail(
         "{}: the checkpoint holds this Linear as {} codes, which run as {}; --precision {} asks for another format "
         "(a pre-quantized checkpoint runs in its own: --precision {}; for others, quantize the unquantized model)",
-        p.name, p.prequantized_from, p.prequantized_precision, asked, p.prequantized_precision);
+        p.name, p.prequantized_from, own, asked.format, own);
+  }
   return p.build_prequantized();
 }
 
-LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults,
-                                       SmoothingFactors smoothing) {
-  return [policy, defaults, smoothing = std::move(smoothing)](const LinearParams& p,
-                                                              bool in_block) -> std::unique_ptr<kernels::Linear> {
+LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, SmoothingFactors smoothing) {
+  return [policy, smoothing = std::move(smoothing)](const LinearParams& p,
+                                                    bool in_block) -> std::unique_ptr<kernels::Linear> {
     // The policy decides per checkpoint Linear: a fused one is built only when every part gets the same
     // format and the same SmoothQuant factors (or none), so fusing changes nothing but the call count.
-    if (p.build_prequantized) return build_prequantized_linear(p, policy.resolve(p.name, in_block).format, defaults);
+    if (p.build_prequantized) return build_prequantized_linear(p, policy.resolve(p.name, in_block));
     const std::vector<std::string> names = p.fused_from.empty() ? std::vector<std::string>{p.name} : p.fused_from;
-    const auto format = quant::parse_format_spec(policy.resolve(names.front(), in_block).format, defaults);
+    const auto format = policy.resolve(names.front(), in_block).spec;
     const std::vector<float>* s = nullptr;
     for (size_t i = 0; i < names.size(); ++i) {
-      const auto format_i = quant::parse_format_spec(policy.resolve(names[i], in_block).format, defaults);
+      const auto format_i = policy.resolve(names[i], in_block).spec;
       if (format_i != format) return nullptr;
       const std::vector<float>* si = nullptr;
       if (format.format == quant::Format::int8) {

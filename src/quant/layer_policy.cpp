@@ -1,12 +1,14 @@
 #include "qjoule/quant/layer_policy.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "qjoule/error.h"
 #include "qjoule/quant/format.h"
+#include "qjoule/quant/format_spec.h"
 
 namespace qjoule::quant {
 namespace {
@@ -112,7 +114,8 @@ std::vector<LayerPrecisionRule> parse_layer_precision(std::string_view text,
   return rules;
 }
 
-LayerPolicy LayerPolicy::parse(const LayerPolicyOptions& options, const std::vector<std::string>& known_formats) {
+LayerPolicy LayerPolicy::parse(const LayerPolicyOptions& options, const FormatSpec& defaults,
+                               const std::vector<std::string>& known_formats) {
   LayerPolicy policy;
   policy.precision_ = std::string(trim(options.precision));
   if (policy.precision_.empty()) fail("--precision: empty; expected a format name such as fp32 or int8");
@@ -122,7 +125,19 @@ LayerPolicy LayerPolicy::parse(const LayerPolicyOptions& options, const std::vec
   }
   policy.include_ = parse_glob_list(options.include, "--quant-include");
   policy.exclude_ = parse_glob_list(options.exclude, "--quant-exclude");
-  policy.rules_ = parse_layer_precision(options.layer_precision, known_formats);
+  for (auto& rule : parse_layer_precision(options.layer_precision, known_formats))
+    policy.rules_.push_back({std::move(rule.pattern), rule.format, FormatSpec{}});
+  // The formats last, in the order written, so that a bad pattern is reported before a bad format.
+  policy.precision_spec_ = parse_format_spec(policy.precision_, defaults);
+  policy.fp32_spec_ = parse_format_spec(name(Format::fp32), defaults);
+  for (auto& rule : policy.rules_) rule.spec = parse_format_spec(rule.format, defaults);
+  return policy;
+}
+
+LayerPolicy LayerPolicy::uniform(const Precision& precision) {
+  LayerPolicy policy;
+  policy.precision_spec_ = precision.spec_or_fail();
+  policy.precision_ = precision.text();
   return policy;
 }
 
@@ -130,22 +145,23 @@ LayerDecision LayerPolicy::resolve(std::string_view layer_name, bool is_block_li
   std::string candidate_reason;
   if (!include_.empty()) {
     const std::string hit = first_match(include_, layer_name);
-    if (hit.empty()) return {std::string(name(Format::fp32)), "not matched by --quant-include"};
+    if (hit.empty()) return {std::string(name(Format::fp32)), fp32_spec_, "not matched by --quant-include"};
     candidate_reason = fmt::format("included by --quant-include '{}'", hit);
   } else {
     if (!is_block_linear)
-      return {std::string(name(Format::fp32)), "not a transformer-block linear (kept FP32 by default)"};
+      return {std::string(name(Format::fp32)), fp32_spec_, "not a transformer-block linear (kept FP32 by default)"};
     candidate_reason = "block linear";
   }
   if (const std::string hit = first_match(exclude_, layer_name); !hit.empty()) {
-    return {std::string(name(Format::fp32)), fmt::format("excluded by --quant-exclude '{}'", hit)};
+    return {std::string(name(Format::fp32)), fp32_spec_, fmt::format("excluded by --quant-exclude '{}'", hit)};
   }
-  for (const LayerPrecisionRule& rule : rules_) {
+  for (const LayerFormatRule& rule : rules_) {
     if (glob_match(rule.pattern, layer_name)) {
-      return {rule.format, fmt::format("{}, --layer-precision '{}={}'", candidate_reason, rule.pattern, rule.format)};
+      return {rule.format, rule.spec,
+              fmt::format("{}, --layer-precision '{}={}'", candidate_reason, rule.pattern, rule.format)};
     }
   }
-  return {precision_, fmt::format("{}, --precision {}", candidate_reason, precision_)};
+  return {precision_, precision_spec_, fmt::format("{}, --precision {}", candidate_reason, precision_)};
 }
 
 }  // namespace qjoule::quant

@@ -6,14 +6,14 @@
 #include <fmt/format.h>
 
 #include "qjoule/error.h"
-#include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/precision.h"
 #include "qjoule/report/pareto.h"
 
 namespace qjoule::report {
 namespace {
 
 bool is_fp32(const bench::RunRecord& r) {
-  const auto spec = quant::try_parse_format_spec(r.config.precision);
+  const auto& spec = r.config.precision.spec();
   return spec && spec->format == quant::Format::fp32;
 }
 

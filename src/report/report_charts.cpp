@@ -60,7 +60,7 @@ std::string shape_label(const RunRecord& r, const Variation& v) {
 
 std::string run_label(const RunRecord& r, const Variation& v) {
   const std::string shape = shape_label(r, v);
-  return r.config.precision + (shape.empty() ? "" : " " + shape) + (r.not_representative ? " *" : "");
+  return r.config.precision.text() + (shape.empty() ? "" : " " + shape) + (r.not_representative ? " *" : "");
 }
 
 template <typename Key>
@@ -75,7 +75,7 @@ std::vector<Key> in_first_appearance_order(const std::vector<const RunRecord*>& 
 }
 
 std::vector<std::string> precisions_of(const std::vector<const RunRecord*>& runs) {
-  return in_first_appearance_order<std::string>(runs, [](const RunRecord& r) { return r.config.precision; });
+  return in_first_appearance_order<std::string>(runs, [](const RunRecord& r) { return r.config.precision.text(); });
 }
 
 json axis(const std::string& title, const std::string& type = "linear") {

@@ -50,11 +50,11 @@ ReportChart roofline_chart(const std::vector<RunRecord>& records) {
       continue;
     }
     if (!limits && r.environment.contains("machine_limits")) limits = &r.environment["machine_limits"];
-    add(r.config.precision + (r.decode_tokens ? " prefill" : ""), *r.roof_flops_per_token / *r.roof_bytes_per_token,
-        *r.roof_gflops, r.run_name);
+    add(r.config.precision.text() + (r.decode_tokens ? " prefill" : ""),
+        *r.roof_flops_per_token / *r.roof_bytes_per_token, *r.roof_gflops, r.run_name);
     if (r.decode_roof_flops_per_token && r.decode_roof_bytes_per_token && r.decode_tokens_per_s_mean &&
         *r.decode_roof_bytes_per_token > 0)
-      add(r.config.precision + " decode", *r.decode_roof_flops_per_token / *r.decode_roof_bytes_per_token,
+      add(r.config.precision.text() + " decode", *r.decode_roof_flops_per_token / *r.decode_roof_bytes_per_token,
           *r.decode_roof_flops_per_token * *r.decode_tokens_per_s_mean / 1e9, r.run_name + " (decode)");
   }
   if (by_label.empty()) {

@@ -144,7 +144,7 @@ TEST(SweepLoop, RunsWhatTheStoreLacksAppendsEachAndCountsFailures) {
   const auto outcome = run_sweep(
       configs, store,
       [&](const RunConfig& c) {
-        ran.push_back(c.precision);
+        ran.push_back(c.precision.text());
         RunRecord r = record_for(c);
         if (c.precision == "w8") {
           r.status = "failed";

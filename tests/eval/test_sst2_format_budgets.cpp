@@ -69,7 +69,7 @@ TEST_P(Sst2FormatBudgets, WithinBudget) {
 
   model::QuantizationOptions q;
   q.policy.precision = b.precision;
-  const auto policy = quant::LayerPolicy::parse(q.policy);
+  const auto policy = quant::LayerPolicy::parse(q.policy, q.format_defaults);
   model::SmoothingFactors smoothing;
   if (b.smoothquant_alpha >= 0.0f) {
     Dataset calib{s.dataset.path, {}, s.dataset.pretokenized, s.dataset.labeled};
@@ -78,7 +78,7 @@ TEST_P(Sst2FormatBudgets, WithinBudget) {
       evaluate_classifier(m, &*s.tokenizer, calib, kOptions);
     });
   }
-  const model::EncoderClassifier m(s.params, model::quantized_linear_factory(policy, q.format_defaults, smoothing),
+  const model::EncoderClassifier m(s.params, model::quantized_linear_factory(policy, smoothing),
                                    model::parse_activation_dtype(b.act_dtype));
   const auto r = evaluate_classifier(m, &*s.tokenizer, s.dataset, kOptions);
   const auto f = compare_logits(s.fp32.logits, r.logits);

@@ -145,7 +145,7 @@ qjoule::model::DecoderLM load_in_format(const std::string& name, const std::stri
   defaults.group_size = group;
   defaults.emulate = emulate;
   return load_decoder_lm(decoder_fixture(name),
-                         qjoule::model::quantized_linear_factory(qjoule::quant::LayerPolicy::parse(policy), defaults));
+                         qjoule::model::quantized_linear_factory(qjoule::quant::LayerPolicy::parse(policy, defaults)));
 }
 
 double relative_rms(const std::vector<float>& ref, const std::vector<float>& got) {

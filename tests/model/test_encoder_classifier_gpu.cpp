@@ -117,7 +117,7 @@ TEST(EncoderClassifierGpu, WithoutAGpuTheBackendSaysWhy) {
 // without a usable GPU the backend says why.
 TEST(DeviceBackend, SmoothQuantOnAGpuAndAMissingGpuAreOneLine) {
   const SmoothingFactors smoothing{{"bert.encoder.layer.0.attention.self.query", {1.0f}}};
-  EXPECT_EQ(error_of([&] { device_backend(0, policy("int8"), {}, smoothing); }),
+  EXPECT_EQ(error_of([&] { device_backend(0, policy("int8"), smoothing); }),
             "SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token without smoothing)");
   EXPECT_TRUE(device_backend(-1, policy("int8")).ops == nullptr) << "the CPU backend is every model's default";
   const auto& s = kernels::cuda_device_status();

@@ -84,7 +84,7 @@ LinearFactory policy_factory(const std::string& precision, const std::string& la
   quant::LayerPolicyOptions o;
   o.precision = precision;
   o.layer_precision = layer_precision;
-  return quantized_linear_factory(quant::LayerPolicy::parse(o), {}, std::move(smoothing));
+  return quantized_linear_factory(quant::LayerPolicy::parse(o), std::move(smoothing));
 }
 
 std::vector<float> logits_of(const EncoderClassifier& m, const SyntheticEncoderSpec& spec) {

@@ -1,4 +1,5 @@
-// Layer selection: glob matching, option parsing (bad syntax → one clear line) and resolution order.
+// Layer selection: glob matching, option parsing (bad syntax → one clear line), resolution order, and the
+// typed decisions (each format parsed once, with the defaults); quant::Precision, a spec as written and parsed.
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "error_of.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/layer_policy.h"
+#include "qjoule/quant/precision.h"
 
 namespace {
 
@@ -84,7 +86,7 @@ TEST(ParseLayerPrecision, RulesInOrderAndClearErrors) {
 }
 
 TEST(LayerPolicy, DefaultSetIsBlockLinearsOnly) {
-  const LayerPolicy policy = LayerPolicy::parse(options("int8"), kFormats);
+  const LayerPolicy policy = LayerPolicy::parse(options("int8"), {}, kFormats);
   EXPECT_EQ(policy.resolve(kQ, true).format, "int8");
   EXPECT_EQ(policy.resolve(kFfn5, true).format, "int8");
   const LayerDecision cls = policy.resolve(kClassifier, false);
@@ -96,7 +98,7 @@ TEST(LayerPolicy, DefaultSetIsBlockLinearsOnly) {
 }
 
 TEST(LayerPolicy, IncludeReplacesTheDefaultSetAndExcludeWins) {
-  const LayerPolicy policy = LayerPolicy::parse(options("int8", "*.ffn.*,pre_classifier", "*.layer.5.*"), kFormats);
+  const LayerPolicy policy = LayerPolicy::parse(options("int8", "*.ffn.*,pre_classifier", "*.layer.5.*"), {}, kFormats);
   EXPECT_EQ(policy.resolve(kFfn1, true).format, "int8");
   EXPECT_EQ(policy.resolve(kPreClassifier, false).format, "int8") << "explicit include opts a head layer in";
   const LayerDecision q = policy.resolve(kQ, true);
@@ -109,7 +111,7 @@ TEST(LayerPolicy, IncludeReplacesTheDefaultSetAndExcludeWins) {
 
 TEST(LayerPolicy, FirstMatchingLayerPrecisionRuleWins) {
   const LayerPolicy policy = LayerPolicy::parse(
-      options("int8", "", "", "*.layer.0.*=bf16,*.layer.5.*=bf16,*.ffn.*=int4,*.q_lin=fp32"), kFormats);
+      options("int8", "", "", "*.layer.0.*=bf16,*.layer.5.*=bf16,*.ffn.*=int4,*.q_lin=fp32"), {}, kFormats);
   EXPECT_EQ(policy.resolve(kFfn1, true).format, "bf16") << "layer 0 rule comes before the ffn rule";
   EXPECT_EQ(policy.resolve(kFfn5, true).format, "bf16");
   EXPECT_EQ(policy.resolve("distilbert.transformer.layer.3.ffn.lin1", true).format, "int4");
@@ -123,10 +125,78 @@ TEST(LayerPolicy, FirstMatchingLayerPrecisionRuleWins) {
 }
 
 TEST(LayerPolicy, RejectsUnknownPrecision) {
-  const std::string e = error_of([] { LayerPolicy::parse(options("int2"), kFormats); });
+  const std::string e = error_of([] { LayerPolicy::parse(options("int2"), {}, kFormats); });
   EXPECT_NE(e.find("--precision"), std::string::npos) << e;
   EXPECT_NE(e.find("'int2'"), std::string::npos) << e;
   EXPECT_NE(e.find("nf4"), std::string::npos) << e;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(LayerPolicy, EveryDecisionCarriesItsFormatParsedOnceWithTheDefaults) {
+  FormatSpec defaults;
+  defaults.group_size = 64;
+  defaults.nf4_double_quant = true;
+  const LayerPolicy policy =
+      LayerPolicy::parse(options("int4", "", "*.layer.5.*", "*.ffn.*=nf4,*.q_lin=int4:g=32:asym"), defaults);
+  EXPECT_EQ(policy.precision_spec(), parse_format_spec("int4:g=64"));
+  const LayerDecision q = policy.resolve(kQ, true);
+  EXPECT_EQ(q.format, "int4:g=32:asym") << "the text as written, for reasons and messages";
+  EXPECT_EQ(q.spec, parse_format_spec("int4:g=32:asym")) << "the rule's own options beat the defaults";
+  EXPECT_EQ(policy.resolve(kFfn1, true).spec, parse_format_spec("nf4:dq"));
+  const LayerDecision k = policy.resolve("distilbert.transformer.layer.0.attention.k_lin", true);
+  EXPECT_EQ(k.spec, parse_format_spec("int4:g=64"));
+  EXPECT_TRUE(k.quantized());
+  const LayerDecision excluded = policy.resolve(kFfn5, true);
+  EXPECT_EQ(excluded.spec.format, Format::fp32);
+  EXPECT_FALSE(excluded.quantized());
+  EXPECT_FALSE(policy.resolve(kClassifier, false).quantized());
+}
+
+TEST(LayerPolicy, ABadFormatIsOneLineFromParseAfterTheBadPatterns) {
+  EXPECT_EQ(error_of([] { LayerPolicy::parse(options("int4:g=48")); }),
+            "precision 'int4:g=48': int4 group size '48', expected 32, 64 or 128");
+  EXPECT_EQ(error_of([] { LayerPolicy::parse(options("int8", "", "", "*.ffn.*=nf4:g=64")); }),
+            "precision 'nf4:g=64': option 'g=64' applies to int4 only, not to nf4");
+  // Syntax first: a bad pattern is named even where a format is bad too.
+  EXPECT_NE(error_of([] { LayerPolicy::parse(options("int4:g=48", "a[b]")); }).find("--quant-include"),
+            std::string::npos);
+}
+
+TEST(LayerPolicy, UniformIsTheDefaultSetInOnePrecisionAlreadyParsed) {
+  const LayerPolicy policy = LayerPolicy::uniform(Precision("int4:g=64:asym"));
+  EXPECT_EQ(policy.precision(), "int4:g=64:asym");
+  const LayerDecision q = policy.resolve(kQ, true);
+  EXPECT_EQ(q.spec, parse_format_spec("int4:g=64:asym"));
+  EXPECT_EQ(q.reason, "block linear, --precision int4:g=64:asym");
+  EXPECT_FALSE(policy.resolve(kClassifier, false).quantized());
+  EXPECT_EQ(error_of([] { LayerPolicy::uniform(Precision("int9")); }), error_of([] { parse_format_spec("int9"); }));
+}
+
+TEST(Precision, IsTheTextAsWrittenAndItsSpecParsedOnce) {
+  const Precision p = "int4";
+  EXPECT_EQ(p.text(), "int4");
+  ASSERT_TRUE(p.spec());
+  EXPECT_EQ(*p.spec(), parse_format_spec("int4:g=128:sym"));
+  EXPECT_EQ(p, "int4");
+  EXPECT_EQ(p, std::string("int4"));
+  EXPECT_FALSE(p == Precision("int4:g=128:sym")) << "equal formats, other texts: records keep what was written";
+  EXPECT_EQ(fmt::format("[{}]", p), "[int4]");
+  EXPECT_EQ(Precision().text(), "fp32");
+  EXPECT_EQ(Precision().spec_or_fail().format, Format::fp32);
+}
+
+TEST(Precision, ATextThatIsNoSpecKeepsItsLineForWhoeverNeedsTheSpec) {
+  const Precision label = std::string("torch-int8-dynamic");  // a Python API run's label
+  EXPECT_FALSE(label.spec());
+  EXPECT_EQ(label.text(), "torch-int8-dynamic");
+  EXPECT_EQ(error_of([&] { (void)label.spec_or_fail(); }), error_of([] { parse_format_spec("torch-int8-dynamic"); }));
+  const Precision contradicting = "int4:sym:asym";
+  EXPECT_FALSE(contradicting.spec());
+  EXPECT_EQ(error_of([&] { (void)contradicting.spec_or_fail(); }),
+            "precision 'int4:sym:asym': options 'sym' and 'asym' contradict each other; expected one of them");
 }
 
 }  // namespace

@@ -22,4 +22,13 @@ grep -q 'src/bench/run.cpp:3: bench includes qjoule/report/page.h of report' <<<
 printf '#include "io/file.h"\n' > "$tree/src/bench/run.cpp"
 out=$(python3 "$checker" "$tree") || { echo "FAIL: a clean tree failed: $out"; exit 1; }
 grep -q 'no upward include (3 modules)' <<<"$out" || { echo "FAIL: $out"; exit 1; }
-echo "check-layering: flags an upward include, passes a clean tree"
+# A precision spec's text parsed below where it enters is named; in quant/ (and commented) it is not.
+mkdir -p "$tree/src/quant"
+printf 'auto f = quant::parse_format_spec("int8");\n' > "$tree/src/quant/spec.cpp"
+printf '#include "io/file.h"\n// parse_format_spec(text) is the quant module'"'"'s\nconst auto s = quant::try_parse_format_spec(c.precision);\n' > "$tree/src/bench/run.cpp"
+if out=$(python3 "$checker" "$tree"); then
+  echo "FAIL: a spec parsed in bench passed: $out"; exit 1
+fi
+grep -q "src/bench/run.cpp:3: parses a precision spec's text" <<<"$out" || { echo "FAIL: $out"; exit 1; }
+[[ $(grep -c "parses a precision spec" <<<"$out") == 1 ]] || { echo "FAIL: more than the one call named: $out"; exit 1; }
+echo "check-layering: flags an upward include and a spec parsed below where it enters, passes a clean tree"

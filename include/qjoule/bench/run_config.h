@@ -9,12 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qjoule/quant/precision.h"
+
 namespace qjoule::bench {
 
 struct RunConfig {
   std::string model = "distilbert-base";  // a name or a checkpoint folder
   std::string device = "cpu";
-  std::string precision = "fp32";  // a format spec (quant/format_spec.h): "int4:g=64:asym", "nf4:dq", "int8:sq=0.5"
+  // A format spec (quant/format_spec.h) as written and parsed once: "int4:g=64:asym", "nf4:dq", "int8:sq=0.5".
+  quant::Precision precision = "fp32";
   std::size_t batch = 1;
   std::size_t seq = 128;
   int threads = 1;
@@ -31,7 +34,7 @@ std::string sanitize_name_token(std::string_view text);
 // and "int4:g=128:sym" both give "int4_g128_sym"; "int8:sq=0.5" and "int8:sq0.5" give
 // "int8_w8a8_sq0.5". A spec that does not parse still gets a name (its parts, sanitized, joined by
 // '_') so that the error about it can name the run; one with no format ("", ":g64") fails.
-std::string precision_token(const std::string& precision);
+std::string precision_token(const quant::Precision& precision);
 
 // The model's part of a run name: a path gives its last component, then sanitized. Empty fails.
 std::string model_token(const std::string& model);

@@ -15,10 +15,10 @@ namespace qjoule::model {
 // The format of one Linear on the GPU; `in_block` as for LinearFactory.
 using CudaLinearFormats = std::function<quant::FormatSpec(const LinearParams& params, bool in_block)>;
 
-// The layer policy's decision for each Linear, parsed on top of `defaults` and checked with
+// The layer policy's decision for each Linear, checked with
 // kernels::check_cuda_format (so "tf32" and "fp8" are names too, and a format without a CUDA kernel
 // is one line naming the tensor): block Linears get --precision (or their rule), the head stays fp32.
-CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults = {});
+CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy);
 
 // Whether Q, K and V in these formats are built as one Linear with the same numbers as three: the same
 // format, and neither fp8 (one scale per tensor) nor nf4:dq (absmax groups of 256 blocks would straddle

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "qjoule/model/decoder_lm.h"
-#include "qjoule/quant/format_spec.h"
 #include "qjoule/quant/layer_policy.h"
 #include "qjoule/tokenize/bpe_tokenizer.h"
 
@@ -23,7 +22,6 @@ struct LoadedDecoder {
 // at a time from the memory-mapped checkpoint, on the CPU (`gpu` < 0) or on GPU `gpu` (already checked
 // with kernels::require_cuda_device: every weight and the KV cache there). A tokenizer whose vocabulary
 // is larger than the model's is an error naming both sizes.
-LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
-                           const quant::FormatSpec& defaults);
+LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy);
 
 }  // namespace qjoule::model

@@ -8,7 +8,6 @@
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/graph_ops.h"
 #include "qjoule/model/quantization_plan.h"
-#include "qjoule/quant/format_spec.h"
 #include "qjoule/quant/layer_policy.h"
 
 namespace qjoule::model {
@@ -20,8 +19,7 @@ struct DeviceBackend {
 
 // `gpu` < 0: the CPU, with `smoothing` (SmoothQuant) when given; else GPU `gpu` (already checked with
 // kernels::require_cuda_device), where SmoothQuant does not exist (an error when `smoothing` is not
-// empty). The formats come from `policy` on top of `defaults`.
-DeviceBackend device_backend(int gpu, const quant::LayerPolicy& policy, const quant::FormatSpec& defaults = {},
-                             SmoothingFactors smoothing = {});
+// empty). The formats are the policy's decisions.
+DeviceBackend device_backend(int gpu, const quant::LayerPolicy& policy, SmoothingFactors smoothing = {});
 
 }  // namespace qjoule::model

@@ -10,6 +10,7 @@
 
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/encoder_config.h"
+#include "qjoule/quant/format_spec.h"
 
 namespace qjoule::kernels {
 class Linear;
@@ -28,10 +29,11 @@ struct LinearParams {
   // that read the same input (Q, K and V): their names, in the order their rows are concatenated.
   std::vector<std::string> fused_from;
   // A Linear of a pre-quantized checkpoint (model/prequantized_linear.h): builds it from the
-  // checkpoint's codes, `weight` staying empty; it runs as `prequantized_precision` (int4:g=128:asym,
+  // checkpoint's codes, `weight` staying empty; it runs as `prequantized_spec` (int4:g=128:asym,
   // ...), and `prequantized_from` says what the checkpoint holds (gptq 4-bit, group_size 128, ...).
   std::function<std::unique_ptr<kernels::Linear>()> build_prequantized;
-  std::string prequantized_precision, prequantized_from;
+  quant::FormatSpec prequantized_spec;
+  std::string prequantized_from;
 };
 
 // Whether p has a bias: loaded, or to come (deferred weights).

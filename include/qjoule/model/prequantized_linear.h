@@ -40,7 +40,7 @@ namespace qjoule::model {
 //
 // The precision spec the checkpoint's Linears run as (`int4:g=128:asym`, `int4:g=32:sym`, `nf4`,
 // `nf4:dq`): what --precision must name.
-std::string prequantized_precision(const CheckpointQuantization& quantization);
+quant::FormatSpec prequantized_spec(const CheckpointQuantization& quantization);
 
 // Checks every packed tensor of Linear `name` against [out, in] (dtype, shape, group count, g_idx)
 // in one line naming the tensor, found and expected.
@@ -48,7 +48,7 @@ void check_prequantized_linear(const io::Checkpoint& checkpoint, const Checkpoin
                                const std::string& name, int64_t out, int64_t in);
 
 // Reads, checks (codes, zeros, finite scales) and repacks Linear `name` into the Linear of
-// prequantized_precision(); its bias, when the checkpoint has NAME.bias, in FP32. Each tensor's mapped
+// prequantized_spec(); its bias, when the checkpoint has NAME.bias, in FP32. Each tensor's mapped
 // pages are released once read.
 std::unique_ptr<kernels::Linear> load_prequantized_linear(const io::Checkpoint& checkpoint,
                                                           const CheckpointQuantization& quantization,

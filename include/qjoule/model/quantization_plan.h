@@ -34,13 +34,11 @@ using SmoothingFactors = std::map<std::string, std::vector<float>>;
 // Fused Q, K, V params (LinearParams::fused_from) are built as one Linear when the policy gives the three
 // the same format and, for int8, the same SmoothQuant factors or none (calibrate_smoothquant gives them
 // one shared s); otherwise it returns nullptr and the model builds them apart.
-LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, const quant::FormatSpec& defaults,
-                                       SmoothingFactors smoothing = {});
+LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, SmoothingFactors smoothing = {});
 
 // A pre-quantized checkpoint's Linear (LinearParams::build_prequantized) when `asked` (the layer
-// policy's format for it) is the format its codes run as; else one line naming both.
-std::unique_ptr<kernels::Linear> build_prequantized_linear(const LinearParams& p, const std::string& asked,
-                                                           const quant::FormatSpec& defaults);
+// policy's decision for it) is the format its codes run as; else one line naming both.
+std::unique_ptr<kernels::Linear> build_prequantized_linear(const LinearParams& p, const quant::LayerDecision& asked);
 
 // Runs `run_calibration(model)` on an FP32 copy of `params` whose Linears record the per-input-channel
 // abs-max of their activations, then returns s = max|X|^α / max|W|^(1-α) for every block Linear

@@ -12,6 +12,8 @@
 //   3. A candidate takes the format of the FIRST --layer-precision rule whose pattern matches, else
 //      --precision. A rule may say "fp32" to keep one candidate unquantized.
 //   Non-candidates always stay "fp32". Every decision carries a one-line reason for reports.
+// Every format is parsed once, by LayerPolicy::parse (with the command's defaults: --group-size, ...):
+// a decision carries its FormatSpec, and nothing below the policy reads a spec's text again.
 //
 // Patterns are globs over the whole name: `*` matches any run of characters (dots included, possibly
 // empty), `?` exactly one character; everything else is literal. Lists are comma separated;
@@ -21,6 +23,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/precision.h"
 
 namespace qjoule::quant {
 
@@ -47,29 +52,43 @@ struct LayerPolicyOptions {
   std::string layer_precision;     // --layer-precision
 };
 
+// A --layer-precision rule of a parsed policy: as written, and its format parsed.
+struct LayerFormatRule {
+  std::string pattern;
+  std::string format;
+  FormatSpec spec;
+};
+
 struct LayerDecision {
-  std::string format;  // "fp32" means: keep the FP32 layer
+  std::string format;  // as written; "fp32" means: keep the FP32 layer
+  FormatSpec spec;     // `format` parsed, with the policy's defaults
   std::string reason;  // e.g. "block linear, --precision int8" or "excluded by --quant-exclude '*.ffn.*'"
-  bool quantized() const { return format != "fp32"; }
+  bool quantized() const { return spec.format != Format::fp32; }
 };
 
 class LayerPolicy {
  public:
-  // Parses every option; `known_formats` (e.g. kernels::supported_precisions()) validates formats
-  // when non-empty.
-  static LayerPolicy parse(const LayerPolicyOptions& options, const std::vector<std::string>& known_formats = {});
+  // Parses every option, each format with `defaults` for the options it does not write (format_spec.h);
+  // `known_formats` (e.g. kernels::supported_precisions()) validates format names when non-empty.
+  static LayerPolicy parse(const LayerPolicyOptions& options, const FormatSpec& defaults = {},
+                           const std::vector<std::string>& known_formats = {});
+  // The default set (the block Linears) in one precision, already parsed (a bench run's): one line when
+  // its text is not a spec.
+  static LayerPolicy uniform(const Precision& precision);
 
   LayerDecision resolve(std::string_view layer_name, bool is_block_linear) const;
 
   const std::string& precision() const { return precision_; }
+  const FormatSpec& precision_spec() const { return precision_spec_; }
   const std::vector<std::string>& include() const { return include_; }
   const std::vector<std::string>& exclude() const { return exclude_; }
-  const std::vector<LayerPrecisionRule>& rules() const { return rules_; }
+  const std::vector<LayerFormatRule>& rules() const { return rules_; }
 
  private:
   std::string precision_ = "fp32";
+  FormatSpec precision_spec_, fp32_spec_;
   std::vector<std::string> include_, exclude_;
-  std::vector<LayerPrecisionRule> rules_;
+  std::vector<LayerFormatRule> rules_;
 };
 
 }  // namespace qjoule::quant
