@@ -155,119 +155,21 @@ struct BenchRunner::Impl {
            // On a line of its own: the console reporter's "[k/n] run ..." is waiting for its result.
            [](const std::string& line) { fmt::print(stderr, "\n{}", line); }) {}
 
-  void load(const std::string& model_name) {
-    if (loaded_model == model_name && params) return;
-    params.reset();
-    tokenizer.reset();
-    unused_tensors.clear();
-    if (is_synthetic(model_name)) {
-      params = model::synthetic_encoder_params(model::distilbert_base_spec());
-    } else {
-      const auto checkpoint = io::Checkpoint::open(model_name);
-      params = model::load_encoder_params(checkpoint, model::load_encoder_config(model_name, checkpoint));
-      unused_tensors = model::unused_tensors_warning(checkpoint);
-    }
-    if (!options.dataset.empty()) {
-      if (!dataset) {
-        eval::DatasetOptions d;
-        d.text_column = options.text_column;
-        d.label_column = options.label_column;
-        dataset = eval::load_dataset(options.dataset, d);
-      }
-      eval::check_labels(*dataset, static_cast<int>(params->config.num_labels));
-      if (!dataset->pretokenized) {
-        if (is_synthetic(model_name))
-          fail(
-              "--dataset {} holds text, and the embedded model '{}' has no tokenizer; give --model DIR, or a "
-              "pre-tokenized dataset",
-              options.dataset, model_name);
-        tokenizer = tokenize::WordPieceTokenizer::from_model_dir(model_name);
-      }
-    }
-    loaded_model = model_name;
-  }
-
-  model::EncoderClassifier build(const RunConfig& c) {
-    const auto policy = quant::LayerPolicy::uniform(c.precision);
-    const auto& spec = policy.precision_spec();
-    model::SmoothingFactors smoothing;
-    if (spec.smoothquant_alpha) {
-      smoothing = model::calibrate_smoothquant(
-          *params, *spec.smoothquant_alpha,
-          [&](const model::EncoderClassifier& m) { run_fidelity_inputs(m, c, /*limit=*/16); });
-    }
-    return model::EncoderClassifier(*params, model::device_backend(-1, policy, smoothing).linears);
-  }
-
-  // build() on the CUDA backend: the same graph, every Linear in the format the layer policy gives it
-  // and every weight on GPU `device`.
-  model::EncoderClassifier build_cuda(const RunConfig& c, int device) {
-    auto backend = model::device_backend(device, quant::LayerPolicy::uniform(c.precision));
-    return model::EncoderClassifier(*params, backend.linears, model::ActivationDtype::f32, backend.ops);
-  }
-
+  // Encoder models (bench_runner_encoder.cpp): the loaded model's parameters, tokenizer and dataset; the
+  // model in a run's format on the CPU or on GPU `device`; the fidelity inputs' logits (the dataset,
+  // truncated to seq tokens, with its evaluation result; or synthetic sequences) and their FP32 reference
+  // (of the loaded model, or of --reference's for a pre-quantized checkpoint, read for this and dropped).
+  void load(const std::string& model_name);
+  model::EncoderClassifier build(const RunConfig& c);
+  model::EncoderClassifier build_cuda(const RunConfig& c, int device);
   std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
                                                       std::size_t limit = 0,
-                                                      std::optional<eval::ClassifierEvalResult>* result = nullptr) {
-    return run_fidelity_inputs(
-        m.config(),
-        [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) {
-          m.forward(ids, mask, batch, seq, logits);
-        },
-        c, limit, result);
-  }
-
-  // Logits of the fidelity inputs: the dataset (truncated to seq tokens) or synthetic sequences.
-  // With a dataset the full evaluation result is returned too.
+                                                      std::optional<eval::ClassifierEvalResult>* result = nullptr);
   std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderConfig& cfg,
                                                       const eval::ClassifierForward& forward, const RunConfig& c,
                                                       std::size_t limit = 0,
-                                                      std::optional<eval::ClassifierEvalResult>* result = nullptr) {
-    if (dataset) {
-      eval::Dataset subset;
-      const eval::Dataset* set = &*dataset;
-      if (limit > 0 && limit < dataset->examples.size()) {
-        subset = eval::Dataset{dataset->path, {}, dataset->pretokenized, dataset->labeled};
-        subset.examples.assign(dataset->examples.begin(), dataset->examples.begin() + static_cast<long>(limit));
-        set = &subset;
-      }
-      auto r = eval::evaluate_classifier(cfg, forward, tokenizer ? &*tokenizer : nullptr, *set, {c.batch, c.seq});
-      auto logits = r.logits;
-      if (result != nullptr) *result = std::move(r);
-      return logits;
-    }
-    const std::size_t count = limit > 0 ? std::min(limit, options.fidelity_examples) : options.fidelity_examples;
-    const auto ids = timing_token_ids(c.model, cfg.vocab_size, count, c.seq);
-    const std::vector<int32_t> mask(ids.size(), 1);
-    const auto labels = static_cast<std::size_t>(cfg.num_labels);
-    std::vector<std::vector<float>> out;
-    std::vector<float> logits;
-    for (std::size_t start = 0; start < count; start += c.batch) {
-      const std::size_t n = std::min(c.batch, count - start);
-      logits.assign(n * labels, 0.0f);
-      forward(ids.data() + start * c.seq, mask.data() + start * c.seq, int64_t(n), int64_t(c.seq), logits.data());
-      for (std::size_t i = 0; i < n; ++i)
-        out.emplace_back(logits.begin() + long(i * labels), logits.begin() + long((i + 1) * labels));
-    }
-    return out;
-  }
-
-  // FP32 logits of the fidelity inputs: of the loaded model, or (a pre-quantized checkpoint) of
-  // --reference's, whose parameters are read for this and dropped.
-  const std::vector<std::vector<float>>& reference_logits(const RunConfig& c, const std::string& fp32_model) {
-    const std::string key = fmt::format("{}|{}", fp32_model, c.seq);
-    auto it = fp32_logits.find(key);
-    if (it != fp32_logits.end()) return it->second;
-    if (fp32_model != c.model) {
-      const auto ck = io::Checkpoint::open(fp32_model);
-      const model::EncoderClassifier fp32(model::load_encoder_params(ck, model::load_encoder_config(fp32_model, ck)),
-                                          model::fp32_linear_factory());
-      return fp32_logits.emplace(key, run_fidelity_inputs(fp32, c)).first->second;
-    }
-    const model::EncoderClassifier fp32(*params, model::fp32_linear_factory());
-    auto logits = run_fidelity_inputs(fp32, c);
-    return fp32_logits.emplace(key, std::move(logits)).first->second;
-  }
+                                                      std::optional<eval::ClassifierEvalResult>* result = nullptr);
+  const std::vector<std::vector<float>>& reference_logits(const RunConfig& c, const std::string& fp32_model);
 
   // At least min_time_s and at least 10 update periods of the slowest energy counter.
   double min_seconds() const {
