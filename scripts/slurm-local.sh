@@ -58,7 +58,11 @@ PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 }
 
-is_up() { sinfo -h -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; }
+is_up() {
+  local states  # captured first: with pipefail, `sinfo | grep -q` fails when sinfo gets SIGPIPE
+  states=$(sinfo -h -o '%T' 2>/dev/null) || return 1
+  grep -qE '^(idle|mixed|allocated)' <<< "$states"
+}
 
 start() {
   [ "$(id -u)" = 0 ] || die "start needs root (it writes $conf and runs the Slurm daemons)"

@@ -7,7 +7,9 @@ repo="$1"
 build="$2"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-if ! "$build/microbench/cuda_gemm_peak" --reps 1 --size 64 | head -1 | grep -q '^no usable GPU: '; then
+# Captured first: with pipefail, a pipe into head / grep -q fails when the writer gets SIGPIPE.
+peak=$("$build/microbench/cuda_gemm_peak" --reps 1 --size 64 || true)
+if ! grep -q '^no usable GPU: ' <<< "$(head -1 <<< "$peak")"; then
   echo "a GPU is usable here: run scripts/gpu-acceptance.sh itself"
   exit 77
 fi

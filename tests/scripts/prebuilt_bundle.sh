@@ -35,8 +35,12 @@ rm -rf "$co/build"
   cd "$co"
   source scripts/unpack-prebuilt.sh "$work/b.tar.xz"
   [[ ":$LD_LIBRARY_PATH:" == *":$co/.prebuilt/lib:"* ]] || { echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; exit 1; }
-  ldd build/fake/src/cli/qjoule | grep -q "libdnnl.so.2 => $co/.prebuilt/lib/libdnnl.so.2"
-  build/fake/src/cli/qjoule --version | grep -q '^qjoule '
+  # Captured first: with pipefail, `cmd | grep -q` fails when grep exits before cmd has written all
+  # (cmd gets SIGPIPE, status 141): it did, once in a few runs.
+  libraries=$(ldd build/fake/src/cli/qjoule)
+  grep -q "libdnnl.so.2 => $co/.prebuilt/lib/libdnnl.so.2" <<< "$libraries"
+  version=$(build/fake/src/cli/qjoule --version)
+  grep -q '^qjoule ' <<< "$version"
   [ -f build/fake/tests/x/CTestTestfile.cmake ]
 )
 echo "ok"
