@@ -1,5 +1,7 @@
-// The inside of BenchRunner, shared by bench_runner.cpp (the public class), bench_runner_encoder.cpp
-// (encoder runs) and bench_runner_decoder.cpp (decoder runs, their FP32 reference and text quality).
+// The inside of BenchRunner: what every run shares (bench_runner_common.cpp: the public class, timing
+// repetitions, energy windows, the machine's limits, peak memory, the record's common fields and a
+// failed run's record) and what varies with the kind of model, one file each: bench_runner_encoder.cpp
+// (classifiers) and bench_runner_decoder.cpp (decoders, their FP32 reference and text quality).
 #pragma once
 
 #include "qjoule/bench/bench_runner.h"
@@ -105,48 +107,15 @@ struct BenchRunner::Impl {
 
   // The machine's limits per thread count (the per-machine cache, else measured once: a few seconds).
   std::map<int, limits::CachedLimits> machine_limits;
-  const limits::CachedLimits& limits_for(int threads) {
-    auto it = machine_limits.find(threads);
-    if (it != machine_limits.end()) return it->second;
-    it = machine_limits.emplace(threads, limits::machine_limits(threads)).first;
-    // On a line of its own: the console reporter's "[k/n] run ..." is waiting for its result.
-    if (!it->second.from_cache)
-      fmt::print(stderr, "\nmachine limits with {} thread{}: {}", threads, threads == 1 ? "" : "s", it->second.note);
-    return it->second;
-  }
+  const limits::CachedLimits& limits_for(int threads);
   // The roofs of a run: the CPU's with its threads, or GPU N's (device copy, cuBLASLt per type). Where
   // they cannot be had, nullptr with roof_unavailable saying why.
   std::map<int, limits::CachedLimits> gpu_limits;
-  const limits::CachedLimits& gpu_limits_for(int gpu_index) {
-    auto it = gpu_limits.find(gpu_index);
-    if (it == gpu_limits.end()) {
-      it = gpu_limits.emplace(gpu_index, limits::gpu_machine_limits(gpu_index)).first;
-      if (!it->second.from_cache) fmt::print(stderr, "\nmachine limits of GPU {}: {}", gpu_index, it->second.note);
-    }
-    return it->second;
-  }
+  const limits::CachedLimits& gpu_limits_for(int gpu_index);
   // Measured (where not cached) before a run starts, never inside it: the bandwidth buffers (a GB and
   // more) would count in the run's peak memory. A failure here is said by run_limits, in the record.
-  void prefetch_limits(const RunConfig& c) {
-    try {
-      if (kernels::is_cuda_device(c.device))
-        gpu_limits_for(kernels::require_cuda_device(c.device));
-      else
-        limits_for(static_cast<int>(c.threads));
-    } catch (const std::exception&) {
-    }
-  }
-  const limits::MachineLimits* run_limits(RunRecord& r, int gpu_index) {
-    try {
-      const limits::CachedLimits& l =
-          gpu_index >= 0 ? gpu_limits_for(gpu_index) : limits_for(static_cast<int>(r.config.threads));
-      record_machine_limits(r, l);
-      return &l.limits;
-    } catch (const std::exception& e) {
-      r.roof_unavailable = std::string("the machine's limits could not be measured: ") + e.what();
-      return nullptr;
-    }
-  }
+  void prefetch_limits(const RunConfig& c);
+  const limits::MachineLimits* run_limits(RunRecord& r, int gpu_index);
 
   Impl(BenchOptions o, energy::EnergyMeter& m)
       : options(std::move(o)),
@@ -172,12 +141,7 @@ struct BenchRunner::Impl {
   const std::vector<std::vector<float>>& reference_logits(const RunConfig& c, const std::string& fp32_model);
 
   // At least min_time_s and at least 10 update periods of the slowest energy counter.
-  double min_seconds() const {
-    double slowest = 0.0;
-    for (const auto& s : meter.sensor_stats())
-      if (s.observed_update_period_s) slowest = std::max(slowest, *s.observed_update_period_s);
-    return std::max(options.min_time_s, 10.0 * slowest);
-  }
+  double min_seconds() const;
 
   void fill_energy(RunRecord& r, const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate,
                    double sequences, double tokens) {
@@ -185,43 +149,12 @@ struct BenchRunner::Impl {
   }
 
   // The energy of GPU `gpu_index`'s board alone in window `m`; `reason` says why there is none.
-  energy::EnergyTotal gpu_total(const energy::Measurement& m, int gpu_index, std::string& reason) const {
-    const auto sensor = options.gpu_energy_sensors.find(gpu_index);
-    if (sensor == options.gpu_energy_sensors.end()) {
-      const auto why = options.gpu_energy_absent.find(gpu_index);
-      reason = fmt::format("no NVML sensor was selected for GPU {}{}", gpu_index,
-                           why == options.gpu_energy_absent.end() ? std::string() : ": " + why->second);
-    } else {
-      reason = fmt::format("{} (GPU {}'s board) gave no energy", sensor->second, gpu_index);
-      for (const auto& a : m.unavailable)
-        if (a.source == sensor->second || a.source == "nvml") reason += fmt::format(": {}: {}", a.source, a.reason);
-      for (const auto& e : m.sensors)
-        if (e.sensor_id == sensor->second && !e.energy_unavailable.empty()) reason += ": " + e.energy_unavailable;
-    }
-    return total_over(
-        m,
-        [&](const energy::SensorEnergy& e) {
-          return sensor != options.gpu_energy_sensors.end() && e.sensor_id == sensor->second;
-        },
-        reason);
-  }
+  energy::EnergyTotal gpu_total(const energy::Measurement& m, int gpu_index, std::string& reason) const;
 
   // A GPU run's energy is its GPU's NVML sensor alone; a CPU run never counts a GPU board (a sweep that
   // mixes devices has NVML sensors on). Without GPU sensors in the window, a CPU run keeps the meter's
   // own total, as it always has.
-  void fill_device_energy(RunRecord& r, const energy::Measurement& m, int gpu_index, double sequences, double tokens) {
-    if (gpu_index < 0) return detail::fill_cpu_record_energy(r, m, sequences, tokens);
-    std::string reason;
-    const auto total = gpu_total(m, gpu_index, reason);
-    fill_energy(r, m, total, false, sequences, tokens);
-    for (const std::string& w : energy::clock_limit_warnings(m, total.sensor_ids))
-      r.notes.push_back(fmt::format("window `{}`: {}", m.name, w));
-    if (total.energy_j) {
-      r.energy_method += fmt::format("; GPU {}'s board only, the host's sensors are in energy_window", gpu_index);
-    } else {
-      r.energy_unavailable = reason;  // not the CPU's sensors, nor a CPU-utilisation estimate: neither is the GPU's
-    }
-  }
+  void fill_device_energy(RunRecord& r, const energy::Measurement& m, int gpu_index, double sequences, double tokens);
 
   // Runs `body` options.iters times, or else until at least min_s seconds and min_iters repetitions
   // have passed; returns each repetition's milliseconds and sets `seconds` to the loop's wall time.
@@ -237,79 +170,14 @@ struct BenchRunner::Impl {
   // The same where `body` may time itself (CUDA events): its milliseconds are the sample when it
   // returns them, the host's wall clock around it otherwise.
   std::vector<double> time_self_timed_repetitions(const std::function<std::optional<double>()>& body, double min_s,
-                                                  double& seconds) const {
-    std::vector<double> samples_ms;
-    const auto start = Clock::now();
-    while (true) {
-      const auto t0 = Clock::now();
-      const std::optional<double> own_ms = body();
-      const auto t1 = Clock::now();
-      samples_ms.push_back(own_ms ? *own_ms : std::chrono::duration<double, std::milli>(t1 - t0).count());
-      const double elapsed = std::chrono::duration<double>(t1 - start).count();
-      if (options.iters ? samples_ms.size() >= *options.iters
-                        : (elapsed >= min_s && samples_ms.size() >= options.min_iters)) {
-        seconds = elapsed;
-        return samples_ms;
-      }
-    }
-  }
+                                                  double& seconds) const;
 
   // The run's peak RSS since the reset (or why there is none), and the prediction beside it.
-  static void record_peak_rss(RunRecord& r, bool rss_reset, const MemoryPrediction& predicted) {
-    if (rss_reset) {
-      r.peak_rss_bytes = peak_rss_bytes();
-      if (r.peak_rss_bytes && predicted.unavailable.empty())
-        r.notes.push_back(fmt::format("peak memory predicted {} MiB ({}), measured {} MiB ({:+.1f}%)",
-                                      predicted.peak_bytes() >> 20, kMemoryPredictionMethod, *r.peak_rss_bytes >> 20,
-                                      100.0 * (double(predicted.peak_bytes()) / double(*r.peak_rss_bytes) - 1.0)));
-    } else {
-      r.notes.push_back("peak RSS unavailable: /proc/self/clear_refs could not reset the high-water mark");
-    }
-  }
+  static void record_peak_rss(RunRecord& r, bool rss_reset, const MemoryPrediction& predicted);
 
-  void record_kernels(RunRecord& r, const std::map<std::string, int>& counts) {
-    bool emulated = false;
-    for (const auto& [path, n] : counts) {
-      r.kernel_paths.push_back(kernel_line(path, n));
-      emulated |= path.find("emulated") != std::string::npos;
-    }
-    if (emulated) {
-      r.not_representative = true;
-      r.notes.push_back("emulated (fake-quantized) layers: speed and energy are not representative of the format");
-    }
-  }
+  void record_kernels(RunRecord& r, const std::map<std::string, int>& counts);
 
-  RunRecord run(const RunConfig& c) {
-    RunRecord r;
-    r.config = c;
-    r.run_name = run_name(c);
-    r.start_time = iso8601_utc(std::chrono::system_clock::now());
-    r.environment = environment;
-    r.warmup_iters = options.warmup;
-    prefetch_limits(c);
-    try {
-      run_measured(c, r);
-    } catch (const std::exception& e) {
-      // No measured figure of a failed run stands: a fresh record keeps what identifies the run (its
-      // configuration, start, environment, the N and M a decoder run was asked for) and its notes.
-      RunRecord failed;
-      failed.config = r.config;
-      failed.run_name = r.run_name;
-      failed.start_time = r.start_time;
-      failed.environment = r.environment;
-      failed.warmup_iters = r.warmup_iters;
-      failed.prefill_tokens = r.prefill_tokens;
-      failed.decode_tokens = r.decode_tokens;
-      failed.lm_unavailable = "the run failed (see error)";
-      failed.roof_unavailable = "the run failed (see error)";
-      failed.notes = std::move(r.notes);
-      failed.status = "failed";
-      failed.error = e.what();
-      r = std::move(failed);
-    }
-    if (options.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
-    return r;
-  }
+  RunRecord run(const RunConfig& c);
 
   // A synchronize hook on the meter for as long as the GPU model it calls lives.
   class HookGuard {
