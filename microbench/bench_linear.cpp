@@ -118,7 +118,9 @@ void bm_linear(benchmark::State& state, const std::string& spec) {
 
 }  // namespace
 
-constexpr int64_t kBatchM = 4096;  // 32 sequences of 128 tokens
+// Large batches: one encoder pass (about 1,024 tokens: the classifier runs a batch in passes of whole
+// sequences, QJOULE_TOKENS_PER_PASS) and 32 sequences of 128 tokens in one product.
+constexpr int64_t kPassM = 1024, kBatchM = 4096;
 
 int main(int argc, char** argv) {
   const int hw = std::max(1u, std::thread::hardware_concurrency());
@@ -150,7 +152,8 @@ int main(int argc, char** argv) {
       for (int64_t m : {1, 32, 128})
         for (auto [k, n] : shapes) b->Args({m, k, n, t});
     for (int t : thread_counts)
-      for (auto [k, n] : batch_shapes) b->Args({kBatchM, k, n, t});
+      for (int64_t m : {kPassM, kBatchM})
+        for (auto [k, n] : batch_shapes) b->Args({m, k, n, t});
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
