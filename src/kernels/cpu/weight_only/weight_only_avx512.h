@@ -107,14 +107,39 @@ QJOULE_TARGET_AVX512_BF16 void dequantize_rows_bf16(const Dec& dec, int64_t o_be
 // The same into an FP32 panel (the FP32 panel prefill: CPUs whose BF16 dot products are no faster than
 // FP32 FMAs): panel row j = W[o_begin + j, :], unrounded, in the same order (kNatural = false: a 4-bit
 // row's chunks in the GEMVs' lane order, matched by permute_like_chunks on the activations) or in W's
-// own order (kNatural: each decoded vector scattered back, panel index 16·s + l holding weight
-// 8·l + (s ^ 1) of its chunk; the whole-panel prefill, whose activations are then used as they are).
+// own order (kNatural: the chunk's 8 decoded vectors transposed back, decoded vector s, lane l holding
+// weight 8·l + (s ^ 1) of its chunk; the whole-panel prefill, whose activations are then used as they are).
+// out[8·l + s] = u[s][l] for the 8 x 16 matrix u (s < 8, l < 16): 128 floats, in-register shuffles (24)
+// and 256-bit stores in place of 8 scatters of 16: the whole panel's decode in half the time (perf, int4
+// 1024 x 768 x 3072 on 2 threads: 2.35% -> 1.24% of the samples, oneDNN's matmul 55%).
+QJOULE_TARGET_AVX512 inline void store_transposed_8x16(const __m512 u[8], float* out) {
+  // In each 128-bit lane q (columns 4q .. 4q + 3): pairs of rows interleaved, then s[i] = column 4q + i,
+  // rows 0-3, and s[4 + i] = the same column, rows 4-7.
+  const __m512 t0 = _mm512_unpacklo_ps(u[0], u[1]), t1 = _mm512_unpackhi_ps(u[0], u[1]);
+  const __m512 t2 = _mm512_unpacklo_ps(u[2], u[3]), t3 = _mm512_unpackhi_ps(u[2], u[3]);
+  const __m512 t4 = _mm512_unpacklo_ps(u[4], u[5]), t5 = _mm512_unpackhi_ps(u[4], u[5]);
+  const __m512 t6 = _mm512_unpacklo_ps(u[6], u[7]), t7 = _mm512_unpackhi_ps(u[6], u[7]);
+  const __m512 s[8] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xEE),
+                       _mm512_shuffle_ps(t1, t3, 0x44), _mm512_shuffle_ps(t1, t3, 0xEE),
+                       _mm512_shuffle_ps(t4, t6, 0x44), _mm512_shuffle_ps(t4, t6, 0xEE),
+                       _mm512_shuffle_ps(t5, t7, 0x44), _mm512_shuffle_ps(t5, t7, 0xEE)};
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    // Lanes [a0, a1, b0, b1] -> [a0, b0, a1, b1]: column i (rows 0-7), then column 4 + i; the same for 8 + i, 12 + i.
+    const __m512 lo = _mm512_shuffle_f32x4(s[i], s[4 + i], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 hi = _mm512_shuffle_f32x4(s[i], s[4 + i], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 x = _mm512_shuffle_f32x4(lo, lo, _MM_SHUFFLE(3, 1, 2, 0));
+    const __m512 y = _mm512_shuffle_f32x4(hi, hi, _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_ps(out + 8 * i, _mm512_castps512_ps256(x));
+    _mm256_storeu_ps(out + 8 * (4 + i), _mm512_extractf32x8_ps(x, 1));
+    _mm256_storeu_ps(out + 8 * (8 + i), _mm512_castps512_ps256(y));
+    _mm256_storeu_ps(out + 8 * (12 + i), _mm512_extractf32x8_ps(y, 1));
+  }
+}
+
 template <class Dec, bool kNatural = false>
 QJOULE_TARGET_AVX512 void dequantize_rows_f32(const Dec& dec, int64_t o_begin, int64_t o_end, float* panel) {
   const int64_t K = dec.cols();
-  // kNatural: decoded vector s, lane l goes to weight 8·l + (s ^ 1) of its chunk (permute_like_chunks' inverse).
-  const __m512i lane_times_8 =
-      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(8));
   for (int64_t o = o_begin; o < o_end; ++o) {
     const auto row = dec.row(o);
     float* out = panel + (o - o_begin) * K;
@@ -126,17 +151,18 @@ QJOULE_TARGET_AVX512 void dequantize_rows_f32(const Dec& dec, int64_t o_begin, i
         __m512i codes;
         __m512 d, z;
         row.chunk(c, codes, d, z);
+        [[maybe_unused]] __m512 decoded[8];
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
           __m512 w = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4 * s), table);
           if constexpr (Dec::kHasZero) w = _mm512_sub_ps(w, z);
           if constexpr (kNatural) {
-            _mm512_i32scatter_ps(out + c * kChunk, _mm512_add_epi32(lane_times_8, _mm512_set1_epi32(s ^ 1)),
-                                 _mm512_mul_ps(w, d), 4);
+            decoded[s ^ 1] = _mm512_mul_ps(w, d);  // row s ^ 1 of the 8 x 16 matrix whose transpose is natural
           } else {
             _mm512_storeu_ps(out + c * kChunk + 16 * s, _mm512_mul_ps(w, d));
           }
         }
+        if constexpr (kNatural) store_transposed_8x16(decoded, out + c * kChunk);
       }
       k_done = chunks * kChunk;
     } else {

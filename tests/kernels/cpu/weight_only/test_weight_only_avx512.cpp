@@ -89,6 +89,17 @@ TEST(WeightOnlyAvx512, PrefillOfManyRowsOnOneWholePanel) {
           kernels::linear_w8_ref(x, rows, w, b, out, in, "t", y);
         },
         44);
+    // Three whole 128-weight chunks, each decoded in the chunk's own order and transposed back.
+    const Shape nf4{m, 40, 384};
+    check(
+        nf4,
+        [](const float* w, const float* b, int64_t out, int64_t in) {
+          return kernels::make_linear_nf4(w, b, out, in, {false}, "t");
+        },
+        [](const float* x, int64_t rows, const float* w, const float* b, int64_t out, int64_t in, float* y) {
+          kernels::linear_nf4_ref(x, rows, w, b, out, in, {false}, "t", y);
+        },
+        47);
   }
 }
 
