@@ -6,7 +6,7 @@
 # Results go to qjoule-bench/<UTC time>/ (results.jsonl, results.csv, summary.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --build  # what building and running qjoule need (not the tests' browser, clang, Slurm)
 # Only what runs here: the qjoule binary (no tests, microbenchmarks or Python module: run-tests.sh builds
 # those), its CUDA code for this machine's GPUs only, or, without one, once as sm_75 PTX.
 archs="75-virtual"
