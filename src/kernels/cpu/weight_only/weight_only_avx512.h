@@ -104,12 +104,7 @@ QJOULE_TARGET_AVX512_BF16 void dequantize_rows_bf16(const Dec& dec, int64_t o_be
   }
 }
 
-// The same into an FP32 panel (the FP32 panel prefill: CPUs whose BF16 dot products are no faster than
-// FP32 FMAs): panel row j = W[o_begin + j, :], unrounded, in the same order (kNatural = false: a 4-bit
-// row's chunks in the GEMVs' lane order, matched by permute_like_chunks on the activations) or in W's
-// own order (kNatural: the chunk's 8 decoded vectors transposed back, decoded vector s, lane l holding
-// weight 8·l + (s ^ 1) of its chunk; the whole-panel prefill, whose activations are then used as they are).
-// out[8·l + s] = u[s][l] for the 8 x 16 matrix u (s < 8, l < 16): 128 floats, in-register shuffles (24)
+// out[8·l + s] = u[s][l] for the 8 x 16 matrix u (s < 8, l < 16): 128 floats, in-register shuffles (32)
 // and 256-bit stores in place of 8 scatters of 16: the whole panel's decode in half the time (perf, int4
 // 1024 x 768 x 3072 on 2 threads: 2.35% -> 1.24% of the samples, oneDNN's matmul 55%).
 QJOULE_TARGET_AVX512 inline void store_transposed_8x16(const __m512 u[8], float* out) {
@@ -137,6 +132,11 @@ QJOULE_TARGET_AVX512 inline void store_transposed_8x16(const __m512 u[8], float*
   }
 }
 
+// The same into an FP32 panel (the FP32 panel prefill: CPUs whose BF16 dot products are no faster than
+// FP32 FMAs): panel row j = W[o_begin + j, :], unrounded, in the same order (kNatural = false: a 4-bit
+// row's chunks in the GEMVs' lane order, matched by permute_like_chunks on the activations) or in W's
+// own order (kNatural: the chunk's 8 decoded vectors transposed back, decoded vector s, lane l holding
+// weight 8·l + (s ^ 1) of its chunk; the whole-panel prefill, whose activations are then used as they are).
 template <class Dec, bool kNatural = false>
 QJOULE_TARGET_AVX512 void dequantize_rows_f32(const Dec& dec, int64_t o_begin, int64_t o_end, float* panel) {
   const int64_t K = dec.cols();
