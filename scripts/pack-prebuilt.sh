@@ -3,22 +3,26 @@
 # packages (another distribution, no network): the executables of the tests and benchmarks, ctest's
 # files, the shared libraries they load that are not the C library's (oneDNN, fmt, OpenCL, utf8proc,
 # libgomp; libstdc++ apart, used only where that machine's is older), Chart.js, and with --with-shared
-# ../shared's SST-2 data and model. On that machine, in a checkout of the same commit:
+# ../shared's SST-2 data and model; with --tests REGEX only the test executables of the tests that
+# `ctest -R REGEX` runs (the bundle must fit where it travels: the whole build is ~150 MB, ~23 MB packed).
+# On that machine, in a checkout of the same commit:
 #   source scripts/unpack-prebuilt.sh BUNDLE      # build/release, ../shared, LD_LIBRARY_PATH, QJOULE_CHARTJS
 #   bash scripts/gpu-acceptance.sh OUT_DIR --prebuilt build/release
-# usage: scripts/pack-prebuilt.sh BUNDLE.tar.xz [--build-dir DIR] [--with-shared]
+# usage: scripts/pack-prebuilt.sh BUNDLE.tar.xz [--build-dir DIR] [--with-shared] [--tests REGEX]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { echo "usage: scripts/pack-prebuilt.sh BUNDLE.tar.xz [--build-dir DIR] [--with-shared]" >&2; exit 2; }
+usage() { echo "usage: scripts/pack-prebuilt.sh BUNDLE.tar.xz [--build-dir DIR] [--with-shared] [--tests REGEX]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 bundle=$(realpath -m "$1")
 shift
 build=build/release
 with_shared=0
+tests=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) [ $# -ge 2 ] || usage; build="$2"; shift 2 ;;
     --with-shared) with_shared=1; shift ;;
+    --tests) [ $# -ge 2 ] || usage; tests="$2"; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -30,6 +34,19 @@ mkdir -p "$stage/$build" "$stage/prebuilt/lib" "$stage/prebuilt/cxx"
 (cd "$build" && find . -path ./CMakeFiles -prune -o \( -name CTestTestfile.cmake -o -name '*_tests.cmake' \
    -o -name '*_include.cmake' -o \( -type f \( -perm -u+x -o -name '*.so' \) -not -path '*/CMakeFiles/*' \) \) -print0 \
    | tar --null -T - -cf - | tar -xf - -C "$stage/$build")
+if [ -n "$tests" ]; then
+  # Keep the executables of the tests REGEX selects, qjoule and microbench/; drop the other tests'.
+  keep=$(ctest --test-dir "$build" --show-only=json-v1 -R "$tests" | python3 -c '
+import json, os, sys
+root = os.path.realpath(sys.argv[1])
+for t in json.load(sys.stdin).get("tests", []):
+    exe = os.path.realpath(t["command"][0])
+    if exe.startswith(root + "/"): print(os.path.relpath(exe, root))' "$build" | sort -u)
+  [ -n "$keep" ] || { echo "pack-prebuilt: --tests '$tests': ctest lists no test of $build that matches" >&2; exit 1; }
+  (cd "$stage/$build" && find tests -type f -perm -u+x -not -name '*.sh' -not -name '*.py' -not -name '*.so' -not -name '*.so.*' -print) | while read -r exe; do
+    grep -qxF "$exe" <<< "$keep" || rm -f "$stage/$build/$exe"
+  done
+fi
 # The libraries the binaries load, from this machine, except the C library's own and the CUDA driver's.
 { ldd "$build/src/cli/qjoule" "$build"/tests/kernels/cpu/* 2>/dev/null || true; } | awk '/=> \//{print $3}' | sort -u |
   while read -r lib; do
@@ -50,5 +67,5 @@ if [ "$with_shared" = 1 ]; then
   cp "$shared/sst2/dev.tsv" "$stage/prebuilt/shared/data/sst2/"
   cp -r "$shared/models/sst2-distilbert-mini" "$stage/prebuilt/shared/data/models/"
 fi
-(cd "$stage" && tar -cf - . | xz -T0 -6 > "$bundle")
+(cd "$stage" && tar -cf - . | xz -T0 -9e > "$bundle")
 echo "pack-prebuilt: wrote $bundle ($(du -h "$bundle" | cut -f1)); on the GPU machine: source scripts/unpack-prebuilt.sh $(basename "$bundle")"

@@ -40,12 +40,15 @@ limits::ComputeType prefill_compute_type(const std::string& kernel_path) {
     if (prefill.find("cublaslt:e4m3") != std::string::npos) return limits::ComputeType::fp8;
     return limits::ComputeType::fp32;
   }
+  // oneDNN names the ISA of the implementation that ran: "..._amx" (oneDNN 3: avx512_core_amx) or
+  // "..._amx_int8" / "..._amx_bf16" (oneDNN 2: avx512_core_bf16_amx_int8): AMX tiles did the products.
+  const bool tiles = prefill.find("_amx") != std::string::npos;
   if (prefill.find("u8s8") != std::string::npos || prefill.find("s8s8") != std::string::npos ||
       prefill.find("amx_int8") != std::string::npos)
-    return limits::ComputeType::int8;
+    return tiles ? limits::ComputeType::amx_int8 : limits::ComputeType::int8;
   if (prefill.find("bf16_panel") != std::string::npos || prefill.find("bf16bf16") != std::string::npos ||
       prefill.find("amx_bf16") != std::string::npos)
-    return limits::ComputeType::bf16;
+    return tiles ? limits::ComputeType::amx_bf16 : limits::ComputeType::bf16;
   return limits::ComputeType::fp32;
 }
 

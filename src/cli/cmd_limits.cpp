@@ -55,6 +55,10 @@ void run_limits(const LimitsOptions& o) {
     text += figure_line(l, l.fp32_gflops, "fp32_gflops", "fp32 FMA", "GFLOP/s");
     text += figure_line(l, l.bf16_gflops, "bf16_gflops", "bf16 dot", "GFLOP/s");
     text += figure_line(l, l.int8_gops, "int8_gops", "int8 dot", "GOP/s");
+    if (l.amx_bf16_gflops || l.amx_int8_gops) {
+      text += figure_line(l, l.amx_bf16_gflops, "amx_bf16_gflops", "amx bf16", "GFLOP/s");
+      text += figure_line(l, l.amx_int8_gops, "amx_int8_gops", "amx int8", "GOP/s");
+    }
     if (!l.amx.empty()) text += "  amx            " + l.amx + "\n";
   }
   text += "how: " + l.method + "\n";

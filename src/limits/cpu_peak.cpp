@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include "amx_tiles.h"
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -142,29 +144,38 @@ bool has_avx512_vnni() { return has_avx512() && __builtin_cpu_supports("avx512vn
 bool has_avx512_bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
 bool has_fma_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
-// AMX is not in GCC 12's __builtin_cpu_supports: CPUID leaf 7, EDX bit 22 (AMX-BF16), 24 (AMX-TILE).
-bool has_amx() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-  return (edx >> 24) & 1u;
-}
-
 // A peak is a maximum, so the best of several short trials is the right estimate: a trial that an
 // other process interrupted can only read low.
 template <class Loop>
-double ops_per_second(int threads, double ops_per_step, Loop loop) {
+double ops_per_second(int threads, double ops_per_step, Loop loop, long steps = kSteps) {
   constexpr int kTrials = 7;
-  constexpr long kTrialSteps = kSteps / 4;
-  loop(kSteps / 10);  // warm up (clock ramp)
+  const long trial_steps = steps / 4;
+  loop(steps / 10);  // warm up (clock ramp)
   double best = 0.0;
   for (int trial = 0; trial < kTrials; ++trial) {
     const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads)
-    loop(kTrialSteps);
+    loop(trial_steps);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, ops_per_step * double(kTrialSteps) * threads / seconds);
+    best = std::max(best, ops_per_step * double(trial_steps) * threads / seconds);
   }
   return best;
+}
+
+// An AMX step is 4 tile products of 16 cycles each or more: ~20 ms a trial at 2 GHz.
+constexpr long kAmxSteps = 2'400'000;
+
+void measure_amx(int threads, CpuPeak& peak) {
+  if (!amx::has_tile()) return;
+  if (const std::string refused = amx::request_tile_permission(); !refused.empty()) {
+    peak.amx = "AMX tiles present, their peak not measured: " + refused +
+               " (the bf16 / int8 roofs are AVX-512's; oneDNN cannot use AMX either)";
+    return;
+  }
+  if (amx::has_bf16())
+    peak.amx_bf16_gflops = ops_per_second(threads, amx::kBf16OpsPerStep, amx::bf16_loop, kAmxSteps) / 1e9;
+  if (amx::has_int8())
+    peak.amx_int8_gops = ops_per_second(threads, amx::kInt8OpsPerStep, amx::int8_loop, kAmxSteps) / 1e9;
 }
 
 }  // namespace
@@ -195,7 +206,7 @@ const CpuPeak& measured_peak(int threads) {
   } else {
     peak.int8_unavailable = "this CPU has neither AVX512_VNNI nor AVX2";
   }
-  if (has_amx()) peak.amx = "AMX tiles present, their peak not measured (the bf16 / int8 roofs are AVX-512's)";
+  measure_amx(threads, peak);
   return cache.emplace(threads, peak).first->second;
 }
 
@@ -207,7 +218,10 @@ std::string peak_method() {
                                : "int8 = 6 chains of vpmaddubsw+vpmaddwd+vpaddd ymm (64 OP each, the AVX2 "
                                  "non-VNNI int8 GEMM sequence)";
   const std::string bf16 = has_avx512_bf16() ? "; bf16 = 12 chains of vdpbf16ps zmm (64 FLOP each)" : "";
-  return "measured, best of 7 trials: " + fp32 + bf16 + "; " + int8;
+  const std::string tiles = amx::has_tile() ? "; amx_bf16 / amx_int8 = 4 chains of tdpbf16ps / tdpbusd on 16 x 64-byte "
+                                              "tiles (16,384 FLOP / 32,768 OP each)"
+                                            : "";
+  return "measured, best of 7 trials: " + fp32 + bf16 + "; " + int8 + tiles;
 }
 
 }  // namespace qjoule::limits

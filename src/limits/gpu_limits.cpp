@@ -36,6 +36,7 @@ MachineLimits measure_gpu_limits(int device) {
   const double copy_ms = kernels::median_of(kernels::time_device_copy(bytes, kCopyReps, device));
   l.read_gb_per_s = 2.0 * static_cast<double>(bytes) / (copy_ms * 1e-3) / 1e9;
   l.unavailable["triad_gb_per_s"] = "a CPU figure (STREAM triad)";
+  for (const char* key : {"amx_bf16_gflops", "amx_int8_gops"}) l.unavailable[key] = "a CPU figure (AMX tiles)";
   struct Type {
     quant::Format format;
     const char* key;

@@ -38,10 +38,19 @@ std::string proc_value(const char* file, const std::string& key) {
 
 // Every figure, by its JSON key.
 constexpr std::pair<std::string_view, std::optional<double> MachineLimits::*> kFigures[] = {
-    {"read_gb_per_s", &MachineLimits::read_gb_per_s}, {"triad_gb_per_s", &MachineLimits::triad_gb_per_s},
-    {"fp32_gflops", &MachineLimits::fp32_gflops},     {"bf16_gflops", &MachineLimits::bf16_gflops},
-    {"int8_gops", &MachineLimits::int8_gops},         {"tf32_gflops", &MachineLimits::tf32_gflops},
-    {"fp16_gflops", &MachineLimits::fp16_gflops},     {"fp8_gflops", &MachineLimits::fp8_gflops}};
+    {"read_gb_per_s", &MachineLimits::read_gb_per_s},
+    {"triad_gb_per_s", &MachineLimits::triad_gb_per_s},
+    {"fp32_gflops", &MachineLimits::fp32_gflops},
+    {"bf16_gflops", &MachineLimits::bf16_gflops},
+    {"int8_gops", &MachineLimits::int8_gops},
+    {"tf32_gflops", &MachineLimits::tf32_gflops},
+    {"fp16_gflops", &MachineLimits::fp16_gflops},
+    {"fp8_gflops", &MachineLimits::fp8_gflops},
+    {"amx_bf16_gflops", &MachineLimits::amx_bf16_gflops},
+    {"amx_int8_gops", &MachineLimits::amx_int8_gops}};
+
+// Figures added after version 2: absent from what earlier versions wrote.
+bool added_after_v2(std::string_view key) { return key.starts_with("amx_"); }
 
 }  // namespace
 
@@ -83,11 +92,16 @@ MachineLimits measure_machine_limits(int threads) {
   l.fp32_gflops = peak.fp32_gflops;
   l.bf16_gflops = peak.bf16_gflops;
   l.int8_gops = peak.int8_gops;
+  l.amx_bf16_gflops = peak.amx_bf16_gflops;
+  l.amx_int8_gops = peak.amx_int8_gops;
   if (!peak.fp32_gflops) l.unavailable["fp32_gflops"] = peak.fp32_unavailable;
   if (!peak.bf16_gflops) l.unavailable["bf16_gflops"] = peak.bf16_unavailable;
   if (!peak.int8_gops) l.unavailable["int8_gops"] = peak.int8_unavailable;
   for (const char* key : {"tf32_gflops", "fp16_gflops", "fp8_gflops"})
     l.unavailable[key] = "a GPU's tensor-core type: the CPU runs it as FP32 (fp16 weights) or not at all";
+  const std::string no_amx = peak.amx.empty() ? "this CPU has no AMX tiles of this type" : peak.amx;
+  if (!peak.amx_bf16_gflops) l.unavailable["amx_bf16_gflops"] = no_amx;
+  if (!peak.amx_int8_gops) l.unavailable["amx_int8_gops"] = no_amx;
   l.amx = peak.amx;
   l.method = "read: " + read_method() + "; triad: " + triad_method() + "; peaks: " + peak_method();
   l.measure_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -128,6 +142,7 @@ MachineLimits machine_limits_from_json(const nlohmann::json& j) {
   if (l.device == "cpu" && l.threads < 1) fail("machine limits: 'threads' is {}; expected at least 1", l.threads);
   for (const auto& [name, member] : kFigures) {
     const std::string key(name);
+    if (!j.contains(key) && added_after_v2(key) && j.value("version", 0) <= 2) continue;
     if (!j.contains(key)) fail("machine limits: key '{}' is missing; expected a positive number or null", key);
     const auto& v = j.at(key);
     if (v.is_null()) continue;

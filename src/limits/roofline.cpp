@@ -14,10 +14,18 @@ std::string to_string(ComputeType type) {
     case ComputeType::tf32: return "tf32";
     case ComputeType::fp16: return "fp16";
     case ComputeType::fp8: return "fp8";
+    case ComputeType::amx_bf16: return "amx_bf16";
+    case ComputeType::amx_int8: return "amx_int8";
     case ComputeType::fp32: break;
   }
   return "fp32";
 }
+
+bool is_integer(ComputeType type) { return type == ComputeType::int8 || type == ComputeType::amx_int8; }
+
+std::string peak_key(ComputeType type) { return to_string(type) + (is_integer(type) ? "_gops" : "_gflops"); }
+
+const char* peak_unit(ComputeType type) { return is_integer(type) ? "GOP/s" : "GFLOP/s"; }
 
 std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, const MachineLimits& limits,
                                     std::string& why) {
@@ -33,7 +41,7 @@ std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, 
     why = "the memory bandwidth was not measured";
     return std::nullopt;
   }
-  const std::string key = work.compute == ComputeType::int8 ? "int8_gops" : to_string(work.compute) + "_gflops";
+  const std::string key = peak_key(work.compute);
   const std::optional<double>& peak = limits.figure(key);
   if (!peak) {
     why =
@@ -51,8 +59,7 @@ std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, 
     p.bound = memory_bound_text(limits);
   } else {
     p.roof_gflops = *peak;
-    p.bound = fmt::format("compute: {} {:.0f} {}", to_string(work.compute), *peak,
-                          work.compute == ComputeType::int8 ? "GOP/s" : "GFLOP/s");
+    p.bound = fmt::format("compute: {} {:.0f} {}", to_string(work.compute), *peak, peak_unit(work.compute));
   }
   p.fraction = p.achieved_gflops / p.roof_gflops;
   return p;

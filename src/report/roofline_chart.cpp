@@ -79,8 +79,11 @@ ReportChart roofline_chart(const std::vector<RunRecord>& records) {
       datasets.push_back(roof_dataset(fmt::format("memory read {:.1f} GB/s", bw),
                                       json::array({point(x0, bw * x0, ""), point(x1, bw * x1, "")}), "#444444", false));
     }
-    const std::pair<const char*, const char*> peaks[] = {
-        {"fp32_gflops", "fp32 FMA"}, {"bf16_gflops", "bf16 dot"}, {"int8_gops", "int8 dot"}};
+    const std::pair<const char*, const char*> peaks[] = {{"fp32_gflops", "fp32 FMA"},
+                                                         {"bf16_gflops", "bf16 dot"},
+                                                         {"int8_gops", "int8 dot"},
+                                                         {"amx_bf16_gflops", "AMX bf16"},
+                                                         {"amx_int8_gops", "AMX int8"}};
     for (const auto& [key, name] : peaks) {
       if (!l.contains(key) || !l[key].is_number()) continue;
       const double peak = l[key].get<double>();

@@ -136,6 +136,51 @@ TEST(PrefillComputeType, FromTheKernelPathThePrefillPartOfIt) {
   EXPECT_EQ(prefill_compute_type("cublaslt:e4m3:tensor_op"), ComputeType::fp8);
   EXPECT_EQ(prefill_compute_type("cublaslt:f32"), ComputeType::fp32);
   EXPECT_EQ(to_string(ComputeType::int8), "int8");
+  // oneDNN on an AMX CPU: its ISA names the tiles (oneDNN 2: ..._amx_int8 / _amx_bf16; 3: avx512_core_amx).
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:u8s8s32_gemv,m>4:onednn:brg:avx512_core_bf16_amx_int8:u8s8s32"),
+            ComputeType::amx_int8);
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_bf16:nf4_bf16,m>4:bf16_panel+onednn:brg:avx512_core_bf16_amx_bf16:"
+                                 "bf16bf16f32"),
+            ComputeType::amx_bf16);
+  EXPECT_EQ(prefill_compute_type("onednn:brg:avx512_core_amx:u8s8s32"), ComputeType::amx_int8);
+  EXPECT_EQ(prefill_compute_type("onednn:brg:avx512_core_amx:bf16bf16f32"), ComputeType::amx_bf16);
+  EXPECT_EQ(peak_key(ComputeType::amx_int8), "amx_int8_gops");
+  EXPECT_EQ(peak_key(ComputeType::amx_bf16), "amx_bf16_gflops");
+  EXPECT_EQ(peak_key(ComputeType::int8), "int8_gops");
+  EXPECT_EQ(peak_key(ComputeType::fp16), "fp16_gflops");
+}
+
+TEST(Roofline, AnAmxRunIsUnderTheTilesPeakNotTheDotProducts) {
+  MachineLimits l = machine();
+  l.amx_int8_gops = 16000.0;
+  std::string why;
+  // 2e9 OP and 1e6 bytes a token at 4e3 tokens/s: 8000 GOP/s, compute-bound, half the AMX INT8 peak
+  // (five times the AVX-512 VNNI one it used to be compared with).
+  auto p = roof_point({2e9, 1e6, ComputeType::amx_int8}, 4e3, l, why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_DOUBLE_EQ(p->fraction, 0.5);
+  EXPECT_EQ(p->bound, "compute: amx_int8 16000 GOP/s");
+  l.unavailable["amx_bf16_gflops"] = "this CPU has no AMX tiles of this type";
+  EXPECT_FALSE(roof_point({2e9, 1e6, ComputeType::amx_bf16}, 4e3, l, why));
+  EXPECT_EQ(why, "no amx_bf16 peak on this machine (this CPU has no AMX tiles of this type)");
+}
+
+TEST(MachineLimitsJson, TheAmxPeaksRoundTripAndVersion2ReadsWithoutThem) {
+  MachineLimits l = machine();
+  l.amx_bf16_gflops = 9000.0;
+  const auto json = to_json(l);
+  EXPECT_EQ(json["amx_bf16_gflops"], 9000.0);
+  EXPECT_TRUE(json["amx_int8_gops"].is_null());
+  EXPECT_EQ(machine_limits_from_json(json).amx_bf16_gflops, 9000.0);
+  auto v2 = json;
+  v2["version"] = 2;
+  v2.erase("amx_bf16_gflops");
+  v2.erase("amx_int8_gops");
+  EXPECT_FALSE(machine_limits_from_json(v2).amx_bf16_gflops);
+  auto bad = json;
+  bad.erase("amx_int8_gops");
+  EXPECT_THAT(error_of([&] { machine_limits_from_json(bad); }),
+              HasSubstr("machine limits: key 'amx_int8_gops' is missing; expected a positive number or null"));
 }
 
 }  // namespace

@@ -13,7 +13,13 @@ co="$work/checkout"
 mkdir -p "$co/scripts" "$co/build/fake/src/cli" "$co/build/fake/tests/x"
 cp "$repo/scripts/pack-prebuilt.sh" "$repo/scripts/unpack-prebuilt.sh" "$co/scripts/"
 cp "$build/src/cli/qjoule" "$co/build/fake/src/cli/"
-echo 'add_test(x "true")' > "$co/build/fake/tests/x/CTestTestfile.cmake"
+echo 'subdirs("tests/x")' > "$co/build/fake/CTestTestfile.cmake"
+printf 'add_test(Alpha.one "%s")\nadd_test(Beta.two "%s")\n' "$co/build/fake/tests/x/alpha" "$co/build/fake/tests/x/beta" \
+  > "$co/build/fake/tests/x/CTestTestfile.cmake"
+printf '#!/bin/true\n' > "$co/build/fake/tests/x/alpha"
+printf '#!/bin/true\n' > "$co/build/fake/tests/x/beta"
+printf 'a library a test loads\n' > "$co/build/fake/tests/x/libfake.so"
+chmod +x "$co/build/fake/tests/x/alpha" "$co/build/fake/tests/x/beta" "$co/build/fake/tests/x/libfake.so"
 echo 'not part of the bundle' > "$co/build/fake/tests/x/object.o"
 if bash "$co/scripts/pack-prebuilt.sh" 2> "$work/err"; then echo "no bundle name accepted"; exit 1; fi
 grep -q '^usage: scripts/pack-prebuilt.sh BUNDLE.tar.xz' "$work/err"
@@ -25,6 +31,16 @@ for f in ./build/fake/src/cli/qjoule ./build/fake/tests/x/CTestTestfile.cmake ./
   grep -qx "$f" <<< "$listing" || { echo "missing from the bundle: $f"; exit 1; }
 done
 if grep -q 'object.o\|libc.so' <<< "$listing"; then echo "the bundle holds object files or the C library"; exit 1; fi
+grep -qx ./build/fake/tests/x/beta <<< "$listing" || { echo "without --tests, a test executable is missing"; exit 1; }
+# --tests REGEX: only the executables of the tests it selects.
+bash "$co/scripts/pack-prebuilt.sh" "$work/t.tar.xz" --build-dir build/fake --tests 'Alpha'
+selected=$(xz -dc "$work/t.tar.xz" | tar -t)
+grep -qx ./build/fake/tests/x/alpha <<< "$selected" || { echo "--tests Alpha: alpha missing"; exit 1; }
+grep -qx ./build/fake/src/cli/qjoule <<< "$selected" || { echo "--tests Alpha: qjoule missing"; exit 1; }
+if grep -qx ./build/fake/tests/x/beta <<< "$selected"; then echo "--tests Alpha: beta packed"; exit 1; fi
+grep -qx ./build/fake/tests/x/libfake.so <<< "$selected" || { echo "--tests Alpha: a test's library left out"; exit 1; }
+if bash "$co/scripts/pack-prebuilt.sh" "$work/n.tar.xz" --build-dir build/fake --tests 'Gamma' 2> "$work/err"; then exit 1; fi
+grep -q "^pack-prebuilt: --tests 'Gamma': ctest lists no test of build/fake that matches" "$work/err"
 # Elsewhere, while the checkout it was made in exists: one line.
 mkdir -p "$work/other"
 if (cd "$work/other" && source "$co/scripts/unpack-prebuilt.sh" "$work/b.tar.xz") 2> "$work/err"; then exit 1; fi

@@ -7,8 +7,11 @@
 //   int8: with AVX512_VNNI, 12 chains of vpdpbusd zmm (64 u8×s8 multiply-adds = 128 OP); else 6 chains
 //         of vpmaddubsw → vpmaddwd(·, 1) → vpaddd ymm, the sequence AVX2 (non-VNNI) int8 GEMMs such as
 //         oneDNN's use (64 OP per chain step).
+//   amx_bf16 / amx_int8: with AMX (and Linux's permission for the tile state), 4 chains of tdpbf16ps /
+//         tdpbusd on 16 × 64-byte tiles: what oneDNN's BF16 and INT8 matmuls run there instead of the
+//         AVX-512 dot products.
 // The peak is that of the widest ISA oneDNN would use here. A type this CPU has no instruction for is
-// absent (nullopt) with the reason; AMX tiles are not measured (the reason says so where AMX is there).
+// absent (nullopt) with the reason.
 #pragma once
 
 #include <optional>
@@ -21,7 +24,9 @@ struct CpuPeak {
   std::optional<double> bf16_gflops;  // GFLOP/s, one BF16 product accumulated into FP32 = 2 FLOP
   std::optional<double> int8_gops;    // GOP/s, multiply-add = 2 OP
   std::string fp32_unavailable, bf16_unavailable, int8_unavailable;  // why a peak is absent
-  std::string amx;                                                   // what about AMX tiles ("" = no AMX)
+  std::optional<double> amx_bf16_gflops;  // AMX-BF16 tiles, GFLOP/s (nullopt: no AMX, or not permitted)
+  std::optional<double> amx_int8_gops;    // AMX-INT8 tiles (u8·s8), GOP/s
+  std::string amx;                        // why AMX tiles that are present were not measured ("" = measured, or no AMX)
 };
 
 // Measured on first call for each thread count (best of 7 short trials per loop, about 0.5 s a type)

@@ -12,8 +12,8 @@
 namespace qjoule::limits {
 
 // The version of the measurement method: a cached result of another version is measured again.
-// 2 added the device and the GPU's figures (tf32, fp16, fp8).
-inline constexpr int kMachineLimitsVersion = 2;
+// 2 added the device and the GPU's figures (tf32, fp16, fp8); 3 the AMX tiles' peaks.
+inline constexpr int kMachineLimitsVersion = 3;
 
 struct MachineLimits {
   int version = kMachineLimitsVersion;
@@ -26,12 +26,13 @@ struct MachineLimits {
   std::optional<double> bf16_gflops;     // CPU: BF16 dot products (AVX512_BF16); GPU: cuBLASLt BF16
   std::optional<double> int8_gops;       // CPU: u8·s8 dot products (VNNI, or AVX2's sequence); GPU: cuBLASLt s8
   std::optional<double> tf32_gflops, fp16_gflops, fp8_gflops;  // GPU only: cuBLASLt TF32 / FP16 / E4M3
+  std::optional<double> amx_bf16_gflops, amx_int8_gops;        // CPU with AMX: BF16 / INT8 tile products
   nlohmann::json unavailable = nlohmann::json::object();       // key of an absent figure -> why
-  std::string amx;                                             // AMX tiles: present but not measured ("" = none)
-  std::string method;                                          // how each figure was measured
-  std::string machine;                                         // machine_fingerprint() when measured
-  std::string measured_at;                                     // ISO 8601 UTC
-  double measure_seconds = 0.0;                                // how long measuring took
+  std::string amx;               // why AMX tiles that are present were not measured ("" = measured, or no AMX)
+  std::string method;            // how each figure was measured
+  std::string machine;           // machine_fingerprint() when measured
+  std::string measured_at;       // ISO 8601 UTC
+  double measure_seconds = 0.0;  // how long measuring took
   // "" when the measurement had its cores to itself, else why its figures may be low
   // (cpu_contention.h): such a measurement is not cached.
   std::string contention;
@@ -54,7 +55,8 @@ std::string measured_now();
 
 nlohmann::json to_json(const MachineLimits& limits);
 // Reads what to_json wrote; a missing key, a wrong type or a figure that is not a positive number fails
-// with one line naming the key, what was found and what was expected.
+// with one line naming the key, what was found and what was expected. Version 2 (no AMX figures) reads
+// with them absent.
 MachineLimits machine_limits_from_json(const nlohmann::json& json);
 
 }  // namespace qjoule::limits

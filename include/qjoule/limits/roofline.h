@@ -12,10 +12,14 @@
 
 namespace qjoule::limits {
 
-// The arithmetic a phase's GEMMs ran in: on the CPU fp32 (FMA), bf16 and int8 (dot products); on a GPU
-// also tf32, fp16 and fp8 (E4M3) tensor-core products.
-enum class ComputeType { fp32, bf16, int8, tf32, fp16, fp8 };
-std::string to_string(ComputeType type);  // "fp32", "bf16", "int8", "tf32", "fp16", "fp8"
+// The arithmetic a phase's GEMMs ran in: on the CPU fp32 (FMA), bf16 and int8 (dot products), and
+// amx_bf16 / amx_int8 (AMX tile products, where oneDNN ran them); on a GPU also tf32, fp16 and fp8
+// (E4M3) tensor-core products.
+enum class ComputeType { fp32, bf16, int8, tf32, fp16, fp8, amx_bf16, amx_int8 };
+std::string to_string(ComputeType type);  // "fp32", "bf16", "int8", "tf32", "fp16", "fp8", "amx_bf16", "amx_int8"
+// The MachineLimits key of its peak ("int8_gops", "amx_bf16_gflops", ...) and its unit.
+std::string peak_key(ComputeType type);
+const char* peak_unit(ComputeType type);  // "GOP/s" for the integer types, else "GFLOP/s"
 
 struct PhaseWork {
   double flops_per_token = 0.0;  // 2 per multiply-add
