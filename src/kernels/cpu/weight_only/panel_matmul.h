@@ -94,5 +94,14 @@ constexpr bool whole_panel_applies(int64_t m, int64_t N, int64_t K) {
 // scratch (kept), then oneDNN's threaded FP32 matmul multiplies it.
 void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                           const std::function<void(int64_t, int64_t, float*)>& fill);
+// The same for BF16 panels (where panel_kind() is bf16: AMX): from kWholePanelMinRows rows on, where W
+// fits kWholePanelMaxBytes in BF16, the threads fill one whole BF16 panel and oneDNN's threaded BF16
+// matmul multiplies it, instead of each thread multiplying a narrow panel of N / threads rows (16 rows
+// of a 256-wide layer on 16 threads) whose output goes through scratch.
+constexpr bool bf16_whole_panel_applies(int64_t m, int64_t N, int64_t K) {
+  return m >= kWholePanelMinRows && N * K * int64_t{sizeof(uint16_t)} <= kWholePanelMaxBytes;
+}
+void bf16_whole_panel_gemm(const uint16_t* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                           const std::function<void(int64_t, int64_t, uint16_t*)>& fill);
 
 }  // namespace qjoule::kernels::avx512

@@ -256,6 +256,7 @@ namespace {
 // every thread, then multiplied), kept from one product to the next; release_panel_scratch() frees them.
 thread_local std::vector<float> t_panel;
 thread_local std::vector<float> t_whole;
+thread_local std::vector<uint16_t> t_whole_bf16;
 }  // namespace
 
 void release_panel_scratch() {
@@ -267,6 +268,7 @@ void release_panel_scratch() {
     t_padded_panel = {};
   };
   t_whole = {};
+  t_whole_bf16 = {};
   release();  // the calling thread's (its whole-panel products run oneDNN from here)
 #pragma omp parallel
   release();
@@ -299,6 +301,16 @@ void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) fill(b * 16, std::min(N, b * 16 + 16), w + b * 16 * K);
   f32_panel_matmul(a, m, K, w, N, bias, y, N);  // outside a parallel region: on oneDNN's threads
+}
+
+void bf16_whole_panel_gemm(const uint16_t* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                           const std::function<void(int64_t, int64_t, uint16_t*)>& fill) {
+  if (t_whole_bf16.size() < static_cast<std::size_t>(N * K)) t_whole_bf16.resize(static_cast<std::size_t>(N * K));
+  const int64_t blocks = (N + 15) / 16;
+  uint16_t* w = t_whole_bf16.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) fill(b * 16, std::min(N, b * 16 + 16), w + b * 16 * K);
+  bf16_panel_matmul(a, m, K, w, N, bias, y, N);  // outside a parallel region: on oneDNN's threads
 }
 
 const std::string& f32_panel_kernel_path() {

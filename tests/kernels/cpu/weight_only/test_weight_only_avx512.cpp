@@ -65,7 +65,8 @@ TEST(WeightOnlyAvx512, PrefillAcrossSeveralBf16Panels) {
 }
 
 // From kWholePanelMinRows (256) rows on, a weight within 16 MiB is decoded into one whole panel by every
-// thread and multiplied on oneDNN's threaded matmul (FP32 panels); either side of the switch, with a row
+// thread and multiplied on oneDNN's threaded matmul (FP32 panels, and BF16 panels under
+// WeightOnlyPanel.bf16); either side of the switch, with a row
 // tail after the last chunk and an output width that is not a multiple of 16.
 TEST(WeightOnlyAvx512, PrefillOfManyRowsOnOneWholePanel) {
   if (avx512_levels().empty()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/VL/DQ): the AVX-512 kernels cannot run";
