@@ -68,17 +68,20 @@ fi
 gpu=$(echo "$probe" | sed 's/^cuda_gemm_peak: //')
 echo "gpu-acceptance: $gpu"
 status=0
+t0=$SECONDS
 ctest --test-dir "$build" -R 'Cuda|Gpu' --output-on-failure > "$out/gpu-tests.log" 2>&1 || status=1
+echo "gpu-acceptance: GPU tests done after $((SECONDS - t0)) s"
 tests=$(grep -E "tests passed" "$out/gpu-tests.log" | tail -1 || true)
 # Every test ctest lists as not passed: (Failed), (Subprocess aborted), (SEGFAULT), (Timeout), (Not Run).
 failed=$(sed -n '/The following tests FAILED:/,$p' "$out/gpu-tests.log" | grep -E '^\s+[0-9]+ - ' | sed 's/^\s*//' || true)
 [ -n "$tests" ] || { tests="no GPU test ran (ctest found none in $build)"; status=1; }
 "$build/microbench/cuda_gemm_peak" > "$out/cuda-gemm-peak.txt" 2>&1 || status=1
+echo "gpu-acceptance: cuda_gemm_peak done after $((SECONDS - t0)) s"
 # Decode per format on the TinyLlama-shaped decoder, every weight and the KV cache on GPU 0.
 "$build/microbench/write_synthetic_decoder" "$out/tinyllama-shapes" > /dev/null
 rm -rf "$out/decode-bench"
 "$build/src/cli/qjoule" bench --model "$out/tinyllama-shapes" --device cuda --precisions fp32,fp16,bf16,int8,int4,nf4 \
-  --seq 128 --decode-tokens 64 --out "$out/decode-bench" > "$out/decode-bench.log" 2>&1 || status=1
+  --seq 128 --decode-tokens 64 --min-time 1 --idle 2 --out "$out/decode-bench" > "$out/decode-bench.log" 2>&1 || status=1
 decode_table=$(python3 - "$out/decode-bench/results.jsonl" <<'PY' || true
 import json, sys
 def cell(v, f):
