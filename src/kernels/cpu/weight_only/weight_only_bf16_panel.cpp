@@ -293,24 +293,29 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
   errors.rethrow();
 }
 
-void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
-                          const std::function<void(int64_t, int64_t, float*)>& fill) {
-  if (t_whole.size() < static_cast<std::size_t>(N * K)) t_whole.resize(static_cast<std::size_t>(N * K));
+namespace {
+// The whole-panel product of either type: the threads fill W's rows in 16-row blocks into `whole` (the
+// calling thread's, kept), then `matmul` runs outside a parallel region, on oneDNN's threads.
+template <class T, class Matmul>
+void whole_panel_gemm(std::vector<T>& whole, const T* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                      const std::function<void(int64_t, int64_t, T*)>& fill, Matmul matmul) {
+  if (whole.size() < static_cast<std::size_t>(N * K)) whole.resize(static_cast<std::size_t>(N * K));
   const int64_t blocks = (N + 15) / 16;
-  float* w = t_whole.data();
+  T* w = whole.data();
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) fill(b * 16, std::min(N, b * 16 + 16), w + b * 16 * K);
-  f32_panel_matmul(a, m, K, w, N, bias, y, N);  // outside a parallel region: on oneDNN's threads
+  matmul(a, m, K, w, N, bias, y, N);
+}
+}  // namespace
+
+void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                          const std::function<void(int64_t, int64_t, float*)>& fill) {
+  whole_panel_gemm(t_whole, a, m, N, K, bias, y, fill, f32_panel_matmul);
 }
 
 void bf16_whole_panel_gemm(const uint16_t* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                            const std::function<void(int64_t, int64_t, uint16_t*)>& fill) {
-  if (t_whole_bf16.size() < static_cast<std::size_t>(N * K)) t_whole_bf16.resize(static_cast<std::size_t>(N * K));
-  const int64_t blocks = (N + 15) / 16;
-  uint16_t* w = t_whole_bf16.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < blocks; ++b) fill(b * 16, std::min(N, b * 16 + 16), w + b * 16 * K);
-  bf16_panel_matmul(a, m, K, w, N, bias, y, N);  // outside a parallel region: on oneDNN's threads
+  whole_panel_gemm(t_whole_bf16, a, m, N, K, bias, y, fill, bf16_panel_matmul);
 }
 
 const std::string& f32_panel_kernel_path() {
