@@ -142,7 +142,7 @@ MachineLimits machine_limits_from_json(const nlohmann::json& j) {
   if (l.device == "cpu" && l.threads < 1) fail("machine limits: 'threads' is {}; expected at least 1", l.threads);
   for (const auto& [name, member] : kFigures) {
     const std::string key(name);
-    if (!j.contains(key) && added_after_v2(key) && j.value("version", 0) <= 2) continue;
+    if (!j.contains(key) && added_after_v2(key) && l.version <= 2) continue;
     if (!j.contains(key)) fail("machine limits: key '{}' is missing; expected a positive number or null", key);
     const auto& v = j.at(key);
     if (v.is_null()) continue;

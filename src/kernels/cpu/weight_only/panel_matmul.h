@@ -86,21 +86,19 @@ void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float
 // 16 MiB), so that a benchmark run does not start holding the previous run's (qjoule bench calls it
 // before each run's peak memory is reset).
 void release_panel_scratch();
-// Whether f32_panel_gemm multiplies one whole panel (m >= kWholePanelMinRows, W within kWholePanelMaxBytes).
-constexpr bool whole_panel_applies(int64_t m, int64_t N, int64_t K) {
-  return m >= kWholePanelMinRows && N * K * int64_t{sizeof(float)} <= kWholePanelMaxBytes;
+// Whether a product multiplies one whole panel: m >= kWholePanelMinRows, and W within kWholePanelMaxBytes
+// at `element_bytes` a weight (4: f32_panel_gemm's FP32 panel; 2: a BF16 panel, bf16_whole_panel_gemm).
+constexpr bool whole_panel_applies(int64_t m, int64_t N, int64_t K, int64_t element_bytes = sizeof(float)) {
+  return m >= kWholePanelMinRows && N * K * element_bytes <= kWholePanelMaxBytes;
 }
 // The whole-panel product itself: the threads fill W's rows in 16-row blocks into the calling thread's
 // scratch (kept), then oneDNN's threaded FP32 matmul multiplies it.
 void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                           const std::function<void(int64_t, int64_t, float*)>& fill);
-// The same for BF16 panels (where panel_kind() is bf16: AMX): from kWholePanelMinRows rows on, where W
-// fits kWholePanelMaxBytes in BF16, the threads fill one whole BF16 panel and oneDNN's threaded BF16
-// matmul multiplies it, instead of each thread multiplying a narrow panel of N / threads rows (16 rows
-// of a 256-wide layer on 16 threads) whose output goes through scratch.
-constexpr bool bf16_whole_panel_applies(int64_t m, int64_t N, int64_t K) {
-  return m >= kWholePanelMinRows && N * K * int64_t{sizeof(uint16_t)} <= kWholePanelMaxBytes;
-}
+// The same for BF16 panels (where panel_kind() is bf16: AMX), where whole_panel_applies(m, N, K, 2): the
+// threads fill one whole BF16 panel and oneDNN's threaded BF16 matmul multiplies it, instead of each
+// thread multiplying a narrow panel of N / threads rows (16 rows of a 256-wide layer on 16 threads)
+// whose output goes through scratch.
 void bf16_whole_panel_gemm(const uint16_t* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                            const std::function<void(int64_t, int64_t, uint16_t*)>& fill);
 

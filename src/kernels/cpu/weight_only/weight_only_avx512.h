@@ -305,7 +305,7 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
       }
       to_bf16(xi, K, a + i * K);
     }
-    if (bf16_whole_panel_applies(m, N, K)) {  // one panel of W, in the activations' (chunk) order
+    if (whole_panel_applies(m, N, K, sizeof(uint16_t))) {  // one panel of W, in the activations' (chunk) order
       bf16_whole_panel_gemm(a, m, N, K, bias, y, [&dec](int64_t o_begin, int64_t o_end, uint16_t* panel) {
         dequantize_rows_bf16(dec, o_begin, o_end, panel);
       });
