@@ -41,6 +41,8 @@ if grep -qx ./build/fake/tests/x/beta <<< "$selected"; then echo "--tests Alpha:
 grep -qx ./build/fake/tests/x/libfake.so <<< "$selected" || { echo "--tests Alpha: a test's library left out"; exit 1; }
 if bash "$co/scripts/pack-prebuilt.sh" "$work/n.tar.xz" --build-dir build/fake --tests 'Gamma' 2> "$work/err"; then exit 1; fi
 grep -q "^pack-prebuilt: --tests 'Gamma': ctest lists no test of build/fake that matches" "$work/err"
+if bash "$co/scripts/pack-prebuilt.sh" "$work/n.tar.xz" --build-dir build/fake --tests 2> "$work/err"; then exit 1; fi
+grep -q '^usage: scripts/pack-prebuilt.sh BUNDLE.tar.xz .*\[--tests REGEX\]' "$work/err"
 # Elsewhere, while the checkout it was made in exists: one line.
 mkdir -p "$work/other"
 if (cd "$work/other" && source "$co/scripts/unpack-prebuilt.sh" "$work/b.tar.xz") 2> "$work/err"; then exit 1; fi
