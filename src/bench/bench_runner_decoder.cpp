@@ -142,6 +142,8 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
 
   // Prefill phase, in its own window.
   for (std::size_t i = 0; i < options.warmup; ++i) prefill();
+  std::optional<limits::HostCapacityProbe> host;  // around both phases, outside their energy windows
+  if (!on_gpu) host.emplace(static_cast<int>(c.threads));
   energy::Window prefill_window = meter.begin_window(r.run_name + ":prefill");
   // On a GPU each repetition is timed by CUDA events (DecoderLM::timed_ms); on the CPU by the loop.
   const auto timed = [&](const std::function<void()>& body) {
@@ -163,6 +165,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   double decode_seconds = 0;
   const std::vector<double> decode_ms = time_self_timed_repetitions(timed(decode), min_s, decode_seconds);
   const energy::Measurement decode_energy = meter.end_window(decode_window);
+  const auto host_measured = host ? std::optional(host->finish()) : std::nullopt;
 
   if (tracing) {  // one trace over both phases (and the untimed prefill between them)
     std::filesystem::create_directories(options.trace_dir);
@@ -195,6 +198,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
     const auto prompt_tokens = static_cast<int64_t>(n), decode_steps = static_cast<int64_t>(steps);
     record_decode_roofline(r, *roofs, decoder_decode_flops_per_token(m, prompt_tokens, decode_steps),
                            decoder_decode_bytes_per_token(m, prompt_tokens, decode_steps), decode_mean);
+    if (host_measured) record_host_capacity(r, *host_measured, *roofs);
   }
   r.decode_energy_window = energy::to_json(decode_energy);
   std::string gpu_reason;

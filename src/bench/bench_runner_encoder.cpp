@@ -68,11 +68,14 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
   const double min_s = min_seconds();
   const bool tracing = !options.trace_dir.empty() && !meter.sensors().empty();
   if (tracing) meter.drain_trace([](const energy::TraceSample&) {});  // readings from before this run
+  std::optional<limits::HostCapacityProbe> host;                      // outside the energy window
+  if (!on_gpu) host.emplace(static_cast<int>(c.threads));
   energy::Window window = meter.begin_window(r.run_name);
   const auto start = Clock::now();
   double loop_seconds = 0;
   const std::vector<double> samples_ms = time_self_timed_repetitions(batch, min_s, loop_seconds);
   const energy::Measurement em = meter.end_window(window);
+  const auto host_measured = host ? std::optional(host->finish()) : std::nullopt;
   if (tracing) {
     std::filesystem::create_directories(options.trace_dir);
     energy::TraceCsvWriter trace(options.trace_dir / (r.run_name + ".csv"), meter);
@@ -86,8 +89,10 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
   r.sequences_per_s = sequences / r.measured_seconds;
   r.tokens_per_s = sequences * double(c.seq) / r.measured_seconds;
   fill_device_energy(r, em, gpu_index, sequences, sequences * double(c.seq));
-  if (const limits::MachineLimits* roofs = run_limits(r, gpu_index))
+  if (const limits::MachineLimits* roofs = run_limits(r, gpu_index)) {
     record_roofline(r, *roofs, encoder_phase_work(m, int64_t(c.batch), int64_t(c.seq)), *r.tokens_per_s);
+    if (host_measured) record_host_capacity(r, *host_measured, *roofs);
+  }
   record_peak_rss(r, rss_reset, predicted);
   if (on_gpu) r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations)");
 

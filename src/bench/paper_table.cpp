@@ -126,14 +126,30 @@ std::string roof_cell(const std::optional<double>& fraction) {
   return fraction ? fmt::format("{:.0f}%", *fraction * 100.0) : std::string(kMissing);
 }
 
-// Flags a phase below the warning fraction of its roof.
+// What the host delivered around the run when it was busy (environment.host_capacity: absent in
+// records of earlier versions and of GPU runs, its line empty on a quiet host).
+std::string busy_host(const RunRecord& r) {
+  const auto it = r.environment.find("host_capacity");
+  if (it == r.environment.end() || !it->is_object()) return "";
+  const auto busy = it->find("busy");
+  return busy != it->end() && busy->is_string() ? busy->get<std::string>() : "";
+}
+
+// Flags a phase below the warning fraction of its roof: on qjoule's kernel, or on the host where it was
+// busy around the run. Not in proportion to the share it delivered: threads that meet at a barrier run
+// at the pace of the one whose core is shared (the SST-2 model's int8 batches fell to a fifth of their
+// quiet speed beside one spinning process, with the host at 46%), so no share tells a slow kernel from a
+// busy host.
 void warn_below_roof(PaperTable& table, const RunRecord& r, const char* phase, const std::optional<double>& fraction,
                      const std::string& bound) {
   if (!fraction || *fraction >= limits::kRoofWarningFraction) return;
-  table.roof_warnings.push_back(fmt::format(
-      "{}: {} at {:.0f}% of the machine's limit ({}): this figure is limited by qjoule's kernel, not by the hardware "
-      "or the format",
-      r.run_name, phase, *fraction * 100.0, bound));
+  const std::string head =
+      fmt::format("{}: {} at {:.0f}% of the machine's limit ({})", r.run_name, phase, *fraction * 100.0, bound);
+  const std::string host = busy_host(r);
+  table.roof_warnings.push_back(
+      host.empty()
+          ? head + ": this figure is limited by qjoule's kernel, not by the hardware or the format"
+          : head + ", on a busy host: " + host + "; re-run on a quiet machine before reading it as the kernel's");
 }
 
 bool any_roof(const std::vector<RunRecord>& records) {

@@ -39,4 +39,11 @@ void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, d
   r.decode_roof_bound = limits::memory_bound_text(limits);
 }
 
+void record_host_capacity(RunRecord& r, const limits::HostCapacity& measured, const limits::MachineLimits& limits) {
+  const limits::HostCapacity h = limits::compared_with(measured, limits.fp32_gflops);
+  r.environment["host_capacity"] = limits::to_json(h);
+  if (const std::string busy = limits::busy_host_line(h); !busy.empty())
+    r.notes.push_back("busy host: " + busy + " (this run's speed and % roof figures may be low for that reason)");
+}
+
 }  // namespace qjoule::bench

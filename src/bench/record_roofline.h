@@ -8,6 +8,7 @@
 #include <string>
 
 #include "qjoule/bench/run_record.h"
+#include "qjoule/limits/host_capacity.h"
 #include "qjoule/limits/limits_cache.h"
 #include "qjoule/limits/roofline.h"
 
@@ -22,5 +23,9 @@ void record_roofline(RunRecord& r, const limits::MachineLimits& limits, const li
 // A decoder's decode phase: bytes per generated token over the read bandwidth (decode_roof_*).
 void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, double flops_per_token,
                             double bytes_per_token, double tokens_per_s);
+
+// What the host delivered around a CPU run's timed windows, against the limits' fp32 peak:
+// environment.host_capacity, and a note when the host was busy (its speed and % roof figures may be low).
+void record_host_capacity(RunRecord& r, const limits::HostCapacity& measured, const limits::MachineLimits& limits);
 
 }  // namespace qjoule::bench

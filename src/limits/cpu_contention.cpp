@@ -69,21 +69,25 @@ double contending_cores(const CpuTimes& before, const CpuTimes& after, int threa
   return std::max(0.0, others_cores - free_cores);
 }
 
+std::optional<double> forced_contended_cores() {
+  // Test knob: the test suite runs tests side by side, and a limits test must know whether its
+  // measurement is cached.
+  const char* forced = std::getenv("QJOULE_TEST_CONTENDED_CORES");
+  if (forced == nullptr || *forced == '\0') return std::nullopt;
+  char* end = nullptr;
+  const double cores = std::strtod(forced, &end);
+  if (*end != '\0' || !(cores >= 0.0))
+    fail("QJOULE_TEST_CONTENDED_CORES={}: expected a number of cores >= 0 (a test knob)", forced);
+  return cores;
+}
+
 ContentionProbe::ContentionProbe(int threads) : threads_(threads), before_(read_cpu_times()) {}
 
 std::string ContentionProbe::verdict() const {
   if (!before_) return "";
   const auto after = read_cpu_times();
   if (!after) return "";
-  double cores = contending_cores(*before_, *after, threads_);
-  // Test knob: the test suite runs tests side by side, and a limits test must know whether its
-  // measurement is cached.
-  if (const char* forced = std::getenv("QJOULE_TEST_CONTENDED_CORES"); forced != nullptr && *forced != '\0') {
-    char* end = nullptr;
-    cores = std::strtod(forced, &end);
-    if (*end != '\0' || !(cores >= 0.0))
-      fail("QJOULE_TEST_CONTENDED_CORES={}: expected a number of cores >= 0 (a test knob)", forced);
-  }
+  const double cores = forced_contended_cores().value_or(contending_cores(*before_, *after, threads_));
   if (cores <= kContendedCores) return "";
   return fmt::format("other processes used {:.2f} cores that its {} thread{} needed while it was measured", cores,
                      threads_, threads_ == 1 ? "" : "s");

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace qjoule::limits {
 namespace {
@@ -208,6 +209,27 @@ const CpuPeak& measured_peak(int threads) {
   }
   measure_amx(threads, peak);
   return cache.emplace(threads, peak).first->second;
+}
+
+std::optional<double> fp32_rate_now(int threads) {
+  // ~2 ms a trial at ~3 GHz: the probe must not lengthen a run, only catch the state the host was in.
+  constexpr long kProbeSteps = 1'000'000;
+  constexpr int kProbeTrials = 5;
+  const bool wide = has_avx512();
+  if (!wide && !has_fma_avx2()) return std::nullopt;
+  const auto loop = wide ? fp32_fma512_loop : fp32_fma_loop;
+  const double flop_per_step = wide ? 12.0 * 32.0 : 12.0 * 16.0;
+  loop(kProbeSteps / 4);  // warm up (clock ramp, the wide units' power state)
+  std::vector<double> rates;
+  for (int trial = 0; trial < kProbeTrials; ++trial) {
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads)
+    loop(kProbeSteps);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(flop_per_step * double(kProbeSteps) * threads / seconds / 1e9);
+  }
+  std::nth_element(rates.begin(), rates.begin() + kProbeTrials / 2, rates.end());
+  return rates[kProbeTrials / 2];
 }
 
 std::string peak_method() {

@@ -215,6 +215,26 @@ TEST(BenchPaperTable, RunsBelowThirtyPercentOfTheirRoofAreFlaggedAndTheRestAreNo
   EXPECT_THAT(plain, Not(HasSubstr("Below 30%")));
 }
 
+TEST(BenchPaperTable, ABelowTheLineFigureOnABusyHostIsBlamedOnTheHostNotTheKernel) {
+  auto busy = table_record("int8", 4.0, 0.2, 0.90, 64ull << 20);
+  auto quiet = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
+  for (auto* r : {&busy, &quiet}) {
+    r->roof_fraction = 0.05;
+    r->roof_bound = "compute: fp32 400 GFLOP/s";
+  }
+  busy.environment["host_capacity"] = {{"delivered_fraction", 0.5}, {"busy", "the host delivered 50%"}};
+  quiet.environment["host_capacity"] = {{"delivered_fraction", 0.95}, {"busy", ""}};
+  const auto table = format_paper_table({quiet, busy}, 1.0);
+  // 5% with half the host: not in proportion (threads meeting at barriers), so still the host's.
+  EXPECT_THAT(table, HasSubstr("- " + busy.run_name +
+                               ": batches at 5% of the machine's limit (compute: fp32 400 GFLOP/s), on a busy host: "
+                               "the host delivered 50%; re-run on a quiet machine before reading it as the "
+                               "kernel's\n"));
+  EXPECT_THAT(table, HasSubstr("- " + quiet.run_name +
+                               ": batches at 5% of the machine's limit (compute: fp32 400 GFLOP/s): this figure is "
+                               "limited by qjoule's kernel, not by the hardware or the format\n"));
+}
+
 TEST(BenchPaperTable, OnAGpuWhatToTryNamesOnlyFormatsWithACudaKernel) {
   auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
   auto int8 = table_record("int8", 4.0, 0.2, 0.85, 64ull << 20);

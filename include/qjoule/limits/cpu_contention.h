@@ -24,6 +24,10 @@ std::optional<CpuTimes> read_cpu_times();
 // measurement with `threads` threads left free: 0 when the measurement had its cores to itself.
 double contending_cores(const CpuTimes& before, const CpuTimes& after, int threads);
 
+// QJOULE_TEST_CONTENDED_CORES (tests): the contention it stands for, nullopt when unset; a value that
+// is not a number of cores >= 0 fails in one line.
+std::optional<double> forced_contended_cores();
+
 // Above this many cores of contention a measurement is reported as contended (and not cached).
 inline constexpr double kContendedCores = 0.15;
 

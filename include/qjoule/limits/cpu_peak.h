@@ -33,6 +33,12 @@ struct CpuPeak {
 // and cached for the process.
 const CpuPeak& measured_peak(int threads);
 
+// The FP32 FMA rate this CPU delivers now on `threads` threads, in GFLOP/s: the fp32 peak's loop, the
+// median of 5 trials of about 2 ms (not the best: this is what the host gives, not what it can give).
+// A run compares it with its limits' fp32 peak to tell a busy host from a slow kernel (host_capacity.h).
+// nullopt where this CPU has no FP32 peak loop.
+std::optional<double> fp32_rate_now(int threads);
+
 // How the peaks were measured, for records and the benchmarks' context lines.
 std::string peak_method();
 

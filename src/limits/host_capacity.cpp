@@ -1,0 +1,94 @@
+#include "qjoule/limits/host_capacity.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "qjoule/error.h"
+#include "qjoule/limits/cpu_peak.h"
+
+namespace qjoule::limits {
+namespace {
+
+// QJOULE_TEST_HOST_CAPACITY=X: the probes read X × the peak (tests run side by side, and a test of a
+// run's warning must know what its host delivered).
+std::optional<double> forced_capacity() {
+  const char* forced = std::getenv("QJOULE_TEST_HOST_CAPACITY");
+  if (forced == nullptr || *forced == '\0') return std::nullopt;
+  char* end = nullptr;
+  const double x = std::strtod(forced, &end);
+  if (*end != '\0' || !(x > 0.0))
+    fail("QJOULE_TEST_HOST_CAPACITY={}: expected the share of the peak the host delivers, > 0 (a test knob)", forced);
+  return x;
+}
+
+std::optional<double> lower(const std::optional<double>& a, const std::optional<double>& b) {
+  if (a && b) return std::min(*a, *b);
+  return a ? a : b;
+}
+
+std::string gflops_or_dash(const std::optional<double>& v) { return v ? fmt::format("{:.0f}", *v) : "-"; }
+
+}  // namespace
+
+std::optional<double> delivered_fraction(const HostCapacity& h) {
+  std::optional<double> share;
+  const auto probe = lower(h.fp32_gflops_before, h.fp32_gflops_after);
+  if (probe && h.fp32_peak_gflops && *h.fp32_peak_gflops > 0.0) share = *probe / *h.fp32_peak_gflops;
+  if (h.threads > 0) share = lower(share, 1.0 - h.contending_cores / h.threads);
+  if (!share) return std::nullopt;
+  return std::clamp(*share, 0.0, 1.0);
+}
+
+std::string busy_host_line(const HostCapacity& h) {
+  const auto share = delivered_fraction(h);
+  if (!share || *share >= kBusyHostFraction) return "";
+  std::string line = fmt::format("the host delivered {:.0f}% of its measured FP32 peak around this run", *share * 100);
+  if (h.fp32_peak_gflops)
+    line += fmt::format(" (FMA probes {} / {} GFLOP/s of {:.0f}", gflops_or_dash(h.fp32_gflops_before),
+                        gflops_or_dash(h.fp32_gflops_after), *h.fp32_peak_gflops);
+  else
+    line += " (";
+  line += fmt::format("{}other processes took {:.2f} cores)", h.fp32_peak_gflops ? "; " : "", h.contending_cores);
+  return line;
+}
+
+nlohmann::json to_json(const HostCapacity& h) {
+  const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"threads", h.threads},
+          {"fp32_gflops_before", opt(h.fp32_gflops_before)},
+          {"fp32_gflops_after", opt(h.fp32_gflops_after)},
+          {"fp32_peak_gflops", opt(h.fp32_peak_gflops)},
+          {"contending_cores", h.contending_cores},
+          {"delivered_fraction", opt(delivered_fraction(h))},
+          {"busy", busy_host_line(h)},
+          {"method",
+           "right before and right after the timed windows: the fp32 peak's FMA loop on the run's threads, median "
+           "of 5 trials of ~2 ms; over the windows: other processes' and the hypervisor's CPU time (/proc/stat) "
+           "beyond the cores the run left free; delivered_fraction = min(lower probe / fp32 peak, 1 - "
+           "contending_cores / threads)"}};
+}
+
+HostCapacityProbe::HostCapacityProbe(int threads)
+    : threads_(threads), before_gflops_(fp32_rate_now(threads)), before_times_(read_cpu_times()) {}
+
+HostCapacity HostCapacityProbe::finish() const {
+  HostCapacity h;
+  h.threads = threads_;
+  const auto after_times = read_cpu_times();
+  h.fp32_gflops_after = fp32_rate_now(threads_);
+  h.fp32_gflops_before = before_gflops_;
+  if (before_times_ && after_times) h.contending_cores = contending_cores(*before_times_, *after_times, threads_);
+  return h;
+}
+
+HostCapacity compared_with(HostCapacity h, std::optional<double> fp32_peak_gflops) {
+  h.fp32_peak_gflops = fp32_peak_gflops;
+  if (const auto forced = forced_contended_cores()) h.contending_cores = *forced;
+  if (const auto forced = forced_capacity(); forced && fp32_peak_gflops)
+    h.fp32_gflops_before = h.fp32_gflops_after = *forced * *fp32_peak_gflops;
+  return h;
+}
+
+}  // namespace qjoule::limits
