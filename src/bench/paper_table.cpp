@@ -458,15 +458,18 @@ void write_summary_md(const std::vector<RunRecord>& records, const std::filesyst
     for (const auto& note : r.notes) notes += fmt::format("- {}: {}\n", r.run_name, note);
   if (!notes.empty()) md += fmt::format("\n## Notes\n\n{}", notes);
 
-  // The machine, from the first record that describes it (every run of a bench shares it).
+  // The machine, from the first record that describes it (every run of a bench shares it, but for what
+  // the host delivered around each run).
   for (const auto& r : records) {
     if (r.environment.empty()) continue;
     md += "\n## Environment\n\n";
-    for (const auto& item : r.environment.items())
+    for (const auto& item : r.environment.items()) {
+      if (item.key() == "host_capacity") continue;  // each run's own: a busy host's runs say so in their notes
       md += fmt::format("- {}: {}\n", item.key(),
                         item.value().is_string()
                             ? item.value().get<std::string>()
                             : item.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
     break;
   }
   md += fmt::format(

@@ -44,6 +44,8 @@ void record_host_capacity(RunRecord& r, const limits::HostCapacity& measured, co
   r.environment["host_capacity"] = limits::to_json(h);
   if (const std::string busy = limits::busy_host_line(h); !busy.empty())
     r.notes.push_back("busy host: " + busy + " (this run's speed and % roof figures may be low for that reason)");
+  if (const std::string low = limits::low_peak_line(h); !low.empty())
+    r.notes.push_back("machine limits: " + low + " (`qjoule limits --refresh` on a quiet machine)");
 }
 
 }  // namespace qjoule::bench

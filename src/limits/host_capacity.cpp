@@ -54,6 +54,18 @@ std::string busy_host_line(const HostCapacity& h) {
   return line;
 }
 
+std::string low_peak_line(const HostCapacity& h) {
+  const auto probe = h.fp32_gflops_before && h.fp32_gflops_after
+                         ? std::optional(std::max(*h.fp32_gflops_before, *h.fp32_gflops_after))
+                         : (h.fp32_gflops_before ? h.fp32_gflops_before : h.fp32_gflops_after);
+  if (!probe || !h.fp32_peak_gflops || !(*h.fp32_peak_gflops > 0.0) || *probe <= kLowPeakMultiple * *h.fp32_peak_gflops)
+    return "";
+  return fmt::format(
+      "the FMA probes around this run read up to {:.0f} GFLOP/s, {:.2f}x the limits' fp32 peak of {:.0f}: the limits "
+      "were measured on a busier host, and this run's % roof figures read high",
+      *probe, *probe / *h.fp32_peak_gflops, *h.fp32_peak_gflops);
+}
+
 nlohmann::json to_json(const HostCapacity& h) {
   const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   return {{"threads", h.threads},

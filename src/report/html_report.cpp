@@ -105,7 +105,8 @@ std::string header_html(const std::vector<RunRecord>& records, const ReportOptio
   for (const auto& r : records)
     if (r.environment.is_object())
       for (const auto& item : r.environment.items())
-        if (!shown.count(item.key())) other_keys.insert(item.key());
+        if (!shown.count(item.key()) && item.key() != "host_capacity")  // each run's own, in its notes when busy
+          other_keys.insert(item.key());
   for (const auto& key : other_keys) {
     const auto values = distinct(records, [&](const RunRecord& r) {
       const auto found = r.environment.find(key);

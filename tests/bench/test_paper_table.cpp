@@ -330,7 +330,7 @@ TEST(BenchPaperTable, SummaryMarkdown) {
   const auto dir = test::temp_dir("bench_summary");
   auto fp32 = table_record("fp32", 10.0, 0.5, 0.9, 256ull << 20);
   fp32.notes = {"idle baseline 12.5 W subtracted"};
-  fp32.environment = {{"cpu", "AMD EPYC 7B13"}, {"cores", 2}};
+  fp32.environment = {{"cpu", "AMD EPYC 7B13"}, {"cores", 2}, {"host_capacity", {{"busy", ""}}}};
   write_summary_md({fp32, table_record("int8", 4.0, 0.2, 0.89, 64ull << 20)}, dir / "summary.md", 1.0);
   std::ifstream in(dir / "summary.md");
   std::stringstream text;
@@ -340,6 +340,7 @@ TEST(BenchPaperTable, SummaryMarkdown) {
   EXPECT_THAT(md, HasSubstr(" 2.50x |"));
   EXPECT_THAT(md, HasSubstr("## Notes\n\n- " + fp32.run_name + ": idle baseline 12.5 W subtracted\n"));
   EXPECT_THAT(md, HasSubstr("## Environment\n\n- cores: 2\n- cpu: AMD EPYC 7B13\n"));
+  EXPECT_THAT(md, Not(HasSubstr("host_capacity")));  // each run's own, not the machine's
 }
 
 }  // namespace

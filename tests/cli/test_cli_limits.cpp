@@ -215,6 +215,9 @@ TEST(CliBenchRoofline, RecordsCarryTheLimitsAndASlowedKernelIsFlaggedBelowThirty
   // Without the knob (a quiet host against these roofs, or one busy by less than the shortfall) the
   // record still carries the probes.
   EXPECT_TRUE(own_rec["environment"]["host_capacity"]["fp32_gflops_after"].is_number()) << own_rec;
+  // Those roofs are far below what the FMA probes read (a tiny model's rate): the record says the
+  // limits were measured low.
+  EXPECT_THAT(own_rec["notes"].dump(), HasSubstr("machine limits: the FMA probes around this run read up to "));
 }
 
 TEST(CliBenchRoofline, ADecoderRecordsPrefillAndDecodeAgainstTheReadBandwidth) {

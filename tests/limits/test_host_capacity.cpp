@@ -49,6 +49,16 @@ TEST(HostCapacity, BelowEightyPercentTheHostIsBusyAndTheLineSaysWhatWasMeasured)
             "the host delivered 50% of its measured FP32 peak around this run (other processes took 1.00 cores)");
 }
 
+TEST(HostCapacity, AProbeAboveThePeakSaysThePeakWasMeasuredLow) {
+  EXPECT_EQ(low_peak_line(capacity(420, 400, 370, 0)), "");  // 1.14x: within the probes' spread
+  EXPECT_EQ(low_peak_line(capacity(458, 400, std::nullopt, 0)), "");
+  EXPECT_EQ(low_peak_line(capacity(std::nullopt, std::nullopt, 370, 0)), "");
+  EXPECT_EQ(low_peak_line(capacity(400, 458, 370, 0)),
+            "the FMA probes around this run read up to 458 GFLOP/s, 1.24x the limits' fp32 peak of 370: the limits "
+            "were measured on a busier host, and this run's % roof figures read high");
+  EXPECT_THAT(low_peak_line(capacity(458, std::nullopt, 370, 0)), HasSubstr("up to 458 GFLOP/s"));
+}
+
 TEST(HostCapacity, ItsJsonHasTheProbesTheShareTheLineAndTheMethod) {
   const auto j = to_json(capacity(226, std::nullopt, 411, 0.4));
   EXPECT_EQ(j["threads"], 2);

@@ -80,7 +80,9 @@ TEST(ReportHtml, IsSelfContainedBehindAContentSecurityPolicy) {
 }
 
 TEST(ReportHtml, HeaderNamesModelDeviceEnvironmentAndDates) {
-  const auto html = render_html_report(sample::records(), options_with_fake_chartjs("report_html_header"));
+  auto records = sample::records();
+  records.at(0).environment["host_capacity"] = {{"busy", ""}, {"fp32_gflops_before", 401.5}};
+  const auto html = render_html_report(records, options_with_fake_chartjs("report_html_header"));
   EXPECT_THAT(html, HasSubstr("<h1>qjoule report: distilbert-base</h1>"));
   EXPECT_THAT(html, HasSubstr("<dt>device</dt><dd>cpu</dd>"));
   EXPECT_THAT(html, HasSubstr("<dt>cpu</dt><dd>AMD EPYC 7B13</dd>"));
@@ -88,6 +90,7 @@ TEST(ReportHtml, HeaderNamesModelDeviceEnvironmentAndDates) {
   EXPECT_THAT(html, HasSubstr("<dt>qjoule_commit</dt><dd>3390ad5d1e2f</dd>"));
   EXPECT_THAT(html, HasSubstr("started 2026-11-23T19:00:02Z to 2026-11-23T19:13:02Z"));
   EXPECT_THAT(html, HasSubstr("<dt>onednn</dt><dd>2.6.3</dd>"));  // the other keys, in <details>
+  EXPECT_THAT(html, Not(HasSubstr("<dt>host_capacity</dt>")));    // each run's own, not the machine's
 }
 
 TEST(ReportHtml, ValidityWarningsComeFirstAndNameTheRuns) {

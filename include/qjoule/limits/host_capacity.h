@@ -36,6 +36,15 @@ inline constexpr double kBusyHostFraction = 0.8;
 // 411; other processes took 0.40 cores)".
 std::string busy_host_line(const HostCapacity& h);
 
+// Above this multiple of the limits' fp32 peak, a probe says the peak was measured low (the limits
+// take the best of their trials, the probes the median of theirs: the probes should not exceed it).
+inline constexpr double kLowPeakMultiple = 1.15;
+
+// "" unless a probe read more than kLowPeakMultiple × the peak, else one line: "the FMA probes around
+// this run read up to 458 GFLOP/s, 1.24x the limits' fp32 peak of 370: the limits were measured on a
+// busier host, and this run's % roof figures read high".
+std::string low_peak_line(const HostCapacity& h);
+
 // {"threads", "fp32_gflops_before", "fp32_gflops_after", "fp32_peak_gflops", "contending_cores",
 //  "delivered_fraction", "busy", "method"}: what a record keeps in environment.host_capacity.
 nlohmann::json to_json(const HostCapacity& h);
