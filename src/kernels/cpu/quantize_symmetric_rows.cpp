@@ -36,28 +36,38 @@ int code_scalar(float v, float inv, int qmax) {
   return static_cast<int>(std::clamp(r, -static_cast<float>(qmax), static_cast<float>(qmax)));
 }
 
+// Four independent accumulators of each kind: one would make every step wait for the previous max /
+// add (a 4-cycle chain), at two values a cycle; these run at the loads' pace.
 __attribute__((target("avx2"))) float row_abs_max_avx2(const float* v, int64_t cols, const std::string& what,
                                                        int64_t row) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256 vmax = _mm256_setzero_ps();
-  __m256 poison = _mm256_setzero_ps();  // v·0 is NaN exactly when v is NaN or ±Inf, and NaN sticks under +
+  __m256 vmax[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  // NaN or ±Inf seen: x - x is NaN exactly for those, and an unordered compare marks it.
+  __m256 poison[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t k = 0;
+  for (; k + 32 <= cols; k += 32) {
+    for (int u = 0; u < 4; ++u) {
+      const __m256 x = _mm256_loadu_ps(v + k + 8 * u);
+      vmax[u] = _mm256_max_ps(vmax[u], _mm256_and_ps(x, abs_mask));
+      poison[u] = _mm256_or_ps(poison[u], _mm256_cmp_ps(_mm256_sub_ps(x, x), _mm256_setzero_ps(), _CMP_UNORD_Q));
+    }
+  }
   for (; k + 8 <= cols; k += 8) {
     const __m256 x = _mm256_loadu_ps(v + k);
-    vmax = _mm256_max_ps(vmax, _mm256_and_ps(x, abs_mask));
-    poison = _mm256_add_ps(poison, _mm256_mul_ps(x, _mm256_setzero_ps()));
+    vmax[0] = _mm256_max_ps(vmax[0], _mm256_and_ps(x, abs_mask));
+    poison[0] = _mm256_or_ps(poison[0], _mm256_cmp_ps(_mm256_sub_ps(x, x), _mm256_setzero_ps(), _CMP_UNORD_Q));
   }
-  alignas(32) float lanes[8], bad[8];
-  _mm256_store_ps(lanes, vmax);
-  _mm256_store_ps(bad, poison);
+  const __m256 all_max = _mm256_max_ps(_mm256_max_ps(vmax[0], vmax[1]), _mm256_max_ps(vmax[2], vmax[3]));
+  const __m256 all_poison = _mm256_or_ps(_mm256_or_ps(poison[0], poison[1]), _mm256_or_ps(poison[2], poison[3]));
+  if (_mm256_movemask_ps(all_poison) != 0) return row_abs_max_scalar(v, cols, what, row);  // names the column
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, all_max);
   float a = 0.0f;
-  bool finite = true;
-  for (int l = 0; l < 8; ++l) {
-    a = std::max(a, lanes[l]);
-    finite = finite && !std::isnan(bad[l]);
+  for (int l = 0; l < 8; ++l) a = std::max(a, lanes[l]);
+  for (; k < cols; ++k) {
+    if (!std::isfinite(v[k])) return row_abs_max_scalar(v, cols, what, row);  // the row's column, not the tail's
+    a = std::max(a, std::fabs(v[k]));
   }
-  if (!finite) return row_abs_max_scalar(v, cols, what, row);  // names the offending column
-  if (k < cols) a = std::max(a, row_abs_max_scalar(v + k, cols - k, what, row));
   return a;
 }
 

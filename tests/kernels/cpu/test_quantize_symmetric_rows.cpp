@@ -114,27 +114,29 @@ TEST(QuantizeSymmetricRows, WeightCodesRoundTripWithinHalfAStep) {
 }
 
 TEST(QuantizeSymmetricRows, RejectsNonFiniteValuesNamingTheTensor) {
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                    -std::numeric_limits<float>::infinity()}) {
-    std::vector<float> x(2 * 40, 1.0f);
-    x[40 + 17] = bad;
-    std::vector<uint8_t> q(x.size());
-    std::vector<int8_t> q8(x.size());
-    std::vector<float> s(2);
-    for (int path = 0; path < 3; ++path) {
-      try {
-        if (path == 0) quantize_rows_symmetric_u8_shifted(x.data(), 2, 40, q.data(), s.data(), "layer.0.q_lin input");
-        if (path == 1)
-          quantize_rows_symmetric_u8_shifted_scalar(x.data(), 2, 40, q.data(), s.data(), "layer.0.q_lin input");
-        if (path == 2) quantize_rows_symmetric_s8(x.data(), 2, 40, 127, q8.data(), s.data(), "layer.0.q_lin input");
-        FAIL() << "no error for " << bad << " on path " << path;
-      } catch (const qjoule::Error& e) {
-        const std::string what = e.what();
-        EXPECT_NE(what.find("layer.0.q_lin input"), std::string::npos) << what;
-        EXPECT_NE(what.find("row 1 column 17"), std::string::npos) << what;
+  // Columns 17, 35 and 41 of 43: in the 32-wide vector loop, the 8-wide one and the scalar tail.
+  for (const int64_t column : {17, 35, 41})
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                      -std::numeric_limits<float>::infinity()}) {
+      std::vector<float> x(2 * 43, 1.0f);
+      x[static_cast<size_t>(43 + column)] = bad;
+      std::vector<uint8_t> q(x.size());
+      std::vector<int8_t> q8(x.size());
+      std::vector<float> s(2);
+      for (int path = 0; path < 3; ++path) {
+        try {
+          if (path == 0) quantize_rows_symmetric_u8_shifted(x.data(), 2, 43, q.data(), s.data(), "layer.0.q_lin input");
+          if (path == 1)
+            quantize_rows_symmetric_u8_shifted_scalar(x.data(), 2, 43, q.data(), s.data(), "layer.0.q_lin input");
+          if (path == 2) quantize_rows_symmetric_s8(x.data(), 2, 43, 127, q8.data(), s.data(), "layer.0.q_lin input");
+          FAIL() << "no error for " << bad << " on path " << path;
+        } catch (const qjoule::Error& e) {
+          const std::string what = e.what();
+          EXPECT_NE(what.find("layer.0.q_lin input"), std::string::npos) << what;
+          EXPECT_NE(what.find("row 1 column " + std::to_string(column)), std::string::npos) << what;
+        }
       }
     }
-  }
 }
 
 }  // namespace
