@@ -160,8 +160,9 @@ bool any_roof(const std::vector<RunRecord>& records) {
 
 constexpr const char* kRoofLegend =
     "% roof: the phase's achieved rate over the limit measured on the run's device (environment.machine_limits, "
-    "`qjoule limits`): the lower of its GEMMs' compute peak and intensity × memory bandwidth (CPU: read with the "
-    "run's threads; GPU: device copy); decode: bytes read per token × tok/s over that bandwidth.";
+    "`qjoule limits`): the lower of its GEMMs' compute peak (with attention's FP32 work at the FP32 peak beside "
+    "other types) and intensity × memory bandwidth (CPU: read with the run's threads; GPU: device copy); decode: "
+    "bytes read per token × tok/s over that bandwidth.";
 
 // The decoder table: every successful run is a decoder run (build_paper_table's doc).
 PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,

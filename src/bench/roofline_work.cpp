@@ -63,8 +63,9 @@ limits::PhaseWork encoder_phase_work(const model::EncoderClassifier& m, int64_t 
     flops_by_type[prefill_compute_type(l.kernel_path)] += flops;
     w.bytes_per_token += static_cast<double>(l.bytes_held) / tokens_per_pass;
   }
-  // QKᵀ and P·V over the sequence: 2 × 2 × seq × hidden per token and layer.
-  w.flops_per_token += 4.0 * static_cast<double>(seq * cfg.hidden_size * cfg.num_layers);
+  // QKᵀ and P·V over the sequence: 2 × 2 × seq × hidden per token and layer, in FP32.
+  w.fp32_flops_per_token = 4.0 * static_cast<double>(seq * cfg.hidden_size * cfg.num_layers);
+  w.flops_per_token += w.fp32_flops_per_token;
   w.compute = dominant_type(flops_by_type);
   return w;
 }
@@ -80,8 +81,10 @@ limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq, i
     flops_by_type[prefill_compute_type(l.kernel_path)] += flops;
     w.bytes_per_token += static_cast<double>(l.bytes_held) / static_cast<double>(seq);
   }
-  // Causal attention: a token at position i attends to i + 1 keys, (seq + 1) / 2 on average.
-  w.flops_per_token += 4.0 * (static_cast<double>(seq) + 1.0) / 2.0 * static_cast<double>(cfg.q_dim() * cfg.num_layers);
+  // Causal attention, in FP32: a token at position i attends to i + 1 keys, (seq + 1) / 2 on average.
+  w.fp32_flops_per_token =
+      4.0 * (static_cast<double>(seq) + 1.0) / 2.0 * static_cast<double>(cfg.q_dim() * cfg.num_layers);
+  w.flops_per_token += w.fp32_flops_per_token;
   w.compute = dominant_type(flops_by_type);
   return w;
 }

@@ -49,17 +49,35 @@ std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, 
                     limits.unavailable.contains(key) ? limits.unavailable.at(key).get<std::string>() : "not measured");
     return std::nullopt;
   }
+  // Attention's FP32 arithmetic beside GEMMs of another type: its time at the FP32 peak adds to theirs.
+  const bool mixed = work.compute != ComputeType::fp32 && work.fp32_flops_per_token > 0.0;
+  const std::optional<double>& fp32_peak = limits.fp32_gflops;
+  if (mixed && !fp32_peak) {
+    why =
+        fmt::format("no fp32 peak on this machine for the attention beside the {} GEMMs ({})", to_string(work.compute),
+                    limits.unavailable.contains("fp32_gflops") ? limits.unavailable.at("fp32_gflops").get<std::string>()
+                                                               : "not measured");
+    return std::nullopt;
+  }
+  double compute_roof = *peak;
+  if (mixed) {
+    const double fp32 = std::min(work.fp32_flops_per_token, work.flops_per_token);
+    compute_roof = work.flops_per_token / ((work.flops_per_token - fp32) / *peak + fp32 / *fp32_peak);
+  }
   RoofPoint p;
   p.achieved_gflops = work.flops_per_token * tokens_per_s / 1e9;
   p.achieved_gb_per_s = work.bytes_per_token * tokens_per_s / 1e9;
   p.intensity = work.flops_per_token / work.bytes_per_token;
   const double memory_roof = p.intensity * *limits.read_gb_per_s;
-  if (memory_roof < *peak) {
+  if (memory_roof < compute_roof) {
     p.roof_gflops = memory_roof;
     p.bound = memory_bound_text(limits);
   } else {
-    p.roof_gflops = *peak;
+    p.roof_gflops = compute_roof;
     p.bound = fmt::format("compute: {} {:.0f} {}", to_string(work.compute), *peak, peak_unit(work.compute));
+    if (mixed)
+      p.bound += fmt::format(" (GEMMs) + fp32 {:.0f} GFLOP/s (attention, {:.0f}% of the FLOPs): {:.0f} for the mix",
+                             *fp32_peak, 100.0 * work.fp32_flops_per_token / work.flops_per_token, compute_roof);
   }
   p.fraction = p.achieved_gflops / p.roof_gflops;
   return p;

@@ -8,6 +8,10 @@
 #include "error_of.h"
 #include "qjoule/limits/machine_limits.h"
 #include "qjoule/limits/roofline.h"
+#include "qjoule/model/encoder_classifier.h"
+#include "qjoule/model/quantization_plan.h"
+#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/quant/layer_policy.h"
 
 namespace qjoule::limits {
 namespace {
@@ -163,6 +167,54 @@ TEST(Roofline, AnAmxRunIsUnderTheTilesPeakNotTheDotProducts) {
   l.unavailable["amx_bf16_gflops"] = "this CPU has no AMX tiles of this type";
   EXPECT_FALSE(roof_point({2e9, 1e6, ComputeType::amx_bf16}, 4e3, l, why));
   EXPECT_EQ(why, "no amx_bf16 peak on this machine (this CPU has no AMX tiles of this type)");
+}
+
+TEST(Roofline, AttentionsFp32ArithmeticBesideInt8GemmsTakesItsTimeAtTheFp32Peak) {
+  std::string why;
+  // 1e9 FLOP a token, a fifth of it attention in FP32: 0.8e9 / 1600 + 0.2e9 / 400 = 1e-3 s a
+  // GFLOP-token, so the mix's roof is 1000 GFLOP/s (not the 1600 of the int8 GEMMs alone).
+  PhaseWork mix{1e9, 1e6, ComputeType::int8};
+  mix.fp32_flops_per_token = 0.2e9;
+  auto p = roof_point(mix, 500.0, machine(), why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_DOUBLE_EQ(p->roof_gflops, 1000.0);
+  EXPECT_DOUBLE_EQ(p->fraction, 0.5);
+  EXPECT_EQ(p->bound,
+            "compute: int8 1600 GOP/s (GEMMs) + fp32 400 GFLOP/s (attention, 20% of the FLOPs): 1000 for the mix");
+  // FP32 GEMMs: the attention runs at their peak anyway; the roof and the text are the FP32 peak's.
+  PhaseWork fp32{1e9, 1e6, ComputeType::fp32};
+  fp32.fp32_flops_per_token = 0.2e9;
+  p = roof_point(fp32, 200.0, machine(), why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_DOUBLE_EQ(p->roof_gflops, 400.0);
+  EXPECT_EQ(p->bound, "compute: fp32 400 GFLOP/s");
+  // Without an FP32 peak the mix cannot be compared: said, not guessed.
+  auto l = machine();
+  l.fp32_gflops.reset();
+  l.unavailable["fp32_gflops"] = "this CPU has neither AVX-512 nor AVX2 with FMA";
+  EXPECT_FALSE(roof_point(mix, 500.0, l, why));
+  EXPECT_EQ(why,
+            "no fp32 peak on this machine for the attention beside the int8 GEMMs (this CPU has neither AVX-512 nor "
+            "AVX2 with FMA)");
+}
+
+TEST(Roofline, AnInt8EncodersBatchesCountTheirAttentionAsFp32Work) {
+  model::SyntheticEncoderSpec spec;
+  spec.name = "small";
+  spec.vocab_size = 1100;
+  spec.hidden_size = 64;
+  spec.num_layers = 2;
+  spec.num_heads = 4;
+  spec.intermediate_size = 128;
+  spec.max_positions = 32;
+  quant::LayerPolicyOptions o;
+  o.precision = "int8";
+  const model::EncoderClassifier m(model::synthetic_encoder_params(spec),
+                                   model::quantized_linear_factory(quant::LayerPolicy::parse(o)));
+  const PhaseWork w = bench::encoder_phase_work(m, 2, 16);
+  EXPECT_EQ(w.compute, ComputeType::int8);
+  EXPECT_DOUBLE_EQ(w.fp32_flops_per_token, 4.0 * 16 * 64 * 2);  // QKᵀ and P·V: 2 × 2 × seq × hidden × layers
+  EXPECT_GT(w.flops_per_token, w.fp32_flops_per_token);         // the Linears' besides
 }
 
 TEST(MachineLimitsJson, TheAmxPeaksRoundTripAndVersion2ReadsWithoutThem) {

@@ -22,18 +22,26 @@ std::string peak_key(ComputeType type);
 const char* peak_unit(ComputeType type);  // "GOP/s" for the integer types, else "GFLOP/s"
 
 struct PhaseWork {
-  double flops_per_token = 0.0;  // 2 per multiply-add
-  double bytes_per_token = 0.0;  // bytes read from memory per token (weights per pass, KV cache, ...)
-  ComputeType compute = ComputeType::fp32;
+  double flops_per_token = 0.0;             // 2 per multiply-add
+  double bytes_per_token = 0.0;             // bytes read from memory per token (weights per pass, KV cache, ...)
+  ComputeType compute = ComputeType::fp32;  // the type of the GEMMs (the FLOP-weighted majority)
+  // Of flops_per_token, the arithmetic that runs in FP32 whatever the GEMMs' type: attention's QKᵀ and
+  // P·V (FP32 on both backends). Its time at the FP32 peak adds to the GEMMs' at theirs.
+  double fp32_flops_per_token = 0.0;
 };
 
 struct RoofPoint {
   double achieved_gflops = 0.0;    // GFLOP/s (GOP/s for int8)
   double achieved_gb_per_s = 0.0;  // GB/s moved
   double intensity = 0.0;          // FLOP per byte
-  double roof_gflops = 0.0;        // min(compute peak, intensity × read bandwidth)
-  double fraction = 0.0;           // achieved / roof
-  std::string bound;               // "memory: read 38.2 GB/s" or "compute: int8 1619 GOP/s"
+  // min(compute roof, intensity × read bandwidth); the compute roof is the GEMMs' peak, or where part
+  // of the work runs in FP32 beside GEMMs of another type, flops ÷ (the GEMMs' flops at their peak +
+  // the FP32 flops at the FP32 peak): the rate of the whole mix.
+  double roof_gflops = 0.0;
+  double fraction = 0.0;  // achieved / roof
+  // "memory: read 38.2 GB/s", "compute: fp32 412 GFLOP/s", or for a mix "compute: int8 1619 GOP/s
+  // (GEMMs) + fp32 412 GFLOP/s (attention, 9% of the FLOPs): 1215 for the mix"
+  std::string bound;
 };
 
 // The phase's point, or nullopt with `why` set (no throughput, no work, a limit not measured).
