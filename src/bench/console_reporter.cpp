@@ -45,7 +45,10 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
                                                 figure(r.lm_kl_mean, "{:.4g}"), figure(r.lm_same_top_rate, "{:.3f}"))
                               : r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
                                            : "agreement " + figure(r.fidelity_top1_agreement, "{:.3f}");
-  const std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
+  std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
+  // A busy host said where the figures are read, not only in the notes.
+  if (const auto share = host_delivered_fraction(r); share && !busy_host(r).empty())
+    eta = fmt::format("; busy host: {:.0f}% of its FP32 peak (see notes){}", *share * 100.0, eta);
   if (r.decode_tokens_per_s_mean) {
     const auto mj = [](const std::optional<double>& v) {
       return v ? fmt::format(", {:.3g} mJ/token", *v) : std::string();

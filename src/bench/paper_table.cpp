@@ -126,15 +126,6 @@ std::string roof_cell(const std::optional<double>& fraction) {
   return fraction ? fmt::format("{:.0f}%", *fraction * 100.0) : std::string(kMissing);
 }
 
-// What the host delivered around the run when it was busy (environment.host_capacity: absent in
-// records of earlier versions and of GPU runs, its line empty on a quiet host).
-std::string busy_host(const RunRecord& r) {
-  const auto it = r.environment.find("host_capacity");
-  if (it == r.environment.end() || !it->is_object()) return "";
-  const auto busy = it->find("busy");
-  return busy != it->end() && busy->is_string() ? busy->get<std::string>() : "";
-}
-
 // Flags a phase below the warning fraction of its roof: on qjoule's kernel, or on the host where it was
 // busy around the run. Not in proportion to the share it delivered: threads that meet at a barrier run
 // at the pace of the one whose core is shared (the SST-2 model's int8 batches fell to a fifth of their

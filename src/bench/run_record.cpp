@@ -367,4 +367,25 @@ void clear_energy(RunRecord& record, std::string reason) {
   record.energy_unavailable = std::move(reason);
 }
 
+namespace {
+const nlohmann::json* host_capacity_of(const RunRecord& r) {
+  const auto it = r.environment.find("host_capacity");
+  return it == r.environment.end() || !it->is_object() ? nullptr : &*it;
+}
+}  // namespace
+
+std::string busy_host(const RunRecord& r) {
+  const nlohmann::json* h = host_capacity_of(r);
+  if (h == nullptr) return "";
+  const auto busy = h->find("busy");
+  return busy != h->end() && busy->is_string() ? busy->get<std::string>() : "";
+}
+
+std::optional<double> host_delivered_fraction(const RunRecord& r) {
+  const nlohmann::json* h = host_capacity_of(r);
+  if (h == nullptr) return std::nullopt;
+  const auto share = h->find("delivered_fraction");
+  return share != h->end() && share->is_number() ? std::optional(share->get<double>()) : std::nullopt;
+}
+
 }  // namespace qjoule::bench

@@ -201,8 +201,9 @@ TEST(CliBenchRoofline, RecordsCarryTheLimitsAndASlowedKernelIsFlaggedBelowThirty
   // FP32 peak: the host is blamed, not the kernel, and the record says what the host delivered.
   write_limits(dir / "tenth.json", achieved * 10, achieved * 10 / intensity * 1e3);
   const auto busy = run_command(no_sensors(dir) + "QJOULE_LIMITS_FILE=" + (dir / "tenth.json").string() +
-                                " QJOULE_TEST_HOST_CAPACITY=0.1 " + bench + (dir / "busy").string());
+                                " QJOULE_TEST_HOST_CAPACITY=0.1 " + bench + (dir / "busy").string() + " 2>&1");
   ASSERT_EQ(busy.exit_code, 0) << busy.output;
+  EXPECT_THAT(busy.output, HasSubstr("; busy host: 10% of its FP32 peak (see notes)\n"));  // on the run's line
   const auto busy_rec = read_records(dir / "busy" / "results.jsonl").at(0);
   const auto& host = busy_rec["environment"]["host_capacity"];
   EXPECT_NEAR(host["delivered_fraction"].get<double>(), 0.1, 1e-9) << host;

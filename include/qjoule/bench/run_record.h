@@ -156,4 +156,9 @@ RunRecord run_record_from_json(const nlohmann::json& json);
 // "2026-11-23T19:45:02Z": ISO 8601, UTC, whole seconds.
 std::string iso8601_utc(std::chrono::system_clock::time_point time);
 
+// A record's environment.host_capacity read back: the line saying what a busy host delivered around the
+// run, "" where it was quiet (or the record predates the probes, or ran on a GPU); and its share.
+std::string busy_host(const RunRecord& r);
+std::optional<double> host_delivered_fraction(const RunRecord& r);
+
 }  // namespace qjoule::bench
