@@ -1,5 +1,7 @@
 #include "bench/record_roofline.h"
 
+#include <fmt/format.h>
+
 namespace qjoule::bench {
 
 void record_machine_limits(RunRecord& r, const limits::CachedLimits& limits) {
@@ -37,6 +39,13 @@ void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, d
   if (!r.decode_roof_fraction) return;
   r.decode_roof_gb_per_s = bytes_per_token * tokens_per_s / 1e9;
   r.decode_roof_bound = limits::memory_bound_text(limits);
+  // Above the roof: the bandwidth was measured low (a busy host when the limits were taken), or the
+  // weights sat in the caches (a model smaller than the last-level cache). Said, not clipped.
+  if (*r.decode_roof_fraction > kAboveRoofFraction)
+    r.notes.push_back(fmt::format(
+        "decode read {:.1f} GB/s, {:.0f}% of the limits' read bandwidth ({:.1f} GB/s): the bandwidth was measured "
+        "low (`qjoule limits --refresh` on a quiet machine), or the weights were in the caches",
+        *r.decode_roof_gb_per_s, 100.0 * *r.decode_roof_fraction, limits.read_gb_per_s.value_or(0.0)));
 }
 
 void record_host_capacity(RunRecord& r, const limits::HostCapacity& measured, const limits::MachineLimits& limits) {

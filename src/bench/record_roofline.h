@@ -20,7 +20,9 @@ void record_machine_limits(RunRecord& r, const limits::CachedLimits& limits);
 void record_roofline(RunRecord& r, const limits::MachineLimits& limits, const limits::PhaseWork& work,
                      double tokens_per_s);
 
-// A decoder's decode phase: bytes per generated token over the read bandwidth (decode_roof_*).
+// A decoder's decode phase: bytes per generated token over the read bandwidth (decode_roof_*); above
+// kAboveRoofFraction of it, a note says the bandwidth read low or the weights were cached.
+inline constexpr double kAboveRoofFraction = 1.05;
 void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, double flops_per_token,
                             double bytes_per_token, double tokens_per_s);
 

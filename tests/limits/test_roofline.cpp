@@ -66,6 +66,19 @@ TEST(Roofline, ARunWhoseLimitsWereContendedSaysSoInItsNotes) {
             "may be low, and this run's % roof figures high)");
 }
 
+TEST(Roofline, ADecodeAboveTheReadBandwidthSaysWhyItCanBe) {
+  bench::RunRecord r;
+  bench::record_decode_roofline(r, machine(), 2e9, 1e9, 38.0);  // 38 GB/s of 40: below, no note
+  EXPECT_DOUBLE_EQ(*r.decode_roof_fraction, 0.95);
+  EXPECT_TRUE(r.notes.empty());
+  bench::record_decode_roofline(r, machine(), 2e9, 1e9, 43.0);  // 43 of 40: the fraction kept, and said
+  EXPECT_DOUBLE_EQ(*r.decode_roof_fraction, 43.0 / 40.0);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0],
+            "decode read 43.0 GB/s, 108% of the limits' read bandwidth (40.0 GB/s): the bandwidth was measured low "
+            "(`qjoule limits --refresh` on a quiet machine), or the weights were in the caches");
+}
+
 TEST(Roofline, WhatCannotBeComparedSaysWhy) {
   std::string why;
   EXPECT_FALSE(roof_point({1e9, 1e6, ComputeType::bf16}, 10.0, machine(), why));
