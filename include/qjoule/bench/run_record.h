@@ -105,9 +105,9 @@ struct RunRecord {
   // the measured phase (an encoder's batches, a decoder's prefill) did roof_flops_per_token arithmetic and
   // moved roof_bytes_per_token per token, so achieved roof_gflops and roof_gb_per_s; its roof is the
   // lower of the compute peak of its GEMMs' type (attention's FP32 work at the FP32 peak beside GEMMs of
-  // another type) and intensity × read bandwidth (roof_limit_gflops, which one: roof_bound); roof_fraction = achieved / roof. A decoder's decode phase: bytes per generated
-  // token (the weights, one embedding row, the KV cache read), its arithmetic, GB/s, its fraction of the
-  // read bandwidth.
+  // another type) and intensity × read bandwidth (roof_limit_gflops, which one: roof_bound); roof_fraction
+  // = achieved / roof. A decoder's decode phase: bytes per generated token (the weights, one embedding
+  // row, the KV cache read), its arithmetic, GB/s, its fraction of the read bandwidth.
   std::optional<double> roof_flops_per_token, roof_bytes_per_token, roof_gflops, roof_gb_per_s, roof_limit_gflops,
       roof_fraction;
   std::string roof_bound, roof_unavailable;  // roof_unavailable: why roof_fraction is absent
