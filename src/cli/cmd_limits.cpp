@@ -12,6 +12,8 @@
 #include "cli/flag_ranges.h"
 #include "cli/format_util.h"
 #include "qjoule/kernels/cuda_device.h"
+#include "qjoule/limits/cpu_peak.h"
+#include "qjoule/limits/host_capacity.h"
 #include "qjoule/limits/limits_cache.h"
 
 namespace qjoule::cli {
@@ -62,6 +64,15 @@ void run_limits(const LimitsOptions& o) {
     if (!l.amx.empty()) text += "  amx            " + l.amx + "\n";
   }
   text += "how: " + l.method + "\n";
+  // Figures read from a cache (or a file) against what the cores give now: a peak taken on a busier
+  // host reads low, and every run's % roof would read high for a month.
+  if (!gpu && c.from_cache && l.fp32_gflops && *l.fp32_gflops > 0.0) {
+    if (const auto now = limits::fp32_rate_now(threads); now && *now > limits::kLowPeakMultiple * *l.fp32_gflops)
+      text += fmt::format(
+          "! an FMA probe reads {:.0f} GFLOP/s now, {:.2f}x the cached fp32 peak: these figures were measured on a "
+          "busier host; run `qjoule limits --refresh` when the machine is quiet\n",
+          *now, *now / *l.fp32_gflops);
+  }
   if (!l.contention.empty())
     text +=
         "! " + l.contention + ": these figures may be low; run `qjoule limits --refresh` when the machine is quiet\n";

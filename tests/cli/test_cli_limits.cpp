@@ -38,6 +38,29 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
+// The limits file of a machine whose roofs are `fraction_of` × what a run achieved: that run sits at
+// 1 / fraction_of of them.
+void write_limits(const fs::path& path, double gflops, double gb_per_s) {
+  const nlohmann::json l = {{"version", 2},
+                            {"device", "cpu"},
+                            {"threads", 1},
+                            {"read_gb_per_s", gb_per_s},
+                            {"triad_gb_per_s", gb_per_s},
+                            {"fp32_gflops", gflops},
+                            {"bf16_gflops", gflops},
+                            {"int8_gops", gflops},
+                            {"tf32_gflops", nullptr},
+                            {"fp16_gflops", nullptr},
+                            {"fp8_gflops", nullptr},
+                            {"unavailable", nlohmann::json::object()},
+                            {"amx", ""},
+                            {"method", "a test's"},
+                            {"machine", "test"},
+                            {"measured_at", "2026-11-26T00:00:00Z"},
+                            {"measure_seconds", 0.0}};
+  std::ofstream(path) << l.dump();
+}
+
 TEST(CliLimits, MeasuredOnceThenReadFromTheCacheAndWrittenAsJson) {
   const auto dir = qjoule::test::temp_dir("cli_limits_cache");
   const std::string env = "XDG_CACHE_HOME=" + (dir / "cache").string() + " ";
@@ -97,6 +120,14 @@ TEST(CliLimits, ACacheOfAnotherMachineOrBrokenIsMeasuredOverAndABadLimitsFileIsO
   const auto other = run_command(env + qjoule() + " limits --threads 1");
   EXPECT_THAT(other.output, HasSubstr("the cache was for another machine (cpu=another"));
 
+  // A limits file whose fp32 peak is far below what the cores give now: said, with what to do.
+  write_limits(dir / "low.json", 1.0, 1.0);
+  const auto low = run_command("QJOULE_LIMITS_FILE=" + (dir / "low.json").string() + " " + qjoule() + " limits");
+  ASSERT_EQ(low.exit_code, 0) << low.output;
+  EXPECT_THAT(low.output, HasSubstr("! an FMA probe reads "));
+  EXPECT_THAT(low.output, HasSubstr("x the cached fp32 peak: these figures were measured on a busier host; run "
+                                    "`qjoule limits --refresh` when the machine is quiet"));
+
   std::ofstream(dir / "bad.json") << R"({"version": 2, "device": "cpu", "threads": 2})";
   const auto bad = run_command("QJOULE_LIMITS_FILE=" + (dir / "bad.json").string() + " " + qjoule() + " limits");
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
@@ -135,29 +166,6 @@ TEST(CliLimits, AGpuWithoutAUsableGpuSaysWhyInOneLine) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr(status.reason));
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
-}
-
-// The limits file of a machine whose roofs are `fraction_of` × what a run achieved: that run sits at
-// 1 / fraction_of of them.
-void write_limits(const fs::path& path, double gflops, double gb_per_s) {
-  const nlohmann::json l = {{"version", 2},
-                            {"device", "cpu"},
-                            {"threads", 1},
-                            {"read_gb_per_s", gb_per_s},
-                            {"triad_gb_per_s", gb_per_s},
-                            {"fp32_gflops", gflops},
-                            {"bf16_gflops", gflops},
-                            {"int8_gops", gflops},
-                            {"tf32_gflops", nullptr},
-                            {"fp16_gflops", nullptr},
-                            {"fp8_gflops", nullptr},
-                            {"unavailable", nlohmann::json::object()},
-                            {"amx", ""},
-                            {"method", "a test's"},
-                            {"machine", "test"},
-                            {"measured_at", "2026-11-26T00:00:00Z"},
-                            {"measure_seconds", 0.0}};
-  std::ofstream(path) << l.dump();
 }
 
 TEST(CliBenchRoofline, RecordsCarryTheLimitsAndASlowedKernelIsFlaggedBelowThirtyPercent) {
