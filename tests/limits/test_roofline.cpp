@@ -12,6 +12,7 @@
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/synthetic_encoder.h"
 #include "qjoule/quant/layer_policy.h"
+#include "small_encoder_spec.h"
 
 namespace qjoule::limits {
 namespace {
@@ -212,14 +213,7 @@ TEST(Roofline, AttentionsFp32ArithmeticBesideInt8GemmsTakesItsTimeAtTheFp32Peak)
 }
 
 TEST(Roofline, AnInt8EncodersBatchesCountTheirAttentionAsFp32Work) {
-  model::SyntheticEncoderSpec spec;
-  spec.name = "small";
-  spec.vocab_size = 1100;
-  spec.hidden_size = 64;
-  spec.num_layers = 2;
-  spec.num_heads = 4;
-  spec.intermediate_size = 128;
-  spec.max_positions = 32;
+  const model::SyntheticEncoderSpec spec = test::small_encoder_spec();  // dim 64, 2 layers
   quant::LayerPolicyOptions o;
   o.precision = "int8";
   const model::EncoderClassifier m(model::synthetic_encoder_params(spec),

@@ -14,21 +14,12 @@
 #include "qjoule/error.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
+#include "small_encoder_spec.h"
 
 namespace qjoule::model {
 namespace {
 
-SyntheticEncoderSpec small_spec() {
-  SyntheticEncoderSpec s;
-  s.name = "small";
-  s.vocab_size = 1100;
-  s.hidden_size = 64;
-  s.num_layers = 2;
-  s.num_heads = 4;
-  s.intermediate_size = 128;
-  s.max_positions = 32;
-  return s;
-}
+SyntheticEncoderSpec small_spec() { return test::small_encoder_spec(); }
 
 TEST(SyntheticEncoder, DistilBertBaseShapes) {
   const auto s = distilbert_base_spec();
