@@ -9,11 +9,13 @@
 
 #include "io/atomic_file.h"
 #include "bench/peak_rss.h"
+#include "bench/record_roofline.h"
 #include "bench/window_energy.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/latency_stats.h"
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/error.h"
+#include "qjoule/limits/limits_cache.h"
 
 namespace qjoule::bench {
 namespace {
@@ -74,6 +76,9 @@ CallableTiming time_callable(const std::function<void()>& body, const CallableRu
   for (const auto& s : meter.sensor_stats())
     if (s.observed_update_period_s) slowest = std::max(slowest, *s.observed_update_period_s);
   const double min_s = std::max(run.min_time_s, 10.0 * slowest);
+  std::optional<limits::HostCapacityProbe> host;  // CPU runs, outside the energy window
+  if (!cuda_index(run.device))
+    host.emplace(run.threads > 0 ? run.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   energy::Window window = meter.begin_window(run.name);  // cancelled if `body` throws
   const auto start = Clock::now();
   while (true) {
@@ -88,6 +93,7 @@ CallableTiming time_callable(const std::function<void()>& body, const CallableRu
     }
   }
   t.window = meter.end_window(window);
+  if (host) t.host = host->finish();
   if (rss_reset) t.peak_rss_bytes = peak_rss_bytes();
   return t;
 }
@@ -109,6 +115,17 @@ RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timi
         fmt::format("threads not given by the caller: recorded as this machine's {} cores", r.config.threads));
   r.environment = run_environment();
   r.roof_unavailable = "the caller's function: qjoule does not know the work it did";
+  if (timing.host) {
+    // Against the cached limits' FP32 peak where there are some (never measured here: seconds a call);
+    // without them only other processes' CPU time can say the host was busy.
+    const auto cached = limits::cached_machine_limits(timing.host->threads);
+    record_host_capacity(r, *timing.host, cached ? *cached : limits::MachineLimits{});
+    if (!cached)
+      r.notes.push_back(fmt::format(
+          "host capacity: no machine limits cached for {} threads (`qjoule limits --threads {}` measures them), so "
+          "only other processes' CPU time could say the host was busy",
+          timing.host->threads, timing.host->threads));
+  }
   r.kernel_paths.push_back("caller: " + (run.kernel_path.empty() ? std::string("not given") : run.kernel_path));
   r.warmup_iters = timing.warmup;
   r.iters = timing.samples_ms.size();

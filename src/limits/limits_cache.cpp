@@ -88,6 +88,22 @@ std::filesystem::path limits_cache_file(int threads) {
   return dir.empty() ? dir : dir / fmt::format("limits-t{}.json", threads);
 }
 
+std::optional<MachineLimits> cached_machine_limits(int threads) {
+  if (const char* given = std::getenv("QJOULE_LIMITS_FILE"); given != nullptr && *given != '\0')
+    return machine_limits(threads).limits;
+  const auto file = limits_cache_file(threads);
+  std::error_code ec;
+  if (file.empty() || !std::filesystem::is_regular_file(file, ec)) return std::nullopt;
+  try {
+    std::ifstream in(file);
+    MachineLimits cached = machine_limits_from_json(nlohmann::json::parse(in));
+    if (!stale_because(cached, threads, machine_fingerprint()).empty()) return std::nullopt;
+    return cached;
+  } catch (const std::exception&) {
+    return std::nullopt;  // unreadable: as if there were none (the next `qjoule limits` measures over it)
+  }
+}
+
 CachedLimits machine_limits(int threads, bool refresh) {
   if (const char* given = std::getenv("QJOULE_LIMITS_FILE"); given != nullptr && *given != '\0') {
     std::ifstream in(given);

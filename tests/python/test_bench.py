@@ -81,6 +81,30 @@ def test_record_validates_against_the_schema_and_report_reads_it(powercap_25w, t
     assert "py-fp32" in html and "py-int8" in html
 
 
+def test_a_cpu_run_records_what_the_host_delivered(powercap_25w, tmp_path, monkeypatch):
+    # No limits cached (an empty cache folder): the probes are kept, and the note says what was not compared.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("QJOULE_LIMITS_FILE", raising=False)
+    with qjoule.Meter(interval_ms=5) as meter:
+        r = quick(meter, tmp_path / "a", threads=1)
+    host = r["environment"]["host_capacity"]
+    assert host["threads"] == 1 and host["fp32_gflops_before"] > 0 and host["fp32_peak_gflops"] is None
+    assert any("no machine limits cached for 1 threads" in n for n in r["notes"])
+    # Limits whose FP32 peak is far below what the cores give: compared, and said to be low.
+    limits = {"version": 3, "device": "cpu", "threads": 1, "read_gb_per_s": 10.0, "triad_gb_per_s": 10.0,
+              "fp32_gflops": 1.0, "bf16_gflops": None, "int8_gops": None, "tf32_gflops": None, "fp16_gflops": None,
+              "fp8_gflops": None, "amx_bf16_gflops": None, "amx_int8_gops": None, "unavailable": {}, "amx": "",
+              "method": "a test's", "machine": "test", "measured_at": "2026-11-26T00:00:00Z", "measure_seconds": 0.0,
+              "contention": ""}
+    (tmp_path / "limits.json").write_text(json.dumps(limits))
+    monkeypatch.setenv("QJOULE_LIMITS_FILE", str(tmp_path / "limits.json"))
+    with qjoule.Meter(interval_ms=5) as meter:
+        r = quick(meter, tmp_path / "b", threads=1)
+    assert r["environment"]["host_capacity"]["fp32_peak_gflops"] == 1.0
+    assert any("the FMA probes around this run read up to" in n for n in r["notes"])
+    assert not any("no machine limits cached" in n for n in r["notes"])
+
+
 def test_read_results_and_to_pandas(powercap_25w, tmp_path):
     out = tmp_path / "out"
     with qjoule.Meter(interval_ms=5) as meter:

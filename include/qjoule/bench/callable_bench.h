@@ -22,6 +22,7 @@
 
 #include "qjoule/bench/run_record.h"
 #include "qjoule/energy/energy_meter.h"
+#include "qjoule/limits/host_capacity.h"
 
 namespace qjoule::bench {
 
@@ -56,6 +57,7 @@ struct CallableTiming {
   energy::Measurement window;                     // around the timed loop only (not the warm-up)
   std::optional<std::uint64_t> peak_rss_bytes;    // the high-water mark from the warm-up's start
   std::size_t warmup = 0;
+  std::optional<limits::HostCapacity> host;  // what the host delivered around the loop (CPU runs)
 };
 
 // Runs `body` run.warmup times, then in an energy window named run.name until run.min_time_s (and at

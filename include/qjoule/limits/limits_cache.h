@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "qjoule/limits/machine_limits.h"
@@ -29,6 +30,10 @@ struct CachedLimits {
 
 CachedLimits machine_limits(int threads, bool refresh = false);
 
+// The limits for `threads` where they stand without measuring (QJOULE_LIMITS_FILE, or a cache that
+// still stands for this machine), else nullopt: for callers that must not spend seconds measuring (the
+// Python package's bench of a caller's function).
+std::optional<MachineLimits> cached_machine_limits(int threads);
 // GPU N's limits (gpu_limits.h), cached as limits-cuda<N>.json, stale when gpu_fingerprint(N) changed
 // or after kLimitsMaxAgeDays; QJOULE_LIMITS_FILE is not used for a GPU.
 CachedLimits gpu_machine_limits(int device, bool refresh = false);
