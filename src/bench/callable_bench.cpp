@@ -22,6 +22,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The run's threads: the caller's, else this machine's cores.
+int threads_of(const CallableRun& run) {
+  return run.threads > 0 ? run.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 std::optional<int> cuda_index(const std::string& device) {
   if (!device.starts_with("cuda:") || device.size() == 5) return std::nullopt;
   int n = 0;
@@ -77,8 +82,7 @@ CallableTiming time_callable(const std::function<void()>& body, const CallableRu
     if (s.observed_update_period_s) slowest = std::max(slowest, *s.observed_update_period_s);
   const double min_s = std::max(run.min_time_s, 10.0 * slowest);
   std::optional<limits::HostCapacityProbe> host;  // CPU runs, outside the energy window
-  if (!cuda_index(run.device))
-    host.emplace(run.threads > 0 ? run.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  if (!cuda_index(run.device)) host.emplace(threads_of(run));
   energy::Window window = meter.begin_window(run.name);  // cancelled if `body` throws
   const auto start = Clock::now();
   while (true) {
@@ -108,8 +112,7 @@ RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timi
   r.config.precision = run.precision;
   r.config.batch = run.batch;
   r.config.seq = run.seq;
-  r.config.threads =
-      run.threads > 0 ? run.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.config.threads = threads_of(run);
   if (run.threads == 0)
     r.notes.push_back(
         fmt::format("threads not given by the caller: recorded as this machine's {} cores", r.config.threads));

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "qjoule/error.h"
+#include "test_knob.h"
 
 namespace qjoule::limits {
 namespace {
@@ -70,15 +71,9 @@ double contending_cores(const CpuTimes& before, const CpuTimes& after, int threa
 }
 
 std::optional<double> forced_contended_cores() {
-  // Test knob: the test suite runs tests side by side, and a limits test must know whether its
-  // measurement is cached.
-  const char* forced = std::getenv("QJOULE_TEST_CONTENDED_CORES");
-  if (forced == nullptr || *forced == '\0') return std::nullopt;
-  char* end = nullptr;
-  const double cores = std::strtod(forced, &end);
-  if (*end != '\0' || !(cores >= 0.0))
-    fail("QJOULE_TEST_CONTENDED_CORES={}: expected a number of cores >= 0 (a test knob)", forced);
-  return cores;
+  // The test suite runs tests side by side, and a limits test must know whether its measurement is cached.
+  return number_knob(
+      "QJOULE_TEST_CONTENDED_CORES", [](double cores) { return cores >= 0.0; }, "a number of cores >= 0");
 }
 
 ContentionProbe::ContentionProbe(int threads) : threads_(threads), before_(read_cpu_times()) {}

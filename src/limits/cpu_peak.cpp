@@ -145,22 +145,40 @@ bool has_avx512_vnni() { return has_avx512() && __builtin_cpu_supports("avx512vn
 bool has_avx512_bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
 bool has_fma_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
-// A peak is a maximum, so the best of several short trials is the right estimate: a trial that an
-// other process interrupted can only read low.
+// `trials` rates of `loop` on `threads` threads, `trial_steps` steps each, after `warmup_steps` on the
+// calling thread (clock ramp, the wide units' power state), in ops per second.
 template <class Loop>
-double ops_per_second(int threads, double ops_per_step, Loop loop, long steps = kSteps) {
-  constexpr int kTrials = 7;
-  const long trial_steps = steps / 4;
-  loop(steps / 10);  // warm up (clock ramp)
-  double best = 0.0;
-  for (int trial = 0; trial < kTrials; ++trial) {
+std::vector<double> trial_rates(int threads, double ops_per_step, Loop loop, long warmup_steps, long trial_steps,
+                                int trials) {
+  loop(warmup_steps);
+  std::vector<double> rates;
+  for (int trial = 0; trial < trials; ++trial) {
     const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads)
     loop(trial_steps);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, ops_per_step * double(trial_steps) * threads / seconds);
+    rates.push_back(ops_per_step * double(trial_steps) * threads / seconds);
   }
-  return best;
+  return rates;
+}
+
+// A peak is a maximum, so the best of several short trials is the right estimate: a trial that an
+// other process interrupted can only read low.
+template <class Loop>
+double ops_per_second(int threads, double ops_per_step, Loop loop, long steps = kSteps) {
+  const auto rates = trial_rates(threads, ops_per_step, loop, steps / 10, steps / 4, 7);
+  return *std::max_element(rates.begin(), rates.end());
+}
+
+// The FP32 FMA loop of the widest ISA here and its FLOP per step; nullopt without AVX-512 or AVX2+FMA.
+struct Fp32Loop {
+  int (*loop)(long);
+  double flop_per_step;
+};
+std::optional<Fp32Loop> fp32_loop() {
+  if (has_avx512()) return Fp32Loop{fp32_fma512_loop, 12.0 * 32.0};
+  if (has_fma_avx2()) return Fp32Loop{fp32_fma_loop, 12.0 * 16.0};
+  return std::nullopt;
 }
 
 // An AMX step is 4 tile products of 16 cycles each or more: ~20 ms a trial at 2 GHz.
@@ -188,10 +206,8 @@ const CpuPeak& measured_peak(int threads) {
   auto it = cache.find(threads);
   if (it != cache.end()) return it->second;
   CpuPeak peak;
-  if (has_avx512()) {
-    peak.fp32_gflops = ops_per_second(threads, 12.0 * 32.0, fp32_fma512_loop) / 1e9;
-  } else if (has_fma_avx2()) {
-    peak.fp32_gflops = ops_per_second(threads, 12.0 * 16.0, fp32_fma_loop) / 1e9;
+  if (const auto fp32 = fp32_loop()) {
+    peak.fp32_gflops = ops_per_second(threads, fp32->flop_per_step, fp32->loop) / 1e9;
   } else {
     peak.fp32_unavailable = "this CPU has neither AVX-512 nor AVX2 with FMA";
   }
@@ -212,24 +228,12 @@ const CpuPeak& measured_peak(int threads) {
 }
 
 std::optional<double> fp32_rate_now(int threads) {
-  // ~2 ms a trial at ~3 GHz: the probe must not lengthen a run, only catch the state the host was in.
-  constexpr long kProbeSteps = 1'000'000;
-  constexpr int kProbeTrials = 5;
-  const bool wide = has_avx512();
-  if (!wide && !has_fma_avx2()) return std::nullopt;
-  const auto loop = wide ? fp32_fma512_loop : fp32_fma_loop;
-  const double flop_per_step = wide ? 12.0 * 32.0 : 12.0 * 16.0;
-  loop(kProbeSteps / 4);  // warm up (clock ramp, the wide units' power state)
-  std::vector<double> rates;
-  for (int trial = 0; trial < kProbeTrials; ++trial) {
-    const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel num_threads(threads)
-    loop(kProbeSteps);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rates.push_back(flop_per_step * double(kProbeSteps) * threads / seconds / 1e9);
-  }
-  std::nth_element(rates.begin(), rates.begin() + kProbeTrials / 2, rates.end());
-  return rates[kProbeTrials / 2];
+  // 5 trials of ~2 ms at ~3 GHz: the probe must not lengthen a run, only catch the state the host was in.
+  const auto fp32 = fp32_loop();
+  if (!fp32) return std::nullopt;
+  auto rates = trial_rates(threads, fp32->flop_per_step, fp32->loop, 250'000, 1'000'000, 5);
+  std::nth_element(rates.begin(), rates.begin() + 2, rates.end());
+  return rates[2] / 1e9;
 }
 
 std::string peak_method() {

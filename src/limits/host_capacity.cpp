@@ -1,30 +1,29 @@
 #include "qjoule/limits/host_capacity.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include <fmt/format.h>
 
-#include "qjoule/error.h"
 #include "qjoule/limits/cpu_peak.h"
+#include "test_knob.h"
 
 namespace qjoule::limits {
 namespace {
 
-// QJOULE_TEST_HOST_CAPACITY=X: the probes read X × the peak (tests run side by side, and a test of a
-// run's warning must know what its host delivered).
+// QJOULE_TEST_HOST_CAPACITY=X: the probes read X × the peak (a test of a run's warning must know what
+// its host delivered).
 std::optional<double> forced_capacity() {
-  const char* forced = std::getenv("QJOULE_TEST_HOST_CAPACITY");
-  if (forced == nullptr || *forced == '\0') return std::nullopt;
-  char* end = nullptr;
-  const double x = std::strtod(forced, &end);
-  if (*end != '\0' || !(x > 0.0))
-    fail("QJOULE_TEST_HOST_CAPACITY={}: expected the share of the peak the host delivers, > 0 (a test knob)", forced);
-  return x;
+  return number_knob(
+      "QJOULE_TEST_HOST_CAPACITY", [](double x) { return x > 0.0; }, "the share of the peak the host delivers, > 0");
 }
 
 std::optional<double> lower(const std::optional<double>& a, const std::optional<double>& b) {
   if (a && b) return std::min(*a, *b);
+  return a ? a : b;
+}
+
+std::optional<double> higher(const std::optional<double>& a, const std::optional<double>& b) {
+  if (a && b) return std::max(*a, *b);
   return a ? a : b;
 }
 
@@ -44,20 +43,18 @@ std::optional<double> delivered_fraction(const HostCapacity& h) {
 std::string busy_host_line(const HostCapacity& h) {
   const auto share = delivered_fraction(h);
   if (!share || *share >= kBusyHostFraction) return "";
-  std::string line = fmt::format("the host delivered {:.0f}% of its measured FP32 peak around this run", *share * 100);
-  if (h.fp32_peak_gflops)
-    line += fmt::format(" (FMA probes {} / {} GFLOP/s of {:.0f}", gflops_or_dash(h.fp32_gflops_before),
-                        gflops_or_dash(h.fp32_gflops_after), *h.fp32_peak_gflops);
-  else
-    line += " (";
-  line += fmt::format("{}other processes took {:.2f} cores)", h.fp32_peak_gflops ? "; " : "", h.contending_cores);
-  return line;
+  const std::string probes =
+      h.fp32_peak_gflops ? fmt::format("FMA probes {} / {} GFLOP/s of {:.0f}; ", gflops_or_dash(h.fp32_gflops_before),
+                                       gflops_or_dash(h.fp32_gflops_after), *h.fp32_peak_gflops)
+                         : std::string();
+  return fmt::format(
+      "the host delivered {:.0f}% of its measured FP32 peak around this run ({}other processes took "
+      "{:.2f} cores)",
+      *share * 100, probes, h.contending_cores);
 }
 
 std::string low_peak_line(const HostCapacity& h) {
-  const auto probe = h.fp32_gflops_before && h.fp32_gflops_after
-                         ? std::optional(std::max(*h.fp32_gflops_before, *h.fp32_gflops_after))
-                         : (h.fp32_gflops_before ? h.fp32_gflops_before : h.fp32_gflops_after);
+  const auto probe = higher(h.fp32_gflops_before, h.fp32_gflops_after);
   if (!probe || !h.fp32_peak_gflops || !(*h.fp32_peak_gflops > 0.0) || *probe <= kLowPeakMultiple * *h.fp32_peak_gflops)
     return "";
   return fmt::format(

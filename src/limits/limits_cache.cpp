@@ -45,22 +45,34 @@ std::filesystem::path cache_dir() {
   return {};
 }
 
-// The cached limits in `file` when they stand (same fingerprint, version and threads, recent), else
-// measured and written there.
+// The limits in `file` when they stand (same fingerprint, version and threads, recent), else nullopt
+// with `why_not` set ("no cache yet", "the cache was for …", "the cache could not be read (…)").
+std::optional<MachineLimits> standing_cache(const std::filesystem::path& file, int threads,
+                                            const std::string& fingerprint, std::string& why_not) {
+  std::error_code ec;
+  if (file.empty() || !std::filesystem::exists(file, ec)) {
+    why_not = "no cache yet";
+    return std::nullopt;
+  }
+  try {
+    std::ifstream in(file);
+    MachineLimits cached = machine_limits_from_json(nlohmann::json::parse(in));
+    why_not = stale_because(cached, threads, fingerprint);
+    if (why_not.empty()) return cached;
+    why_not = "the cache was for " + why_not;
+  } catch (const std::exception& e) {
+    why_not = fmt::format("the cache could not be read ({})", e.what());
+  }
+  return std::nullopt;
+}
+
+// The cached limits in `file` when they stand, else measured and written there.
 CachedLimits cached_or_measured(const std::filesystem::path& file, int threads, const std::string& fingerprint,
                                 bool refresh, const std::function<MachineLimits()>& measure) {
-  std::string why_measured = refresh ? "--refresh" : "no cache yet";
-  if (!refresh && !file.empty() && std::filesystem::exists(file)) {
-    try {
-      std::ifstream in(file);
-      const MachineLimits cached = machine_limits_from_json(nlohmann::json::parse(in));
-      why_measured = stale_because(cached, threads, fingerprint);
-      if (why_measured.empty())
-        return {cached, true, fmt::format("read from {} (measured {})", file.string(), cached.measured_at)};
-      why_measured = "the cache was for " + why_measured;
-    } catch (const std::exception& e) {
-      why_measured = fmt::format("the cache could not be read ({})", e.what());
-    }
+  std::string why_measured = "--refresh";
+  if (!refresh) {
+    if (auto cached = standing_cache(file, threads, fingerprint, why_measured))
+      return {*cached, true, fmt::format("read from {} (measured {})", file.string(), cached->measured_at)};
   }
   CachedLimits result{measure(), false, ""};
   result.note = fmt::format("measured in {:.1f} s ({})", result.limits.measure_seconds, why_measured);
@@ -91,17 +103,8 @@ std::filesystem::path limits_cache_file(int threads) {
 std::optional<MachineLimits> cached_machine_limits(int threads) {
   if (const char* given = std::getenv("QJOULE_LIMITS_FILE"); given != nullptr && *given != '\0')
     return machine_limits(threads).limits;
-  const auto file = limits_cache_file(threads);
-  std::error_code ec;
-  if (file.empty() || !std::filesystem::is_regular_file(file, ec)) return std::nullopt;
-  try {
-    std::ifstream in(file);
-    MachineLimits cached = machine_limits_from_json(nlohmann::json::parse(in));
-    if (!stale_because(cached, threads, machine_fingerprint()).empty()) return std::nullopt;
-    return cached;
-  } catch (const std::exception&) {
-    return std::nullopt;  // unreadable: as if there were none (the next `qjoule limits` measures over it)
-  }
+  std::string why_not;  // unreadable or stale: as if there were none (the next `qjoule limits` measures over it)
+  return standing_cache(limits_cache_file(threads), threads, machine_fingerprint(), why_not);
 }
 
 CachedLimits machine_limits(int threads, bool refresh) {

@@ -27,6 +27,13 @@ std::string peak_key(ComputeType type) { return to_string(type) + (is_integer(ty
 
 const char* peak_unit(ComputeType type) { return is_integer(type) ? "GOP/s" : "GFLOP/s"; }
 
+namespace {
+// Why the limits have no `key` figure: their `unavailable` entry, else "not measured".
+std::string absent_because(const MachineLimits& limits, const std::string& key) {
+  return limits.unavailable.contains(key) ? limits.unavailable.at(key).get<std::string>() : "not measured";
+}
+}  // namespace
+
 std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, const MachineLimits& limits,
                                     std::string& why) {
   if (!(tokens_per_s > 0.0) || !std::isfinite(tokens_per_s)) {
@@ -44,19 +51,15 @@ std::optional<RoofPoint> roof_point(const PhaseWork& work, double tokens_per_s, 
   const std::string key = peak_key(work.compute);
   const std::optional<double>& peak = limits.figure(key);
   if (!peak) {
-    why =
-        fmt::format("no {} peak on this machine ({})", to_string(work.compute),
-                    limits.unavailable.contains(key) ? limits.unavailable.at(key).get<std::string>() : "not measured");
+    why = fmt::format("no {} peak on this machine ({})", to_string(work.compute), absent_because(limits, key));
     return std::nullopt;
   }
   // Attention's FP32 arithmetic beside GEMMs of another type: its time at the FP32 peak adds to theirs.
   const bool mixed = work.compute != ComputeType::fp32 && work.fp32_flops_per_token > 0.0;
   const std::optional<double>& fp32_peak = limits.fp32_gflops;
   if (mixed && !fp32_peak) {
-    why =
-        fmt::format("no fp32 peak on this machine for the attention beside the {} GEMMs ({})", to_string(work.compute),
-                    limits.unavailable.contains("fp32_gflops") ? limits.unavailable.at("fp32_gflops").get<std::string>()
-                                                               : "not measured");
+    why = fmt::format("no fp32 peak on this machine for the attention beside the {} GEMMs ({})",
+                      to_string(work.compute), absent_because(limits, "fp32_gflops"));
     return std::nullopt;
   }
   double compute_roof = *peak;

@@ -36,27 +36,27 @@ int code_scalar(float v, float inv, int qmax) {
   return static_cast<int>(std::clamp(r, -static_cast<float>(qmax), static_cast<float>(qmax)));
 }
 
-// Four independent accumulators of each kind: one would make every step wait for the previous max /
-// add (a 4-cycle chain), at two values a cycle; these run at the loads' pace.
+// Eight values into a running |max| and a poison mark: x - x is NaN exactly when x is NaN or ±Inf, and
+// an unordered compare marks it.
+__attribute__((target("avx2"), always_inline)) inline void take_abs_max8(const float* p, __m256 abs_mask, __m256& vmax,
+                                                                         __m256& poison) {
+  const __m256 x = _mm256_loadu_ps(p);
+  vmax = _mm256_max_ps(vmax, _mm256_and_ps(x, abs_mask));
+  poison = _mm256_or_ps(poison, _mm256_cmp_ps(_mm256_sub_ps(x, x), _mm256_setzero_ps(), _CMP_UNORD_Q));
+}
+
+// Four independent accumulators of each kind, so no step waits on the previous one's max (a 4-cycle
+// chain); the rows mostly come from memory, so this took the function from 4.3% to 3.3% of an SST-2
+// int8 batch of 32, not 4x.
 __attribute__((target("avx2"))) float row_abs_max_avx2(const float* v, int64_t cols, const std::string& what,
                                                        int64_t row) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   __m256 vmax[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  // NaN or ±Inf seen: x - x is NaN exactly for those, and an unordered compare marks it.
   __m256 poison[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t k = 0;
-  for (; k + 32 <= cols; k += 32) {
-    for (int u = 0; u < 4; ++u) {
-      const __m256 x = _mm256_loadu_ps(v + k + 8 * u);
-      vmax[u] = _mm256_max_ps(vmax[u], _mm256_and_ps(x, abs_mask));
-      poison[u] = _mm256_or_ps(poison[u], _mm256_cmp_ps(_mm256_sub_ps(x, x), _mm256_setzero_ps(), _CMP_UNORD_Q));
-    }
-  }
-  for (; k + 8 <= cols; k += 8) {
-    const __m256 x = _mm256_loadu_ps(v + k);
-    vmax[0] = _mm256_max_ps(vmax[0], _mm256_and_ps(x, abs_mask));
-    poison[0] = _mm256_or_ps(poison[0], _mm256_cmp_ps(_mm256_sub_ps(x, x), _mm256_setzero_ps(), _CMP_UNORD_Q));
-  }
+  for (; k + 32 <= cols; k += 32)
+    for (int u = 0; u < 4; ++u) take_abs_max8(v + k + 8 * u, abs_mask, vmax[u], poison[u]);
+  for (; k + 8 <= cols; k += 8) take_abs_max8(v + k, abs_mask, vmax[0], poison[0]);
   const __m256 all_max = _mm256_max_ps(_mm256_max_ps(vmax[0], vmax[1]), _mm256_max_ps(vmax[2], vmax[3]));
   const __m256 all_poison = _mm256_or_ps(_mm256_or_ps(poison[0], poison[1]), _mm256_or_ps(poison[2], poison[3]));
   if (_mm256_movemask_ps(all_poison) != 0) return row_abs_max_scalar(v, cols, what, row);  // names the column
