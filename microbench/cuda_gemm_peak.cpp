@@ -5,12 +5,13 @@
 //     INT8) and as a fraction of the GPU's dense tensor-core peak (dense_tensor_peak: the datasheet
 //     figure for GPUs it knows, otherwise an estimate it labels as such).
 //  2. The device's copy bandwidth, measured: a device-to-device copy of 1 GiB, bytes read + written.
-//  3. qjoule's 4-bit GEMV kernels at decode shapes (M = 1, K = N = 8192): a whole forward_device call,
-//     bytes moved (packed weights + scales + bias + x + y) per second, as a fraction of (2).
-//     Several copies of the layer are cycled so that the weights come from DRAM, not from L2.
+//  3. qjoule's decode GEMV kernels (M = 1) of every format at a 1.1B Llama's shapes and at --size
+//     squared: a whole forward_device call, bytes moved (weights + scales + bias + x + y) per second,
+//     as a fraction of (2). Several copies of the layer are cycled so that the weights come from DRAM,
+//     not from L2.
 //
-// Every figure is the median of --reps timed runs (CUDA events) after warm-up runs. Without a usable
-// GPU it prints "no usable GPU: <reason>" and exits 0.
+// Every figure is the median of --reps timed runs (CUDA events) after warm-up runs; printed in the
+// order 2, 3, 1, row by row. Without a usable GPU it prints "no usable GPU: <reason>" and exits 0.
 //
 //   build/release/microbench/cuda_gemm_peak [--reps N] [--size N] [--device N]
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/cuda_gemm_bench.h"
 #include "qjoule/kernels/linear_cuda.h"
+#include "qjoule/quant/format_spec.h"
 
 namespace {
 
@@ -103,56 +105,56 @@ double copy_bandwidth(const Options& o, const CudaGpuInfo& gpu) {
   return bandwidth;
 }
 
+// The decode GEMV of a format at one shape (K inputs, N outputs), one forward_device call of M = 1.
+void gemv_row(const Options& o, const CudaGpuInfo& gpu, double copy_bw, const char* name, const quant::FormatSpec& f,
+              int64_t k, int64_t n) {
+  try {
+    std::vector<float> w(static_cast<std::size_t>(n * k)), b(static_cast<std::size_t>(n));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 0.02f);
+    for (float& v : w) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    std::vector<std::unique_ptr<CudaLinear>> layers;
+    layers.push_back(make_linear_cuda(f, w.data(), b.data(), n, k, "bench.weight", o.device));
+    const std::size_t held = layers[0]->bytes_held();
+    // Enough copies that together they are 3× the L2, so each call reads its weights from DRAM.
+    const auto copies =
+        static_cast<std::size_t>(std::clamp<int64_t>((3 * gpu.l2_bytes + int64_t(held) - 1) / int64_t(held), 2, 32));
+    while (layers.size() < copies)
+      layers.push_back(make_linear_cuda(f, w.data(), b.data(), n, k, "bench.weight", o.device));
+    std::vector<const CudaLinear*> raw;
+    for (const auto& l : layers) raw.push_back(l.get());
+    const double ms = median_of(time_linear_forward(raw, 1, std::max(o.reps, 2 * int(copies))));
+    const double moved = double(held) + 4.0 * double(k) + 4.0 * double(n);
+    const double bw = moved / (ms * 1e-3);
+    fmt::print("{:<15} {:>5}x{:<5} {:<24} {:>7} {:>9.2f} {:>9.2f} {:>9.1f} {:>9.3f}\n", name, k, n,
+               layers[0]->kernel_path_for(1), copies, ms * 1e3, moved / 1e6, bw / 1e9, bw / copy_bw);
+  } catch (const std::exception& e) {
+    fmt::print("{:<15} {:>5}x{:<5} failed: {}\n", name, k, n, e.what());
+  }
+  std::fflush(stdout);  // row by row: a run stopped early keeps what it measured
+}
+
+// The decode GEMVs (M = 1) of every format with one, at a 1.1B Llama's shapes (K x N: q / o 2048 x 2048,
+// k / v 2048 x 256, fused q|k|v 2048 x 2560, gate / up 2048 x 5632, fused gate|up 2048 x 11264, down
+// 5632 x 2048) and at --size x --size, as bytes read per second and as a fraction of the copy bandwidth.
 void gemv_table(const Options& o, const CudaGpuInfo& gpu, double copy_bw) {
-  const int64_t n = o.size, k = o.size;
-  std::vector<float> w(static_cast<std::size_t>(n * k)), b(static_cast<std::size_t>(n));
-  std::mt19937 rng(7);
-  std::normal_distribution<float> dist(0.0f, 0.02f);
-  for (float& v : w) v = dist(rng);
-  for (float& v : b) v = dist(rng);
-  fmt::print("\n4-bit weight-only GEMV (qjoule kernels), M = 1, K = N = {}; one forward_device call; median of {}\n", n,
+  fmt::print("\nDecode GEMV (qjoule kernels), M = 1, K inputs x N outputs; one forward_device call; median of >= {}\n",
              o.reps);
-  fmt::print("{:<15} {:<24} {:>7} {:>9} {:>9} {:>9} {:>9}\n", "format", "kernel", "copies", "us", "MB moved", "GB/s",
-             "of copy");
+  fmt::print("{:<15} {:>11} {:<24} {:>7} {:>9} {:>9} {:>9} {:>9}\n", "format", "K x N", "kernel", "copies", "us",
+             "MB moved", "GB/s", "of copy");
   struct Row {
     const char* name;
     quant::FormatSpec format;
   };
   std::vector<Row> rows;
-  for (bool asym : {false, true}) {
-    quant::FormatSpec f;
-    f.format = quant::Format::int4;
-    f.group_size = 128;
-    f.int4_asymmetric = asym;
-    rows.push_back({asym ? "int4 g128 asym" : "int4 g128 sym", f});
-  }
-  for (bool dq : {false, true}) {
-    quant::FormatSpec f;
-    f.format = quant::Format::nf4;
-    f.nf4_double_quant = dq;
-    rows.push_back({dq ? "nf4 dq" : "nf4", f});
-  }
-  for (const Row& r : rows) {
-    try {
-      std::vector<std::unique_ptr<CudaLinear>> layers;
-      layers.push_back(make_linear_cuda(r.format, w.data(), b.data(), n, k, "bench.weight", o.device));
-      const std::size_t held = layers[0]->bytes_held();
-      // Enough copies that together they are 4× the L2, so each call reads its weights from DRAM.
-      const auto copies =
-          static_cast<std::size_t>(std::clamp<int64_t>((4 * gpu.l2_bytes + int64_t(held) - 1) / int64_t(held), 2, 64));
-      while (layers.size() < copies)
-        layers.push_back(make_linear_cuda(r.format, w.data(), b.data(), n, k, "bench.weight", o.device));
-      std::vector<const CudaLinear*> raw;
-      for (const auto& l : layers) raw.push_back(l.get());
-      const double ms = median_of(time_linear_forward(raw, 1, std::max(o.reps, 2 * int(copies))));
-      const double moved = double(held) + 4.0 * double(k) + 4.0 * double(n);
-      const double bw = moved / (ms * 1e-3);
-      fmt::print("{:<15} {:<24} {:>7} {:>9.2f} {:>9.2f} {:>9.1f} {:>9.3f}\n", r.name, layers[0]->kernel_path_for(1),
-                 copies, ms * 1e3, moved / 1e6, bw / 1e9, bw / copy_bw);
-    } catch (const std::exception& e) {
-      fmt::print("{:<15} failed: {}\n", r.name, e.what());
-    }
-  }
+  const auto spec = [](const char* text) { return quant::parse_format_spec(text); };
+  for (const char* name : {"int4", "nf4", "int8", "fp16", "fp32", "int4:g32:asym", "nf4:dq", "bf16"})
+    rows.push_back({name, spec(name)});
+  const int64_t shapes[][2] = {{o.size, o.size}, {2048, 2048}, {2048, 256},  {2048, 5632},
+                               {5632, 2048},     {2048, 2560}, {2048, 11264}};
+  for (const Row& r : rows)
+    for (const auto& shape : shapes) gemv_row(o, gpu, copy_bw, r.name, r.format, shape[0], shape[1]);
 }
 
 }  // namespace
@@ -170,9 +172,10 @@ int main(int argc, char** argv) {
     fmt::print("cuda_gemm_peak: GPU {}: {} (sm_{}{}, {} SMs, {} MHz peak SM clock, {} MiB L2, {:.1f} GiB)\n", o.device,
                gpu.name, gpu.major, gpu.minor, gpu.sm_count, gpu.clock_mhz, gpu.l2_bytes >> 20,
                double(gpu.memory_bytes) / double(int64_t{1} << 30));
-    gemm_table(o, gpu);
     const double copy_bw = copy_bandwidth(o, gpu);
+    std::fflush(stdout);
     gemv_table(o, gpu, copy_bw);
+    gemm_table(o, gpu);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -107,6 +107,7 @@ void run_generate(const GenerateArgs& a) {
                d.on_gpu ? d.model.device_name() : fmt::format("{} threads", kernels::num_threads()),
                decode_roof_text(d.model, prompt_tokens, static_cast<int64_t>(decode_steps), decode_steps / decode_s,
                                 d.on_gpu));
+  if (d.on_gpu && !d.model.decode_step_path().empty()) fmt::print("decode     step: {}\n", d.model.decode_step_path());
   fmt::print("stopped    {} after {} new tokens\n\n", stop, generated.size());
   fmt::print("{}", d.tokenizer.decode(prompt, /*skip_special_tokens=*/true));
   fmt::print("{}\n", decode_text(d.tokenizer, generated));

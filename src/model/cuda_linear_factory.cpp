@@ -15,9 +15,13 @@ CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy) {
   };
 }
 
+bool cuda_fuses(const quant::FormatSpec& first, const quant::FormatSpec& part) {
+  if (part != first) return false;
+  return first.format != quant::Format::fp8 && !(first.format == quant::Format::nf4 && first.nf4_double_quant);
+}
+
 bool cuda_fuses_qkv(const quant::FormatSpec& q, const quant::FormatSpec& k, const quant::FormatSpec& v) {
-  if (k != q || v != q) return false;
-  return q.format != quant::Format::fp8 && !(q.format == quant::Format::nf4 && q.nf4_double_quant);
+  return cuda_fuses(q, k) && cuda_fuses(q, v);
 }
 
 LinearFactory cuda_linear_factory(CudaLinearFormats formats, int device) {
@@ -38,7 +42,8 @@ LinearFactory cuda_linear_factory(CudaLinearFormats formats, int device) {
             part.in_features = p.in_features;
             parts.push_back(formats(part, in_block));
           }
-          if (parts.size() != 3 || !cuda_fuses_qkv(parts[0], parts[1], parts[2])) return nullptr;
+          for (const auto& part : parts)
+            if (!cuda_fuses(parts[0], part)) return nullptr;
           format = parts[0];
         }
         return kernels::make_linear_cuda(format, p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(),

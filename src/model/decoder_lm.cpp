@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "model/streamed_linear_f32.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/encoder_ops.h"
+#include "qjoule/model/fused_linear_params.h"
 #include "qjoule/model/unused_tensors.h"
 
 namespace qjoule::model {
@@ -26,6 +28,9 @@ void KvCache::truncate(int64_t tokens) {
 
 DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::shared_ptr<GraphOps> ops)
     : ops_(ops ? std::move(ops) : make_cpu_graph_ops()), config_(std::move(params.config)) {
+  // QJOULE_DECODE_GRAPH=0: every decode step kernel by kernel (to measure what the recording buys).
+  if (const char* graph = std::getenv("QJOULE_DECODE_GRAPH"); graph != nullptr && std::string(graph) == "0")
+    decode_graph_on_ = false;
   if (config_.arch != DecoderArch::Gpt2) {
     auto rope = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
     rope_inv_freq_ = ops_->upload(std::move(rope.inv_freq), "the RoPE frequencies");
@@ -50,18 +55,50 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
   auto norm = [&](LayerNormParams& n) {
     return Norm{upload(n.gamma, n.name + ".weight"), upload(n.beta, n.name + ".bias")};
   };
+  // Parts that read the same input as one Linear (Q | K | V, gate | up) where the factory builds it: their
+  // FP32 weights, loaded here when deferred, concatenated. A pre-quantized or streamed part (no FP32
+  // weights to concatenate) and a refusal (formats that differ, or cannot fuse) build the parts apart.
+  auto build_fused = [&](const std::vector<LinearParams*>& parts) -> OwnedLinear {
+    for (const LinearParams* p : parts) {
+      if (p->build_prequantized || p->in_features != parts.front()->in_features) return {};
+      if (p->weight.empty() && !params.load_linear) return {};
+    }
+    std::vector<const LinearParams*> loaded;
+    std::size_t fp32 = 0;
+    for (LinearParams* p : parts) {
+      if (p->weight.empty()) params.load_linear(*p);
+      loaded.push_back(p);
+      fp32 += static_cast<std::size_t>(p->out_features * (p->in_features + (with_bias(*p) ? 1 : 0))) * sizeof(float);
+    }
+    LinearParams fused = fuse_linear_params(loaded);
+    auto linear = factory(fused, true);
+    if (!linear) return {};  // the parts keep their weights for their own Linears
+    all_linears_.push_back({fused.name, linear.get(), fp32, static_cast<int>(parts.size())});
+    for (LinearParams* p : parts) free_weights(*p);
+    return OwnedLinear{std::move(linear), fused.name};
+  };
   for (auto& lp : params.layers) {
     Layer layer;
     if (lp.fused_qkv) {
       layer.qkv = build(lp.qkv, true);
     } else {
-      layer.q = build(lp.q, true);
-      layer.k = build(lp.k, true);
-      layer.v = build(lp.v, true);
+      layer.qkv = build_fused({&lp.q, &lp.k, &lp.v});
+      if (!layer.qkv) {
+        layer.q = build(lp.q, true);
+        layer.k = build(lp.k, true);
+        layer.v = build(lp.v, true);
+      }
     }
     layer.o = build(lp.o, true);
-    if (lp.gate.out_features > 0) layer.gate = build(lp.gate, true);
-    layer.up = build(lp.up, true);
+    if (lp.gate.out_features > 0) {
+      layer.gate_up = build_fused({&lp.gate, &lp.up});
+      if (!layer.gate_up) {
+        layer.gate = build(lp.gate, true);
+        layer.up = build(lp.up, true);
+      }
+    } else {
+      layer.up = build(lp.up, true);
+    }
     layer.down = build(lp.down, true);
     layer.attn_norm = norm(lp.attn_norm);
     layer.mlp_norm = norm(lp.mlp_norm);
@@ -77,9 +114,9 @@ std::string DecoderLM::nongemm_path() const {
   const bool rms = final_norm_.beta.empty();
   return fmt::format("{}: embedding_sum, {}, {}causal_attention, {}, add", ops_->nongemm_path(),
                      rms ? "rms_norm" : "add_layer_norm", rope_inv_freq_.empty() ? "" : "rope, ",
-                     layers_.empty() || layers_.front().gate ? "silu_mul"
-                     : config_.activation == "gelu"          ? "gelu_erf"
-                                                             : "gelu_tanh");
+                     layers_.empty() || layers_.front().gate || layers_.front().gate_up ? "silu_mul"
+                     : config_.activation == "gelu"                                     ? "gelu_erf"
+                                                                                        : "gelu_tanh");
 }
 
 KvCache DecoderLM::make_cache(int64_t capacity) const {
@@ -104,13 +141,25 @@ void DecoderLM::norm(const Norm& p, const Tensor& x, int64_t rows, const Tensor&
   }
 }
 
-void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n, KvCache& cache) const {
-  GraphOps& ops = *ops_;
-  const int64_t h = config_.hidden_size, qd = config_.q_dim(), kvd = config_.kv_dim();
-  const int64_t past = cache.size_;
-  norm(layer.attn_norm, s.x, n, s.hn);
+void DecoderLM::add_norm(const Norm& p, const Tensor& x, const Tensor& residual, int64_t rows,
+                         const Tensor& out) const {
+  const int64_t h = config_.hidden_size;
+  if (p.beta.empty()) {
+    ops_->add_rms_norm(x, residual, rows, h, p.gamma, config_.norm_eps, out);
+  } else {
+    ops_->add(x, residual, rows * h);
+    norm(p, x, rows, out);
+  }
+}
 
-  // Q, K and V: one fused Linear (GPT-2's c_attn, rows [q | k | v]) or three blocks [n, q | k | v].
+// Reads the normalized input in s.hn; leaves the output projection in s.hn (the caller adds it to s.x).
+void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n, int64_t past,
+                                KvCache& cache) const {
+  GraphOps& ops = *ops_;
+  const int64_t qd = config_.q_dim(), kvd = config_.kv_dim();
+
+  // Q, K and V: one fused Linear (rows [q | k | v]: GPT-2's c_attn, or Llama's three fused) or three
+  // blocks [n, q | k | v]. Fused, each row's k heads follow its q heads: one RoPE rotates both.
   Tensor q, k, v;
   int64_t q_stride = qd, kv_stride = kvd;
   if (layer.qkv) {
@@ -119,6 +168,8 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
     q = s.qkv;
     k = s.qkv.slice(qd, s.qkv.size() - qd);
     v = s.qkv.slice(qd + kvd, s.qkv.size() - qd - kvd);
+    if (!rope_inv_freq_.empty())
+      ops.rope(q, n, q_stride, config_.num_heads + config_.num_kv_heads, past, rope_inv_freq_, rope_attention_factor_);
   } else {
     q = s.qkv.slice(0, n * qd);
     k = s.qkv.slice(aligned_elements(n * qd), n * kvd);
@@ -134,29 +185,30 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
   const int64_t layer_floats = cache.capacity_ * kvd;
   const Tensor kc = cache.k_.slice(index * layer_floats, layer_floats);
   const Tensor vc = cache.v_.slice(index * layer_floats, layer_floats);
-  ops.copy_rows(kc.slice(past * kvd, n * kvd), kvd, k, kv_stride, kvd, n);
-  ops.copy_rows(vc.slice(past * kvd, n * kvd), kvd, v, kv_stride, kvd, n);
+  ops.store_kv(k, v, kv_stride, kc, vc, kvd, past, n, kvd);
   ops.causal_attention(q, q_stride, kc, vc, kvd, past, n, config_.num_heads, config_.num_kv_heads, config_.head_dim,
                        1.0f / std::sqrt(static_cast<float>(config_.head_dim)), s.ctx);
   linear(layer.o, s.ctx, n, s.hn);
-  ops.add(s.x, s.hn, n * h);
 }
 
+// Reads the normalized input in s.hn; leaves the down projection in s.hn (the caller adds it to s.x).
 void DecoderLM::mlp_block(const Layer& layer, const Scratch& s, int64_t n) const {
   GraphOps& ops = *ops_;
-  const int64_t h = config_.hidden_size, f = config_.intermediate_size;
-  norm(layer.mlp_norm, s.x, n, s.hn);
-  linear(layer.up, s.hn, n, s.a);
+  const int64_t f = config_.intermediate_size;
   const Tensor* act = &s.a;
-  if (layer.gate) {
+  if (layer.gate_up) {
+    linear(layer.gate_up, s.hn, n, s.g);
+    ops.silu_mul_rows(s.g, n, f, s.a);
+  } else if (layer.gate) {
+    linear(layer.up, s.hn, n, s.a);
     linear(layer.gate, s.hn, n, s.g);
     ops.silu_mul(s.g, s.a, n * f);
     act = &s.g;
   } else {
+    linear(layer.up, s.hn, n, s.a);
     ops.activation(config_.activation == "gelu" ? Activation::gelu_erf : Activation::gelu_tanh, s.a, n * f);
   }
   linear(layer.down, *act, n, s.hn);
-  ops.add(s.x, s.hn, n * h);
 }
 
 double DecoderLM::forward_timed(const int32_t* ids, int64_t n, KvCache& cache, float* logits,
@@ -171,7 +223,6 @@ double DecoderLM::timed_ms(const std::function<void()>& body) const {
 }
 
 void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from) const {
-  const int64_t h = config_.hidden_size;
   const int64_t past = cache.size_;
   if (n <= 0) fail("a forward pass needs at least one token, got {}", n);
   if (logits_from < 0 || logits_from >= n) fail("logits from token {} of {}: out of range", logits_from, n);
@@ -189,31 +240,50 @@ void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* lo
     if (ids[t] < 0 || ids[t] >= config_.vocab_size)
       fail("token id {} at position {} is outside the vocabulary of {} tokens", ids[t], past + t, config_.vocab_size);
   }
+  if (n == 1 && logits_from == 0 && decode_step_graph(ids[0], cache, logits)) return;
   GraphOps& ops = *ops_;
-  const int64_t f = config_.intermediate_size, qkv_width = config_.q_dim() + 2 * config_.kv_dim();
-  const int64_t rows = n - logits_from, vocab = config_.vocab_size;
-
   const Tensor id_tensor = ops.empty(DType::i32, n, "the token ids");
   ops.copy_in(ids, id_tensor);
+  const Scratch s = make_scratch(n);
+  const Tensor out = ops.host_output(logits, (n - logits_from) * config_.vocab_size, "the logits");
+  enqueue_forward(id_tensor, n, past, cache, s, logits_from, out);
+  cache.size_ = past + n;
+  ops.copy_out(out, logits);
+}
+
+DecoderLM::Scratch DecoderLM::make_scratch(int64_t n) const {
   // Activations, every one written before it is read, in one uninitialized block. Q, K and V: one
   // [n, q | k | v] tensor from a fused Linear, or three blocks, each starting aligned.
-  const int64_t qkv_size =
-      std::max(n * qkv_width, aligned_elements(n * config_.q_dim()) + 2 * aligned_elements(n * config_.kv_dim()));
+  const int64_t h = config_.hidden_size, f = config_.intermediate_size;
+  const int64_t qkv_size = std::max(n * (config_.q_dim() + 2 * config_.kv_dim()),
+                                    aligned_elements(n * config_.q_dim()) + 2 * aligned_elements(n * config_.kv_dim()));
   const auto [x, hn, qkv, ctx, a, g] =
-      carve<6>(ops, DType::f32, {n * h, n * h, qkv_size, n * config_.q_dim(), n * f, n * f}, "the activations");
-  const Scratch s{x, hn, qkv, ctx, a, g};
-  const Tensor out = ops.host_output(logits, rows * vocab, "the logits");
+      carve<6>(*ops_, DType::f32, {n * h, n * h, qkv_size, n * config_.q_dim(), n * f, 2 * n * f}, "the activations");
+  return Scratch{x, hn, qkv, ctx, a, g};
+}
 
-  ops.embedding_sum(id_tensor, token_embeddings_, position_embeddings_, {}, n, past, h, s.x);
+void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, int64_t past, KvCache& cache, const Scratch& s,
+                                int64_t logits_from, const Tensor& out) const {
+  const int64_t h = config_.hidden_size, rows = n - logits_from;
+  ops_->embedding_sum(ids, token_embeddings_, position_embeddings_, {}, n, past, h, s.x);
+  // Each block leaves its output in s.hn; the next norm adds it to the residual stream s.x first.
   for (size_t i = 0; i < layers_.size(); ++i) {
-    attention_block(layers_[i], static_cast<int64_t>(i), s, n, cache);
+    if (i == 0) {
+      norm(layers_[i].attn_norm, s.x, n, s.hn);
+    } else {
+      add_norm(layers_[i].attn_norm, s.x, s.hn, n, s.hn);
+    }
+    attention_block(layers_[i], static_cast<int64_t>(i), s, n, past, cache);
+    add_norm(layers_[i].mlp_norm, s.x, s.hn, n, s.hn);
     mlp_block(layers_[i], s, n);
   }
-  cache.size_ = past + n;
   const Tensor last = s.x.slice(logits_from * h, rows * h);
-  norm(final_norm_, last, rows, last);
+  if (layers_.empty()) {
+    norm(final_norm_, last, rows, last);
+  } else {
+    add_norm(final_norm_, last, s.hn.slice(logits_from * h, rows * h), rows, last);
+  }
   linear(lm_head_, last, rows, out);
-  ops.copy_out(out, logits);
 }
 
 std::vector<LinearReport> DecoderLM::linear_reports() const {
@@ -225,7 +295,7 @@ std::vector<LinearReport> DecoderLM::linear_reports() const {
 
 std::map<std::string, int> DecoderLM::kernel_path_counts() const {
   std::map<std::string, int> counts;
-  for (const auto& l : all_linears_) ++counts[l.linear->format() + " " + l.linear->kernel_path()];
+  for (const auto& l : all_linears_) counts[l.linear->format() + " " + l.linear->kernel_path()] += l.parts;
   return counts;
 }
 

@@ -10,46 +10,10 @@
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/encoder_ops.h"
+#include "qjoule/model/fused_linear_params.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::model {
-namespace {
-
-// "a.b.q_lin", "a.b.k_lin", "a.b.v_lin" -> "a.b.q_lin+k_lin+v_lin".
-std::string fused_name(const std::vector<std::string>& names) {
-  const auto dot = names.front().rfind('.');
-  const std::string prefix = dot == std::string::npos ? "" : names.front().substr(0, dot + 1);
-  std::string out = names.front();
-  for (size_t i = 1; i < names.size(); ++i)
-    out += "+" + (names[i].starts_with(prefix) ? names[i].substr(prefix.size()) : names[i]);
-  return out;
-}
-
-// Q, K and V as one Linear: weight rows [q; k; v], biases likewise (zeros for a part without one).
-LinearParams fused_qkv_params(const LinearParams& q, const LinearParams& k, const LinearParams& v) {
-  LinearParams f;
-  f.in_features = q.in_features;
-  const bool any_bias = !q.bias.empty() || !k.bias.empty() || !v.bias.empty();
-  for (const LinearParams* p : {&q, &k, &v}) {
-    if (p->in_features != q.in_features)
-      fail("{}: {} inputs where {} has {}; Q, K and V must read the same input", p->name, p->in_features, q.name,
-           q.in_features);
-    f.out_features += p->out_features;
-    f.weight.insert(f.weight.end(), p->weight.begin(), p->weight.end());
-    if (any_bias) {
-      if (p->bias.empty()) {
-        f.bias.insert(f.bias.end(), static_cast<size_t>(p->out_features), 0.0f);
-      } else {
-        f.bias.insert(f.bias.end(), p->bias.begin(), p->bias.end());
-      }
-    }
-    f.fused_from.push_back(p->name);
-  }
-  f.name = fused_name(f.fused_from);
-  return f;
-}
-
-}  // namespace
 
 LinearFactory fp32_linear_factory() {
   return [](const LinearParams& p, bool /*in_block*/) {
@@ -130,7 +94,7 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
     // Q, K and V fused into one Linear from their FP32 weights; a pre-quantized checkpoint's run as they are.
     const bool prequantized = lp.q.build_prequantized || lp.k.build_prequantized || lp.v.build_prequantized;
     if (!prequantized && lp.q.out_features == h && lp.k.out_features == h && lp.v.out_features == h) {
-      const LinearParams fused = fused_qkv_params(lp.q, lp.k, lp.v);
+      const LinearParams fused = fuse_linear_params({&lp.q, &lp.k, &lp.v});
       layer.qkv = OwnedLinear{factory(fused, true), fused.name};
       if (layer.qkv) {
         all_linears_.push_back({fused.name, layer.qkv.linear.get(), true});

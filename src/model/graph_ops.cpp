@@ -121,6 +121,15 @@ void GraphOps::rms_norm(const Tensor& x, int64_t rows, int64_t cols, const Tenso
   run_rms_norm(x, rows, cols, gamma, eps, out);
 }
 
+void GraphOps::add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma,
+                            float eps, const Tensor& out) {
+  check_tensor(x, device(), DType::f32, rows * cols, "RMSNorm", "the input");
+  check_tensor(residual, device(), DType::f32, rows * cols, "RMSNorm", "the residual");
+  check_tensor(gamma, device(), DType::f32, cols, "RMSNorm", "gamma");
+  check_tensor(out, device(), DType::f32, rows * cols, "RMSNorm", "the output");
+  run_add_rms_norm(x, residual, rows, cols, gamma, eps, out);
+}
+
 void GraphOps::add(const Tensor& x, const Tensor& y, int64_t n) {
   check_tensor(x, device(), DType::f32, n, "residual add", "the sum");
   check_tensor(y, device(), DType::f32, n, "residual add", "the addend");
@@ -131,6 +140,29 @@ void GraphOps::silu_mul(const Tensor& gate, const Tensor& up, int64_t n) {
   check_tensor(gate, device(), DType::f32, n, "SwiGLU", "the gate");
   check_tensor(up, device(), DType::f32, n, "SwiGLU", "up");
   run_silu_mul(gate, up, n);
+}
+
+void GraphOps::silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) {
+  check_tensor(gate_up, device(), DType::f32, rows * 2 * cols, "SwiGLU", "gate|up");
+  check_tensor(out, device(), DType::f32, rows * cols, "SwiGLU", "the output");
+  run_silu_mul_rows(gate_up, rows, cols, out);
+}
+
+void GraphOps::store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache,
+                        const Tensor& v_cache, int64_t kv_stride, int64_t past, int64_t n, int64_t cols) {
+  if (n <= 0) return;
+  check_tensor(k, device(), DType::f32, (n - 1) * src_stride + cols, "KV cache store", "the keys");
+  check_tensor(v, device(), DType::f32, (n - 1) * src_stride + cols, "KV cache store", "the values");
+  check_tensor(k_cache, device(), DType::f32, (past + n - 1) * kv_stride + cols, "KV cache store", "the key cache");
+  check_tensor(v_cache, device(), DType::f32, (past + n - 1) * kv_stride + cols, "KV cache store", "the value cache");
+  run_store_kv(k, v, src_stride, k_cache, v_cache, kv_stride, past, n, cols);
+}
+
+std::unique_ptr<CapturedWork> GraphOps::capture(const std::function<void()>& /*body*/) { return nullptr; }
+
+void GraphOps::set_position_source(const Tensor& position) {
+  if (!position.empty()) check_tensor(position, device(), DType::i32, 1, "the position source", "the position");
+  position_source_ = position;
 }
 
 void GraphOps::rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,

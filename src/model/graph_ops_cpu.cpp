@@ -79,7 +79,7 @@ class CpuGraphOps final : public GraphOps {
     const int64_t rows = ids.size(), h = hidden;
     const int32_t* id = ids.i32();
     const float* w = word.f32();
-    const float* p = position.empty() ? nullptr : position.f32() + first_position * h;
+    const float* p = position.empty() ? nullptr : position.f32() + position_or(first_position) * h;
     const float* t = token_type0.empty() ? nullptr : token_type0.f32();
     float* o = out.f32();
 #pragma omp parallel for schedule(static)
@@ -127,6 +127,29 @@ class CpuGraphOps final : public GraphOps {
     kernels::rms_norm_f32(x.f32(), rows, cols, gamma.f32(), eps, out.f32());
   }
 
+  // The residual add, then the norm: the two operations' own kernels, so the result is theirs bit for bit.
+  void run_add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma,
+                        float eps, const Tensor& out) override {
+    run_add(x, residual, rows * cols);
+    kernels::rms_norm_f32(x.f32(), rows, cols, gamma.f32(), eps, out.f32());
+  }
+
+  void run_silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) override {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* o = out.f32() + r * cols;
+      const float* g = gate_up.f32() + r * 2 * cols;
+      if (o != g) std::memmove(o, g, static_cast<std::size_t>(cols) * 4);
+      kernels::silu_mul_f32(o, g + cols, cols);
+    }
+  }
+
+  void run_store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache, const Tensor& v_cache,
+                    int64_t kv_stride, int64_t past, int64_t n, int64_t cols) override {
+    const int64_t at = position_or(past);
+    run_copy_rows(k_cache.slice(at * kv_stride, (n - 1) * kv_stride + cols), kv_stride, k, src_stride, cols, n);
+    run_copy_rows(v_cache.slice(at * kv_stride, (n - 1) * kv_stride + cols), kv_stride, v, src_stride, cols, n);
+  }
+
   void run_add(const Tensor& x, const Tensor& y, int64_t n) override {
     float* a = x.f32();
     const float* b = y.f32();
@@ -140,18 +163,23 @@ class CpuGraphOps final : public GraphOps {
 
   void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                 const Tensor& inv_freq, float attention_factor) override {
-    kernels::apply_rope_f32(x.f32(), n_tokens, row_stride, heads, first_position, inv_freq.f32(), 2 * inv_freq.size(),
-                            attention_factor);
+    kernels::apply_rope_f32(x.f32(), n_tokens, row_stride, heads, position_or(first_position), inv_freq.f32(),
+                            2 * inv_freq.size(), attention_factor);
   }
 
   void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                             int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
                             int64_t head_dim, float scale, const Tensor& ctx) override {
-    kernels::causal_attention_f32(q.f32(), q_stride, k_cache.f32(), v_cache.f32(), kv_stride, past, n_new, heads,
-                                  kv_heads, head_dim, scale, ctx.f32());
+    kernels::causal_attention_f32(q.f32(), q_stride, k_cache.f32(), v_cache.f32(), kv_stride, position_or(past), n_new,
+                                  heads, kv_heads, head_dim, scale, ctx.f32());
   }
 
  private:
+  // The position the operation runs at: the position source's value when one is set.
+  int64_t position_or(int64_t argument) const {
+    return position_source().empty() ? argument : static_cast<int64_t>(*position_source().i32());
+  }
+
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -4,9 +4,11 @@
 #include <cuda_runtime_api.h>
 
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "kernels/cuda/decode_attention_cuda.h"
 #include "kernels/cuda/decoder_ops_cuda.h"
 #include "kernels/cuda/encoder_ops_cuda.h"
 #include "qjoule/error.h"
@@ -58,6 +60,31 @@ struct Stream {
     if (stop != nullptr) cudaEventDestroy(stop);
     if (previous >= 0 && previous != device) cudaSetDevice(previous);
   }
+};
+
+// A recorded CUDA graph, instantiated, launched on the backend's stream.
+class CudaCapturedWork final : public CapturedWork {
+ public:
+  CudaCapturedWork(std::shared_ptr<Stream> s, cudaGraph_t graph, cudaGraphExec_t exec, int64_t kernels, int64_t other)
+      : s_(std::move(s)), graph_(graph), exec_(exec), kernels_(kernels), other_(other) {}
+  ~CudaCapturedWork() override {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  }
+  CudaCapturedWork(const CudaCapturedWork&) = delete;
+  CudaCapturedWork& operator=(const CudaCapturedWork&) = delete;
+  void replay() override {
+    DeviceGuard guard(s_->device);
+    check(cudaGraphLaunch(exec_, s_->stream), s_->device, "cudaGraphLaunch");
+  }
+  int64_t kernels() const override { return kernels_; }
+  int64_t other_nodes() const override { return other_; }
+
+ private:
+  std::shared_ptr<Stream> s_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  int64_t kernels_ = 0, other_ = 0;
 };
 
 void* raw(const Tensor& t) {
@@ -117,6 +144,41 @@ class CudaGraphOps final : public GraphOps {
     check(cudaStreamSynchronize(s_->stream), device_.index, "cudaStreamSynchronize");
   }
 
+  // Stream capture of `body` (thread-local mode: another thread's CUDA calls are not affected), then
+  // the graph's nodes counted by type and the graph instantiated.
+  bool records_work() const override { return true; }
+  std::unique_ptr<CapturedWork> capture(const std::function<void()>& body) override {
+    DeviceGuard guard(device_.index);
+    check(cudaStreamBeginCapture(s_->stream, cudaStreamCaptureModeThreadLocal), device_.index,
+          "cudaStreamBeginCapture");
+    cudaGraph_t graph = nullptr;
+    try {
+      body();
+    } catch (...) {
+      if (cudaStreamEndCapture(s_->stream, &graph) == cudaSuccess && graph != nullptr) cudaGraphDestroy(graph);
+      cudaGetLastError();  // the capture's error, if any, is the exception's
+      throw;
+    }
+    check(cudaStreamEndCapture(s_->stream, &graph), device_.index, "recording the decode step (cudaStreamEndCapture)");
+    std::size_t count = 0;
+    cudaError_t err = cudaGraphGetNodes(graph, nullptr, &count);
+    std::vector<cudaGraphNode_t> nodes(count);
+    if (err == cudaSuccess && count > 0) err = cudaGraphGetNodes(graph, nodes.data(), &count);
+    int64_t kernels = 0;
+    for (std::size_t i = 0; err == cudaSuccess && i < count; ++i) {
+      cudaGraphNodeType type{};
+      err = cudaGraphNodeGetType(nodes[i], &type);
+      if (type == cudaGraphNodeTypeKernel) ++kernels;
+    }
+    cudaGraphExec_t exec = nullptr;
+    if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+    if (err != cudaSuccess) {
+      cudaGraphDestroy(graph);
+      check(err, device_.index, "instantiating the recorded decode step");
+    }
+    return std::make_unique<CudaCapturedWork>(s_, graph, exec, kernels, static_cast<int64_t>(count) - kernels);
+  }
+
   void start_timer() override { check(cudaEventRecord(s_->start, s_->stream), device_.index, "cudaEventRecord"); }
   double stop_timer_ms() override {
     check(cudaEventRecord(s_->stop, s_->stream), device_.index, "cudaEventRecord");
@@ -165,10 +227,14 @@ class CudaGraphOps final : public GraphOps {
 
   void run_embedding_sum(const Tensor& ids, const Tensor& word, const Tensor& position, const Tensor& token_type0,
                          int64_t seq, int64_t first_position, int64_t hidden, const Tensor& out) override {
-    launched(cd::embedding_sum_cuda(
-                 ids.i32(), word.f32(), position.empty() ? nullptr : position.f32() + first_position * hidden,
-                 token_type0.empty() ? nullptr : token_type0.f32(), ids.size(), seq, hidden, out.f32(), s_->stream),
-             "embeddings");
+    const int32_t* dynamic = position_device();
+    const float* rows = position.empty()     ? nullptr
+                        : dynamic != nullptr ? position.f32()
+                                             : position.f32() + first_position * hidden;
+    launched(
+        cd::embedding_sum_cuda(ids.i32(), word.f32(), rows, dynamic, token_type0.empty() ? nullptr : token_type0.f32(),
+                               ids.size(), seq, hidden, out.f32(), s_->stream),
+        "embeddings");
   }
 
   void run_add_layer_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma,
@@ -210,6 +276,23 @@ class CudaGraphOps final : public GraphOps {
     launched(cd::rms_norm_cuda(x.f32(), rows, cols, gamma.f32(), eps, out.f32(), s_->stream), "RMSNorm");
   }
 
+  void run_add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma,
+                        float eps, const Tensor& out) override {
+    launched(cd::add_rms_norm_cuda(x.f32(), residual.f32(), rows, cols, gamma.f32(), eps, out.f32(), s_->stream),
+             "residual add + RMSNorm");
+  }
+
+  void run_silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) override {
+    launched(cd::silu_mul_rows_cuda(gate_up.f32(), rows, cols, out.f32(), s_->stream), "SwiGLU");
+  }
+
+  void run_store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache, const Tensor& v_cache,
+                    int64_t kv_stride, int64_t past, int64_t n, int64_t cols) override {
+    launched(cd::store_kv_cuda(k.f32(), v.f32(), src_stride, k_cache.f32(), v_cache.f32(), kv_stride, past,
+                               position_device(), n, cols, s_->stream),
+             "KV cache store");
+  }
+
   void run_add(const Tensor& x, const Tensor& y, int64_t n) override {
     launched(cd::add_cuda(x.f32(), y.f32(), n, s_->stream), "residual add");
   }
@@ -220,26 +303,48 @@ class CudaGraphOps final : public GraphOps {
 
   void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                 const Tensor& inv_freq, float attention_factor) override {
-    launched(cd::rope_cuda(x.f32(), n_tokens, row_stride, heads, inv_freq.size(), first_position, inv_freq.f32(),
-                           attention_factor, s_->stream),
+    launched(cd::rope_cuda(x.f32(), n_tokens, row_stride, heads, inv_freq.size(), first_position, position_device(),
+                           inv_freq.f32(), attention_factor, s_->stream),
              "RoPE");
   }
 
   void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                             int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
                             int64_t head_dim, float scale, const Tensor& ctx) override {
-    launched(cd::causal_attention_cuda(q.f32(), q_stride, k_cache.f32(), v_cache.f32(), kv_stride, past, n_new, heads,
-                                       kv_heads, head_dim, scale, ctx.f32(), s_->stream),
+    // Room for every key the cache holds when the position is read on the device.
+    const int64_t max_keys = (k_cache.size() - kv_heads * head_dim) / kv_stride + 1;
+    const int32_t* position = position_device();
+    if (n_new == 1) {  // a decode step: split across blocks, the group's query heads sharing one K / V read
+      const auto plan = cd::decode_attention_plan(heads, kv_heads, head_dim, position != nullptr ? max_keys : past + 1);
+      if (plan.fits) {
+        if (attention_scratch_.size() < plan.scratch_floats) {
+          cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+          check(cudaStreamIsCapturing(s_->stream, &capturing), device_.index, "cudaStreamIsCapturing");
+          if (capturing != cudaStreamCaptureStatusNone)
+            fail("GPU {}: decode attention: its scratch would grow while the step is recorded", device_.index);
+          attention_scratch_ = empty(DType::f32, plan.scratch_floats, "the decode attention's partial sums");
+        }
+        return launched(cd::decode_attention_cuda(q.f32(), k_cache.f32(), v_cache.f32(), kv_stride, past, position,
+                                                  max_keys, heads, kv_heads, head_dim, scale, attention_scratch_.f32(),
+                                                  attention_scratch_.size(), ctx.f32(), s_->stream),
+                        "decode attention");
+      }
+    }
+    launched(cd::causal_attention_cuda(q.f32(), q_stride, k_cache.f32(), v_cache.f32(), kv_stride, past, position,
+                                       max_keys, n_new, heads, kv_heads, head_dim, scale, ctx.f32(), s_->stream),
              "causal attention");
   }
 
  private:
+  const int32_t* position_device() const { return position_source().empty() ? nullptr : position_source().i32(); }
+
   void launched(const std::string& error, std::string_view what) const {
     if (!error.empty()) fail("GPU {}: {}: {}", device_.index, what, error);
   }
 
   Device device_;
   std::shared_ptr<Stream> s_;
+  Tensor attention_scratch_;  // the decode attention's partial sums, grown as needed
 };
 
 }  // namespace

@@ -68,6 +68,9 @@ LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, Smoothi
         return nullptr;
       }
     }
+    // nf4:dq's absmax scales come in groups of 256 blocks, which would straddle the parts: fused, the
+    // parts' numbers would change (as on the GPU: cuda_fuses).
+    if (names.size() > 1 && format.format == quant::Format::nf4 && format.nf4_double_quant) return nullptr;
     return kernels::make_linear(format, p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(), p.out_features,
                                 p.in_features, p.name, s != nullptr ? s->data() : nullptr);
   };

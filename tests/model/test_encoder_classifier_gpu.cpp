@@ -234,7 +234,8 @@ TEST(EncoderClassifierGpu, KernelPathsSizesAndChecks) {
   EXPECT_EQ(fp32.device(), (Device{Device::Kind::cuda, 0}));
   // Q, K, V fused per block (2 blocks): 2 fused + 2 × 3 others + the 2 head Linears.
   EXPECT_EQ(fp32.kernel_path_counts(),
-            (std::map<std::string, int>{{"fp32 cublaslt:f32", 8}, {"fp32 cublaslt:f32 [q+k+v fused]", 2}}));
+            (std::map<std::string, int>{{"fp32 qjoule:cuda:f32_gemv,m>4:cublaslt:f32", 8},
+                                        {"fp32 qjoule:cuda:f32_gemv,m>4:cublaslt:f32 [q+k+v fused]", 2}}));
   EXPECT_EQ(fp32.fp32_bytes(), fp32.bytes_held());
   EXPECT_THAT(fp32.nongemm_path(), AllOf(HasSubstr("attention"), HasSubstr("gelu_erf"), HasSubstr("tanh")));
   // The CPU model's input checks and messages.
@@ -248,8 +249,8 @@ TEST(EncoderClassifierGpu, KernelPathsSizesAndChecks) {
   if (kernels::cuda_device_status().compute_capabilities.at(0) < 89) return;  // no fp8 below sm_89
   // fp8 is not fused (one scale per tensor).
   const EncoderClassifier fp8 = gpu_model(p, "fp8");
-  EXPECT_EQ(fp8.kernel_path_counts(),
-            (std::map<std::string, int>{{"fp32 cublaslt:f32", 2}, {"fp8 cublaslt:e4m3:tensor_op", 12}}));
+  EXPECT_EQ(fp8.kernel_path_counts(), (std::map<std::string, int>{{"fp32 qjoule:cuda:f32_gemv,m>4:cublaslt:f32", 2},
+                                                                  {"fp8 cublaslt:e4m3:tensor_op", 12}}));
   EXPECT_LT(fp8.bytes_held(), fp32.bytes_held());
 }
 

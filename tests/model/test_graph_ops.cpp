@@ -15,9 +15,11 @@
 
 #include "error_of.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/decoder_ops.h"
 #include "qjoule/kernels/encoder_ops.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/encoder_classifier.h"
+#include "random_data.h"
 #include "test_paths.h"
 
 namespace qjoule::model {
@@ -114,6 +116,28 @@ class RecordingOps final : public GraphOps {
     return cpu->host_output(host, size, what);
   }
   void synchronize() override { cpu->synchronize(); }
+  // With `record`, capture keeps the body and each replay runs it again (the position read from the
+  // position source, as a CUDA graph's kernels read it).
+  bool record = false;
+  int captures = 0, replays = 0;
+  bool records_work() const override { return record; }
+  std::unique_ptr<CapturedWork> capture(const std::function<void()>& body) override {
+    ++captures;
+    struct Work final : CapturedWork {
+      std::function<void()> body;
+      int* replays;
+      void replay() override {
+        ++*replays;
+        body();
+      }
+      int64_t kernels() const override { return 7; }
+      int64_t other_nodes() const override { return 0; }
+    };
+    auto work = std::make_unique<Work>();
+    work->body = body;
+    work->replays = &replays;
+    return work;
+  }
   void start_timer() override { cpu->start_timer(); }
   double stop_timer_ms() override { return cpu->stop_timer_ms(); }
 
@@ -138,6 +162,7 @@ class RecordingOps final : public GraphOps {
   void run_embedding_sum(const Tensor& ids, const Tensor& w, const Tensor& p, const Tensor& t, int64_t seq,
                          int64_t first, int64_t h, const Tensor& out) override {
     ++calls["embedding_sum"];
+    cpu->set_position_source(position_source());
     cpu->embedding_sum(ids, w, p, t, seq, first, h, out);
   }
   void run_add_layer_norm(const Tensor& x, const Tensor& r, int64_t rows, int64_t cols, const Tensor& g,
@@ -167,6 +192,21 @@ class RecordingOps final : public GraphOps {
     ++calls["add"];
     cpu->add(x, y, n);
   }
+  void run_add_rms_norm(const Tensor& x, const Tensor& r, int64_t rows, int64_t cols, const Tensor& g, float eps,
+                        const Tensor& out) override {
+    ++calls["add_rms_norm"];
+    cpu->add_rms_norm(x, r, rows, cols, g, eps, out);
+  }
+  void run_silu_mul_rows(const Tensor& gu, int64_t rows, int64_t cols, const Tensor& out) override {
+    ++calls["silu_mul_rows"];
+    cpu->silu_mul_rows(gu, rows, cols, out);
+  }
+  void run_store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& kc, const Tensor& vc,
+                    int64_t kv_stride, int64_t past, int64_t n, int64_t cols) override {
+    ++calls["store_kv"];
+    cpu->set_position_source(position_source());
+    cpu->store_kv(k, v, src_stride, kc, vc, kv_stride, past, n, cols);
+  }
   void run_silu_mul(const Tensor& g, const Tensor& u, int64_t n) override {
     ++calls["silu_mul"];
     cpu->silu_mul(g, u, n);
@@ -174,12 +214,14 @@ class RecordingOps final : public GraphOps {
   void run_rope(const Tensor& x, int64_t n, int64_t stride, int64_t heads, int64_t first, const Tensor& inv_freq,
                 float factor) override {
     ++calls["rope"];
+    cpu->set_position_source(position_source());
     cpu->rope(x, n, stride, heads, first, inv_freq, factor);
   }
   void run_causal_attention(const Tensor& q, int64_t qs, const Tensor& k, const Tensor& v, int64_t kvs, int64_t past,
                             int64_t n, int64_t heads, int64_t kv_heads, int64_t hd, float scale,
                             const Tensor& ctx) override {
     ++calls["causal_attention"];
+    cpu->set_position_source(position_source());
     cpu->causal_attention(q, qs, k, v, kvs, past, n, heads, kv_heads, hd, scale, ctx);
   }
 };
@@ -283,15 +325,114 @@ TEST(DecoderGraph, RunsThroughGraphOpsOnlyAndMatchesTheCpuBackend) {
     const int layers = static_cast<int>(cpu.config().num_layers);
     const bool llama = name == "tiny-llama";
     EXPECT_EQ(recording->calls["causal_attention"], 2 * layers) << name;
-    EXPECT_EQ(recording->calls["rope"], llama ? 2 * 2 * layers : 0) << name;
-    EXPECT_EQ(recording->calls["silu_mul"], llama ? 2 * layers : 0) << name;
-    EXPECT_EQ(recording->calls[llama ? "rms_norm" : "add_layer_norm"], 2 * (2 * layers + 1)) << name;
-    // The new keys and values of each layer; for GPT-2 also its LayerNorms' input copies (not the final, in place).
-    EXPECT_EQ(recording->calls["copy_rows"], 2 * 2 * layers + (llama ? 0 : 2 * 2 * layers)) << name;
+    // Llama's Q, K, V and gate, up are fused Linears: one RoPE over q | k, one SwiGLU over gate | up.
+    EXPECT_EQ(recording->calls["rope"], llama ? 2 * layers : 0) << name;
+    EXPECT_EQ(recording->calls["silu_mul_rows"], llama ? 2 * layers : 0) << name;
+    EXPECT_EQ(recording->calls["silu_mul"], 0) << name;
+    EXPECT_EQ(recording->calls["linear"], 2 * (4 * layers + 1)) << name;
+    // RMSNorm: the first layer's input norm alone; every later norm adds the residual first.
+    EXPECT_EQ(recording->calls["rms_norm"], llama ? 2 : 0) << name;
+    EXPECT_EQ(recording->calls["add_rms_norm"], llama ? 2 * 2 * layers : 0) << name;
+    EXPECT_EQ(recording->calls["add_layer_norm"], llama ? 0 : 2 * (2 * layers + 1)) << name;
+    EXPECT_EQ(recording->calls["add"], llama ? 0 : 2 * 2 * layers) << name;
+    EXPECT_EQ(recording->calls["store_kv"], 2 * layers) << name;
+    // GPT-2's LayerNorms' input copies (not the final, in place).
+    EXPECT_EQ(recording->calls["copy_rows"], llama ? 0 : 2 * 2 * layers) << name;
     EXPECT_EQ(recording->calls["host_output"], 2);
     EXPECT_THAT(recorded.nongemm_path(), HasSubstr(llama ? "rms_norm, rope, causal_attention, silu_mul"
                                                          : "add_layer_norm, causal_attention, gelu_tanh"));
   }
+}
+
+// A recorded decode step (decoder_step_graph.cpp) against the plain one: the first step runs plainly,
+// the second records, every later one replays the recording with its position read from the device
+// (here the CPU backend's position source); logits equal bit for bit over every step.
+TEST(DecoderGraph, RecordedDecodeStepsEqualThePlainOnes) {
+  for (const std::string name : {"tiny-llama", "tiny-gpt2"}) {
+    const auto dir = test::fixtures_dir() / "decoders" / name;
+    const DecoderLM plain = load_decoder_lm(dir);
+    auto recording = std::make_shared<RecordingOps>();
+    recording->record = true;
+    const DecoderLM recorded = load_decoder_lm(dir, fp32_linear_factory(), nullptr, recording);
+    const auto vocab = static_cast<std::size_t>(plain.config().vocab_size);
+    const std::vector<int32_t> prompt{5, 17, 42, 9};
+    std::vector<float> a(vocab), b(vocab);
+    auto cache_a = plain.make_cache(16);
+    auto cache_b = recorded.make_cache(16);
+    plain.forward(prompt.data(), 4, cache_a, a.data(), 3);
+    recorded.forward(prompt.data(), 4, cache_b, b.data(), 3);
+    int32_t token = 3;
+    for (int step = 0; step < 6; ++step) {
+      plain.forward(&token, 1, cache_a, a.data(), 0);
+      recorded.forward(&token, 1, cache_b, b.data(), 0);
+      ASSERT_EQ(a, b) << name << " step " << step;
+      token = static_cast<int32_t>(std::max_element(a.begin(), a.end()) - a.begin());
+    }
+    EXPECT_EQ(cache_b.size(), 10);
+    EXPECT_EQ(recording->captures, 1) << name;
+    EXPECT_EQ(recording->replays, 5) << name;  // steps 2..6
+    EXPECT_THAT(recorded.decode_step_path(), HasSubstr("one recording a token: 7 kernels")) << name;
+    // Back to the prompt and decoding again: the same recording serves the earlier positions.
+    cache_a.truncate(4);
+    cache_b.truncate(4);
+    plain.forward(&token, 1, cache_a, a.data(), 0);
+    recorded.forward(&token, 1, cache_b, b.data(), 0);
+    EXPECT_EQ(a, b) << name;
+    EXPECT_EQ(recording->captures, 1) << name;
+    // A new cache records again (after one plain step).
+    auto cache_c = recorded.make_cache(12);
+    recorded.forward(prompt.data(), 4, cache_c, b.data(), 3);
+    recorded.forward(&token, 1, cache_c, b.data(), 0);
+    recorded.forward(&token, 1, cache_c, b.data(), 0);
+    EXPECT_EQ(recording->captures, 2) << name;
+    // Off: kernel by kernel, and said so.
+    auto& off = const_cast<DecoderLM&>(recorded);
+    off.set_decode_graph(false);
+    recorded.forward(&token, 1, cache_c, b.data(), 0);
+    EXPECT_THAT(recorded.decode_step_path(), HasSubstr("kernel by kernel: the decode graph is off")) << name;
+  }
+}
+
+// A position source on the CPU backend: the operations read the position from it, not their argument.
+TEST(GraphOps, OperationsReadTheirPositionFromThePositionSource) {
+  const auto ops = make_cpu_graph_ops();
+  const Tensor position = ops->empty(DType::i32, 1, "position");
+  *position.i32() = 3;
+  const Tensor k = ops->upload({1, 2}, "k"), v = ops->upload({3, 4}, "v");
+  const Tensor kc = ops->upload(std::vector<float>(10, 0.0f), "kc"),
+               vc = ops->upload(std::vector<float>(10, 0.0f), "vc");
+  ops->set_position_source(position);
+  ops->store_kv(k, v, 2, kc, vc, 2, /*past=*/0, 1, 2);
+  ops->set_position_source({});
+  EXPECT_EQ(std::vector<float>(kc.f32(), kc.f32() + 10), (std::vector<float>{0, 0, 0, 0, 0, 0, 1, 2, 0, 0}));
+  EXPECT_EQ(std::vector<float>(vc.f32(), vc.f32() + 10), (std::vector<float>{0, 0, 0, 0, 0, 0, 3, 4, 0, 0}));
+  EXPECT_THAT(test::error_of([&] { ops->set_position_source(k); }), HasSubstr("the position source: the position"));
+}
+
+// add_rms_norm is the residual add, then the RMSNorm, bit for bit; silu_mul_rows is silu_mul per row.
+TEST(GraphOps, FusedNormAndSwigluEqualTheirParts) {
+  const auto ops = make_cpu_graph_ops();
+  const int64_t rows = 3, cols = 37;
+  const auto xv = test::random_vector(rows * cols, 1), rv = test::random_vector(rows * cols, 2),
+             gv = test::random_vector(cols, 3);
+  const Tensor x1 = ops->upload(xv, "x"), r1 = ops->upload(rv, "r"), g = ops->upload(gv, "g");
+  const Tensor x2 = ops->upload(xv, "x"), r2 = ops->upload(rv, "r"), out = ops->empty(DType::f32, rows * cols, "o");
+  ops->add_rms_norm(x1, r1, rows, cols, g, 1e-5f, r1);  // out = the residual
+  ops->add(x2, r2, rows * cols);
+  ops->rms_norm(x2, rows, cols, g, 1e-5f, out);
+  EXPECT_EQ(std::vector<float>(x1.f32(), x1.f32() + rows * cols), std::vector<float>(x2.f32(), x2.f32() + rows * cols));
+  EXPECT_EQ(std::vector<float>(r1.f32(), r1.f32() + rows * cols),
+            std::vector<float>(out.f32(), out.f32() + rows * cols));
+  const auto guv = test::random_vector(rows * 2 * cols, 4);
+  const Tensor gu = ops->upload(guv, "gu"), act = ops->empty(DType::f32, rows * cols, "act");
+  ops->silu_mul_rows(gu, rows, cols, act);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> gate(guv.begin() + r * 2 * cols, guv.begin() + r * 2 * cols + cols);
+    const std::vector<float> up(guv.begin() + r * 2 * cols + cols, guv.begin() + (r + 1) * 2 * cols);
+    kernels::silu_mul_f32(gate.data(), up.data(), cols);
+    EXPECT_EQ(std::vector<float>(act.f32() + r * cols, act.f32() + (r + 1) * cols), gate) << r;
+  }
+  EXPECT_THAT(test::error_of([&] { ops->silu_mul_rows(gu, rows + 1, cols, act); }), HasSubstr("SwiGLU: gate|up"));
 }
 
 }  // namespace

@@ -24,9 +24,11 @@ CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy);
 // format, and neither fp8 (one scale per tensor) nor nf4:dq (absmax groups of 256 blocks would straddle
 // them).
 bool cuda_fuses_qkv(const quant::FormatSpec& q, const quant::FormatSpec& k, const quant::FormatSpec& v);
+// The same for any part beside the first (Q | K | V, a decoder's gate | up).
+bool cuda_fuses(const quant::FormatSpec& first, const quant::FormatSpec& part);
 
-// A LinearFactory building every Linear on GPU `device` in the format `formats` gives it. Fused Q, K, V
-// params (fused_from set) are built when cuda_fuses_qkv holds for their three formats, else nullptr.
+// A LinearFactory building every Linear on GPU `device` in the format `formats` gives it. Fused params
+// (fused_from set: Q | K | V, gate | up) are built when cuda_fuses holds for every part, else nullptr.
 LinearFactory cuda_linear_factory(CudaLinearFormats formats, int device);
 
 }  // namespace qjoule::model

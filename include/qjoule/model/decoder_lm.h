@@ -66,11 +66,23 @@ class DecoderLM {
   std::string device_name() const { return ops_->device_name(); }
   std::string nongemm_path() const;
 
+  // A decode step (one token) on a backend that records work (the GPU) runs as one recorded piece of
+  // work replayed each token: the token id and its position are copied to the device, the recording
+  // (one CUDA graph: every kernel of the step, the position read on the device) launched once, the
+  // logits copied back. The first step on a cache runs plainly (every layer's plans and buffers exist
+  // then), the second records; a new cache or capacity records again. On by default; off, or where
+  // recording fails (said by decode_step_path), every step runs its kernels one launch each.
+  void set_decode_graph(bool on) { decode_graph_on_ = on; }
+  // How the last decode steps ran: "" before any; "one CUDA graph a token: N kernels (K a layer) + M
+  // other nodes, 1 launch"; "kernel by kernel (N launches a token): REASON" otherwise.
+  std::string decode_step_path() const;
+
   const DecoderConfig& config() const { return config_; }
   std::vector<LinearReport> linear_reports() const;
-  std::map<std::string, int> kernel_path_counts() const;  // "format kernel_path" -> Linears that ran it
-  std::size_t bytes_held() const;                         // every Linear as packed + embeddings and norms (FP32)
-  std::size_t fp32_bytes() const;                         // the same model held entirely in FP32
+  // "format kernel_path" -> the checkpoint's Linears that ran it (a fused Linear counts once per part).
+  std::map<std::string, int> kernel_path_counts() const;
+  std::size_t bytes_held() const;  // every Linear as packed + embeddings and norms (FP32)
+  std::size_t fp32_bytes() const;  // the same model held entirely in FP32
 
  private:
   struct OwnedLinear {
@@ -82,17 +94,28 @@ class DecoderLM {
     Tensor gamma, beta;  // beta empty: RMSNorm
   };
   struct Layer {
-    OwnedLinear qkv, q, k, v, o, gate, up, down;
+    OwnedLinear qkv, q, k, v, o, gate_up, gate, up, down;  // qkv: [q | k | v] rows; gate_up: [gate | up]
     Norm attn_norm, mlp_norm;
   };
   // The activations of one forward of n tokens.
   struct Scratch {
-    Tensor x, hn, qkv, ctx, a, g;
+    Tensor x, hn, qkv, ctx, a, g;  // g: [n, 2·intermediate] (gate | up, or the gate)
   };
+  struct StepGraph;  // the recorded decode step (decoder_step_graph.cpp)
   void norm(const Norm& p, const Tensor& x, int64_t rows, const Tensor& out) const;
+  // x += residual, then out = norm(x): one operation for RMSNorm, two for LayerNorm.
+  void add_norm(const Norm& p, const Tensor& x, const Tensor& residual, int64_t rows, const Tensor& out) const;
   void linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const;
-  void attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n, KvCache& cache) const;
+  void attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n, int64_t past,
+                       KvCache& cache) const;
   void mlp_block(const Layer& layer, const Scratch& s, int64_t n) const;
+  Scratch make_scratch(int64_t n) const;
+  // Enqueues the forward of the n tokens `ids` (on the device) at positions past.. into `out` (the
+  // logits of tokens logits_from..n−1); allocates nothing and leaves cache.size() as it was.
+  void enqueue_forward(const Tensor& ids, int64_t n, int64_t past, KvCache& cache, const Scratch& s,
+                       int64_t logits_from, const Tensor& out) const;
+  // The decode step through the recording; false where it does not run (then the caller runs it plainly).
+  bool decode_step_graph(int32_t id, KvCache& cache, float* logits) const;
 
   std::shared_ptr<GraphOps> ops_;  // first: destroyed after every tensor it allocated
   DecoderConfig config_;
@@ -106,8 +129,12 @@ class DecoderLM {
     std::string name;
     const kernels::Linear* linear;
     std::size_t fp32_bytes;  // weight + bias as FP32
+    int parts = 1;           // the checkpoint Linears it stands for (fused: 2 or 3)
   };
   std::vector<NamedLinear> all_linears_;
+  bool decode_graph_on_ = true;
+  mutable std::shared_ptr<StepGraph> step_graph_;  // made by the first decode step that records
+  mutable std::string decode_step_path_;
 };
 
 // Loads `dir` (config.json + safetensors) into a DecoderLM. `unused_tensors` (when not null) receives

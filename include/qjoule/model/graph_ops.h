@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -60,6 +61,17 @@ class Tensor {
 
 enum class Activation { relu, gelu_erf, gelu_tanh, tanh };
 
+// Work a backend recorded once (GraphOps::capture) and runs again as a whole: on the GPU, one CUDA
+// graph launched with one call.
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  // Enqueues the recorded work again, with the memory it recorded (read at run time, not at capture).
+  virtual void replay() = 0;
+  virtual int64_t kernels() const = 0;      // kernel launches in the recording
+  virtual int64_t other_nodes() const = 0;  // copies, memsets and any other recorded operations
+};
+
 // What a graph needs of a device. Shapes as in qjoule/kernels/encoder_ops.h and decoder_ops.h;
 // row-major; in place where the CPU kernel is. Every call may return before the device is done (the
 // CUDA backend enqueues on its stream); copy_out waits.
@@ -94,6 +106,20 @@ class GraphOps {
   // Waits until everything enqueued is done.
   virtual void synchronize() = 0;
 
+  // Records what `body` enqueues, without running it, as one piece of work to replay; nullptr where
+  // the backend records nothing (the CPU), and then `body` has not run either. Memory must not be
+  // allocated or freed inside `body`. A recording that fails is one line naming why.
+  virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& body);
+  // Whether capture records (the GPU): a model asks only then.
+  virtual bool records_work() const { return false; }
+
+  // While `position` (one i32 on this device) is set, the operations that take a position
+  // (embedding_sum's first_position, rope's first_position, store_kv's and causal_attention's `past`)
+  // read it from there when they run, and their own argument only sizes the checks: one recorded
+  // decode step then serves every position. An empty tensor goes back to the arguments.
+  void set_position_source(const Tensor& position);
+  const Tensor& position_source() const { return position_source_; }
+
   // ---- operations ----
   // y[m, out] = x[m, in] · Wᵀ + b with a Linear this backend can run (the CPU Linears; a CudaLinear on
   // this GPU); `name` names the layer in an error.
@@ -118,10 +144,21 @@ class GraphOps {
   // ---- decoder operations (qjoule/kernels/decoder_ops.h) ----
   // out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) · gamma; out may be x.
   void rms_norm(const Tensor& x, int64_t rows, int64_t cols, const Tensor& gamma, float eps, const Tensor& out);
+  // x[r, :] += residual[r, :], then out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) · gamma: the residual
+  // add and the next RMSNorm in one pass. out may be x or the residual.
+  void add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma, float eps,
+                    const Tensor& out);
   // x[i] += y[i] for i < n: the residual add.
   void add(const Tensor& x, const Tensor& y, int64_t n);
   // gate[i] = silu(gate[i]) · up[i] for i < n (SwiGLU).
   void silu_mul(const Tensor& gate, const Tensor& up, int64_t n);
+  // SwiGLU of a fused gate|up product: gate_up [rows, 2·cols] holds [gate | up] per row, out [rows, cols]
+  // = silu(gate) · up (element::silu_mul, as silu_mul).
+  void silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out);
+  // The n new tokens' keys and values into the caches: k_cache[past + t, 0:cols] = k[t, 0:cols] (rows
+  // `src_stride` and `kv_stride` elements apart), and the same for v.
+  void store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache, const Tensor& v_cache,
+                int64_t kv_stride, int64_t past, int64_t n, int64_t cols);
   // Rotary embedding in place, Hugging Face's rotate_half convention (kernels::apply_rope_f32): x
   // [n_tokens, row_stride], `heads` heads of 2·inv_freq.size() columns, token t at first_position + t,
   // cos and sin multiplied by attention_factor.
@@ -161,13 +198,21 @@ class GraphOps {
   virtual void run_round_to_bf16(const Tensor& x, int64_t n) = 0;
   virtual void run_rms_norm(const Tensor& x, int64_t rows, int64_t cols, const Tensor& gamma, float eps,
                             const Tensor& out) = 0;
+  virtual void run_add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols,
+                                const Tensor& gamma, float eps, const Tensor& out) = 0;
   virtual void run_add(const Tensor& x, const Tensor& y, int64_t n) = 0;
   virtual void run_silu_mul(const Tensor& gate, const Tensor& up, int64_t n) = 0;
+  virtual void run_silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) = 0;
+  virtual void run_store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache,
+                            const Tensor& v_cache, int64_t kv_stride, int64_t past, int64_t n, int64_t cols) = 0;
   virtual void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                         const Tensor& inv_freq, float attention_factor) = 0;
   virtual void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                                     int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
                                     int64_t head_dim, float scale, const Tensor& ctx) = 0;
+
+ private:
+  Tensor position_source_;
 };
 
 // Every slice a graph hands to an operation starts on a 256-byte boundary (64 elements), as cuBLASLt and

@@ -1,6 +1,8 @@
 // The decoder's non-GEMM operations on the GPU (decoder_ops_cuda.h): RMSNorm, residual add, SwiGLU,
-// RoPE and causal grouped-query attention over the KV cache. Simple kernels whose per-element
-// arithmetic is the CPU's (qjoule/quant/element_math.h); none of them is tuned.
+// RoPE, the KV cache store and causal grouped-query attention over the KV cache. Simple kernels whose
+// per-element arithmetic is the CPU's (qjoule/quant/element_math.h). Those that take a position can
+// read it from device memory (`position`, one i32, when not null) so that a recorded decode step (a
+// CUDA graph) serves every position.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -18,15 +20,76 @@ namespace {
 constexpr int kElementThreads = 256;
 constexpr int kNormThreads = 256;
 
+// One block per row. Pass 1: x (+= residual, written back) and the sum of squares, FP32; pass 2: the
+// output. Each thread owns the same columns in both passes (float4 where the row allows), so it alone
+// reads again what it wrote, and out may be x or the residual.
+template <bool kVec>
 __global__ void __launch_bounds__(kNormThreads)
-    rms_norm_kernel(const float* __restrict__ x, int64_t cols, const float* __restrict__ gamma, float eps, float* out) {
+    add_rms_norm_kernel(float* x, const float* residual, int64_t cols, const float* __restrict__ gamma, float eps,
+                        float* out) {
   __shared__ float scratch[32];
-  const float* row = x + int64_t{blockIdx.x} * cols;
-  float* o = out + int64_t{blockIdx.x} * cols;
+  const int64_t base = int64_t{blockIdx.x} * cols;
   float squares = 0.0f;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) squares = fmaf(row[c], row[c], squares);
+  if constexpr (kVec) {
+    float4* row = reinterpret_cast<float4*>(x + base);
+    const float4* res = residual != nullptr ? reinterpret_cast<const float4*>(residual + base) : nullptr;
+    for (int64_t c = threadIdx.x; c < cols / 4; c += blockDim.x) {
+      float4 v = row[c];
+      if (res != nullptr) {
+        const float4 r = res[c];
+        v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
+        row[c] = v;
+      }
+      squares = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, squares))));
+    }
+  } else {
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      float v = x[base + c];
+      if (residual != nullptr) {
+        v += residual[base + c];
+        x[base + c] = v;
+      }
+      squares = fmaf(v, v, squares);
+    }
+  }
   const float inv = rsqrtf(block_reduce(squares, Sum{}, scratch) / static_cast<float>(cols) + eps);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) o[c] = row[c] * inv * gamma[c];
+  if constexpr (kVec) {
+    const float4* row = reinterpret_cast<const float4*>(x + base);
+    const float4* g = reinterpret_cast<const float4*>(gamma);
+    float4* o = reinterpret_cast<float4*>(out + base);
+    for (int64_t c = threadIdx.x; c < cols / 4; c += blockDim.x) {
+      const float4 v = row[c], gc = g[c];
+      o[c] = make_float4(v.x * inv * gc.x, v.y * inv * gc.y, v.z * inv * gc.z, v.w * inv * gc.w);
+    }
+  } else {
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) out[base + c] = x[base + c] * inv * gamma[c];
+  }
+}
+
+// out[r, i] = silu(gate_up[r, i]) · gate_up[r, cols + i].
+__global__ void silu_mul_rows_kernel(const float* __restrict__ gate_up, int64_t rows, int64_t cols,
+                                     float* __restrict__ out) {
+  const int64_t n = rows * cols;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += stride) {
+    const int64_t r = idx / cols, i = idx - r * cols;
+    out[idx] = element::silu_mul(gate_up[r * 2 * cols + i], gate_up[r * 2 * cols + cols + i]);
+  }
+}
+
+// cache[(past + t) · kv_stride + c] = src[t · src_stride + c] for the keys and the values; `past` from
+// *position when it is not null.
+__global__ void store_kv_kernel(const float* __restrict__ k, const float* __restrict__ v, int64_t src_stride,
+                                float* __restrict__ k_cache, float* __restrict__ v_cache, int64_t kv_stride,
+                                int64_t past, const int32_t* __restrict__ position, int64_t n, int64_t cols) {
+  if (position != nullptr) past = *position;
+  const int64_t total = n * cols;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < total; idx += stride) {
+    const int64_t t = idx / cols, c = idx - t * cols;
+    k_cache[(past + t) * kv_stride + c] = k[t * src_stride + c];
+    v_cache[(past + t) * kv_stride + c] = v[t * src_stride + c];
+  }
 }
 
 __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ y, int64_t n) {
@@ -42,7 +105,9 @@ __global__ void silu_mul_kernel(float* __restrict__ gate, const float* __restric
 
 // One thread per (token, head, pair).
 __global__ void rope_kernel(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half,
-                            int64_t first_position, const float* __restrict__ inv_freq, float factor) {
+                            int64_t first_position, const int32_t* __restrict__ position,
+                            const float* __restrict__ inv_freq, float factor) {
+  if (position != nullptr) first_position = *position;
   const int64_t n = n_tokens * heads * half;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += stride) {
@@ -55,8 +120,10 @@ __global__ void rope_kernel(float* x, int64_t n_tokens, int64_t row_stride, int6
 // Block (new token t, head h). Shared memory: q's head_dim values, then the past + t + 1 scores.
 __global__ void __launch_bounds__(kAttentionThreads)
     causal_attention_kernel(const float* __restrict__ q, int64_t q_stride, const float* __restrict__ k_cache,
-                            const float* __restrict__ v_cache, int64_t kv_stride, int64_t past, int64_t group,
-                            int64_t head_dim, float scale, float* __restrict__ ctx, int64_t heads) {
+                            const float* __restrict__ v_cache, int64_t kv_stride, int64_t past,
+                            const int32_t* __restrict__ position, int64_t group, int64_t head_dim, float scale,
+                            float* __restrict__ ctx, int64_t heads) {
+  if (position != nullptr) past = *position;
   extern __shared__ float shared[];
   __shared__ float scratch[32];
   float* qs = shared;
@@ -74,12 +141,41 @@ __global__ void __launch_bounds__(kAttentionThreads)
 
 }  // namespace
 
+std::string add_rms_norm_cuda(float* x, const float* residual, int64_t rows, int64_t cols, const float* gamma,
+                              float eps, float* out, CUstream_st* stream) {
+  if (rows <= 0 || cols <= 0) return {};
+  if (rows > 0x7fffffff) return "add_rms_norm_kernel: " + std::to_string(rows) + " rows, at most 2^31 - 1";
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (cols % 4 == 0 && aligned(x) && aligned(out) && aligned(gamma) && (residual == nullptr || aligned(residual))) {
+    add_rms_norm_kernel<true>
+        <<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, residual, cols, gamma, eps, out);
+  } else {
+    add_rms_norm_kernel<false>
+        <<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, residual, cols, gamma, eps, out);
+  }
+  return launch_error("add_rms_norm_kernel");
+}
+
 std::string rms_norm_cuda(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out,
                           CUstream_st* stream) {
+  // Without a residual the kernel writes nothing back to x.
+  return add_rms_norm_cuda(const_cast<float*>(x), nullptr, rows, cols, gamma, eps, out, stream);
+}
+
+std::string silu_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream) {
   if (rows <= 0 || cols <= 0) return {};
-  if (rows > 0x7fffffff) return "rms_norm_kernel: " + std::to_string(rows) + " rows, at most 2^31 - 1";
-  rms_norm_kernel<<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, cols, gamma, eps, out);
-  return launch_error("rms_norm_kernel");
+  silu_mul_rows_kernel<<<grid_for(rows * cols, kElementThreads), kElementThreads, 0, stream>>>(gate_up, rows, cols,
+                                                                                               out);
+  return launch_error("silu_mul_rows_kernel");
+}
+
+std::string store_kv_cuda(const float* k, const float* v, int64_t src_stride, float* k_cache, float* v_cache,
+                          int64_t kv_stride, int64_t past, const int32_t* position, int64_t n, int64_t cols,
+                          CUstream_st* stream) {
+  if (n <= 0 || cols <= 0) return {};
+  store_kv_kernel<<<grid_for(n * cols, kElementThreads), kElementThreads, 0, stream>>>(
+      k, v, src_stride, k_cache, v_cache, kv_stride, past, position, n, cols);
+  return launch_error("store_kv_kernel");
 }
 
 std::string add_cuda(float* x, const float* y, int64_t n, CUstream_st* stream) {
@@ -95,32 +191,36 @@ std::string silu_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* 
 }
 
 std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half,
-                      int64_t first_position, const float* inv_freq, float attention_factor, CUstream_st* stream) {
+                      int64_t first_position, const int32_t* position, const float* inv_freq, float attention_factor,
+                      CUstream_st* stream) {
   const int64_t n = n_tokens * heads * half;
   if (n <= 0) return {};
-  rope_kernel<<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(x, n_tokens, row_stride, heads, half,
-                                                                            first_position, inv_freq, attention_factor);
+  rope_kernel<<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(
+      x, n_tokens, row_stride, heads, half, first_position, position, inv_freq, attention_factor);
   return launch_error("rope_kernel");
 }
 
 std::string causal_attention_cuda(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
-                                  int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                                  int64_t head_dim, float scale, float* ctx, CUstream_st* stream) {
+                                  int64_t kv_stride, int64_t past, const int32_t* position, int64_t max_keys,
+                                  int64_t n_new, int64_t heads, int64_t kv_heads, int64_t head_dim, float scale,
+                                  float* ctx, CUstream_st* stream) {
   if (n_new <= 0 || heads <= 0) return {};
   if (kv_heads <= 0 || heads % kv_heads != 0)
     return "causal_attention_kernel: " + std::to_string(heads) + " query heads are not a multiple of " +
            std::to_string(kv_heads) + " kv heads";
-  const std::size_t shared = causal_attention_shared_bytes(past + n_new, head_dim);
+  // With the position read on the device, the scores get room for every key the cache can hold.
+  const int64_t keys = position != nullptr ? max_keys : past + n_new;
+  const std::size_t shared = causal_attention_shared_bytes(keys, head_dim);
   if (shared > kAttentionMaxSharedBytes)
-    return "causal_attention_kernel: " + std::to_string(past + n_new) + " keys + head_dim " + std::to_string(head_dim) +
+    return "causal_attention_kernel: " + std::to_string(keys) + " keys + head_dim " + std::to_string(head_dim) +
            " need " + std::to_string(shared) + " bytes of shared memory, more than the " +
            std::to_string(kAttentionMaxSharedBytes) + " this kernel uses";
   if (n_new > 0x7fffffff || heads > 65535)
     return "causal_attention_kernel: grid (" + std::to_string(n_new) + " tokens, " + std::to_string(heads) +
            " heads) exceeds the CUDA grid limits (2^31 - 1, 65535)";
   const dim3 grid(static_cast<unsigned>(n_new), static_cast<unsigned>(heads));
-  causal_attention_kernel<<<grid, kAttentionThreads, shared, stream>>>(q, q_stride, k_cache, v_cache, kv_stride, past,
-                                                                       heads / kv_heads, head_dim, scale, ctx, heads);
+  causal_attention_kernel<<<grid, kAttentionThreads, shared, stream>>>(
+      q, q_stride, k_cache, v_cache, kv_stride, past, position, heads / kv_heads, head_dim, scale, ctx, heads);
   return launch_error("causal_attention_kernel");
 }
 

@@ -17,22 +17,38 @@ namespace qjoule::kernels::cuda_detail {
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) · gamma; out may equal x. One block per row.
 std::string rms_norm_cuda(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out,
                           CUstream_st* stream);
+// x[r, :] += residual[r, :] (residual may be nullptr), then the RMSNorm of x into out; out may be x or
+// the residual. One block per row, one pass to read and one to write (float4 where aligned).
+std::string add_rms_norm_cuda(float* x, const float* residual, int64_t rows, int64_t cols, const float* gamma,
+                              float eps, float* out, CUstream_st* stream);
+// out[r, i] = silu(gate_up[r, i]) · gate_up[r, cols + i] (a fused gate|up product's rows).
+std::string silu_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream);
+// The n new tokens' keys and values into the caches at rows past .. past + n − 1 (past = *position when
+// position is not null).
+std::string store_kv_cuda(const float* k, const float* v, int64_t src_stride, float* k_cache, float* v_cache,
+                          int64_t kv_stride, int64_t past, const int32_t* position, int64_t n, int64_t cols,
+                          CUstream_st* stream);
 
 // x[i] += y[i]; gate[i] = silu(gate[i]) · up[i] (element::silu_mul).
 std::string add_cuda(float* x, const float* y, int64_t n, CUstream_st* stream);
 std::string silu_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream);
 
 // Rotary embedding in place (element::rope_rotate per pair): x [n_tokens, row_stride], `heads` heads
-// of 2·half columns, token t at first_position + t; inv_freq [half] on the device.
+// of 2·half columns, token t at first_position + t (first_position = *position when position is not
+// null); inv_freq [half] on the device.
 std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half,
-                      int64_t first_position, const float* inv_freq, float attention_factor, CUstream_st* stream);
+                      int64_t first_position, const int32_t* position, const float* inv_freq, float attention_factor,
+                      CUstream_st* stream);
 
 // Causal grouped-query attention over a KV cache, causal_attention_f32's layout. One block of
 // kAttentionThreads (encoder_ops_cuda.h) per (new token, head): q and the token's scores (past + t + 1
 // of them) in shared memory, one warp per key, block-wide max and sum, one thread per channel for p·v.
+// With `position` (device, not null) past = *position when the kernel runs, and the scores get room for
+// max_keys (the cache's capacity).
 std::string causal_attention_cuda(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
-                                  int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                                  int64_t head_dim, float scale, float* ctx, CUstream_st* stream);
+                                  int64_t kv_stride, int64_t past, const int32_t* position, int64_t max_keys,
+                                  int64_t n_new, int64_t heads, int64_t kv_heads, int64_t head_dim, float scale,
+                                  float* ctx, CUstream_st* stream);
 
 // ---- host helpers (no GPU needed) ---------------------------------------------------------------
 

@@ -21,9 +21,11 @@ constexpr float kInvSqrt2 = 0.70710678118654752440f;
 // ---- kernels ----------------------------------------------------------------------------------------
 
 __global__ void embedding_sum_kernel(const int32_t* __restrict__ ids, const float* __restrict__ word,
-                                     const float* __restrict__ position, const float* __restrict__ token_type0,
-                                     int64_t rows, int64_t seq, int64_t hidden, float* __restrict__ out) {
+                                     const float* __restrict__ position, const int32_t* __restrict__ first_position,
+                                     const float* __restrict__ token_type0, int64_t rows, int64_t seq, int64_t hidden,
+                                     float* __restrict__ out) {
   const int64_t n = rows * hidden;
+  if (position != nullptr && first_position != nullptr) position += int64_t{*first_position} * hidden;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += stride) {
     const int64_t i = idx / hidden, c = idx - i * hidden;
@@ -114,12 +116,13 @@ std::string unary(float* x, int64_t n, CUstream_st* stream, const char* name) {
 
 }  // namespace
 
-std::string embedding_sum_cuda(const int32_t* ids, const float* word, const float* position, const float* token_type0,
-                               int64_t rows, int64_t seq, int64_t hidden, float* out, CUstream_st* stream) {
+std::string embedding_sum_cuda(const int32_t* ids, const float* word, const float* position,
+                               const int32_t* first_position, const float* token_type0, int64_t rows, int64_t seq,
+                               int64_t hidden, float* out, CUstream_st* stream) {
   if (rows <= 0 || hidden <= 0) return {};
   if (seq <= 0) return "embedding_sum_kernel: sequence length " + std::to_string(seq) + ", expected at least 1";
   embedding_sum_kernel<<<grid_for(rows * hidden, kElementThreads), kElementThreads, 0, stream>>>(
-      ids, word, position, token_type0, rows, seq, hidden, out);
+      ids, word, position, first_position, token_type0, rows, seq, hidden, out);
   return launch_error("embedding_sum_kernel");
 }
 

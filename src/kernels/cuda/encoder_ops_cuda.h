@@ -20,8 +20,11 @@ namespace qjoule::kernels::cuda_detail {
 // learned positions pass none) (+ token_type0[:] when not nullptr), for
 // rows = batch · seq: the embedding sum of EncoderClassifier::forward (token type 0 for BERT). The ids
 // must already be checked to lie in the vocabulary.
-std::string embedding_sum_cuda(const int32_t* ids, const float* word, const float* position, const float* token_type0,
-                               int64_t rows, int64_t seq, int64_t hidden, float* out, CUstream_st* stream);
+// first_position (device, may be nullptr): one i32 read when the kernel runs; the position rows then
+// start at position + first_position · hidden (a recorded decode step's position).
+std::string embedding_sum_cuda(const int32_t* ids, const float* word, const float* position,
+                               const int32_t* first_position, const float* token_type0, int64_t rows, int64_t seq,
+                               int64_t hidden, float* out, CUstream_st* stream);
 
 // x[r, :] = LayerNorm(x[r, :] + residual[r, :]) · gamma + beta in place (residual may be nullptr):
 // add_layer_norm_f32. One block per row; mean and variance in FP32 over two passes (the _ref twin

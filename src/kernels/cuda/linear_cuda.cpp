@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kernels/cuda/gemv_dense_cuda.h"
 #include "kernels/cuda/linear_cuda_device.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/cuda_device.h"
@@ -38,6 +39,8 @@ struct Plan {
   int min_compute = 75;  // compute capability × 10 the kernels need
   std::string kernel_path;
   std::string packed_name;  // "int4", "nf4", "nf4dq"
+  std::string lt_path;      // dense: the cuBLASLt path of products above the GEMV's rows
+  std::string gemv_name;    // dense formats with a decode GEMV (gemv_dense_cuda.h): "f32", "f16", "bf16", "s8"
 };
 
 // The format alone (no shape): what check_cuda_format and make_linear_cuda both reject. Errors begin
@@ -104,6 +107,19 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
     case Format::w8: break;  // rejected above
   }
   if (plan.packed) plan.kernel_path = "qjoule:cuda:" + plan.packed_name + "_gemv+f16_cublaslt";
+  plan.lt_path = plan.kernel_path;
+  switch (plan.packed ? GemmKind::tf32 : plan.gemm) {
+    case GemmKind::f32: plan.gemv_name = "f32"; break;
+    case GemmKind::f16: plan.gemv_name = "f16"; break;
+    case GemmKind::bf16: plan.gemv_name = "bf16"; break;
+    case GemmKind::s8: plan.gemv_name = "s8"; break;
+    default: break;
+  }
+  // Decode-sized products (m ≤ kDenseGemvMaxRows) run qjoule's GEMV, larger ones cuBLASLt: the path
+  // names both, as the CPU layers' do ("...gemv,m>4:...").
+  if (!plan.gemv_name.empty())
+    plan.kernel_path =
+        fmt::format("qjoule:cuda:{}_gemv,m>{}:{}", plan.gemv_name, cuda_detail::kDenseGemvMaxRows, plan.lt_path);
   return plan;
 }
 
@@ -120,6 +136,11 @@ Plan validate(const quant::FormatSpec& f, int64_t out, int64_t in, const std::st
         "tensor '{}': in_features {} is not a multiple of the nf4 block size 64; the CUDA kernels need whole blocks "
         "(the CPU kernels take a partial last block)",
         tensor, in);
+  // A width the GEMV's 16-byte loads do not cover runs every product in cuBLASLt.
+  if (!plan.packed && !plan.gemv_name.empty() && !cuda_detail::dense_gemv_applies(plan.gemm, 1, in)) {
+    plan.gemv_name.clear();
+    plan.kernel_path = plan.lt_path;
+  }
   return plan;
 }
 
@@ -266,7 +287,11 @@ class CudaLinearImpl final : public CudaLinear {
   std::size_t bytes_held() const override { return impl_->bytes_held(); }
   int device() const override { return device_; }
   std::string kernel_path_for(int64_t m) const override {
-    if (!plan_.packed) return plan_.kernel_path;
+    if (!plan_.packed) {
+      return !plan_.gemv_name.empty() && cuda_detail::dense_gemv_applies(plan_.gemm, m, in_)
+                 ? "qjoule:cuda:" + plan_.gemv_name + "_gemv"
+                 : plan_.lt_path;
+    }
     return m <= cuda_detail::kGemvMaxRows ? "qjoule:cuda:" + plan_.packed_name + "_gemv"
                                           : "qjoule:cuda:" + plan_.packed_name + "_dequant_f16+cublaslt:f16:tensor_op";
   }

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/gemv_dense_cuda.h"
 #include "kernels/cuda/linear_cuda_device.h"
 #include "kernels/cuda/lt_gemm.cuh"
 #include "qjoule/quant/element_math.h"
@@ -150,6 +151,9 @@ class DenseLinear final : public LockedDeviceLinear {
     if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0)
       return "x and y must be 16-byte aligned device pointers";
     const float* bias = bias_.bytes() > 0 ? bias_.as<float>() : nullptr;
+    if (dense_gemv_applies(kind_, m, in_))
+      return gemv_dense_cuda(kind_, weights_.as<void>(), cols_,
+                             row_scales_.bytes() > 0 ? row_scales_.as<float>() : nullptr, x, m, out_, in_, bias, y, s);
     switch (kind_) {
       case GemmKind::f32:
       case GemmKind::tf32: {

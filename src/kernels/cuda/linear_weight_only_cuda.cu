@@ -1,12 +1,11 @@
 // The 4-bit weight-only layers (int4 sym / asym with G = 32, 64, 128; nf4; nf4 with double-quantized
-// absmax) on the GPU. The packed blocks are the CPU quantizers' output, byte for byte
-// (qjoule/quant/formats.h); the kernels read them in place.
+// absmax) on the GPU. The codes and scales are the CPU quantizers' output (qjoule/quant/formats.h),
+// every byte kept, rearranged into planes on upload (Planar, to_planar) so that 128-bit loads read them.
 //
-//  * m ≤ kGemvMaxRows (decode): gemv_kernel. A block of 128 threads computes kGemvRows consecutive
-//    outputs for all m rows; each thread takes 8 weights (4 bytes of nibbles) of each of those rows at
-//    a time, decodes them in registers and multiplies them into the m activation rows it loaded once
-//    for all kGemvRows weight rows (FP32 FMA); the block reduces through shuffles and shared memory.
-//    Nothing but y is written.
+//  * m ≤ kGemvMaxRows (decode): gemv_kernel. Each warp computes kGemvRowsPerWarp consecutive outputs
+//    for all m rows; each lane reads 16 bytes (32 codes) of each of its rows per step, four steps in
+//    flight, decodes them in registers and multiplies them into the m activation rows (FP32 FMA, the
+//    group's scale once per 32 codes); the warp reduces through shuffles. Nothing but y is written.
 //  * m > kGemvMaxRows (prefill / batch): the activations are converted to FP16 once, then for each
 //    panel of weight_panel_rows() output rows dequant_panel_kernel writes the panel's weights as FP16
 //    [rows, in] (each value the CPU reference's dequantized FP32 weight, rounded to nearest FP16) and
@@ -14,6 +13,7 @@
 //    straight into the panel's columns of y. Only one panel of FP16 weights exists at a time.
 #include <cuda_fp16.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,92 +32,66 @@ namespace {
 __constant__ float c_nf4_table[16];
 __constant__ float c_dynamic_map[256];
 
-// What a kernel needs besides the blocks.
-struct Aux {
-  const float* absmax_scales;  // nf4dq
+// The device layout of a 4-bit matrix [out, in] with groups of G weights along `in` (to_planar): the
+// same codes and scales as formats.h's blocks, in planes, so that each row's codes are one run of
+// in / 2 bytes that 128-bit loads read (a block of 18 or 33 bytes allows 1- or 2-byte loads only):
+//   codes   [out, in / 2]  the blocks' qs bytes of each row, in order (formats.h's nibble order)
+//   scales  [out, in / G]  int4: the FP16 d; nf4: the FP32 absmax; nf4dq: the 8-bit absmax code
+//   zeros   [out, in / G]  int4 asym: the zero point z (u8); absent otherwise
+// A byte of the blocks that carries nothing (int4 asym's reserved byte) is not kept.
+struct Planar {
+  const uint8_t* codes;
+  const void* scales;
+  const uint8_t* zeros;
+  const float* absmax_scales;  // nf4dq: one FP32 scale per 256 absmax codes (flattened group index)
   float absmax_mean;           // nf4dq
-  int64_t blocks_per_row;      // in / block size
+  int64_t groups_per_row;      // in / G
 };
 
-// Four bytes of nibbles at p, as a little-endian word, with loads as wide as the alignment A allows.
-template <int A>
-__device__ inline uint32_t load_u32(const uint8_t* p) {
-  if constexpr (A == 4) {
-    return __ldg(reinterpret_cast<const unsigned int*>(p));
-  } else if constexpr (A == 2) {
-    const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
-    return uint32_t{__ldg(h)} | (uint32_t{__ldg(h + 1)} << 16);
-  } else {
-    return uint32_t{__ldg(p)} | (uint32_t{__ldg(p + 1)} << 8) | (uint32_t{__ldg(p + 2)} << 16) |
-           (uint32_t{__ldg(p + 3)} << 24);
-  }
-}
-
-// Element 2j of the 8 weights sits in the high nibble of byte j, element 2j + 1 in its low nibble
-// (formats.h's nibble order, element::nibble_of_word as the CPU tests it).
-__device__ inline int nibble(uint32_t word, int e) { return element::nibble_of_word(word, e); }
-
-constexpr int alignment_of(int block_bytes, int header_bytes) {
-  return (block_bytes % 4 == 0 && header_bytes % 4 == 0) ? 4 : (block_bytes % 2 == 0 && header_bytes % 2 == 0) ? 2 : 1;
-}
-
-// Each format decodes the 8 weights k..k+7 (k % 8 == 0) of a row as v[e] · scale, where v · scale is
-// exactly the CPU reference dequantizer's FP32 product.
+// Each format: its group size, the bytes of one group's scale, and the decoded value of a nibble as
+// v · scale, where v · scale is exactly the CPU reference dequantizer's FP32 product.
 template <int G, bool kAsym>
 struct Int4Format {
-  static constexpr int kBlock = G;
-  static constexpr int kHeader = kAsym ? 4 : 2;  // FP16 d (+ zero byte + reserved byte)
-  static constexpr int kBlockBytes = kHeader + G / 2;
-  static constexpr int kAlign = alignment_of(kBlockBytes, kHeader);
+  static constexpr int kGroup = G;
   static constexpr bool kTable = false, kMap = false;
-  __device__ static float decode8(const uint8_t* row, int64_t /*row_index*/, int64_t k, const Aux& /*aux*/,
-                                  const float* /*table*/, const float* /*map*/, float v[8]) {
-    const uint8_t* block = row + (k / G) * kBlockBytes;
-    const float d = __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short*>(block))));
-    const int z = kAsym ? static_cast<int>(__ldg(block + 2)) : 8;
-    const uint32_t word = load_u32<kAlign>(block + kHeader + (k % G) / 2);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = static_cast<float>(nibble(word, e) - z);
-    return d;
+  __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* /*map*/) {
+    return __half2float(
+        __ushort_as_half(__ldg(static_cast<const unsigned short*>(p.scales) + o * p.groups_per_row + g)));
+  }
+  __device__ static float offset(const Planar& p, int64_t o, int64_t g) {
+    return kAsym ? static_cast<float>(__ldg(p.zeros + o * p.groups_per_row + g)) : 8.0f;
+  }
+  __device__ static float value(int code, float zero, const float* /*table*/) {
+    return static_cast<float>(code) - zero;
   }
 };
 
 struct Nf4Format {
-  static constexpr int kBlock = 64;
-  static constexpr int kHeader = 4;  // FP32 absmax
-  static constexpr int kBlockBytes = 36;
-  static constexpr int kAlign = alignment_of(kBlockBytes, kHeader);
+  static constexpr int kGroup = 64;
   static constexpr bool kTable = true, kMap = false;
-  __device__ static float decode8(const uint8_t* row, int64_t /*row_index*/, int64_t k, const Aux& /*aux*/,
-                                  const float* table, const float* /*map*/, float v[8]) {
-    const uint8_t* block = row + (k / kBlock) * kBlockBytes;
-    const float absmax = __ldg(reinterpret_cast<const float*>(block));
-    const uint32_t word = load_u32<kAlign>(block + kHeader + (k % kBlock) / 2);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = table[nibble(word, e)];
-    return absmax;
+  __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* /*map*/) {
+    return __ldg(static_cast<const float*>(p.scales) + o * p.groups_per_row + g);
   }
+  __device__ static float offset(const Planar&, int64_t, int64_t) { return 0.0f; }
+  __device__ static float value(int code, float /*zero*/, const float* table) { return table[code]; }
 };
 
 struct Nf4DqFormat {
-  static constexpr int kBlock = 64;
-  static constexpr int kHeader = 1;  // 8-bit absmax code
-  static constexpr int kBlockBytes = 33;
-  static constexpr int kAlign = alignment_of(kBlockBytes, kHeader);
+  static constexpr int kGroup = 64;
   static constexpr bool kTable = true, kMap = true;
-  __device__ static float decode8(const uint8_t* row, int64_t row_index, int64_t k, const Aux& aux, const float* table,
-                                  const float* map, float v[8]) {
-    const int64_t kb = k / kBlock;
-    const uint8_t* block = row + kb * kBlockBytes;
-    const int64_t b = row_index * aux.blocks_per_row + kb;  // flattened block index (formats.h)
+  __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* map) {
+    const int64_t b = o * p.groups_per_row + g;  // flattened block index (formats.h)
     // Nf4DqMatrix::absmax: map[code] · scale[b / 256] + mean, two FP32 roundings as on the CPU.
-    const float absmax = element::nf4_dq_absmax(map[__ldg(block)], __ldg(aux.absmax_scales + b / 256), aux.absmax_mean);
-    const uint32_t word = load_u32<kAlign>(block + kHeader + (k % kBlock) / 2);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = table[nibble(word, e)];
-    return absmax;
+    return element::nf4_dq_absmax(map[__ldg(static_cast<const uint8_t*>(p.scales) + b)],
+                                  __ldg(p.absmax_scales + b / 256), p.absmax_mean);
   }
+  __device__ static float offset(const Planar&, int64_t, int64_t) { return 0.0f; }
+  __device__ static float value(int code, float /*zero*/, const float* table) { return table[code]; }
 };
+
+// Element 2j of a little-endian word of codes sits in the high nibble of byte j, element 2j + 1 in its
+// low nibble (formats.h's nibble order, element::nibble_of_word as the CPU tests it).
+__device__ inline int nibble(uint32_t word, int e) { return element::nibble_of_word(word, e); }
 
 template <class F>
 __device__ inline void load_tables(float* table, float* map) {
@@ -131,104 +105,111 @@ __device__ inline void load_tables(float* table, float* map) {
 }
 
 constexpr int kGemvThreads = 128;
-constexpr int kGemvRows = 4;  // output features per block
+constexpr int kGemvRowsPerWarp = 2;
+constexpr int kGemvRows = kGemvThreads / 32 * kGemvRowsPerWarp;  // output features per block
 
-// y[i, o] = Σ_k x[i, k] · Ŵ[o, k] + b[o] for i < m ≤ M, o in this block's kGemvRows.
+// y[i, o] = Σ_k x[i, k] · Ŵ[o, k] + b[o] for i < m ≤ M. Each warp owns kGemvRowsPerWarp rows; each lane
+// reads 32 consecutive codes (16 bytes, one group's part: G ≥ 32) of each of them per step, the
+// matching activations of every x row, and adds scale · Σ x · v; the warp reduces with shuffles.
 template <class F, int M>
 __global__ void __launch_bounds__(kGemvThreads)
-    gemv_kernel(const uint8_t* __restrict__ w, const float* __restrict__ x, int64_t m, int64_t out, int64_t in, Aux aux,
+    gemv_kernel(Planar p, const float* __restrict__ x, int64_t m, int64_t out, int64_t in,
                 const float* __restrict__ bias, float* __restrict__ y) {
   __shared__ float table[16];
   __shared__ float map[256];
-  __shared__ float partial[kGemvThreads / 32][kGemvRows * M];
   load_tables<F>(table, map);
-  const int64_t o0 = int64_t{blockIdx.x} * kGemvRows;
-  const int64_t row_bytes = aux.blocks_per_row * F::kBlockBytes;
-  float acc[kGemvRows][M];
+  const int lane = threadIdx.x % 32;
+  const int64_t o0 = (int64_t{blockIdx.x} * (kGemvThreads / 32) + threadIdx.x / 32) * kGemvRowsPerWarp;
+  if (o0 >= out) return;
+  const int64_t row_bytes = in / 2;
+  float acc[kGemvRowsPerWarp][M] = {};
+  constexpr int kUnroll = 4;  // 4 × 1,024 codes of a row in flight: a 2,048- or 4,096-wide row in one round trip
+  for (int64_t base = int64_t{lane} * 32; base < in; base += 32 * 32 * kUnroll) {
+    uint4 q[kUnroll][kGemvRowsPerWarp];
 #pragma unroll
-  for (int r = 0; r < kGemvRows; ++r)
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t k = base + u * 32 * 32;
 #pragma unroll
-    for (int i = 0; i < M; ++i) acc[r][i] = 0.0f;
-
-  const int64_t chunks = in / 8;
-#pragma unroll 2
-  for (int64_t c = threadIdx.x; c < chunks; c += kGemvThreads) {
-    const int64_t k = c * 8;
-    float xv[M][8];
-#pragma unroll
-    for (int i = 0; i < M; ++i) {
-      if (i < m) {
-        const float4 lo = __ldg(reinterpret_cast<const float4*>(x + i * in + k));
-        const float4 hi = __ldg(reinterpret_cast<const float4*>(x + i * in + k + 4));
-        xv[i][0] = lo.x, xv[i][1] = lo.y, xv[i][2] = lo.z, xv[i][3] = lo.w;
-        xv[i][4] = hi.x, xv[i][5] = hi.y, xv[i][6] = hi.z, xv[i][7] = hi.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) xv[i][e] = 0.0f;
+      for (int r = 0; r < kGemvRowsPerWarp; ++r) {
+        const int64_t o = o0 + r < out ? o0 + r : out - 1;
+        q[u][r] =
+            k < in ? __ldg(reinterpret_cast<const uint4*>(p.codes + o * row_bytes + k / 2)) : make_uint4(0, 0, 0, 0);
       }
     }
 #pragma unroll
-    for (int r = 0; r < kGemvRows; ++r) {
-      const int64_t o = o0 + r;
-      if (o < out) {
-        float v[8];
-        const float s = F::decode8(w + o * row_bytes, o, k, aux, table, map, v);
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t k = base + u * 32 * 32;
+      if (k >= in) break;
+      const int64_t g = k / F::kGroup;
+      float s[kGemvRowsPerWarp], z[kGemvRowsPerWarp], dot[kGemvRowsPerWarp][M] = {};
+#pragma unroll
+      for (int r = 0; r < kGemvRowsPerWarp; ++r) {
+        const int64_t o = o0 + r < out ? o0 + r : out - 1;
+        s[r] = F::scale(p, o, g, map);
+        z[r] = F::offset(p, o, g);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float v[kGemvRowsPerWarp][8];
+#pragma unroll
+        for (int r = 0; r < kGemvRowsPerWarp; ++r) {
+          const uint32_t word = j == 0 ? q[u][r].x : j == 1 ? q[u][r].y : j == 2 ? q[u][r].z : q[u][r].w;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[r][e] = F::value(nibble(word, e), z[r], table);
+        }
 #pragma unroll
         for (int i = 0; i < M; ++i) {
-          float dot = 0.0f;
+          if (i >= m) break;
+          const float4 lo = __ldg(reinterpret_cast<const float4*>(x + i * in + k + 8 * j));
+          const float4 hi = __ldg(reinterpret_cast<const float4*>(x + i * in + k + 8 * j + 4));
+          const float xv[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-          for (int e = 0; e < 8; ++e) dot = fmaf(xv[i][e], v[e], dot);
-          acc[r][i] = fmaf(dot, s, acc[r][i]);
+          for (int r = 0; r < kGemvRowsPerWarp; ++r)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) dot[r][i] = fmaf(xv[e], v[r][e], dot[r][i]);
         }
       }
+#pragma unroll
+      for (int r = 0; r < kGemvRowsPerWarp; ++r)
+#pragma unroll
+        for (int i = 0; i < M; ++i) acc[r][i] = fmaf(dot[r][i], s[r], acc[r][i]);
     }
   }
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
-  for (int r = 0; r < kGemvRows; ++r) {
+  for (int r = 0; r < kGemvRowsPerWarp; ++r) {
 #pragma unroll
     for (int i = 0; i < M; ++i) {
       float v = acc[r][i];
+#pragma unroll
       for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-      if (lane == 0) partial[warp][r * M + i] = v;
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x < kGemvRows * M) {
-    const int r = threadIdx.x / M, i = threadIdx.x % M;
-    const int64_t o = o0 + r;
-    if (i < m && o < out) {
-      float sum = 0.0f;
-      for (int wi = 0; wi < kGemvThreads / 32; ++wi) sum += partial[wi][threadIdx.x];
-      if (bias != nullptr) sum += bias[o];
-      y[i * out + o] = sum;
+      const int64_t o = o0 + r;
+      if (lane == 0 && i < m && o < out) y[i * out + o] = bias != nullptr ? v + bias[o] : v;
     }
   }
 }
 
 constexpr int kPanelThreads = 256;
 
-// panel[r, k] = FP16(Ŵ[o0 + r, k]) for r < rows.
+// panel[r, k] = FP16(Ŵ[o0 + r, k]) for r < rows: 8 weights a thread.
 template <class F>
 __global__ void __launch_bounds__(kPanelThreads)
-    dequant_panel_kernel(const uint8_t* __restrict__ w, int64_t o0, int64_t rows, int64_t in, Aux aux,
-                         __half* __restrict__ panel) {
+    dequant_panel_kernel(Planar p, int64_t o0, int64_t rows, int64_t in, __half* __restrict__ panel) {
   __shared__ float table[16];
   __shared__ float map[256];
   load_tables<F>(table, map);
-  const int64_t row_bytes = aux.blocks_per_row * F::kBlockBytes;
   const int64_t chunks_per_row = in / 8;
   const int64_t total = rows * chunks_per_row;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     const int64_t r = idx / chunks_per_row, k = (idx - r * chunks_per_row) * 8;
-    const int64_t o = o0 + r;
-    float v[8];
-    const float s = F::decode8(w + o * row_bytes, o, k, aux, table, map, v);
+    const int64_t o = o0 + r, g = k / F::kGroup;
+    const float s = F::scale(p, o, g, map), z = F::offset(p, o, g);
+    const uint32_t word = __ldg(reinterpret_cast<const unsigned int*>(p.codes + o * (in / 2) + k / 2));
     __half2 h[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(__fmul_rn(v[2 * e], s), __fmul_rn(v[2 * e + 1], s));
+    for (int e = 0; e < 4; ++e)
+      h[e] = __floats2half2_rn(__fmul_rn(F::value(nibble(word, 2 * e), z, table), s),
+                               __fmul_rn(F::value(nibble(word, 2 * e + 1), z, table), s));
     uint4 packed;
     memcpy(&packed, h, sizeof packed);
     *reinterpret_cast<uint4*>(panel + r * in + k) = packed;
@@ -258,6 +239,31 @@ std::string ensure_tables(const PackedWeights& w) {
   return {};
 }
 
+// formats.h's blocks → the planes of Planar: codes [out, in / 2], scales [out, in / G] of
+// scale_bytes each, zeros [out, in / G] (int4 asym). Every code and scale byte is copied, none changed.
+struct PlanarHost {
+  std::vector<uint8_t> codes, scales, zeros;
+};
+std::string to_planar(const PackedWeights& w, PlanarHost& planar) {
+  const bool asym = w.kind == PackedKind::int4_asym;
+  const int header = w.kind == PackedKind::int4_sym ? 2 : w.kind == PackedKind::nf4dq ? 1 : 4;
+  const int scale_bytes = w.kind == PackedKind::int4_sym || asym ? 2 : header;
+  const int64_t block_bytes = header + w.group_size / 2;
+  const int64_t groups = w.out * (w.in / w.group_size);
+  if (w.group_size < 32 || w.in % w.group_size != 0 || static_cast<int64_t>(w.blocks.size()) != groups * block_bytes)
+    return "internal: the 4-bit blocks do not match the layer's shape";
+  planar.codes.resize(static_cast<std::size_t>(groups * (w.group_size / 2)));
+  planar.scales.resize(static_cast<std::size_t>(groups * scale_bytes));
+  if (asym) planar.zeros.resize(static_cast<std::size_t>(groups));
+  for (int64_t b = 0; b < groups; ++b) {
+    const uint8_t* block = w.blocks.data() + b * block_bytes;
+    memcpy(planar.scales.data() + b * scale_bytes, block, static_cast<std::size_t>(scale_bytes));
+    if (asym) planar.zeros[static_cast<std::size_t>(b)] = block[2];  // formats.h: d, zero, reserved, qs
+    memcpy(planar.codes.data() + b * (w.group_size / 2), block + header, static_cast<std::size_t>(w.group_size / 2));
+  }
+  return {};
+}
+
 class PackedLinear final : public LockedDeviceLinear {
  public:
   std::string init(const PackedWeights& w, const std::vector<float>& bias, int device) {
@@ -272,7 +278,12 @@ class PackedLinear final : public LockedDeviceLinear {
     std::string error = guard.error();
     if (error.empty()) error = lt_context(context_);
     if (error.empty()) error = ensure_tables(w);
-    if (error.empty()) error = blocks_.upload(w.blocks.data(), w.blocks.size(), "cudaMemcpy of the weight blocks");
+    PlanarHost planar;
+    if (error.empty()) error = to_planar(w, planar);
+    if (error.empty()) error = codes_.upload(planar.codes.data(), planar.codes.size(), "cudaMemcpy of the 4-bit codes");
+    if (error.empty()) error = scales_.upload(planar.scales.data(), planar.scales.size(), "cudaMemcpy of the scales");
+    if (error.empty() && !planar.zeros.empty())
+      error = zeros_.upload(planar.zeros.data(), planar.zeros.size(), "cudaMemcpy of the zero points");
     if (error.empty() && !w.absmax_scales.empty())
       error = absmax_scales_.upload(w.absmax_scales.data(), w.absmax_scales.size() * sizeof(float),
                                     "cudaMemcpy of the absmax scales");
@@ -283,7 +294,7 @@ class PackedLinear final : public LockedDeviceLinear {
   }
 
   std::size_t bytes_held() const override {
-    return blocks_.bytes() + absmax_scales_.bytes() + extra_bytes_ + bias_.bytes();
+    return codes_.bytes() + scales_.bytes() + zeros_.bytes() + absmax_scales_.bytes() + extra_bytes_ + bias_.bytes();
   }
 
  private:
@@ -307,16 +318,20 @@ class PackedLinear final : public LockedDeviceLinear {
 
   template <class F>
   std::string run(const float* x, int64_t m, float* y, cudaStream_t s) {
-    const Aux aux{absmax_scales_.bytes() > 0 ? absmax_scales_.as<float>() : nullptr, mean_, in_ / F::kBlock};
+    const Planar w{codes_.as<uint8_t>(),
+                   scales_.as<void>(),
+                   zeros_.bytes() > 0 ? zeros_.as<uint8_t>() : nullptr,
+                   absmax_scales_.bytes() > 0 ? absmax_scales_.as<float>() : nullptr,
+                   mean_,
+                   in_ / F::kGroup};
     const float* bias = bias_.bytes() > 0 ? bias_.as<float>() : nullptr;
-    const uint8_t* w = blocks_.as<uint8_t>();
     if (m <= kGemvMaxRows) {
       const unsigned grid = static_cast<unsigned>((out_ + kGemvRows - 1) / kGemvRows);
       switch (gemv_rows_variant(m)) {
-        case 1: gemv_kernel<F, 1><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, aux, bias, y); break;
-        case 2: gemv_kernel<F, 2><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, aux, bias, y); break;
-        case 4: gemv_kernel<F, 4><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, aux, bias, y); break;
-        default: gemv_kernel<F, 8><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, aux, bias, y); break;
+        case 1: gemv_kernel<F, 1><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+        case 2: gemv_kernel<F, 2><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+        case 4: gemv_kernel<F, 4><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+        default: gemv_kernel<F, 8><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
       }
       return launch_error("gemv_kernel");
     }
@@ -330,8 +345,8 @@ class PackedLinear final : public LockedDeviceLinear {
     if (std::string e = launch_error("to_half_kernel"); !e.empty()) return e;
     for (int64_t o0 = 0; o0 < out_; o0 += panel_rows_) {
       const int64_t rows = out_ - o0 < panel_rows_ ? out_ - o0 : panel_rows_;
-      dequant_panel_kernel<F><<<grid_for(rows * (in_ / 8), kPanelThreads), kPanelThreads, 0, s>>>(w, o0, rows, in_, aux,
-                                                                                                  panel_.as<__half>());
+      dequant_panel_kernel<F>
+          <<<grid_for(rows * (in_ / 8), kPanelThreads), kPanelThreads, 0, s>>>(w, o0, rows, in_, panel_.as<__half>());
       if (std::string e = launch_error("dequant_panel_kernel"); !e.empty()) return e;
       LtPlan* plan = nullptr;
       if (std::string e = plan_for(m, o0, rows, bias, plan); !e.empty()) return e;
@@ -363,7 +378,7 @@ class PackedLinear final : public LockedDeviceLinear {
   float mean_ = 0.0f;
   std::size_t extra_bytes_ = 0;
   LtContext* context_ = nullptr;
-  DeviceMemory blocks_, absmax_scales_, bias_;
+  DeviceMemory codes_, scales_, zeros_, absmax_scales_, bias_;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<LtPlan>> plans_;
   DeviceMemory act16_, panel_;
 };

@@ -84,8 +84,8 @@ TEST(CudaEncoderOps, EmbeddingSumMatchesTheCpuModelsSum) {
     Dev<int32_t> d_ids(ids);
     Dev<float> d_word(word), d_pos(position), d_type(type0), d_out(std::vector<float>(rows * hidden, kNaN));
     ASSERT_EQ(
-        cuda_detail::embedding_sum_cuda(d_ids.get(), d_word.get(), d_pos.get(), with_type ? d_type.get() : nullptr,
-                                        rows, seq, hidden, d_out.get(), nullptr),
+        cuda_detail::embedding_sum_cuda(d_ids.get(), d_word.get(), d_pos.get(), nullptr,
+                                        with_type ? d_type.get() : nullptr, rows, seq, hidden, d_out.get(), nullptr),
         "");
     const auto out = d_out.back();
     for (int64_t i = 0; i < rows; ++i)

@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "error_of.h"
+#include "kernels/cuda/gemv_dense_cuda.h"
 #include "kernels/cuda/linear_cuda_device.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/cuda_gemm_bench.h"
@@ -136,6 +137,23 @@ TEST(CudaLinearHost, PanelRowsAndGemvVariants) {
   EXPECT_EQ(round_up(1, 16), 16);
   EXPECT_EQ(round_up(16, 16), 16);
   EXPECT_EQ(round_up(100, 16), 112);
+}
+
+// The dense GEMV serves decode-sized products (m ≤ 4) of the formats it has, at widths its 16-byte
+// loads cover; everything else runs cuBLASLt.
+TEST(CudaLinearHost, DenseGemvTakesDecodeRowsOfFp32Fp16Bf16AndInt8) {
+  using namespace cuda_detail;
+  for (const GemmKind k : {GemmKind::f32, GemmKind::f16, GemmKind::bf16, GemmKind::s8}) {
+    EXPECT_TRUE(dense_gemv_applies(k, 1, 2048));
+    EXPECT_TRUE(dense_gemv_applies(k, kDenseGemvMaxRows, 5632));
+    EXPECT_FALSE(dense_gemv_applies(k, kDenseGemvMaxRows + 1, 2048));
+    EXPECT_FALSE(dense_gemv_applies(k, 0, 2048));
+  }
+  EXPECT_TRUE(dense_gemv_applies(GemmKind::f32, 1, 100));
+  EXPECT_FALSE(dense_gemv_applies(GemmKind::f16, 1, 100));  // not a multiple of 8
+  EXPECT_FALSE(dense_gemv_applies(GemmKind::s8, 1, 1032));  // not a multiple of 16
+  EXPECT_FALSE(dense_gemv_applies(GemmKind::tf32, 1, 2048));
+  EXPECT_FALSE(dense_gemv_applies(GemmKind::e4m3, 1, 2048));
 }
 
 #if QJOULE_HAVE_CUDA
@@ -322,7 +340,17 @@ double relative_rms(const std::vector<float>& y, const std::vector<float>& ref) 
   return std::sqrt(num / den);
 }
 
-const std::vector<Shape> kDenseShapes = {{1, 64, 256}, {7, 200, 1024}, {5, 33, 100}, {64, 1024, 4096}};
+// m ≤ 4 with widths the 16-byte loads cover run qjoule's GEMV (fp32, fp16, bf16, int8): (1, 64, 256),
+// (3, 77, 1040) (rows not a multiple of the block's 8), (1, 2560, 2048) (the fused q|k|v of a 1.1B
+// Llama); (1, 50, 100) and (5, 33, 100) run cuBLASLt (100 is no multiple of 8; 5 rows > 4).
+const std::vector<Shape> kDenseShapes = {{1, 64, 256},   {3, 77, 1040}, {1, 2560, 2048}, {1, 50, 100},
+                                         {7, 200, 1024}, {5, 33, 100},  {64, 1024, 4096}};
+
+// The dense path a layer names: "qjoule:cuda:NAME_gemv,m>4:LT" where the GEMV covers the width.
+std::string dense_path(const std::string& gemv, const std::string& lt, int64_t in) {
+  const int per_load = gemv == "s8" ? 16 : gemv == "f32" ? 4 : 8;
+  return in % per_load == 0 ? "qjoule:cuda:" + gemv + "_gemv,m>4:" + lt : lt;
+}
 
 TEST(CudaLinearGpu, DenseFormatsMatchTheirCpuReferences) {
   QJOULE_REQUIRE_GPU();
@@ -344,28 +372,34 @@ TEST(CudaLinearGpu, DenseFormatsMatchTheirCpuReferences) {
       EXPECT_EQ(layer->format(), p);
       EXPECT_EQ(layer->in_features(), s.in);
       EXPECT_EQ(layer->out_features(), s.out);
-      EXPECT_EQ(layer->kernel_path_for(s.m), layer->kernel_path());
+      // "GEMV,m>4:LT" names the GEMV for m ≤ 4 and LT above; a path without one is every m's.
+      const std::string path = layer->kernel_path();
+      const auto split = path.find(",m>4:");
+      EXPECT_EQ(layer->kernel_path_for(s.m), split == std::string::npos ? path
+                                             : s.m <= 4                 ? path.substr(0, split)
+                                                                        : path.substr(split + 5));
       const auto y = run_layer(*layer, x, s);
       const std::size_t bias_bytes = bias != nullptr ? static_cast<std::size_t>(s.out) * 4 : 0;
       const auto padded = [](int64_t v) { return static_cast<std::size_t>(cuda_detail::round_up(v, 16)); };
       if (p == "fp32" || p == "tf32") {
-        EXPECT_EQ(layer->kernel_path(), p == "fp32" ? "cublaslt:f32" : "cublaslt:tf32:tensor_op");
+        EXPECT_EQ(layer->kernel_path(),
+                  p == "fp32" ? dense_path("f32", "cublaslt:f32", s.in) : "cublaslt:tf32:tensor_op");
         EXPECT_EQ(layer->bytes_held(), static_cast<std::size_t>(s.out * s.in) * 4 + bias_bytes);
         expect_within(y, f32, scale, p == "fp32" ? 3e-5 : 3e-3, p);
       } else if (p == "fp16") {
-        EXPECT_EQ(layer->kernel_path(), "cublaslt:f16:tensor_op");
+        EXPECT_EQ(layer->kernel_path(), dense_path("f16", "cublaslt:f16:tensor_op", s.in));
         EXPECT_EQ(layer->bytes_held(), static_cast<std::size_t>(s.out * s.in) * 2 + bias_bytes);
         const auto ref = rounded_product(x, w, bias, s,
                                          [](float v) { return quant::fp16_bits_to_fp32(quant::fp32_to_fp16_bits(v)); });
         expect_within(y, ref, scale, 1e-4, p);
       } else if (p == "bf16") {
-        EXPECT_EQ(layer->kernel_path(), "cublaslt:bf16:tensor_op");
+        EXPECT_EQ(layer->kernel_path(), dense_path("bf16", "cublaslt:bf16:tensor_op", s.in));
         EXPECT_EQ(layer->bytes_held(), static_cast<std::size_t>(s.out * s.in) * 2 + bias_bytes);
         std::vector<float> ref(y.size());
         linear_bf16_ref(x.data(), s.m, w.data(), bias, s.out, s.in, ref.data());
         expect_within(y, ref, scale, 1e-4, p);
       } else if (p == "int8") {
-        EXPECT_EQ(layer->kernel_path(), "cublaslt:s8:tensor_op");
+        EXPECT_EQ(layer->kernel_path(), dense_path("s8", "cublaslt:s8:tensor_op", s.in));
         EXPECT_EQ(layer->bytes_held(), padded(s.out) * padded(s.in) + padded(s.out) * 4 + bias_bytes);
         std::vector<float> ref(y.size());
         linear_int8_w8a8_ref(x.data(), s.m, w.data(), bias, s.out, s.in, 127, ref.data());
@@ -421,7 +455,8 @@ std::vector<float> four_bit_reference(const quant::FormatSpec& f, const std::vec
 
 std::size_t packed_bytes(const quant::FormatSpec& f, const Shape& s) {
   if (f.format == quant::Format::int4) {
-    const std::size_t block = std::size_t(f.int4_asymmetric ? 4 : 2) + std::size_t(f.group_size / 2);
+    // The device keeps d (FP16), the zero point (asym) and the codes; not asym's reserved byte.
+    const std::size_t block = std::size_t(f.int4_asymmetric ? 3 : 2) + std::size_t(f.group_size / 2);
     return static_cast<std::size_t>(s.out * (s.in / f.group_size)) * block;
   }
   const auto blocks = static_cast<std::size_t>(s.out * s.in / 64);
