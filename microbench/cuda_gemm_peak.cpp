@@ -135,9 +135,11 @@ void gemv_row(const Options& o, const CudaGpuInfo& gpu, double copy_bw, const ch
   std::fflush(stdout);  // row by row: a run stopped early keeps what it measured
 }
 
-// The decode GEMVs (M = 1) of every format with one, at a 1.1B Llama's shapes (K x N: q / o 2048 x 2048,
-// k / v 2048 x 256, fused q|k|v 2048 x 2560, gate / up 2048 x 5632, fused gate|up 2048 x 11264, down
-// 5632 x 2048) and at --size x --size, as bytes read per second and as a fraction of the copy bandwidth.
+// The decode GEMVs (M = 1) of every format with one, at --size x --size and a 1.1B Llama's shapes (K x N:
+// q / o 2048 x 2048, k / v 2048 x 256, gate / up 2048 x 5632, down 5632 x 2048, fused q|k|v 2048 x 2560,
+// fused gate|up 2048 x 11264; fp16 / bf16 / fp32, int4 g32 asym and nf4:dq at --size² and the fused
+// gate|up only), then int4 and nf4 again with QJOULE_CUDA_GEMV4=coalesced: bytes read per second and
+// their fraction of the copy bandwidth.
 void gemv_table(const Options& o, const CudaGpuInfo& gpu, double copy_bw) {
   fmt::print("\nDecode GEMV (qjoule kernels), M = 1, K inputs x N outputs; one forward_device call; median of >= {}\n",
              o.reps);
@@ -153,8 +155,27 @@ void gemv_table(const Options& o, const CudaGpuInfo& gpu, double copy_bw) {
     rows.push_back({name, spec(name)});
   const int64_t shapes[][2] = {{o.size, o.size}, {2048, 2048}, {2048, 256},  {2048, 5632},
                                {5632, 2048},     {2048, 2560}, {2048, 11264}};
-  for (const Row& r : rows)
-    for (const auto& shape : shapes) gemv_row(o, gpu, copy_bw, r.name, r.format, shape[0], shape[1]);
+  for (const Row& r : rows) {
+    // The wide formats at the two shapes that tell their rate; the 4-bit and INT8 ones at every shape.
+    const bool wide = r.format.format == quant::Format::fp16 || r.format.format == quant::Format::bf16 ||
+                      r.format.format == quant::Format::fp32;
+    const bool variant = std::string(r.name).find(':') != std::string::npos;
+    for (const auto& shape : shapes) {
+      if ((wide || variant) && shape[0] != o.size && shape[1] != 11264) continue;
+      gemv_row(o, gpu, copy_bw, r.name, r.format, shape[0], shape[1]);
+    }
+  }
+  // The 4-bit GEMV with coalesced activation loads (QJOULE_CUDA_GEMV4=coalesced), beside the default's rows.
+  const char* saved = std::getenv("QJOULE_CUDA_GEMV4");
+  const std::string before = saved != nullptr ? saved : "";
+  setenv("QJOULE_CUDA_GEMV4", "coalesced", 1);
+  for (const char* name : {"int4", "nf4"})
+    for (const auto& shape : shapes) gemv_row(o, gpu, copy_bw, name, spec(name), shape[0], shape[1]);
+  if (saved != nullptr) {
+    setenv("QJOULE_CUDA_GEMV4", before.c_str(), 1);
+  } else {
+    unsetenv("QJOULE_CUDA_GEMV4");
+  }
 }
 
 }  // namespace

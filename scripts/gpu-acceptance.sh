@@ -80,21 +80,27 @@ rm -rf "$out/decode-bench"
 "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda --precisions fp32,fp16,bf16,int8,int4,nf4 \
   --seq 128 --decode-tokens 64 --min-time 1 --idle 2 --out "$out/decode-bench" > "$out/decode-bench.log" 2>&1 || status=1
 echo "gpu-acceptance: decode benchmark done after $((SECONDS - t0)) s"
-decode_table=$(python3 - "$out/decode-bench/results.jsonl" <<'PY' || true
+# The 4-bit decode with the coalesced GEMV (QJOULE_CUDA_GEMV4=coalesced, not yet the default), beside it.
+rm -rf "$out/decode-bench-coalesced"
+QJOULE_CUDA_GEMV4=coalesced "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda \
+  --precisions int4,nf4 --seq 128 --decode-tokens 64 --min-time 1 --idle 2 --out "$out/decode-bench-coalesced" \
+  > "$out/decode-bench-coalesced.log" 2>&1 || status=1
+decode_table=$(python3 - "$out/decode-bench/results.jsonl" "$out/decode-bench-coalesced/results.jsonl" <<'PY' || true
 import json, sys
 def cell(v, f):
     return "unavailable" if v is None else f.format(v)
 print("| precision | decode tok/s | decode ms/token | of the weight-read roof | decode mJ/token | prefill tok/s | model MiB | decode step | error |")
 print("|---|---|---|---|---|---|---|---|---|")
-try:
-    rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-except OSError as e:
-    rows = []
-    print(f"| (no results: {e}) | | | | | | | | |")
+rows = []
+for path, label in ((sys.argv[1], ""), (sys.argv[2], " (QJOULE_CUDA_GEMV4=coalesced)")):
+    try:
+        rows += [dict(json.loads(line), label=label) for line in open(path) if line.strip()]
+    except OSError as e:
+        print(f"| (no results{label}: {e}) | | | | | | | | |")
 for r in rows:
     mib = None if r.get("model_bytes") is None else r["model_bytes"] / 2**20
     step = next((n[len("decode step: "):] for n in r.get("notes") or [] if n.startswith("decode step: ")), "")
-    print(f"| {r.get('precision')} | {cell(r.get('decode_tokens_per_s_mean'), '{:.1f}')} | "
+    print(f"| {r.get('precision')}{r['label']} | {cell(r.get('decode_tokens_per_s_mean'), '{:.1f}')} | "
           f"{cell(r.get('decode_ms_per_token_mean'), '{:.3f}')} | {cell(r.get('decode_roof_fraction'), '{:.2f}')} | "
           f"{cell(r.get('decode_mj_per_token'), '{:.2f}')} | {cell(r.get('tokens_per_s'), '{:.0f}')} | "
           f"{cell(mib, '{:.0f}')} | {step} | {r.get('error') or r.get('decode_energy_unavailable') or ''} |")

@@ -84,6 +84,23 @@ __device__ inline int warp_sum(int v) {
   return v;
 }
 
+// The 16 bytes at columns base + u·step (u < U) of the warp's rows o0 .. o0 + kRowsPerWarp − 1, every
+// load issued before any is used. A row past `out` reads the last row (its sums are not written), a
+// step past `in` reads zeros.
+template <int U, class T>
+__device__ inline void load_steps(const T* __restrict__ w, int64_t ld, int64_t o0, int64_t out, int64_t base,
+                                  int64_t step, int64_t in, uint4 (&wv)[U][kRowsPerWarp]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t k = base + u * step;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int64_t o = o0 + r < out ? o0 + r : out - 1;
+      wv[u][r] = k < in ? __ldg(reinterpret_cast<const uint4*>(w + o * ld + k)) : make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
 // y[i, o] = Σ_k act(x[i, k]) · W[o, k] + b[o] for i < m ≤ M; W [>= out, ld] row-major.
 template <class T, int M>
 __global__ void __launch_bounds__(kThreads)
@@ -97,15 +114,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t step = int64_t{32} * V;
   for (int64_t base = int64_t{lane} * V; base < in; base += step * kUnroll) {
     uint4 wv[kUnroll][kRowsPerWarp];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t k = base + u * step;
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        const int64_t o = o0 + r < out ? o0 + r : out - 1;
-        wv[u][r] = k < in ? __ldg(reinterpret_cast<const uint4*>(w + o * ld + k)) : make_uint4(0, 0, 0, 0);
-      }
-    }
+    load_steps(w, ld, o0, out, base, step, in, wv);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t k = base + u * step;
@@ -189,15 +198,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t step = int64_t{32} * V;
   for (int64_t base = int64_t{lane} * V; base < in; base += step * kUnrollS8) {
     uint4 wv[kUnrollS8][kRowsPerWarp];
-#pragma unroll
-    for (int u = 0; u < kUnrollS8; ++u) {
-      const int64_t k = base + u * step;
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        const int64_t o = o0 + r < out ? o0 + r : out - 1;
-        wv[u][r] = k < in ? __ldg(reinterpret_cast<const uint4*>(w + o * ld + k)) : make_uint4(0, 0, 0, 0);
-      }
-    }
+    load_steps(w, ld, o0, out, base, step, in, wv);
 #pragma unroll
     for (int u = 0; u < kUnrollS8; ++u) {
       const int64_t k = base + u * step;

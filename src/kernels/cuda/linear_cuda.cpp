@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -29,6 +31,14 @@
 #endif
 
 namespace qjoule::kernels {
+
+bool cuda_detail::gemv4_coalesced_requested() {
+  const char* v = std::getenv("QJOULE_CUDA_GEMV4");
+  if (v == nullptr || std::string_view(v).empty() || std::string_view(v) == "plain") return false;
+  if (std::string_view(v) == "coalesced") return true;
+  fail("QJOULE_CUDA_GEMV4='{}': expected 'coalesced' or 'plain' (unset: plain)", v);
+}
+
 namespace {
 
 // What a validated format runs as.
@@ -39,6 +49,7 @@ struct Plan {
   int min_compute = 75;  // compute capability × 10 the kernels need
   std::string kernel_path;
   std::string packed_name;  // "int4", "nf4", "nf4dq"
+  std::string packed_gemv;  // "int4_gemv", or "int4_gemv_coalesced" (cuda_detail::gemv4_coalesced_requested)
   std::string lt_path;      // dense: the cuBLASLt path of products above the GEMV's rows
   std::string gemv_name;    // dense formats with a decode GEMV (gemv_dense_cuda.h): "f32", "f16", "bf16", "s8"
 };
@@ -106,7 +117,10 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
       break;
     case Format::w8: break;  // rejected above
   }
-  if (plan.packed) plan.kernel_path = "qjoule:cuda:" + plan.packed_name + "_gemv+f16_cublaslt";
+  if (plan.packed) {
+    plan.packed_gemv = plan.packed_name + (cuda_detail::gemv4_coalesced_requested() ? "_gemv_coalesced" : "_gemv");
+    plan.kernel_path = "qjoule:cuda:" + plan.packed_gemv + "+f16_cublaslt";
+  }
   plan.lt_path = plan.kernel_path;
   switch (plan.packed ? GemmKind::tf32 : plan.gemm) {
     case GemmKind::f32: plan.gemv_name = "f32"; break;
@@ -227,6 +241,7 @@ PackedWeights packed_weights(const Plan& plan, const quant::FormatSpec& f, const
                              const std::string& tensor) {
   PackedWeights w;
   w.kind = plan.four_bit;
+  w.coalesced_gemv = plan.packed_gemv.ends_with("_coalesced");
   w.out = out;
   w.in = in;
   w.nf4_table.assign(quant::kNf4Table.begin(), quant::kNf4Table.end());
@@ -292,7 +307,7 @@ class CudaLinearImpl final : public CudaLinear {
                  ? "qjoule:cuda:" + plan_.gemv_name + "_gemv"
                  : plan_.lt_path;
     }
-    return m <= cuda_detail::kGemvMaxRows ? "qjoule:cuda:" + plan_.packed_name + "_gemv"
+    return m <= cuda_detail::kGemvMaxRows ? "qjoule:cuda:" + plan_.packed_gemv
                                           : "qjoule:cuda:" + plan_.packed_name + "_dequant_f16+cublaslt:f16:tensor_op";
   }
   cuda_detail::DeviceLinear* device_linear() const { return impl_.get(); }

@@ -60,6 +60,7 @@ struct PackedWeights {
   float absmax_mean = 0.0f;          // nf4dq
   std::vector<float> nf4_table;      // nf4, nf4dq: quant::kNf4Table (16 values)
   std::vector<float> dynamic_map;    // nf4dq: quant::dynamic_map_signed() (256 values)
+  bool coalesced_gemv = false;       // decode through gemv_coalesced_kernel (gemv4_coalesced_requested)
 };
 
 class DeviceLinear {
@@ -79,6 +80,11 @@ std::string make_packed_linear(const PackedWeights& weights, const std::vector<f
                                std::unique_ptr<DeviceLinear>& result);
 
 // ---- host helpers (no GPU needed) ---------------------------------------------------------------
+
+// Whether QJOULE_CUDA_GEMV4=coalesced asks for the 4-bit GEMV whose activation loads are coalesced
+// (linear_weight_only_cuda.cu): the same numbers, not yet run on a GPU, so not the default. Its kernel
+// path says so ("qjoule:cuda:int4_gemv_coalesced"). Anything else but unset or "plain" is an error.
+bool gemv4_coalesced_requested();
 
 // Up to this many rows (tokens), the 4-bit layers run their GEMV kernel; above, the dequantize-to-FP16
 // panel + cuBLASLt FP16 GEMM path.

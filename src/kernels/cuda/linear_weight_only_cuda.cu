@@ -188,6 +188,85 @@ __global__ void __launch_bounds__(kGemvThreads)
   }
 }
 
+// The same product with the activations' loads coalesced (QJOULE_CUDA_GEMV4=coalesced, not the default
+// until a GPU has run it: see gemv4_coalesced_requested). Above, each lane's 32 activations are 128
+// contiguous bytes, so every float4 load of them touches 32 cache lines across the warp (the 4-bit
+// GEMV read at 0.16 of the copy bandwidth on an H200). Here lane L takes the words (8 codes, 4 bytes)
+// 32·t + L (t < 4) of each step of 1,024 codes: its code loads are 4 bytes, 128 contiguous bytes a
+// warp; its activation loads are 32 bytes apart across the warp (8 lines an instruction instead of 32).
+// Each word's group scale is its own (a group of G ≥ 32 holds 4 or more whole words).
+template <class F, int M>
+__global__ void __launch_bounds__(kGemvThreads)
+    gemv_coalesced_kernel(Planar p, const float* __restrict__ x, int64_t m, int64_t out, int64_t in,
+                          const float* __restrict__ bias, float* __restrict__ y) {
+  __shared__ float table[16];
+  __shared__ float map[256];
+  load_tables<F>(table, map);
+  const int lane = threadIdx.x % 32;
+  const int64_t o0 = (int64_t{blockIdx.x} * (kGemvThreads / 32) + threadIdx.x / 32) * kGemvRowsPerWarp;
+  if (o0 >= out) return;
+  const int64_t row_bytes = in / 2;
+  float acc[kGemvRowsPerWarp][M] = {};
+  constexpr int kWords = 4;   // words a lane takes per step of 1,024 codes
+  constexpr int kUnroll = 4;  // steps in flight
+  for (int64_t step0 = 0; step0 < in; step0 += 1024 * kUnroll) {
+    uint32_t q[kUnroll][kWords][kGemvRowsPerWarp];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int t = 0; t < kWords; ++t) {
+        const int64_t k = step0 + u * 1024 + 8 * (32 * t + lane);  // this word's first code
+#pragma unroll
+        for (int r = 0; r < kGemvRowsPerWarp; ++r) {
+          const int64_t o = o0 + r < out ? o0 + r : out - 1;
+          q[u][t][r] = k < in ? __ldg(reinterpret_cast<const unsigned int*>(p.codes + o * row_bytes + k / 2)) : 0u;
+        }
+      }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int t = 0; t < kWords; ++t) {
+        const int64_t k = step0 + u * 1024 + 8 * (32 * t + lane);
+        if (k >= in) continue;
+        const int64_t g = k / F::kGroup;
+        float v[kGemvRowsPerWarp][8], s[kGemvRowsPerWarp];
+#pragma unroll
+        for (int r = 0; r < kGemvRowsPerWarp; ++r) {
+          const int64_t o = o0 + r < out ? o0 + r : out - 1;
+          s[r] = F::scale(p, o, g, map);
+          const float z = F::offset(p, o, g);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[r][e] = F::value(nibble(q[u][t][r], e), z, table);
+        }
+#pragma unroll
+        for (int i = 0; i < M; ++i) {
+          if (i >= m) break;
+          const float4 lo = __ldg(reinterpret_cast<const float4*>(x + i * in + k));
+          const float4 hi = __ldg(reinterpret_cast<const float4*>(x + i * in + k + 4));
+          const float xv[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+          for (int r = 0; r < kGemvRowsPerWarp; ++r) {
+            float dot = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) dot = fmaf(xv[e], v[r][e], dot);
+            acc[r][i] = fmaf(dot, s[r], acc[r][i]);
+          }
+        }
+      }
+  }
+#pragma unroll
+  for (int r = 0; r < kGemvRowsPerWarp; ++r) {
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      float v = acc[r][i];
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+      const int64_t o = o0 + r;
+      if (lane == 0 && i < m && o < out) y[i * out + o] = bias != nullptr ? v + bias[o] : v;
+    }
+  }
+}
+
 constexpr int kPanelThreads = 256;
 
 // panel[r, k] = FP16(Ŵ[o0 + r, k]) for r < rows: 8 weights a thread.
@@ -273,6 +352,7 @@ class PackedLinear final : public LockedDeviceLinear {
     out_ = w.out;
     in_ = w.in;
     mean_ = w.absmax_mean;
+    coalesced_ = w.coalesced_gemv;
     panel_rows_ = weight_panel_rows(out_, in_);
     DeviceGuard guard(device);
     std::string error = guard.error();
@@ -327,6 +407,15 @@ class PackedLinear final : public LockedDeviceLinear {
     const float* bias = bias_.bytes() > 0 ? bias_.as<float>() : nullptr;
     if (m <= kGemvMaxRows) {
       const unsigned grid = static_cast<unsigned>((out_ + kGemvRows - 1) / kGemvRows);
+      if (coalesced_) {
+        switch (gemv_rows_variant(m)) {
+          case 1: gemv_coalesced_kernel<F, 1><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+          case 2: gemv_coalesced_kernel<F, 2><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+          case 4: gemv_coalesced_kernel<F, 4><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+          default: gemv_coalesced_kernel<F, 8><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+        }
+        return launch_error("gemv_coalesced_kernel");
+      }
       switch (gemv_rows_variant(m)) {
         case 1: gemv_kernel<F, 1><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
         case 2: gemv_kernel<F, 2><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
@@ -376,6 +465,7 @@ class PackedLinear final : public LockedDeviceLinear {
   int group_ = 0;
   int64_t panel_rows_ = 0;
   float mean_ = 0.0f;
+  bool coalesced_ = false;
   std::size_t extra_bytes_ = 0;
   LtContext* context_ = nullptr;
   DeviceMemory codes_, scales_, zeros_, absmax_scales_, bias_;

@@ -22,7 +22,7 @@
 #include "qjoule/kernels/decoder_ops.h"
 #include "random_data.h"
 #if QJOULE_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "device_vector.h"
 #endif
 
 namespace qjoule::kernels {
@@ -55,37 +55,9 @@ TEST(CudaDecoderOpsHost, DecodeAttentionPlanFitsSharedMemoryAndCoversEveryKey) {
 
 #if QJOULE_HAVE_CUDA
 
-#define REQUIRE_GPU()                                             \
-  do {                                                            \
-    const CudaDeviceStatus& s = cuda_device_status();             \
-    if (!s.usable) GTEST_SKIP() << "no usable GPU: " << s.reason; \
-  } while (0)
-
-template <class T>
-class Dev {
- public:
-  explicit Dev(const std::vector<T>& host) : n_(host.size()) {
-    EXPECT_EQ(cudaMalloc(&ptr_, bytes()), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~Dev() { cudaFree(ptr_); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  T* get() const { return static_cast<T*>(ptr_); }
-  std::vector<T> back() const {
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<T> host(n_);
-    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-    return host;
-  }
-
- private:
-  std::size_t bytes() const { return std::max<std::size_t>(n_, 1) * sizeof(T); }
-  void* ptr_ = nullptr;
-  std::size_t n_;
-};
-
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
+#define REQUIRE_GPU() QJOULE_REQUIRE_USABLE_GPU()
+using test::Dev;
+using test::kNaN;
 
 struct DecodeCase {
   int64_t heads, kv_heads, head_dim, past, capacity;

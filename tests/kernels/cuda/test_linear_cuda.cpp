@@ -17,6 +17,7 @@
 // and every output is written (y is NaN-poisoned first).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -137,6 +138,29 @@ TEST(CudaLinearHost, PanelRowsAndGemvVariants) {
   EXPECT_EQ(round_up(1, 16), 16);
   EXPECT_EQ(round_up(16, 16), 16);
   EXPECT_EQ(round_up(100, 16), 112);
+}
+
+// QJOULE_CUDA_GEMV4 picks the 4-bit GEMV: unset or "plain" the default, "coalesced" the other, anything
+// else one line naming the variable and what it takes.
+TEST(CudaLinearHost, Gemv4VariableNamesTheKernel) {
+  const char* before = std::getenv("QJOULE_CUDA_GEMV4");
+  const std::string saved = before != nullptr ? before : "";
+  unsetenv("QJOULE_CUDA_GEMV4");
+  EXPECT_FALSE(cuda_detail::gemv4_coalesced_requested());
+  setenv("QJOULE_CUDA_GEMV4", "plain", 1);
+  EXPECT_FALSE(cuda_detail::gemv4_coalesced_requested());
+  setenv("QJOULE_CUDA_GEMV4", "coalesced", 1);
+  EXPECT_TRUE(cuda_detail::gemv4_coalesced_requested());
+  setenv("QJOULE_CUDA_GEMV4", "fast", 1);
+  EXPECT_THAT(test::error_of([] { cuda_detail::gemv4_coalesced_requested(); }),
+              HasSubstr("QJOULE_CUDA_GEMV4='fast': expected 'coalesced' or 'plain' (unset: plain)"));
+  EXPECT_THAT(test::error_of([] { check_cuda_format(quant::parse_format_spec("int4"), "tensor 't'"); }),
+              HasSubstr("QJOULE_CUDA_GEMV4='fast'"));
+  if (before != nullptr) {
+    setenv("QJOULE_CUDA_GEMV4", saved.c_str(), 1);
+  } else {
+    unsetenv("QJOULE_CUDA_GEMV4");
+  }
 }
 
 // The dense GEMV serves decode-sized products (m ≤ 4) of the formats it has, at widths its 16-byte
@@ -479,10 +503,13 @@ TEST(CudaLinearGpu, FourBitFormatsMatchTheirCpuReferencesOnBothPaths) {
       const std::string short_name =
           fb.format.format == quant::Format::nf4 && fb.format.nf4_double_quant ? "nf4dq" : name;
       EXPECT_EQ(layer->format(), name);
-      EXPECT_EQ(layer->kernel_path(), "qjoule:cuda:" + short_name + "_gemv+f16_cublaslt");
+      // QJOULE_CUDA_GEMV4=coalesced (the ctest run CudaLinearGpu.FourBitCoalesced) names the other GEMV.
+      const std::string gemv_name =
+          short_name + (cuda_detail::gemv4_coalesced_requested() ? "_gemv_coalesced" : "_gemv");
+      EXPECT_EQ(layer->kernel_path(), "qjoule:cuda:" + gemv_name + "+f16_cublaslt");
       const bool gemv = s.m <= cuda_detail::kGemvMaxRows;
       EXPECT_EQ(layer->kernel_path_for(s.m), gemv
-                                                 ? "qjoule:cuda:" + short_name + "_gemv"
+                                                 ? "qjoule:cuda:" + gemv_name
                                                  : "qjoule:cuda:" + short_name + "_dequant_f16+cublaslt:f16:tensor_op");
       EXPECT_EQ(layer->bytes_held(), packed_bytes(fb.format, s) + (bias ? static_cast<std::size_t>(s.out) * 4 : 0));
       const auto y = run_layer(*layer, x, s);
