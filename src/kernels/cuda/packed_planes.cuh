@@ -1,0 +1,93 @@
+// The 4-bit formats on the GPU as the kernels of linear_weight_only_cuda.cu read them: the planes of
+// a matrix (Planar), each format's scale, offset and decoded nibble, the NF4 tables in constant memory.
+// Device code, included by linear_weight_only_cuda.cu alone (its __constant__ tables are that file's).
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "qjoule/quant/element_math.h"
+
+namespace qjoule::kernels::cuda_detail {
+namespace {
+
+// The NF4 table and bitsandbytes' dynamic map, copied to each device once (ensure_tables) from the
+// host's quant::kNf4Table and quant::dynamic_map_signed(); kernels copy them to shared memory.
+__constant__ float c_nf4_table[16];
+__constant__ float c_dynamic_map[256];
+
+// The device layout of a 4-bit matrix [out, in] with groups of G weights along `in` (to_planar): the
+// same codes and scales as formats.h's blocks, in planes, so that each row's codes are one run of
+// in / 2 bytes that 128-bit loads read (a block of 18 or 33 bytes allows 1- or 2-byte loads only):
+//   codes   [out, in / 2]  the blocks' qs bytes of each row, in order (formats.h's nibble order)
+//   scales  [out, in / G]  int4: the FP16 d; nf4: the FP32 absmax; nf4dq: the 8-bit absmax code
+//   zeros   [out, in / G]  int4 asym: the zero point z (u8); absent otherwise
+// A byte of the blocks that carries nothing (int4 asym's reserved byte) is not kept.
+struct Planar {
+  const uint8_t* codes;
+  const void* scales;
+  const uint8_t* zeros;
+  const float* absmax_scales;  // nf4dq: one FP32 scale per 256 absmax codes (flattened group index)
+  float absmax_mean;           // nf4dq
+  int64_t groups_per_row;      // in / G
+};
+
+// Each format: its group size, the bytes of one group's scale, and the decoded value of a nibble as
+// v · scale, where v · scale is exactly the CPU reference dequantizer's FP32 product.
+template <int G, bool kAsym>
+struct Int4Format {
+  static constexpr int kGroup = G;
+  static constexpr bool kTable = false, kMap = false;
+  __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* /*map*/) {
+    return __half2float(
+        __ushort_as_half(__ldg(static_cast<const unsigned short*>(p.scales) + o * p.groups_per_row + g)));
+  }
+  __device__ static float offset(const Planar& p, int64_t o, int64_t g) {
+    return kAsym ? static_cast<float>(__ldg(p.zeros + o * p.groups_per_row + g)) : 8.0f;
+  }
+  __device__ static float value(int code, float zero, const float* /*table*/) {
+    return static_cast<float>(code) - zero;
+  }
+};
+
+struct Nf4Format {
+  static constexpr int kGroup = 64;
+  static constexpr bool kTable = true, kMap = false;
+  __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* /*map*/) {
+    return __ldg(static_cast<const float*>(p.scales) + o * p.groups_per_row + g);
+  }
+  __device__ static float offset(const Planar&, int64_t, int64_t) { return 0.0f; }
+  __device__ static float value(int code, float /*zero*/, const float* table) { return table[code]; }
+};
+
+struct Nf4DqFormat {
+  static constexpr int kGroup = 64;
+  static constexpr bool kTable = true, kMap = true;
+  __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* map) {
+    const int64_t b = o * p.groups_per_row + g;  // flattened block index (formats.h)
+    // Nf4DqMatrix::absmax: map[code] · scale[b / 256] + mean, two FP32 roundings as on the CPU.
+    return element::nf4_dq_absmax(map[__ldg(static_cast<const uint8_t*>(p.scales) + b)],
+                                  __ldg(p.absmax_scales + b / 256), p.absmax_mean);
+  }
+  __device__ static float offset(const Planar&, int64_t, int64_t) { return 0.0f; }
+  __device__ static float value(int code, float /*zero*/, const float* table) { return table[code]; }
+};
+
+// Element 2j of a little-endian word of codes sits in the high nibble of byte j, element 2j + 1 in its
+// low nibble (formats.h's nibble order, element::nibble_of_word as the CPU tests it).
+__device__ inline int nibble(uint32_t word, int e) { return element::nibble_of_word(word, e); }
+
+template <class F>
+__device__ inline void load_tables(float* table, float* map) {
+  if constexpr (F::kTable) {
+    for (int i = threadIdx.x; i < 16; i += blockDim.x) table[i] = c_nf4_table[i];
+  }
+  if constexpr (F::kMap) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) map[i] = c_dynamic_map[i];
+  }
+  __syncthreads();
+}
+
+}  // namespace
+}  // namespace qjoule::kernels::cuda_detail
