@@ -48,7 +48,13 @@ bool DecoderLM::decode_step_graph(int32_t id, KvCache& cache, float* logits) con
   const auto body = [this, &g, &cache, past] {
     enqueue_forward(g.step.slice(0, 1), 1, past, cache, g.scratch, 0, g.logits);
   };
+  // The position source is set for the step alone, whatever leaves it.
+  struct PositionScope {
+    GraphOps& ops;
+    ~PositionScope() { ops.set_position_source({}); }
+  };
   ops.set_position_source(g.step.slice(1, 1));
+  const PositionScope scope{ops};
   try {
     if (g.work) {
       g.work->replay();
@@ -61,13 +67,11 @@ bool DecoderLM::decode_step_graph(int32_t id, KvCache& cache, float* logits) con
       g.work->replay();
     }
   } catch (const Error& e) {
-    ops.set_position_source({});
     g.unavailable = e.what();
     g.work.reset();
     decode_step_path_ = "kernel by kernel: no CUDA graph: " + g.unavailable;
     return false;  // this step runs again, kernel by kernel
   }
-  ops.set_position_source({});
   cache.size_ = past + 1;
   ops.copy_out(g.logits, logits);
   if (g.work) {

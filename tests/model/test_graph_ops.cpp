@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "error_of.h"
+#include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/decoder_ops.h"
 #include "qjoule/kernels/encoder_ops.h"
@@ -118,11 +119,12 @@ class RecordingOps final : public GraphOps {
   void synchronize() override { cpu->synchronize(); }
   // With `record`, capture keeps the body and each replay runs it again (the position read from the
   // position source, as a CUDA graph's kernels read it).
-  bool record = false;
+  bool record = false, refuse_capture = false;
   int captures = 0, replays = 0;
   bool records_work() const override { return record; }
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& body) override {
     ++captures;
+    if (refuse_capture) fail("this backend cannot record here");
     struct Work final : CapturedWork {
       std::function<void()> body;
       int* replays;
@@ -391,6 +393,33 @@ TEST(DecoderGraph, RecordedDecodeStepsEqualThePlainOnes) {
     recorded.forward(&token, 1, cache_c, b.data(), 0);
     EXPECT_THAT(recorded.decode_step_path(), HasSubstr("kernel by kernel: the decode graph is off")) << name;
   }
+}
+
+// A recording that fails turns the graph off for the model, says why, and the step runs kernel by kernel
+// with the same logits.
+TEST(DecoderGraph, AFailedRecordingFallsBackKernelByKernelAndSaysWhy) {
+  const auto dir = test::fixtures_dir() / "decoders" / "tiny-llama";
+  const DecoderLM plain = load_decoder_lm(dir);
+  auto recording = std::make_shared<RecordingOps>();
+  recording->record = true;
+  recording->refuse_capture = true;
+  const DecoderLM recorded = load_decoder_lm(dir, fp32_linear_factory(), nullptr, recording);
+  const auto vocab = static_cast<std::size_t>(plain.config().vocab_size);
+  const std::vector<int32_t> prompt{5, 17, 42, 9};
+  std::vector<float> a(vocab), b(vocab);
+  auto cache_a = plain.make_cache(12), cache_b = recorded.make_cache(12);
+  plain.forward(prompt.data(), 4, cache_a, a.data(), 3);
+  recorded.forward(prompt.data(), 4, cache_b, b.data(), 3);
+  for (int32_t token : {3, 8, 1, 4}) {
+    plain.forward(&token, 1, cache_a, a.data(), 0);
+    recorded.forward(&token, 1, cache_b, b.data(), 0);
+    ASSERT_EQ(a, b) << token;
+  }
+  EXPECT_EQ(recording->captures, 1);  // tried once, then off
+  EXPECT_EQ(cache_b.size(), 8);
+  EXPECT_THAT(recorded.decode_step_path(),
+              HasSubstr("kernel by kernel: no CUDA graph: this backend cannot record here"));
+  EXPECT_TRUE(recording->position_source().empty());
 }
 
 // A position source on the CPU backend: the operations read the position from it, not their argument.
