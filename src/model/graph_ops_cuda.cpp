@@ -3,6 +3,7 @@
 // Built only with the CUDA backend (graph_ops_cuda_stub.cpp otherwise).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -317,12 +318,17 @@ class CudaGraphOps final : public GraphOps {
     if (n_new == 1) {  // a decode step: split across blocks, the group's query heads sharing one K / V read
       const auto plan = cd::decode_attention_plan(heads, kv_heads, head_dim, position != nullptr ? max_keys : past + 1);
       if (plan.fits) {
-        if (attention_scratch_.size() < plan.scratch_floats) {
+        // Sized for the whole cache, so that it grows only for a longer cache; a recorded step may still
+        // point at the old one, which is kept (not freed) while the backend lives.
+        const int64_t need = cd::decode_attention_plan(heads, kv_heads, head_dim, max_keys).scratch_floats;
+        if (attention_scratch_.size() < std::max(need, plan.scratch_floats)) {
           cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
           check(cudaStreamIsCapturing(s_->stream, &capturing), device_.index, "cudaStreamIsCapturing");
           if (capturing != cudaStreamCaptureStatusNone)
             fail("GPU {}: decode attention: its scratch would grow while the step is recorded", device_.index);
-          attention_scratch_ = empty(DType::f32, plan.scratch_floats, "the decode attention's partial sums");
+          if (!attention_scratch_.empty()) retired_scratch_.push_back(attention_scratch_);
+          attention_scratch_ =
+              empty(DType::f32, std::max(need, plan.scratch_floats), "the decode attention's partial sums");
         }
         return launched(cd::decode_attention_cuda(q.f32(), k_cache.f32(), v_cache.f32(), kv_stride, past, position,
                                                   max_keys, heads, kv_heads, head_dim, scale, attention_scratch_.f32(),
@@ -344,7 +350,8 @@ class CudaGraphOps final : public GraphOps {
 
   Device device_;
   std::shared_ptr<Stream> s_;
-  Tensor attention_scratch_;  // the decode attention's partial sums, grown as needed
+  Tensor attention_scratch_;             // the decode attention's partial sums, grown as needed
+  std::vector<Tensor> retired_scratch_;  // earlier ones: a recorded decode step may read them
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "linear_cuda_device.h"
 
@@ -40,7 +41,10 @@ inline std::string launch_error(const char* kernel) {
 class DeviceMemory {
  public:
   DeviceMemory() = default;
-  ~DeviceMemory() { release(); }
+  ~DeviceMemory() {
+    release();
+    for (void* p : retired_) cudaFree(p);
+  }
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
@@ -58,15 +62,23 @@ class DeviceMemory {
     return err == cudaSuccess ? std::string() : describe(err, what);
   }
 
-  // At least `bytes`, keeping the current region when it is large enough. Growing waits for the
-  // whole device first, since work queued on any stream may still read the old region.
+  // At least `bytes`, keeping the current region when it is large enough. A larger one is a new
+  // region (at least twice the old): the old one stays allocated, unused, until this object goes,
+  // since work queued on any stream, or a CUDA graph recorded earlier (a decode step), may still read it.
   std::string reserve(std::size_t bytes, const char* what) {
     if (bytes <= bytes_) return {};
-    if (ptr_ != nullptr) {
+    void* old = ptr_;
+    const std::size_t grown = bytes_ * 2 > bytes ? bytes_ * 2 : bytes;
+    ptr_ = nullptr;
+    bytes_ = 0;
+    std::string error = allocate(grown, what);
+    if (old != nullptr) retired_.push_back(old);
+    // allocate's zero-fill runs on the legacy stream: done before any stream's work writes the region.
+    if (error.empty()) {
       const cudaError_t err = cudaDeviceSynchronize();
       if (err != cudaSuccess) return describe(err, what);
     }
-    return allocate(bytes, what);
+    return error;
   }
 
   // allocate(bytes) and copy `host` into it.
@@ -91,6 +103,7 @@ class DeviceMemory {
   }
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+  std::vector<void*> retired_;  // regions reserve() outgrew: freed with the object
 };
 
 // Makes `device` current for its scope and restores the previous device afterwards.
