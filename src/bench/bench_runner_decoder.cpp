@@ -165,7 +165,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   double decode_seconds = 0;
   const std::vector<double> decode_ms = time_self_timed_repetitions(timed(decode), min_s, decode_seconds);
   const energy::Measurement decode_energy = meter.end_window(decode_window);
-  if (on_gpu) r.notes.push_back("decode step: " + m.decode_step_path());
+  if (on_gpu && !m.decode_step_path().empty()) r.notes.push_back("decode step: " + m.decode_step_path());
   const auto host_measured = host ? std::optional(host->finish()) : std::nullopt;
 
   if (tracing) {  // one trace over both phases (and the untimed prefill between them)

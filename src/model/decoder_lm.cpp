@@ -29,8 +29,15 @@ void KvCache::truncate(int64_t tokens) {
 DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::shared_ptr<GraphOps> ops)
     : ops_(ops ? std::move(ops) : make_cpu_graph_ops()), config_(std::move(params.config)) {
   // QJOULE_DECODE_GRAPH=0: every decode step kernel by kernel (to measure what the recording buys).
-  if (const char* graph = std::getenv("QJOULE_DECODE_GRAPH"); graph != nullptr && std::string(graph) == "0")
-    decode_graph_on_ = false;
+  if (const char* graph = std::getenv("QJOULE_DECODE_GRAPH"); graph != nullptr && *graph != '\0') {
+    const std::string value(graph);
+    if (value != "0" && value != "1")
+      fail(
+          "QJOULE_DECODE_GRAPH='{}': expected 0 (every decode step kernel by kernel) or 1 (one CUDA graph a "
+          "decode token, the default)",
+          value);
+    decode_graph_on_ = value == "1";
+  }
   if (config_.arch != DecoderArch::Gpt2) {
     auto rope = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
     rope_inv_freq_ = ops_->upload(std::move(rope.inv_freq), "the RoPE frequencies");
@@ -111,12 +118,17 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
 }
 
 std::string DecoderLM::nongemm_path() const {
+  // What runs: RMSNorm models add the residual inside the next norm (add_rms_norm); LayerNorm ones add,
+  // then norm. Fused gate | up gives silu_mul_rows, separate ones silu_mul.
   const bool rms = final_norm_.beta.empty();
-  return fmt::format("{}: embedding_sum, {}, {}causal_attention, {}, add", ops_->nongemm_path(),
-                     rms ? "rms_norm" : "add_layer_norm", rope_inv_freq_.empty() ? "" : "rope, ",
-                     layers_.empty() || layers_.front().gate || layers_.front().gate_up ? "silu_mul"
-                     : config_.activation == "gelu"                                     ? "gelu_erf"
-                                                                                        : "gelu_tanh");
+  const bool fused_mlp = !layers_.empty() && layers_.front().gate_up;
+  const bool gated = !layers_.empty() && (layers_.front().gate || layers_.front().gate_up);
+  return fmt::format("{}: embedding_sum, {}, {}store_kv, causal_attention, {}", ops_->nongemm_path(),
+                     rms ? "rms_norm, add_rms_norm" : "add, add_layer_norm", rope_inv_freq_.empty() ? "" : "rope, ",
+                     fused_mlp                      ? "silu_mul_rows"
+                     : gated                        ? "silu_mul"
+                     : config_.activation == "gelu" ? "gelu_erf"
+                                                    : "gelu_tanh");
 }
 
 KvCache DecoderLM::make_cache(int64_t capacity) const {

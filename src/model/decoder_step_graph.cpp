@@ -18,6 +18,7 @@ struct DecoderLM::StepGraph {
   bool warmed = false;
   std::unique_ptr<CapturedWork> work;
   std::string unavailable;  // why no recording runs (then every step runs kernel by kernel)
+  std::string path;         // what the recording is, said when it was made (decode_step_path)
 };
 
 bool DecoderLM::decode_step_graph(int32_t id, KvCache& cache, float* logits) const {
@@ -58,12 +59,19 @@ bool DecoderLM::decode_step_graph(int32_t id, KvCache& cache, float* logits) con
   try {
     if (g.work) {
       g.work->replay();
+      if (decode_step_path_ != g.path) decode_step_path_ = g.path;  // after set_decode_graph(false), say so again
     } else if (!g.warmed) {
       body();  // plainly, once: every Linear's plans and working buffers exist before the recording
       g.warmed = true;
     } else {
       g.work = ops.capture(body);
       if (!g.work) fail("the {} backend records nothing", to_string(ops.device()));
+      // Said once, when recorded: nothing is formatted on the steps that replay.
+      const auto layers = static_cast<double>(std::max<std::size_t>(layers_.size(), 1));
+      g.path = fmt::format("one {} a token: {} kernels ({:.1f} a layer over {} layers) + {} other nodes, 1 launch",
+                           ops.device().kind == Device::Kind::cuda ? "CUDA graph" : "recording", g.work->kernels(),
+                           static_cast<double>(g.work->kernels()) / layers, layers_.size(), g.work->other_nodes());
+      decode_step_path_ = g.path;
       g.work->replay();
     }
   } catch (const Error& e) {
@@ -74,13 +82,6 @@ bool DecoderLM::decode_step_graph(int32_t id, KvCache& cache, float* logits) con
   }
   cache.size_ = past + 1;
   ops.copy_out(g.logits, logits);
-  if (g.work) {
-    const auto layers = static_cast<double>(std::max<std::size_t>(layers_.size(), 1));
-    decode_step_path_ =
-        fmt::format("one {} a token: {} kernels ({:.1f} a layer over {} layers) + {} other nodes, 1 launch",
-                    ops.device().kind == Device::Kind::cuda ? "CUDA graph" : "recording", g.work->kernels(),
-                    static_cast<double>(g.work->kernels()) / layers, layers_.size(), g.work->other_nodes());
-  }
   return true;
 }
 

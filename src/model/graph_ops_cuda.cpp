@@ -172,10 +172,14 @@ class CudaGraphOps final : public GraphOps {
       if (type == cudaGraphNodeTypeKernel) ++kernels;
     }
     cudaGraphExec_t exec = nullptr;
-    if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+    const char* step = "counting the recorded decode step's nodes (cudaGraphGetNodes)";
+    if (err == cudaSuccess) {
+      step = "instantiating the recorded decode step (cudaGraphInstantiate)";
+      err = cudaGraphInstantiate(&exec, graph, 0);
+    }
     if (err != cudaSuccess) {
       cudaGraphDestroy(graph);
-      check(err, device_.index, "instantiating the recorded decode step");
+      check(err, device_.index, step);
     }
     return std::make_unique<CudaCapturedWork>(s_, graph, exec, kernels, static_cast<int64_t>(count) - kernels);
   }

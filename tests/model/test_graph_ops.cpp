@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -341,8 +342,10 @@ TEST(DecoderGraph, RunsThroughGraphOpsOnlyAndMatchesTheCpuBackend) {
     // GPT-2's LayerNorms' input copies (not the final, in place).
     EXPECT_EQ(recording->calls["copy_rows"], llama ? 0 : 2 * 2 * layers) << name;
     EXPECT_EQ(recording->calls["host_output"], 2);
-    EXPECT_THAT(recorded.nongemm_path(), HasSubstr(llama ? "rms_norm, rope, causal_attention, silu_mul"
-                                                         : "add_layer_norm, causal_attention, gelu_tanh"));
+    EXPECT_THAT(
+        recorded.nongemm_path(),
+        HasSubstr(llama ? "embedding_sum, rms_norm, add_rms_norm, rope, store_kv, causal_attention, silu_mul_rows"
+                        : "embedding_sum, add, add_layer_norm, store_kv, causal_attention, gelu_tanh"));
   }
 }
 
@@ -355,7 +358,7 @@ TEST(DecoderGraph, RecordedDecodeStepsEqualThePlainOnes) {
     const DecoderLM plain = load_decoder_lm(dir);
     auto recording = std::make_shared<RecordingOps>();
     recording->record = true;
-    const DecoderLM recorded = load_decoder_lm(dir, fp32_linear_factory(), nullptr, recording);
+    DecoderLM recorded = load_decoder_lm(dir, fp32_linear_factory(), nullptr, recording);
     const auto vocab = static_cast<std::size_t>(plain.config().vocab_size);
     const std::vector<int32_t> prompt{5, 17, 42, 9};
     std::vector<float> a(vocab), b(vocab);
@@ -388,11 +391,42 @@ TEST(DecoderGraph, RecordedDecodeStepsEqualThePlainOnes) {
     recorded.forward(&token, 1, cache_c, b.data(), 0);
     EXPECT_EQ(recording->captures, 2) << name;
     // Off: kernel by kernel, and said so.
-    auto& off = const_cast<DecoderLM&>(recorded);
-    off.set_decode_graph(false);
+    recorded.set_decode_graph(false);
     recorded.forward(&token, 1, cache_c, b.data(), 0);
     EXPECT_THAT(recorded.decode_step_path(), HasSubstr("kernel by kernel: the decode graph is off")) << name;
+    // On again: the recording replays, and the path says so again.
+    recorded.set_decode_graph(true);
+    recorded.forward(&token, 1, cache_c, b.data(), 0);
+    EXPECT_THAT(recorded.decode_step_path(), HasSubstr("one recording a token: 7 kernels")) << name;
+    EXPECT_EQ(recording->captures, 2) << name;
   }
+}
+
+// QJOULE_DECODE_GRAPH: 0 turns the recording off for the models loaded after it, 1 (or unset) on;
+// anything else is one line naming the variable and what it takes.
+TEST(DecoderGraph, DecodeGraphVariableIsZeroOrOne) {
+  const auto dir = test::fixtures_dir() / "decoders" / "tiny-llama";
+  const char* before = std::getenv("QJOULE_DECODE_GRAPH");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("QJOULE_DECODE_GRAPH", "off", 1);
+  EXPECT_THAT(test::error_of([&] { load_decoder_lm(dir); }),
+              HasSubstr("QJOULE_DECODE_GRAPH='off': expected 0 (every decode step kernel by kernel) or 1"));
+  setenv("QJOULE_DECODE_GRAPH", "0", 1);
+  auto recording = std::make_shared<RecordingOps>();
+  recording->record = true;
+  const DecoderLM m = load_decoder_lm(dir, fp32_linear_factory(), nullptr, recording);
+  if (before != nullptr) {
+    setenv("QJOULE_DECODE_GRAPH", saved.c_str(), 1);
+  } else {
+    unsetenv("QJOULE_DECODE_GRAPH");
+  }
+  const std::vector<int32_t> prompt{5, 17};
+  std::vector<float> logits(static_cast<std::size_t>(m.config().vocab_size));
+  auto cache = m.make_cache(8);
+  m.forward(prompt.data(), 2, cache, logits.data(), 1);
+  for (int32_t token : {3, 4, 5}) m.forward(&token, 1, cache, logits.data(), 0);
+  EXPECT_EQ(recording->captures, 0);
+  EXPECT_THAT(m.decode_step_path(), HasSubstr("the decode graph is off (QJOULE_DECODE_GRAPH=0"));
 }
 
 // A recording that fails turns the graph off for the model, says why, and the step runs kernel by kernel
@@ -462,6 +496,11 @@ TEST(GraphOps, FusedNormAndSwigluEqualTheirParts) {
     EXPECT_EQ(std::vector<float>(act.f32() + r * cols, act.f32() + (r + 1) * cols), gate) << r;
   }
   EXPECT_THAT(test::error_of([&] { ops->silu_mul_rows(gu, rows + 1, cols, act); }), HasSubstr("SwiGLU: gate|up"));
+  EXPECT_THAT(test::error_of([&] { ops->add_rms_norm(x1, r1, rows + 1, cols, g, 1e-5f, out); }),
+              HasSubstr("RMSNorm: the input holds 111 elements, the operation reads 148"));
+  const Tensor kv = ops->upload({1, 2}, "kv"), cache = ops->upload(std::vector<float>(6, 0.0f), "cache");
+  EXPECT_THAT(test::error_of([&] { ops->store_kv(kv, kv, 2, cache, cache, 2, /*past=*/3, 1, 2); }),
+              HasSubstr("KV cache store: the key cache holds 6 elements, the operation reads 8"));
 }
 
 }  // namespace
