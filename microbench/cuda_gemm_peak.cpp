@@ -6,14 +6,17 @@
 //     figure for GPUs it knows, otherwise an estimate it labels as such).
 //  2. The device's copy bandwidth, measured: a device-to-device copy of 1 GiB, bytes read + written.
 //  3. qjoule's decode GEMV kernels (M = 1) of every format at a 1.1B Llama's shapes and at --size
-//     squared: a whole forward_device call, bytes moved (weights + scales + bias + x + y) per second,
-//     as a fraction of (2). Several copies of the layer are cycled so that the weights come from DRAM,
-//     not from L2.
+//     squared: a forward_device call timed alone, and one of as many calls back to back as there are
+//     copies of the layer (the launches overlap the calls before them, as in a decode step); bytes
+//     moved (weights + scales + bias + x + y) per second of the back-to-back calls, as a fraction of
+//     (2). Several copies of the layer are cycled so that the weights come from DRAM, not from L2.
 //
 // Every figure is the median of --reps timed runs (CUDA events) after warm-up runs; printed in the
 // order 2, 3, 1, row by row. Without a usable GPU it prints "no usable GPU: <reason>" and exits 0.
 //
-//   build/release/microbench/cuda_gemm_peak [--reps N] [--size N] [--device N]
+//   build/release/microbench/cuda_gemm_peak [--reps N] [--size N] [--device N] [--gemv-only]
+//                                            [--gemv-formats int4,nf4,...] (plain: the int4 / nf4 rows
+//                                            of QJOULE_CUDA_GEMV4=plain too; every row without the option)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +43,8 @@ struct Options {
   int reps = 20;
   int64_t size = 8192;
   int device = 0;
+  bool gemv_only = false;    // no cuBLASLt product table
+  std::string gemv_formats;  // comma-separated; empty: every format
 };
 
 Options parse(int argc, char** argv) {
@@ -53,8 +58,14 @@ Options parse(int argc, char** argv) {
       o.size = std::max<int64_t>(64, std::atoll(argv[++i]) / 64 * 64);
     } else if (a == "--device" && has_value) {
       o.device = std::atoi(argv[++i]);
+    } else if (a == "--gemv-only") {
+      o.gemv_only = true;
+    } else if (a == "--gemv-formats" && has_value) {
+      o.gemv_formats = fmt::format(",{},", argv[++i]);
     } else {
-      fmt::print(stderr, "usage: cuda_gemm_peak [--reps N] [--size N (a multiple of 64)] [--device N]\n");
+      fmt::print(stderr,
+                 "usage: cuda_gemm_peak [--reps N] [--size N (a multiple of 64)] [--device N] [--gemv-only] "
+                 "[--gemv-formats int4,nf4,int8,fp16,fp32,int4:g32:asym,nf4:dq,bf16,plain]\n");
       std::exit(a == "--help" || a == "-h" ? 0 : 2);
     }
   }
@@ -105,7 +116,8 @@ double copy_bandwidth(const Options& o, const CudaGpuInfo& gpu) {
   return bandwidth;
 }
 
-// The decode GEMV of a format at one shape (K inputs, N outputs), one forward_device call of M = 1.
+// The decode GEMV of a format at one shape (K inputs, N outputs), M = 1: one forward_device call
+// alone, and `copies` calls back to back (the rate).
 void gemv_row(const Options& o, const CudaGpuInfo& gpu, double copy_bw, const char* name, const quant::FormatSpec& f,
               int64_t k, int64_t n) {
   try {
@@ -124,11 +136,12 @@ void gemv_row(const Options& o, const CudaGpuInfo& gpu, double copy_bw, const ch
       layers.push_back(make_linear_cuda(f, w.data(), b.data(), n, k, "bench.weight", o.device));
     std::vector<const CudaLinear*> raw;
     for (const auto& l : layers) raw.push_back(l.get());
-    const double ms = median_of(time_linear_forward(raw, 1, std::max(o.reps, 2 * int(copies))));
+    const double alone = median_of(time_linear_forward(raw, 1, std::max(o.reps, 2 * int(copies))));
+    const double ms = median_of(time_linear_forward(raw, 1, o.reps, int(copies)));
     const double moved = double(held) + 4.0 * double(k) + 4.0 * double(n);
     const double bw = moved / (ms * 1e-3);
-    fmt::print("{:<15} {:>5}x{:<5} {:<24} {:>7} {:>9.2f} {:>9.2f} {:>9.1f} {:>9.3f}\n", name, k, n,
-               layers[0]->kernel_path_for(1), copies, ms * 1e3, moved / 1e6, bw / 1e9, bw / copy_bw);
+    fmt::print("{:<15} {:>5}x{:<5} {:<30} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.1f} {:>8.3f}\n", name, k, n,
+               layers[0]->kernel_path_for(1), copies, alone * 1e3, ms * 1e3, moved / 1e6, bw / 1e9, bw / copy_bw);
   } catch (const std::exception& e) {
     fmt::print("{:<15} {:>5}x{:<5} failed: {}\n", name, k, n, e.what());
   }
@@ -138,21 +151,26 @@ void gemv_row(const Options& o, const CudaGpuInfo& gpu, double copy_bw, const ch
 // The decode GEMVs (M = 1) of every format with one, at --size x --size and a 1.1B Llama's shapes (K x N:
 // q / o 2048 x 2048, k / v 2048 x 256, gate / up 2048 x 5632, down 5632 x 2048, fused q|k|v 2048 x 2560,
 // fused gate|up 2048 x 11264; fp16 / bf16 / fp32, int4 g32 asym and nf4:dq at --size² and the fused
-// gate|up only), then int4 and nf4 again with QJOULE_CUDA_GEMV4=coalesced: bytes read per second and
+// gate|up only), then int4 and nf4 again with QJOULE_CUDA_GEMV4=plain: bytes read per second and
 // their fraction of the copy bandwidth.
 void gemv_table(const Options& o, const CudaGpuInfo& gpu, double copy_bw) {
-  fmt::print("\nDecode GEMV (qjoule kernels), M = 1, K inputs x N outputs; one forward_device call; median of >= {}\n",
-             o.reps);
-  fmt::print("{:<15} {:>11} {:<24} {:>7} {:>9} {:>9} {:>9} {:>9}\n", "format", "K x N", "kernel", "copies", "us",
-             "MB moved", "GB/s", "of copy");
+  fmt::print(
+      "\nDecode GEMV (qjoule kernels), M = 1, K inputs x N outputs; 'alone': one forward_device call; 'in stream': "
+      "'copies' calls back to back, per call (GB/s and 'of copy' from it); medians of >= {}\n",
+      o.reps);
+  fmt::print("{:<15} {:>11} {:<30} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "format", "K x N", "kernel", "copies",
+             "us alone", "us strm", "MB moved", "GB/s", "of copy");
   struct Row {
     const char* name;
     quant::FormatSpec format;
   };
   std::vector<Row> rows;
   const auto spec = [](const char* text) { return quant::parse_format_spec(text); };
+  const auto wanted = [&o](const char* name) {
+    return o.gemv_formats.empty() || o.gemv_formats.find(fmt::format(",{},", name)) != std::string::npos;
+  };
   for (const char* name : {"int4", "nf4", "int8", "fp16", "fp32", "int4:g32:asym", "nf4:dq", "bf16"})
-    rows.push_back({name, spec(name)});
+    if (wanted(name)) rows.push_back({name, spec(name)});
   const int64_t shapes[][2] = {{o.size, o.size}, {2048, 2048}, {2048, 256},  {2048, 5632},
                                {5632, 2048},     {2048, 2560}, {2048, 11264}};
   for (const Row& r : rows) {
@@ -165,12 +183,13 @@ void gemv_table(const Options& o, const CudaGpuInfo& gpu, double copy_bw) {
       gemv_row(o, gpu, copy_bw, r.name, r.format, shape[0], shape[1]);
     }
   }
-  // The 4-bit GEMV with coalesced activation loads (QJOULE_CUDA_GEMV4=coalesced), beside the default's rows.
+  // The other 4-bit GEMV (QJOULE_CUDA_GEMV4=plain: one warp a row pair), beside the default's rows.
   const char* saved = std::getenv("QJOULE_CUDA_GEMV4");
   const std::string before = saved != nullptr ? saved : "";
-  setenv("QJOULE_CUDA_GEMV4", "coalesced", 1);
+  setenv("QJOULE_CUDA_GEMV4", "plain", 1);
   for (const char* name : {"int4", "nf4"})
-    for (const auto& shape : shapes) gemv_row(o, gpu, copy_bw, name, spec(name), shape[0], shape[1]);
+    if (wanted(name) && wanted("plain"))
+      for (const auto& shape : shapes) gemv_row(o, gpu, copy_bw, name, spec(name), shape[0], shape[1]);
   if (saved != nullptr) {
     setenv("QJOULE_CUDA_GEMV4", before.c_str(), 1);
   } else {
@@ -196,7 +215,7 @@ int main(int argc, char** argv) {
     const double copy_bw = copy_bandwidth(o, gpu);
     std::fflush(stdout);
     gemv_table(o, gpu, copy_bw);
-    gemm_table(o, gpu);
+    if (!o.gemv_only) gemm_table(o, gpu);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

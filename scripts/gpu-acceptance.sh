@@ -80,19 +80,19 @@ rm -rf "$out/decode-bench"
 "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda --precisions fp32,fp16,bf16,int8,int4,nf4 \
   --seq 128 --decode-tokens 64 --min-time 1 --idle 2 --out "$out/decode-bench" > "$out/decode-bench.log" 2>&1 || status=1
 echo "gpu-acceptance: decode benchmark done after $((SECONDS - t0)) s"
-# The 4-bit decode with the coalesced GEMV (QJOULE_CUDA_GEMV4=coalesced, not yet the default), beside it.
-rm -rf "$out/decode-bench-coalesced"
-QJOULE_CUDA_GEMV4=coalesced "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda \
-  --precisions int4,nf4 --seq 128 --decode-tokens 64 --min-time 1 --idle 2 --out "$out/decode-bench-coalesced" \
-  > "$out/decode-bench-coalesced.log" 2>&1 || status=1
-decode_table=$(python3 - "$out/decode-bench/results.jsonl" "$out/decode-bench-coalesced/results.jsonl" <<'PY' || true
+# The 4-bit decode with the other GEMV (QJOULE_CUDA_GEMV4=plain: one warp a row pair), beside it.
+rm -rf "$out/decode-bench-plain"
+QJOULE_CUDA_GEMV4=plain "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda \
+  --precisions int4,nf4 --seq 128 --decode-tokens 64 --min-time 1 --idle 2 --out "$out/decode-bench-plain" \
+  > "$out/decode-bench-plain.log" 2>&1 || status=1
+decode_table=$(python3 - "$out/decode-bench/results.jsonl" "$out/decode-bench-plain/results.jsonl" <<'PY' || true
 import json, sys
 def cell(v, f):
     return "unavailable" if v is None else f.format(v)
 print("| precision | decode tok/s | decode ms/token | of the weight-read roof | decode mJ/token | prefill tok/s | model MiB | decode step | error |")
 print("|---|---|---|---|---|---|---|---|---|")
 rows = []
-for path, label in ((sys.argv[1], ""), (sys.argv[2], " (QJOULE_CUDA_GEMV4=coalesced)")):
+for path, label in ((sys.argv[1], ""), (sys.argv[2], " (QJOULE_CUDA_GEMV4=plain)")):
     try:
         rows += [dict(json.loads(line), label=label) for line in open(path) if line.strip()]
     except OSError as e:

@@ -123,8 +123,13 @@ std::string DecoderLM::nongemm_path() const {
   const bool rms = final_norm_.beta.empty();
   const bool fused_mlp = !layers_.empty() && layers_.front().gate_up;
   const bool gated = !layers_.empty() && (layers_.front().gate || layers_.front().gate_up);
-  return fmt::format("{}: embedding_sum, {}, {}store_kv, causal_attention, {}", ops_->nongemm_path(),
-                     rms ? "rms_norm, add_rms_norm" : "add, add_layer_norm", rope_inv_freq_.empty() ? "" : "rope, ",
+  // RoPE over fused q | k | v rows stores k and v in the same operation (rope_store_kv).
+  const bool fused_rope = !rope_inv_freq_.empty() && !layers_.empty() && layers_.front().qkv;
+  return fmt::format("{}: embedding_sum, {}, {}, causal_attention, {}", ops_->nongemm_path(),
+                     rms ? "rms_norm, add_rms_norm" : "add, add_layer_norm",
+                     fused_rope               ? "rope_store_kv"
+                     : rope_inv_freq_.empty() ? "store_kv"
+                                              : "rope, store_kv",
                      fused_mlp                      ? "silu_mul_rows"
                      : gated                        ? "silu_mul"
                      : config_.activation == "gelu" ? "gelu_erf"
@@ -171,17 +176,25 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
   const int64_t qd = config_.q_dim(), kvd = config_.kv_dim();
 
   // Q, K and V: one fused Linear (rows [q | k | v]: GPT-2's c_attn, or Llama's three fused) or three
-  // blocks [n, q | k | v]. Fused, each row's k heads follow its q heads: one RoPE rotates both.
+  // blocks [n, q | k | v]. Fused, each row's k heads follow its q heads: one RoPE rotates both, and
+  // stores k and v in the caches (rope_store_kv: one kernel on the GPU).
+  const int64_t layer_floats = cache.capacity_ * kvd;
+  const Tensor kc = cache.k_.slice(index * layer_floats, layer_floats);
+  const Tensor vc = cache.v_.slice(index * layer_floats, layer_floats);
   Tensor q, k, v;
   int64_t q_stride = qd, kv_stride = kvd;
+  bool stored = false;
   if (layer.qkv) {
     linear(layer.qkv, s.hn, n, s.qkv);
     q_stride = kv_stride = qd + 2 * kvd;
     q = s.qkv;
     k = s.qkv.slice(qd, s.qkv.size() - qd);
     v = s.qkv.slice(qd + kvd, s.qkv.size() - qd - kvd);
-    if (!rope_inv_freq_.empty())
-      ops.rope(q, n, q_stride, config_.num_heads + config_.num_kv_heads, past, rope_inv_freq_, rope_attention_factor_);
+    if (!rope_inv_freq_.empty()) {
+      ops.rope_store_kv(s.qkv, n, q_stride, config_.num_heads, config_.num_kv_heads, past, rope_inv_freq_,
+                        rope_attention_factor_, kc, vc, kvd);
+      stored = true;
+    }
   } else {
     q = s.qkv.slice(0, n * qd);
     k = s.qkv.slice(aligned_elements(n * qd), n * kvd);
@@ -194,10 +207,7 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
       ops.rope(k, n, kvd, config_.num_kv_heads, past, rope_inv_freq_, rope_attention_factor_);
     }
   }
-  const int64_t layer_floats = cache.capacity_ * kvd;
-  const Tensor kc = cache.k_.slice(index * layer_floats, layer_floats);
-  const Tensor vc = cache.v_.slice(index * layer_floats, layer_floats);
-  ops.store_kv(k, v, kv_stride, kc, vc, kvd, past, n, kvd);
+  if (!stored) ops.store_kv(k, v, kv_stride, kc, vc, kvd, past, n, kvd);
   ops.causal_attention(q, q_stride, kc, vc, kvd, past, n, config_.num_heads, config_.num_kv_heads, config_.head_dim,
                        1.0f / std::sqrt(static_cast<float>(config_.head_dim)), s.ctx);
   linear(layer.o, s.ctx, n, s.hn);

@@ -173,6 +173,31 @@ void GraphOps::rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64
   run_rope(x, n_tokens, row_stride, heads, first_position, inv_freq, attention_factor);
 }
 
+void GraphOps::rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
+                             int64_t past, const Tensor& inv_freq, float attention_factor, const Tensor& k_cache,
+                             const Tensor& v_cache, int64_t kv_stride) {
+  if (n <= 0) return;
+  check_tensor(inv_freq, device(), DType::f32, 1, "RoPE + KV cache store", "the frequencies");
+  const int64_t head_dim = 2 * inv_freq.size(), kv_cols = kv_heads * head_dim;
+  check_tensor(qkv, device(), DType::f32, (n - 1) * row_stride + (q_heads + 2 * kv_heads) * head_dim,
+               "RoPE + KV cache store", "q | k | v");
+  check_tensor(k_cache, device(), DType::f32, (past + n - 1) * kv_stride + kv_cols, "RoPE + KV cache store",
+               "the key cache");
+  check_tensor(v_cache, device(), DType::f32, (past + n - 1) * kv_stride + kv_cols, "RoPE + KV cache store",
+               "the value cache");
+  run_rope_store_kv(qkv, n, row_stride, q_heads, kv_heads, past, inv_freq, attention_factor, k_cache, v_cache,
+                    kv_stride);
+}
+
+void GraphOps::run_rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
+                                 int64_t past, const Tensor& inv_freq, float attention_factor, const Tensor& k_cache,
+                                 const Tensor& v_cache, int64_t kv_stride) {
+  const int64_t head_dim = 2 * inv_freq.size(), q_cols = q_heads * head_dim, kv_cols = kv_heads * head_dim;
+  run_rope(qkv, n, row_stride, q_heads + kv_heads, past, inv_freq, attention_factor);
+  run_store_kv(qkv.slice(q_cols, qkv.size() - q_cols), qkv.slice(q_cols + kv_cols, qkv.size() - q_cols - kv_cols),
+               row_stride, k_cache, v_cache, kv_stride, past, n, kv_cols);
+}
+
 void GraphOps::causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                                 int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
                                 int64_t head_dim, float scale, const Tensor& ctx) {

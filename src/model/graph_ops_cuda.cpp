@@ -313,6 +313,15 @@ class CudaGraphOps final : public GraphOps {
              "RoPE");
   }
 
+  void run_rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
+                         int64_t past, const Tensor& inv_freq, float attention_factor, const Tensor& k_cache,
+                         const Tensor& v_cache, int64_t kv_stride) override {
+    launched(
+        cd::rope_store_kv_cuda(qkv.f32(), n, row_stride, q_heads, kv_heads, inv_freq.size(), past, position_device(),
+                               inv_freq.f32(), attention_factor, k_cache.f32(), v_cache.f32(), kv_stride, s_->stream),
+        "RoPE + KV cache store");
+  }
+
   void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                             int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
                             int64_t head_dim, float scale, const Tensor& ctx) override {

@@ -328,7 +328,8 @@ TEST(DecoderGraph, RunsThroughGraphOpsOnlyAndMatchesTheCpuBackend) {
     const int layers = static_cast<int>(cpu.config().num_layers);
     const bool llama = name == "tiny-llama";
     EXPECT_EQ(recording->calls["causal_attention"], 2 * layers) << name;
-    // Llama's Q, K, V and gate, up are fused Linears: one RoPE over q | k, one SwiGLU over gate | up.
+    // Llama's Q, K, V and gate, up are fused Linears: one RoPE over q | k (rope_store_kv, whose CPU
+    // default runs rope, then store_kv), one SwiGLU over gate | up.
     EXPECT_EQ(recording->calls["rope"], llama ? 2 * layers : 0) << name;
     EXPECT_EQ(recording->calls["silu_mul_rows"], llama ? 2 * layers : 0) << name;
     EXPECT_EQ(recording->calls["silu_mul"], 0) << name;
@@ -344,7 +345,7 @@ TEST(DecoderGraph, RunsThroughGraphOpsOnlyAndMatchesTheCpuBackend) {
     EXPECT_EQ(recording->calls["host_output"], 2);
     EXPECT_THAT(
         recorded.nongemm_path(),
-        HasSubstr(llama ? "embedding_sum, rms_norm, add_rms_norm, rope, store_kv, causal_attention, silu_mul_rows"
+        HasSubstr(llama ? "embedding_sum, rms_norm, add_rms_norm, rope_store_kv, causal_attention, silu_mul_rows"
                         : "embedding_sum, add, add_layer_norm, store_kv, causal_attention, gelu_tanh"));
   }
 }

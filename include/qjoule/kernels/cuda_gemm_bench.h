@@ -49,7 +49,10 @@ std::vector<float> time_device_copy(std::size_t bytes, int reps, int device = 0)
 
 // layers[r % layers.size()]->forward_device(x, m, y) for repetition r (rotating through several
 // copies keeps the weights out of L2); all layers must share one shape and device; times in ms.
-std::vector<float> time_linear_forward(const std::vector<const CudaLinear*>& layers, int64_t m, int reps);
+// calls > 1: each repetition runs that many forwards back to back (rotating on), timed together and
+// divided by calls: the launch overlaps the previous call's tail, as in a stream of decode kernels.
+std::vector<float> time_linear_forward(const std::vector<const CudaLinear*>& layers, int64_t m, int reps,
+                                       int calls = 1);
 
 // The median of a list of times (the mean of the middle two for an even count).
 double median_of(std::vector<float> times);

@@ -16,9 +16,10 @@
 //   fp8        E4M3, one per-tensor scale max|W|/448   x quantized per token to E4M3 (scale    cublaslt:e4m3:tensor_op
 //                                                      max|x|/448); E4M3×E4M3→FP32; epilogue
 //                                                      y = acc·(s_x·s_w) + b. sm_89 and newer.
-//   int4       formats.h's int4 blocks, as is          m ≤ 8: qjoule GEMV, dequantized in       qjoule:cuda:int4_gemv+f16_cublaslt
-//   nf4        formats.h's nf4 (or nf4+dq) blocks      registers; m > 8: FP16 dequantized weight qjoule:cuda:nf4_gemv+f16_cublaslt
-//                                                      panels + cuBLASLt FP16 GEMM               (nf4dq_… with double quant)
+//   int4       formats.h's int4 blocks, as is          m ≤ 8: qjoule GEMV, dequantized in       qjoule:cuda:int4_gemv_split+f16_cublaslt
+//   nf4        formats.h's nf4 (or nf4+dq) blocks      registers; m > 8: FP16 dequantized weight qjoule:cuda:nf4_gemv_split+f16_cublaslt
+//                                                      panels + cuBLASLt FP16 GEMM               (nf4dq_… with double quant;
+//                                                                                                _gemv with QJOULE_CUDA_GEMV4=plain)
 // kernel_path_for(m) names the one path that runs for m rows.
 //
 // int8 and fp8 pad W to multiples of 16 in both dimensions on the device (zero rows and columns, so
@@ -60,7 +61,7 @@ class CudaLinear : public Linear {
 
   // The GPU this layer lives on.
   virtual int device() const = 0;
-  // The kernel(s) that run for m rows, e.g. "qjoule:cuda:int4_gemv" for m = 1.
+  // The kernel(s) that run for m rows, e.g. "qjoule:cuda:int4_gemv_split" for m = 1.
   virtual std::string kernel_path_for(int64_t m) const = 0;
 };
 

@@ -164,6 +164,13 @@ class GraphOps {
   // cos and sin multiplied by attention_factor.
   void rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
             const Tensor& inv_freq, float attention_factor);
+  // rope over the q | k heads of fused rows qkv [n, row_stride] = [q (q_heads heads) | k (kv_heads) | v
+  // (kv_heads)], each head 2·inv_freq.size() columns, token t at past + t; then store_kv of their k and v
+  // parts into the caches at past (rows kv_stride apart). The same values as the two operations; one
+  // kernel on the GPU.
+  void rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_stride, int64_t q_heads, int64_t kv_heads, int64_t past,
+                     const Tensor& inv_freq, float attention_factor, const Tensor& k_cache, const Tensor& v_cache,
+                     int64_t kv_stride);
   // Causal grouped-query attention of n_new tokens over a KV cache (kernels::causal_attention_f32): q
   // [n_new, q_stride]; k_cache, v_cache [>= past + n_new, kv_stride], the new tokens' rows written;
   // ctx [n_new, heads·head_dim].
@@ -207,6 +214,10 @@ class GraphOps {
                             const Tensor& v_cache, int64_t kv_stride, int64_t past, int64_t n, int64_t cols) = 0;
   virtual void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                         const Tensor& inv_freq, float attention_factor) = 0;
+  // By default run_rope, then run_store_kv; a backend may do both in one kernel.
+  virtual void run_rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
+                                 int64_t past, const Tensor& inv_freq, float attention_factor, const Tensor& k_cache,
+                                 const Tensor& v_cache, int64_t kv_stride);
   virtual void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                                     int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
                                     int64_t head_dim, float scale, const Tensor& ctx) = 0;

@@ -19,8 +19,9 @@ std::string bench_gemm(GemmKind kind, int64_t m, int64_t n, int64_t k, int reps,
 // cudaMemcpyAsync of `bytes` from one device buffer to another.
 std::string bench_copy(std::size_t bytes, int reps, int device, std::vector<float>& ms);
 
-// layers[r % layers.size()]->forward(x, m, y) for repetition r, all layers [out, in], x random.
+// Repetition r runs `calls` forwards back to back, layers[(r · calls + c) % layers.size()]->forward(x, m,
+// y) for c < calls, all layers [out, in], x random; ms[r] is the repetition's time / calls.
 std::string bench_forward(const std::vector<DeviceLinear*>& layers, int64_t in, int64_t out, int64_t m, int reps,
-                          int device, std::vector<float>& ms);
+                          int calls, int device, std::vector<float>& ms);
 
 }  // namespace qjoule::kernels::cuda_detail

@@ -146,8 +146,9 @@ std::string bench_copy(std::size_t bytes, int reps, int device, std::vector<floa
 }
 
 std::string bench_forward(const std::vector<DeviceLinear*>& layers, int64_t in, int64_t out, int64_t m, int reps,
-                          int device, std::vector<float>& ms) {
+                          int calls, int device, std::vector<float>& ms) {
   if (layers.empty()) return "no layers to time";
+  if (calls < 1) return "no calls to time";
   DeviceGuard guard(device);
   if (std::string e = guard.error(); !e.empty()) return e;
   DeviceMemory x, y;
@@ -156,12 +157,18 @@ std::string bench_forward(const std::vector<DeviceLinear*>& layers, int64_t in, 
   if (std::string e = fill<float>(x.as<void>(), m * in, 3); !e.empty()) return e;
   for (DeviceLinear* layer : layers)  // first use of each layer (plans, working buffers) stays out of the timing
     if (std::string e = layer->forward(x.as<float>(), m, y.as<float>(), nullptr); !e.empty()) return e;
-  return time_reps(
+  const std::string e = time_reps(
       reps,
       [&](int r) {
-        return layers[static_cast<std::size_t>(r) % layers.size()]->forward(x.as<float>(), m, y.as<float>(), nullptr);
+        for (int c = 0; c < calls; ++c) {
+          DeviceLinear* layer = layers[static_cast<std::size_t>(r * calls + c) % layers.size()];
+          if (std::string err = layer->forward(x.as<float>(), m, y.as<float>(), nullptr); !err.empty()) return err;
+        }
+        return std::string();
       },
       ms);
+  for (float& t : ms) t /= static_cast<float>(calls);
+  return e;
 }
 
 }  // namespace qjoule::kernels::cuda_detail

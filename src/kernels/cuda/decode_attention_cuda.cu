@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(kThreads)
     decode_attention_split_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
                                   const float* __restrict__ v_cache, int64_t kv_stride, int64_t past,
                                   const int32_t* __restrict__ position, int group, int head_dim, int chunk, float scale,
-                                  float* __restrict__ partial, int splits) {
+                                  float* __restrict__ partial, int splits, bool vec4) {
   extern __shared__ float shared[];
   const int hp = head_dim + 1;
   float* ks = shared;                 // [chunk][hp]
@@ -38,11 +38,25 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t j0 = int64_t{s} * chunk;
   if (j0 >= keys) return;  // beyond this step's keys: the combine reads only the splits that hold some
   const int nk = static_cast<int>(keys - j0 < chunk ? keys - j0 : chunk);
-  for (int idx = threadIdx.x; idx < nk * head_dim; idx += blockDim.x) {
-    const int j = idx / head_dim, d = idx - j * head_dim;
-    const int64_t at = (j0 + j) * kv_stride + int64_t{g} * head_dim + d;
-    ks[j * hp + d] = k_cache[at];
-    vs[j * hp + d] = v_cache[at];
+  if (vec4) {  // 16-byte loads; the padded rows take them as four stores
+    const int quads = head_dim / 4;
+    for (int idx = threadIdx.x; idx < nk * quads; idx += blockDim.x) {
+      const int j = idx / quads, d = (idx - j * quads) * 4;
+      const int64_t at = (j0 + j) * kv_stride + int64_t{g} * head_dim + d;
+      const float4 kq = __ldg(reinterpret_cast<const float4*>(k_cache + at));
+      const float4 vq = __ldg(reinterpret_cast<const float4*>(v_cache + at));
+      float* kr = ks + j * hp + d;
+      float* vr = vs + j * hp + d;
+      kr[0] = kq.x, kr[1] = kq.y, kr[2] = kq.z, kr[3] = kq.w;
+      vr[0] = vq.x, vr[1] = vq.y, vr[2] = vq.z, vr[3] = vq.w;
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < nk * head_dim; idx += blockDim.x) {
+      const int j = idx / head_dim, d = idx - j * head_dim;
+      const int64_t at = (j0 + j) * kv_stride + int64_t{g} * head_dim + d;
+      ks[j * hp + d] = k_cache[at];
+      vs[j * hp + d] = v_cache[at];
+    }
   }
   for (int idx = threadIdx.x; idx < group * head_dim; idx += blockDim.x)
     qs[idx] = q[int64_t{g} * group * head_dim + idx];
@@ -126,7 +140,9 @@ std::string decode_attention_cuda(const float* q, const float* k_cache, const fl
   const dim3 grid(static_cast<unsigned>(kv_heads), static_cast<unsigned>(plan.splits));
   decode_attention_split_kernel<<<grid, kThreads, plan.shared_bytes, stream>>>(
       q, k_cache, v_cache, kv_stride, past, position, static_cast<int>(heads / kv_heads), static_cast<int>(head_dim),
-      static_cast<int>(plan.chunk), scale, scratch, static_cast<int>(plan.splits));
+      static_cast<int>(plan.chunk), scale, scratch, static_cast<int>(plan.splits),
+      head_dim % 4 == 0 && kv_stride % 4 == 0 && reinterpret_cast<uintptr_t>(k_cache) % 16 == 0 &&
+          reinterpret_cast<uintptr_t>(v_cache) % 16 == 0);
   if (std::string e = launch_error("decode_attention_split_kernel"); !e.empty()) return e;
   decode_attention_combine_kernel<<<static_cast<unsigned>(heads), 64, 0, stream>>>(
       scratch, past, position, static_cast<int>(head_dim), static_cast<int>(plan.chunk), static_cast<int>(plan.splits),

@@ -13,9 +13,11 @@ struct CUstream_st;
 
 namespace qjoule::kernels::cuda_detail {
 
-// The launch for `keys` keys at most: keys per chunk (a power of two, at most 64, as many as the
-// chunk's keys, values, queries and scores fit in 48 KiB of shared memory), chunks, shared memory of
-// one block, and the scratch the chunks' parts take: heads × splits × (head_dim + 2) floats.
+// The launch for `keys` keys at most: keys per chunk (a power of two from 16 to 64: the smallest that
+// makes at most 64 chunks, so that a short context still spreads over kv_heads × its chunks blocks;
+// less where the chunk's keys, values, queries and scores would not fit in 48 KiB of shared memory),
+// chunks, shared memory of one block, and the scratch the chunks' parts take: heads × splits ×
+// (head_dim + 2) floats.
 struct DecodeAttentionPlan {
   bool fits = false;
   std::string why;  // when it does not fit
@@ -38,7 +40,8 @@ inline DecodeAttentionPlan decode_attention_plan(int64_t heads, int64_t kv_heads
   const auto bytes = [&](int64_t chunk) {
     return static_cast<std::size_t>(2 * chunk * (head_dim + 1) + group * head_dim + group * chunk) * sizeof(float);
   };
-  int64_t chunk = 64;
+  int64_t chunk = 16;
+  while (chunk < 64 && chunk * 64 < keys) chunk *= 2;
   while (chunk > 1 && bytes(chunk) > 48 * 1024) chunk /= 2;
   if (bytes(chunk) > 48 * 1024) {
     p.why = "head_dim " + std::to_string(head_dim) + " with " + std::to_string(group) +

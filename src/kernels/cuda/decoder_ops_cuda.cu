@@ -22,7 +22,12 @@ constexpr int kNormThreads = 256;
 
 // One block per row. Pass 1: x (+= residual, written back) and the sum of squares, FP32; pass 2: the
 // output. Each thread owns the same columns in both passes (float4 where the row allows), so it alone
-// reads again what it wrote, and out may be x or the residual.
+// reads again what it wrote, and out may be x or the residual. With float4s, a thread keeps its first
+// kNormCached values and their gammas in registers from pass 1 (every column of a row up to
+// 4 · kNormCached · 256 = 4,096 wide): pass 2 reads no memory there, and the gammas arrive during the
+// reduction.
+constexpr int kNormCached = 4;
+
 template <bool kVec>
 __global__ void __launch_bounds__(kNormThreads)
     add_rms_norm_kernel(float* x, const float* residual, int64_t cols, const float* __restrict__ gamma, float eps,
@@ -33,7 +38,9 @@ __global__ void __launch_bounds__(kNormThreads)
   if constexpr (kVec) {
     float4* row = reinterpret_cast<float4*>(x + base);
     const float4* res = residual != nullptr ? reinterpret_cast<const float4*>(residual + base) : nullptr;
-    for (int64_t c = threadIdx.x; c < cols / 4; c += blockDim.x) {
+    const float4* g = reinterpret_cast<const float4*>(gamma);
+    float4 kept[kNormCached], kept_gamma[kNormCached];
+    for (int64_t c = threadIdx.x, j = 0; c < cols / 4; c += blockDim.x, ++j) {
       float4 v = row[c];
       if (res != nullptr) {
         const float4 r = res[c];
@@ -41,6 +48,22 @@ __global__ void __launch_bounds__(kNormThreads)
         row[c] = v;
       }
       squares = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, squares))));
+#pragma unroll
+      for (int t = 0; t < kNormCached; ++t)
+        if (t == j) kept[t] = v, kept_gamma[t] = g[c];  // registers: t is a constant
+    }
+    const float inv = rsqrtf(block_reduce(squares, Sum{}, scratch) / static_cast<float>(cols) + eps);
+    float4* o = reinterpret_cast<float4*>(out + base);
+    for (int64_t c = threadIdx.x, j = 0; c < cols / 4; c += blockDim.x, ++j) {
+      float4 v, gc;
+      if (j < kNormCached) {
+#pragma unroll
+        for (int t = 0; t < kNormCached; ++t)
+          if (t == j) v = kept[t], gc = kept_gamma[t];
+      } else {
+        v = row[c], gc = g[c];
+      }
+      o[c] = make_float4(v.x * inv * gc.x, v.y * inv * gc.y, v.z * inv * gc.z, v.w * inv * gc.w);
     }
   } else {
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -51,17 +74,7 @@ __global__ void __launch_bounds__(kNormThreads)
       }
       squares = fmaf(v, v, squares);
     }
-  }
-  const float inv = rsqrtf(block_reduce(squares, Sum{}, scratch) / static_cast<float>(cols) + eps);
-  if constexpr (kVec) {
-    const float4* row = reinterpret_cast<const float4*>(x + base);
-    const float4* g = reinterpret_cast<const float4*>(gamma);
-    float4* o = reinterpret_cast<float4*>(out + base);
-    for (int64_t c = threadIdx.x; c < cols / 4; c += blockDim.x) {
-      const float4 v = row[c], gc = g[c];
-      o[c] = make_float4(v.x * inv * gc.x, v.y * inv * gc.y, v.z * inv * gc.z, v.w * inv * gc.w);
-    }
-  } else {
+    const float inv = rsqrtf(block_reduce(squares, Sum{}, scratch) / static_cast<float>(cols) + eps);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) out[base + c] = x[base + c] * inv * gamma[c];
   }
 }
@@ -114,6 +127,34 @@ __global__ void rope_kernel(float* x, int64_t n_tokens, int64_t row_stride, int6
     const int64_t i = idx % half, h = (idx / half) % heads, t = idx / (half * heads);
     float* head = x + t * row_stride + h * 2 * half;
     element::rope_rotate(head[i], head[i + half], first_position + t, inv_freq[i], factor);
+  }
+}
+
+// One thread per (token, q or k head, pair) and per (token, value column): the pairs rotated in place as
+// rope_kernel, a k head's two rotated values also written to the key cache, the values copied to the
+// value cache, as store_kv_kernel.
+__global__ void rope_store_kv_kernel(float* x, int64_t n_tokens, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
+                                     int64_t half, int64_t past, const int32_t* __restrict__ position,
+                                     const float* __restrict__ inv_freq, float factor, float* __restrict__ k_cache,
+                                     float* __restrict__ v_cache, int64_t kv_stride) {
+  if (position != nullptr) past = *position;
+  const int64_t heads = q_heads + kv_heads, kv_cols = kv_heads * 2 * half;
+  const int64_t pairs = n_tokens * heads * half, n = pairs + n_tokens * kv_cols;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += stride) {
+    if (idx < pairs) {
+      const int64_t i = idx % half, h = (idx / half) % heads, t = idx / (half * heads);
+      float* head = x + t * row_stride + h * 2 * half;
+      element::rope_rotate(head[i], head[i + half], past + t, inv_freq[i], factor);
+      if (h >= q_heads) {
+        float* key = k_cache + (past + t) * kv_stride + (h - q_heads) * 2 * half;
+        key[i] = head[i];
+        key[i + half] = head[i + half];
+      }
+    } else {
+      const int64_t e = idx - pairs, t = e / kv_cols, c = e - t * kv_cols;
+      v_cache[(past + t) * kv_stride + c] = x[t * row_stride + heads * 2 * half + c];
+    }
   }
 }
 
@@ -198,6 +239,18 @@ std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t he
   rope_kernel<<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(
       x, n_tokens, row_stride, heads, half, first_position, position, inv_freq, attention_factor);
   return launch_error("rope_kernel");
+}
+
+std::string rope_store_kv_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
+                               int64_t half, int64_t past, const int32_t* position, const float* inv_freq,
+                               float attention_factor, float* k_cache, float* v_cache, int64_t kv_stride,
+                               CUstream_st* stream) {
+  const int64_t n = n_tokens * ((q_heads + kv_heads) * half + kv_heads * 2 * half);
+  if (n <= 0) return {};
+  rope_store_kv_kernel<<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(
+      x, n_tokens, row_stride, q_heads, kv_heads, half, past, position, inv_freq, attention_factor, k_cache, v_cache,
+      kv_stride);
+  return launch_error("rope_store_kv_kernel");
 }
 
 std::string causal_attention_cuda(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,

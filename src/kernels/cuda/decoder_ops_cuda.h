@@ -40,6 +40,14 @@ std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t he
                       int64_t first_position, const int32_t* position, const float* inv_freq, float attention_factor,
                       CUstream_st* stream);
 
+// rope_cuda over the q_heads + kv_heads heads of fused rows x [n_tokens, row_stride] = [q | k | v], then
+// store_kv_cuda of their k and v parts (kv_heads · 2·half columns each) into the caches at rows past ..
+// past + n_tokens − 1: one kernel, the same values as the two (past = *position when not null).
+std::string rope_store_kv_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
+                               int64_t half, int64_t past, const int32_t* position, const float* inv_freq,
+                               float attention_factor, float* k_cache, float* v_cache, int64_t kv_stride,
+                               CUstream_st* stream);
+
 // Causal grouped-query attention over a KV cache, causal_attention_f32's layout. One block of
 // kAttentionThreads (encoder_ops_cuda.h) per (new token, head): q and the token's scores (past + t + 1
 // of them) in shared memory, one warp per key, block-wide max and sum, one thread per channel for p·v.

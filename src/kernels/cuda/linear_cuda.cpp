@@ -32,11 +32,11 @@
 
 namespace qjoule::kernels {
 
-bool cuda_detail::gemv4_coalesced_requested() {
+bool cuda_detail::gemv4_split() {
   const char* v = std::getenv("QJOULE_CUDA_GEMV4");
-  if (v == nullptr || std::string_view(v).empty() || std::string_view(v) == "plain") return false;
-  if (std::string_view(v) == "coalesced") return true;
-  fail("QJOULE_CUDA_GEMV4='{}': expected 'coalesced' or 'plain' (unset: plain)", v);
+  if (v == nullptr || std::string_view(v).empty() || std::string_view(v) == "split") return true;
+  if (std::string_view(v) == "plain") return false;
+  fail("QJOULE_CUDA_GEMV4='{}': expected 'split' or 'plain' (unset: split)", v);
 }
 
 namespace {
@@ -49,7 +49,7 @@ struct Plan {
   int min_compute = 75;  // compute capability × 10 the kernels need
   std::string kernel_path;
   std::string packed_name;  // "int4", "nf4", "nf4dq"
-  std::string packed_gemv;  // "int4_gemv", or "int4_gemv_coalesced" (cuda_detail::gemv4_coalesced_requested)
+  std::string packed_gemv;  // "int4_gemv_split", or "int4_gemv" (cuda_detail::gemv4_split)
   std::string lt_path;      // dense: the cuBLASLt path of products above the GEMV's rows
   std::string gemv_name;    // dense formats with a decode GEMV (gemv_dense_cuda.h): "f32", "f16", "bf16", "s8"
 };
@@ -118,7 +118,7 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
     case Format::w8: break;  // rejected above
   }
   if (plan.packed) {
-    plan.packed_gemv = plan.packed_name + (cuda_detail::gemv4_coalesced_requested() ? "_gemv_coalesced" : "_gemv");
+    plan.packed_gemv = plan.packed_name + (cuda_detail::gemv4_split() ? "_gemv_split" : "_gemv");
     plan.kernel_path = "qjoule:cuda:" + plan.packed_gemv + "+f16_cublaslt";
   }
   plan.lt_path = plan.kernel_path;
@@ -241,7 +241,7 @@ PackedWeights packed_weights(const Plan& plan, const quant::FormatSpec& f, const
                              const std::string& tensor) {
   PackedWeights w;
   w.kind = plan.four_bit;
-  w.coalesced_gemv = plan.packed_gemv.ends_with("_coalesced");
+  w.split_gemv = plan.packed_gemv.ends_with("_split");
   w.out = out;
   w.in = in;
   w.nf4_table.assign(quant::kNf4Table.begin(), quant::kNf4Table.end());
@@ -374,7 +374,7 @@ std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, co
 #endif
 }
 
-std::vector<float> time_linear_forward(const std::vector<const CudaLinear*>& layers, int64_t m, int reps) {
+std::vector<float> time_linear_forward(const std::vector<const CudaLinear*>& layers, int64_t m, int reps, int calls) {
   if (layers.empty()) fail("time_linear_forward: no layers");
 #if QJOULE_HAVE_CUDA
   std::vector<cuda_detail::DeviceLinear*> impls;
@@ -387,13 +387,14 @@ std::vector<float> time_linear_forward(const std::vector<const CudaLinear*>& lay
   }
   std::vector<float> ms;
   if (std::string e = cuda_detail::bench_forward(impls, layers[0]->in_features(), layers[0]->out_features(), m, reps,
-                                                 layers[0]->device(), ms);
+                                                 calls, layers[0]->device(), ms);
       !e.empty())
     fail("timing {} forward calls of {} rows: {}", layers[0]->kernel_path_for(m), m, e);
   return ms;
 #else
   (void)m;
   (void)reps;
+  (void)calls;
   fail("time_linear_forward: this qjoule was built without the CUDA backend");
 #endif
 }

@@ -60,7 +60,7 @@ struct PackedWeights {
   float absmax_mean = 0.0f;          // nf4dq
   std::vector<float> nf4_table;      // nf4, nf4dq: quant::kNf4Table (16 values)
   std::vector<float> dynamic_map;    // nf4dq: quant::dynamic_map_signed() (256 values)
-  bool coalesced_gemv = false;       // decode through gemv_coalesced_kernel (gemv4_coalesced_requested)
+  bool split_gemv = true;            // decode through gemv_split_kernel, else gemv_kernel (gemv4_split)
 };
 
 class DeviceLinear {
@@ -81,10 +81,10 @@ std::string make_packed_linear(const PackedWeights& weights, const std::vector<f
 
 // ---- host helpers (no GPU needed) ---------------------------------------------------------------
 
-// Whether QJOULE_CUDA_GEMV4=coalesced asks for the 4-bit GEMV whose activation loads are coalesced
-// (linear_weight_only_cuda.cu): the same numbers, not yet run on a GPU, so not the default. Its kernel
-// path says so ("qjoule:cuda:int4_gemv_coalesced"). Anything else but unset or "plain" is an error.
-bool gemv4_coalesced_requested();
+// Which 4-bit decode GEMV runs (gemv_packed.cuh): gemv_split_kernel (QJOULE_CUDA_GEMV4 unset or
+// "split": true; kernel path "qjoule:cuda:int4_gemv_split") or gemv_kernel, one warp a row pair
+// ("plain": false; "qjoule:cuda:int4_gemv"), kept to compare. Anything else is an error.
+bool gemv4_split();
 
 // Up to this many rows (tokens), the 4-bit layers run their GEMV kernel; above, the dequantize-to-FP16
 // panel + cuBLASLt FP16 GEMM path.

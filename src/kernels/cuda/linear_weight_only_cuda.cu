@@ -114,7 +114,7 @@ class PackedLinear final : public LockedDeviceLinear {
     out_ = w.out;
     in_ = w.in;
     mean_ = w.absmax_mean;
-    coalesced_ = w.coalesced_gemv;
+    split_ = w.split_gemv;
     panel_rows_ = weight_panel_rows(out_, in_);
     DeviceGuard guard(device);
     std::string error = guard.error();
@@ -168,16 +168,17 @@ class PackedLinear final : public LockedDeviceLinear {
                    in_ / F::kGroup};
     const float* bias = bias_.bytes() > 0 ? bias_.as<float>() : nullptr;
     if (m <= kGemvMaxRows) {
-      const unsigned grid = static_cast<unsigned>((out_ + kGemvRows - 1) / kGemvRows);
-      if (coalesced_) {
+      if (split_) {
+        const auto grid = static_cast<unsigned>((out_ + kSplitRows - 1) / kSplitRows);
         switch (gemv_rows_variant(m)) {
-          case 1: gemv_coalesced_kernel<F, 1><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
-          case 2: gemv_coalesced_kernel<F, 2><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
-          case 4: gemv_coalesced_kernel<F, 4><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
-          default: gemv_coalesced_kernel<F, 8><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+          case 1: gemv_split_kernel<F, 1><<<grid, kSplitThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+          case 2: gemv_split_kernel<F, 2><<<grid, kSplitThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+          case 4: gemv_split_kernel<F, 4><<<grid, kSplitThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
+          default: gemv_split_kernel<F, 8><<<grid, kSplitThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
         }
-        return launch_error("gemv_coalesced_kernel");
+        return launch_error("gemv_split_kernel");
       }
+      const unsigned grid = static_cast<unsigned>((out_ + kGemvRows - 1) / kGemvRows);
       switch (gemv_rows_variant(m)) {
         case 1: gemv_kernel<F, 1><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
         case 2: gemv_kernel<F, 2><<<grid, kGemvThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
@@ -227,7 +228,7 @@ class PackedLinear final : public LockedDeviceLinear {
   int group_ = 0;
   int64_t panel_rows_ = 0;
   float mean_ = 0.0f;
-  bool coalesced_ = false;
+  bool split_ = true;
   std::size_t extra_bytes_ = 0;
   LtContext* context_ = nullptr;
   DeviceMemory codes_, scales_, zeros_, absmax_scales_, bias_;

@@ -49,6 +49,20 @@ struct Int4Format {
   __device__ static float value(int code, float zero, const float* /*table*/) {
     return static_cast<float>(code) - zero;
   }
+  // 2^23 + z as an FP32 (exact: z ≤ 15), what values8 subtracts.
+  __device__ static float word_offset(const Planar& p, int64_t o, int64_t g) { return 8388608.0f + offset(p, o, g); }
+  // The 8 codes of a word (nibble order as `nibble`) minus the zero point, without I2F: each code is
+  // put in the low mantissa bits of 2^23 (0x4B0000cc: exactly 2^23 + c) by one byte permute, then
+  // offset = 2^23 + z is subtracted (exactly c − z, as value()).
+  __device__ static void values8(uint32_t word, float offset, const float* /*table*/, float (&v)[8]) {
+    const uint32_t low = word & 0x0F0F0F0Fu;          // byte j: element 2j + 1
+    const uint32_t high = (word >> 4) & 0x0F0F0F0Fu;  // byte j: element 2j
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[2 * j] = __uint_as_float(__byte_perm(high, 0x4B000000u, 0x7440u | j)) - offset;
+      v[2 * j + 1] = __uint_as_float(__byte_perm(low, 0x4B000000u, 0x7440u | j)) - offset;
+    }
+  }
 };
 
 struct Nf4Format {
@@ -59,6 +73,8 @@ struct Nf4Format {
   }
   __device__ static float offset(const Planar&, int64_t, int64_t) { return 0.0f; }
   __device__ static float value(int code, float /*zero*/, const float* table) { return table[code]; }
+  __device__ static float word_offset(const Planar&, int64_t, int64_t) { return 0.0f; }
+  __device__ static void values8(uint32_t word, float /*offset*/, const float* table, float (&v)[8]);
 };
 
 struct Nf4DqFormat {
@@ -72,11 +88,25 @@ struct Nf4DqFormat {
   }
   __device__ static float offset(const Planar&, int64_t, int64_t) { return 0.0f; }
   __device__ static float value(int code, float /*zero*/, const float* table) { return table[code]; }
+  __device__ static float word_offset(const Planar&, int64_t, int64_t) { return 0.0f; }
+  __device__ static void values8(uint32_t word, float /*offset*/, const float* table, float (&v)[8]);
 };
 
 // Element 2j of a little-endian word of codes sits in the high nibble of byte j, element 2j + 1 in its
 // low nibble (formats.h's nibble order, element::nibble_of_word as the CPU tests it).
 __device__ inline int nibble(uint32_t word, int e) { return element::nibble_of_word(word, e); }
+
+// The NF4 table's values of a word's 8 codes (shared memory).
+__device__ inline void nf4_values8(uint32_t word, const float* table, float (&v)[8]) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = table[nibble(word, e)];
+}
+__device__ inline void Nf4Format::values8(uint32_t word, float, const float* table, float (&v)[8]) {
+  nf4_values8(word, table, v);
+}
+__device__ inline void Nf4DqFormat::values8(uint32_t word, float, const float* table, float (&v)[8]) {
+  nf4_values8(word, table, v);
+}
 
 template <class F>
 __device__ inline void load_tables(float* table, float* map) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -32,13 +33,17 @@ using ::testing::HasSubstr;
 
 TEST(CudaDecoderOpsHost, DecodeAttentionPlanFitsSharedMemoryAndCoversEveryKey) {
   using cuda_detail::decode_attention_plan;
-  // TinyLlama: 32 heads over 4 kv heads of 64: chunks of 64 keys, 36 KiB of shared memory.
+  // TinyLlama: 32 heads over 4 kv heads of 64, 192 keys: chunks of 16 keys (48 blocks, not 12).
   const auto p = decode_attention_plan(32, 4, 64, 192);
   ASSERT_TRUE(p.fits) << p.why;
-  EXPECT_EQ(p.chunk, 64);
-  EXPECT_EQ(p.splits, 3);
-  EXPECT_EQ(p.shared_bytes, (2 * 64 * 65 + 8 * 64 + 8 * 64) * sizeof(float));
-  EXPECT_EQ(p.scratch_floats, 32 * 3 * 66);
+  EXPECT_EQ(p.chunk, 16);
+  EXPECT_EQ(p.splits, 12);
+  EXPECT_EQ(p.shared_bytes, (2 * 16 * 65 + 8 * 64 + 8 * 16) * sizeof(float));
+  EXPECT_EQ(p.scratch_floats, 32 * 12 * 66);
+  // Longer contexts: chunks grow to keep at most 64 of them, up to 64 keys.
+  EXPECT_EQ(decode_attention_plan(32, 4, 64, 2048).chunk, 32);
+  EXPECT_EQ(decode_attention_plan(32, 4, 64, 2049).chunk, 64);
+  EXPECT_EQ(decode_attention_plan(32, 4, 64, 32768).splits, 512);
   for (const int64_t keys : {1, 63, 64, 65, 2048, 32768}) {
     const auto q = decode_attention_plan(28, 4, 128, keys);  // Qwen2-7B's heads
     ASSERT_TRUE(q.fits) << q.why;
@@ -46,7 +51,7 @@ TEST(CudaDecoderOpsHost, DecodeAttentionPlanFitsSharedMemoryAndCoversEveryKey) {
     EXPECT_GE(q.splits * q.chunk, keys);
     EXPECT_LT((q.splits - 1) * q.chunk, keys);
   }
-  EXPECT_EQ(decode_attention_plan(12, 12, 64, 10).chunk, 64);  // GPT-2: one query head a kv head
+  EXPECT_EQ(decode_attention_plan(12, 12, 64, 10).chunk, 16);  // GPT-2: one query head a kv head
   const auto big = decode_attention_plan(512, 1, 256, 8);      // 512 query heads on one kv head
   EXPECT_FALSE(big.fits);
   EXPECT_THAT(big.why, HasSubstr("more than 48 KiB"));
@@ -117,7 +122,8 @@ TEST(CudaDecoderOps, DecodeAttentionMatchesTheCpuTwin) {
 
 TEST(CudaDecoderOps, AddRmsNormAddsTheResidualThenNormalizes) {
   REQUIRE_GPU();
-  for (const int64_t cols : {2048, 37, 4099}) {
+  // 2048: every value kept in registers between the passes; 8192: half of them read again; 37, 4099: scalar.
+  for (const int64_t cols : {2048, 8192, 37, 4099}) {
     const int64_t rows = 3;
     const auto x = test::random_vector(static_cast<std::size_t>(rows * cols), 4);
     const auto r = test::random_vector(static_cast<std::size_t>(rows * cols), 5);
@@ -133,6 +139,47 @@ TEST(CudaDecoderOps, AddRmsNormAddsTheResidualThenNormalizes) {
       ASSERT_EQ(new_x[i], sum[i]) << cols << " at " << i;
       ASSERT_NEAR(out[i], ref[i], 5e-5 * (1.0 + std::fabs(ref[i]))) << cols << " at " << i;
     }
+  }
+}
+
+// The fused RoPE + KV store equals rope_cuda then store_kv_cuda bit for bit (the same arithmetic per
+// pair), for a TinyLlama-shaped row (32 q heads, 4 kv heads of 64) and a small odd one, 1 and 3 tokens,
+// with the position as an argument or on the device (then the host's is wrong on purpose).
+TEST(CudaDecoderOps, RopeStoreKvEqualsRopeThenStoreKv) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t q_heads, kv_heads, half, n, past;
+    bool device_position;
+  };
+  for (const Case c : {Case{32, 4, 32, 1, 130, true}, Case{32, 4, 32, 3, 7, false}, Case{6, 2, 3, 2, 0, true}}) {
+    SCOPED_TRACE(std::to_string(c.q_heads) + "/" + std::to_string(c.kv_heads) + " heads, " + std::to_string(c.n) +
+                 " tokens after " + std::to_string(c.past));
+    const int64_t head_dim = 2 * c.half, qd = c.q_heads * head_dim, kvd = c.kv_heads * head_dim;
+    const int64_t row = qd + 2 * kvd + 5, capacity = c.past + c.n + 2, kv_stride = kvd + 3;
+    const auto x = test::random_vector(static_cast<std::size_t>(c.n * row), 7);
+    std::vector<float> inv_freq(static_cast<std::size_t>(c.half));
+    for (int64_t i = 0; i < c.half; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * float(i) / float(head_dim));
+    const std::vector<float> cache(static_cast<std::size_t>(capacity * kv_stride), kNaN);
+    Dev<float> x1(x), x2(x), f(inv_freq), k1(cache), v1(cache), k2(cache), v2(cache);
+    Dev<int32_t> position(std::vector<int32_t>{static_cast<int32_t>(c.past)});
+    const int32_t* pos = c.device_position ? position.get() : nullptr;
+    const int64_t host_past = c.device_position ? 0 : c.past;
+    ASSERT_EQ(cuda_detail::rope_cuda(x1.get(), c.n, row, c.q_heads + c.kv_heads, c.half, host_past, pos, f.get(), 1.25f,
+                                     nullptr),
+              "");
+    ASSERT_EQ(cuda_detail::store_kv_cuda(x1.get() + qd, x1.get() + qd + kvd, row, k1.get(), v1.get(), kv_stride,
+                                         host_past, pos, c.n, kvd, nullptr),
+              "");
+    ASSERT_EQ(cuda_detail::rope_store_kv_cuda(x2.get(), c.n, row, c.q_heads, c.kv_heads, c.half, host_past, pos,
+                                              f.get(), 1.25f, k2.get(), v2.get(), kv_stride, nullptr),
+              "");
+    const auto a = x1.back(), b = x2.back(), ka = k1.back(), kb = k2.back(), va = v1.back(), vb = v2.back();
+    for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << "row value " << i;
+    for (std::size_t i = 0; i < ka.size(); ++i) {  // NaN where neither writes: compared as bits
+      ASSERT_EQ(std::memcmp(&ka[i], &kb[i], 4), 0) << "key cache " << i;
+      ASSERT_EQ(std::memcmp(&va[i], &vb[i], 4), 0) << "value cache " << i;
+    }
+    EXPECT_FALSE(std::isnan(kb[static_cast<std::size_t>(c.past * kv_stride)]));  // written at the position
   }
 }
 

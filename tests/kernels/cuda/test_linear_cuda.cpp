@@ -140,20 +140,20 @@ TEST(CudaLinearHost, PanelRowsAndGemvVariants) {
   EXPECT_EQ(round_up(100, 16), 112);
 }
 
-// QJOULE_CUDA_GEMV4 picks the 4-bit GEMV: unset or "plain" the default, "coalesced" the other, anything
+// QJOULE_CUDA_GEMV4 picks the 4-bit GEMV: unset or "split" the default, "plain" the other, anything
 // else one line naming the variable and what it takes.
 TEST(CudaLinearHost, Gemv4VariableNamesTheKernel) {
   const char* before = std::getenv("QJOULE_CUDA_GEMV4");
   const std::string saved = before != nullptr ? before : "";
   unsetenv("QJOULE_CUDA_GEMV4");
-  EXPECT_FALSE(cuda_detail::gemv4_coalesced_requested());
+  EXPECT_TRUE(cuda_detail::gemv4_split());
+  setenv("QJOULE_CUDA_GEMV4", "split", 1);
+  EXPECT_TRUE(cuda_detail::gemv4_split());
   setenv("QJOULE_CUDA_GEMV4", "plain", 1);
-  EXPECT_FALSE(cuda_detail::gemv4_coalesced_requested());
-  setenv("QJOULE_CUDA_GEMV4", "coalesced", 1);
-  EXPECT_TRUE(cuda_detail::gemv4_coalesced_requested());
+  EXPECT_FALSE(cuda_detail::gemv4_split());
   setenv("QJOULE_CUDA_GEMV4", "fast", 1);
-  EXPECT_THAT(test::error_of([] { cuda_detail::gemv4_coalesced_requested(); }),
-              HasSubstr("QJOULE_CUDA_GEMV4='fast': expected 'coalesced' or 'plain' (unset: plain)"));
+  EXPECT_THAT(test::error_of([] { cuda_detail::gemv4_split(); }),
+              HasSubstr("QJOULE_CUDA_GEMV4='fast': expected 'split' or 'plain' (unset: split)"));
   EXPECT_THAT(test::error_of([] { check_cuda_format(quant::parse_format_spec("int4"), "tensor 't'"); }),
               HasSubstr("QJOULE_CUDA_GEMV4='fast'"));
   if (before != nullptr) {
@@ -366,9 +366,10 @@ double relative_rms(const std::vector<float>& y, const std::vector<float>& ref) 
 
 // m ≤ 4 with widths the 16-byte loads cover run qjoule's GEMV (fp32, fp16, bf16, int8): (1, 64, 256),
 // (3, 77, 1040) (rows not a multiple of the block's 8), (1, 2560, 2048) (the fused q|k|v of a 1.1B
-// Llama); (1, 50, 100) and (5, 33, 100) run cuBLASLt (100 is no multiple of 8; 5 rows > 4).
-const std::vector<Shape> kDenseShapes = {{1, 64, 256},   {3, 77, 1040}, {1, 2560, 2048}, {1, 50, 100},
-                                         {7, 200, 1024}, {5, 33, 100},  {64, 1024, 4096}};
+// Llama), (2, 300, 4608) (2¼ of the 2,048 columns the FP16 / BF16 / INT8 GEMVs stage at a time);
+// (1, 50, 100) and (5, 33, 100) run cuBLASLt (100 is no multiple of 8; 5 rows > 4).
+const std::vector<Shape> kDenseShapes = {{1, 64, 256}, {3, 77, 1040},  {1, 2560, 2048}, {2, 300, 4608},
+                                         {1, 50, 100}, {7, 200, 1024}, {5, 33, 100},    {64, 1024, 4096}};
 
 // The dense path a layer names: "qjoule:cuda:NAME_gemv,m>4:LT" where the GEMV covers the width.
 std::string dense_path(const std::string& gemv, const std::string& lt, int64_t in) {
@@ -489,8 +490,9 @@ std::size_t packed_bytes(const quant::FormatSpec& f, const Shape& s) {
 
 TEST(CudaLinearGpu, FourBitFormatsMatchTheirCpuReferencesOnBothPaths) {
   QJOULE_REQUIRE_GPU();
-  const std::vector<Shape> shapes = {{1, 64, 256},    {7, 64, 256},    {64, 64, 256},
-                                     {1, 1000, 4096}, {7, 1000, 4096}, {64, 1000, 4096}};
+  // (2, 40, 5632): a 1.1B down projection's width, 5½ steps of the GEMVs' 1,024 codes.
+  const std::vector<Shape> shapes = {{1, 64, 256},    {7, 64, 256},     {64, 64, 256}, {1, 1000, 4096},
+                                     {7, 1000, 4096}, {64, 1000, 4096}, {2, 40, 5632}};
   for (const FourBit& fb : four_bit_formats()) {
     for (const Shape& s : shapes) {
       const auto x = test::random_vector(static_cast<std::size_t>(s.m * s.in), 41);
@@ -503,9 +505,8 @@ TEST(CudaLinearGpu, FourBitFormatsMatchTheirCpuReferencesOnBothPaths) {
       const std::string short_name =
           fb.format.format == quant::Format::nf4 && fb.format.nf4_double_quant ? "nf4dq" : name;
       EXPECT_EQ(layer->format(), name);
-      // QJOULE_CUDA_GEMV4=coalesced (the ctest run CudaLinearGpu.FourBitCoalesced) names the other GEMV.
-      const std::string gemv_name =
-          short_name + (cuda_detail::gemv4_coalesced_requested() ? "_gemv_coalesced" : "_gemv");
+      // QJOULE_CUDA_GEMV4=plain (the ctest run CudaLinearGpu.FourBitPlain) names the other GEMV.
+      const std::string gemv_name = short_name + (cuda_detail::gemv4_split() ? "_gemv_split" : "_gemv");
       EXPECT_EQ(layer->kernel_path(), "qjoule:cuda:" + gemv_name + "+f16_cublaslt");
       const bool gemv = s.m <= cuda_detail::kGemvMaxRows;
       EXPECT_EQ(layer->kernel_path_for(s.m), gemv

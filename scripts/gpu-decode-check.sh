@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The short GPU check of decode speed work (issue 40), for a lease of a few minutes: the decode kernels'
+# tests, decode tok/s on the TinyLlama-shaped decoder, the decode GEMVs' bandwidth, and each kernel's
+# GPU time in a decode step under Nsight Compute, in that order. Steps print as they end (the GEMV
+# table row by row); logs go to OUT_DIR.
+#   scripts/gpu-decode-check.sh OUT_DIR [BUILD_DIR]     (BUILD_DIR: default build/release, prebuilt or not)
+# Environment (each a comma-separated list; empty skips the step):
+#   CHECK_TESTS     ctest -R regex          (default 'CudaLinearGpu|CudaDecoderOps|DecoderGpu'; CHECK_TESTS_EXCLUDE:
+#                   ctest -E regex, default none)
+#   CHECK_GEMV      cuda_gemm_peak --gemv-formats (default int4,nf4,int8,fp16; add plain for the rows
+#                   of QJOULE_CUDA_GEMV4=plain)
+#   CHECK_DECODE    decode bench formats    (default int4,nf4,int8,fp16,bf16,fp32)
+#   CHECK_DECODE_PLAIN  the same with QJOULE_CUDA_GEMV4=plain, the other 4-bit GEMV (default int4,nf4)
+#   CHECK_PROFILE   formats profiled by ncu (default int4,fp16): a 2-layer model of the same widths,
+#                   a 1-token prompt and 8 decode tokens, so every forward is a decode step
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/gpu-decode-check.sh OUT_DIR [BUILD_DIR]}
+build=${2:-build/release}
+mkdir -p "$out"
+t0=$SECONDS
+say() { echo "gpu-decode-check: [$((SECONDS - t0)) s] $*"; }
+tests=${CHECK_TESTS-CudaLinearGpu|CudaDecoderOps|DecoderGpu}
+gemv=${CHECK_GEMV-int4,nf4,int8,fp16}
+decode=${CHECK_DECODE-int4,nf4,int8,fp16,bf16,fp32}
+decode_plain=${CHECK_DECODE_PLAIN-int4,nf4}
+profile=${CHECK_PROFILE-int4,fp16}
+status=0
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || true
+if [ -n "$tests" ]; then
+  ctest --test-dir "$build" -R "$tests" ${CHECK_TESTS_EXCLUDE:+-E "$CHECK_TESTS_EXCLUDE"} --output-on-failure \
+    > "$out/tests.log" 2>&1 || status=1
+  say "tests: $(grep -E 'tests passed' "$out/tests.log" | tail -1)"
+  sed -n '/The following tests FAILED:/,$p' "$out/tests.log"
+fi
+model_dir=$(mktemp -d)
+trap 'rm -rf "$model_dir"' EXIT
+decode_bench() {  # NAME FORMATS [ENV=VALUE]: one bench a format, each printed as it ends
+  local name=$1 formats=$2 f
+  shift 2
+  for f in ${formats//,/ }; do
+    rm -rf "$out/$name-$f"
+    env "$@" "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda --precisions "$f" \
+      --seq 128 --decode-tokens 64 --min-time 0.5 --idle 1 --out "$out/$name-$f" > "$out/$name-$f.log" 2>&1 || status=1
+    python3 - "$out/$name-$f/results.jsonl" "$name" <<'PY' || tail -3 "$out/$name-$f.log"
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    step = next((n for n in r.get("notes") or [] if n.startswith("decode step: ")), "")
+    print(f"{sys.argv[2]:>12} {r.get('precision'):>6}: decode {r.get('decode_tokens_per_s_mean') or 0:8.1f} tok/s "
+          f"{r.get('decode_ms_per_token_mean') or 0:6.3f} ms/token, roof {r.get('decode_roof_fraction') or 0:.2f}, "
+          f"{r.get('decode_mj_per_token') or 0:7.1f} mJ/token, prefill {r.get('tokens_per_s') or 0:.0f} tok/s "
+          f"{r.get('error') or ''} {step}")
+PY
+    say "$name $f done"
+  done
+}
+if [ -n "$decode$decode_plain" ]; then
+  "$build/microbench/write_synthetic_decoder" "$model_dir/tinyllama-shapes" > /dev/null
+  [ -n "$decode" ] && decode_bench decode "$decode" QJOULE_CUDA_GEMV4=split
+  [ -n "$decode_plain" ] && decode_bench decode-plain "$decode_plain" QJOULE_CUDA_GEMV4=plain
+fi
+if [ -n "$gemv" ]; then
+  say "GEMV table ($gemv):"
+  "$build/microbench/cuda_gemm_peak" --gemv-only --gemv-formats "$gemv" --reps 10 2>&1 | tee "$out/gemv.txt" || status=1
+fi
+if [ -n "$profile" ]; then
+  if command -v ncu > /dev/null; then
+    "$build/microbench/write_synthetic_decoder" --layers 2 "$model_dir/two-layers" > /dev/null
+    for f in ${profile//,/ }; do
+      ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+        "$build/src/cli/qjoule" bench --model "$model_dir/two-layers" --device cuda --precisions "$f" --seq 1 \
+        --decode-tokens 8 --warmup 0 --iters 1 --min-time 0 --idle 0 --out "$model_dir/prof-$f" \
+        > "$out/ncu-$f.csv" 2> "$out/ncu-$f.err" || status=1
+      python3 scripts/ncu-kernel-table.py "$out/ncu-$f.csv" 9 > "$out/ncu-$f.md" || status=1
+      say "profile $f:"
+      head -30 "$out/ncu-$f.md"
+    done
+  else
+    say "no ncu on this machine: no profile"
+  fi
+fi
+exit $status
