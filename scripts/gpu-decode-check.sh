@@ -72,7 +72,7 @@ if [ -n "$profile" ]; then
         "$build/src/cli/qjoule" bench --model "$model_dir/two-layers" --device cuda --precisions "$f" --seq 1 \
         --decode-tokens 8 --warmup 0 --iters 1 --min-time 0 --idle 0 --out "$model_dir/prof-$f" \
         > "$out/ncu-$f.csv" 2> "$out/ncu-$f.err" || status=1
-      python3 scripts/ncu-kernel-table.py "$out/ncu-$f.csv" 9 > "$out/ncu-$f.md" || status=1
+      python3 scripts/ncu-kernel-table.py "$out/ncu-$f.csv" auto > "$out/ncu-$f.md" || status=1
       say "profile $f:"
       head -30 "$out/ncu-$f.md"
     done

@@ -5,7 +5,8 @@ usage: ncu-kernel-table.py NCU.csv FORWARDS
 
 NCU.csv is `ncu --csv --print-units base --metrics gpu__time_duration.sum` output (other lines are
 skipped); FORWARDS is how many forwards of the model ran, so that each kernel's launches and time are
-also given per forward. Prints a Markdown table, the costliest kernel first.
+also given per forward, or `auto`: the launches of the decoder's embedding kernel (one a forward).
+Prints a Markdown table, the costliest kernel first.
 """
 import csv
 import re
@@ -14,7 +15,7 @@ import sys
 
 def short_name(name: str) -> str:
     # "void qjoule::kernels::cuda_detail::(anonymous namespace)::gemv_kernel<...>(...)" -> "gemv_kernel<...>"
-    name = re.sub(r"\(anonymous namespace\)::", "", name)
+    name = re.sub(r"\(anonymous namespace\)::|<unnamed>::|\bqjoule::kernels::cuda_detail::", "", name)
     depth, cut = 0, len(name)
     for i, c in enumerate(name):  # drop the argument list (the first '(' outside template brackets)
         if c == "<":
@@ -26,7 +27,6 @@ def short_name(name: str) -> str:
             break
     name = name[:cut]
     name = re.sub(r"^void ", "", name)
-    name = re.sub(r"\bqjoule::kernels::cuda_detail::", "", name)
     return name[:90]
 
 
@@ -34,7 +34,6 @@ def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    forwards = max(1, int(sys.argv[2]))
     rows = [line for line in open(sys.argv[1], encoding="utf-8", errors="replace") if line.startswith('"')]
     totals: dict[str, list[float]] = {}
     for r in csv.DictReader(rows):
@@ -47,6 +46,13 @@ def main() -> int:
     if not totals:
         print("ncu-kernel-table: no gpu__time_duration.sum rows in", sys.argv[1], file=sys.stderr)
         return 1
+    if sys.argv[2] == "auto":
+        forwards = sum(len(v) for k, v in totals.items() if "embedding_sum_kernel" in k)
+        if forwards == 0:
+            print("ncu-kernel-table: FORWARDS auto, but no embedding_sum_kernel ran", file=sys.stderr)
+            return 1
+    else:
+        forwards = max(1, int(sys.argv[2]))
     all_ns = sum(sum(v) for v in totals.values())
     launches = sum(len(v) for v in totals.values())
     print(f"{launches} kernel launches, {all_ns / 1e3:.1f} us of GPU time over {forwards} forwards: "
