@@ -15,6 +15,7 @@ store), bound with pybind11. docs/python.md has one example per function.
 import json
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 
 from . import _native
@@ -124,6 +125,19 @@ class _WindowHandle:
         return self._result()[key]
 
 
+def _number(owner, name, value):
+    """value as a float, or one-line qjoule.Error naming the argument (never Python's own conversion error)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Error(f"{owner}({name}={value!r}): expected a number")
+    return float(value)
+
+
+def _integer(owner, name, value):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Error(f"{owner}({name}=...): {value!r} is not an integer")
+    return value
+
+
 class Meter:
     """One sampler thread (C++, never takes the GIL) over every sensor found, and named windows.
 
@@ -139,8 +153,14 @@ class Meter:
         if sync is not None and not callable(sync):
             raise Error(f"sync {sync!r} is not callable (e.g. torch.cuda.synchronize)")
         self._sync = sync
-        self._native = _native.NativeMeter(float(interval_ms), [int(g) for g in gpus], float(idle_s),
-                                           str(power_meter))
+        if not isinstance(power_meter, str):
+            raise Error(f"Meter(power_meter={power_meter!r}): expected a string, file:PATH or cmd:COMMAND")
+        try:
+            gpu_list = [_integer("Meter", "gpus", g) for g in gpus]
+        except TypeError:
+            raise Error(f"Meter(gpus={gpus!r}): expected a list of NVML indices") from None
+        self._native = _native.NativeMeter(_number("Meter", "interval_ms", interval_ms), gpu_list,
+                                           _number("Meter", "idle_s", idle_s), power_meter)
         self._open = {}
         self._lock = threading.Lock()
 
@@ -288,10 +308,15 @@ def _count(value, what):
     return value
 
 
-def read_results(path):
+def read_results(path, strict=False):
     """The records of a results.jsonl (or of the folder holding it) as dicts, each read as `qjoule
-    report` reads it (older schema versions come back as the current one)."""
-    return json.loads(_native.read_results(str(path)))
+    report` reads it (older schema versions come back as the current one). A line that is not a record
+    (a torn last line of a killed sweep, say) is skipped with a warning naming it, as `qjoule report`
+    skips it; strict=True raises qjoule.Error at the first such line instead."""
+    result = json.loads(_native.read_results(str(path), bool(strict)))
+    for line in result["skipped"]:
+        warnings.warn(f"qjoule.read_results: skipped {line}", stacklevel=2)
+    return result["records"]
 
 
 # The field table's types (docs/bench-records.md): integers that may be null are pandas' Int64.

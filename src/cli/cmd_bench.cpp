@@ -230,7 +230,7 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   auto* lm_max = cmd->add_option("--max-tokens", lm.max_tokens,
                                  "With --text: score its first N tokens (0: all; the reference is N x vocab x 2 bytes)")
                      ->capture_default_str()
-                     ->check(in_range(0, 1e12));
+                     ->check(zero_or_range(2, 1e12));
   auto* lm_bases = cmd->add_option("--kl-base", lm.kl_bases,
                                    "With --text: an FP32 reference to use instead of computing one (OUT/kl-base/*.qjkl "
                                    "of an earlier sweep, or qjoule ppl --save-kl-base), repeatable, one per model")

@@ -173,8 +173,8 @@ void add_ppl_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->check(in_range(2, 1e7));
   cmd->add_option("--stride", a->stride, "Tokens between window starts (default: half of --ctx)")
       ->check(in_range(1, 1e7));
-  cmd->add_option("--max-tokens", a->max_tokens, "Score only the first N tokens of the text (default: all)")
-      ->check(in_range(2, 1e12));
+  cmd->add_option("--max-tokens", a->max_tokens, "Score only the first N tokens of the text (0, the default: all)")
+      ->check(zero_or_range(2, 1e12));
   cmd->add_option("--kl-base", a->kl_base, "Compare with a base run saved by --save-kl-base (same text and options)");
   cmd->add_option("--save-kl-base", a->save_kl_base,
                   "Save this run's log-probabilities (FP16, scored tokens × vocab × 2 bytes) as a KL base");

@@ -32,6 +32,25 @@ CLI::Validator range_validator(double min, double max, bool exclusive_min) {
 }  // namespace
 
 CLI::Validator in_range(double min, double max) { return range_validator(min, max, false); }
+
+CLI::Validator zero_or_range(double min, double max) {
+  const CLI::Validator range = range_validator(min, max, false);
+  const std::string expected = fmt::format("expected 0 (the whole text) or {} to {}", min, max);
+  return CLI::Validator(
+      [range, expected](std::string& text) -> std::string {
+        std::string copy = text;
+        const std::string error = range(copy);
+        if (error.empty()) return {};
+        errno = 0;
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end == text.c_str() + text.size() && v == 0.0) return {};
+        return error.find("is not a number") != std::string::npos
+                   ? fmt::format("'{}' is not a number, {}", text, expected)
+                   : fmt::format("{} is out of range, {}", text, expected);
+      },
+      fmt::format("0 or [{} .. {}]", min, max));
+}
 CLI::Validator above(double min, double max) { return range_validator(min, max, true); }
 
 void warn_if_more_threads_than_cpus(long long threads, const char* flag) {

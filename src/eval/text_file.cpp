@@ -1,5 +1,6 @@
 #include "qjoule/eval/text_file.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +10,8 @@
 namespace qjoule::eval {
 
 std::string read_text_file(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("{} {}: is a folder, expected a UTF-8 text file", flag, path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{} {}: cannot open the file", flag, path);
   std::ostringstream s;

@@ -11,6 +11,7 @@
 
 #include "model/config_reconciler.h"
 #include "qjoule/error.h"
+#include "qjoule/io/output_folder.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_config.h"
@@ -249,7 +250,7 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
     }
     if (progress) progress(++done, total, name);
   }
-  fs::create_directories(out);
+  io::create_output_folder(out, "--out");
   io::write_safetensors(out / "model.safetensors", tensors.tensors(), {{"format", "pt"}});
   summary.bytes = fs::file_size(out / "model.safetensors");
 

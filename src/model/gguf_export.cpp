@@ -13,6 +13,7 @@
 #include "model/config_reconciler.h"
 #include "model/gguf_tensor_names.h"
 #include "qjoule/error.h"
+#include "qjoule/io/output_folder.h"
 #include "qjoule/io/gguf.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/decoder_config.h"
@@ -318,7 +319,7 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     }
     ++summary.tensors;
   }
-  if (out.has_parent_path()) fs::create_directories(out.parent_path());
+  if (out.has_parent_path()) io::create_output_folder(out.parent_path(), "--out");
   w.write(out);
   summary.bytes = fs::file_size(out);
   return summary;

@@ -12,6 +12,7 @@
 
 #include "model/gguf_tensor_names.h"
 #include "qjoule/error.h"
+#include "qjoule/io/output_folder.h"
 #include "qjoule/io/gguf.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/gguf_export.h"
@@ -153,7 +154,7 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
                                      {"desc_act", false},      {"checkpoint_format", "gptq_v2"}};
     summary.precision = "int4:g=32:sym";
   }
-  fs::create_directories(out);
+  io::create_output_folder(out, "--out");
   io::write_safetensors(out / "model.safetensors", tensors, {{"format", "pt"}});
   std::ofstream(out / "config.json") << config.dump(2) << "\n";
   std::ofstream(out / "tokenizer.json", std::ios::binary) << tokenizer_text;

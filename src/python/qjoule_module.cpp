@@ -10,6 +10,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -229,27 +231,36 @@ py::tuple bench(const py::function& fn, const py::dict& args, const std::string&
   return py::make_tuple(qjoule::bench::to_json(record).dump(), false);
 }
 
-std::string read_results(const std::string& path) {
-  nlohmann::json out = nlohmann::json::array();
+// {"records": [...], "skipped": ["FILE:LINE: reason", ...]}: with `strict`, the first line that is not a
+// record fails instead of being skipped.
+std::string read_results(const std::string& path, bool strict) {
+  nlohmann::json records = nlohmann::json::array(), skipped = nlohmann::json::array();
   std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) p /= qjoule::bench::kResultsFileName;
   if (!std::filesystem::exists(p)) fail("{}: no such results file (results.jsonl, or the folder holding it)", path);
   std::ifstream in(p);
   std::string line;
   std::size_t number = 0;
+  const auto bad = [&](const std::string& reason) {
+    const std::string where = fmt::format("{}:{}: {}", p.string(), number, reason);
+    if (strict) fail("{}", where);
+    skipped.push_back(where);
+  };
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
     const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded())
-      fail("{}:{}: not JSON (a torn line? `qjoule bench --resume` repairs the folder)", p.string(), number);
+    if (j.is_discarded()) {
+      bad("not JSON (a torn line? `qjoule bench --resume` repairs the folder)");
+      continue;
+    }
     try {
-      out.push_back(qjoule::bench::to_json(qjoule::bench::run_record_from_json(j)));
+      records.push_back(qjoule::bench::to_json(qjoule::bench::run_record_from_json(j)));
     } catch (const qjoule::Error& e) {
-      fail("{}:{}: {}", p.string(), number, e.what());
+      bad(e.what());
     }
   }
-  return out.dump();
+  return nlohmann::json{{"records", records}, {"skipped", skipped}}.dump();
 }
 
 }  // namespace
@@ -276,6 +287,6 @@ PYBIND11_MODULE(_native, m) {
       .def("idle_json", &NativeMeter::idle_json)
       .def("found_json", &NativeMeter::found_json);
   m.def("bench", &bench);
-  m.def("read_results", &read_results);
+  m.def("read_results", &read_results, py::arg("path"), py::arg("strict"));
   m.def("record_schema_version", [] { return qjoule::bench::kRunRecordSchemaVersion; });
 }

@@ -218,6 +218,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"eval_precision_options_contradict", kEval + "--precision int4:g=64:g=128",
                  "precision 'int4:g=64:g=128': options 'g=64' and 'g=128' contradict each other; expected one of "
                  "them"},
+        BadInput{"export_out_not_creatable", "export --model TL --precision nf4 --out /proc/qjoule-out",
+                 "--out /proc/qjoule-out: cannot create the folder: "},
         BadInput{"export_to_unknown", "export --model TL --precision nf4 --to onnx --out DIR/o",
                  "--to: onnx not in {safetensors,gguf}"},
         BadInput{"export_without_precision", "export --model TL --out DIR/o",

@@ -69,7 +69,11 @@ TEST(CliPpl, NumericFlagsOutOfRangeAreOneLine) {
                           (fixture("tiny-llama") / "config.json").string();
   expect_one_error_line(run_command(ppl + " --ctx 0"), "--ctx: 0 is out of range, expected 2 to 10000000");
   expect_one_error_line(run_command(ppl + " --stride 0"), "--stride: 0 is out of range, expected 1 to 10000000");
-  expect_one_error_line(run_command(ppl + " --max-tokens -5"), "--max-tokens: -5 is out of range, expected 2 to");
+  // --max-tokens: 0 is the whole text, as in bench; 1 token scores nothing.
+  expect_one_error_line(run_command(ppl + " --max-tokens -5"),
+                        "--max-tokens: -5 is out of range, expected 0 (the whole text) or 2 to");
+  expect_one_error_line(run_command(ppl + " --max-tokens 1"),
+                        "--max-tokens: 1 is out of range, expected 0 (the whole text) or 2 to");
   expect_one_error_line(run_command(ppl + " --threads 0"), "--threads: 0 is out of range, expected 1 to 1024");
   const std::string generate = qjoule() + " generate --model " + fixture("tiny-llama").string() + " --prompt hi";
   expect_one_error_line(run_command(generate + " --threads -1"), "--threads: -1 is out of range, expected 1 to 1024");
@@ -87,6 +91,35 @@ TEST(CliGenerate, MoreThreadsThanCpusIsAWarning) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("warning: --threads 1024 is more than the "));
   EXPECT_THAT(r.output, HasSubstr("logical CPUs here: threads will share CPUs"));
+}
+
+// --max-tokens 0 scores the whole text, as `bench --max-tokens 0` does (and as leaving it out does).
+TEST(CliPpl, MaxTokensZeroScoresTheWholeText) {
+  const auto text = qjoule::test::temp_dir("cli_ppl_max0") / "text.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 12; ++i) out << "The quick brown fox jumps over the lazy dog. ";
+  }
+  const std::string ppl = qjoule() + " ppl --model " + fixture("tiny-llama").string() + " --text " + text.string() +
+                          " --ctx 32 --threads 1";
+  const auto all = run_command(ppl + " 2>&1"), zero = run_command(ppl + " --max-tokens 0 2>&1");
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  const auto scored = [](const std::string& out) {
+    const auto at = out.find(" tokens scored");
+    return at == std::string::npos ? std::string()
+                                   : out.substr(out.rfind(' ', at - 1) + 1, at - out.rfind(' ', at - 1) - 1);
+  };
+  EXPECT_FALSE(scored(all.output).empty()) << all.output;
+  EXPECT_EQ(scored(zero.output), scored(all.output)) << zero.output;
+}
+
+// A folder given as the text: one line saying so (not "the text is empty").
+TEST(CliPpl, AFolderAsTheTextIsOneLine) {
+  const auto dir = qjoule::test::temp_dir("cli_ppl_folder");
+  const auto r =
+      run_command(qjoule() + " ppl --model " + fixture("tiny-llama").string() + " --text " + dir.string() + " 2>&1");
+  expect_one_error_line(r, "--text " + dir.string() + ": is a folder, expected a UTF-8 text file");
 }
 
 TEST(CliPpl, AnEmptyTextIsOneLine) {

@@ -217,11 +217,25 @@ def test_read_results_of_a_broken_file_is_one_line(tmp_path):
     assert "\n" not in str(e.value)
     (tmp_path / "results.jsonl").write_text('{"not": "a record"}\n')
     with pytest.raises(qjoule.Error, match=r"results.jsonl:1: ") as e:
-        qjoule.read_results(tmp_path)
+        qjoule.read_results(tmp_path, strict=True)
     assert "\n" not in str(e.value)
     (tmp_path / "results.jsonl").write_text("{torn")
     with pytest.raises(qjoule.Error, match=r"results.jsonl:1: not JSON"):
-        qjoule.read_results(tmp_path / "results.jsonl")
+        qjoule.read_results(tmp_path / "results.jsonl", strict=True)
+
+
+def test_read_results_skips_a_torn_line_and_says_which(powercap_25w, tmp_path):
+    # As `qjoule report`: the records that are whole, and a warning naming the line that is not.
+    out = tmp_path / "out"
+    with qjoule.Meter(interval_ms=5) as meter:
+        quick(meter, out)
+    with open(out / "results.jsonl", "a") as f:
+        f.write('{"schema_version": 1, "na')  # a sweep killed while appending
+    with pytest.warns(UserWarning, match=r"skipped .*results.jsonl:2: not JSON"):
+        records = qjoule.read_results(out)
+    assert [r["run_name"] for r in records] == ["py-fp32"]
+    with pytest.raises(qjoule.Error, match=r"results.jsonl:2: not JSON"):
+        qjoule.read_results(out, strict=True)
 
 
 def test_to_pandas_without_pandas_names_the_package(tmp_path, monkeypatch):

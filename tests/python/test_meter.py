@@ -109,6 +109,12 @@ def test_a_window_is_read_only_after_its_block(powercap_25w):
     ({"idle_s": -1}, "idle_s -1"),
     ({"power_meter": "serial:/dev/ttyUSB0"}, "serial:/dev/ttyUSB0"),
     ({"sync": 3}, "sync 3 is not callable"),
+    # Types: the argument named, never Python's own "could not convert string to float".
+    ({"interval_ms": "fast"}, r"Meter\(interval_ms='fast'\): expected a number"),
+    ({"idle_s": None}, r"Meter\(idle_s=None\): expected a number"),
+    ({"gpus": 0}, r"Meter\(gpus=0\): expected a list of NVML indices"),
+    ({"gpus": ["0"]}, r"Meter\(gpus=\.\.\.\): '0' is not an integer"),
+    ({"power_meter": 5}, r"Meter\(power_meter=5\): expected a string"),
 ])
 def test_bad_meter_arguments_are_one_line(powercap_25w, kwargs, message):
     with pytest.raises(qjoule.Error, match=message) as e:
