@@ -1,5 +1,6 @@
 #include "qjoule/report/report_charts.h"
 #include "qjoule/report/roofline_chart.h"
+#include "report/unavailable_by_reason.h"
 
 #include <algorithm>
 #include <array>
@@ -192,18 +193,17 @@ double sequences_of(const RunRecord& r) { return static_cast<double>(r.iters) * 
 
 ReportChart energy_chart(const std::vector<const RunRecord*>& runs) {
   ReportChart chart{"chart-energy", "Energy per inference per precision (J per sequence)", nullptr, {}};
-  std::vector<std::string> unavailable, estimated;
+  std::vector<std::string> estimated;
+  std::vector<std::pair<std::string, std::string>> without;  // (run, why), said once per reason
   bool any_net = false;
   for (const auto* r : runs) {
     if (!r->energy_j_per_inference)
-      unavailable.push_back(fmt::format("{}: unavailable ({})", r->run_name,
-                                        r->energy_unavailable.empty() ? "no reason recorded" : r->energy_unavailable));
+      without.emplace_back(r->run_name, r->energy_unavailable.empty() ? "no reason recorded" : r->energy_unavailable);
     else if (r->energy_method.rfind("estimated", 0) == 0)
       estimated.push_back(r->run_name);
     any_net = any_net || (r->energy_net_j && r->energy_j_per_inference);
   }
-  // Gross and net per sequence from the window's totals; the recorded J/inference when the pass
-  // count is unknown (it is net when an idle baseline was measured, gross otherwise).
+  // Per sequence from the window's totals; else the recorded J/inference (net with an idle baseline).
   const Metric gross = [](const RunRecord& r) -> std::optional<double> {
     if (!r.energy_j_per_inference) return std::nullopt;
     if (r.energy_j && sequences_of(r) > 0) return *r.energy_j / sequences_of(r);
@@ -213,20 +213,18 @@ ReportChart energy_chart(const std::vector<const RunRecord*>& runs) {
     if (!r.energy_j_per_inference || !r.energy_net_j) return std::nullopt;
     return sequences_of(r) > 0 ? std::optional<double>(*r.energy_net_j / sequences_of(r)) : r.energy_j_per_inference;
   };
+  const std::vector<std::string> unavailable = unavailable_by_reason(without);
   std::vector<std::pair<std::string, Metric>> metrics = {{any_net ? "gross" : "", gross}};
   if (any_net) metrics.push_back({"net of idle", net});
   json data = per_precision_data(runs, metrics);
-  if (!has_values(data)) {
-    chart.notes.push_back("Energy unavailable for every run, so nothing is drawn:");
-    chart.notes.insert(chart.notes.end(), unavailable.begin(), unavailable.end());
-    return chart;
-  }
+  const bool drawn = has_values(data);
+  if (!drawn || !unavailable.empty())
+    chart.notes.push_back(drawn ? "Not drawn (no bar, not 0):"
+                                : "Energy unavailable for every run, so nothing is drawn:");
+  chart.notes.insert(chart.notes.end(), unavailable.begin(), unavailable.end());
+  if (!drawn) return chart;
   chart.config =
       chart_config("bar", chart.title, std::move(data), axis("precision", "category"), axis("J per sequence"));
-  if (!unavailable.empty()) {
-    chart.notes.push_back("Not drawn (no bar, not 0):");
-    chart.notes.insert(chart.notes.end(), unavailable.begin(), unavailable.end());
-  }
   if (!estimated.empty())
     chart.notes.push_back(fmt::format("Estimated, not measured: {}.", fmt::join(estimated, ", ")));
   return chart;
