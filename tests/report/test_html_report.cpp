@@ -224,6 +224,33 @@ TEST(ReportHtml, ParetoListNamesTheFrontierCheapestFirst) {
   EXPECT_EQ(scatter["data"]["datasets"][0]["showLine"], true);
 }
 
+// A decoder sweep's speed in a decoder's units: latency per phase in ms, prefill and decode tokens/s
+// (not an encoder's ms per batch and sequences/s).
+TEST(ReportHtml, ADecoderSweepChartsItsSpeedPerPhase) {
+  const auto records = sample::decoder_records();
+  const auto html = render_html_report(records, options_with_fake_chartjs("report_html_decoder_speed"));
+  const auto charts = page_data(html)["charts"];
+  for (const char* id : {"chart-phase-latency", "chart-prefill-throughput", "chart-decode-throughput"})
+    ASSERT_TRUE(charts.contains(id)) << id;
+  EXPECT_FALSE(charts.contains("chart-latency"));
+  EXPECT_FALSE(charts.contains("chart-throughput"));
+  const auto speed = html.find("<section id=\"speed\"");
+  ASSERT_NE(speed, std::string::npos);
+  EXPECT_THAT(html.substr(speed, html.find("</section>", speed) - speed), Not(HasSubstr("sequences/s")));
+  const auto& latency = charts["chart-phase-latency"]["data"];
+  ASSERT_EQ(latency["datasets"].size(), 2u);
+  EXPECT_EQ(latency["datasets"][0]["label"], "prefill");
+  EXPECT_EQ(latency["datasets"][1]["label"], "decode");
+  EXPECT_EQ(latency["labels"][2], "int4");
+  EXPECT_DOUBLE_EQ(latency["datasets"][1]["data"][2].get<double>(), *records[2].decode_ms_per_token_mean);
+  EXPECT_DOUBLE_EQ(latency["datasets"][0]["data"][2].get<double>(), records[2].latency->p50_ms);
+  EXPECT_DOUBLE_EQ(charts["chart-decode-throughput"]["data"]["datasets"][0]["data"][2].get<double>(),
+                   *records[2].decode_tokens_per_s_mean);
+  EXPECT_DOUBLE_EQ(charts["chart-prefill-throughput"]["data"]["datasets"][0]["data"][2].get<double>(),
+                   *records[2].prefill_tokens_per_s_mean);
+  EXPECT_EQ(charts["chart-decode-throughput"]["options"]["scales"]["y"]["title"]["text"], "tokens/s");
+}
+
 TEST(ReportHtml, ScalingChartsNeedTwoValuesElseANote) {
   const auto html = render_html_report(sample::records(), options_with_fake_chartjs("report_html_scaling"));
   const auto data = page_data(html);

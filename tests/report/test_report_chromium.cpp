@@ -147,7 +147,8 @@ TEST(ReportChromium, DecoderSweepDrawsItsTableAndParetoCharts) {
   ASSERT_EQ(read.records.size(), 5u);
   const std::string dom = chromium(dir / "report.html", "--dump-dom");
   expect_page_drew_cleanly(dom, dir / "report.html");
-  for (const char* chart : {"chart-pareto-decode-speed", "chart-pareto-decode-energy", "chart-ppl", "chart-kl"})
+  for (const char* chart : {"chart-pareto-decode-speed", "chart-pareto-decode-energy", "chart-ppl", "chart-kl",
+                            "chart-phase-latency", "chart-prefill-throughput", "chart-decode-throughput"})
     EXPECT_THAT(dom, HasSubstr(std::string("data-chart=\"") + chart + "\"")) << chart;
   for (const char* header : {"<th>decode tok/s</th>", "<th>PPL</th>", "<th>ΔPPL</th>", "<th>mean KL</th>"})
     EXPECT_THAT(dom, HasSubstr(header));
