@@ -245,18 +245,21 @@ ReportChart decoder_pareto_chart(const std::vector<RunRecord>& records, const De
 
 // A line per series: x = `x_of` (batch or seq), y = metric; the series groups runs whose other
 // keys (precision, and whatever else varies) are equal.
-ReportChart scaling_chart(const std::vector<const RunRecord*>& runs, bool over_batch) {
-  const std::string what = over_batch ? "batch size" : "sequence length";
+// A decoder sweep: decode tokens/s over batch, its prefill's p50 over prompt length.
+ReportChart scaling_chart(const std::vector<const RunRecord*>& runs, bool over_batch, bool decoder) {
+  const std::string what = over_batch ? "batch size" : decoder ? "prompt length" : "sequence length";
   ReportChart chart{over_batch ? "chart-batch-scaling" : "chart-seq-scaling",
-                    over_batch ? "Batch scaling: throughput (sequences/s) vs batch size per precision"
+                    over_batch ? decoder ? "Batch scaling: decode throughput (tokens/s) vs batch size per precision"
+                                         : "Batch scaling: throughput (sequences/s) vs batch size per precision"
+                    : decoder  ? "Prompt-length scaling: prefill p50 latency (ms) vs prompt length per precision"
                                : "Sequence-length scaling: p50 latency (ms) vs sequence length per precision",
                     nullptr,
                     {}};
   const auto x_of = [over_batch](const RunRecord& r) {
     return static_cast<double>(over_batch ? r.config.batch : r.config.seq);
   };
-  const Metric y_of = [over_batch](const RunRecord& r) -> std::optional<double> {
-    if (over_batch) return r.sequences_per_s;
+  const Metric y_of = [over_batch, decoder](const RunRecord& r) -> std::optional<double> {
+    if (over_batch) return decoder ? r.decode_tokens_per_s_mean : r.sequences_per_s;
     return r.latency ? std::optional<double>(r.latency->p50_ms) : std::nullopt;
   };
   std::set<double> xs;
@@ -288,7 +291,7 @@ ReportChart scaling_chart(const std::vector<const RunRecord*>& runs, bool over_b
   }
   chart.config =
       chart_config("scatter", chart.title, {{"datasets", datasets}}, axis(what, over_batch ? "logarithmic" : "linear"),
-                   axis(over_batch ? "sequences/s" : "p50 ms per batch"));
+                   axis(over_batch ? (decoder ? "decode tokens/s" : "sequences/s") : "p50 ms per batch"));
   return chart;
 }
 
@@ -367,7 +370,8 @@ std::vector<ReportSection> build_report_charts(const std::vector<RunRecord>& rec
   } else {
     sections.push_back({"pareto", "Trade-off", {pareto_chart(records, pareto)}});
   }
-  sections.push_back({"scaling", "Scaling", {scaling_chart(runs, true), scaling_chart(runs, false)}});
+  const bool decoder = is_decoder_sweep(records);
+  sections.push_back({"scaling", "Scaling", {scaling_chart(runs, true, decoder), scaling_chart(runs, false, decoder)}});
   sections.push_back({"size", "Model size", {size_chart(runs)}});
   sections.push_back({"roofline", "Against the machine's limits", {roofline_chart(records)}});
   ReportSection power{"traces", "Power traces", {}};
