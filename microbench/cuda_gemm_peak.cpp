@@ -18,6 +18,7 @@
 //                                            [--gemv-formats int4,nf4,...] (plain: the int4 / nf4 rows
 //                                            of QJOULE_CUDA_GEMV4=plain too; every row without the option)
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/cuda_gemm_bench.h"
@@ -47,6 +49,26 @@ struct Options {
   std::string gemv_formats;  // comma-separated; empty: every format
 };
 
+// The formats of the GEMV table, in its order; "plain" in --gemv-formats adds the QJOULE_CUDA_GEMV4=plain rows.
+constexpr std::array<const char*, 8> kGemvFormats = {"int4", "nf4",           "int8",   "fp16",
+                                                     "fp32", "int4:g32:asym", "nf4:dq", "bf16"};
+
+// --gemv-formats LIST as ",a,b,": every name one of kGemvFormats or "plain", else one line and exit 2.
+std::string gemv_format_list(const std::string& list) {
+  std::size_t begin = 0;
+  while (begin <= list.size()) {
+    const std::size_t end = std::min(list.find(',', begin), list.size());
+    const std::string name = list.substr(begin, end - begin);
+    if (name != "plain" && std::find(kGemvFormats.begin(), kGemvFormats.end(), name) == kGemvFormats.end()) {
+      fmt::print(stderr, "cuda_gemm_peak: --gemv-formats: '{}' is not a GEMV format, expected {} or plain\n", name,
+                 fmt::join(kGemvFormats, ", "));
+      std::exit(2);
+    }
+    begin = end + 1;
+  }
+  return fmt::format(",{},", list);
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -61,7 +83,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--gemv-only") {
       o.gemv_only = true;
     } else if (a == "--gemv-formats" && has_value) {
-      o.gemv_formats = fmt::format(",{},", argv[++i]);
+      o.gemv_formats = gemv_format_list(argv[++i]);
     } else {
       fmt::print(stderr,
                  "usage: cuda_gemm_peak [--reps N] [--size N (a multiple of 64)] [--device N] [--gemv-only] "
@@ -169,7 +191,7 @@ void gemv_table(const Options& o, const CudaGpuInfo& gpu, double copy_bw) {
   const auto wanted = [&o](const char* name) {
     return o.gemv_formats.empty() || o.gemv_formats.find(fmt::format(",{},", name)) != std::string::npos;
   };
-  for (const char* name : {"int4", "nf4", "int8", "fp16", "fp32", "int4:g32:asym", "nf4:dq", "bf16"})
+  for (const char* name : kGemvFormats)
     if (wanted(name)) rows.push_back({name, spec(name)});
   const int64_t shapes[][2] = {{o.size, o.size}, {2048, 2048}, {2048, 256},  {2048, 5632},
                                {5632, 2048},     {2048, 2560}, {2048, 11264}};

@@ -44,12 +44,14 @@ decode_bench() {  # NAME FORMATS [ENV=VALUE]: one bench a format, each printed a
       --seq 128 --decode-tokens 64 --min-time 0.5 --idle 1 --out "$out/$name-$f" > "$out/$name-$f.log" 2>&1 || status=1
     python3 - "$out/$name-$f/results.jsonl" "$name" <<'PY' || tail -3 "$out/$name-$f.log"
 import json, sys
+def cell(v, spec):  # a figure the run has, else why not: never 0 for a missing one
+    return "unavailable" if v is None else format(v, spec)
 for line in open(sys.argv[1]):
     r = json.loads(line)
     step = next((n for n in r.get("notes") or [] if n.startswith("decode step: ")), "")
-    print(f"{sys.argv[2]:>12} {r.get('precision'):>6}: decode {r.get('decode_tokens_per_s_mean') or 0:8.1f} tok/s "
-          f"{r.get('decode_ms_per_token_mean') or 0:6.3f} ms/token, roof {r.get('decode_roof_fraction') or 0:.2f}, "
-          f"{r.get('decode_mj_per_token') or 0:7.1f} mJ/token, prefill {r.get('tokens_per_s') or 0:.0f} tok/s "
+    print(f"{sys.argv[2]:>12} {r.get('precision'):>6}: decode {cell(r.get('decode_tokens_per_s_mean'), '8.1f')} tok/s "
+          f"{cell(r.get('decode_ms_per_token_mean'), '6.3f')} ms/token, roof {cell(r.get('decode_roof_fraction'), '.2f')}, "
+          f"{cell(r.get('decode_mj_per_token'), '7.1f')} mJ/token, prefill {cell(r.get('tokens_per_s'), '.0f')} tok/s "
           f"{r.get('error') or ''} {step}")
 PY
     say "$name $f done"

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Sums Nsight Compute's per-kernel GPU times by kernel (scripts/gpu-profile-decode.sh).
+"""Sums Nsight Compute's per-kernel GPU times by kernel (scripts/gpu-decode-check.sh).
 
 usage: ncu-kernel-table.py NCU.csv FORWARDS
 
 NCU.csv is `ncu --csv --print-units base --metrics gpu__time_duration.sum` output (other lines are
 skipped); FORWARDS is how many forwards of the model ran, so that each kernel's launches and time are
 also given per forward, or `auto`: the launches of the decoder's embedding kernel (one a forward).
-Prints a Markdown table, the costliest kernel first.
+Prints a Markdown table, the costliest kernel first. A file it cannot read, a FORWARDS that is not a
+positive integer or `auto`, a metric value that is no number or a time unit it does not know is one
+line on stderr (exit 2; no timing rows at all: exit 1), never a figure in an assumed unit.
 """
 import csv
 import re
+import statistics
 import sys
 
 
@@ -30,19 +33,47 @@ def short_name(name: str) -> str:
     return name[:90]
 
 
+NS_PER_UNIT = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}
+
+
+class BadInput(Exception):
+    pass
+
+
+def read_totals(path: str) -> dict[str, list[float]]:
+    """Kernel name -> its launches' GPU times in ns."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            rows = [line for line in f if line.startswith('"')]
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read the file ({e.strerror})") from None
+    totals: dict[str, list[float]] = {}
+    for number, r in enumerate(csv.DictReader(rows), start=2):  # row 1 is the header
+        if r.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        unit = r.get("Metric Unit") or "ns"
+        if unit not in NS_PER_UNIT:
+            raise BadInput(f"{path}: CSV row {number}: time unit '{unit}', expected one of {', '.join(NS_PER_UNIT)}")
+        try:
+            value = float((r.get("Metric Value") or "").replace(",", ""))
+        except ValueError:
+            raise BadInput(f"{path}: CSV row {number}: metric value '{r.get('Metric Value')}' is not a number") from None
+        totals.setdefault(short_name(r.get("Kernel Name") or "?"), []).append(value * NS_PER_UNIT[unit])
+    return totals
+
+
 def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    rows = [line for line in open(sys.argv[1], encoding="utf-8", errors="replace") if line.startswith('"')]
-    totals: dict[str, list[float]] = {}
-    for r in csv.DictReader(rows):
-        if r.get("Metric Name") != "gpu__time_duration.sum":
-            continue
-        value = float(r["Metric Value"].replace(",", ""))
-        unit = r.get("Metric Unit", "ns")
-        ns = value * {"ns": 1.0, "nsecond": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6}.get(unit, 1.0)
-        totals.setdefault(short_name(r["Kernel Name"]), []).append(ns)
+    if sys.argv[2] != "auto" and not (sys.argv[2].isdigit() and int(sys.argv[2]) > 0):
+        print(f"ncu-kernel-table: FORWARDS '{sys.argv[2]}': expected a positive integer or auto", file=sys.stderr)
+        return 2
+    try:
+        totals = read_totals(sys.argv[1])
+    except BadInput as e:
+        print(f"ncu-kernel-table: {e}", file=sys.stderr)
+        return 2
     if not totals:
         print("ncu-kernel-table: no gpu__time_duration.sum rows in", sys.argv[1], file=sys.stderr)
         return 1
@@ -52,7 +83,7 @@ def main() -> int:
             print("ncu-kernel-table: FORWARDS auto, but no embedding_sum_kernel ran", file=sys.stderr)
             return 1
     else:
-        forwards = max(1, int(sys.argv[2]))
+        forwards = int(sys.argv[2])
     all_ns = sum(sum(v) for v in totals.values())
     launches = sum(len(v) for v in totals.values())
     print(f"{launches} kernel launches, {all_ns / 1e3:.1f} us of GPU time over {forwards} forwards: "
@@ -61,8 +92,7 @@ def main() -> int:
     print("| kernel | launches | a forward | us each (median) | us a forward | share |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, ns in sorted(totals.items(), key=lambda kv: -sum(kv[1])):
-        ns_sorted = sorted(ns)
-        median = ns_sorted[len(ns_sorted) // 2]
+        median = statistics.median(ns)
         print(f"| `{name}` | {len(ns)} | {len(ns) / forwards:.1f} | {median / 1e3:.2f} | "
               f"{sum(ns) / 1e3 / forwards:.1f} | {sum(ns) / all_ns:.1%} |")
     return 0

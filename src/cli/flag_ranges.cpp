@@ -13,44 +13,33 @@
 namespace qjoule::cli {
 namespace {
 
-CLI::Validator range_validator(double min, double max, bool exclusive_min) {
-  const std::string range =
+// zero_too: 0 passes as well (it means "all" for the flag).
+CLI::Validator range_validator(double min, double max, bool exclusive_min, bool zero_too = false) {
+  std::string range =
       exclusive_min ? fmt::format("more than {} and at most {}", min, max) : fmt::format("{} to {}", min, max);
+  std::string description = exclusive_min ? fmt::format("({} .. {}]", min, max) : fmt::format("[{} .. {}]", min, max);
+  if (zero_too) {
+    range = fmt::format("0 (the whole text) or {}", range);
+    description = fmt::format("0 or {}", description);
+  }
   return CLI::Validator(
-      [min, max, exclusive_min, range](std::string& text) -> std::string {
+      [min, max, exclusive_min, zero_too, range](std::string& text) -> std::string {
         errno = 0;
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
           return fmt::format("'{}' is not a number, expected {}", text, range);
-        const bool ok = (exclusive_min ? v > min : v >= min) && v <= max;
+        const bool ok = (zero_too && v == 0.0) || ((exclusive_min ? v > min : v >= min) && v <= max);
         return ok ? std::string() : fmt::format("{} is out of range, expected {}", text, range);
       },
-      exclusive_min ? fmt::format("({} .. {}]", min, max) : fmt::format("[{} .. {}]", min, max));
+      description);
 }
 
 }  // namespace
 
 CLI::Validator in_range(double min, double max) { return range_validator(min, max, false); }
 
-CLI::Validator zero_or_range(double min, double max) {
-  const CLI::Validator range = range_validator(min, max, false);
-  const std::string expected = fmt::format("expected 0 (the whole text) or {} to {}", min, max);
-  return CLI::Validator(
-      [range, expected](std::string& text) -> std::string {
-        std::string copy = text;
-        const std::string error = range(copy);
-        if (error.empty()) return {};
-        errno = 0;
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (!text.empty() && end == text.c_str() + text.size() && v == 0.0) return {};
-        return error.find("is not a number") != std::string::npos
-                   ? fmt::format("'{}' is not a number, {}", text, expected)
-                   : fmt::format("{} is out of range, {}", text, expected);
-      },
-      fmt::format("0 or [{} .. {}]", min, max));
-}
+CLI::Validator zero_or_range(double min, double max) { return range_validator(min, max, false, true); }
 CLI::Validator above(double min, double max) { return range_validator(min, max, true); }
 
 void warn_if_more_threads_than_cpus(long long threads, const char* flag) {

@@ -1,6 +1,5 @@
 #include "qjoule/io/output_folder.h"
 
-#include <cerrno>
 #include <system_error>
 
 #include "qjoule/error.h"
@@ -8,9 +7,8 @@
 namespace qjoule::io {
 
 void create_output_folder(const std::filesystem::path& dir, std::string_view flag) {
-  std::error_code ec;
+  std::error_code ec;  // a file in the way is ENOTDIR here too
   std::filesystem::create_directories(dir, ec);
-  if (!ec && !std::filesystem::is_directory(dir, ec) && !ec) ec = std::make_error_code(std::errc::not_a_directory);
   if (ec) fail("{} {}: cannot create the folder: {}", flag, dir.string(), ec.message());
 }
 

@@ -183,18 +183,17 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
   const Tensor vc = cache.v_.slice(index * layer_floats, layer_floats);
   Tensor q, k, v;
   int64_t q_stride = qd, kv_stride = kvd;
-  bool stored = false;
+  // RoPE over fused rows stores k and v itself.
+  const bool rope_stores = layer.qkv && !rope_inv_freq_.empty();
   if (layer.qkv) {
     linear(layer.qkv, s.hn, n, s.qkv);
     q_stride = kv_stride = qd + 2 * kvd;
     q = s.qkv;
     k = s.qkv.slice(qd, s.qkv.size() - qd);
     v = s.qkv.slice(qd + kvd, s.qkv.size() - qd - kvd);
-    if (!rope_inv_freq_.empty()) {
+    if (rope_stores)
       ops.rope_store_kv(s.qkv, n, q_stride, config_.num_heads, config_.num_kv_heads, past, rope_inv_freq_,
                         rope_attention_factor_, kc, vc, kvd);
-      stored = true;
-    }
   } else {
     q = s.qkv.slice(0, n * qd);
     k = s.qkv.slice(aligned_elements(n * qd), n * kvd);
@@ -207,7 +206,7 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
       ops.rope(k, n, kvd, config_.num_kv_heads, past, rope_inv_freq_, rope_attention_factor_);
     }
   }
-  if (!stored) ops.store_kv(k, v, kv_stride, kc, vc, kvd, past, n, kvd);
+  if (!rope_stores) ops.store_kv(k, v, kv_stride, kc, vc, kvd, past, n, kvd);
   ops.causal_attention(q, q_stride, kc, vc, kvd, past, n, config_.num_heads, config_.num_kv_heads, config_.head_dim,
                        1.0f / std::sqrt(static_cast<float>(config_.head_dim)), s.ctx);
   linear(layer.o, s.ctx, n, s.hn);

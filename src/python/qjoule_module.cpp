@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +33,7 @@
 #include "qjoule/energy/measurement.h"
 #include "qjoule/error.h"
 #include "qjoule/report/html_report.h"
+#include "qjoule/report/tolerant_reader.h"
 
 namespace py = pybind11;
 
@@ -231,34 +231,23 @@ py::tuple bench(const py::function& fn, const py::dict& args, const std::string&
   return py::make_tuple(qjoule::bench::to_json(record).dump(), false);
 }
 
-// {"records": [...], "skipped": ["FILE:LINE: reason", ...]}: with `strict`, the first line that is not a
-// record fails instead of being skipped.
+// {"records": [...], "skipped": ["FILE:LINE: reason", ...]}, the file read as `qjoule report` reads it
+// (report::read_results_tolerantly: a torn, foreign, newer or repeated line is skipped with its reason;
+// a file whose every line is skipped fails naming the first); with `strict`, the first skipped line
+// fails instead. An empty file (a sweep that recorded nothing yet) has no records.
 std::string read_results(const std::string& path, bool strict) {
-  nlohmann::json records = nlohmann::json::array(), skipped = nlohmann::json::array();
   std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) p /= qjoule::bench::kResultsFileName;
   if (!std::filesystem::exists(p)) fail("{}: no such results file (results.jsonl, or the folder holding it)", path);
-  std::ifstream in(p);
-  std::string line;
-  std::size_t number = 0;
-  const auto bad = [&](const std::string& reason) {
-    const std::string where = fmt::format("{}:{}: {}", p.string(), number, reason);
-    if (strict) fail("{}", where);
-    skipped.push_back(where);
-  };
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) {
-      bad("not JSON (a torn line? `qjoule bench --resume` repairs the folder)");
-      continue;
+  nlohmann::json records = nlohmann::json::array(), skipped = nlohmann::json::array();
+  if (std::filesystem::file_size(p) > 0) {
+    const auto read = qjoule::report::read_results_tolerantly({p});
+    for (const auto& s : read.skipped) {
+      const std::string where = fmt::format("{}:{}: {}", s.file.string(), s.line, s.reason);
+      if (strict) fail("{}", where);
+      skipped.push_back(where);
     }
-    try {
-      records.push_back(qjoule::bench::to_json(qjoule::bench::run_record_from_json(j)));
-    } catch (const qjoule::Error& e) {
-      bad(e.what());
-    }
+    for (const auto& r : read.records) records.push_back(qjoule::bench::to_json(r));
   }
   return nlohmann::json{{"records", records}, {"skipped", skipped}}.dump();
 }

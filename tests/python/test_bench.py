@@ -220,8 +220,13 @@ def test_read_results_of_a_broken_file_is_one_line(tmp_path):
         qjoule.read_results(tmp_path, strict=True)
     assert "\n" not in str(e.value)
     (tmp_path / "results.jsonl").write_text("{torn")
-    with pytest.raises(qjoule.Error, match=r"results.jsonl:1: not JSON"):
+    torn = r"results.jsonl:1: truncated last line \(no newline at the end, 5 bytes\): not JSON"
+    with pytest.raises(qjoule.Error, match=torn):
         qjoule.read_results(tmp_path / "results.jsonl", strict=True)
+    with pytest.raises(qjoule.Error, match=r"no valid run records in .*" + torn):  # nothing to return
+        qjoule.read_results(tmp_path / "results.jsonl")
+    (tmp_path / "results.jsonl").write_text("")  # a sweep that recorded nothing yet
+    assert qjoule.read_results(tmp_path) == []
 
 
 def test_read_results_skips_a_torn_line_and_says_which(powercap_25w, tmp_path):
@@ -231,10 +236,11 @@ def test_read_results_skips_a_torn_line_and_says_which(powercap_25w, tmp_path):
         quick(meter, out)
     with open(out / "results.jsonl", "a") as f:
         f.write('{"schema_version": 1, "na')  # a sweep killed while appending
-    with pytest.warns(UserWarning, match=r"skipped .*results.jsonl:2: not JSON"):
+    torn = r"results.jsonl:2: truncated last line \(no newline at the end, 25 bytes\): not JSON"
+    with pytest.warns(UserWarning, match=r"skipped .*" + torn):
         records = qjoule.read_results(out)
     assert [r["run_name"] for r in records] == ["py-fp32"]
-    with pytest.raises(qjoule.Error, match=r"results.jsonl:2: not JSON"):
+    with pytest.raises(qjoule.Error, match=torn):
         qjoule.read_results(out, strict=True)
 
 

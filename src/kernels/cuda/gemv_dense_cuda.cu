@@ -20,8 +20,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <type_traits>
-
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/gemv_dense_cuda.h"
 #include "qjoule/quant/element_math.h"
@@ -50,12 +48,10 @@ struct Elem<float> {
     return fmaf(__uint_as_float(w.w), a[3],
                 fmaf(__uint_as_float(w.z), a[2], fmaf(__uint_as_float(w.y), a[1], __uint_as_float(w.x) * a[0])));
   }
-  __device__ static float act(float v) { return v; }
 };
 template <>
 struct Elem<__half> {
   static constexpr int V = 8;
-  __device__ static float act(float v) { return __half2float(__float2half_rn(v)); }
   __device__ static unsigned short bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
   __device__ static float from_bits(unsigned short b) { return __half2float(__ushort_as_half(b)); }
   __device__ static float dot(const uint4& w, const float* a) {
@@ -73,7 +69,6 @@ struct Elem<__half> {
 template <>
 struct Elem<__nv_bfloat16> {
   static constexpr int V = 8;
-  __device__ static float act(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
   __device__ static unsigned short bits(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
   __device__ static float from_bits(unsigned short b) { return __uint_as_float(uint32_t{b} << 16); }
   __device__ static float dot(const uint4& w, const float* a) {
@@ -116,12 +111,12 @@ __device__ inline void load_steps(const T* __restrict__ w, int64_t ld, int64_t o
   }
 }
 
-// y[i, o] = Σ_k act(x[i, k]) · W[o, k] + b[o] for i < m ≤ M; W [>= out, ld] row-major.
-template <class T, int M>
+// FP32: y[i, o] = Σ_k x[i, k] · W[o, k] + b[o] for i < m ≤ M; W [>= out, ld] row-major.
+template <int M>
 __global__ void __launch_bounds__(kThreads)
-    gemv_float_kernel(const T* __restrict__ w, int64_t ld, const float* __restrict__ x, int64_t m, int64_t out,
-                      int64_t in, const float* __restrict__ bias, float* __restrict__ y) {
-  constexpr int V = Elem<T>::V;
+    gemv_f32_kernel(const float* __restrict__ w, int64_t ld, const float* __restrict__ x, int64_t m, int64_t out,
+                    int64_t in, const float* __restrict__ bias, float* __restrict__ y) {
+  constexpr int V = Elem<float>::V;
   const int lane = threadIdx.x % 32;
   const int64_t o0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * kRowsPerWarp;
   if (o0 >= out) return;
@@ -137,15 +132,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int i = 0; i < M; ++i) {
         if (i >= m) break;
-        float a[V];
+        const float4 f = __ldg(reinterpret_cast<const float4*>(x + i * in + k));
+        const float a[V] = {f.x, f.y, f.z, f.w};
 #pragma unroll
-        for (int e = 0; e < V; e += 4) {
-          const float4 f = __ldg(reinterpret_cast<const float4*>(x + i * in + k + e));
-          a[e] = Elem<T>::act(f.x), a[e + 1] = Elem<T>::act(f.y), a[e + 2] = Elem<T>::act(f.z),
-          a[e + 3] = Elem<T>::act(f.w);
-        }
-#pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) acc[r][i] += Elem<T>::dot(wv[u][r], a);
+        for (int r = 0; r < kRowsPerWarp; ++r) acc[r][i] += Elem<float>::dot(wv[u][r], a);
       }
     }
   }
@@ -160,9 +150,9 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// FP16 / BF16: y[i, o] = Σ_k act(x[i, k]) · W[o, k] + b[o] for i < m ≤ M, the rounded activations
+// FP16 / BF16: y[i, o] = Σ_k round_T(x[i, k]) · W[o, k] + b[o] for i < m ≤ M, the rounded activations
 // staged in shared memory kStageCols columns at a time. Every warp stages; warps past `out` compute
-// nothing. A lane's columns and the order of its sums are gemv_float_kernel's.
+// nothing. Lane L takes columns 8·L .. 8·L + 7 of each 256 in a step, summed in order, then the warp.
 template <class T, int M>
 __global__ void __launch_bounds__(kStagedThreads)
     gemv_half_staged_kernel(const T* __restrict__ w, int64_t ld, const float* __restrict__ x, int64_t m, int64_t out,
@@ -333,23 +323,14 @@ __global__ void __launch_bounds__(kStagedThreads)
 }
 
 template <class T>
-void launch_float(const void* w, int64_t ld, const float* x, int64_t m, int64_t out, int64_t in, const float* bias,
-                  float* y, cudaStream_t s) {
+void launch_half(const void* w, int64_t ld, const float* x, int64_t m, int64_t out, int64_t in, const float* bias,
+                 float* y, cudaStream_t s) {
   const T* wt = static_cast<const T*>(w);
-  if constexpr (std::is_same_v<T, float>) {
-    const auto grid = static_cast<unsigned>((out + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp));
-    if (m == 1) {
-      gemv_float_kernel<T, 1><<<grid, kThreads, 0, s>>>(wt, ld, x, m, out, in, bias, y);
-    } else {
-      gemv_float_kernel<T, kDenseGemvMaxRows><<<grid, kThreads, 0, s>>>(wt, ld, x, m, out, in, bias, y);
-    }
+  const auto grid = static_cast<unsigned>((out + kStagedWarps * kRowsPerWarp - 1) / (kStagedWarps * kRowsPerWarp));
+  if (m == 1) {
+    gemv_half_staged_kernel<T, 1><<<grid, kStagedThreads, 0, s>>>(wt, ld, x, m, out, in, bias, y);
   } else {
-    const auto grid = static_cast<unsigned>((out + kStagedWarps * kRowsPerWarp - 1) / (kStagedWarps * kRowsPerWarp));
-    if (m == 1) {
-      gemv_half_staged_kernel<T, 1><<<grid, kStagedThreads, 0, s>>>(wt, ld, x, m, out, in, bias, y);
-    } else {
-      gemv_half_staged_kernel<T, kDenseGemvMaxRows><<<grid, kStagedThreads, 0, s>>>(wt, ld, x, m, out, in, bias, y);
-    }
+    gemv_half_staged_kernel<T, kDenseGemvMaxRows><<<grid, kStagedThreads, 0, s>>>(wt, ld, x, m, out, in, bias, y);
   }
 }
 
@@ -361,9 +342,18 @@ std::string gemv_dense_cuda(GemmKind kind, const void* w, int64_t ld, const floa
   if ((out + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp) > 0x7fffffff)
     return "gemv_dense_cuda: too many output rows";
   switch (kind) {
-    case GemmKind::f32: launch_float<float>(w, ld, x, m, out, in, bias, y, stream); break;
-    case GemmKind::f16: launch_float<__half>(w, ld, x, m, out, in, bias, y, stream); break;
-    case GemmKind::bf16: launch_float<__nv_bfloat16>(w, ld, x, m, out, in, bias, y, stream); break;
+    case GemmKind::f32: {
+      const float* w32 = static_cast<const float*>(w);
+      const auto grid = static_cast<unsigned>((out + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp));
+      if (m == 1) {
+        gemv_f32_kernel<1><<<grid, kThreads, 0, stream>>>(w32, ld, x, m, out, in, bias, y);
+      } else {
+        gemv_f32_kernel<kDenseGemvMaxRows><<<grid, kThreads, 0, stream>>>(w32, ld, x, m, out, in, bias, y);
+      }
+      break;
+    }
+    case GemmKind::f16: launch_half<__half>(w, ld, x, m, out, in, bias, y, stream); break;
+    case GemmKind::bf16: launch_half<__nv_bfloat16>(w, ld, x, m, out, in, bias, y, stream); break;
     case GemmKind::s8: {
       const int8_t* w8 = static_cast<const int8_t*>(w);
       const auto grid = static_cast<unsigned>((out + kStagedWarps * kRowsPerWarp - 1) / (kStagedWarps * kRowsPerWarp));

@@ -1,5 +1,5 @@
-// The 4-bit decode GEMVs (m ≤ kGemvMaxRows) over the planes of packed_planes.cuh: gemv_kernel (the
-// default) and gemv_split_kernel (QJOULE_CUDA_GEMV4=split). Device code, included by
+// The 4-bit decode GEMVs (m ≤ kGemvMaxRows) over the planes of packed_planes.cuh: gemv_split_kernel (the
+// default) and gemv_kernel (QJOULE_CUDA_GEMV4=plain, kept to compare). Device code, included by
 // linear_weight_only_cuda.cu alone.
 #pragma once
 
@@ -16,11 +16,11 @@ constexpr int kGemvRows = kGemvThreads / 32 * kGemvRowsPerWarp;  // output featu
 
 // The warp's sums: each (row, activation row) reduced across the lanes, lane 0 adding the bias and
 // writing y[i, o] for i < m, o < out.
-template <int R, int M>
-__device__ inline void store_rows(float (&acc)[R][M], int lane, int64_t o0, int64_t m, int64_t out,
+template <int M>
+__device__ inline void store_rows(float (&acc)[kGemvRowsPerWarp][M], int lane, int64_t o0, int64_t m, int64_t out,
                                   const float* __restrict__ bias, float* __restrict__ y) {
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
+  for (int r = 0; r < kGemvRowsPerWarp; ++r) {
 #pragma unroll
     for (int i = 0; i < M; ++i) {
       float v = acc[r][i];
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kGemvThreads)
         for (int i = 0; i < M; ++i) acc[r][i] = fmaf(dot[r][i], s[r], acc[r][i]);
     }
   }
-  store_rows<kGemvRowsPerWarp, M>(acc, lane, o0, m, out, bias, y);
+  store_rows<M>(acc, lane, o0, m, out, bias, y);
 }
 
 // The same product split along the input dimension across a block's warps (QJOULE_CUDA_GEMV4=split):

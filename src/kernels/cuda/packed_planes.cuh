@@ -65,31 +65,31 @@ struct Int4Format {
   }
 };
 
-struct Nf4Format {
+// What the NF4 formats share: 64-weight groups, values from the NF4 table (shared memory), no zero point.
+struct Nf4Values {
   static constexpr int kGroup = 64;
-  static constexpr bool kTable = true, kMap = false;
-  __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* /*map*/) {
-    return __ldg(static_cast<const float*>(p.scales) + o * p.groups_per_row + g);
-  }
+  static constexpr bool kTable = true;
   __device__ static float offset(const Planar&, int64_t, int64_t) { return 0.0f; }
   __device__ static float value(int code, float /*zero*/, const float* table) { return table[code]; }
   __device__ static float word_offset(const Planar&, int64_t, int64_t) { return 0.0f; }
   __device__ static void values8(uint32_t word, float /*offset*/, const float* table, float (&v)[8]);
 };
 
-struct Nf4DqFormat {
-  static constexpr int kGroup = 64;
-  static constexpr bool kTable = true, kMap = true;
+struct Nf4Format : Nf4Values {
+  static constexpr bool kMap = false;
+  __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* /*map*/) {
+    return __ldg(static_cast<const float*>(p.scales) + o * p.groups_per_row + g);
+  }
+};
+
+struct Nf4DqFormat : Nf4Values {
+  static constexpr bool kMap = true;
   __device__ static float scale(const Planar& p, int64_t o, int64_t g, const float* map) {
     const int64_t b = o * p.groups_per_row + g;  // flattened block index (formats.h)
     // Nf4DqMatrix::absmax: map[code] · scale[b / 256] + mean, two FP32 roundings as on the CPU.
     return element::nf4_dq_absmax(map[__ldg(static_cast<const uint8_t*>(p.scales) + b)],
                                   __ldg(p.absmax_scales + b / 256), p.absmax_mean);
   }
-  __device__ static float offset(const Planar&, int64_t, int64_t) { return 0.0f; }
-  __device__ static float value(int code, float /*zero*/, const float* table) { return table[code]; }
-  __device__ static float word_offset(const Planar&, int64_t, int64_t) { return 0.0f; }
-  __device__ static void values8(uint32_t word, float /*offset*/, const float* table, float (&v)[8]);
 };
 
 // Element 2j of a little-endian word of codes sits in the high nibble of byte j, element 2j + 1 in its
@@ -97,15 +97,9 @@ struct Nf4DqFormat {
 __device__ inline int nibble(uint32_t word, int e) { return element::nibble_of_word(word, e); }
 
 // The NF4 table's values of a word's 8 codes (shared memory).
-__device__ inline void nf4_values8(uint32_t word, const float* table, float (&v)[8]) {
+__device__ inline void Nf4Values::values8(uint32_t word, float, const float* table, float (&v)[8]) {
 #pragma unroll
   for (int e = 0; e < 8; ++e) v[e] = table[nibble(word, e)];
-}
-__device__ inline void Nf4Format::values8(uint32_t word, float, const float* table, float (&v)[8]) {
-  nf4_values8(word, table, v);
-}
-__device__ inline void Nf4DqFormat::values8(uint32_t word, float, const float* table, float (&v)[8]) {
-  nf4_values8(word, table, v);
 }
 
 template <class F>
