@@ -80,8 +80,9 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const 
 //                once per process), into an FP32 panel on its FP32 matmul. Path "qjoule:avx512_bf16:
 //                int4_bf16,m>4:bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32" or "...,m>4:
 //                f32_panel+onednn:brg:avx512_core:f32".
-// fp16 and int4:a8 have no AVX-512 GEMV: at the avx512 levels they run, and are labelled, avx2; fp16's
-// prefill (m > 4) there converts FP16 rows into FP32 panels for oneDNN's FP32 matmul
+// int4:a8 at the avx512 levels runs on AVX512_VNNI where the CPU has it, every m ("qjoule:avx512_vnni:
+// int4_s8": vpdpbusd on the stored nibbles), and on AVX2 otherwise. fp16 has no AVX-512 GEMV: at the
+// avx512 levels it runs, and is labelled, avx2; its prefill (m > 4) there converts FP16 rows into FP32 panels for oneDNN's FP32 matmul
 // ("qjoule:avx2:f16w_f32,m>4:f32_panel+onednn:brg:avx512_core:f32").
 enum class WeightOnlyIsa { scalar = 0, avx2 = 1, avx512 = 2, avx512_bf16 = 3 };
 // The ISA that weight-only linears built from now on use (fixed per layer at construction, kernel and
@@ -97,6 +98,9 @@ bool cpu_supports_avx512_weight_only();
 // "qjoule:<isa>:<kernel>"; at the avx512 levels the prefill path follows ",m>4:". bf16_decode: the
 // format's avx512_bf16 GEMV multiplies in BF16 (4-bit formats: "qjoule:avx512_bf16:int4_bf16,m>4:...").
 std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool bf16_decode = false);
+// The path of int4:a8 (int4 with INT8 activations) built for `isa` on this CPU: "qjoule:avx512_vnni:int4_s8"
+// at the avx512 levels with AVX512_VNNI, else "qjoule:avx2:int4_s8" / "qjoule:scalar:int4_s8".
+std::string int4_s8_kernel_path(WeightOnlyIsa isa);
 
 // ---- Scalar references (the twins every kernel is tested against) ---------------------------------
 // Same arguments as the factories plus x [m, in] and y [m, out]: quantize W with the qjoule::quant

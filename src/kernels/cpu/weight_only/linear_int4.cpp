@@ -1,7 +1,9 @@
 // make_linear_int4: INT4 group-wise weights (sym or asym, G = 32/64/128) with FP32 activations
-// ("int4_f32") or INT8 activation blocks and integer dot products ("int4_s8").
+// ("int4_f32") or INT8 activation blocks and integer dot products ("int4_s8": AVX512_VNNI where the CPU has
+// it and the ISA limit allows AVX-512, AVX2 otherwise).
 #include <type_traits>
 
+#include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/quant/format.h"
@@ -17,10 +19,14 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
   using Packed = quant::BlockMatrix<Block>;
   const WeightOnlyIsa isa = weight_only_isa();
   if (options.int8_activations) {
-    const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);  // int4_s8 has no AVX-512 kernel
+    if (isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) {
+      return std::make_unique<detail::WeightOnlyLinear<Packed>>(
+          std::move(packed), bias, std::string(quant::name(quant::Format::int4)), int4_s8_kernel_path(isa), nullptr,
+          &detail::gemm_int4_s8_avx512_vnni<Block>, tensor_name);
+    }
+    const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);
     return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-        std::move(packed), bias, std::string(quant::name(quant::Format::int4)),
-        weight_only_kernel_path(s8_isa, "int4_s8"), nullptr,
+        std::move(packed), bias, std::string(quant::name(quant::Format::int4)), int4_s8_kernel_path(s8_isa), nullptr,
         s8_isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_s8_avx2<Block> : &detail::gemm_int4_s8_scalar<Block>,
         tensor_name);
   }

@@ -34,6 +34,11 @@ void gemm_int4_s8_avx2(const quant::BlockMatrix<Block>& w, const float* bias, co
 template <class Block>
 void gemm_int4_s8_scalar(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
                          std::string_view layer);
+// The same arithmetic on AVX512_VNNI (cpu_supports_avx512_vnni()), every m: vpdpbusd on the stored
+// codes, four activation rows per pass over the weights (gemm_int4_s8_avx512_vnni.cpp).
+template <class Block>
+void gemm_int4_s8_avx512_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m,
+                              float* y, std::string_view layer);
 
 // AVX-512 entries, one per ISA level: _avx512 (FP32 GEMV for m <= 4, the AVX2 kernel above) and
 // _avx512_bf16 (BF16 GEMV for the 4-bit formats, FP32 for w8; the BF16 panel prefill), see
@@ -66,7 +71,9 @@ void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const
   extern template void gemm_int4_s8_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
                                                 float*, std::string_view);                                             \
   extern template void gemm_int4_s8_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,        \
-                                                  int64_t, float*, std::string_view);
+                                                  int64_t, float*, std::string_view);                                  \
+  extern template void gemm_int4_s8_avx512_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,   \
+                                                       int64_t, float*, std::string_view);
 QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<32>)
 QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<64>)
 QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<128>)

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "kernels/cpu/weight_only/weight_only_avx512.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
@@ -83,6 +84,11 @@ std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel
     }
   }
   return "qjoule:" + std::string(isa_name(isa)) + ":" + kernel;
+}
+
+std::string int4_s8_kernel_path(WeightOnlyIsa isa) {
+  if (isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) return "qjoule:avx512_vnni:int4_s8";
+  return weight_only_kernel_path(isa > WeightOnlyIsa::avx2 ? WeightOnlyIsa::avx2 : isa, "int4_s8");
 }
 
 }  // namespace qjoule::kernels

@@ -24,7 +24,7 @@ Gemm gemm_for(WeightOnlyIsa isa, Gemm scalar, Gemm avx2, Gemm avx512, Gemm avx51
   return scalar;
 }
 
-// `isa`, at most avx2: the level of formats without AVX-512 kernels (fp16, int4:a8).
+// `isa`, at most avx2: the level of kernels with no AVX-512 form (fp16; int4:a8 without AVX512_VNNI).
 inline WeightOnlyIsa at_most_avx2(WeightOnlyIsa isa) { return isa > WeightOnlyIsa::avx2 ? WeightOnlyIsa::avx2 : isa; }
 
 // Packed: quant::Fp16Matrix, Int8Matrix, BlockMatrix<...>, Nf4DqMatrix (rows, cols, bytes()).

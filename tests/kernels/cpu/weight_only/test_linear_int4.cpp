@@ -38,7 +38,8 @@ TEST(LinearInt4, MatchesReferenceAcrossGroupsSchemesActivationsShapesAndIsas) {
             lin->forward(x.data(), s.m, y.data());
             test::expect_within_budget(y, ref, scale, s, lin->kernel_path() + " " + describe(opt));
             EXPECT_EQ(lin->format(), "int4");
-            EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, s8 ? "int4_s8" : "int4_f32", !s8, !s8));
+            EXPECT_EQ(lin->kernel_path(),
+                      s8 ? kernels::int4_s8_kernel_path(isa) : test::expected_path(isa, "int4_f32", true, true));
             const size_t block_bytes = size_t(asym ? 4 : 2) + size_t(g / 2);
             EXPECT_EQ(lin->bytes_held(), size_t(s.out * (s.in / g)) * block_bytes + (bias ? size_t(s.out) * 4 : 0));
           }
@@ -74,7 +75,7 @@ void expect_int4_matches_reference(const kernels::Int4Options& opt, const Shape&
 TEST(LinearInt4, Group32WithAnOdd32ColumnTailMatchesReference) {
   for (bool asym : {false, true}) {
     for (bool s8 : {false, true}) {
-      for (Shape s : {Shape{1, 5, 96}, Shape{3, 9, 160}, Shape{20, 9, 608}}) {
+      for (Shape s : {Shape{1, 5, 96}, Shape{3, 9, 160}, Shape{2, 9, 608}, Shape{20, 9, 608}}) {
         expect_int4_matches_reference({32, asym, s8}, s, 13);
       }
     }
@@ -94,6 +95,24 @@ TEST(LinearInt4, AnyWidthWithAPartialLastGroupMatchesReference) {
       }
     }
   }
+}
+
+// int4:a8 runs qjoule's VNNI kernel at the avx512 levels where the CPU has AVX512_VNNI (checked here
+// through the compiler's own CPUID reading, not the library's), AVX2 below them.
+TEST(LinearInt4, A8RunsOnAvx512VnniWhereTheCpuHasIt) {
+  __builtin_cpu_init();
+  if (kernels::weight_only_isa() < kernels::WeightOnlyIsa::avx512 || __builtin_cpu_supports("avx512vnni") == 0) {
+    GTEST_SKIP() << "this CPU has no AVX-512 with VNNI";
+  }
+  std::vector<float> w(8 * 256, 0.25f);
+  {
+    test::ScopedIsa scoped(kernels::WeightOnlyIsa::avx512);
+    EXPECT_EQ(kernels::make_linear_int4(w.data(), nullptr, 8, 256, {32, false, true}, "t")->kernel_path(),
+              "qjoule:avx512_vnni:int4_s8");
+  }
+  test::ScopedIsa scoped(kernels::WeightOnlyIsa::avx2);
+  EXPECT_EQ(kernels::make_linear_int4(w.data(), nullptr, 8, 256, {32, false, true}, "t")->kernel_path(),
+            "qjoule:avx2:int4_s8");
 }
 
 TEST(LinearInt4, AnUnsupportedGroupSizeIsAnErrorNamingTheTensor) {

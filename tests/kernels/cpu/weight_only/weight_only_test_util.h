@@ -38,7 +38,7 @@ inline std::vector<kernels::WeightOnlyIsa> runnable_isas() {
   return isas;
 }
 
-// The kernel path a layer built for `isa` reports; formats without an AVX-512 kernel (fp16, int4:a8)
+// The kernel path a layer built for `isa` reports; formats without an AVX-512 kernel (fp16)
 // pass avx512_kernel = false and run avx2; 4-bit formats pass bf16_decode = true.
 inline std::string expected_path(kernels::WeightOnlyIsa isa, const std::string& kernel, bool avx512_kernel = true,
                                  bool bf16_decode = false) {
