@@ -179,6 +179,18 @@ void gemm_int4_avx512_bf16(const quant::BlockMatrix<Block>& w, const float* bias
   avx512::run_gemm<true>(Int4Decoder<Block>{w}, bias, x, m, y, [] {});
 }
 
+template <class Block>
+void gemm_int4_avx512_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y) {
+  if (m > avx512::kGemvMaxRows || !gemv_int4_x16_avx512_vnni(w, bias, x, m, y)) gemm_int4_avx512(w, bias, x, m, y);
+}
+template <class Block>
+void gemm_int4_avx512_bf16_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m,
+                                float* y) {
+  if (m > avx512::kGemvMaxRows || !gemv_int4_x16_avx512_vnni(w, bias, x, m, y)) {
+    gemm_int4_avx512_bf16(w, bias, x, m, y);
+  }
+}
+
 void gemm_nf4_avx512(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
   avx512::run_gemm<false>(Nf4Decoder{w}, bias, x, m, y, [&] { gemm_nf4_f32_avx2(w, bias, x, m, y); });
 }
@@ -204,7 +216,11 @@ void gemm_w8_avx512_bf16(const quant::Int8Matrix& w, const float* bias, const fl
   template void gemm_int4_avx512<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t,      \
                                         float*);                                                                    \
   template void gemm_int4_avx512_bf16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
-                                             float*);
+                                             float*);                                                               \
+  template void gemm_int4_avx512_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
+                                             float*);                                                               \
+  template void gemm_int4_avx512_bf16_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,     \
+                                                  int64_t, float*);
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<32>)
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<64>)
 QJOULE_INT4_AVX512(quant::BlockInt4Sym<128>)

@@ -32,9 +32,13 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_int4_f32_scalar<Block>, &detail::gemm_int4_f32_avx2<Block>,
                                &detail::gemm_int4_avx512<Block>, &detail::gemm_int4_avx512_bf16<Block>);
-  return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-      std::move(packed), bias, std::string(quant::name(quant::Format::int4)),
-      weight_only_kernel_path(isa, "int4_f32", true), gemm, nullptr, tensor_name);
+  if (int4_decodes_x16(isa)) {
+    gemm = isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_int4_avx512_bf16_vnni<Block>
+                                             : &detail::gemm_int4_avx512_vnni<Block>;
+  }
+  return std::make_unique<detail::WeightOnlyLinear<Packed>>(std::move(packed), bias,
+                                                            std::string(quant::name(quant::Format::int4)),
+                                                            int4_kernel_path(isa), gemm, nullptr, tensor_name);
 }
 
 template <class Block>

@@ -40,6 +40,13 @@ template <class Block>
 void gemm_int4_s8_avx512_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m,
                               float* y, std::string_view layer);
 
+// The int4 weight-only decode GEMV on AVX512_VNNI (cpu_supports_avx512_vnni()): activations as 16-bit
+// integers per 32-block in two INT8 limbs (gemv_int4_x16_avx512_vnni.cpp); any m, meant for m <= 4.
+// False, with y untouched, when x holds a NaN or ±Inf.
+template <class Block>
+bool gemv_int4_x16_avx512_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m,
+                               float* y);
+
 // AVX-512 entries, one per ISA level: _avx512 (FP32 GEMV for m <= 4, the AVX2 kernel above) and
 // _avx512_bf16 (BF16 GEMV for the 4-bit formats, FP32 for w8; the BF16 panel prefill), see
 // weight_only_avx512.h.
@@ -49,6 +56,12 @@ template <class Block>
 void gemm_int4_avx512(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
 template <class Block>
 void gemm_int4_avx512_bf16(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+// The same entries with decode (m <= 4) on gemv_int4_x16_avx512_vnni where x is finite (int4_decodes_x16).
+template <class Block>
+void gemm_int4_avx512_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Block>
+void gemm_int4_avx512_bf16_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m,
+                                float* y);
 void gemm_nf4_avx512(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_nf4_avx512_bf16(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_nf4dq_avx512(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
@@ -66,6 +79,10 @@ void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const
                                                float*);                                                                \
   extern template void gemm_int4_avx512_bf16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,      \
                                                     int64_t, float*);                                                  \
+  extern template void gemm_int4_avx512_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,      \
+                                                    int64_t, float*);                                                  \
+  extern template void gemm_int4_avx512_bf16_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
+                                                         int64_t, float*);                                             \
   extern template void gemm_int4_f32_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,       \
                                                    int64_t, float*);                                                   \
   extern template void gemm_int4_s8_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
@@ -73,7 +90,9 @@ void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const
   extern template void gemm_int4_s8_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,        \
                                                   int64_t, float*, std::string_view);                                  \
   extern template void gemm_int4_s8_avx512_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,   \
-                                                       int64_t, float*, std::string_view);
+                                                       int64_t, float*, std::string_view);                             \
+  extern template bool gemv_int4_x16_avx512_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,  \
+                                                        int64_t, float*);
 QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<32>)
 QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<64>)
 QJOULE_INT4_GEMM_EXTERN(quant::BlockInt4Sym<128>)

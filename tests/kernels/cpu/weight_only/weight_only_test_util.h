@@ -3,11 +3,17 @@
 //   |y − y_ref| <= 1e-5 · (Σ_k |x_k · w_k| + |b|) + 1e-30     (FP32 vs double accumulation)
 // except where the layer multiplies in BF16 (the avx512_bf16 level: the prefill's BF16 panel for m > 4
 // rows, the 4-bit formats' BF16 GEMV for m <= 4): there x and the dequantized w are each rounded to BF16 (relative error <= 2^-9 each, so <= 2^-8 + 2^-18 per product)
-// before FP32 accumulation, and the budget is kBf16PanelBudget = 2^-8 + 1e-5 instead.
+// before FP32 accumulation, and the budget is kBf16PanelBudget = 2^-8 + 1e-5 instead; and where int4
+// decodes on 16-bit integer activations ("qjoule:avx512_vnni:int4_x16", m <= 4): each x_k is off by at
+// most max|x| of its 32-block / 65534 (2^-16 of the block's largest), so the budget adds
+// 2^-15 · Σ_blocks max_b |x| · Σ_{k in b} |w_k| (twice the bound: |dequantized w| may exceed |w| by
+// half a step) to the 1e-5 one.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -52,6 +58,10 @@ inline double relative_budget(const std::string& kernel_path, int64_t m) {
   const bool bf16_prefill = kernel_path.find(",m>4:bf16_panel") != std::string::npos;
   return (m > 4 ? bf16_prefill : bf16_decode) ? kBf16PanelBudget : 1e-5;
 }
+// The budget's factor on the block maxima (BudgetScale::block_max) for that path at m rows.
+inline double block_max_budget(const std::string& kernel_path, int64_t m) {
+  return m <= 4 && kernel_path.starts_with("qjoule:avx512_vnni:int4_x16") ? 0x1p-15 : 0.0;
+}
 
 // Makes layers built inside its scope use `isa` at most.
 class ScopedIsa {
@@ -62,31 +72,55 @@ class ScopedIsa {
   ScopedIsa& operator=(const ScopedIsa&) = delete;
 };
 
+// Sets QJOULE_INT4_DECODE (x16 or float: which GEMV int4 layers built inside its scope decode on) and
+// unsets it on leaving.
+class ScopedInt4Decode {
+ public:
+  explicit ScopedInt4Decode(const char* decode) { ::setenv("QJOULE_INT4_DECODE", decode, 1); }
+  ~ScopedInt4Decode() { ::unsetenv("QJOULE_INT4_DECODE"); }
+  ScopedInt4Decode(const ScopedInt4Decode&) = delete;
+  ScopedInt4Decode& operator=(const ScopedInt4Decode&) = delete;
+};
+
 struct Shape {
   int64_t m, out, in;
 };
 
-// Per output element: the budget's scale Σ_k |x_k · w_k| + |b| (W: the FP32 weights).
-inline std::vector<double> budget_scale(const std::vector<float>& x, const std::vector<float>& w, const float* bias,
-                                        const Shape& s) {
-  std::vector<double> scale(size_t(s.m * s.out));
+// Per output element: the budget's scales, Σ_k |x_k · w_k| + |b| and Σ_b max_{k in b} |x_k| · Σ_{k in b} |w_k|
+// over the 32-blocks b of the row (W: the FP32 weights).
+struct BudgetScale {
+  std::vector<double> products, block_max;
+};
+inline BudgetScale budget_scale(const std::vector<float>& x, const std::vector<float>& w, const float* bias,
+                                const Shape& s) {
+  BudgetScale scale{std::vector<double>(size_t(s.m * s.out)), std::vector<double>(size_t(s.m * s.out))};
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t o = 0; o < s.out; ++o) {
-      double v = bias != nullptr ? std::fabs(bias[o]) : 0.0;
-      for (int64_t k = 0; k < s.in; ++k) v += std::fabs(double(x[size_t(i * s.in + k)]) * w[size_t(o * s.in + k)]);
-      scale[size_t(i * s.out + o)] = v;
+      double v = bias != nullptr ? std::fabs(bias[o]) : 0.0, blocks = 0.0;
+      for (int64_t b = 0; b < s.in; b += 32) {
+        double xmax = 0.0, wsum = 0.0;
+        for (int64_t k = b; k < std::min(s.in, b + 32); ++k) {
+          const double xk = x[size_t(i * s.in + k)], wk = w[size_t(o * s.in + k)];
+          v += std::fabs(xk * wk);
+          xmax = std::max(xmax, std::fabs(xk));
+          wsum += std::fabs(wk);
+        }
+        blocks += xmax * wsum;
+      }
+      scale.products[size_t(i * s.out + o)] = v;
+      scale.block_max[size_t(i * s.out + o)] = blocks;
     }
   }
   return scale;
 }
 
-// Checks |y − y_ref| <= relative_budget(what, m) · scale + 1e-30 element by element (`what` starts with
-// the layer's kernel path).
-inline void expect_within_budget(const std::vector<float>& y, const std::vector<float>& y_ref,
-                                 const std::vector<double>& scale, const Shape& s, const std::string& what) {
-  const double rel = relative_budget(what, s.m);
+// Checks |y − y_ref| <= relative_budget(what, m) · products + block_max_budget(what, m) · block_max + 1e-30
+// element by element (`what` starts with the layer's kernel path).
+inline void expect_within_budget(const std::vector<float>& y, const std::vector<float>& y_ref, const BudgetScale& scale,
+                                 const Shape& s, const std::string& what) {
+  const double rel = relative_budget(what, s.m), per_block = block_max_budget(what, s.m);
   for (size_t at = 0; at < y.size(); ++at) {
-    ASSERT_LE(std::fabs(double(y[at]) - y_ref[at]), rel * scale[at] + 1e-30)
+    ASSERT_LE(std::fabs(double(y[at]) - y_ref[at]), rel * scale.products[at] + per_block * scale.block_max[at] + 1e-30)
         << what << " m=" << s.m << " out=" << s.out << " in=" << s.in << " at [" << at / size_t(s.out) << ", "
         << at % size_t(s.out) << "]: " << y[at] << " vs " << y_ref[at];
   }
