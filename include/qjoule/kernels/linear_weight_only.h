@@ -80,9 +80,9 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const 
 //                once per process), into an FP32 panel on its FP32 matmul. Path "qjoule:avx512_bf16:
 //                int4_bf16,m>4:bf16_panel+onednn:brg:avx512_core_bf16:bf16bf16f32" or "...,m>4:
 //                f32_panel+onednn:brg:avx512_core:f32".
-// int4 (FP32 activations) at the avx512 levels on a CPU with AVX512_VNNI decodes (m <= 4) on 16-bit
-// integer activations in two INT8 limbs instead ("qjoule:avx512_vnni:int4_x16,m>4:<the level's prefill>";
-// int4_decodes_x16 below). int4:a8 at the avx512 levels runs on AVX512_VNNI where the CPU has it, every m ("qjoule:avx512_vnni:
+// The 4-bit formats (int4 with FP32 activations, nf4, nf4:dq) at the avx512 levels on a CPU with
+// AVX512_VNNI decode (m <= 4) on 16-bit integer activations instead ("qjoule:avx512_vnni:int4_x16,m>4:
+// <the level's prefill>" where measured faster; x16_decode_available below). int4:a8 at the avx512 levels runs on AVX512_VNNI where the CPU has it, every m ("qjoule:avx512_vnni:
 // int4_s8": vpdpbusd on the stored nibbles), and on AVX2 otherwise. fp16 has no AVX-512 GEMV: at the
 // avx512 levels it runs, and is labelled, avx2; its prefill (m > 4) there converts FP16 rows into FP32 panels for oneDNN's FP32 matmul
 // ("qjoule:avx2:f16w_f32,m>4:f32_panel+onednn:brg:avx512_core:f32").
@@ -103,12 +103,15 @@ std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel
 // The path of int4:a8 (int4 with INT8 activations) built for `isa` on this CPU: "qjoule:avx512_vnni:int4_s8"
 // at the avx512 levels with AVX512_VNNI, else "qjoule:avx2:int4_s8" / "qjoule:scalar:int4_s8".
 std::string int4_s8_kernel_path(WeightOnlyIsa isa);
-// Whether int4 (FP32 activations) layers built for `isa` decode (m <= 4) on AVX512_VNNI with the
-// activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:int4_x16"): at the avx512 levels on a
-// CPU with AVX512_VNNI, unless QJOULE_INT4_DECODE=float asks for the FP32 / BF16 GEMV (x16: the default;
-// another value is a one-line error). int4_kernel_path: the path such a layer reports.
-bool int4_decodes_x16(WeightOnlyIsa isa);
-std::string int4_kernel_path(WeightOnlyIsa isa);
+// Whether 4-bit weight-only layers (int4 with FP32 activations, nf4, nf4:dq) built for `isa` can decode
+// (m <= 4) on AVX512_VNNI with the activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:
+// int4_x16", "...:nf4_x16", "...:nf4dq_x16"): the avx512 levels on a CPU with AVX512_VNNI. Whether
+// a layout does is measured once per process (the faster GEMV by 3%; src/kernels/cpu/weight_only/
+// decode_gemv_choice.h), or said by QJOULE_WEIGHT_ONLY_DECODE=x16|float (another value: a one-line error).
+bool x16_decode_available(WeightOnlyIsa isa);
+// The path a 4-bit layer built for `isa` reports; kernel: "int4_f32", "nf4_f32" or "nf4dq_f32";
+// x16_decode: its layout decodes on x16 (ignored where x16_decode_available(isa) is false).
+std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool x16_decode);
 
 // ---- Scalar references (the twins every kernel is tested against) ---------------------------------
 // Same arguments as the factories plus x [m, in] and y [m, out]: quantize W with the qjoule::quant

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/weight_only/weight_only_avx512.h"
+#include "kernels/cpu/weight_only/weight_only_gemv_x16_avx512.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 
 namespace qjoule::kernels::detail {
@@ -198,11 +199,32 @@ void gemm_nf4_avx512_bf16(const quant::Nf4Matrix& w, const float* bias, const fl
   avx512::run_gemm<true>(Nf4Decoder{w}, bias, x, m, y, [] {});
 }
 
+void gemm_nf4_avx512_vnni(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  if (m > avx512::kGemvMaxRows || !avx512::run_gemv_x16(Nf4Decoder{w}, bias, x, m, y))
+    gemm_nf4_avx512(w, bias, x, m, y);
+}
+void gemm_nf4_avx512_bf16_vnni(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  if (m > avx512::kGemvMaxRows || !avx512::run_gemv_x16(Nf4Decoder{w}, bias, x, m, y)) {
+    gemm_nf4_avx512_bf16(w, bias, x, m, y);
+  }
+}
+
 void gemm_nf4dq_avx512(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
   avx512::run_gemm<false>(Nf4DqDecoder{w}, bias, x, m, y, [&] { gemm_nf4dq_f32_avx2(w, bias, x, m, y); });
 }
 void gemm_nf4dq_avx512_bf16(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
   avx512::run_gemm<true>(Nf4DqDecoder{w}, bias, x, m, y, [] {});
+}
+
+void gemm_nf4dq_avx512_vnni(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  if (m > avx512::kGemvMaxRows || !avx512::run_gemv_x16(Nf4DqDecoder{w}, bias, x, m, y)) {
+    gemm_nf4dq_avx512(w, bias, x, m, y);
+  }
+}
+void gemm_nf4dq_avx512_bf16_vnni(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y) {
+  if (m > avx512::kGemvMaxRows || !avx512::run_gemv_x16(Nf4DqDecoder{w}, bias, x, m, y)) {
+    gemm_nf4dq_avx512_bf16(w, bias, x, m, y);
+  }
 }
 
 void gemm_w8_avx512(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y) {

@@ -3,7 +3,10 @@
 // it and the ISA limit allows AVX-512, AVX2 otherwise).
 #include <type_traits>
 
+#include <fmt/format.h>
+
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
+#include "kernels/cpu/weight_only/decode_gemv_choice.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/quant/format.h"
@@ -12,6 +15,9 @@
 
 namespace qjoule::kernels {
 namespace {
+
+template <class Block>
+constexpr bool kAsym = std::is_same_v<Block, quant::BlockInt4Asym<Block::kSize>>;
 
 template <class Block>
 std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const float* bias, const Int4Options& options,
@@ -32,13 +38,18 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_int4_f32_scalar<Block>, &detail::gemm_int4_f32_avx2<Block>,
                                &detail::gemm_int4_avx512<Block>, &detail::gemm_int4_avx512_bf16<Block>);
-  if (int4_decodes_x16(isa)) {
-    gemm = isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_int4_avx512_bf16_vnni<Block>
-                                             : &detail::gemm_int4_avx512_vnni<Block>;
-  }
-  return std::make_unique<detail::WeightOnlyLinear<Packed>>(std::move(packed), bias,
-                                                            std::string(quant::name(quant::Format::int4)),
-                                                            int4_kernel_path(isa), gemm, nullptr, tensor_name);
+  const auto gemm_x16 = isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_int4_avx512_bf16_vnni<Block>
+                                                          : &detail::gemm_int4_avx512_vnni<Block>;
+  const std::string layout = fmt::format("int4:g={}:{}", Block::kSize, kAsym<Block> ? "asym" : "sym");
+  const bool x16 = detail::choose_x16_decode(isa, layout, [&] {
+    const auto w = detail::decode_timing_weights();
+    const auto sample = quant::quantize_matrix_int4<Block>(w.data(), detail::kDecodeTimingRows,
+                                                           detail::kDecodeTimingCols, "decode GEMV timing");
+    return detail::x16_measured_faster(sample, gemm_x16, gemm);
+  });
+  return std::make_unique<detail::WeightOnlyLinear<Packed>>(
+      std::move(packed), bias, std::string(quant::name(quant::Format::int4)),
+      four_bit_kernel_path(isa, "int4_f32", x16), x16 ? gemm_x16 : gemm, nullptr, tensor_name);
 }
 
 template <class Block>

@@ -1,5 +1,6 @@
 // make_linear_nf4: bitsandbytes NF4 weights (optionally with double-quantized absmax), FP32 compute
-// (BF16 panel compute for prefill on AVX-512 BF16 CPUs, labelled).
+// (BF16 panel compute for prefill on AVX-512 BF16 CPUs, 16-bit integer decode on AVX512_VNNI; labelled).
+#include "kernels/cpu/weight_only/decode_gemv_choice.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/quant/format.h"
@@ -13,9 +14,17 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const 
   using Packed = quant::Nf4DqMatrix;
   auto gemm = detail::gemm_for(isa, &detail::gemm_nf4dq_f32_scalar, &detail::gemm_nf4dq_f32_avx2,
                                &detail::gemm_nf4dq_avx512, &detail::gemm_nf4dq_avx512_bf16);
+  const auto gemm_x16 =
+      isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_nf4dq_avx512_bf16_vnni : &detail::gemm_nf4dq_avx512_vnni;
+  const bool x16 = detail::choose_x16_decode(isa, "nf4:dq", [&] {
+    const auto w = detail::decode_timing_weights();
+    const auto sample = quant::quantize_matrix_nf4_double(w.data(), detail::kDecodeTimingRows,
+                                                          detail::kDecodeTimingCols, "decode GEMV timing");
+    return detail::x16_measured_faster(sample, gemm_x16, gemm);
+  });
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(
       std::move(packed), bias, std::string(quant::name(quant::Format::nf4)),
-      weight_only_kernel_path(isa, "nf4dq_f32", true), gemm, nullptr, tensor_name);
+      four_bit_kernel_path(isa, "nf4dq_f32", x16), x16 ? gemm_x16 : gemm, nullptr, tensor_name);
 }
 
 std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const float* bias,
@@ -24,9 +33,17 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const fl
   using Packed = quant::Nf4Matrix;
   auto gemm = detail::gemm_for(isa, &detail::gemm_nf4_f32_scalar, &detail::gemm_nf4_f32_avx2, &detail::gemm_nf4_avx512,
                                &detail::gemm_nf4_avx512_bf16);
+  const auto gemm_x16 =
+      isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_nf4_avx512_bf16_vnni : &detail::gemm_nf4_avx512_vnni;
+  const bool x16 = detail::choose_x16_decode(isa, "nf4", [&] {
+    const auto w = detail::decode_timing_weights();
+    const auto sample = quant::quantize_matrix_nf4(w.data(), detail::kDecodeTimingRows, detail::kDecodeTimingCols,
+                                                   "decode GEMV timing");
+    return detail::x16_measured_faster(sample, gemm_x16, gemm);
+  });
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-      std::move(packed), bias, std::string(quant::name(quant::Format::nf4)),
-      weight_only_kernel_path(isa, "nf4_f32", true), gemm, nullptr, tensor_name);
+      std::move(packed), bias, std::string(quant::name(quant::Format::nf4)), four_bit_kernel_path(isa, "nf4_f32", x16),
+      x16 ? gemm_x16 : gemm, nullptr, tensor_name);
 }
 
 std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,

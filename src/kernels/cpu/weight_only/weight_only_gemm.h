@@ -56,7 +56,7 @@ template <class Block>
 void gemm_int4_avx512(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
 template <class Block>
 void gemm_int4_avx512_bf16(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
-// The same entries with decode (m <= 4) on gemv_int4_x16_avx512_vnni where x is finite (int4_decodes_x16).
+// The same entries with decode (m <= 4) on gemv_int4_x16_avx512_vnni where x is finite (decode_gemv_choice.h).
 template <class Block>
 void gemm_int4_avx512_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
 template <class Block>
@@ -66,6 +66,11 @@ void gemm_nf4_avx512(const quant::Nf4Matrix& w, const float* bias, const float* 
 void gemm_nf4_avx512_bf16(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_nf4dq_avx512(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_nf4dq_avx512_bf16(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
+// nf4 / nf4:dq with decode (m <= 4) on the x16 GEMV where x is finite (weight_only_gemv_x16_avx512.h).
+void gemm_nf4_avx512_vnni(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4_avx512_bf16_vnni(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4dq_avx512_vnni(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4dq_avx512_bf16_vnni(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
 
 void gemm_nf4_f32_avx2(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_nf4_f32_scalar(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);

@@ -6,7 +6,6 @@
 
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "kernels/cpu/weight_only/weight_only_avx512.h"
-#include "qjoule/error.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::kernels {
@@ -87,18 +86,12 @@ std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel
   return "qjoule:" + std::string(isa_name(isa)) + ":" + kernel;
 }
 
-bool int4_decodes_x16(WeightOnlyIsa isa) {
-  if (isa < WeightOnlyIsa::avx512 || !cpu_supports_avx512_vnni()) return false;
-  const char* forced = std::getenv("QJOULE_INT4_DECODE");
-  if (forced == nullptr || std::strcmp(forced, "") == 0 || std::strcmp(forced, "x16") == 0) return true;
-  if (std::strcmp(forced, "float") == 0) return false;
-  fail("QJOULE_INT4_DECODE={}: expected x16 or float", forced);
-}
+bool x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni(); }
 
-std::string int4_kernel_path(WeightOnlyIsa isa) {
-  std::string path = weight_only_kernel_path(isa, "int4_f32", true);
-  if (!int4_decodes_x16(isa)) return path;
-  return "qjoule:avx512_vnni:int4_x16" + path.substr(path.find(",m>4:"));
+std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool x16_decode) {
+  std::string path = weight_only_kernel_path(isa, kernel, true);
+  if (!x16_decode || !x16_decode_available(isa) || !kernel.ends_with("_f32")) return path;
+  return "qjoule:avx512_vnni:" + kernel.substr(0, kernel.size() - 4) + "_x16" + path.substr(path.find(",m>4:"));
 }
 
 std::string int4_s8_kernel_path(WeightOnlyIsa isa) {

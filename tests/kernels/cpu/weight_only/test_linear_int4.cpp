@@ -21,17 +21,6 @@ std::string describe(const kernels::Int4Options& o) {
          (o.int8_activations ? " s8" : " f32");
 }
 
-// Every ISA level, each with both int4 decode GEMVs where it has two (x16 on AVX512_VNNI, and the
-// FP32 / BF16 one that QJOULE_INT4_DECODE=float keeps: what CPUs without VNNI run).
-std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> isas_and_decodes() {
-  std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> out;
-  for (auto isa : test::runnable_isas()) {
-    out.emplace_back(isa, "x16");
-    if (kernels::int4_decodes_x16(isa)) out.emplace_back(isa, "float");
-  }
-  return out;
-}
-
 TEST(LinearInt4, MatchesReferenceAcrossGroupsSchemesActivationsShapesAndIsas) {
   for (int g : {32, 64, 128}) {
     for (bool asym : {false, true}) {
@@ -46,15 +35,17 @@ TEST(LinearInt4, MatchesReferenceAcrossGroupsSchemesActivationsShapesAndIsas) {
           std::vector<float> ref(size_t(s.m * s.out));
           kernels::linear_int4_ref(x.data(), s.m, w.data(), bias, s.out, s.in, opt, "t.weight", ref.data());
           const auto scale = test::budget_scale(x, w, bias, s);
-          for (const auto& [isa, decode] : isas_and_decodes()) {
+          for (const auto& [isa, decode] : test::isas_and_decodes()) {
             test::ScopedIsa scoped(isa);
-            test::ScopedInt4Decode scoped_decode(decode);
+            test::ScopedWeightOnlyDecode scoped_decode(decode);
             auto lin = kernels::make_linear_int4(w.data(), bias, s.out, s.in, opt, "t.weight");
             std::vector<float> y(ref.size());
             lin->forward(x.data(), s.m, y.data());
             test::expect_within_budget(y, ref, scale, s, lin->kernel_path() + " " + describe(opt));
             EXPECT_EQ(lin->format(), "int4");
-            EXPECT_EQ(lin->kernel_path(), s8 ? kernels::int4_s8_kernel_path(isa) : kernels::int4_kernel_path(isa));
+            EXPECT_EQ(lin->kernel_path(),
+                      s8 ? kernels::int4_s8_kernel_path(isa)
+                         : kernels::four_bit_kernel_path(isa, "int4_f32", std::string(decode) == "x16"));
             const size_t block_bytes = size_t(asym ? 4 : 2) + size_t(g / 2);
             EXPECT_EQ(lin->bytes_held(), size_t(s.out * (s.in / g)) * block_bytes + (bias ? size_t(s.out) * 4 : 0));
           }
@@ -75,9 +66,9 @@ void expect_int4_matches_reference(const kernels::Int4Options& opt, const Shape&
   const auto scale = test::budget_scale(x, w, b.data(), s);
   const int64_t g = opt.group_size;
   const size_t block_bytes = size_t(opt.asymmetric ? 4 : 2) + size_t(g / 2);
-  for (const auto& [isa, decode] : isas_and_decodes()) {
+  for (const auto& [isa, decode] : test::isas_and_decodes()) {
     test::ScopedIsa scoped(isa);
-    test::ScopedInt4Decode scoped_decode(decode);
+    test::ScopedWeightOnlyDecode scoped_decode(decode);
     auto lin = kernels::make_linear_int4(w.data(), b.data(), s.out, s.in, opt, "t.weight");
     EXPECT_EQ(lin->in_features(), s.in);
     std::vector<float> y(ref.size());
@@ -131,50 +122,62 @@ TEST(LinearInt4, A8RunsOnAvx512VnniWhereTheCpuHasIt) {
             "qjoule:avx2:int4_s8");
 }
 
-// int4 decodes on 16-bit integer activations where the CPU has AVX512_VNNI (CPUID read here), and on
-// the FP32 / BF16 GEMV when QJOULE_INT4_DECODE=float says so; any other value is one line naming it.
-TEST(LinearInt4, DecodeRunsOnX16WhereTheCpuHasVnniUnlessToldFloat) {
+// int4 can decode on 16-bit integer activations where the CPU has AVX512_VNNI (CPUID read here); which
+// GEMV a layout runs is measured once per process (the same answer for every layer after the first) or
+// said by QJOULE_WEIGHT_ONLY_DECODE=x16|float; any other value is one line naming it.
+TEST(LinearInt4, DecodeGemvIsMeasuredOnceOrToldWhereTheCpuHasVnni) {
   std::vector<float> w(8 * 256, 0.25f);
   const auto path = [&] {
     return kernels::make_linear_int4(w.data(), nullptr, 8, 256, {32, false, false}, "t")->kernel_path();
   };
   __builtin_cpu_init();
-  if (kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512 && __builtin_cpu_supports("avx512vnni") != 0) {
+  const bool vnni = kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512 &&
+                    kernels::cpu_supports_avx512_weight_only() && __builtin_cpu_supports("avx512vnni") != 0;
+  EXPECT_EQ(kernels::x16_decode_available(kernels::weight_only_isa()), vnni);
+  const std::string measured = path();
+  EXPECT_EQ(path(), measured);  // kept, not measured again
+  if (!vnni) {
+    EXPECT_EQ(measured.find("int4_x16"), std::string::npos) << measured;
+    return;
+  }
+  RecordProperty("int4:g=32:sym decode", measured);
+  {
+    test::ScopedWeightOnlyDecode decode("x16");
     EXPECT_TRUE(path().starts_with("qjoule:avx512_vnni:int4_x16,m>4:")) << path();
-    test::ScopedInt4Decode decode("float");
-    EXPECT_FALSE(path().starts_with("qjoule:avx512_vnni:int4_x16")) << path();
-  } else {
+  }
+  {
+    test::ScopedWeightOnlyDecode decode("float");
     EXPECT_EQ(path().find("int4_x16"), std::string::npos) << path();
   }
-  test::ScopedInt4Decode decode("fast");
-  if (kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512 && kernels::cpu_supports_avx512_weight_only() &&
-      __builtin_cpu_supports("avx512vnni") != 0) {
-    EXPECT_THAT(path,
-                ::testing::ThrowsMessage<Error>(::testing::StrEq("QJOULE_INT4_DECODE=fast: expected x16 or float")));
-  }
+  test::ScopedWeightOnlyDecode decode("fast");
+  EXPECT_THAT(
+      path, ::testing::ThrowsMessage<Error>(::testing::StrEq("QJOULE_WEIGHT_ONLY_DECODE=fast: expected x16 or float")));
 }
 
-// A NaN or Inf in a decode row leaves the whole product to the FP32 / BF16 GEMV: that row is NaN (never
-// a number made from an integer that stood for a NaN), the other rows finite and within that GEMV's
-// budget (2^-8 of Σ|x·w| ≈ 10 here); a row of zeros gives the bias.
+// int4's and nf4's x16 GEMVs: a NaN or Inf in a decode row leaves the whole product to the FP32 / BF16
+// GEMV: that row is NaN (never a number made from an integer that stood for a NaN), the other rows
+// finite and within that GEMV's budget (2^-8 of Σ|x·w| ≈ 10 here); a row of zeros gives the bias.
 TEST(LinearInt4, X16DecodeOfNonFiniteAndZeroRows) {
   const int64_t out = 6, in = 320;
   const auto w = test::normal_vector(size_t(out * in), 41, 0.05f);
   const auto b = test::normal_vector(size_t(out), 42);
+  test::ScopedWeightOnlyDecode decode("x16");
   for (auto isa : test::runnable_isas()) {
     test::ScopedIsa scoped(isa);
-    auto lin = kernels::make_linear_int4(w.data(), b.data(), out, in, {32, true, false}, "t");
-    auto x = test::normal_vector(size_t(3 * in), 43);
-    std::fill(x.begin() + in, x.begin() + 2 * in, 0.0f);  // row 1: zeros
-    std::vector<float> y(size_t(3 * out)), finite(size_t(3 * out));
-    lin->forward(x.data(), 3, finite.data());
-    for (int64_t o = 0; o < out; ++o) EXPECT_NEAR(finite[size_t(out + o)], b[size_t(o)], 1e-6f) << lin->kernel_path();
-    x[size_t(2 * in + 17)] = std::numeric_limits<float>::quiet_NaN();
-    x[size_t(2 * in + 300)] = std::numeric_limits<float>::infinity();
-    lin->forward(x.data(), 3, y.data());
-    for (int64_t o = 0; o < out; ++o) {
-      EXPECT_TRUE(std::isnan(y[size_t(2 * out + o)])) << lin->kernel_path() << " " << y[size_t(2 * out + o)];
-      EXPECT_NEAR(y[size_t(o)], finite[size_t(o)], 0.05f) << lin->kernel_path();
+    for (const auto& lin : {kernels::make_linear_int4(w.data(), b.data(), out, in, {32, true, false}, "t"),
+                            kernels::make_linear_nf4(w.data(), b.data(), out, in, {false}, "t")}) {
+      auto x = test::normal_vector(size_t(3 * in), 43);
+      std::fill(x.begin() + in, x.begin() + 2 * in, 0.0f);  // row 1: zeros
+      std::vector<float> y(size_t(3 * out)), finite(size_t(3 * out));
+      lin->forward(x.data(), 3, finite.data());
+      for (int64_t o = 0; o < out; ++o) EXPECT_NEAR(finite[size_t(out + o)], b[size_t(o)], 1e-6f) << lin->kernel_path();
+      x[size_t(2 * in + 17)] = std::numeric_limits<float>::quiet_NaN();
+      x[size_t(2 * in + 300)] = std::numeric_limits<float>::infinity();
+      lin->forward(x.data(), 3, y.data());
+      for (int64_t o = 0; o < out; ++o) {
+        EXPECT_TRUE(std::isnan(y[size_t(2 * out + o)])) << lin->kernel_path() << " " << y[size_t(2 * out + o)];
+        EXPECT_NEAR(y[size_t(o)], finite[size_t(o)], 0.05f) << lin->kernel_path();
+      }
     }
   }
 }

@@ -1,5 +1,5 @@
-// make_linear_nf4 (kernels nf4_f32, nf4dq_f32) vs linear_nf4_ref, with and without double
-// quantization, both ISAs. Budget vs the twin: 1e-5 · Σ|x·w| (weight_only_test_util.h). Quantization
+// make_linear_nf4 (kernels nf4_f32, nf4dq_f32, their BF16 and x16 decode GEMVs) vs linear_nf4_ref, with
+// and without double quantization, every ISA level and decode GEMV. Budgets: weight_only_test_util.h. Quantization
 // error vs FP32 weights (quantization_error_vs_fp32: Gaussian x and W): relative RMS < 0.11.
 #include <gmock/gmock.h>
 
@@ -22,14 +22,16 @@ TEST(LinearNf4, MatchesReferenceAcrossShapesDoubleQuantAndIsas) {
       std::vector<float> ref(size_t(s.m * s.out));
       kernels::linear_nf4_ref(x.data(), s.m, w.data(), bias, s.out, s.in, {dq}, "t.weight", ref.data());
       const auto scale = test::budget_scale(x, w, bias, s);
-      for (auto isa : test::runnable_isas()) {
+      for (const auto& [isa, decode] : test::isas_and_decodes()) {
         test::ScopedIsa scoped(isa);
+        test::ScopedWeightOnlyDecode scoped_decode(decode);
         auto lin = kernels::make_linear_nf4(w.data(), bias, s.out, s.in, {dq}, "t.weight");
         std::vector<float> y(ref.size());
         lin->forward(x.data(), s.m, y.data());
         test::expect_within_budget(y, ref, scale, s, lin->kernel_path());
         EXPECT_EQ(lin->format(), "nf4");
-        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, dq ? "nf4dq_f32" : "nf4_f32", true, true));
+        EXPECT_EQ(lin->kernel_path(),
+                  kernels::four_bit_kernel_path(isa, dq ? "nf4dq_f32" : "nf4_f32", std::string(decode) == "x16"));
         const size_t blocks = size_t(s.out * s.in / 64);
         const size_t packed = dq ? blocks * 33 + (blocks + 255) / 256 * 4 + 4 : blocks * 36;
         EXPECT_EQ(lin->bytes_held(), packed + (bias ? size_t(s.out) * 4 : 0));
@@ -51,8 +53,9 @@ TEST(LinearNf4, AnyWidthWithAPartialLastBlockMatchesReference) {
         kernels::linear_nf4_ref(x.data(), s.m, w.data(), nullptr, s.out, s.in, {dq}, "pre_classifier.weight",
                                 ref.data());
         const auto scale = test::budget_scale(x, w, nullptr, s);
-        for (auto isa : test::runnable_isas()) {
+        for (const auto& [isa, decode] : test::isas_and_decodes()) {
           test::ScopedIsa scoped(isa);
+          test::ScopedWeightOnlyDecode scoped_decode(decode);
           auto lin = kernels::make_linear_nf4(w.data(), nullptr, s.out, s.in, {dq}, "pre_classifier.weight");
           std::vector<float> y(ref.size());
           lin->forward(x.data(), s.m, y.data());

@@ -40,6 +40,9 @@ TEST(WeightOnlyIsa, PathReflectsTheDispatchedIsa) {
   }
   if (std::getenv("QJOULE_FORCE_SCALAR") == nullptr) {
     EXPECT_EQ(kernels::weight_only_isa(), widest_isa());
+    // The decode GEMV: x16 at the avx512 levels where the CPU has AVX512_VNNI (checked in
+    // test_linear_int4), FP32 / BF16 as below with QJOULE_WEIGHT_ONLY_DECODE=float.
+    test::ScopedWeightOnlyDecode decode("float");
     const std::string path = nf4_path();
     switch (widest_isa()) {
       case kernels::WeightOnlyIsa::avx512_bf16: {
@@ -61,6 +64,7 @@ TEST(WeightOnlyIsa, PathReflectsTheDispatchedIsa) {
 }
 
 TEST(WeightOnlyIsa, TheLimitCapsTheIsa) {
+  test::ScopedWeightOnlyDecode decode("float");
   kernels::set_weight_only_isa_limit(kernels::WeightOnlyIsa::avx2);
   if (std::getenv("QJOULE_FORCE_SCALAR") == nullptr && kernels::cpu_supports_avx2_fma_f16c()) {
     EXPECT_EQ(kernels::weight_only_isa(), kernels::WeightOnlyIsa::avx2);

@@ -7,7 +7,9 @@
 // decodes on 16-bit integer activations ("qjoule:avx512_vnni:int4_x16", m <= 4): each x_k is off by at
 // most max|x| of its 32-block / 65534 (2^-16 of the block's largest), so the budget adds
 // 2^-15 · Σ_blocks max_b |x| · Σ_{k in b} |w_k| (twice the bound: |dequantized w| may exceed |w| by
-// half a step) to the 1e-5 one.
+// half a step) to the 1e-5 one; NF4's x16 GEMV ("..._x16" after "qjoule:avx512_vnni:nf4") rounds its
+// table to 2^-14 of each 64-block's absmax as well: + 2^-13 · Σ_c max_c |w| · Σ_{k in c} |x_k| (twice,
+// for nf4:dq's decoded absmax).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -58,9 +61,16 @@ inline double relative_budget(const std::string& kernel_path, int64_t m) {
   const bool bf16_prefill = kernel_path.find(",m>4:bf16_panel") != std::string::npos;
   return (m > 4 ? bf16_prefill : bf16_decode) ? kBf16PanelBudget : 1e-5;
 }
-// The budget's factor on the block maxima (BudgetScale::block_max) for that path at m rows.
+// The budget's factors on the activation and weight block maxima (BudgetScale::block_max,
+// weight_block_max) for that path at m rows.
+inline bool x16_decode(const std::string& kernel_path, int64_t m) {
+  return m <= 4 && kernel_path.starts_with("qjoule:avx512_vnni:") && kernel_path.find("_x16") != std::string::npos;
+}
 inline double block_max_budget(const std::string& kernel_path, int64_t m) {
-  return m <= 4 && kernel_path.starts_with("qjoule:avx512_vnni:int4_x16") ? 0x1p-15 : 0.0;
+  return x16_decode(kernel_path, m) ? 0x1p-15 : 0.0;
+}
+inline double weight_block_max_budget(const std::string& kernel_path, int64_t m) {
+  return x16_decode(kernel_path, m) && kernel_path.find(":nf4") != std::string::npos ? 0x1p-13 : 0.0;
 }
 
 // Makes layers built inside its scope use `isa` at most.
@@ -72,28 +82,41 @@ class ScopedIsa {
   ScopedIsa& operator=(const ScopedIsa&) = delete;
 };
 
-// Sets QJOULE_INT4_DECODE (x16 or float: which GEMV int4 layers built inside its scope decode on) and
+// Sets QJOULE_WEIGHT_ONLY_DECODE (x16 or float: which GEMV int4 layers built inside its scope decode on) and
 // unsets it on leaving.
-class ScopedInt4Decode {
+class ScopedWeightOnlyDecode {
  public:
-  explicit ScopedInt4Decode(const char* decode) { ::setenv("QJOULE_INT4_DECODE", decode, 1); }
-  ~ScopedInt4Decode() { ::unsetenv("QJOULE_INT4_DECODE"); }
-  ScopedInt4Decode(const ScopedInt4Decode&) = delete;
-  ScopedInt4Decode& operator=(const ScopedInt4Decode&) = delete;
+  explicit ScopedWeightOnlyDecode(const char* decode) { ::setenv("QJOULE_WEIGHT_ONLY_DECODE", decode, 1); }
+  ~ScopedWeightOnlyDecode() { ::unsetenv("QJOULE_WEIGHT_ONLY_DECODE"); }
+  ScopedWeightOnlyDecode(const ScopedWeightOnlyDecode&) = delete;
+  ScopedWeightOnlyDecode& operator=(const ScopedWeightOnlyDecode&) = delete;
 };
 
 struct Shape {
   int64_t m, out, in;
 };
 
-// Per output element: the budget's scales, Σ_k |x_k · w_k| + |b| and Σ_b max_{k in b} |x_k| · Σ_{k in b} |w_k|
-// over the 32-blocks b of the row (W: the FP32 weights).
+// Every ISA level, each with both 4-bit decode GEMVs where it has two (x16 on AVX512_VNNI, and the
+// FP32 / BF16 one that QJOULE_WEIGHT_ONLY_DECODE=float keeps: what CPUs without VNNI run).
+inline std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> isas_and_decodes() {
+  std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> out;
+  for (auto isa : test::runnable_isas()) {
+    out.emplace_back(isa, "x16");
+    if (kernels::x16_decode_available(isa)) out.emplace_back(isa, "float");
+  }
+  return out;
+}
+
+// Per output element: the budget's scales, Σ_k |x_k · w_k| + |b|, Σ_b max_{k in b} |x_k| · Σ_{k in b} |w_k|
+// over the 32-blocks b of the row, and Σ_c max_{k in c} |w_k| · Σ_{k in c} |x_k| over its 64-blocks c
+// (W: the FP32 weights).
 struct BudgetScale {
-  std::vector<double> products, block_max;
+  std::vector<double> products, block_max, weight_block_max;
 };
 inline BudgetScale budget_scale(const std::vector<float>& x, const std::vector<float>& w, const float* bias,
                                 const Shape& s) {
-  BudgetScale scale{std::vector<double>(size_t(s.m * s.out)), std::vector<double>(size_t(s.m * s.out))};
+  const size_t n = size_t(s.m * s.out);
+  BudgetScale scale{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n)};
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t o = 0; o < s.out; ++o) {
       double v = bias != nullptr ? std::fabs(bias[o]) : 0.0, blocks = 0.0;
@@ -107,6 +130,16 @@ inline BudgetScale budget_scale(const std::vector<float>& x, const std::vector<f
         }
         blocks += xmax * wsum;
       }
+      double weight_blocks = 0.0;
+      for (int64_t c = 0; c < s.in; c += 64) {
+        double wmax = 0.0, xsum = 0.0;
+        for (int64_t k = c; k < std::min(s.in, c + 64); ++k) {
+          wmax = std::max(wmax, double(std::fabs(w[size_t(o * s.in + k)])));
+          xsum += std::fabs(x[size_t(i * s.in + k)]);
+        }
+        weight_blocks += wmax * xsum;
+      }
+      scale.weight_block_max[size_t(i * s.out + o)] = weight_blocks;
       scale.products[size_t(i * s.out + o)] = v;
       scale.block_max[size_t(i * s.out + o)] = blocks;
     }
@@ -114,13 +147,15 @@ inline BudgetScale budget_scale(const std::vector<float>& x, const std::vector<f
   return scale;
 }
 
-// Checks |y − y_ref| <= relative_budget(what, m) · products + block_max_budget(what, m) · block_max + 1e-30
-// element by element (`what` starts with the layer's kernel path).
+// Checks |y − y_ref| <= relative_budget(what, m) · products + block_max_budget(what, m) · block_max +
+// weight_block_max_budget(what, m) · weight_block_max + 1e-30 element by element (`what` starts with the layer's kernel path).
 inline void expect_within_budget(const std::vector<float>& y, const std::vector<float>& y_ref, const BudgetScale& scale,
                                  const Shape& s, const std::string& what) {
   const double rel = relative_budget(what, s.m), per_block = block_max_budget(what, s.m);
+  const double per_weight_block = weight_block_max_budget(what, s.m);
   for (size_t at = 0; at < y.size(); ++at) {
-    ASSERT_LE(std::fabs(double(y[at]) - y_ref[at]), rel * scale.products[at] + per_block * scale.block_max[at] + 1e-30)
+    ASSERT_LE(std::fabs(double(y[at]) - y_ref[at]), rel * scale.products[at] + per_block * scale.block_max[at] +
+                                                        per_weight_block * scale.weight_block_max[at] + 1e-30)
         << what << " m=" << s.m << " out=" << s.out << " in=" << s.in << " at [" << at / size_t(s.out) << ", "
         << at % size_t(s.out) << "]: " << y[at] << " vs " << y_ref[at];
   }

@@ -1,0 +1,36 @@
+#include "kernels/cpu/weight_only/decode_gemv_choice.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string_view>
+
+#include "qjoule/error.h"
+
+namespace qjoule::kernels::detail {
+
+std::vector<float> decode_timing_weights() {
+  std::vector<float> w(static_cast<std::size_t>(kDecodeTimingRows * kDecodeTimingCols));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 2654435761u) % 2001) / 20000.0f - 0.05f;
+  return w;
+}
+
+bool choose_x16_decode(WeightOnlyIsa isa, const std::string& layout, const std::function<bool()>& measure_x16_faster) {
+  if (!x16_decode_available(isa)) return false;
+  if (const char* forced = std::getenv("QJOULE_WEIGHT_ONLY_DECODE"); forced != nullptr && *forced != '\0') {
+    const std::string_view v(forced);
+    if (v == "x16") return true;
+    if (v == "float") return false;
+    fail("QJOULE_WEIGHT_ONLY_DECODE={}: expected x16 or float", v);
+  }
+  static std::mutex mutex;
+  static std::map<std::string, bool> chosen;  // layout -> x16, measured once per process
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto it = chosen.find(layout);
+  if (it != chosen.end()) return it->second;
+  const bool x16 = measure_x16_faster();
+  chosen.emplace(layout, x16);
+  return x16;
+}
+
+}  // namespace qjoule::kernels::detail
