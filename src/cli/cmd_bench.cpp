@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/checkpoint_precision.h"
 #include "cli/bench_dry_run.h"
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
@@ -290,6 +291,13 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
     // On a GPU the default sweep is the default formats that have a CUDA kernel (w8 has none).
     if (precisions->count() == 0 && a->device.starts_with("cuda"))
       a->precisions = quant::default_sweep_precisions(/*cuda=*/true);
+    // A pre-quantized checkpoint's sweep, unless --precisions says otherwise: its own format.
+    if (precisions->count() == 0 && !a->model.empty() && a->sweep.empty()) {
+      if (const auto own = checkpoint_precision(a->model)) {
+        a->precisions = own->spec;
+        fmt::print(stderr, "precisions {} ({})\n", own->spec, own->origin);
+      }
+    }
     run_bench(*a, ctx);
   });
 }

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/checkpoint_precision.h"
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
 #include "cli/format_util.h"
@@ -120,7 +121,9 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   const bool plain_fp32 = policy.precision_spec().format == quant::Format::fp32 && policy.rules().empty() &&
                           act_dtype == model::ActivationDtype::f32;
   std::optional<model::EncoderParams> fp32_params;
-  if (!a.no_fidelity && !plain_fp32) fp32_params = params;
+  // A pre-quantized checkpoint has no FP32 weights: its fidelity needs its unquantized model.
+  const bool prequantized = cfg.quantization.has_value();
+  if (!a.no_fidelity && !plain_fp32 && !prequantized) fp32_params = params;
   // The model on its device: the one EncoderClassifier graph on the CPU backend, or on the CUDA backend
   // with every weight on GPU `gpu`.
   auto backend = model::device_backend(gpu, policy, std::move(smoothing));
@@ -154,7 +157,9 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   if (on_gpu)
     fmt::print("device     {}: {} (every weight on the GPU; non-GEMM operations {})\n", a.device, m.device_name(),
                m.nongemm_path());
-  fmt::print("precision  {}: {}\n", a.quant.precision, kernel_summary(kernel_counts));
+  fmt::print("precision  {}{}: {}\n", a.quant.precision,
+             a.quant.precision_origin.empty() ? "" : " (" + a.quant.precision_origin + ")",
+             kernel_summary(kernel_counts));
   fmt::print("size       {} held in {} ({} as FP32)\n", human_bytes(double(bytes_held)),
              on_gpu ? "GPU memory" : "memory", human_bytes(double(fp32_bytes)));
   fmt::print("accuracy   {}/{} = {:.4f}\n", result.correct, result.labelled, result.accuracy());
@@ -163,6 +168,12 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
       double(result.total) / result.seconds, a.batch, result.max_length,
       on_gpu ? fmt::format("GPU {}, tokenization on the CPU", gpu) : fmt::format("{} threads", kernels::num_threads()));
   if (!m.speed_representative()) fmt::print("activations {}\n", m.activation_path());
+  if (prequantized && !a.no_fidelity) {
+    fmt::print(
+        "fidelity   unavailable: the checkpoint holds {} codes and no FP32 weights to compare with (`qjoule bench "
+        "--reference DIR` compares it with its unquantized model)\n",
+        cfg.quantization->describe());
+  }
   if (fp32_params) {
     const model::EncoderClassifier reference(std::move(*fp32_params), model::fp32_linear_factory());
     const auto ref = eval::evaluate_classifier(reference, tok, dataset, opts);
@@ -226,6 +237,7 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
   cmd->callback([a, sq, calib, &ctx] {
     a->smoothquant = sq->count() > 0;
     a->calib_given = calib->count() > 0;
+    default_to_checkpoint_precision(a->quant, a->model);
     run_eval(*a, ctx);
   });
 }

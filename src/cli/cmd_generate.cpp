@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/checkpoint_precision.h"
 #include "cli/decoder_command.h"
 #include "cli/roof_text.h"
 #include "cli/flag_ranges.h"
@@ -132,7 +133,10 @@ void add_generate_command(CLI::App& app, CommandContext& /*ctx*/) {
   add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
   cmd->add_option("--device", a->device, kDecoderDeviceHelp)->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
-  cmd->callback([a] { run_generate(*a); });
+  cmd->callback([a] {
+    default_to_checkpoint_precision(a->quant, a->model);
+    run_generate(*a);
+  });
 }
 
 }  // namespace qjoule::cli

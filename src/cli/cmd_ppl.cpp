@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/checkpoint_precision.h"
 #include "cli/decoder_command.h"
 #include "cli/roof_text.h"
 #include "cli/flag_ranges.h"
@@ -181,7 +182,10 @@ void add_ppl_command(CLI::App& app, CommandContext& /*ctx*/) {
   cmd->add_option("--json", a->json, "Also write the result as JSON to this file ('-' for stdout)");
   cmd->add_option("--device", a->device, kDecoderDeviceHelp)->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
-  cmd->callback([a] { run_ppl(*a); });
+  cmd->callback([a] {
+    default_to_checkpoint_precision(a->quant, a->model);
+    run_ppl(*a);
+  });
 }
 
 }  // namespace qjoule::cli

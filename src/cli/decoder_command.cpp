@@ -30,7 +30,9 @@ void print_decoder_header(const std::string& dir, const model::LoadedDecoder& d,
              c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size, c.max_positions);
   if (!c.inferred_fields.empty())
     fmt::print("inferred   {} (absent from config.json)\n", fmt::join(c.inferred_fields, ", "));
-  fmt::print("precision  {}: {}\n", quant.precision, kernel_summary(d.model.kernel_path_counts()));
+  fmt::print("precision  {}{}: {}\n", quant.precision,
+             quant.precision_origin.empty() ? "" : " (" + quant.precision_origin + ")",
+             kernel_summary(d.model.kernel_path_counts()));
   if (d.on_gpu)
     fmt::print("device     {} (every weight and the KV cache on the GPU; non-GEMM operations {})\n",
                d.model.device_name(), d.model.nongemm_path());

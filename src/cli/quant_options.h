@@ -23,6 +23,8 @@ struct QuantArgs {
   // Which of the format-default flags the command line gave (add_quant_options binds them): each
   // applies to one format, and is refused where no layer runs that format.
   const CLI::Option *group_size_flag = nullptr, *int4_scheme_flag = nullptr, *double_quant_flag = nullptr;
+  const CLI::Option* precision_flag = nullptr;
+  std::string precision_origin;  // why `precision` is what it is, when the command line did not say (header)
 };
 
 // Adds --precision, --quant-include, --quant-exclude, --layer-precision, --group-size, --int4-scheme,

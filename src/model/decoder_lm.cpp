@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include "qjoule/error.h"
 #include "qjoule/kernels/encoder_ops.h"
 #include "qjoule/model/fused_linear_params.h"
+#include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
 
 namespace qjoule::model {
@@ -43,10 +45,19 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
     rope_inv_freq_ = ops_->upload(std::move(rope.inv_freq), "the RoPE frequencies");
     rope_attention_factor_ = rope.attention_factor;
   }
+  // A pre-quantized Linear asked in another format: its own is built so that the remaining Linears'
+  // tensor checks still speak first; the first such question is thrown once every Linear is built.
+  std::optional<PrequantizedFormatMismatch> format_mismatch;
   // A deferred Linear's FP32 weights exist only while its own layer is built.
   auto build = [&](LinearParams& p, bool in_block) {
     if (params.load_linear && p.weight.empty() && !p.build_prequantized) params.load_linear(p);
-    auto linear = factory(p, in_block);
+    std::unique_ptr<kernels::Linear> linear;
+    try {
+      linear = factory(p, in_block);
+    } catch (const PrequantizedFormatMismatch& e) {
+      if (!format_mismatch) format_mismatch.emplace(e);
+      linear = p.build_prequantized();
+    }
     if (!linear) fail("{}: the Linear factory built nothing", p.name);
     // From the shape: a streamed Linear has no weights loaded.
     const auto weights = static_cast<std::size_t>(p.out_features * (p.in_features + (with_bias(p) ? 1 : 0)));
@@ -112,6 +123,7 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
     layers_.push_back(std::move(layer));
   }
   lm_head_ = build(params.lm_head, false);
+  if (format_mismatch) throw *format_mismatch;
   token_embeddings_ = upload(params.token_embeddings, "the token embeddings");
   position_embeddings_ = upload(params.position_embeddings, "the position embeddings");
   final_norm_ = norm(params.final_norm);

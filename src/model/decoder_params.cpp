@@ -52,7 +52,10 @@ class DecoderParamReader {
   // nn.Linear: weight [out, in]; a pre-quantized checkpoint's from its packed tensors, checked now and
   // repacked when the model builds it.
   LinearParams linear(const std::string& name, int64_t out, int64_t in, bool bias) const {
-    if (cfg_.quantization) return prequantized_linear_params(shared(), *cfg_.quantization, name, out, in, bias);
+    if (cfg_.quantization) {
+      mark_prequantized_tensors_read(ck_, name);  // ck_: the checkpoint the unused-tensor warning reads
+      return prequantized_linear_params(shared(), *cfg_.quantization, name, out, in, bias);
+    }
     return make(name, out, in, LinearSource{name + ".weight", bias ? name + ".bias" : "", false}, {out, in});
   }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/encoder_ops.h"
 #include "qjoule/model/fused_linear_params.h"
+#include "qjoule/model/quantization_plan.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::model {
@@ -77,8 +79,17 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
     fail("{}: hidden size {} is not a multiple of the {} attention heads", config_.architecture, config_.hidden_size,
          config_.num_heads);
   const int64_t h = config_.hidden_size;
+  // A pre-quantized Linear asked in another format: built in its own so that the other Linears' tensor
+  // checks still speak first; the first such question is thrown once every Linear is built (DecoderLM too).
+  std::optional<PrequantizedFormatMismatch> format_mismatch;
   auto build = [&](LinearParams& p, bool in_block) {
-    auto linear = factory(p, in_block);
+    std::unique_ptr<kernels::Linear> linear;
+    try {
+      linear = factory(p, in_block);
+    } catch (const PrequantizedFormatMismatch& e) {
+      if (!format_mismatch) format_mismatch.emplace(e);
+      linear = p.build_prequantized();
+    }
     if (!linear) fail("{}: the Linear factory built nothing", p.name);
     all_linears_.push_back({p.name, linear.get()});
     free_weights(p);  // the Linear holds its own copy in its own format
@@ -119,6 +130,7 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
   }
   head_dense_ = build(params.head_dense, false);
   classifier_ = build(params.classifier, false);
+  if (format_mismatch) throw *format_mismatch;
   word_embeddings_ = upload(params.word_embeddings, "the word embeddings");
   position_embeddings_ = upload(params.position_embeddings, "the position embeddings");
   if (!params.token_type_embeddings.empty()) {

@@ -28,8 +28,10 @@ class ParamReader {
   // A transformer layer's Linear (`in_layer`) of a pre-quantized checkpoint must be packed; the pooler and
   // the classifier may be either.
   LinearParams linear(const std::string& name, int64_t out, int64_t in, bool in_layer = true) const {
-    if (cfg_.quantization && is_prequantized_linear(ck_, name))
+    if (cfg_.quantization && is_prequantized_linear(ck_, name)) {
+      mark_prequantized_tensors_read(ck_, name);  // ck_: the checkpoint the unused-tensor warning reads
       return prequantized_linear_params(shared(), *cfg_.quantization, name, out, in, /*bias_expected=*/true);
+    }
     if (cfg_.quantization && in_layer && ck_.contains(name + ".weight")) {
       const auto& t = ck_.at(name + ".weight");
       fail(

@@ -247,6 +247,12 @@ std::unique_ptr<kernels::Linear> load_prequantized_linear(const io::Checkpoint& 
   }
 }
 
+void mark_prequantized_tensors_read(const io::Checkpoint& ck, const std::string& name) {
+  const std::string prefix = name + ".";
+  for (auto it = ck.tensors().lower_bound(prefix); it != ck.tensors().end() && it->first.starts_with(prefix); ++it)
+    (void)ck.at(it->first);
+}
+
 LinearParams prequantized_linear_params(std::shared_ptr<const io::Checkpoint> checkpoint,
                                         const CheckpointQuantization& q, const std::string& name, int64_t out,
                                         int64_t in, bool bias_expected) {
@@ -259,7 +265,7 @@ LinearParams prequantized_linear_params(std::shared_ptr<const io::Checkpoint> ch
   p.has_bias = ck.contains(name + ".bias");
   if (bias_expected && !p.has_bias)
     fail("{}: tensor '{}.bias' is missing (config.json gives this Linear a bias)", ck.source().string(), name);
-  if (p.has_bias) (void)ck.at(name + ".bias");  // read when the Linear is built; not an unused tensor
+  mark_prequantized_tensors_read(ck, name);
   p.prequantized_spec = prequantized_spec(q);
   p.prequantized_from = q.describe();
   p.build_prequantized = [checkpoint = std::move(checkpoint), q, name, out, in] {

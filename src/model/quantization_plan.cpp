@@ -35,14 +35,18 @@ class AbsMaxRecordingLinear final : public kernels::Linear {
 }  // namespace
 
 std::unique_ptr<kernels::Linear> build_prequantized_linear(const LinearParams& p, const quant::LayerDecision& asked) {
+  // Built first: the checkpoint's own checks (NaN / Inf scales, code ranges) speak whatever was asked,
+  // before a format question could hide them.
+  auto linear = p.build_prequantized();
   if (asked.spec != p.prequantized_spec) {
     const std::string own = quant::to_string(p.prequantized_spec);
-    fail(
+    throw PrequantizedFormatMismatch(fmt::format(
         "{}: the checkpoint holds this Linear as {} codes, which run as {}; --precision {} asks for another format "
-        "(a pre-quantized checkpoint runs in its own: --precision {}; for others, quantize the unquantized model)",
-        p.name, p.prequantized_from, own, asked.format, own);
+        "(a pre-quantized checkpoint runs in its own: --precision {} or no --precision; for others, quantize the "
+        "unquantized model)",
+        p.name, p.prequantized_from, own, asked.format, own));
   }
-  return p.build_prequantized();
+  return linear;
 }
 
 LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, SmoothingFactors smoothing) {

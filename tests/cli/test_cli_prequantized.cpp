@@ -1,7 +1,8 @@
 // A GPTQ checkpoint end to end (written by the test from tiny-llama with qjoule's own int4 codes,
 // ../model/prequantized_writer.h): `qjoule ppl` gives the perplexity of qjoule's own format on the same
-// codes to the last digit; `qjoule bench` records where the weights came from and, with the unquantized
-// model's reference, the same text quality; asking for another format, or FP32, is one line.
+// codes to the last digit, also when no --precision is given (ppl, generate and bench run the checkpoint's
+// own format then); `qjoule bench` records where the weights came from and, with the unquantized model's
+// reference, the same text quality; asking for another format, or FP32, is one line.
 #include <fstream>
 #include <string>
 
@@ -50,8 +51,22 @@ TEST(CliPrequantized, AGptqCheckpointRunsAsQjoulesOwnFormatOnItsCodes) {
   ASSERT_EQ(imported.exit_code, 0) << imported.output;
   EXPECT_EQ(perplexity_line(imported.output), perplexity_line(own.output));
 
+  // No --precision: the checkpoint's own format, and the header says so.
+  const auto asked_nothing = run_command(qjoule() + " ppl --model " + gptq.string() + common + " 2>&1");
+  ASSERT_EQ(asked_nothing.exit_code, 0) << asked_nothing.output;
+  EXPECT_EQ(perplexity_line(asked_nothing.output), perplexity_line(own.output));
+  EXPECT_THAT(asked_nothing.output,
+              HasSubstr("precision  int4:g=64:asym (the checkpoint's own format: gptq 4-bit, group_size 64, asym, "
+                        "desc_act false, gptq_v2 zeros): "));
+  // Its packed tensors are read by the Linears they make (no "not used by the model" warning).
+  EXPECT_THAT(asked_nothing.output, ::testing::Not(HasSubstr("not used by the model"))) << asked_nothing.output;
+  const auto generated = run_command(qjoule() + " generate --model " + gptq.string() +
+                                     " --prompt 'The quick brown' --max-new 2 --threads 1 2>&1");
+  ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  EXPECT_THAT(generated.output, HasSubstr("precision  int4:g=64:asym (the checkpoint's own format: gptq"));
+
   // FP32 or another format: one line, saying what the checkpoint holds and how to run it.
-  const auto fp32 = run_command(qjoule() + " ppl --model " + gptq.string() + common + " 2>&1");
+  const auto fp32 = run_command(qjoule() + " ppl --model " + gptq.string() + common + " --precision fp32 2>&1");
   EXPECT_EQ(fp32.exit_code, 1) << fp32.output;
   EXPECT_THAT(fp32.output, HasSubstr("--precision fp32 asks for another format (a pre-quantized checkpoint runs in its "
                                      "own: --precision int4:g=64:asym"));
@@ -85,6 +100,15 @@ TEST(CliPrequantized, AGptqCheckpointRunsAsQjoulesOwnFormatOnItsCodes) {
   EXPECT_THAT(other.output, HasSubstr("is a pre-quantized checkpoint (gptq 4-bit, group_size 64, asym, desc_act "
                                       "false, gptq_v2 zeros) whose codes run as int4:g=64:asym: give --precisions "
                                       "int4:g=64:asym"));
+  // bench without --precisions: the checkpoint's own format, said on stderr.
+  const auto own_sweep =
+      run_command(no_sensors(dir) + qjoule() + " bench --model " + gptq.string() +
+                  " --seq 8 --decode-tokens 2 --iters 1 --idle 0 --threads 1 --out " + (dir / "e").string() + " 2>&1");
+  ASSERT_EQ(own_sweep.exit_code, 0) << own_sweep.output;
+  EXPECT_THAT(own_sweep.output, HasSubstr("precisions int4:g=64:asym (the checkpoint's own format: gptq 4-bit"));
+  const auto re = read_records(dir / "e" / "results.jsonl");
+  ASSERT_EQ(re.size(), 1u);
+  EXPECT_EQ(re[0]["precision"], "int4:g=64:asym");
   const auto no_base =
       run_command(no_sensors(dir) + qjoule() + " bench --model " + gptq.string() +
                   " --precisions int4:g=64:asym --seq 8" + common + " --out " + (dir / "d").string() + " 2>&1");
@@ -235,6 +259,29 @@ TEST(CliPrequantized, AnEncoderCheckpointIsBenchedWithItsReference) {
   EXPECT_EQ(other.exit_code, 1) << other.output;
   EXPECT_THAT(other.output, HasSubstr("is a pre-quantized checkpoint (gptq 4-bit, group_size 32, asym, desc_act "
                                       "false, gptq_v2 zeros) whose codes run as int4:g=32:asym"));
+}
+
+// `qjoule eval` on a pre-quantized classifier without --precision: its own format, said in the header;
+// fidelity is unavailable with the reason (no FP32 weights), not an error after the accuracy; FP32 asked
+// for is one line.
+TEST(CliPrequantized, EvalRunsAPrequantizedClassifierInItsOwnFormat) {
+  const auto dir = qjoule::test::temp_dir("cli_prequantized_eval");
+  const auto bert = qjoule::test::fixtures_dir() / "tiny-bert";
+  const auto gptq = dir / "gptq";
+  const auto exported = run_command(qjoule() + " export --model " + bert.string() +
+                                    " --precision int4:g=32:sym --out " + gptq.string() + " 2>&1");
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const std::string eval =
+      qjoule() + " eval --model " + gptq.string() + " --dataset " + (bert / "dataset.tsv").string() + " --threads 1";
+  const auto own = run_command(eval + " 2>&1");
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  EXPECT_THAT(own.output,
+              HasSubstr("precision  int4:g=32:sym (the checkpoint's own format: gptq 4-bit, group_size 32"));
+  EXPECT_THAT(own.output, HasSubstr("fidelity   unavailable: the checkpoint holds gptq 4-bit"));
+  const auto fp32 = run_command(eval + " --precision fp32 2>&1");
+  EXPECT_EQ(fp32.exit_code, 1) << fp32.output;
+  EXPECT_THAT(fp32.output, HasSubstr("--precision fp32 asks for another format (a pre-quantized checkpoint runs in its "
+                                     "own: --precision int4:g=32:sym or no --precision"));
 }
 
 }  // namespace

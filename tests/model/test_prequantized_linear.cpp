@@ -129,7 +129,7 @@ TEST(PrequantizedImport, OneGroupPerRowRunsAsBlocksOf128) {
 TEST(PrequantizedImport, BrokenCodesScalesAndLayoutsAreOneLine) {
   const auto src = qjoule::test::decoder_fixture("tiny-llama");
   const auto broken = [&](const std::string& name, PrequantizedLayout layout,
-                          const std::function<void(LinearCodes&)>& edit) {
+                          const std::function<void(LinearCodes&)>& edit, const std::string& asked = "") {
     const auto dst = qjoule::test::temp_dir("prequantized_bad_" + name);
     qjoule::test::write_prequantized_copy(
         src, dst, layout, [&](const std::string& n, const std::vector<float>& w, int64_t out, int64_t in) {
@@ -138,11 +138,20 @@ TEST(PrequantizedImport, BrokenCodesScalesAndLayoutsAreOneLine) {
           if (n == "model.layers.1.mlp.up_proj") edit(c);
           return c;
         });
-    return error_of(
-        [&] { qjoule::model::load_decoder_lm(dst, factory(layout.sym ? "int4:g=128:sym" : "int4:g=128:asym")); });
+    return error_of([&] {
+      qjoule::model::load_decoder_lm(dst, factory(!asked.empty() ? asked
+                                                  : layout.sym   ? "int4:g=128:sym"
+                                                                 : "int4:g=128:asym"));
+    });
   };
   EXPECT_THAT(
       broken("nan_scale", {"gptq", 128, false, true, true}, [](LinearCodes& c) { c.scale[5] = 0x7E00; }),
+      HasSubstr("tensor 'model.layers.1.mlp.up_proj.scales' holds NaN at [0, 5], expected a finite FP16 scale"));
+  // The checkpoint's own checks come first, whatever format was asked (fp32 here: the one a user who
+  // asked for nothing got before), so a broken scale is never hidden behind a format question.
+  EXPECT_THAT(
+      broken(
+          "nan_scale_fp32", {"gptq", 128, false, true, true}, [](LinearCodes& c) { c.scale[5] = 0x7E00; }, "fp32"),
       HasSubstr("tensor 'model.layers.1.mlp.up_proj.scales' holds NaN at [0, 5], expected a finite FP16 scale"));
   // The classic format keeps z − 1: a zero point of 0 is stored as 15 and reads back as 16.
   EXPECT_THAT(broken("v1_zero_16", {"gptq", 128, false, false, true}, [](LinearCodes& c) { c.zero[3] = 0; }),

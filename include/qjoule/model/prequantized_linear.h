@@ -54,6 +54,11 @@ std::unique_ptr<kernels::Linear> load_prequantized_linear(const io::Checkpoint& 
                                                           const CheckpointQuantization& quantization,
                                                           const std::string& name, int64_t out, int64_t in);
 
+// Marks every tensor of pre-quantized Linear `name` (NAME.qweight, .qzeros, .scales, .g_idx, .bias,
+// bitsandbytes' .weight.*) as read in `ck`: the Linear reads them when it is built, from a copy of the
+// checkpoint that outlives the loader's, so the loader's unused-tensor warning must not list them.
+void mark_prequantized_tensors_read(const io::Checkpoint& ck, const std::string& name);
+
 // The LinearParams of packed Linear `name` of [out, in], checked now (check_prequantized_linear) and
 // built from its codes each time a model asks (load_prequantized_linear), from `checkpoint`, which the
 // builder keeps open (parameters outlive the reader that made them: a bench builds a model per run);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "qjoule/error.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/quant/layer_policy.h"
@@ -36,8 +37,18 @@ using SmoothingFactors = std::map<std::string, std::vector<float>>;
 // one shared s); otherwise it returns nullptr and the model builds them apart.
 LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, SmoothingFactors smoothing = {});
 
-// A pre-quantized checkpoint's Linear (LinearParams::build_prequantized) when `asked` (the layer
-// policy's decision for it) is the format its codes run as; else one line naming both.
+// The error of a pre-quantized Linear asked to run in another format than its codes' own. The model
+// (DecoderLM) builds every other Linear first, so that a broken tensor (a NaN scale, a code out of
+// range) anywhere in the checkpoint is reported before this question of formats; then it throws the
+// first of these.
+class PrequantizedFormatMismatch : public Error {
+ public:
+  using Error::Error;
+};
+
+// A pre-quantized checkpoint's Linear (LinearParams::build_prequantized; its tensors checked) when
+// `asked` (the layer policy's decision for it) is the format its codes run as; else, once those checks
+// pass, PrequantizedFormatMismatch: one line naming both formats.
 std::unique_ptr<kernels::Linear> build_prequantized_linear(const LinearParams& p, const quant::LayerDecision& asked);
 
 // Runs `run_calibration(model)` on an FP32 copy of `params` whose Linears record the per-input-channel

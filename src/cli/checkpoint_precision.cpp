@@ -1,0 +1,34 @@
+#include "cli/checkpoint_precision.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "qjoule/model/checkpoint_quantization.h"
+#include "qjoule/model/prequantized_linear.h"
+#include "qjoule/quant/format_spec.h"
+
+namespace qjoule::cli {
+
+std::optional<CheckpointPrecision> checkpoint_precision(const std::string& dir) {
+  const auto path = std::filesystem::path(dir) / "config.json";
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  const auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) return std::nullopt;
+  const auto q = model::read_checkpoint_quantization(config, path.string() + ": ");
+  if (!q) return std::nullopt;
+  return CheckpointPrecision{quant::to_string(model::prequantized_spec(*q)),
+                             "the checkpoint's own format: " + q->describe()};
+}
+
+void default_to_checkpoint_precision(QuantArgs& quant, const std::string& dir) {
+  if (quant.precision_flag != nullptr && quant.precision_flag->count() > 0) return;
+  if (const auto own = checkpoint_precision(dir)) {
+    quant.precision = own->spec;
+    quant.precision_origin = own->origin;
+  }
+}
+
+}  // namespace qjoule::cli
