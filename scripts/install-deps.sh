@@ -12,6 +12,7 @@ build_packages=(
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (its GPU runtime), a Recommends only
   libgtest-dev libgmock-dev libbenchmark-dev  # build/release's configuration finds them (tests, microbenchmarks)
   python3-dev pybind11-dev python3-pybind11  # and pybind11 (the Python package is part of build/release)
+  python3-venv python3-pip python3-setuptools python3-wheel  # `pip install --no-build-isolation .`, offline
   libjs-chart.js  # `qjoule bench` and `qjoule report` inline Chart.js into report.html
 )
 case "${1:-}" in

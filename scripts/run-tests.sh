@@ -2,7 +2,9 @@
 # Installs what is missing, checks the C++ format (scripts/check-format.sh) and that no module includes
 # a module above it (scripts/check-layering.py), builds qjoule twice
 # (release with -Werror and the CUDA backend where nvcc is found, and ASan+UBSan without it: both
-# configurations) and runs the whole GoogleTest suite under ctest in both, then
+# configurations), installs the Python package with pip into a fresh virtual environment (and its wheel
+# into another; scripts/python-venv.sh), runs the whole suite under ctest in both (the Python tests on
+# the installed package), then
 # runs each fuzz target (scripts/fuzz.sh) for 20 s.
 # Exits non-zero if any build, test or fuzz target fails.
 set -euo pipefail
@@ -19,8 +21,13 @@ python3 scripts/check-layering.py || status=1
 
 echo "== release build =="
 bash scripts/build.sh release
-echo "== release tests =="
+echo "== Python package: pip install . and its wheel, each into a fresh virtual environment =="
+venv_ok=1
+bash scripts/python-venv.sh build/release/venv build/release || { status=1; venv_ok=0; }
+echo "== release tests (the Python tests on the package pip installed) =="
+if [ "$venv_ok" = 1 ]; then export QJOULE_TEST_PYTHON="$PWD/build/release/venv/bin/python"; fi
 ctest --test-dir build/release -j "$(nproc)" --output-on-failure || status=1
+unset QJOULE_TEST_PYTHON
 
 echo "== sanitizer (ASan+UBSan) build =="
 bash scripts/build.sh asan
