@@ -51,13 +51,7 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
   // A deferred Linear's FP32 weights exist only while its own layer is built.
   auto build = [&](LinearParams& p, bool in_block) {
     if (params.load_linear && p.weight.empty() && !p.build_prequantized) params.load_linear(p);
-    std::unique_ptr<kernels::Linear> linear;
-    try {
-      linear = factory(p, in_block);
-    } catch (const PrequantizedFormatMismatch& e) {
-      if (!format_mismatch) format_mismatch.emplace(e);
-      linear = p.build_prequantized();
-    }
+    auto linear = build_keeping_format_mismatch(factory, p, in_block, format_mismatch);
     if (!linear) fail("{}: the Linear factory built nothing", p.name);
     // From the shape: a streamed Linear has no weights loaded.
     const auto weights = static_cast<std::size_t>(p.out_features * (p.in_features + (with_bias(p) ? 1 : 0)));

@@ -83,13 +83,7 @@ EncoderClassifier::EncoderClassifier(EncoderParams params, const LinearFactory& 
   // checks still speak first; the first such question is thrown once every Linear is built (DecoderLM too).
   std::optional<PrequantizedFormatMismatch> format_mismatch;
   auto build = [&](LinearParams& p, bool in_block) {
-    std::unique_ptr<kernels::Linear> linear;
-    try {
-      linear = factory(p, in_block);
-    } catch (const PrequantizedFormatMismatch& e) {
-      if (!format_mismatch) format_mismatch.emplace(e);
-      linear = p.build_prequantized();
-    }
+    auto linear = build_keeping_format_mismatch(factory, p, in_block, format_mismatch);
     if (!linear) fail("{}: the Linear factory built nothing", p.name);
     all_linears_.push_back({p.name, linear.get()});
     free_weights(p);  // the Linear holds its own copy in its own format

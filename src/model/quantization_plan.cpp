@@ -49,6 +49,17 @@ std::unique_ptr<kernels::Linear> build_prequantized_linear(const LinearParams& p
   return linear;
 }
 
+std::unique_ptr<kernels::Linear> build_keeping_format_mismatch(const LinearFactory& factory, const LinearParams& p,
+                                                               bool in_block,
+                                                               std::optional<PrequantizedFormatMismatch>& first) {
+  try {
+    return factory(p, in_block);
+  } catch (const PrequantizedFormatMismatch& e) {
+    if (!first) first.emplace(e);
+    return p.build_prequantized();
+  }
+}
+
 LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, SmoothingFactors smoothing) {
   return [policy, smoothing = std::move(smoothing)](const LinearParams& p,
                                                     bool in_block) -> std::unique_ptr<kernels::Linear> {

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,12 @@ class PrequantizedFormatMismatch : public Error {
 // `asked` (the layer policy's decision for it) is the format its codes run as; else, once those checks
 // pass, PrequantizedFormatMismatch: one line naming both formats.
 std::unique_ptr<kernels::Linear> build_prequantized_linear(const LinearParams& p, const quant::LayerDecision& asked);
+
+// factory(p, in_block), except that a PrequantizedFormatMismatch is kept in `first` (when it holds none
+// yet) and p's own-format Linear is built instead; the model throws `first` once every Linear is built.
+std::unique_ptr<kernels::Linear> build_keeping_format_mismatch(const LinearFactory& factory, const LinearParams& p,
+                                                               bool in_block,
+                                                               std::optional<PrequantizedFormatMismatch>& first);
 
 // Runs `run_calibration(model)` on an FP32 copy of `params` whose Linears record the per-input-channel
 // abs-max of their activations, then returns s = max|X|^α / max|W|^(1-α) for every block Linear
