@@ -5,6 +5,7 @@
 // reference, the same text quality; asking for another format, or FP32, is one line.
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -282,6 +283,35 @@ TEST(CliPrequantized, EvalRunsAPrequantizedClassifierInItsOwnFormat) {
   EXPECT_EQ(fp32.exit_code, 1) << fp32.output;
   EXPECT_THAT(fp32.output, HasSubstr("--precision fp32 asks for another format (a pre-quantized checkpoint runs in its "
                                      "own: --precision int4:g=32:sym or no --precision"));
+}
+
+// Paragraph 1 of issue 44 for AWQ and bitsandbytes too: `qjoule ppl` without --precision runs each
+// checkpoint in its own format, with the perplexity of that format on the unquantized model.
+TEST(CliPrequantized, AwqAndBitsandbytesRunInTheirOwnFormatWithoutAPrecision) {
+  const auto dir = qjoule::test::temp_dir("cli_prequantized_own");
+  const auto text = dir / "text.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
+  }
+  const std::string common = " --text " + text.string() + " --ctx 64 --stride 32 --threads 1 2>&1";
+  const auto awq = dir / "awq";
+  qjoule::test::write_prequantized_copy(tiny_llama(), awq, {"awq", 64, false, true, false},
+                                        qjoule::test::qjoule_codes<qjoule::quant::BlockInt4Asym<64>>);
+  const auto bnb = dir / "bnb";
+  ASSERT_EQ(run_command(qjoule() + " export --model " + tiny_llama().string() + " --precision nf4:dq --out " +
+                        bnb.string() + " 2>&1")
+                .exit_code,
+            0);
+  for (const auto& [model, spec, method] :
+       {std::tuple{awq, std::string("int4:g=64:asym"), std::string("awq 4-bit")},
+        std::tuple{bnb, std::string("nf4:dq"), std::string("bitsandbytes 4-bit")}}) {
+    const auto asked_nothing = run_command(qjoule() + " ppl --model " + model.string() + common);
+    ASSERT_EQ(asked_nothing.exit_code, 0) << asked_nothing.output;
+    EXPECT_THAT(asked_nothing.output, HasSubstr("precision  " + spec + " (the checkpoint's own format: " + method));
+    const auto own = run_command(qjoule() + " ppl --model " + tiny_llama().string() + " --precision " + spec + common);
+    EXPECT_EQ(perplexity_line(asked_nothing.output), perplexity_line(own.output)) << spec;
+  }
 }
 
 }  // namespace
