@@ -67,6 +67,7 @@ if [ -z "$check_text" ]; then
   [ -f "$root/../shared/data/wikitext2/test.txt" ] && head -c 60000 "$root/../shared/data/wikitext2/test.txt" > "$check_text" ||
     for i in $(seq 1 400); do echo "The quick brown fox $i jumps over the lazy dog by the river."; done > "$check_text"
 fi
+rm -f "$work"/check-*.gguf  # export never overwrites: the check model may have changed since the last run
 "$qjoule" export --model "$check_model" --precision fp32 --to gguf --out "$work/check-f32.gguf" >/dev/null
 "$qjoule" export --model "$check_model" --precision int4:g=32:sym --to gguf --out "$work/check-q4_0.gguf" >/dev/null
 "${work}/llama-native/bin/llama-quantize" "$work/check-f32.gguf" "$work/check-q8_0.gguf" Q8_0 >/dev/null 2>&1
