@@ -54,7 +54,8 @@ class CMakeBuild(build_ext):
         self._run(["cmake", "--build", str(build_dir), "--target", ext.target, "-j", jobs])
         built = sorted((build_dir / "python" / "qjoule").glob("_native*.so"))
         if not built:
-            raise RuntimeError(f"qjoule: the CMake build in {build_dir} left no python/qjoule/_native*.so")
+            sys.exit(f"qjoule: the CMake build in {build_dir} left no python/qjoule/_native*.so; expected a build "
+                     "configured with -DQJOULE_BUILD_PYTHON=ON")
         dest = Path(self.get_ext_fullpath(ext.name))
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built[-1], dest)
@@ -62,7 +63,11 @@ class CMakeBuild(build_ext):
     @staticmethod
     def _run(command):
         print("qjoule:", " ".join(command), flush=True)
-        subprocess.run(command, check=True, cwd=ROOT)
+        done = subprocess.run(command, check=False, cwd=ROOT)
+        if done.returncode != 0:  # one line under CMake's own, not a Python traceback
+            sys.exit(f"qjoule: `{' '.join(command)}` failed (exit {done.returncode}), its messages above; expected "
+                     "a build folder that CMake configured from this source (QJOULE_CMAKE_BUILD_DIR) and the packages "
+                     "of scripts/install-deps.sh --build")
 
 
 setup(ext_modules=[CMakeExtension("qjoule._native", "qjoule_python_native")], cmdclass={"build_ext": CMakeBuild})

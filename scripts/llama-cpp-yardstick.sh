@@ -103,13 +103,17 @@ q4_build="${builds[-1]}"
 pairs=("int4:g=32:sym:a8 q4_0 $q4_build" "int4:g=32:sym q4_0 $q4_build" "nf4 q4_0 $q4_build" "w8 q8_0 native" "int8 q8_0 native")
 qjoule_speed() {  # prefill tok/s, decode tok/s, decode roof fraction
   local out="$work/bench-$RANDOM"
-  "$qjoule" bench --model "$model" --precisions "$1" --seq 128 --decode-tokens 64 --threads "$threads" --idle 0 \
-    --min-time 1 --out "$out" >/dev/null 2>&1
+  if ! "$qjoule" bench --model "$model" --precisions "$1" --seq 128 --decode-tokens 64 --threads "$threads" --idle 0 \
+    --min-time 1 --out "$out" >"$out.log" 2>&1; then
+    echo "yardstick: qjoule bench --precisions $1 failed: $(tail -1 "$out.log")" >&2
+    exit 1
+  fi
+  rm -f "$out.log"
   python3 -c "import json; r = json.loads(open('$out/results.jsonl').read().splitlines()[-1]); f = r.get('decode_roof_fraction'); print(r['prefill_tokens_per_s_mean'], r['decode_tokens_per_s_mean'], 'n/a' if f is None else f'{f:.2f}')"
   rm -rf "$out"
 }
 llama_speed() {  # prefill tok/s, decode tok/s
-  "$work/llama-$1/bin/llama-bench" -m "$2" -p 128 -n 64 -t "$threads" -r 2 -o json 2>/dev/null |
+  "$work/llama-$1/bin/llama-bench" -m "$2" -p 128 -n 64 -t "$threads" -r 2 -o json 2>"$work/llama-bench.log" |
     python3 -c "import json, sys; rows = json.load(sys.stdin); pp = [r['avg_ts'] for r in rows if r['n_prompt'] > 0]; tg = [r['avg_ts'] for r in rows if r['n_gen'] > 0]; print(pp[0], tg[0])"
 }
 echo "== speed, $rounds rounds taking turns (tokens/s; ratio = qjoule / llama.cpp)"
@@ -121,8 +125,11 @@ for r in $(seq 1 "$rounds"); do
       printf '   %-18s %-14s %s\n' "$spec" "$type ($b)" "not timed: llama.cpp's path is off its own F32 (above)"
       continue
     fi
-    read -r qp qd roof <<<"$(qjoule_speed "$spec")"
-    read -r lp ld <<<"$(llama_speed "$b" "$work/m-$type.gguf")"
+    q="$(qjoule_speed "$spec")" || exit 1
+    l="$(llama_speed "$b" "$work/m-$type.gguf")" ||
+      { echo "yardstick: llama-bench on m-$type.gguf failed: $(tail -1 "$work/llama-bench.log")" >&2; exit 1; }
+    read -r qp qd roof <<<"$q"
+    read -r lp ld <<<"$l"
     python3 -c "print('   %-18s %-14s %10.1f %10.1f %5.2fx %10.2f %10.2f %6.2fx %7s' % ('$spec', '$type ($b)', $qp, $lp, $qp / $lp, $qd, $ld, $qd / $ld, '$roof'))"
   done
 done

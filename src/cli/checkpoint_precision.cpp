@@ -1,10 +1,5 @@
 #include "cli/checkpoint_precision.h"
 
-#include <filesystem>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
-
 #include "qjoule/model/checkpoint_quantization.h"
 #include "qjoule/model/prequantized_linear.h"
 #include "qjoule/quant/format_spec.h"
@@ -12,12 +7,7 @@
 namespace qjoule::cli {
 
 std::optional<CheckpointPrecision> checkpoint_precision(const std::string& dir) {
-  const auto path = std::filesystem::path(dir) / "config.json";
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  const auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded() || !config.is_object()) return std::nullopt;
-  const auto q = model::read_checkpoint_quantization(config, path.string() + ": ");
+  const auto q = model::checkpoint_quantization_of(dir);
   if (!q) return std::nullopt;
   return CheckpointPrecision{quant::to_string(model::prequantized_spec(*q)),
                              "the checkpoint's own format: " + q->describe()};

@@ -14,9 +14,9 @@ struct CheckpointPrecision {
   std::string origin;  // "the checkpoint's own format: gptq 4-bit, group_size 64, ..."
 };
 
-// `dir`'s own format when its config.json says it is pre-quantized; nullopt for an unquantized model,
-// or a folder whose config.json cannot be read (loading it then says what is wrong). A broken
-// quantization_config is one line naming the field.
+// `dir`'s own format when its config.json says it is pre-quantized (model::checkpoint_quantization_of);
+// nullopt for an unquantized model or a folder without config.json. A malformed config.json or a broken
+// quantization_config is one line naming the file and field.
 std::optional<CheckpointPrecision> checkpoint_precision(const std::string& dir);
 
 // Without --precision on the command line: quant.precision becomes `dir`'s own format, and

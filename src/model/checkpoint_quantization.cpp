@@ -93,6 +93,12 @@ std::optional<CheckpointQuantization> read_checkpoint_quantization(const json& c
   return q;
 }
 
+std::optional<CheckpointQuantization> checkpoint_quantization_of(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir / "config.json", ec)) return std::nullopt;
+  return read_checkpoint_quantization(read_config_json(dir), (dir / "config.json").string() + ": ");
+}
+
 std::optional<CheckpointQuantization> readable_checkpoint_quantization(const std::filesystem::path& dir,
                                                                        const json& config,
                                                                        const io::Checkpoint& checkpoint,

@@ -27,6 +27,14 @@ namespace fs = std::filesystem;
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
 fs::path tiny_llama() { return qjoule::test::fixtures_dir() / "decoders" / "tiny-llama"; }
 
+// dir/text.txt: 40 lines of plain English (about 1,100 tiny-llama tokens) for `ppl` and `bench --text`.
+fs::path write_text(const fs::path& dir) {
+  const auto text = dir / "text.txt";
+  std::ofstream out(text);
+  for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
+  return text;
+}
+
 // "perplexity 123.4567 ± ..." line of `qjoule ppl`.
 std::string perplexity_line(const std::string& output) {
   const auto at = output.find("perplexity ");
@@ -38,11 +46,7 @@ TEST(CliPrequantized, AGptqCheckpointRunsAsQjoulesOwnFormatOnItsCodes) {
   const auto gptq = dir / "tiny-llama-gptq";
   qjoule::test::write_prequantized_copy(tiny_llama(), gptq, {"gptq", 64, false, true, true},
                                         qjoule::test::qjoule_codes<qjoule::quant::BlockInt4Asym<64>>);
-  const auto text = dir / "text.txt";
-  {
-    std::ofstream out(text);
-    for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
-  }
+  const auto text = write_text(dir);
   const std::string common = " --text " + text.string() + " --ctx 64 --stride 32 --threads 1";
   const auto own =
       run_command(qjoule() + " ppl --model " + tiny_llama().string() + common + " --precision int4:g=64:asym 2>&1");
@@ -124,11 +128,7 @@ TEST(CliPrequantized, AGptqCheckpointRunsAsQjoulesOwnFormatOnItsCodes) {
 // for GPTQ and bitsandbytes layouts; the bench record of the import says where the weights came from.
 TEST(CliPrequantized, ExportThenImportGivesTheSamePerplexity) {
   const auto dir = qjoule::test::temp_dir("cli_export_roundtrip");
-  const auto text = dir / "text.txt";
-  {
-    std::ofstream out(text);
-    for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
-  }
+  const auto text = write_text(dir);
   const std::string common = " --text " + text.string() + " --ctx 64 --stride 32 --threads 1";
   for (const std::string precision : {"int4:g=32:sym", "int4:g=128:asym", "nf4", "nf4:dq"}) {
     const auto out = dir / ("export-" + std::to_string(precision.size()) + precision.substr(0, 4));
@@ -182,11 +182,7 @@ TEST(CliPrequantized, ReferenceGivesFidelityAndTheTextBase) {
   const auto exported = run_command(qjoule() + " export --model " + tiny_llama().string() +
                                     " --precision int4:g=64:asym --out " + gptq.string() + " 2>&1");
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
-  const auto text = dir / "text.txt";
-  {
-    std::ofstream out(text);
-    for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
-  }
+  const auto text = write_text(dir);
   const std::string bench = no_sensors(dir) + qjoule() +
                             " bench --precisions int4:g=64:asym --seq 8 --decode-tokens 2 --iters 1 --idle 0 "
                             "--threads 1";
@@ -289,11 +285,7 @@ TEST(CliPrequantized, EvalRunsAPrequantizedClassifierInItsOwnFormat) {
 // checkpoint in its own format, with the perplexity of that format on the unquantized model.
 TEST(CliPrequantized, AwqAndBitsandbytesRunInTheirOwnFormatWithoutAPrecision) {
   const auto dir = qjoule::test::temp_dir("cli_prequantized_own");
-  const auto text = dir / "text.txt";
-  {
-    std::ofstream out(text);
-    for (int i = 0; i < 40; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog by the river.\n";
-  }
+  const auto text = write_text(dir);
   const std::string common = " --text " + text.string() + " --ctx 64 --stride 32 --threads 1 2>&1";
   const auto awq = dir / "awq";
   qjoule::test::write_prequantized_copy(tiny_llama(), awq, {"awq", 64, false, true, false},

@@ -44,6 +44,11 @@ struct CheckpointQuantization {
 std::optional<CheckpointQuantization> read_checkpoint_quantization(const nlohmann::json& config,
                                                                    const std::string& where);
 
+// The quantization that `dir`/config.json states (read as the loaders read it: a malformed file is one
+// line naming it); nullopt when it states none, or when `dir` holds no config.json (a GGUF file, a folder
+// that is not a model: its loader says what is wrong).
+std::optional<CheckpointQuantization> checkpoint_quantization_of(const std::filesystem::path& dir);
+
 // The checkpoint's quantization when qjoule reads its codes (model/prequantized_linear.h), nullopt for
 // an unquantized checkpoint, one line for anything else: a method, bit width, group size or act-order
 // it does not read, or (`reads_prequantized` false: encoders, GPT-2) any pre-quantized checkpoint

@@ -1,17 +1,17 @@
 // int4 weight-only decode on AVX512_VNNI ("qjoule:avx512_vnni:int4_x16"): the activations, not the
-// weights, are made integers, at 16 bits: per 32-block s = max|x| / 32767, q = round-half-even(x / s)
-// clamped to ±32767 (|x − s·q| <= s / 2 = max|x| / 65534: 2^-16 of the block's largest activation, where
-// BF16 rounding is 2^-9 of each value), split into two INT8 limbs q = 256·h + l (h signed, l unsigned).
+// weights, are made integers, at 16 bits per 32-block (quantize_block_x16.h: 2^-16 of the block's largest
+// activation, where BF16 rounding is 2^-9 of each value), split into two INT8 limbs q = 256·h + l (h
+// signed, l unsigned).
 // The weights' 4-bit codes u meet both limbs in vpdpbusd as they are stored (int4_quads_avx512_vnni.h):
 // Σ u·h (u unsigned × h signed) and Σ l·u (l unsigned × u signed: u <= 15), exact in int32, so
 //   Σ (u − z)·q = 256·(Σ u·h − z·Σ h) + (Σ u·l − z·Σ l)
 // per block (the zero point by one vpmaddwd: z·Σl + 256z·Σh, both words within 16 bits), then one
 // conversion and one FMA by d_w · s. Four vpdpbusd per 128 weights and activation row, where the BF16
 // GEMV spends four vpermw and four vdpbf16ps (half the FMA rate on Intel cores).
-#include <cfloat>
 #include <vector>
 
 #include "kernels/cpu/weight_only/int4_quads_avx512_vnni.h"
+#include "kernels/cpu/weight_only/quantize_block_x16.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 
 namespace qjoule::kernels::detail {
@@ -42,19 +42,12 @@ QJOULE_TARGET_AVX512_VNNI bool quantize_row_x16(const float* x, int64_t nb32, X1
   std::memset(static_cast<void*>(quads), 0, sizeof(X16ActQuad) * static_cast<std::size_t>(vnni::quads_of(nb32)));
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  const __m512i lo = _mm512_set1_epi32(-32767), hi = _mm512_set1_epi32(32767);
-  constexpr int kNotFinite = 0x01 | 0x08 | 0x10 | 0x80;  // vfpclassps: QNaN, +Inf, −Inf, SNaN
   __mmask16 bad = 0;
   for (int64_t b = 0; b < nb32; ++b) {
-    const __m512 v0 = _mm512_loadu_ps(x + b * kBlock), v1 = _mm512_loadu_ps(x + b * kBlock + 16);
-    bad |= _mm512_fpclass_ps_mask(v0, kNotFinite) | _mm512_fpclass_ps_mask(v1, kNotFinite);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    const float s = amax / 32767.0f;
-    float inv = s != 0.0f ? 1.0f / s : 0.0f;
-    if (!(inv <= FLT_MAX)) inv = 0.0f;  // a subnormal scale: its block is as good as zeros
-    const __m512 iv = _mm512_set1_ps(inv);
-    const __m512i q0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, iv)), lo), hi);
-    const __m512i q1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, iv)), lo), hi);
+    const BlockX16 block = quantize_block_x16(x + b * kBlock);
+    bad |= block.bad;
+    const __m512i q0 = block.q0, q1 = block.q1;
+    const float s = block.s;
     X16ActQuad& quad = quads[b / kBlocksPerQuad];
     const int j = static_cast<int>(b % kBlocksPerQuad);
     store_limbs(_mm512_permutex2var_epi32(q0, even, q1), quad.h_even + 16 * j, quad.l_even + 16 * j);

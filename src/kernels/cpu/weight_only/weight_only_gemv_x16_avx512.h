@@ -2,8 +2,7 @@
 // "...:nf4dq_x16"), for the nibble decoders of gemm_weight_only_avx512.cpp (weight_only_avx512.h states
 // their interface). The weights' table values become 16-bit integers, T16[u] = round(T[u] · 2^13) (|T16|
 // <= 8192, off by at most 2^-14 of the block's absmax, where BF16 keeps 2^-9 of each value); the
-// activations per 32-block s = max|x| / 32767, q = round-half-even(x / s) clamped to ±32767 (2^-16 of the
-// block's largest). Per 32 weights one shift, one vpermw table lookup (as the BF16 GEMV) and one
+// activations per 32-block as 16-bit integers (quantize_block_x16.h: 2^-16 of the block's largest). Per 32 weights one shift, one vpermw table lookup (as the BF16 GEMV) and one
 // vpdpwssd (int16 pairs into int32, full rate where vdpbf16ps runs at half the FMA rate on Intel cores);
 // per 128-weight chunk and activation row one conversion and one FMA by d · s / 2^13. A lane sums 8
 // products a chunk: |Σ| <= 8 · 8192 · 32767 < 2^31, exact. The activations take the BF16 GEMV's word
@@ -13,10 +12,10 @@
 
 #include <immintrin.h>
 
-#include <cfloat>
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/weight_only/quantize_block_x16.h"
 #include "kernels/cpu/weight_only/weight_only_gemv_avx512.h"
 
 #define QJOULE_TARGET_AVX512_VNNI_FMA __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
@@ -43,21 +42,14 @@ QJOULE_TARGET_AVX512_VNNI_FMA inline Int16WordTable int16_word_table(const Dec& 
 // int32 (natural order). False when the row holds a NaN or ±Inf.
 QJOULE_TARGET_AVX512_VNNI_FMA inline bool quantize_like_chunks_x16(const float* x, int64_t K, int16_t* xq, float* xs,
                                                                    int32_t* q) {
-  constexpr int kNotFinite = 0x01 | 0x08 | 0x10 | 0x80;  // vfpclassps: QNaN, +Inf, −Inf, SNaN
-  const __m512i lo = _mm512_set1_epi32(-32767), hi = _mm512_set1_epi32(32767);
   __mmask16 bad = 0;
   const int64_t chunks = K / kChunk, blocks = K / 32;  // K: a multiple of 64 (the formats' padded width)
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
-    bad |= _mm512_fpclass_ps_mask(v0, kNotFinite) | _mm512_fpclass_ps_mask(v1, kNotFinite);
-    const float s = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1))) / 32767.0f;
-    float inv = s != 0.0f ? 1.0f / s : 0.0f;
-    if (!(inv <= FLT_MAX)) inv = 0.0f;  // a subnormal scale: its block is as good as zeros
-    const __m512 iv = _mm512_set1_ps(inv);
-    _mm512_storeu_si512(q + 32 * b,
-                        _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, iv)), lo), hi));
-    _mm512_storeu_si512(q + 32 * b + 16,
-                        _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, iv)), lo), hi));
+    const detail::BlockX16 block = detail::quantize_block_x16(x + 32 * b);
+    bad |= block.bad;
+    const float s = block.s;
+    _mm512_storeu_si512(q + 32 * b, block.q0);
+    _mm512_storeu_si512(q + 32 * b + 16, block.q1);
     if (b / 4 < chunks) {
       for (int l = 0; l < 4; ++l) xs[16 * (b / 4) + 4 * (b % 4) + l] = s * (1.0f / kX16TableScale);
     }
