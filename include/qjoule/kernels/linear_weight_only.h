@@ -112,6 +112,11 @@ bool x16_decode_available(WeightOnlyIsa isa);
 // The path a 4-bit layer built for `isa` reports; kernel: "int4_f32", "nf4_f32" or "nf4dq_f32";
 // x16_decode: its layout decodes on x16 (ignored where x16_decode_available(isa) is false).
 std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool x16_decode);
+// w8 decodes (m <= 4) on 16-bit integer activations per 32-block at the avx512 levels ("qjoule:avx512:
+// w8_x16,m>4:<the level's prefill>": vpmovsxbw + vpmaddwd, AVX512BW, no VNNI), where measured faster
+// or said as for the 4-bit formats; x16_decode is ignored below the avx512 levels.
+bool w8_x16_decode_available(WeightOnlyIsa isa);
+std::string w8_kernel_path(WeightOnlyIsa isa, bool x16_decode);
 
 // ---- Scalar references (the twins every kernel is tested against) ---------------------------------
 // Same arguments as the factories plus x [m, in] and y [m, out]: quantize W with the qjoule::quant

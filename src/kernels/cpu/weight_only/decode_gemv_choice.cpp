@@ -16,7 +16,11 @@ std::vector<float> decode_timing_weights() {
 }
 
 bool choose_x16_decode(WeightOnlyIsa isa, const std::string& layout, const std::function<bool()>& measure_x16_faster) {
-  if (!x16_decode_available(isa)) return false;
+  return choose_x16_decode(x16_decode_available(isa), layout, measure_x16_faster);
+}
+
+bool choose_x16_decode(bool available, const std::string& layout, const std::function<bool()>& measure_x16_faster) {
+  if (!available) return false;
   if (const char* forced = std::getenv("QJOULE_WEIGHT_ONLY_DECODE"); forced != nullptr && *forced != '\0') {
     const std::string_view v(forced);
     if (v == "x16") return true;

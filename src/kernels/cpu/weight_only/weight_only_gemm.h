@@ -52,6 +52,10 @@ bool gemv_int4_x16_avx512_vnni(const quant::BlockMatrix<Block>& w, const float* 
 // weight_only_avx512.h.
 void gemm_w8_avx512(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_w8_avx512_bf16(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+// The same entries with decode (m <= 4) on 16-bit integer activations where x is finite
+// (gemv_w8_x16_avx512.cpp; decode_gemv_choice.h says when).
+void gemm_w8_avx512_x16(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_w8_avx512_bf16_x16(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 template <class Block>
 void gemm_int4_avx512(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
 template <class Block>

@@ -94,6 +94,14 @@ std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, b
   return "qjoule:avx512_vnni:" + kernel.substr(0, kernel.size() - 4) + "_x16" + path.substr(path.find(",m>4:"));
 }
 
+bool w8_x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx512; }
+
+std::string w8_kernel_path(WeightOnlyIsa isa, bool x16_decode) {
+  std::string path = weight_only_kernel_path(isa, "w8_f32", true);
+  if (!x16_decode || !w8_x16_decode_available(isa)) return path;
+  return "qjoule:avx512:w8_x16" + path.substr(path.find(",m>4:"));
+}
+
 std::string int4_s8_kernel_path(WeightOnlyIsa isa) {
   if (isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) return "qjoule:avx512_vnni:int4_s8";
   return weight_only_kernel_path(isa > WeightOnlyIsa::avx2 ? WeightOnlyIsa::avx2 : isa, "int4_s8");

@@ -154,7 +154,7 @@ TEST(LinearInt4, DecodeGemvIsMeasuredOnceOrToldWhereTheCpuHasVnni) {
       path, ::testing::ThrowsMessage<Error>(::testing::StrEq("QJOULE_WEIGHT_ONLY_DECODE=fast: expected x16 or float")));
 }
 
-// int4's and nf4's x16 GEMVs: a NaN or Inf in a decode row leaves the whole product to the FP32 / BF16
+// int4's, nf4's and w8's x16 GEMVs: a NaN or Inf in a decode row leaves the whole product to the FP32 / BF16
 // GEMV: that row is NaN (never a number made from an integer that stood for a NaN), the other rows
 // finite and within that GEMV's budget (2^-8 of Σ|x·w| ≈ 10 here); a row of zeros gives the bias.
 TEST(LinearInt4, X16DecodeOfNonFiniteAndZeroRows) {
@@ -165,7 +165,8 @@ TEST(LinearInt4, X16DecodeOfNonFiniteAndZeroRows) {
   for (auto isa : test::runnable_isas()) {
     test::ScopedIsa scoped(isa);
     for (const auto& lin : {kernels::make_linear_int4(w.data(), b.data(), out, in, {32, true, false}, "t"),
-                            kernels::make_linear_nf4(w.data(), b.data(), out, in, {false}, "t")}) {
+                            kernels::make_linear_nf4(w.data(), b.data(), out, in, {false}, "t"),
+                            kernels::make_linear_w8(w.data(), b.data(), out, in, "t")}) {
       auto x = test::normal_vector(size_t(3 * in), 43);
       std::fill(x.begin() + in, x.begin() + 2 * in, 0.0f);  // row 1: zeros
       std::vector<float> y(size_t(3 * out)), finite(size_t(3 * out));

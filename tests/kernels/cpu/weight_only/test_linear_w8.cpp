@@ -1,5 +1,6 @@
-// make_linear_w8 (kernel w8_f32; w8_bf16 decode on avx512_bf16) vs linear_w8_ref, every ISA.
-// Budget vs the twin: 1e-5 · Σ|x·w| (weight_only_test_util.h). Quantization error vs FP32 weights
+// make_linear_w8 (kernel w8_f32; at the avx512 levels decode on w8_x16 or the FP32 GEMV) vs
+// linear_w8_ref, every ISA and both decode GEMVs. Budget vs the twin: 1e-5 · Σ|x·w|, and for x16 decode
+// + 2^-15 · Σ_blocks max|x| · Σ|w| (weight_only_test_util.h). Quantization error vs FP32 weights
 // (quantization_error_vs_fp32): relative RMS < 1e-2 (per-row INT8 of Gaussian weights: ≈0.007).
 #include <gmock/gmock.h>
 
@@ -12,10 +13,12 @@ using namespace qjoule;
 using qjoule::test::Shape;
 
 TEST(LinearW8, MatchesReferenceAcrossShapesAndIsas) {
-  for (auto isa : test::runnable_isas()) {
+  for (auto [isa, decode] : test::isas_and_decodes(&kernels::w8_x16_decode_available)) {
     test::ScopedIsa scoped(isa);
+    test::ScopedWeightOnlyDecode scoped_decode(decode);
+    const bool x16 = std::string(decode) == "x16" && kernels::w8_x16_decode_available(isa);
     for (Shape s : {Shape{1, 7, 5}, Shape{3, 33, 100}, Shape{64, 50, 37}, Shape{9, 20, 1100}, Shape{1, 64, 768},
-                    Shape{300, 13, 40}}) {
+                    Shape{300, 13, 40}, Shape{2, 17, 96}, Shape{4, 40, 70}, Shape{1, 3, 31}, Shape{5, 9, 64}}) {
       const auto x = test::normal_vector(size_t(s.m * s.in), 4);
       const auto w = test::normal_vector(size_t(s.out * s.in), 5, 0.05f);
       const auto b = test::normal_vector(size_t(s.out), 6);
@@ -27,7 +30,12 @@ TEST(LinearW8, MatchesReferenceAcrossShapesAndIsas) {
         kernels::linear_w8_ref(x.data(), s.m, w.data(), bias, s.out, s.in, "t.weight", ref.data());
         test::expect_within_budget(y, ref, test::budget_scale(x, w, bias, s), s, lin->kernel_path());
         EXPECT_EQ(lin->format(), "w8");
-        EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "w8_f32", true, true));
+        EXPECT_EQ(lin->kernel_path(), kernels::w8_kernel_path(isa, x16));
+        if (x16) {
+          EXPECT_TRUE(lin->kernel_path().starts_with("qjoule:avx512:w8_x16,m>4:")) << lin->kernel_path();
+        } else {
+          EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "w8_f32", true, true));
+        }
         EXPECT_EQ(lin->bytes_held(), size_t(s.out * s.in) + size_t(s.out) * 4 + (with_bias ? size_t(s.out) * 4 : 0));
       }
     }

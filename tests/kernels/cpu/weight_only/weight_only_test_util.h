@@ -7,7 +7,7 @@
 // decodes on 16-bit integer activations ("qjoule:avx512_vnni:int4_x16", m <= 4): each x_k is off by at
 // most max|x| of its 32-block / 65534 (2^-16 of the block's largest), so the budget adds
 // 2^-15 · Σ_blocks max_b |x| · Σ_{k in b} |w_k| (twice the bound: |dequantized w| may exceed |w| by
-// half a step) to the 1e-5 one; NF4's x16 GEMV ("..._x16" after "qjoule:avx512_vnni:nf4") rounds its
+// half a step) to the 1e-5 one (w8's "qjoule:avx512:w8_x16" as well); NF4's x16 GEMV ("..._x16" after "qjoule:avx512_vnni:nf4") rounds its
 // table to 2^-14 of each 64-block's absmax as well: + 2^-13 · Σ_c max_c |w| · Σ_{k in c} |x_k| (twice,
 // for nf4:dq's decoded absmax).
 #pragma once
@@ -64,7 +64,7 @@ inline double relative_budget(const std::string& kernel_path, int64_t m) {
 // The budget's factors on the activation and weight block maxima (BudgetScale::block_max,
 // weight_block_max) for that path at m rows.
 inline bool x16_decode(const std::string& kernel_path, int64_t m) {
-  return m <= 4 && kernel_path.starts_with("qjoule:avx512_vnni:") && kernel_path.find("_x16") != std::string::npos;
+  return m <= 4 && kernel_path.substr(0, kernel_path.find(",m>4:")).ends_with("_x16");
 }
 inline double block_max_budget(const std::string& kernel_path, int64_t m) {
   return x16_decode(kernel_path, m) ? 0x1p-15 : 0.0;
@@ -96,13 +96,15 @@ struct Shape {
   int64_t m, out, in;
 };
 
-// Every ISA level, each with both 4-bit decode GEMVs where it has two (x16 on AVX512_VNNI, and the
-// FP32 / BF16 one that QJOULE_WEIGHT_ONLY_DECODE=float keeps: what CPUs without VNNI run).
-inline std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> isas_and_decodes() {
+// Every ISA level, each with both decode GEMVs where it has two (4-bit: x16 on AVX512_VNNI; w8: x16 at
+// the avx512 levels; and the FP32 / BF16 one that QJOULE_WEIGHT_ONLY_DECODE=float keeps: what CPUs
+// without them run). w8: pass kernels::w8_x16_decode_available.
+inline std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> isas_and_decodes(
+    bool (*available)(kernels::WeightOnlyIsa) = &kernels::x16_decode_available) {
   std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> out;
   for (auto isa : test::runnable_isas()) {
     out.emplace_back(isa, "x16");
-    if (kernels::x16_decode_available(isa)) out.emplace_back(isa, "float");
+    if (available(isa)) out.emplace_back(isa, "float");
   }
   return out;
 }
