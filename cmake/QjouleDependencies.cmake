@@ -7,6 +7,7 @@ find_package(fmt 9 REQUIRED)                # libfmt-dev
 find_package(dnnl 2.6 REQUIRED)             # libdnnl-dev (oneDNN)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)  # libutf8proc-dev
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)     # libopenblas-openmp-dev (BLAS + LAPACK: GPTQ)
 if(QJOULE_BUILD_TESTS)
   find_package(GTest REQUIRED)              # libgtest-dev, libgmock-dev
 endif()

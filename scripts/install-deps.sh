@@ -9,6 +9,7 @@ set -euo pipefail
 build_packages=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libcli11-dev libfmt-dev libutf8proc-dev
+  libopenblas-openmp-dev  # GPTQ's Cholesky factorisation and GEMMs (LAPACK / BLAS, OpenMP build)
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (its GPU runtime), a Recommends only
   libgtest-dev libgmock-dev libbenchmark-dev  # build/release's configuration finds them (tests, microbenchmarks)
   python3-dev pybind11-dev python3-pybind11  # and pybind11 (the Python package is part of build/release)

@@ -80,6 +80,8 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
     f.group_size = 128;
     f.int4_asymmetric = false;
     f.int4_int8_activations = false;
+    f.int4_gptq = false;
+    f.int4_act_order = false;
   }
   if (f.format != Format::nf4) f.nf4_double_quant = false;
   if (f.format != Format::int8) f.smoothquant_alpha.reset();
@@ -111,6 +113,10 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
       require_format(f, Format::int4, spec, o);
       once(o, o);
       f.int4_int8_activations = true;
+    } else if (o == "gptq" || o == "actorder") {
+      require_format(f, Format::int4, spec, o);
+      once(o, o);
+      (o == "gptq" ? f.int4_gptq : f.int4_act_order) = true;
     } else if (o == "dq") {
       require_format(f, Format::nf4, spec, o);
       once(o, o);
@@ -124,13 +130,24 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
       f.emulate = f.format != Format::fp32;  // fp32 has nothing to emulate: it is its own layer
     } else {
       fail(
-          "precision '{}': unknown option '{}'; expected g=32|64|128, sym, asym, a8 (int4), dq (nf4), sq=ALPHA "
-          "(int8) or emulate",
+          "precision '{}': unknown option '{}'; expected g=32|64|128, sym, asym, a8, gptq, actorder (int4), dq "
+          "(nf4), sq=ALPHA (int8) or emulate",
           spec, o);
     }
   }
   if (f.format == Format::int4 && f.group_size != 32 && f.group_size != 64 && f.group_size != 128) {
     fail("precision '{}': int4 group size {}; expected 32, 64 or 128", spec, f.group_size);
+  }
+  if (f.int4_act_order && !f.int4_gptq) {
+    fail(
+        "precision '{}': option 'actorder' orders GPTQ's columns; expected it with 'gptq' (e.g. int4:g=128:gptq:actorder)",
+        spec);
+  }
+  if (f.int4_gptq && f.emulate) {
+    fail(
+        "precision '{}': options 'gptq' and 'emulate' contradict each other; expected one of them (gptq makes real "
+        "int4 codes)",
+        spec);
   }
   return f;
 }
@@ -140,6 +157,8 @@ std::string to_string(const FormatSpec& f) {
   if (f.format == Format::int4) {
     s += fmt::format(":g={}:{}", f.group_size, f.int4_asymmetric ? "asym" : "sym");
     if (f.int4_int8_activations) s += ":a8";
+    if (f.int4_gptq) s += ":gptq";
+    if (f.int4_act_order) s += ":actorder";
   }
   if (f.format == Format::nf4 && f.nf4_double_quant) s += ":dq";
   if (f.format == Format::int8 && f.smoothquant_alpha) s += fmt::format(":sq={}", *f.smoothquant_alpha);
@@ -153,8 +172,20 @@ std::string run_token(const FormatSpec& f) {
   if (f.format == Format::int8 && f.smoothquant_alpha) token += fmt::format("_sq{}", *f.smoothquant_alpha);
   if (f.format == Format::nf4 && f.nf4_double_quant) token += "_dq";
   if (f.format == Format::int4 && f.int4_int8_activations) token += "_a8";
+  if (f.format == Format::int4 && f.int4_gptq) token += f.int4_act_order ? "_gptq_actorder" : "_gptq";
   if (f.emulate) token += "_emulated";
   return token;
+}
+
+std::string calibration_needed_message(const FormatSpec& spec) {
+  return fmt::format(
+      "precision '{}' needs calibration inputs (GPTQ chooses its codes from them) and none reached this layer: "
+      "the commands do not calibrate yet (no --calib); expected {} for round-to-nearest until they do",
+      to_string(spec), to_string([&] {
+        FormatSpec rtn = spec;
+        rtn.int4_gptq = rtn.int4_act_order = false;
+        return rtn;
+      }()));
 }
 
 std::optional<FormatSpec> try_parse_format_spec(std::string_view spec) {

@@ -78,7 +78,8 @@ TEST(FormatSpec, OldSpellingsStillReadWithANote) {
 
 TEST(FormatSpec, RoundTripsEveryCanonicalSpec) {
   for (const char* spec : {"fp32", "bf16", "fp16", "int8", "int8:sq=0.75", "w8", "int4:g=32:sym", "int4:g=128:asym:a8",
-                           "nf4", "nf4:dq", "tf32", "fp8", "w8:emulate", "nf4:dq:emulate"}) {
+                           "int4:g=128:sym:gptq", "int4:g=64:asym:gptq:actorder", "nf4", "nf4:dq", "tf32", "fp8",
+                           "w8:emulate", "nf4:dq:emulate"}) {
     const FormatSpec f = parse_format_spec(spec);
     EXPECT_EQ(to_string(f), spec);
     EXPECT_EQ(parse_format_spec(to_string(f)), f) << spec;
@@ -113,6 +114,8 @@ TEST(FormatSpec, RunTokensKeepTheirNames) {
   EXPECT_EQ(run_token(parse_format_spec("int4:g=64:asym")), "int4_g64_asym");
   EXPECT_EQ(run_token(parse_format_spec("int4:a8")), "int4_g128_sym_a8");
   EXPECT_EQ(run_token(parse_format_spec("nf4:dq")), "nf4_dq");
+  EXPECT_EQ(run_token(parse_format_spec("int4:gptq")), "int4_g128_sym_gptq");
+  EXPECT_EQ(run_token(parse_format_spec("int4:actorder:gptq:g=32")), "int4_g32_sym_gptq_actorder");
   EXPECT_EQ(run_token(parse_format_spec("bf16:emulate")), "bf16_emulated");
 }
 
@@ -141,6 +144,21 @@ TEST(FormatSpec, BadSpecsAreOneLineNamingSpecOptionAndFormat) {
   EXPECT_THAT(error_of([&] { parse_format_spec("int4", bad_group); }), HasSubstr("int4 group size 48"));
   EXPECT_EQ(try_parse_format_spec("int4:g=48"), std::nullopt);
   EXPECT_EQ(try_parse_format_spec("nf4")->format, Format::nf4);
+}
+
+TEST(FormatSpec, CalibrationOptionsAreInt4sAndGptqsOwn) {
+  EXPECT_TRUE(needs_calibration(parse_format_spec("int4:gptq")));
+  EXPECT_FALSE(needs_calibration(parse_format_spec("int4")));
+  EXPECT_THAT(error_of([] { parse_format_spec("nf4:gptq"); }),
+              HasSubstr("precision 'nf4:gptq': option 'gptq' applies to int4 only, not to nf4"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:actorder"); }),
+              HasSubstr("precision 'int4:actorder': option 'actorder' orders GPTQ's columns; expected it with 'gptq'"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:gptq:emulate"); }),
+              HasSubstr("options 'gptq' and 'emulate' contradict each other"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:gptq:gptq"); }), HasSubstr("option 'gptq' is given twice"));
+  FormatSpec defaults;  // a calibrated int4 default does not follow a spec to another format
+  defaults.int4_gptq = true;
+  EXPECT_EQ(parse_format_spec("w8", defaults), parse_format_spec("w8"));
 }
 
 TEST(FormatSpec, OptionsThatContradictOrRepeatAreRefusedNotLastOneWins) {

@@ -21,6 +21,9 @@ std::unique_ptr<Linear> make_linear(const quant::FormatSpec& format, const float
     fail("{}: SmoothQuant factors given for precision '{}'; expected them with int8 only", tensor_name, f);
   }
   require_cpu_format(format, tensor_name);
+  // GPTQ's codes come from calibration inputs: made from the weights alone they would be round-to-
+  // nearest's under another name.
+  if (quant::needs_calibration(format)) fail("{}: {}", tensor_name, quant::calibration_needed_message(format));
   if (f == Format::fp32) return make_linear_f32_onednn(W, bias, out, in);
   if (format.emulate) return make_linear_emulated(format, W, bias, out, in, tensor_name, int8_smoothing);
   switch (f) {

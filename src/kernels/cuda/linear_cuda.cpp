@@ -106,6 +106,7 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
         fail("{}: int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8", who);
       if (f.group_size != 32 && f.group_size != 64 && f.group_size != 128)
         fail("{}: int4 group size {}; expected 32, 64 or 128", who, f.group_size);
+      if (quant::needs_calibration(f)) fail("{}: {}", who, quant::calibration_needed_message(f));
       plan.packed = true;
       plan.four_bit = f.int4_asymmetric ? cuda_detail::PackedKind::int4_asym : cuda_detail::PackedKind::int4_sym;
       plan.packed_name = quant::name(p);

@@ -107,4 +107,16 @@ TEST(MakeLinear, RejectsMisuse) {
   EXPECT_NE(smoothed->kernel_path().find("+smoothed"), std::string::npos) << smoothed->kernel_path();
 }
 
+// GPTQ's codes need calibration inputs: from the weights alone make_linear refuses, never running
+// round-to-nearest under GPTQ's name.
+TEST(MakeLinear, CalibratedInt4FromWeightsAloneIsOneLineNotRoundToNearest) {
+  const auto w = random_vector(size_t(8 * 64), 6);
+  const std::string e = error_of([&] {
+    make_linear(quant::parse_format_spec("int4:g=32:gptq"), w.data(), nullptr, 8, 64, "model.layers.0.mlp.up_proj");
+  });
+  EXPECT_THAT(e, HasSubstr("model.layers.0.mlp.up_proj: precision 'int4:g=32:sym:gptq' needs calibration inputs"));
+  EXPECT_THAT(e, HasSubstr("expected int4:g=32:sym for round-to-nearest"));
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
 }  // namespace
