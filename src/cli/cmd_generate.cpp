@@ -44,6 +44,7 @@ std::string decode_text(const tokenize::BpeTokenizer& tokenizer, const std::vect
 struct GenerateArgs {
   std::string model, prompt;
   QuantArgs quant;
+  CalibrationArgs calib;
   int64_t max_new = 32;
   int threads = 0;
   std::string device = "cpu";
@@ -55,7 +56,7 @@ int32_t argmax(const std::vector<float>& x) {
 
 void run_generate(const GenerateArgs& a) {
   use_threads(a.threads);
-  auto d = load_decoder_for(a.model, a.quant, a.device);
+  auto d = load_decoder_for(a.model, a.quant, a.device, a.calib);
   const auto& cfg = d.model.config();
   const auto prompt = d.tokenizer.encode(a.prompt, /*add_special_tokens=*/true);
   if (prompt.empty()) fail("--prompt: the prompt has no tokens, expected some text");
@@ -131,6 +132,7 @@ void add_generate_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->capture_default_str()
       ->check(in_range(1, 1e6));
   add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
+  add_calibration_options(cmd, a->calib);
   cmd->add_option("--device", a->device, kDecoderDeviceHelp)->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
   cmd->callback([a] {

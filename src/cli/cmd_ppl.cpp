@@ -31,6 +31,7 @@ namespace {
 struct PplArgs {
   std::string model, text;
   QuantArgs quant;
+  CalibrationArgs calib;
   int64_t ctx = 0, stride = 0, max_tokens = 0;
   std::string kl_base, save_kl_base, json;
   int threads = 0;
@@ -40,7 +41,9 @@ struct PplArgs {
 void run_ppl(const PplArgs& a) {
   use_threads(a.threads);
   const std::string text = eval::read_text_file(a.text, "--text");
-  auto d = load_decoder_for(a.model, a.quant, a.device);
+  CalibrationArgs calib = a.calib;
+  calib.scored_text = a.text;
+  auto d = load_decoder_for(a.model, a.quant, a.device, calib);
   const auto& cfg = d.model.config();
   const int64_t ctx = a.ctx > 0 ? a.ctx : std::min<int64_t>(512, cfg.max_positions);
   if (ctx > cfg.max_positions)
@@ -143,6 +146,7 @@ void run_ppl(const PplArgs& a) {
                         {"nll_mean", r.nll_mean()},
                         {"seconds", r.seconds},
                         {"threads", kernels::num_threads()}};
+    if (!d.calibration.empty()) j["calibration"] = d.calibration;
     if (r.has_kl)
       j["kl"] = {{"base", a.kl_base},     {"mean_kl", r.kl.mean_kl},   {"median_kl", r.kl.median_kl},
                  {"p99_kl", r.kl.p99_kl}, {"max_kl", r.kl.max_kl},     {"top1_agreement", r.kl.top1_agreement},
@@ -170,6 +174,7 @@ void add_ppl_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--text", a->text, "UTF-8 text file to score")->required();
   add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
+  add_calibration_options(cmd, a->calib);
   cmd->add_option("--ctx", a->ctx, "Tokens per window (default: 512 or max_position_embeddings if smaller)")
       ->check(in_range(2, 1e7));
   cmd->add_option("--stride", a->stride, "Tokens between window starts (default: half of --ctx)")

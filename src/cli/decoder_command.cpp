@@ -9,7 +9,8 @@
 
 namespace qjoule::cli {
 
-model::LoadedDecoder load_decoder_for(const std::string& dir, const QuantArgs& quant, const std::string& device) {
+model::LoadedDecoder load_decoder_for(const std::string& dir, const QuantArgs& quant, const std::string& device,
+                                      const CalibrationArgs& calib) {
   // --device first: without a usable GPU, that is the one line to say.
   const int gpu = device != "cpu" ? kernels::require_cuda_device(device) : -1;
   const auto qopts = quantization_options(quant);
@@ -19,7 +20,12 @@ model::LoadedDecoder load_decoder_for(const std::string& dir, const QuantArgs& q
         "--precision {}: SmoothQuant is not supported for decoder models (it calibrates encoder classifiers); "
         "expected int8 without sq",
         quant.precision);
-  auto loaded = model::load_decoder(dir, gpu, policy);
+  if (gpu >= 0 && model::policy_needs_calibration(policy))
+    fail("--precision {}: GPTQ calibration runs on the CPU in this build; expected --device cpu", quant.precision);
+  std::string calibration;
+  auto calibrated = calibrate_if_asked(dir, policy, calib, calibration);
+  auto loaded = model::load_decoder(dir, gpu, policy, std::move(calibrated));
+  loaded.calibration = std::move(calibration);
   if (!loaded.unused_tensors.empty()) fmt::print(stderr, "warning: {}\n", loaded.unused_tensors);
   return loaded;
 }
@@ -36,6 +42,7 @@ void print_decoder_header(const std::string& dir, const model::LoadedDecoder& d,
   if (d.on_gpu)
     fmt::print("device     {} (every weight and the KV cache on the GPU; non-GEMM operations {})\n",
                d.model.device_name(), d.model.nongemm_path());
+  if (!d.calibration.empty()) fmt::print("calibrated {}\n", d.calibration);
   fmt::print("size       {} held in {} ({} as FP32)\n", human_bytes(double(d.model.bytes_held())),
              d.on_gpu ? "GPU memory" : "memory", human_bytes(double(d.model.fp32_bytes())));
 }

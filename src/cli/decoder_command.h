@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "cli/calibration_options.h"
 #include "cli/quant_options.h"
 #include "qjoule/model/decoder_loading.h"
 
@@ -11,8 +12,10 @@ namespace qjoule::cli {
 
 // The decoder of `dir` with the flags' formats on `device` ("cpu", or "cuda[:N]", checked first, so
 // that a machine without a usable GPU or driver says so in one line before anything loads); a
-// checkpoint's unused tensors are a warning on stderr.
-model::LoadedDecoder load_decoder_for(const std::string& dir, const QuantArgs& quant, const std::string& device);
+// checkpoint's unused tensors are a warning on stderr. A calibrated precision (int4:...:gptq) is
+// calibrated first, on `calib`'s text (calibration_options.h).
+model::LoadedDecoder load_decoder_for(const std::string& dir, const QuantArgs& quant, const std::string& device,
+                                      const CalibrationArgs& calib = {});
 
 // The help text of `--device` for the decoder commands.
 inline constexpr const char* kDecoderDeviceHelp =

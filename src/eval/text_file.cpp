@@ -18,7 +18,7 @@ std::string read_text_file(const std::string& path, const std::string& flag) {
   s << in.rdbuf();
   std::string text = s.str();
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-    fail("{} {}: the text is empty ({} bytes of whitespace at most), expected text to score", flag, path, text.size());
+    fail("{} {}: the text is empty ({} bytes of whitespace at most), expected text", flag, path, text.size());
   tokenize::check_utf8(text, flag + " " + path);  // the error names the file, not the tokenizer's input
   return text;
 }

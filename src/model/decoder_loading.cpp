@@ -11,7 +11,10 @@
 
 namespace qjoule::model {
 
-LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy) {
+LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
+                           std::shared_ptr<const CalibratedInt4> calibrated) {
+  if (calibrated && gpu >= 0)
+    fail("{}: GPTQ-calibrated int4 runs on the CPU in this build; expected --device cpu", dir.string());
   const auto checkpoint = io::Checkpoint::open(dir.string());
   auto config = load_decoder_config(dir.string(), checkpoint);
   auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(dir.string());
@@ -20,8 +23,10 @@ LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quan
          config.vocab_size);
   auto params = load_decoder_params(checkpoint, config, /*defer_linears=*/true);  // built one Linear at a time
   auto backend = device_backend(gpu, policy);
-  return LoadedDecoder{DecoderLM(std::move(params), backend.linears, backend.ops), std::move(tokenizer), gpu >= 0,
-                       unused_tensors_warning(checkpoint)};
+  const LinearFactory linears =
+      calibrated ? calibrated_linear_factory(backend.linears, std::move(calibrated)) : backend.linears;
+  return LoadedDecoder{DecoderLM(std::move(params), linears, backend.ops), std::move(tokenizer), gpu >= 0,
+                       unused_tensors_warning(checkpoint), ""};
 }
 
 }  // namespace qjoule::model

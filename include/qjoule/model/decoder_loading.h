@@ -3,9 +3,11 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "qjoule/model/decoder_lm.h"
+#include "qjoule/model/gptq_calibration.h"
 #include "qjoule/quant/layer_policy.h"
 #include "qjoule/tokenize/bpe_tokenizer.h"
 
@@ -16,12 +18,16 @@ struct LoadedDecoder {
   tokenize::BpeTokenizer tokenizer;
   bool on_gpu = false;
   std::string unused_tensors;  // unused_tensors_warning() of the checkpoint ("" when every tensor is used)
+  std::string calibration;     // how calibrated Linears were made (the header's line), "" when none were
 };
 
 // The checkpoint and tokenizer.json of `dir`, the Linears built per `policy` on top of `defaults`, one
 // at a time from the memory-mapped checkpoint, on the CPU (`gpu` < 0) or on GPU `gpu` (already checked
 // with kernels::require_cuda_device: every weight and the KV cache there). A tokenizer whose vocabulary
 // is larger than the model's is an error naming both sizes.
-LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy);
+// `calibrated` (not null): the Linears it holds codes for are built from them (gptq_calibration.h); CPU
+// only (a GPU is one line).
+LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
+                           std::shared_ptr<const CalibratedInt4> calibrated = nullptr);
 
 }  // namespace qjoule::model

@@ -1,0 +1,33 @@
+// The calibration flags of the decoder commands (`qjoule ppl`, `generate`): --calib FILE and its
+// sizes, and the GPTQ run they start where the layer policy asks for a calibrated format (int4:...:gptq).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "qjoule/model/gptq_calibration.h"
+#include "qjoule/quant/layer_policy.h"
+
+namespace qjoule::cli {
+
+struct CalibrationArgs {
+  std::string file;         // --calib: a UTF-8 text
+  int64_t sequences = 64;   // --calib-sequences
+  int64_t tokens = 0;       // --calib-tokens (0: min(512, max_position_embeddings))
+  double damp = 0.01;       // --calib-damp
+  std::string scored_text;  // the command's --text, if any: an overlap is named in a warning
+};
+
+void add_calibration_options(CLI::App* cmd, CalibrationArgs& a);
+
+// The GPTQ codes of `dir` for `policy` (progress on stderr), or nullptr where no Linear asks for them.
+// A calibrated precision without --calib, or --calib without one, is one line; so is a bad calibration
+// text (unreadable, empty, not UTF-8, too few tokens). `summary` receives the header's line.
+std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::string& dir,
+                                                                const quant::LayerPolicy& policy,
+                                                                const CalibrationArgs& a, std::string& summary);
+
+}  // namespace qjoule::cli

@@ -1,0 +1,229 @@
+// GPTQ calibration of a decoder (model/gptq_calibration.h) on the tiny fixtures:
+//  * DecoderLM::embed + forward_layer, layer after layer, then the final norm and head by hand, give
+//    forward()'s logits (the calibration runs the model's own operations);
+//  * the calibrated model runs the kernels round-to-nearest runs, fused the same way, and its output
+//    is closer to FP32's (mean KL over held-out sequences below 0.8x RTN's);
+//  * calibration is deterministic, and its bad inputs are one line.
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <random>
+#include <span>
+
+#include "decoder_fixtures.h"
+#include "qjoule/error.h"
+#include "qjoule/model/decoder_loading.h"
+#include "qjoule/model/gptq_calibration.h"
+
+namespace {
+
+using namespace qjoule;
+using ::testing::HasSubstr;
+
+std::vector<std::vector<int32_t>> random_sequences(int n, int len, int32_t vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> id(0, vocab - 1);
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n), std::vector<int32_t>(static_cast<size_t>(len)));
+  for (auto& s : out)
+    for (auto& t : s) t = id(rng);
+  return out;
+}
+
+// Sequences as text has them: a few dozen ids carry most tokens (Zipf weights over 48 of the
+// vocabulary), so the Linears' inputs span few directions, where calibration has something to use.
+std::vector<std::vector<int32_t>> text_like_sequences(int n, int len, int32_t vocab, unsigned seed) {
+  std::mt19937 rng(seed), pick(7);  // the same 48 ids for every seed
+  std::vector<int32_t> ids(48);
+  std::vector<double> weights(48);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = std::uniform_int_distribution<int32_t>(0, vocab - 1)(pick);
+    weights[i] = 1.0 / double(i + 1);
+  }
+  std::discrete_distribution<size_t> which(weights.begin(), weights.end());
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n), std::vector<int32_t>(static_cast<size_t>(len)));
+  for (auto& s : out)
+    for (auto& t : s) t = ids[which(rng)];
+  return out;
+}
+
+quant::LayerPolicy policy(const std::string& precision) {
+  quant::LayerPolicyOptions o;
+  o.precision = precision;
+  return quant::LayerPolicy::parse(o);
+}
+
+// The final norm and the head on the last hidden states, by hand from the checkpoint's tensors.
+std::vector<float> head_by_hand(const std::filesystem::path& dir, const model::DecoderConfig& c,
+                                const std::vector<float>& x, int64_t n) {
+  const auto ck = io::Checkpoint::open(dir);
+  const bool gpt2 = ck.contains("ln_f.weight");
+  const auto gamma = ck.to_f32(gpt2 ? "ln_f.weight" : "model.norm.weight");
+  const auto beta = gpt2 ? ck.to_f32("ln_f.bias") : std::vector<float>{};
+  const std::string head = gpt2                            ? "wte.weight"
+                           : ck.contains("lm_head.weight") ? "lm_head.weight"
+                                                           : "model.embed_tokens.weight";
+  const auto w = ck.to_f32(head);
+  const int64_t h = c.hidden_size;
+  std::vector<float> logits(static_cast<size_t>(n * c.vocab_size));
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = x.data() + t * h;
+    double mean = 0.0, sq = 0.0;
+    for (int64_t j = 0; j < h; ++j) mean += row[j];
+    mean = gpt2 ? mean / double(h) : 0.0;
+    for (int64_t j = 0; j < h; ++j) sq += (row[j] - mean) * (row[j] - mean);
+    const double inv = 1.0 / std::sqrt(sq / double(h) + double(c.norm_eps));
+    std::vector<double> normed(static_cast<size_t>(h));
+    for (int64_t j = 0; j < h; ++j)
+      normed[size_t(j)] = (row[j] - mean) * inv * gamma[size_t(j)] + (gpt2 ? beta[size_t(j)] : 0.0f);
+    for (int64_t v = 0; v < c.vocab_size; ++v) {
+      double s = 0.0;
+      for (int64_t j = 0; j < h; ++j) s += normed[size_t(j)] * w[size_t(v * h + j)];
+      logits[size_t(t * c.vocab_size + v)] = float(s);
+    }
+  }
+  return logits;
+}
+
+TEST(DecoderLayerAtATime, EmbedAndEveryLayerThenTheHeadGiveForwardsLogits) {
+  for (const auto& name : test::decoder_fixture_names()) {
+    const auto dir = test::decoder_fixture(name);
+    const auto m = model::load_decoder_lm(dir);
+    const auto& c = m.config();
+    const auto ids = random_sequences(1, 24, int32_t(c.vocab_size), 3).front();
+    const int64_t n = int64_t(ids.size());
+    std::vector<float> x(size_t(n * c.hidden_size)), logits(size_t(n * c.vocab_size));
+    m.embed(ids.data(), n, x.data());
+    for (int64_t l = 0; l < c.num_layers; ++l) m.forward_layer(l, x.data(), n);
+    auto cache = m.make_cache(n);
+    m.forward(ids.data(), n, cache, logits.data());
+    const auto by_hand = head_by_hand(dir, c, x, n);
+    double max_diff = 0.0, max_abs = 0.0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      max_diff = std::max(max_diff, double(std::fabs(logits[i] - by_hand[i])));
+      max_abs = std::max(max_abs, double(std::fabs(logits[i])));
+    }
+    EXPECT_LE(max_diff, 1e-4 * std::max(1.0, max_abs)) << name;
+  }
+}
+
+double mean_kl(const model::DecoderLM& base, const model::DecoderLM& q, const std::vector<std::vector<int32_t>>& seqs) {
+  const int64_t vocab = base.config().vocab_size;
+  double kl = 0.0;
+  int64_t count = 0;
+  for (const auto& s : seqs) {
+    const int64_t n = int64_t(s.size());
+    std::vector<float> a(size_t(n * vocab)), b(a.size());
+    auto ca = base.make_cache(n), cb = q.make_cache(n);
+    base.forward(s.data(), n, ca, a.data());
+    q.forward(s.data(), n, cb, b.data());
+    for (int64_t t = 0; t < n; ++t) {
+      const float* la = a.data() + t * vocab;
+      const float* lb = b.data() + t * vocab;
+      double ma = -1e300, mb = -1e300, za = 0.0, zb = 0.0;
+      for (int64_t v = 0; v < vocab; ++v) ma = std::max(ma, double(la[v])), mb = std::max(mb, double(lb[v]));
+      for (int64_t v = 0; v < vocab; ++v) za += std::exp(la[v] - ma), zb += std::exp(lb[v] - mb);
+      for (int64_t v = 0; v < vocab; ++v) {
+        const double lpa = la[v] - ma - std::log(za), lpb = lb[v] - mb - std::log(zb);
+        kl += std::exp(lpa) * (lpa - lpb);
+      }
+      ++count;
+    }
+  }
+  return kl / double(count);
+}
+
+TEST(GptqCalibration, TheCalibratedModelRunsRtnsKernelsAndIsCloserToFp32) {
+  const auto dir = test::decoder_fixture("tiny-llama");
+  const auto fp32 = model::load_decoder_lm(dir);
+  const int32_t vocab = int32_t(fp32.config().vocab_size);
+  const auto calib = text_like_sequences(32, 64, vocab, 11);
+  const auto held_out = text_like_sequences(8, 64, vocab, 12);
+  for (const std::string rtn_spec : {"int4:g=32:sym", "int4:g=128:asym"}) {
+    for (const std::string option : {":gptq", ":gptq:actorder"}) {
+      const auto gptq_policy = policy(rtn_spec + option);
+      auto calibrated =
+          std::make_shared<const model::CalibratedInt4>(model::calibrate_gptq(dir, gptq_policy, calib, {}));
+      EXPECT_EQ(calibrated->codes.size(), 14u) << "2 layers × 7 block Linears";
+      EXPECT_EQ(calibrated->sequences, 32);
+      EXPECT_EQ(calibrated->tokens_per_sequence, 64);
+      const auto gptq = model::load_decoder(dir, -1, gptq_policy, calibrated);
+      const auto rtn = model::load_decoder(dir, -1, policy(rtn_spec));
+      EXPECT_EQ(gptq.model.kernel_path_counts(), rtn.model.kernel_path_counts()) << rtn_spec << option;
+      EXPECT_EQ(gptq.model.bytes_held(), rtn.model.bytes_held());
+      const double kl_gptq = mean_kl(fp32, gptq.model, held_out), kl_rtn = mean_kl(fp32, rtn.model, held_out);
+      RecordProperty(rtn_spec + option, std::to_string(kl_gptq / kl_rtn));
+      EXPECT_LT(kl_gptq, 0.8 * kl_rtn) << rtn_spec << option << ": " << kl_gptq << " vs RTN " << kl_rtn;
+    }
+  }
+}
+
+TEST(GptqCalibration, IsDeterministic) {
+  const auto dir = test::decoder_fixture("tiny-qwen2");
+  const auto calib = random_sequences(8, 32, 256, 5);
+  const auto p = policy("int4:g=64:gptq");
+  const auto a = model::calibrate_gptq(dir, p, calib, {});
+  const auto b = model::calibrate_gptq(dir, p, calib, {});
+  ASSERT_EQ(a.codes.size(), b.codes.size());
+  for (const auto& [name, codes] : a.codes) {
+    const auto& other = b.codes.at(name);
+    std::visit(
+        [&](const auto& m) {
+          const auto& n = std::get<std::decay_t<decltype(m)>>(other);
+          ASSERT_EQ(m.bytes(), n.bytes());
+          EXPECT_EQ(std::memcmp(m.blocks.data(), n.blocks.data(), m.bytes()), 0) << name;
+        },
+        codes);
+  }
+}
+
+// tiny-llama with layer 0's down projection scaled by 1e38 (as F32, kept FP32 by the policy): its outputs
+// overflow to ±Inf, and layer 1's normalized inputs are NaN. Calibration stops at the first Linear they
+// reach, naming it.
+TEST(GptqCalibration, NonFiniteInputsStopAtTheLinearTheyReach) {
+  const auto src = io::Checkpoint::open(test::decoder_fixture("tiny-llama"));
+  const auto dir = test::temp_dir("gptq_overflow");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"config.json", "tokenizer.json"})
+    std::filesystem::copy_file(test::decoder_fixture("tiny-llama") / f, dir / f);
+  std::vector<std::vector<float>> values;
+  std::vector<io::TensorToWrite> tensors;
+  for (const auto& [name, view] : src.tensors()) {
+    values.push_back(src.to_f32(name));
+    if (name == "model.layers.0.mlp.down_proj.weight")
+      for (float& v : values.back()) v *= 1e38f;
+  }
+  size_t i = 0;
+  for (const auto& [name, view] : src.tensors()) {
+    const auto& v = values[i++];
+    tensors.push_back({name, io::DType::F32, view.shape, std::as_bytes(std::span<const float>(v))});
+  }
+  io::write_safetensors(dir / "model.safetensors", tensors);
+  const auto calib = text_like_sequences(2, 16, 256, 1);
+  quant::LayerPolicyOptions o;
+  o.precision = "int4:g=32:gptq";
+  o.layer_precision = "model.layers.0.mlp.down_proj=fp32";
+  EXPECT_THAT([&] { model::calibrate_gptq(dir, quant::LayerPolicy::parse(o), calib, {}); },
+              ::testing::ThrowsMessage<Error>(
+                  ::testing::AllOf(HasSubstr("model.layers.1.self_attn.q_proj: calibration input NaN at [0, "),
+                                   HasSubstr("expected finite values"), ::testing::Not(HasSubstr("\n")))));
+}
+
+TEST(GptqCalibration, BadInputsAreOneLine) {
+  EXPECT_THAT([] { model::calibration_windows(std::vector<int32_t>(100, 1), 4, 32, "--calib c.txt"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr(
+                  "--calib c.txt: 100 tokens, too few for 4 calibration sequences of 32 tokens (128 needed)")));
+  EXPECT_EQ(model::calibration_windows(std::vector<int32_t>(130, 1), 4, 32, "x").size(), 4u);
+  const auto dir = test::decoder_fixture("tiny-llama");
+  EXPECT_THAT([&] { model::calibrate_gptq(dir, policy("int4:gptq"), {}, {}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("no calibration sequences")));
+  EXPECT_THAT(
+      [&] {
+        model::calibrate_gptq(dir, policy("int4:gptq"), {{1, 2, 100000}}, {});
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("token id 100000 at position 2 is outside the vocabulary")));
+  EXPECT_THAT([&] { model::load_decoder(dir, 0, policy("int4:gptq"), std::make_shared<model::CalibratedInt4>()); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("GPTQ-calibrated int4 runs on the CPU in this build")));
+}
+
+}  // namespace
