@@ -33,13 +33,21 @@ auto with_int4_block(const quant::FormatSpec& spec, F&& f) {
   }
 }
 
+// Σ x xᵀ of the inputs that Linears reading the same activations share (Q, K, V; gate, up).
+struct InputStatistics {
+  std::vector<float> hessian;
+  int64_t tokens = 0;
+};
+
 // A Linear that GPTQ calibrates: before its block starts it holds nothing; begin() reads its FP32
-// weights and runs on them while summing Σ x xᵀ of its inputs; quantize() turns them into int4 codes and
-// runs those from then on (the FP32 weights and the sums dropped).
+// weights and runs on them while the first Linear of its input group sums Σ x xᵀ of the inputs (the
+// others read the same activations); quantize() turns them into int4 codes and runs those from then on
+// (the FP32 weights and the sums dropped).
 class GptqLinear final : public kernels::Linear {
  public:
-  GptqLinear(LinearParams shape, std::function<void(LinearParams&)> load, quant::FormatSpec spec)
-      : shape_(std::move(shape)), load_(std::move(load)), spec_(spec) {}
+  GptqLinear(LinearParams shape, std::function<void(LinearParams&)> load, quant::FormatSpec spec,
+             std::shared_ptr<InputStatistics> stats, bool records)
+      : shape_(std::move(shape)), load_(std::move(load)), spec_(spec), stats_(std::move(stats)), records_(records) {}
 
   void begin() {
     LinearParams p = shape_;
@@ -48,29 +56,33 @@ class GptqLinear final : public kernels::Linear {
     bias_ = std::move(p.bias);
     active_ = kernels::make_linear_f32_onednn(weight_.data(), bias_.empty() ? nullptr : bias_.data(),
                                               shape_.out_features, shape_.in_features);
-    hessian_.assign(static_cast<std::size_t>(shape_.in_features * shape_.in_features), 0.0f);
-    tokens_ = 0;
+    if (records_) {
+      stats_->hessian.assign(static_cast<std::size_t>(shape_.in_features * shape_.in_features), 0.0f);
+      stats_->tokens = 0;
+    }
     recording_ = true;
   }
 
   void quantize(double damp, CalibratedInt4& out) {
     recording_ = false;
-    if (tokens_ == 0)
+    if (stats_->tokens == 0)
       fail("{}: no calibration input reached this Linear; expected its block to run first", shape_.name);
     const quant::GptqOptions options{damp, spec_.int4_act_order, 128};
+    // The last Linear of the group takes the sums; the others copy them.
+    std::vector<float> hessian = stats_.use_count() == 1 ? std::move(stats_->hessian) : stats_->hessian;
+    stats_.reset();
     with_int4_block(spec_, [&]<class Block>(Block) {
       auto codes = quant::quantize_matrix_int4_gptq<Block>(weight_.data(), shape_.out_features, shape_.in_features,
-                                                           std::move(hessian_), options, shape_.name);
+                                                           std::move(hessian), options, shape_.name);
       active_ = kernels::make_linear_int4_packed(codes, bias_.empty() ? nullptr : bias_.data(), shape_.name);
       out.codes.insert_or_assign(shape_.name, Int4Codes(std::move(codes)));
     });
     std::vector<float>().swap(weight_);
-    std::vector<float>().swap(hessian_);
   }
 
   void forward(const float* x, int64_t m, float* y) const override {
     if (!active_) fail("{}: run before its calibration block started", shape_.name);
-    if (recording_) {
+    if (recording_ && records_) {
       const int64_t in = shape_.in_features;
       for (int64_t i = 0; i < m * in; ++i) {
         if (!std::isfinite(x[i])) {
@@ -78,8 +90,8 @@ class GptqLinear final : public kernels::Linear {
                shape_.name, std::isnan(x[i]) ? "NaN" : (x[i] > 0 ? "+Inf" : "-Inf"), i / in, i % in);
         }
       }
-      quant::accumulate_hessian(x, m, in, hessian_);
-      tokens_ += m;
+      quant::accumulate_hessian(x, m, in, stats_->hessian);
+      stats_->tokens += m;
     }
     active_->forward(x, m, y);
   }
@@ -95,10 +107,20 @@ class GptqLinear final : public kernels::Linear {
   quant::FormatSpec spec_;
   std::vector<float> weight_, bias_;
   std::unique_ptr<kernels::Linear> active_;
-  mutable std::vector<float> hessian_;
-  mutable int64_t tokens_ = 0;
+  std::shared_ptr<InputStatistics> stats_;  // shared with the Linears reading the same input
+  bool records_ = false;                    // the group's first: sums the inputs
   bool recording_ = false;
 };
+
+// Linear name -> the first Linear reading the same input (Q, K, V; gate, up): who shares whose sums.
+void add_input_groups(const DecoderLayerParams& lp, std::map<std::string, std::string>& group_of) {
+  for (const auto& group : {std::vector<const LinearParams*>{&lp.q, &lp.k, &lp.v},
+                            std::vector<const LinearParams*>{&lp.gate, &lp.up}}) {
+    for (const LinearParams* p : group) {
+      if (!p->name.empty()) group_of[p->name] = group.front()->name;
+    }
+  }
+}
 
 std::vector<std::string> block_linear_names(const DecoderLayerParams& lp) {
   std::vector<std::string> names;
@@ -152,14 +174,23 @@ CalibratedInt4 calibrate_gptq(const std::filesystem::path& dir, const quant::Lay
   std::function<void(LinearParams&)> load = [ck, inner = std::move(params.load_linear)](LinearParams& p) { inner(p); };
   params.load_linear = nullptr;  // the factory reads what it needs: Q, K, V (and gate, up) built apart
   std::vector<std::vector<std::string>> layer_names;
-  for (const auto& lp : params.layers) layer_names.push_back(block_linear_names(lp));
+  std::map<std::string, std::string> group_of;
+  for (const auto& lp : params.layers) {
+    layer_names.push_back(block_linear_names(lp));
+    add_input_groups(lp, group_of);
+  }
+  std::map<std::string, std::shared_ptr<InputStatistics>> statistics;  // by group
 
   std::map<std::string, GptqLinear*> calibrated_here;
   const LinearFactory policy_linears = quantized_linear_factory(policy);
   DecoderLM model(std::move(params), [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
     const auto decision = policy.resolve(p.name, in_block);
     if (in_block && quant::needs_calibration(decision.spec)) {
-      auto linear = std::make_unique<GptqLinear>(p, load, decision.spec);
+      const auto group = group_of.count(p.name) != 0 ? group_of.at(p.name) : p.name;
+      auto& stats = statistics[group];
+      const bool records = stats == nullptr;  // the group's first calibrated Linear sums for all
+      if (records) stats = std::make_shared<InputStatistics>();
+      auto linear = std::make_unique<GptqLinear>(p, load, decision.spec, stats, records);
       calibrated_here[p.name] = linear.get();
       return linear;
     }
@@ -168,6 +199,7 @@ CalibratedInt4 calibrate_gptq(const std::filesystem::path& dir, const quant::Lay
     return policy_linears(full, in_block);
   });
 
+  statistics.clear();  // the Linears hold the only references: the last of a group takes the sums
   const int64_t hidden = model.config().hidden_size;
   std::vector<std::vector<float>> states;  // each sequence's residual stream, block by block
   for (const auto& s : sequences) {
