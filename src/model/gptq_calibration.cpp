@@ -114,8 +114,8 @@ class GptqLinear final : public kernels::Linear {
 
 // Linear name -> the first Linear reading the same input (Q, K, V; gate, up): who shares whose sums.
 void add_input_groups(const DecoderLayerParams& lp, std::map<std::string, std::string>& group_of) {
-  for (const auto& group : {std::vector<const LinearParams*>{&lp.q, &lp.k, &lp.v},
-                            std::vector<const LinearParams*>{&lp.gate, &lp.up}}) {
+  for (const auto& group :
+       {std::vector<const LinearParams*>{&lp.q, &lp.k, &lp.v}, std::vector<const LinearParams*>{&lp.gate, &lp.up}}) {
     for (const LinearParams* p : group) {
       if (!p->name.empty()) group_of[p->name] = group.front()->name;
     }
