@@ -66,6 +66,11 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
     } else {
       kernels::require_cpu_format(spec, what);
     }
+    if (quant::needs_calibration(spec))
+      fail(
+          "{}: bench does not calibrate yet (GPTQ runs in `qjoule ppl` / `generate` with --calib FILE); expected "
+          "a precision made from the weights alone",
+          what);
     if (c.batch == 0) fail("run {}: batch 0, expected at least 1", run_name(c));
     if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
     auto it = models.find(c.model);

@@ -188,6 +188,15 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
   const bool plain = spec.format == quant::Format::fp16 || spec.format == quant::Format::bf16;
   if ((!int4 && !nf4 && !plain) || spec.emulate || spec.int4_int8_activations)
     fail("--precision {}: no checkpoint layout holds it; qjoule exports {}", asked, kExportableSpecs);
+  if (quant::needs_calibration(spec))
+    fail(
+        "--precision {}: export writes codes made from the weights alone, and GPTQ's come from calibration "
+        "(not in export yet); expected {} (round-to-nearest)",
+        asked, quant::to_string([&] {
+          quant::FormatSpec rtn = spec;
+          rtn.int4_gptq = rtn.int4_act_order = false;
+          return rtn;
+        }()));
   check_output_folder(out);
   json config = read_config_json(model);
   const std::string where = (model / "config.json").string();

@@ -180,7 +180,8 @@ std::string run_token(const FormatSpec& f) {
 std::string calibration_needed_message(const FormatSpec& spec) {
   return fmt::format(
       "precision '{}' needs calibration inputs (GPTQ chooses its codes from them) and none reached this layer: "
-      "the commands do not calibrate yet (no --calib); expected {} for round-to-nearest until they do",
+      "so far GPTQ calibrates decoders in `qjoule ppl` / `generate` (--calib FILE) only; expected {} for "
+      "round-to-nearest elsewhere",
       to_string(spec), to_string([&] {
         FormatSpec rtn = spec;
         rtn.int4_gptq = rtn.int4_act_order = false;

@@ -189,6 +189,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "ppl --model TL --text TL/config.json --precision int4:gptq --calib TL/tokenizer.json "
                  "--calib-tokens 4096",
                  "--calib-tokens 4096 is beyond the model's max_position_embeddings = 128"},
+        BadInput{"export_gptq", "export --model TL --precision int4:g=128:gptq --out DIR/o",
+                 "--precision int4:g=128:sym:gptq: export writes codes made from the weights alone, and GPTQ's come "
+                 "from calibration (not in export yet); expected int4:g=128:sym (round-to-nearest)"},
+        BadInput{"export_gguf_gptq", "export --model TL --precision int4:g=32:gptq --to gguf --out DIR/m.gguf",
+                 "--precision int4:g=32:sym:gptq: export writes codes made from the weights alone"},
+        BadInput{"bench_gptq", "bench --model TL --precisions int4,int4:gptq --seq 8 --decode-tokens 2 --out DIR/o",
+                 "precision 'int4:gptq': bench does not calibrate yet (GPTQ runs in `qjoule ppl` / `generate` with "
+                 "--calib FILE)"},
         BadInput{"generate_precision", "generate --model TL --prompt hi --precision bogus",
                  "precision 'bogus': unknown format 'bogus'"},
         BadInput{"info_no_checkpoint", "info --model DIR",
