@@ -304,10 +304,13 @@ TEST(CliPpl, GptqCalibratesOnTheCalibTextAndRunsRtnsKernelsCloserToFp32) {
 // GPTQ on a trained decoder (tests/fixtures/decoders/trained-llama, trained on WikiText-2's valid split
 // by tools/train_tiny_decoder_fixture.py; RTN int4:g=128:sym costs it 3.9% perplexity) scored on the
 // first 20,000 tokens of the test split, calibrated on valid.txt with the defaults (64 × 128 tokens): at
-// G = 32, 64, 128, sym and asym, its ΔPPL is never above RTN's and its mean KL to FP32 is lower; at
+// G = 128 sym, 64 asym and 32 sym, its ΔPPL is never above RTN's and its mean KL to FP32 is lower; at
 // G = 128 sym it recovers at least 25% of RTN's ΔPPL here (34% measured; on the whole test split,
 // 805,558 tokens, 40%: issue 42's figure, too slow for the suite).
 TEST(CliPpl, GptqOnATrainedDecoderRecoversRoundToNearestsLoss) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "numbers, not memory: the release pass runs it (GPTQ's paths run under ASan in the faster tests)";
+#endif
   QJOULE_REQUIRE_SHARED("wikitext2/test.txt");
   QJOULE_REQUIRE_SHARED("wikitext2/valid.txt");
   const auto dir = qjoule::test::temp_dir("cli_ppl_gptq_trained");
@@ -334,8 +337,9 @@ TEST(CliPpl, GptqOnATrainedDecoderRecoversRoundToNearestsLoss) {
     return std::make_pair(j["kl"]["delta_ppl"].get<double>(), j["kl"]["mean_kl"].get<double>());
   };
   const std::string calib = " --calib " + qjoule::test::shared_data("wikitext2/valid.txt").string();
-  for (const std::string g : {"32", "64", "128"}) {
-    for (const std::string scheme : {"sym", "asym"}) {
+  // Three of the six layouts (all six, on the whole split, are in issue 42's closing note): the suite's time.
+  for (const auto& [g, scheme] : {std::pair<std::string, std::string>{"128", "sym"}, {"64", "asym"}, {"32", "sym"}}) {
+    {
       const std::string rtn_spec = "int4:g=" + g + ":" + scheme;
       const auto [rtn_dppl, rtn_kl] = run(rtn_spec, "");
       const auto [gptq_dppl, gptq_kl] = run(rtn_spec + ":gptq", calib);
