@@ -192,11 +192,7 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
     fail(
         "--precision {}: export writes codes made from the weights alone, and GPTQ's come from calibration "
         "(not in export yet); expected {} (round-to-nearest)",
-        asked, quant::to_string([&] {
-          quant::FormatSpec rtn = spec;
-          rtn.int4_gptq = rtn.int4_act_order = false;
-          return rtn;
-        }()));
+        asked, quant::to_string(quant::round_to_nearest(spec)));
   check_output_folder(out);
   json config = read_config_json(model);
   const std::string where = (model / "config.json").string();

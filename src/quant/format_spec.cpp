@@ -182,11 +182,7 @@ std::string calibration_needed_message(const FormatSpec& spec) {
       "precision '{}' needs calibration inputs (GPTQ chooses its codes from them) and none reached this layer: "
       "so far GPTQ calibrates decoders in `qjoule ppl` / `generate` (--calib FILE) only; expected {} for "
       "round-to-nearest elsewhere",
-      to_string(spec), to_string([&] {
-        FormatSpec rtn = spec;
-        rtn.int4_gptq = rtn.int4_act_order = false;
-        return rtn;
-      }()));
+      to_string(spec), to_string(round_to_nearest(spec)));
 }
 
 std::optional<FormatSpec> try_parse_format_spec(std::string_view spec) {

@@ -58,6 +58,12 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults =
 
 // Whether the spec's weights come from calibration (int4 gptq), not from the weights alone.
 [[nodiscard]] inline bool needs_calibration(const FormatSpec& spec) { return spec.int4_gptq; }
+// The spec without its calibration options: what round-to-nearest runs ("int4:g=128:sym" for
+// "int4:g=128:sym:gptq:actorder").
+[[nodiscard]] inline FormatSpec round_to_nearest(FormatSpec spec) {
+  spec.int4_gptq = spec.int4_act_order = false;
+  return spec;
+}
 // What a Linear built from weights alone in such a spec says: "precision 'int4:g=128:sym:gptq' needs
 // calibration inputs (GPTQ chooses its codes from them) and none reached this layer: ...".
 [[nodiscard]] std::string calibration_needed_message(const FormatSpec& spec);
