@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/flag_ranges.h"
 #include "cli/format_util.h"
 #include "qjoule/error.h"
 #include "qjoule/eval/text_file.h"
@@ -38,13 +39,13 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs& a) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--calib-sequences", a.sequences, "calibration sequences (GPTQ)")
       ->default_val(64)
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->check(in_range(1, 100000));
   cmd->add_option("--calib-tokens", a.tokens,
                   "tokens per calibration sequence (default: 512, or the model's max_position_embeddings if fewer)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(in_range(1, 1 << 20));
   cmd->add_option("--calib-damp", a.damp, "GPTQ damping: this fraction of the mean of diag(XᵀX) added to its diagonal")
       ->default_val(0.01)
-      ->check(CLI::Range(1e-6, 10.0));
+      ->check(above(0.0, 10.0));
 }
 
 std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::string& dir,
@@ -61,7 +62,7 @@ std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::strin
         "valid split)",
         policy.precision());
   const std::string text = eval::read_text_file(a.file, "--calib");
-  if (!a.scored_text.empty() && overlaps(text, eval::read_text_file(a.scored_text, "--text"))) {
+  if (a.scored != nullptr && overlaps(text, *a.scored)) {
     fmt::print(stderr,
                "warning: --calib {} overlaps the text being scored (--text {}): the calibrated format is "
                "then scored on text it was fitted to\n",

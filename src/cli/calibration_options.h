@@ -14,11 +14,12 @@
 namespace qjoule::cli {
 
 struct CalibrationArgs {
-  std::string file;         // --calib: a UTF-8 text
-  int64_t sequences = 64;   // --calib-sequences
-  int64_t tokens = 0;       // --calib-tokens (0: min(512, max_position_embeddings))
-  double damp = 0.01;       // --calib-damp
-  std::string scored_text;  // the command's --text, if any: an overlap is named in a warning
+  std::string file;                     // --calib: a UTF-8 text
+  int64_t sequences = 64;               // --calib-sequences
+  int64_t tokens = 0;                   // --calib-tokens (0: min(512, max_position_embeddings))
+  double damp = 0.01;                   // --calib-damp
+  std::string scored_text;              // the command's --text, if any: an overlap is named in a warning
+  const std::string* scored = nullptr;  // its contents, as the command read them (not read again)
 };
 
 void add_calibration_options(CLI::App* cmd, CalibrationArgs& a);

@@ -43,6 +43,7 @@ void run_ppl(const PplArgs& a) {
   const std::string text = eval::read_text_file(a.text, "--text");
   CalibrationArgs calib = a.calib;
   calib.scored_text = a.text;
+  calib.scored = &text;
   auto d = load_decoder_for(a.model, a.quant, a.device, calib);
   const auto& cfg = d.model.config();
   const int64_t ctx = a.ctx > 0 ? a.ctx : std::min<int64_t>(512, cfg.max_positions);

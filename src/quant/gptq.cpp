@@ -105,12 +105,9 @@ void group_parameters(const float* values, int64_t len, Block& block, std::strin
 void accumulate_hessian(const float* x, int64_t tokens, int64_t cols, std::vector<float>& H) {
   H.resize(static_cast<std::size_t>(cols * cols), 0.0f);
   if (tokens <= 0) return;
-  // Lower triangle (row-major) of H += Xᵀ X, then mirrored.
+  // Lower triangle (row-major) of H += Xᵀ X; mirrored once, where it is factorised.
   cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, static_cast<int>(cols), static_cast<int>(tokens), 1.0f, x,
               static_cast<int>(cols), 1.0f, H.data(), static_cast<int>(cols));
-  for (int64_t i = 0; i < cols; ++i)
-    for (int64_t j = i + 1; j < cols; ++j)
-      H[static_cast<std::size_t>(i * cols + j)] = H[static_cast<std::size_t>(j * cols + i)];
 }
 
 template <class Block>
@@ -127,6 +124,8 @@ BlockMatrix<Block> quantize_matrix_int4_gptq(const float* w, int64_t rows, int64
   }
   const int n = static_cast<int>(cols);
   const auto at = [cols](int64_t i, int64_t j) { return static_cast<std::size_t>(i * cols + j); };
+  for (int64_t i = 0; i < cols; ++i)  // the lower triangle mirrored (the permutation reads both)
+    for (int64_t j = i + 1; j < cols; ++j) H[at(i, j)] = H[at(j, i)];
 
   // Columns no calibration input reached: quantized as zeros, H[j, j] = 1 (GPTQ's dead columns).
   std::vector<float> work(static_cast<std::size_t>(rows * cols));  // column-major in the processing order
@@ -218,8 +217,9 @@ double relative_output_error(const float* w, const float* q, int64_t rows, int64
     for (int64_t i = 0; i < cols; ++i) {
       double hd = 0.0, hw = 0.0;
       for (int64_t j = 0; j < cols; ++j) {
-        hd += double(H[size_t(i * cols + j)]) * dw[size_t(j)];
-        hw += double(H[size_t(i * cols + j)]) * ww[size_t(j)];
+        const double h = H[size_t(std::max(i, j) * cols + std::min(i, j))];  // the lower triangle
+        hd += h * dw[size_t(j)];
+        hw += h * ww[size_t(j)];
       }
       num += dw[size_t(i)] * hd;
       den += ww[size_t(i)] * hw;

@@ -185,6 +185,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "--calib DIR/c.txt: 3 tokens, too few for 64 calibration sequences of 128 tokens (8192 needed); "
                  "expected a longer text, or fewer / shorter sequences (--calib-sequences, --calib-tokens)",
                  1, [](const fs::path& dir) { std::ofstream(dir / "c.txt") << "hi"; }},
+        BadInput{"ppl_calib_sequences_zero",
+                 "ppl --model TL --text TL/config.json --precision int4:gptq --calib TL/tokenizer.json "
+                 "--calib-sequences 0",
+                 "--calib-sequences: 0 is out of range, expected 1 to"},
+        BadInput{"ppl_calib_damp_zero",
+                 "ppl --model TL --text TL/config.json --precision int4:gptq --calib TL/tokenizer.json --calib-damp 0",
+                 "--calib-damp: 0 is out of range, expected"},
+        BadInput{"ppl_calib_missing", "ppl --model TL --text TL/config.json --precision int4:gptq --calib DIR/none.txt",
+                 "--calib: File does not exist: DIR/none.txt"},
         BadInput{"ppl_calib_tokens_beyond_positions",
                  "ppl --model TL --text TL/config.json --precision int4:gptq --calib TL/tokenizer.json "
                  "--calib-tokens 4096",

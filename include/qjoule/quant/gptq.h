@@ -31,11 +31,12 @@ struct GptqOptions {
   int block_columns = 128;  // lazy-update block
 };
 
-// H += Xᵀ X for X [tokens, cols] (row-major); H [cols, cols] row-major, both triangles written.
+// H += Xᵀ X for X [tokens, cols] (row-major); H [cols, cols] row-major, its lower triangle (j <= i)
+// only: the functions below read that triangle, so the sum is mirrored nowhere per call.
 void accumulate_hessian(const float* x, int64_t tokens, int64_t cols, std::vector<float>& H);
 
 // W [rows, cols] (row-major, finite) into BlockMatrix<Block> (Block: BlockInt4Sym<G> / BlockInt4Asym<G>,
-// G = 32, 64, 128; any cols: the last group may be partial) with H [cols, cols] as above (finite,
+// G = 32, 64, 128; any cols: the last group may be partial) with H [cols, cols] as above (lower triangle; finite,
 // symmetric, positive semi-definite; a column whose H[j, j] is 0 saw no input and is quantized as
 // zero). A factorisation that fails even after damping, or a non-finite H, is one line naming `tensor`.
 template <class Block>
@@ -43,7 +44,7 @@ BlockMatrix<Block> quantize_matrix_int4_gptq(const float* w, int64_t rows, int64
                                              const GptqOptions& options, std::string_view tensor);
 
 // tr((W − Q) H (W − Q)ᵀ) / tr(W H Wᵀ): the relative output error of dequantized weights `q` against `w`
-// on inputs whose Σ x xᵀ is H (both [rows, cols] row-major). For tests and the record.
+// on inputs whose Σ x xᵀ is H (its lower triangle; w and q [rows, cols] row-major). For tests.
 double relative_output_error(const float* w, const float* q, int64_t rows, int64_t cols, const std::vector<float>& H);
 
 }  // namespace qjoule::quant
