@@ -68,8 +68,8 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
     }
     if (quant::needs_calibration(spec))
       fail(
-          "{}: bench does not calibrate yet (GPTQ runs in `qjoule ppl` / `generate` with --calib FILE); expected "
-          "a precision made from the weights alone",
+          "{}: bench does not calibrate yet (GPTQ and AWQ run in `qjoule ppl` / `generate` with --calib FILE); "
+          "expected a precision made from the weights alone",
           what);
     if (c.batch == 0) fail("run {}: batch 0, expected at least 1", run_name(c));
     if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);

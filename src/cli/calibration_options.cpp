@@ -33,11 +33,12 @@ bool overlaps(const std::string& calibration, const std::string& scored) {
 }  // namespace
 
 void add_calibration_options(CLI::App* cmd, CalibrationArgs& a) {
-  cmd->add_option("--calib", a.file,
-                  "UTF-8 text to calibrate on, for precisions that need it (int4:...:gptq): tokenized whole and cut "
-                  "into --calib-sequences windows of --calib-tokens consecutive tokens, the first ones (deterministic)")
+  cmd->add_option(
+         "--calib", a.file,
+         "UTF-8 text to calibrate on, for precisions that need it (int4:...:gptq, int4:...:awq): tokenized whole and cut "
+         "into --calib-sequences windows of --calib-tokens consecutive tokens, the first ones (deterministic)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--calib-sequences", a.sequences, "calibration sequences (GPTQ)")
+  cmd->add_option("--calib-sequences", a.sequences, "calibration sequences (GPTQ, AWQ)")
       ->default_val(64)
       ->check(in_range(1, 100000));
   cmd->add_option("--calib-tokens", a.tokens,
@@ -77,7 +78,7 @@ std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::strin
   const auto ids = tokenizer.encode(text, /*add_special_tokens=*/false);
   const auto sequences = model::calibration_windows(ids, a.sequences, len, "--calib " + a.file);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
-  model::GptqCalibrationOptions options;
+  model::CalibrationOptions options;
   options.damp = a.damp;
   options.progress = [tty](const std::string& line) {
     if (tty) {
@@ -88,11 +89,13 @@ std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::strin
     std::fflush(stderr);
   };
   auto calibrated =
-      std::make_shared<const model::CalibratedInt4>(model::calibrate_gptq(dir, policy, sequences, options));
+      std::make_shared<const model::CalibratedInt4>(model::calibrate_decoder(dir, policy, sequences, options));
   if (tty) fmt::print(stderr, "\r\033[K");
-  summary = fmt::format("GPTQ on {}: {} sequences × {} tokens, damp {}, {} Linears in {:.1f} s", a.file,
-                        calibrated->sequences, calibrated->tokens_per_sequence, calibrated->damp,
-                        calibrated->codes.size(), calibrated->seconds);
+  const bool gptq = calibrated->method.find("GPTQ") != std::string::npos;
+  summary = fmt::format("{} on {}: {} sequences × {} tokens{}, {} Linears in {:.1f} s", calibrated->method, a.file,
+                        calibrated->sequences, calibrated->tokens_per_sequence,
+                        gptq ? fmt::format(", damp {}", calibrated->damp) : "", calibrated->codes.size(),
+                        calibrated->seconds);
   return calibrated;
 }
 

@@ -1,5 +1,6 @@
 // The calibration flags of the decoder commands (`qjoule ppl`, `generate`): --calib FILE and its
-// sizes, and the GPTQ run they start where the layer policy asks for a calibrated format (int4:...:gptq).
+// sizes, and the calibration run (GPTQ, AWQ) they start where the layer policy asks for a calibrated
+// format (int4:...:gptq, int4:...:awq).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "qjoule/model/gptq_calibration.h"
+#include "qjoule/model/decoder_calibration.h"
 #include "qjoule/quant/layer_policy.h"
 
 namespace qjoule::cli {
@@ -24,7 +25,7 @@ struct CalibrationArgs {
 
 void add_calibration_options(CLI::App* cmd, CalibrationArgs& a);
 
-// The GPTQ codes of `dir` for `policy` (progress on stderr), or nullptr where no Linear asks for them.
+// The calibrated codes of `dir` for `policy` (progress on stderr), or nullptr where no Linear asks for them.
 // A calibrated precision without --calib, or --calib without one, is one line; so is a bad calibration
 // text (unreadable, empty, not UTF-8, too few tokens). `summary` receives the header's line.
 std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::string& dir,

@@ -190,9 +190,9 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
     fail("--precision {}: no checkpoint layout holds it; qjoule exports {}", asked, kExportableSpecs);
   if (quant::needs_calibration(spec))
     fail(
-        "--precision {}: export writes codes made from the weights alone, and GPTQ's come from calibration "
+        "--precision {}: export writes codes made from the weights alone, and {}'s come from calibration "
         "(not in export yet); expected {} (round-to-nearest)",
-        asked, quant::to_string(quant::round_to_nearest(spec)));
+        asked, quant::calibration_method(spec), quant::to_string(quant::round_to_nearest(spec)));
   check_output_folder(out);
   json config = read_config_json(model);
   const std::string where = (model / "config.json").string();

@@ -38,4 +38,18 @@ void DecoderLM::forward_layer(int64_t index, float* x, int64_t n) const {
   ops.copy_out(s.x.slice(0, n * h), x);
 }
 
+void DecoderLM::replace_norms(int64_t index, const LayerNormParams& attn, const LayerNormParams& mlp) {
+  if (index < 0 || index >= static_cast<int64_t>(layers_.size()))
+    fail("layer {} of a model with {} layers", index, layers_.size());
+  Layer& layer = layers_[static_cast<std::size_t>(index)];
+  const auto replace = [&](Norm& n, const LayerNormParams& p) {
+    if (static_cast<int64_t>(p.gamma.size()) != n.gamma.size() || static_cast<int64_t>(p.beta.size()) != n.beta.size())
+      fail("{}: {} + {} values; expected {} + {}", p.name, p.gamma.size(), p.beta.size(), n.gamma.size(),
+           n.beta.size());
+    n = Norm{ops_->upload(p.gamma, p.name + ".weight"), ops_->upload(p.beta, p.name + ".bias")};
+  };
+  replace(layer.attn_norm, attn);
+  replace(layer.mlp_norm, mlp);
+}
+
 }  // namespace qjoule::model

@@ -14,7 +14,7 @@ namespace qjoule::model {
 LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
                            std::shared_ptr<const CalibratedInt4> calibrated) {
   if (calibrated && gpu >= 0)
-    fail("{}: GPTQ-calibrated int4 runs on the CPU in this build; expected --device cpu", dir.string());
+    fail("{}: calibrated int4 (GPTQ, AWQ) runs on the CPU in this build; expected --device cpu", dir.string());
   const auto checkpoint = io::Checkpoint::open(dir.string());
   auto config = load_decoder_config(dir.string(), checkpoint);
   auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(dir.string());
@@ -22,6 +22,7 @@ LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quan
     fail("{}: the tokenizer has {} tokens but the model's vocabulary only {}", dir.string(), tokenizer.vocab_size(),
          config.vocab_size);
   auto params = load_decoder_params(checkpoint, config, /*defer_linears=*/true);  // built one Linear at a time
+  if (calibrated) apply_calibrated_norms(params, *calibrated);                    // AWQ's scales folded into them
   auto backend = device_backend(gpu, policy);
   const LinearFactory linears =
       calibrated ? calibrated_linear_factory(backend.linears, std::move(calibrated)) : backend.linears;

@@ -82,6 +82,7 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
     f.int4_int8_activations = false;
     f.int4_gptq = false;
     f.int4_act_order = false;
+    f.int4_awq = false;
   }
   if (f.format != Format::nf4) f.nf4_double_quant = false;
   if (f.format != Format::int8) f.smoothquant_alpha.reset();
@@ -117,6 +118,10 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
       require_format(f, Format::int4, spec, o);
       once(o, o);
       (o == "gptq" ? f.int4_gptq : f.int4_act_order) = true;
+    } else if (o == "awq") {
+      require_format(f, Format::int4, spec, o);
+      once(o, o);
+      f.int4_awq = true;
     } else if (o == "dq") {
       require_format(f, Format::nf4, spec, o);
       once(o, o);
@@ -130,7 +135,7 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
       f.emulate = f.format != Format::fp32;  // fp32 has nothing to emulate: it is its own layer
     } else {
       fail(
-          "precision '{}': unknown option '{}'; expected g=32|64|128, sym, asym, a8, gptq, actorder (int4), dq "
+          "precision '{}': unknown option '{}'; expected g=32|64|128, sym, asym, a8, gptq, actorder, awq (int4), dq "
           "(nf4), sq=ALPHA (int8) or emulate",
           spec, o);
     }
@@ -141,6 +146,15 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
   if (f.int4_act_order && !f.int4_gptq) {
     fail(
         "precision '{}': option 'actorder' orders GPTQ's columns; expected it with 'gptq' (e.g. int4:g=128:gptq:actorder)",
+        spec);
+  }
+  if (f.int4_gptq && f.int4_awq) {
+    fail("precision '{}': options 'gptq' and 'awq' contradict each other; expected one calibration method", spec);
+  }
+  if (f.int4_awq && f.emulate) {
+    fail(
+        "precision '{}': options 'awq' and 'emulate' contradict each other; expected one of them (awq makes real "
+        "int4 codes)",
         spec);
   }
   if (f.int4_gptq && f.emulate) {
@@ -159,6 +173,7 @@ std::string to_string(const FormatSpec& f) {
     if (f.int4_int8_activations) s += ":a8";
     if (f.int4_gptq) s += ":gptq";
     if (f.int4_act_order) s += ":actorder";
+    if (f.int4_awq) s += ":awq";
   }
   if (f.format == Format::nf4 && f.nf4_double_quant) s += ":dq";
   if (f.format == Format::int8 && f.smoothquant_alpha) s += fmt::format(":sq={}", *f.smoothquant_alpha);
@@ -173,16 +188,23 @@ std::string run_token(const FormatSpec& f) {
   if (f.format == Format::nf4 && f.nf4_double_quant) token += "_dq";
   if (f.format == Format::int4 && f.int4_int8_activations) token += "_a8";
   if (f.format == Format::int4 && f.int4_gptq) token += f.int4_act_order ? "_gptq_actorder" : "_gptq";
+  if (f.format == Format::int4 && f.int4_awq) token += "_awq";
   if (f.emulate) token += "_emulated";
   return token;
 }
 
 std::string calibration_needed_message(const FormatSpec& spec) {
   return fmt::format(
-      "precision '{}' needs calibration inputs (GPTQ chooses its codes from them) and none reached this layer: "
-      "so far GPTQ calibrates decoders in `qjoule ppl` / `generate` (--calib FILE) only; expected {} for "
+      "precision '{}' needs calibration inputs ({} chooses its {} from them) and none reached this layer: "
+      "so far GPTQ and AWQ calibrate decoders in `qjoule ppl` / `generate` (--calib FILE) only; expected {} for "
       "round-to-nearest elsewhere",
-      to_string(spec), to_string(round_to_nearest(spec)));
+      to_string(spec), calibration_method(spec), spec.int4_awq ? "scales" : "codes", to_string(round_to_nearest(spec)));
+}
+
+std::string_view calibration_method(const FormatSpec& spec) {
+  if (spec.int4_gptq) return "GPTQ";
+  if (spec.int4_awq) return "AWQ";
+  return "";
 }
 
 std::optional<FormatSpec> try_parse_format_spec(std::string_view spec) {

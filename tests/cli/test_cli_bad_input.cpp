@@ -204,8 +204,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"export_gguf_gptq", "export --model TL --precision int4:g=32:gptq --to gguf --out DIR/m.gguf",
                  "--precision int4:g=32:sym:gptq: export writes codes made from the weights alone"},
         BadInput{"bench_gptq", "bench --model TL --precisions int4,int4:gptq --seq 8 --decode-tokens 2 --out DIR/o",
-                 "precision 'int4:gptq': bench does not calibrate yet (GPTQ runs in `qjoule ppl` / `generate` with "
-                 "--calib FILE)"},
+                 "precision 'int4:gptq': bench does not calibrate yet (GPTQ and AWQ run in `qjoule ppl` / `generate` "
+                 "with --calib FILE)"},
+        BadInput{"export_awq", "export --model TL --precision int4:g=64:awq --out DIR/o",
+                 "--precision int4:g=64:sym:awq: export writes codes made from the weights alone, and AWQ's come "
+                 "from calibration (not in export yet); expected int4:g=64:sym (round-to-nearest)"},
+        BadInput{"ppl_awq_without_calib", "ppl --model TL --text TL/config.json --precision int4:awq",
+                 "precision 'int4:awq' needs calibration inputs; expected --calib FILE"},
+        BadInput{"ppl_awq_and_gptq",
+                 "ppl --model TL --text TL/config.json --precision int4:awq:gptq --calib TL/tokenizer.json",
+                 "precision 'int4:awq:gptq': options 'gptq' and 'awq' contradict each other"},
         BadInput{"generate_precision", "generate --model TL --prompt hi --precision bogus",
                  "precision 'bogus': unknown format 'bogus'"},
         BadInput{"info_no_checkpoint", "info --model DIR",

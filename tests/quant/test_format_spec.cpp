@@ -78,8 +78,8 @@ TEST(FormatSpec, OldSpellingsStillReadWithANote) {
 
 TEST(FormatSpec, RoundTripsEveryCanonicalSpec) {
   for (const char* spec : {"fp32", "bf16", "fp16", "int8", "int8:sq=0.75", "w8", "int4:g=32:sym", "int4:g=128:asym:a8",
-                           "int4:g=128:sym:gptq", "int4:g=64:asym:gptq:actorder", "nf4", "nf4:dq", "tf32", "fp8",
-                           "w8:emulate", "nf4:dq:emulate"}) {
+                           "int4:g=128:sym:gptq", "int4:g=64:asym:gptq:actorder", "int4:g=32:sym:awq", "nf4", "nf4:dq",
+                           "tf32", "fp8", "w8:emulate", "nf4:dq:emulate"}) {
     const FormatSpec f = parse_format_spec(spec);
     EXPECT_EQ(to_string(f), spec);
     EXPECT_EQ(parse_format_spec(to_string(f)), f) << spec;
@@ -116,6 +116,7 @@ TEST(FormatSpec, RunTokensKeepTheirNames) {
   EXPECT_EQ(run_token(parse_format_spec("nf4:dq")), "nf4_dq");
   EXPECT_EQ(run_token(parse_format_spec("int4:gptq")), "int4_g128_sym_gptq");
   EXPECT_EQ(run_token(parse_format_spec("int4:actorder:gptq:g=32")), "int4_g32_sym_gptq_actorder");
+  EXPECT_EQ(run_token(parse_format_spec("int4:awq:asym")), "int4_g128_asym_awq");
   EXPECT_EQ(run_token(parse_format_spec("bf16:emulate")), "bf16_emulated");
 }
 
@@ -148,6 +149,16 @@ TEST(FormatSpec, BadSpecsAreOneLineNamingSpecOptionAndFormat) {
 
 TEST(FormatSpec, CalibrationOptionsAreInt4sAndGptqsOwn) {
   EXPECT_TRUE(needs_calibration(parse_format_spec("int4:gptq")));
+  EXPECT_TRUE(needs_calibration(parse_format_spec("int4:awq")));
+  EXPECT_EQ(calibration_method(parse_format_spec("int4:awq")), "AWQ");
+  EXPECT_EQ(to_string(round_to_nearest(parse_format_spec("int4:g=64:awq:a8"))), "int4:g=64:sym:a8");
+  EXPECT_THAT(error_of([] { parse_format_spec("nf4:awq"); }),
+              HasSubstr("precision 'nf4:awq': option 'awq' applies to int4 only, not to nf4"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:gptq:awq"); }),
+              HasSubstr("precision 'int4:gptq:awq': options 'gptq' and 'awq' contradict each other; expected one "
+                        "calibration method"));
+  EXPECT_THAT(error_of([] { parse_format_spec("int4:awq:emulate"); }),
+              HasSubstr("options 'awq' and 'emulate' contradict each other"));
   EXPECT_FALSE(needs_calibration(parse_format_spec("int4")));
   EXPECT_THAT(error_of([] { parse_format_spec("nf4:gptq"); }),
               HasSubstr("precision 'nf4:gptq': option 'gptq' applies to int4 only, not to nf4"));

@@ -58,10 +58,11 @@ std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64
 
 // Built from weights already in qjoule's layout (the codes of a pre-quantized checkpoint, repacked
 // without passing through FP32): the same kernels, labels and bytes as the factories above give the
-// same codes. int4: the block's G and scheme; nf4: with or without double quantization.
+// same codes. int4: the block's G and scheme (int8_activations: a8's kernels); nf4: with or without double
+// quantization.
 template <class Block>
 std::unique_ptr<Linear> make_linear_int4_packed(quant::BlockMatrix<Block> packed, const float* bias,
-                                                const std::string& tensor_name);
+                                                const std::string& tensor_name, bool int8_activations = false);
 std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const float* bias,
                                                const std::string& tensor_name);
 std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const float* bias,

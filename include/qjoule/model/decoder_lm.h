@@ -77,11 +77,13 @@ class DecoderLM {
   // other nodes, 1 launch"; "kernel by kernel (N launches a token): REASON" otherwise.
   std::string decode_step_path() const;
 
-  // Layer at a time, for calibration (model/gptq_calibration.h): the residual stream of n tokens at
+  // Layer at a time, for calibration (model/decoder_calibration.h): the residual stream of n tokens at
   // positions 0..n−1 after the embeddings, into x (host, [n, hidden]); and x through layer `index` (0 ..
   // layers − 1) in place, its keys and values in a cache of its own. Ids as forward() checks them.
   void embed(const int32_t* ids, int64_t n, float* x) const;
   void forward_layer(int64_t index, float* x, int64_t n) const;
+  // Layer `index`'s norms from now on (AWQ folds its scales into them), FP32, shaped as before.
+  void replace_norms(int64_t index, const LayerNormParams& attn, const LayerNormParams& mlp);
 
   const DecoderConfig& config() const { return config_; }
   std::vector<LinearReport> linear_reports() const;

@@ -79,16 +79,17 @@ std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int6
 
 template <class Block>
 std::unique_ptr<Linear> make_linear_int4_packed(quant::BlockMatrix<Block> packed, const float* bias,
-                                                const std::string& tensor_name) {
+                                                const std::string& tensor_name, bool int8_activations) {
   constexpr bool asymmetric = std::is_same_v<Block, quant::BlockInt4Asym<Block::kSize>>;
-  return make_int4_from<Block>(std::move(packed), bias, Int4Options{Block::kSize, asymmetric, false}, tensor_name);
+  return make_int4_from<Block>(std::move(packed), bias, Int4Options{Block::kSize, asymmetric, int8_activations},
+                               tensor_name);
 }
 
 #define QJOULE_INT4_PACKED(G)                                                                                         \
   template std::unique_ptr<Linear> make_linear_int4_packed(quant::BlockMatrix<quant::BlockInt4Sym<G>>, const float*,  \
-                                                           const std::string&);                                       \
+                                                           const std::string&, bool);                                 \
   template std::unique_ptr<Linear> make_linear_int4_packed(quant::BlockMatrix<quant::BlockInt4Asym<G>>, const float*, \
-                                                           const std::string&);
+                                                           const std::string&, bool);
 QJOULE_INT4_PACKED(32)
 QJOULE_INT4_PACKED(64)
 QJOULE_INT4_PACKED(128)

@@ -1,4 +1,4 @@
-// GPTQ calibration of a decoder (model/gptq_calibration.h) on the tiny fixtures:
+// GPTQ calibration of a decoder (model/decoder_calibration.h) on the tiny fixtures:
 //  * DecoderLM::embed + forward_layer, layer after layer, then the final norm and head by hand, give
 //    forward()'s logits (the calibration runs the model's own operations);
 //  * the calibrated model runs the kernels round-to-nearest runs, fused the same way, and its output
@@ -10,47 +10,20 @@
 #include <random>
 #include <span>
 
+#include "calibration_test_util.h"
 #include "decoder_fixtures.h"
 #include "qjoule/error.h"
 #include "qjoule/model/decoder_loading.h"
-#include "qjoule/model/gptq_calibration.h"
+#include "qjoule/model/decoder_calibration.h"
 
 namespace {
 
 using namespace qjoule;
+using test::mean_kl;
+using test::policy;
+using test::random_sequences;
+using test::text_like_sequences;
 using ::testing::HasSubstr;
-
-std::vector<std::vector<int32_t>> random_sequences(int n, int len, int32_t vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> id(0, vocab - 1);
-  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n), std::vector<int32_t>(static_cast<size_t>(len)));
-  for (auto& s : out)
-    for (auto& t : s) t = id(rng);
-  return out;
-}
-
-// Sequences as text has them: a few dozen ids carry most tokens (Zipf weights over 48 of the
-// vocabulary), so the Linears' inputs span few directions, where calibration has something to use.
-std::vector<std::vector<int32_t>> text_like_sequences(int n, int len, int32_t vocab, unsigned seed) {
-  std::mt19937 rng(seed), pick(7);  // the same 48 ids for every seed
-  std::vector<int32_t> ids(48);
-  std::vector<double> weights(48);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = std::uniform_int_distribution<int32_t>(0, vocab - 1)(pick);
-    weights[i] = 1.0 / double(i + 1);
-  }
-  std::discrete_distribution<size_t> which(weights.begin(), weights.end());
-  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n), std::vector<int32_t>(static_cast<size_t>(len)));
-  for (auto& s : out)
-    for (auto& t : s) t = ids[which(rng)];
-  return out;
-}
-
-quant::LayerPolicy policy(const std::string& precision) {
-  quant::LayerPolicyOptions o;
-  o.precision = precision;
-  return quant::LayerPolicy::parse(o);
-}
 
 // The final norm and the head on the last hidden states, by hand from the checkpoint's tensors.
 std::vector<float> head_by_hand(const std::filesystem::path& dir, const model::DecoderConfig& c,
@@ -106,32 +79,6 @@ TEST(DecoderLayerAtATime, EmbedAndEveryLayerThenTheHeadGiveForwardsLogits) {
   }
 }
 
-double mean_kl(const model::DecoderLM& base, const model::DecoderLM& q, const std::vector<std::vector<int32_t>>& seqs) {
-  const int64_t vocab = base.config().vocab_size;
-  double kl = 0.0;
-  int64_t count = 0;
-  for (const auto& s : seqs) {
-    const int64_t n = int64_t(s.size());
-    std::vector<float> a(size_t(n * vocab)), b(a.size());
-    auto ca = base.make_cache(n), cb = q.make_cache(n);
-    base.forward(s.data(), n, ca, a.data());
-    q.forward(s.data(), n, cb, b.data());
-    for (int64_t t = 0; t < n; ++t) {
-      const float* la = a.data() + t * vocab;
-      const float* lb = b.data() + t * vocab;
-      double ma = -1e300, mb = -1e300, za = 0.0, zb = 0.0;
-      for (int64_t v = 0; v < vocab; ++v) ma = std::max(ma, double(la[v])), mb = std::max(mb, double(lb[v]));
-      for (int64_t v = 0; v < vocab; ++v) za += std::exp(la[v] - ma), zb += std::exp(lb[v] - mb);
-      for (int64_t v = 0; v < vocab; ++v) {
-        const double lpa = la[v] - ma - std::log(za), lpb = lb[v] - mb - std::log(zb);
-        kl += std::exp(lpa) * (lpa - lpb);
-      }
-      ++count;
-    }
-  }
-  return kl / double(count);
-}
-
 TEST(GptqCalibration, TheCalibratedModelRunsRtnsKernelsAndIsCloserToFp32) {
   const auto dir = test::decoder_fixture("tiny-llama");
   const auto fp32 = model::load_decoder_lm(dir);
@@ -142,7 +89,7 @@ TEST(GptqCalibration, TheCalibratedModelRunsRtnsKernelsAndIsCloserToFp32) {
     for (const std::string option : {":gptq", ":gptq:actorder"}) {
       const auto gptq_policy = policy(rtn_spec + option);
       auto calibrated =
-          std::make_shared<const model::CalibratedInt4>(model::calibrate_gptq(dir, gptq_policy, calib, {}));
+          std::make_shared<const model::CalibratedInt4>(model::calibrate_decoder(dir, gptq_policy, calib, {}));
       EXPECT_EQ(calibrated->codes.size(), 14u) << "2 layers × 7 block Linears";
       EXPECT_EQ(calibrated->sequences, 32);
       EXPECT_EQ(calibrated->tokens_per_sequence, 64);
@@ -161,8 +108,8 @@ TEST(GptqCalibration, IsDeterministic) {
   const auto dir = test::decoder_fixture("tiny-qwen2");
   const auto calib = random_sequences(8, 32, 256, 5);
   const auto p = policy("int4:g=64:gptq");
-  const auto a = model::calibrate_gptq(dir, p, calib, {});
-  const auto b = model::calibrate_gptq(dir, p, calib, {});
+  const auto a = model::calibrate_decoder(dir, p, calib, {});
+  const auto b = model::calibrate_decoder(dir, p, calib, {});
   ASSERT_EQ(a.codes.size(), b.codes.size());
   for (const auto& [name, codes] : a.codes) {
     const auto& other = b.codes.at(name);
@@ -180,33 +127,22 @@ TEST(GptqCalibration, IsDeterministic) {
 // overflow to ±Inf, and layer 1's normalized inputs are NaN. Calibration stops at the first Linear they
 // reach, naming it.
 TEST(GptqCalibration, NonFiniteInputsStopAtTheLinearTheyReach) {
-  const auto src = io::Checkpoint::open(test::decoder_fixture("tiny-llama"));
-  const auto dir = test::temp_dir("gptq_overflow");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  for (const char* f : {"config.json", "tokenizer.json"})
-    std::filesystem::copy_file(test::decoder_fixture("tiny-llama") / f, dir / f);
-  std::vector<std::vector<float>> values;
-  std::vector<io::TensorToWrite> tensors;
-  for (const auto& [name, view] : src.tensors()) {
-    values.push_back(src.to_f32(name));
-    if (name == "model.layers.0.mlp.down_proj.weight")
-      for (float& v : values.back()) v *= 1e38f;
-  }
-  size_t i = 0;
-  for (const auto& [name, view] : src.tensors()) {
-    const auto& v = values[i++];
-    tensors.push_back({name, io::DType::F32, view.shape, std::as_bytes(std::span<const float>(v))});
-  }
-  io::write_safetensors(dir / "model.safetensors", tensors);
+  const auto dir =
+      test::rewritten_fixture("tiny-llama", "gptq_overflow", [](const std::string& name, std::vector<float>& v) {
+        if (name == "model.layers.0.mlp.down_proj.weight")
+          for (float& x : v) x *= 1e38f;
+      });
   const auto calib = text_like_sequences(2, 16, 256, 1);
-  quant::LayerPolicyOptions o;
-  o.precision = "int4:g=32:gptq";
-  o.layer_precision = "model.layers.0.mlp.down_proj=fp32";
-  EXPECT_THAT([&] { model::calibrate_gptq(dir, quant::LayerPolicy::parse(o), calib, {}); },
-              ::testing::ThrowsMessage<Error>(
-                  ::testing::AllOf(HasSubstr("model.layers.1.self_attn.q_proj: calibration input NaN at [0, "),
-                                   HasSubstr("expected finite values"), ::testing::Not(HasSubstr("\n")))));
+  for (const std::string method : {"gptq", "awq"}) {
+    quant::LayerPolicyOptions o;
+    o.precision = "int4:g=32:" + method;
+    o.layer_precision = "model.layers.0.mlp.down_proj=fp32";
+    EXPECT_THAT([&] { model::calibrate_decoder(dir, quant::LayerPolicy::parse(o), calib, {}); },
+                ::testing::ThrowsMessage<Error>(
+                    ::testing::AllOf(HasSubstr("model.layers.1.self_attn.q_proj: calibration input NaN at [0, "),
+                                     HasSubstr("expected finite values"), ::testing::Not(HasSubstr("\n")))))
+        << method;
+  }
 }
 
 TEST(GptqCalibration, BadInputsAreOneLine) {
@@ -215,15 +151,15 @@ TEST(GptqCalibration, BadInputsAreOneLine) {
                   "--calib c.txt: 100 tokens, too few for 4 calibration sequences of 32 tokens (128 needed)")));
   EXPECT_EQ(model::calibration_windows(std::vector<int32_t>(130, 1), 4, 32, "x").size(), 4u);
   const auto dir = test::decoder_fixture("tiny-llama");
-  EXPECT_THAT([&] { model::calibrate_gptq(dir, policy("int4:gptq"), {}, {}); },
+  EXPECT_THAT([&] { model::calibrate_decoder(dir, policy("int4:gptq"), {}, {}); },
               ::testing::ThrowsMessage<Error>(HasSubstr("no calibration sequences")));
   EXPECT_THAT(
       [&] {
-        model::calibrate_gptq(dir, policy("int4:gptq"), {{1, 2, 100000}}, {});
+        model::calibrate_decoder(dir, policy("int4:gptq"), {{1, 2, 100000}}, {});
       },
       ::testing::ThrowsMessage<Error>(HasSubstr("token id 100000 at position 2 is outside the vocabulary")));
   EXPECT_THAT([&] { model::load_decoder(dir, 0, policy("int4:gptq"), std::make_shared<model::CalibratedInt4>()); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("GPTQ-calibrated int4 runs on the CPU in this build")));
+              ::testing::ThrowsMessage<Error>(HasSubstr("calibrated int4 (GPTQ, AWQ) runs on the CPU in this build")));
 }
 
 }  // namespace

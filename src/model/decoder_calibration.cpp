@@ -1,10 +1,14 @@
-#include "qjoule/model/gptq_calibration.h"
+#include "qjoule/model/decoder_calibration.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
+#include <string_view>
 #include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
@@ -14,103 +18,14 @@
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/decoder_params.h"
 #include "qjoule/model/quantization_plan.h"
-#include "qjoule/quant/gptq.h"
+#include "model/awq_block.h"
+#include "model/calibrating_linear.h"
 
 namespace qjoule::model {
 namespace {
 
-// f(BlockInt4Sym<G>{} or BlockInt4Asym<G>{}) for the spec's group size and scheme.
-template <class F>
-auto with_int4_block(const quant::FormatSpec& spec, F&& f) {
-  const auto with_group = [&]<int G>() {
-    if (spec.int4_asymmetric) return f(quant::BlockInt4Asym<G>{});
-    return f(quant::BlockInt4Sym<G>{});
-  };
-  switch (spec.group_size) {
-    case 32: return with_group.template operator()<32>();
-    case 64: return with_group.template operator()<64>();
-    default: return with_group.template operator()<128>();
-  }
-}
-
-// Σ x xᵀ of the inputs that Linears reading the same activations share (Q, K, V; gate, up).
-struct InputStatistics {
-  std::vector<float> hessian;
-  int64_t tokens = 0;
-};
-
-// A Linear that GPTQ calibrates: before its block starts it holds nothing; begin() reads its FP32
-// weights and runs on them while the first Linear of its input group sums Σ x xᵀ of the inputs (the
-// others read the same activations); quantize() turns them into int4 codes and runs those from then on
-// (the FP32 weights and the sums dropped).
-class GptqLinear final : public kernels::Linear {
- public:
-  GptqLinear(LinearParams shape, std::function<void(LinearParams&)> load, quant::FormatSpec spec,
-             std::shared_ptr<InputStatistics> stats, bool records)
-      : shape_(std::move(shape)), load_(std::move(load)), spec_(spec), stats_(std::move(stats)), records_(records) {}
-
-  void begin() {
-    LinearParams p = shape_;
-    load_(p);
-    weight_ = std::move(p.weight);
-    bias_ = std::move(p.bias);
-    active_ = kernels::make_linear_f32_onednn(weight_.data(), bias_.empty() ? nullptr : bias_.data(),
-                                              shape_.out_features, shape_.in_features);
-    if (records_) {
-      stats_->hessian.assign(static_cast<std::size_t>(shape_.in_features * shape_.in_features), 0.0f);
-      stats_->tokens = 0;
-    }
-    recording_ = true;
-  }
-
-  void quantize(double damp, CalibratedInt4& out) {
-    recording_ = false;
-    if (stats_->tokens == 0)
-      fail("{}: no calibration input reached this Linear; expected its block to run first", shape_.name);
-    const quant::GptqOptions options{damp, spec_.int4_act_order, 128};
-    // The last Linear of the group takes the sums; the others copy them.
-    std::vector<float> hessian = stats_.use_count() == 1 ? std::move(stats_->hessian) : stats_->hessian;
-    stats_.reset();
-    with_int4_block(spec_, [&]<class Block>(Block) {
-      auto codes = quant::quantize_matrix_int4_gptq<Block>(weight_.data(), shape_.out_features, shape_.in_features,
-                                                           std::move(hessian), options, shape_.name);
-      active_ = kernels::make_linear_int4_packed(codes, bias_.empty() ? nullptr : bias_.data(), shape_.name);
-      out.codes.insert_or_assign(shape_.name, Int4Codes(std::move(codes)));
-    });
-    std::vector<float>().swap(weight_);
-  }
-
-  void forward(const float* x, int64_t m, float* y) const override {
-    if (!active_) fail("{}: run before its calibration block started", shape_.name);
-    if (recording_ && records_) {
-      const int64_t in = shape_.in_features;
-      for (int64_t i = 0; i < m * in; ++i) {
-        if (!std::isfinite(x[i])) {
-          fail("{}: calibration input {} at [{}, {}]; expected finite values (GPTQ sums x xᵀ of every input)",
-               shape_.name, std::isnan(x[i]) ? "NaN" : (x[i] > 0 ? "+Inf" : "-Inf"), i / in, i % in);
-        }
-      }
-      quant::accumulate_hessian(x, m, in, stats_->hessian);
-      stats_->tokens += m;
-    }
-    active_->forward(x, m, y);
-  }
-  int64_t in_features() const override { return shape_.in_features; }
-  int64_t out_features() const override { return shape_.out_features; }
-  std::string format() const override { return active_ ? active_->format() : "fp32"; }
-  std::string kernel_path() const override { return active_ ? active_->kernel_path() : "calibration:not started"; }
-  std::size_t bytes_held() const override { return active_ ? active_->bytes_held() : 0; }
-
- private:
-  LinearParams shape_;
-  std::function<void(LinearParams&)> load_;
-  quant::FormatSpec spec_;
-  std::vector<float> weight_, bias_;
-  std::unique_ptr<kernels::Linear> active_;
-  std::shared_ptr<InputStatistics> stats_;  // shared with the Linears reading the same input
-  bool records_ = false;                    // the group's first: sums the inputs
-  bool recording_ = false;
-};
+using detail::CalibratingLinear;
+using detail::InputStatistics;
 
 // Linear name -> the first Linear reading the same input (Q, K, V; gate, up): who shares whose sums.
 void add_input_groups(const DecoderLayerParams& lp, std::map<std::string, std::string>& group_of) {
@@ -128,6 +43,46 @@ std::vector<std::string> block_linear_names(const DecoderLayerParams& lp) {
     if (!p->name.empty()) names.push_back(p->name);
   }
   return names;
+}
+
+// The block's AWQ Linears by role, and its norms as they stand.
+detail::AwqBlock awq_roles(const DecoderLayerParams& lp, const std::map<std::string, CalibratingLinear*>& here) {
+  const auto awq = [&](const LinearParams& p) -> CalibratingLinear* {
+    const auto it = here.find(p.name);
+    return it != here.end() && it->second->spec().int4_awq ? it->second : nullptr;
+  };
+  detail::AwqBlock b;
+  if (lp.fused_qkv) {
+    b.qkv = awq(lp.qkv);
+  } else {
+    b.q = awq(lp.q), b.k = awq(lp.k), b.v = awq(lp.v);
+  }
+  b.has_q = !lp.q.name.empty(), b.has_k = !lp.k.name.empty(), b.has_v = !lp.v.name.empty();
+  b.has_gate = lp.gate.out_features > 0;
+  b.o = awq(lp.o), b.gate = b.has_gate ? awq(lp.gate) : nullptr, b.up = awq(lp.up), b.down = awq(lp.down);
+  b.attn_norm = lp.attn_norm;
+  b.mlp_norm = lp.mlp_norm;
+  return b;
+}
+
+// The bias of Linear p (its parts `names` one after another): the checkpoint's, with the rows of each part
+// whose bias calibration changed (AWQ's scales folded into V's or up's rows) replaced.
+std::vector<float> calibrated_bias(const LinearParams& p, const std::vector<std::string>& names,
+                                   const CalibratedInt4& calibrated) {
+  std::vector<float> bias = p.bias;
+  int64_t row = 0;
+  for (const auto& n : names) {
+    const auto& codes = calibrated.codes.at(n);
+    const int64_t rows = std::visit([](const auto& m) { return m.rows; }, codes);
+    if (const auto it = calibrated.biases.find(n); it != calibrated.biases.end()) {
+      if (bias.empty()) bias.assign(static_cast<std::size_t>(p.out_features), 0.0f);
+      if (static_cast<int64_t>(it->second.size()) != rows || row + rows > static_cast<int64_t>(bias.size()))
+        fail("{}: a calibrated bias of {} values for {} rows; expected one a row", n, it->second.size(), rows);
+      std::copy(it->second.begin(), it->second.end(), bias.begin() + row);
+    }
+    row += rows;
+  }
+  return bias;
 }
 
 std::string duration_text(double seconds) {
@@ -160,20 +115,23 @@ std::vector<std::vector<int32_t>> calibration_windows(const std::vector<int32_t>
   return out;
 }
 
-CalibratedInt4 calibrate_gptq(const std::filesystem::path& dir, const quant::LayerPolicy& policy,
-                              const std::vector<std::vector<int32_t>>& sequences,
-                              const GptqCalibrationOptions& options) {
+CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::LayerPolicy& policy,
+                                 const std::vector<std::vector<int32_t>>& sequences,
+                                 const CalibrationOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   const auto ck = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(dir.string()));
   auto config = load_decoder_config(dir.string(), *ck);
   if (config.quantization)
-    fail("{}: a pre-quantized checkpoint; GPTQ calibrates FP32 / BF16 / FP16 weights, expected such a checkpoint",
-         dir.string());
+    fail(
+        "{}: a pre-quantized checkpoint; calibration (GPTQ, AWQ) starts from FP32 / BF16 / FP16 weights, expected such "
+        "a checkpoint",
+        dir.string());
   if (sequences.empty()) fail("{}: no calibration sequences; expected at least one", dir.string());
   auto params = load_decoder_params(*ck, config, /*defer_linears=*/true);
   std::function<void(LinearParams&)> load = [ck, inner = std::move(params.load_linear)](LinearParams& p) { inner(p); };
   params.load_linear = nullptr;  // the factory reads what it needs: Q, K, V (and gate, up) built apart
   std::vector<std::vector<std::string>> layer_names;
+  const std::vector<DecoderLayerParams> layer_shapes = params.layers;  // names, shapes, norms (weights deferred)
   std::map<std::string, std::string> group_of;
   for (const auto& lp : params.layers) {
     layer_names.push_back(block_linear_names(lp));
@@ -181,7 +139,7 @@ CalibratedInt4 calibrate_gptq(const std::filesystem::path& dir, const quant::Lay
   }
   std::map<std::string, std::shared_ptr<InputStatistics>> statistics;  // by group
 
-  std::map<std::string, GptqLinear*> calibrated_here;
+  std::map<std::string, CalibratingLinear*> calibrated_here;
   const LinearFactory policy_linears = quantized_linear_factory(policy);
   DecoderLM model(std::move(params), [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
     const auto decision = policy.resolve(p.name, in_block);
@@ -190,7 +148,7 @@ CalibratedInt4 calibrate_gptq(const std::filesystem::path& dir, const quant::Lay
       auto& stats = statistics[group];
       const bool records = stats == nullptr;  // the group's first calibrated Linear sums for all
       if (records) stats = std::make_shared<InputStatistics>();
-      auto linear = std::make_unique<GptqLinear>(p, load, decision.spec, stats, records);
+      auto linear = std::make_unique<CalibratingLinear>(p, load, decision.spec, stats, records);
       calibrated_here[p.name] = linear.get();
       return linear;
     }
@@ -211,29 +169,44 @@ CalibratedInt4 calibrate_gptq(const std::filesystem::path& dir, const quant::Lay
   out.tokens_per_sequence = static_cast<int64_t>(sequences.front().size());
   out.damp = options.damp;
   const int64_t layers = static_cast<int64_t>(layer_names.size());
+  std::set<std::string_view> all_methods;  // "AWQ" sorts before "GPTQ"
   for (int64_t i = 0; i < layers; ++i) {
     const auto block_started = std::chrono::steady_clock::now();
-    std::vector<GptqLinear*> here;
+    std::vector<CalibratingLinear*> here;
+    std::map<std::string, CalibratingLinear*> by_name;
+    std::set<std::string_view> methods;
     for (const auto& name : layer_names[static_cast<std::size_t>(i)]) {
-      if (auto it = calibrated_here.find(name); it != calibrated_here.end()) here.push_back(it->second);
+      if (auto it = calibrated_here.find(name); it != calibrated_here.end()) {
+        here.push_back(it->second);
+        by_name.emplace(name, it->second);
+        methods.insert(quant::calibration_method(it->second->spec()));
+        all_methods.insert(quant::calibration_method(it->second->spec()));
+      }
     }
     if (!here.empty()) {
-      for (GptqLinear* l : here) l->begin();
+      for (CalibratingLinear* l : here) l->begin();
       for (const auto& x : states) {  // FP32 block: the inputs each Linear sums (outputs dropped)
         std::vector<float> scratch = x;
         model.forward_layer(i, scratch.data(), static_cast<int64_t>(scratch.size()) / hidden);
       }
-      for (GptqLinear* l : here) l->quantize(options.damp, out);
+      auto awq = awq_roles(layer_shapes[static_cast<std::size_t>(i)], by_name);
+      const bool norms_changed = detail::scale_awq_block(awq, quant::AwqOptions{});
+      detail::finish_awq_block(awq, norms_changed, quant::AwqOptions{}, out);
+      if (norms_changed) model.replace_norms(i, awq.attn_norm, awq.mlp_norm);
+      for (CalibratingLinear* l : here) {
+        if (l->spec().int4_gptq) l->quantize_gptq(options.damp, out);
+      }
     }
     for (auto& x : states) model.forward_layer(i, x.data(), static_cast<int64_t>(x.size()) / hidden);
     if (options.progress) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       const double block_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - block_started).count();
-      options.progress(fmt::format("block {}/{} calibrated ({} Linears, GPTQ) in {:.1f} s; about {} left", i + 1,
-                                   layers, here.size(), block_s,
+      options.progress(fmt::format("block {}/{} calibrated ({} Linears, {}) in {:.1f} s; about {} left", i + 1, layers,
+                                   here.size(), fmt::join(methods, " + "), block_s,
                                    duration_text(elapsed / double(i + 1) * double(layers - i - 1))));
     }
   }
+  out.method = fmt::format("{}", fmt::join(all_methods, " + "));
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;
 }
@@ -263,10 +236,36 @@ LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<
           joined);
     }
     if (!same_layout) return nullptr;
-    const float* bias = p.bias.empty() ? nullptr : p.bias.data();
-    return std::visit([&](auto&& m) { return kernels::make_linear_int4_packed(std::move(m), bias, p.name); },
-                      std::move(joined));
+    std::size_t a8 = 0;
+    for (const auto& n : names) a8 += calibrated->int8_activations.count(n);
+    if (a8 != 0 && a8 != names.size()) return nullptr;  // activations quantized in some parts only: built apart
+    const std::vector<float> bias = calibrated_bias(p, names, *calibrated);
+    return std::visit(
+        [&](auto&& m) {
+          const int64_t rows = m.rows;
+          if (!bias.empty() && static_cast<int64_t>(bias.size()) != rows)
+            fail("{}: a calibrated bias of {} values for {} rows; expected one a row", p.name, bias.size(), rows);
+          return kernels::make_linear_int4_packed(std::move(m), bias.empty() ? nullptr : bias.data(), p.name, a8 != 0);
+        },
+        std::move(joined));
   };
+}
+
+void apply_calibrated_norms(DecoderParams& params, const CalibratedInt4& calibrated) {
+  std::size_t applied = 0;
+  for (auto& layer : params.layers) {
+    for (LayerNormParams* n : {&layer.attn_norm, &layer.mlp_norm}) {
+      const auto it = calibrated.norms.find(n->name);
+      if (it == calibrated.norms.end()) continue;
+      if (it->second.gamma.size() != n->gamma.size() || it->second.beta.size() != n->beta.size())
+        fail("{}: a calibrated norm of {} values; expected {}", n->name, it->second.gamma.size(), n->gamma.size());
+      *n = it->second;
+      ++applied;
+    }
+  }
+  if (applied != calibrated.norms.size())
+    fail("calibration changed {} norms and the model has {} of them; expected the model it was calibrated on",
+         calibrated.norms.size(), applied);
 }
 
 }  // namespace qjoule::model

@@ -1,0 +1,77 @@
+// Calibration of a decoder (Llama, Mistral, Qwen2, GPT-2) for the int4 Linears whose precision asks for
+// it (int4:...:gptq, int4:...:awq), one block at a time, as GPTQ's and AWQ's reference implementations
+// do: the calibration sequences' hidden states enter block i; the block runs in FP32 while its calibrated
+// Linears sum the statistics of their inputs (Σ x xᵀ; Σ |x| per channel); those Linears are quantized
+// (GPTQ: quant/gptq.h; AWQ: quant/awq.h, the scales folded into the norm or Linear before, awq_block.h)
+// and the block runs again, now quantized, to make block i + 1's inputs. The model holds one block's
+// FP32 weights at a time (read from the memory-mapped checkpoint when its block starts, dropped once
+// quantized) and the calibration hidden states, N × L × hidden FP32 values. Linears of other precisions
+// run as the policy builds them, so the later blocks see the inputs the final model gives them.
+//
+// The result is qjoule's own int4 codes per Linear name (and, for AWQ, the norms and biases its scales
+// changed); calibrated_linear_factory and load_decoder build the final model from them with the same
+// kernels round-to-nearest runs (q|k|v and gate|up fused as usual).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "qjoule/model/decoder_params.h"
+#include "qjoule/model/encoder_classifier.h"
+#include "qjoule/quant/formats.h"
+#include "qjoule/quant/layer_policy.h"
+
+namespace qjoule::model {
+
+using Int4Codes =
+    std::variant<quant::BlockMatrix<quant::BlockInt4Sym<32>>, quant::BlockMatrix<quant::BlockInt4Sym<64>>,
+                 quant::BlockMatrix<quant::BlockInt4Sym<128>>, quant::BlockMatrix<quant::BlockInt4Asym<32>>,
+                 quant::BlockMatrix<quant::BlockInt4Asym<64>>, quant::BlockMatrix<quant::BlockInt4Asym<128>>>;
+
+struct CalibratedInt4 {
+  std::map<std::string, Int4Codes> codes;  // by checkpoint Linear name ("model.layers.0.mlp.up_proj")
+  std::set<std::string> int8_activations;  // the Linears whose precision has a8
+  // What AWQ changed besides codes: the biases of Linears whose rows it scaled (V, up), and the norms
+  // its scales were folded into (by the norm's name, "model.layers.0.input_layernorm").
+  std::map<std::string, std::vector<float>> biases;
+  std::map<std::string, LayerNormParams> norms;
+  std::string method;  // "GPTQ", "AWQ" or "GPTQ + AWQ"
+  int64_t sequences = 0, tokens_per_sequence = 0;
+  double damp = 0.0, seconds = 0.0;
+};
+
+struct CalibrationOptions {
+  double damp = 0.01;  // quant::GptqOptions::damp
+  // Called after each block: "block 3/22 calibrated (7 Linears, GPTQ) in 4.1 s; about 1 min 12 s left".
+  std::function<void(const std::string&)> progress;
+};
+
+// Whether any Linear of `policy` asks for calibration (its default precision or a --layer-precision rule).
+bool policy_needs_calibration(const quant::LayerPolicy& policy);
+
+// The first `n` windows of `len` consecutive tokens of `tokens` (deterministic). Fewer than n · len tokens
+// is one line naming `source`, the counts and what to change.
+std::vector<std::vector<int32_t>> calibration_windows(const std::vector<int32_t>& tokens, int64_t n, int64_t len,
+                                                      const std::string& source);
+
+// Calibrates the decoder checkpoint `dir` on `sequences` (each at most max_position_embeddings tokens)
+// for the Linears `policy` gives a gptq or awq precision. CPU only. NaN or Inf inputs reaching a Linear, or a
+// pre-quantized checkpoint, are one line naming the Linear or the checkpoint.
+CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::LayerPolicy& policy,
+                                 const std::vector<std::vector<int32_t>>& sequences, const CalibrationOptions& options);
+
+// The factory of the calibrated model: a Linear (or fused Q|K|V, gate|up) whose every part has codes is
+// built from them (kernels::make_linear_int4_packed, with its calibrated bias); any other from `fallback`.
+LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<const CalibratedInt4> calibrated);
+
+// Replaces the norms of `params` that `calibrated` changed; a changed norm the model does not have is one
+// line naming it (codes from another model).
+void apply_calibrated_norms(DecoderParams& params, const CalibratedInt4& calibrated);
+
+}  // namespace qjoule::model

@@ -1,0 +1,93 @@
+#include "model/calibrating_linear.h"
+
+#include <cmath>
+#include <utility>
+
+#include "qjoule/error.h"
+#include "qjoule/kernels/linear.h"
+#include "qjoule/kernels/linear_weight_only.h"
+#include "qjoule/quant/gptq.h"
+#include "qjoule/quant/quantize_int4.h"
+
+namespace qjoule::model::detail {
+
+CalibratingLinear::CalibratingLinear(LinearParams shape, std::function<void(LinearParams&)> load,
+                                     quant::FormatSpec spec, std::shared_ptr<InputStatistics> stats, bool records)
+    : shape_(std::move(shape)), load_(std::move(load)), spec_(spec), stats_(std::move(stats)), records_(records) {}
+
+void CalibratingLinear::begin() {
+  LinearParams p = shape_;
+  load_(p);
+  weight_ = std::move(p.weight);
+  bias_ = std::move(p.bias);
+  reload();
+  if (records_) {
+    stats_->hessian.assign(static_cast<std::size_t>(shape_.in_features * shape_.in_features), 0.0f);
+    stats_->abs_sum.assign(static_cast<std::size_t>(shape_.in_features), 0.0);
+    stats_->tokens = 0;
+  }
+  recording_ = true;
+}
+
+void CalibratingLinear::reload() {
+  active_ = kernels::make_linear_f32_onednn(weight_.data(), bias_.empty() ? nullptr : bias_.data(), shape_.out_features,
+                                            shape_.in_features);
+}
+
+InputStatistics& CalibratingLinear::statistics() const {
+  if (stats_ == nullptr || stats_->tokens == 0)
+    fail("{}: no calibration input reached this Linear; expected its block to run first", shape_.name);
+  return *stats_;
+}
+
+void CalibratingLinear::quantize_gptq(double damp, CalibratedInt4& out) {
+  statistics();
+  const quant::GptqOptions options{damp, spec_.int4_act_order, 128};
+  // The last Linear of the group takes the sums; the others copy them.
+  std::vector<float> hessian = stats_.use_count() == 1 ? std::move(stats_->hessian) : stats_->hessian;
+  with_int4_block(spec_, [&]<class Block>(Block) {
+    finish(quant::quantize_matrix_int4_gptq<Block>(weight_.data(), shape_.out_features, shape_.in_features,
+                                                   std::move(hessian), options, shape_.name),
+           out);
+  });
+}
+
+void CalibratingLinear::finish_round_to_nearest(CalibratedInt4& out) {
+  with_int4_block(spec_, [&]<class Block>(Block) {
+    finish(quant::quantize_matrix_int4<Block>(weight_.data(), shape_.out_features, shape_.in_features, shape_.name),
+           out);
+  });
+}
+
+void CalibratingLinear::finish(Int4Codes codes, CalibratedInt4& out) {
+  recording_ = false;
+  stats_.reset();
+  const float* bias = bias_.empty() ? nullptr : bias_.data();
+  const bool a8 = spec_.int4_int8_activations;
+  active_ =
+      std::visit([&](const auto& m) { return kernels::make_linear_int4_packed(m, bias, shape_.name, a8); }, codes);
+  if (a8) out.int8_activations.insert(shape_.name);
+  if (!bias_.empty()) out.biases.insert_or_assign(shape_.name, bias_);
+  out.codes.insert_or_assign(shape_.name, std::move(codes));
+  std::vector<float>().swap(weight_);
+}
+
+void CalibratingLinear::forward(const float* x, int64_t m, float* y) const {
+  if (!active_) fail("{}: run before its calibration block started", shape_.name);
+  if (recording_ && records_) {
+    const int64_t in = shape_.in_features;
+    for (int64_t i = 0; i < m * in; ++i) {
+      if (!std::isfinite(x[i])) {
+        fail("{}: calibration input {} at [{}, {}]; expected finite values ({} sums x xᵀ of every input)", shape_.name,
+             std::isnan(x[i]) ? "NaN" : (x[i] > 0 ? "+Inf" : "-Inf"), i / in, i % in, quant::calibration_method(spec_));
+      }
+    }
+    quant::accumulate_hessian(x, m, in, stats_->hessian);
+    for (int64_t t = 0; t < m; ++t)
+      for (int64_t j = 0; j < in; ++j) stats_->abs_sum[size_t(j)] += std::fabs(x[t * in + j]);
+    stats_->tokens += m;
+  }
+  active_->forward(x, m, y);
+}
+
+}  // namespace qjoule::model::detail

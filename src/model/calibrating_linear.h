@@ -1,0 +1,82 @@
+// A Linear that calibration (model/decoder_calibration.h) quantizes: before its block starts it holds
+// nothing; begin() reads its FP32 weights and runs on them while the first Linear of its input group
+// sums the inputs' statistics (Σ x xᵀ for GPTQ and AWQ, Σ |x| per channel for AWQ; the others of the
+// group read the same activations); then GPTQ quantizes it (quantize_gptq), or AWQ scales and clips
+// its weights in place (awq_block.h) before finish_round_to_nearest; from then on it runs its int4
+// codes (the FP32 weights and the sums dropped).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qjoule/kernels/linear.h"
+#include "qjoule/model/decoder_calibration.h"
+#include "qjoule/model/encoder_params.h"
+#include "qjoule/quant/format_spec.h"
+
+namespace qjoule::model::detail {
+
+// The statistics of the inputs that the Linears reading the same activations share (Q, K, V; gate, up).
+struct InputStatistics {
+  std::vector<float> hessian;   // Σ x xᵀ, its lower triangle (quant::accumulate_hessian)
+  std::vector<double> abs_sum;  // Σ |x| per input channel
+  int64_t tokens = 0;
+};
+
+// f(BlockInt4Sym<G>{} or BlockInt4Asym<G>{}) for the spec's group size and scheme.
+template <class F>
+auto with_int4_block(const quant::FormatSpec& spec, F&& f) {
+  const auto with_group = [&]<int G>() {
+    if (spec.int4_asymmetric) return f(quant::BlockInt4Asym<G>{});
+    return f(quant::BlockInt4Sym<G>{});
+  };
+  switch (spec.group_size) {
+    case 32: return with_group.template operator()<32>();
+    case 64: return with_group.template operator()<64>();
+    default: return with_group.template operator()<128>();
+  }
+}
+
+class CalibratingLinear final : public kernels::Linear {
+ public:
+  CalibratingLinear(LinearParams shape, std::function<void(LinearParams&)> load, quant::FormatSpec spec,
+                    std::shared_ptr<InputStatistics> stats, bool records);
+
+  void begin();
+  // GPTQ's codes from the sums (the last Linear of a group takes them; the others copy).
+  void quantize_gptq(double damp, CalibratedInt4& out);
+  // Round-to-nearest's codes of the weights as they stand (AWQ's, once scaled and clipped).
+  void finish_round_to_nearest(CalibratedInt4& out);
+
+  const LinearParams& shape() const { return shape_; }
+  const quant::FormatSpec& spec() const { return spec_; }
+  std::vector<float>& weight() { return weight_; }  // [out, in], FP32, between begin() and the codes
+  std::vector<float>& bias() { return bias_; }
+  InputStatistics& statistics() const;  // fails if no input reached the Linear
+  // After a change of weights or bias (AWQ's scaling): the FP32 Linear runs the new ones.
+  void reload();
+
+  void forward(const float* x, int64_t m, float* y) const override;
+  int64_t in_features() const override { return shape_.in_features; }
+  int64_t out_features() const override { return shape_.out_features; }
+  std::string format() const override { return active_ ? active_->format() : "fp32"; }
+  std::string kernel_path() const override { return active_ ? active_->kernel_path() : "calibration:not started"; }
+  std::size_t bytes_held() const override { return active_ ? active_->bytes_held() : 0; }
+
+ private:
+  void finish(Int4Codes codes, CalibratedInt4& out);
+
+  LinearParams shape_;
+  std::function<void(LinearParams&)> load_;
+  quant::FormatSpec spec_;
+  std::vector<float> weight_, bias_;
+  std::unique_ptr<kernels::Linear> active_;
+  std::shared_ptr<InputStatistics> stats_;  // shared with the Linears reading the same input
+  bool records_ = false;                    // the group's first: sums the inputs
+  bool recording_ = false;
+};
+
+}  // namespace qjoule::model::detail
