@@ -64,6 +64,16 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
 
   // Predicted before anything is built: a run that would not fit is skipped, never killed midway. On a
   // GPU the model is in GPU memory, which the prediction (of host memory) does not cover.
+  // Calibrated weights first (read from the sweep's folder, or calibrated once for the sweep): not part of
+  // the run's memory or time.
+  std::shared_ptr<model::CalibratedInt4> calibrated;
+  if (quant::needs_calibration(c.precision.spec_or_fail())) {
+    calibrated = calibration.get(c.model, c.precision);
+    r.weights_source = "calibrated: " + calibration_summary(*calibrated, options.calibration.file);
+    r.calibration_tokens = calibrated->sequences * calibrated->tokens_per_sequence;
+    if (calibrated->method.find("GPTQ") != std::string::npos) r.calibration_damp = calibrated->damp;
+    r.calibration_seconds = calibrated->seconds;
+  }
   kernels::avx512::release_panel_scratch();  // the previous run's weight-only panels
   reset_peak_rss();  // returns freed memory first, so the baseline is what this process really holds
   MemoryPrediction predicted = predict_peak_memory(c, steps, current_rss_bytes().value_or(0));
@@ -92,7 +102,11 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   const bool rss_reset = reset_peak_rss();
   std::string unused;
   auto backend = model::device_backend(gpu_index, quant::LayerPolicy::uniform(c.precision));
-  const model::DecoderLM m = model::load_decoder_lm(c.model, backend.linears, &unused, backend.ops);
+  const model::DecoderLM m = model::load_decoder_lm(
+      c.model, calibrated ? model::calibrated_linear_factory(backend.linears, calibrated) : backend.linears, &unused,
+      backend.ops, [&](model::DecoderParams& p) {
+        if (calibrated) model::apply_calibrated_norms(p, *calibrated);
+      });
   if (!unused.empty()) r.notes.push_back(unused);
   std::optional<HookGuard> hook;
   if (on_gpu) {

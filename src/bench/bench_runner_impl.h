@@ -19,6 +19,7 @@
 #include "bench/record_roofline.h"
 #include "bench/roofline_work.h"
 #include "bench/window_energy.h"
+#include "qjoule/bench/calibration_cache.h"
 #include "qjoule/bench/latency_stats.h"
 #include "qjoule/bench/memory_prediction.h"
 #include "qjoule/dataset.h"
@@ -104,6 +105,8 @@ struct BenchRunner::Impl {
 
   // The text decoder runs score, and their FP32 references.
   LmQuality lm;
+  // Calibrated precisions' weights, once per (model, precision): the sweep's folder keeps them.
+  CalibrationCache calibration;
 
   // The machine's limits per thread count (the per-machine cache, else measured once: a few seconds).
   std::map<int, limits::CachedLimits> machine_limits;
@@ -122,7 +125,9 @@ struct BenchRunner::Impl {
         meter(m),
         lm(options.lm, options.results_dir,
            // On a line of its own: the console reporter's "[k/n] run ..." is waiting for its result.
-           [](const std::string& line) { fmt::print(stderr, "\n{}", line); }) {}
+           [](const std::string& line) { fmt::print(stderr, "\n{}", line); }),
+        calibration(options.calibration, options.results_dir,
+                    [](const std::string& line) { fmt::print(stderr, "\n{}", line); }) {}
 
   // Encoder models (bench_runner_encoder.cpp): the loaded model's parameters, tokenizer and dataset; the
   // model in a run's format on the CPU or on GPU `device`; the fidelity inputs' logits (the dataset,

@@ -35,7 +35,11 @@ std::uint64_t fp32_of(const model::LinearParams& p) {
 class LinearBytes {
  public:
   explicit LinearBytes(const quant::Precision& precision) {
-    policy_ = quant::LayerPolicy::uniform(precision);
+    // A calibrated precision holds round-to-nearest's layout (its codes come from calibration).
+    const auto& spec = precision.spec();
+    policy_ = quant::LayerPolicy::uniform(spec && quant::needs_calibration(*spec)
+                                              ? quant::Precision(quant::to_string(quant::round_to_nearest(*spec)))
+                                              : precision);
     factory_ = model::quantized_linear_factory(*policy_);
   }
   std::uint64_t operator()(const std::string& name, int64_t out_features, int64_t in_features, bool bias,

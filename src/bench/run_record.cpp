@@ -119,6 +119,8 @@ constexpr OptionalNumberField kOptionalNumbers[] = {
     {"lm_kl_max", &RunRecord::lm_kl_max, false},
     {"lm_same_top_rate", &RunRecord::lm_same_top_rate, false},
     {"lm_rms_dp", &RunRecord::lm_rms_dp, false},
+    {"calibration_damp", &RunRecord::calibration_damp, false},
+    {"calibration_seconds", &RunRecord::calibration_seconds, false},
 };
 
 static_assert(std::is_same_v<std::uint64_t, std::size_t>, "peak_rss_bytes shares the counts' table");
@@ -137,6 +139,7 @@ constexpr OptionalCountField kOptionalCounts[] = {
     {"lm_ctx", &RunRecord::lm_ctx},
     {"lm_stride", &RunRecord::lm_stride},
     {"lm_scored_tokens", &RunRecord::lm_scored_tokens},
+    {"calibration_tokens", &RunRecord::calibration_tokens},
 };
 
 // The record's optional strings: "" is written as null.
@@ -157,6 +160,7 @@ constexpr std::size_t keys_of_version(std::int64_t version) {
   return version == 1   ? kRunRecordKeysV1
          : version == 2 ? kRunRecordKeysV2
          : version == 3 ? kRunRecordKeysV3
+         : version == 4 ? kRunRecordKeysV4
                         : kRunRecordKeys.size();
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -45,13 +46,15 @@ std::string content_hash(std::string_view bytes) {
 }
 
 nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
-                              const nlohmann::json& text, const std::string& reference) {
+                              const nlohmann::json& text, const std::string& reference,
+                              const nlohmann::json& calibration) {
   nlohmann::json models = nlohmann::json::object();
   for (const auto& c : configs)
     if (!models.contains(c.model)) models[c.model] = model_identity(c.model);
   nlohmann::json identity = {{"models", models}, {"dataset", dataset}};
   if (!text.is_null()) identity["text"] = text;
   if (!reference.empty()) identity["reference"] = {{reference, model_identity(reference)}};
+  if (!calibration.is_null()) identity["calibration"] = calibration;
   return identity;
 }
 
@@ -79,32 +82,25 @@ void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::
           "{}: this sweep scored dataset '{}', this bench '{}'; resume with the same --dataset, or choose another "
           "--out",
           path.string(), dataset, identity["dataset"].get<std::string>());
-    // The language-model text: absent in a sweep without --text (and in folders from before it existed).
-    const nlohmann::json text_then = stored.contains("text") ? stored["text"] : nlohmann::json(nullptr);
-    const nlohmann::json text_now = identity.contains("text") ? identity["text"] : nlohmann::json(nullptr);
-    if (text_then != text_now) {
-      const auto describe = [](const nlohmann::json& t) {
-        return t.is_null() ? std::string("no --text") : "--text " + t.dump();
-      };
-      fail(
-          "{}: this sweep scored {}, this bench {}; resume with the same --text, --max-tokens, --ctx and --stride, "
-          "or choose another --out",
-          path.string(), describe(text_then), describe(text_now));
-    }
-    // The FP32 reference of pre-quantized models: absent in a sweep without --reference.
-    const nlohmann::json reference_then = stored.contains("reference") ? stored["reference"] : nlohmann::json(nullptr);
-    const nlohmann::json reference_now =
-        identity.contains("reference") ? identity["reference"] : nlohmann::json(nullptr);
-    if (reference_then != reference_now) {
-      const auto describe = [](const nlohmann::json& r) {
-        return r.is_object() && !r.empty() ? "--reference " + r.begin().key() + " (identity " + r.begin()->dump() + ")"
-                                           : std::string("no --reference");
-      };
-      fail(
-          "{}: this sweep compared with {}, this bench with {}; resume with the same --reference (and checkpoint), "
-          "or choose another --out",
-          path.string(), describe(reference_then), describe(reference_now));
-    }
+    // Entries absent from a sweep without their flag (and from folders older than them) read as null.
+    // `what`: the sweep's verb ("compared with"), its last word repeated for this bench ("with").
+    const auto same = [&](const char* key, const std::string& what, const std::string& flags,
+                          const std::function<std::string(const nlohmann::json&)>& describe) {
+      const nlohmann::json then = stored.contains(key) ? stored[key] : nlohmann::json(nullptr);
+      const nlohmann::json now = identity.contains(key) ? identity[key] : nlohmann::json(nullptr);
+      const std::string with = what.ends_with(" with") ? "with " : "";
+      if (then != now)
+        fail("{}: this sweep {} {}, this bench {}{}; resume with the same {}, or choose another --out", path.string(),
+             what, describe(then), with, describe(now), flags);
+    };
+    same("text", "scored", "--text, --max-tokens, --ctx and --stride",
+         [](const nlohmann::json& t) { return t.is_null() ? std::string("no --text") : "--text " + t.dump(); });
+    same("reference", "compared with", "--reference (and checkpoint)", [](const nlohmann::json& r) {
+      return r.is_object() && !r.empty() ? "--reference " + r.begin().key() + " (identity " + r.begin()->dump() + ")"
+                                         : std::string("no --reference");
+    });
+    same("calibration", "calibrated with", "--calib, --calib-sequences, --calib-tokens and --calib-damp",
+         [](const nlohmann::json& c) { return c.is_null() ? std::string("no --calib") : "--calib " + c.dump(); });
     std::vector<std::string> then, now;
     for (const auto& [model, id] : stored["models"].items()) then.push_back(model);
     for (const auto& [model, id] : identity["models"].items()) now.push_back(model);

@@ -1,3 +1,4 @@
+#include "qjoule/bench/calibration_cache.h"
 #include "qjoule/bench/sweep_session.h"
 
 #include <algorithm>
@@ -68,8 +69,8 @@ void write_outputs(const ResultsStore& store, const fs::path& out, const SweepSe
 ResultsStore open_sweep_store(const std::vector<RunConfig>& configs, const fs::path& out, const SweepSettings& s) {
   auto store = ResultsStore::open(out);
   const LmQuality lm(s.runner.lm, out, note);
-  check_sweep_identity(out, sweep_identity(configs, s.runner.dataset, lm.sweep_identity_entry(),
-                                           s.runner.lm.reference));  // under the lock
+  check_sweep_identity(out, sweep_identity(configs, s.runner.dataset, lm.sweep_identity_entry(), s.runner.lm.reference,
+                                           calibration_identity_entry(s.runner.calibration)));  // under the lock
   for (const auto& n : store.notes()) note("note: " + n);
   return store;
 }

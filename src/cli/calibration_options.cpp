@@ -10,9 +10,7 @@
 #include "cli/format_util.h"
 #include "qjoule/error.h"
 #include "qjoule/eval/text_file.h"
-#include "qjoule/io/safetensors.h"
-#include "qjoule/model/decoder_config.h"
-#include "qjoule/tokenize/bpe_tokenizer.h"
+#include "qjoule/bench/calibration_cache.h"
 
 namespace qjoule::cli {
 namespace {
@@ -32,7 +30,7 @@ bool overlaps(const std::string& calibration, const std::string& scored) {
 
 }  // namespace
 
-void add_calibration_options(CLI::App* cmd, CalibrationArgs& a) {
+void add_calibration_options(CLI::App* cmd, bench::CalibrationSettings& a) {
   cmd->add_option(
          "--calib", a.file,
          "UTF-8 text to calibrate on, for precisions that need it (int4:...:gptq, int4:...:awq): tokenized whole and cut "
@@ -49,37 +47,25 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs& a) {
       ->check(above(0.0, 10.0));
 }
 
-std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::string& dir,
-                                                                const quant::LayerPolicy& policy,
-                                                                const CalibrationArgs& a, std::string& summary) {
+std::shared_ptr<model::CalibratedInt4> calibrate_if_asked(const std::string& dir, const quant::LayerPolicy& policy,
+                                                          const CalibrationArgs& a, std::string& summary) {
   const bool asked = model::policy_needs_calibration(policy);
-  if (!asked && a.file.empty()) return nullptr;
+  if (!asked && a.settings.file.empty()) return nullptr;
   if (!asked)
     fail("--calib {}: no layer's precision calibrates; expected it with a calibrated one (e.g. int4:g=128:gptq)",
-         a.file);
-  if (a.file.empty())
-    fail(
-        "precision '{}' needs calibration inputs; expected --calib FILE (a UTF-8 text, e.g. WikiText-2's train or "
-        "valid split)",
-        policy.precision());
-  const std::string text = eval::read_text_file(a.file, "--calib");
+         a.settings.file);
+  if (a.settings.file.empty()) fail("{}", bench::calibration_file_needed(policy.precision()));
+  const std::string text = eval::read_text_file(a.settings.file, "--calib");
   if (a.scored != nullptr && overlaps(text, *a.scored)) {
     fmt::print(stderr,
                "warning: --calib {} overlaps the text being scored (--text {}): the calibrated format is "
                "then scored on text it was fitted to\n",
-               a.file, a.scored_text);
+               a.settings.file, a.scored_text);
   }
-  const auto ck = io::Checkpoint::open(dir);
-  const auto config = model::load_decoder_config(dir, ck);
-  const int64_t len = a.tokens > 0 ? a.tokens : std::min<int64_t>(512, config.max_positions);
-  if (len > config.max_positions)
-    fail("--calib-tokens {} is beyond the model's max_position_embeddings = {}", len, config.max_positions);
-  const auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(dir);
-  const auto ids = tokenizer.encode(text, /*add_special_tokens=*/false);
-  const auto sequences = model::calibration_windows(ids, a.sequences, len, "--calib " + a.file);
+  const auto sequences = bench::calibration_windows_for(dir, text, a.settings);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   model::CalibrationOptions options;
-  options.damp = a.damp;
+  options.damp = a.settings.damp;
   options.progress = [tty](const std::string& line) {
     if (tty) {
       fmt::print(stderr, "\r\033[K  {}", line);
@@ -88,14 +74,9 @@ std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::strin
     }
     std::fflush(stderr);
   };
-  auto calibrated =
-      std::make_shared<const model::CalibratedInt4>(model::calibrate_decoder(dir, policy, sequences, options));
+  auto calibrated = std::make_shared<model::CalibratedInt4>(model::calibrate_decoder(dir, policy, sequences, options));
   if (tty) fmt::print(stderr, "\r\033[K");
-  const bool gptq = calibrated->method.find("GPTQ") != std::string::npos;
-  summary = fmt::format("{} on {}: {} sequences × {} tokens{}, {} Linears in {:.1f} s", calibrated->method, a.file,
-                        calibrated->sequences, calibrated->tokens_per_sequence,
-                        gptq ? fmt::format(", damp {}", calibrated->damp) : "", calibrated->codes.size(),
-                        calibrated->seconds);
+  summary = bench::calibration_summary(*calibrated, a.settings.file);
   return calibrated;
 }
 

@@ -9,27 +9,25 @@
 
 #include <CLI/CLI.hpp>
 
+#include "qjoule/bench/calibration_settings.h"
 #include "qjoule/model/decoder_calibration.h"
 #include "qjoule/quant/layer_policy.h"
 
 namespace qjoule::cli {
 
 struct CalibrationArgs {
-  std::string file;                     // --calib: a UTF-8 text
-  int64_t sequences = 64;               // --calib-sequences
-  int64_t tokens = 0;                   // --calib-tokens (0: min(512, max_position_embeddings))
-  double damp = 0.01;                   // --calib-damp
+  bench::CalibrationSettings settings;  // --calib FILE, --calib-sequences, --calib-tokens, --calib-damp
   std::string scored_text;              // the command's --text, if any: an overlap is named in a warning
   const std::string* scored = nullptr;  // its contents, as the command read them (not read again)
 };
 
-void add_calibration_options(CLI::App* cmd, CalibrationArgs& a);
+// --calib and its sizes (ppl, generate, bench).
+void add_calibration_options(CLI::App* cmd, bench::CalibrationSettings& s);
 
 // The calibrated codes of `dir` for `policy` (progress on stderr), or nullptr where no Linear asks for them.
 // A calibrated precision without --calib, or --calib without one, is one line; so is a bad calibration
 // text (unreadable, empty, not UTF-8, too few tokens). `summary` receives the header's line.
-std::shared_ptr<const model::CalibratedInt4> calibrate_if_asked(const std::string& dir,
-                                                                const quant::LayerPolicy& policy,
-                                                                const CalibrationArgs& a, std::string& summary);
+std::shared_ptr<model::CalibratedInt4> calibrate_if_asked(const std::string& dir, const quant::LayerPolicy& policy,
+                                                          const CalibrationArgs& a, std::string& summary);
 
 }  // namespace qjoule::cli

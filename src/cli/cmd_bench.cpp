@@ -13,10 +13,12 @@
 
 #include <fmt/format.h>
 
+#include "cli/calibration_options.h"
 #include "cli/checkpoint_precision.h"
 #include "cli/bench_dry_run.h"
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
+#include "qjoule/bench/calibration_cache.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/lm_quality.h"
 #include "qjoule/bench/results_store.h"
@@ -80,6 +82,19 @@ bench::SweepSpec sweep_from_args(const BenchArgs& a) {
   return spec;
 }
 
+// --calib with the precisions that need it: each of them has it, and it has one of them.
+void check_calibration(const std::vector<bench::RunConfig>& configs, const bench::CalibrationSettings& calib) {
+  const bench::RunConfig* calibrated = nullptr;
+  for (const auto& c : configs) {
+    if (quant::needs_calibration(c.precision.spec_or_fail()) && calibrated == nullptr) calibrated = &c;
+  }
+  if (calibrated != nullptr && calib.file.empty())
+    fail("{}", bench::calibration_file_needed(calibrated->precision.text()));
+  if (calibrated == nullptr && !calib.file.empty())
+    fail("--calib {}: no precision of the sweep calibrates; expected it with a calibrated one (e.g. int4:g=128:gptq)",
+         calib.file);
+}
+
 void run_bench(const BenchArgs& a, CommandContext& ctx) {
   if (a.status) {
     if (a.out.empty()) fail("--status needs --out DIR: the folder of a sweep submitted with --slurm");
@@ -90,6 +105,7 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     fail("--min-time {} is not positive, expected seconds > 0", runner.min_time_s);
   const auto configs = bench::expand_sweep(sweep_from_args(a));
   bench::validate_configs(configs, runner.decode_tokens);
+  check_calibration(configs, runner.calibration);
   bench::validate_reference(configs, runner.lm.reference);
   if (runner.lm.text.empty() && !a.lm_flags_given.empty())
     fail("{} needs --text FILE: it sets how a decoder's text is scored", a.lm_flags_given.front());
@@ -240,6 +256,7 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                   "The unquantized model of pre-quantized checkpoints (GPTQ, AWQ, bitsandbytes): its FP32 run is "
                   "their reference (fidelity; with --text, the KL base)")
       ->check(CLI::ExistingDirectory);
+  add_calibration_options(cmd, a->settings.runner.calibration);
   cmd->add_option("--max-ppl-increase", a->settings.max_ppl_increase_pct,
                   "With --text: flag decoder runs whose perplexity is more than this many percent above FP32's")
       ->capture_default_str()

@@ -9,13 +9,16 @@
 
 #include <fmt/format.h>
 
+#include "cli/calibration_options.h"
 #include "cli/commands.h"
 #include "cli/format_util.h"
 #include "qjoule/error.h"
 #include "qjoule/model/checkpoint_export.h"
+#include "qjoule/model/decoder_config.h"
 #include "qjoule/model/gguf_export.h"
 #include "qjoule/model/gguf_import.h"
 #include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/layer_policy.h"
 #include "qjoule/quant/precision.h"
 
 namespace qjoule::cli {
@@ -23,6 +26,7 @@ namespace {
 
 struct ExportArgs {
   std::string model, precision, out, to = "safetensors";
+  CalibrationArgs calib;
 };
 
 void run_export_gguf(const ExportArgs& a, const quant::FormatSpec& spec) {
@@ -61,16 +65,28 @@ void run_export(const ExportArgs& a) {
   if (a.precision.empty()) fail("--precision is required: what to write ({})", model::kExportableSpecs);
   const quant::FormatSpec spec = quant::Precision(a.precision).spec_or_fail();
   if (a.to == "gguf") return run_export_gguf(a, spec);
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
-  const auto summary =
-      model::export_checkpoint(a.model, spec, a.out, [tty](int64_t done, int64_t total, const std::string& tensor) {
+  // A calibrated precision: the decoder calibrated first (a progress line a block), its codes written.
+  if (quant::needs_calibration(spec) && model::model_family(a.model) != model::ModelFamily::Decoder)
+    fail("--precision {}: calibration (GPTQ, AWQ) runs on decoder language models so far; expected {} for '{}'",
+         quant::to_string(spec), quant::to_string(quant::round_to_nearest(spec)), a.model);
+  std::string calibration;
+  const auto calibrated = quant::needs_calibration(spec) || !a.calib.settings.file.empty()
+                              ? calibrate_if_asked(a.model, quant::LayerPolicy::uniform(quant::Precision(a.precision)),
+                                                   a.calib, calibration)
+                              : nullptr;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const auto summary = model::export_checkpoint(
+      a.model, spec, a.out,
+      [tty](int64_t done, int64_t total, const std::string& tensor) {
         if (tty) fmt::print(stderr, "\r\033[K  tensor {}/{} {}", done, total, tensor);
-      });
+      },
+      calibrated.get());
   if (tty) fmt::print(stderr, "\r\033[K");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("model      {}\n", a.model);
   fmt::print("precision  {} as {}\n", quant::to_string(spec), summary.layout);
+  if (!calibration.empty()) fmt::print("calibrated {}\n", calibration);
   fmt::print("tensors    {} Linears quantized, {} tensors {}\n", summary.quantized, summary.copied,
              summary.quantized > 0 ? "copied as stored" : "converted or copied");
   fmt::print("written    {}/model.safetensors ({}) and config.json, in {:.1f} s\n", a.out,
@@ -86,9 +102,12 @@ void add_export_command(CLI::App& app, CommandContext& /*ctx*/) {
       "Layouts: int4:g=G[:sym|:asym] as GPTQ (gptq_v2 zeros, desc_act false), nf4 and nf4:dq as bitsandbytes\n"
       "4-bit, fp16 and bf16 as plain safetensors. The codes are qjoule's own quantizer's: importing the export\n"
       "(--model OUT --precision SPEC) runs bit for bit what `--precision SPEC` runs on the original.\n"
+      "Calibrated int4 (int4:...:gptq, int4:...:awq, with --calib FILE) is written as GPTQ too: its codes,\n"
+      "and the norms and biases AWQ's scales changed; importing it runs what the calibrated precision ran.\n"
       "Exportable: {}.\n"
       "Example:\n"
       "  qjoule export --model MODEL --precision int4:g=128:asym --out MODEL-gptq\n"
+      "  qjoule export --model MODEL --precision int4:g=128:gptq --calib valid.txt --out MODEL-gptq-calibrated\n"
       "  qjoule export --model MODEL --precision int4:g=32:sym --to gguf --out model-q4_0.gguf\n"
       "  qjoule export --model model-q4_0.gguf --out MODEL-back   (a GGUF qjoule wrote, read back)\n"
       "  qjoule ppl --model MODEL-gptq --precision int4:g=128:asym --text ../shared/data/wikitext2/test.txt",
@@ -101,6 +120,7 @@ void add_export_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->check(CLI::ExistingPath);
   cmd->add_option("--precision", a->precision, fmt::format("What to write: {}", model::kExportableSpecs));
   cmd->add_option("--out", a->out, "Folder to write (new or empty); with --to gguf, the file")->required();
+  add_calibration_options(cmd, a->calib.settings);
   cmd->add_option("--to", a->to,
                   fmt::format("safetensors (a Hugging Face folder) or gguf (one llama.cpp file: {})",
                               model::kGgufExportableSpecs))

@@ -132,7 +132,7 @@ void add_generate_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->capture_default_str()
       ->check(in_range(1, 1e6));
   add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
-  add_calibration_options(cmd, a->calib);
+  add_calibration_options(cmd, a->calib.settings);
   cmd->add_option("--device", a->device, kDecoderDeviceHelp)->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
   cmd->callback([a] {

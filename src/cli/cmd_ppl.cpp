@@ -175,7 +175,7 @@ void add_ppl_command(CLI::App& app, CommandContext& /*ctx*/) {
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--text", a->text, "UTF-8 text file to score")->required();
   add_quant_options(cmd, a->quant, "*.mlp.*=int4,*.layers.0.*=bf16");
-  add_calibration_options(cmd, a->calib);
+  add_calibration_options(cmd, a->calib.settings);
   cmd->add_option("--ctx", a->ctx, "Tokens per window (default: 512 or max_position_embeddings if smaller)")
       ->check(in_range(2, 1e7));
   cmd->add_option("--stride", a->stride, "Tokens between window starts (default: half of --ctx)")

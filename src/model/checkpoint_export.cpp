@@ -62,13 +62,13 @@ bool is_float(io::DType d) {
   return d == io::DType::F32 || d == io::DType::F16 || d == io::DType::BF16 || d == io::DType::F64;
 }
 
-// GPTQ v2 (model/prequantized_linear.h) from qjoule's own int4 blocks.
+// GPTQ v2 (model/prequantized_linear.h) from qjoule's own int4 blocks (round-to-nearest's, or a
+// calibration's: groups contiguous in both, so g_idx is column / G, act-order's static groups included).
 template <class Block>
-void add_gptq_linear(OutputTensors& out, const std::string& linear, const std::vector<float>& w, int64_t rows,
-                     int64_t cols) {
+void add_gptq_codes(OutputTensors& out, const std::string& linear, const quant::BlockMatrix<Block>& m) {
   constexpr int G = Block::kSize;
   constexpr bool asym = std::is_same_v<Block, quant::BlockInt4Asym<G>>;
-  const auto m = quant::quantize_matrix_int4<Block>(w.data(), rows, cols, linear + ".weight");
+  const int64_t rows = m.rows, cols = m.cols;
   const int64_t groups = m.blocks_per_row();
   std::vector<uint32_t> qweight(static_cast<std::size_t>(cols / 8 * rows), 0);
   std::vector<uint32_t> qzeros(static_cast<std::size_t>(groups * rows / 8), 0);
@@ -92,6 +92,12 @@ void add_gptq_linear(OutputTensors& out, const std::string& linear, const std::v
   out.add(linear + ".qzeros", io::DType::I32, {groups, rows / 8}, std::move(qzeros));
   out.add(linear + ".scales", io::DType::F16, {groups, rows}, std::move(scales));
   out.add(linear + ".g_idx", io::DType::I32, {cols}, std::move(g_idx));
+}
+
+template <class Block>
+void add_gptq_linear(OutputTensors& out, const std::string& linear, const std::vector<float>& w, int64_t rows,
+                     int64_t cols) {
+  add_gptq_codes(out, linear, quant::quantize_matrix_int4<Block>(w.data(), rows, cols, linear + ".weight"));
 }
 
 void add_gptq(OutputTensors& out, const quant::FormatSpec& spec, const std::string& linear, const std::vector<float>& w,
@@ -182,17 +188,16 @@ void check_output_folder(const fs::path& out) {
 }  // namespace
 
 ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& spec, const fs::path& out,
-                                const std::function<void(int64_t, int64_t, const std::string&)>& progress) {
+                                const std::function<void(int64_t, int64_t, const std::string&)>& progress,
+                                const CalibratedInt4* calibrated) {
   const std::string asked = quant::to_string(spec);
   const bool int4 = spec.format == quant::Format::int4, nf4 = spec.format == quant::Format::nf4;
   const bool plain = spec.format == quant::Format::fp16 || spec.format == quant::Format::bf16;
   if ((!int4 && !nf4 && !plain) || spec.emulate || spec.int4_int8_activations)
     fail("--precision {}: no checkpoint layout holds it; qjoule exports {}", asked, kExportableSpecs);
-  if (quant::needs_calibration(spec))
-    fail(
-        "--precision {}: export writes codes made from the weights alone, and {}'s come from calibration "
-        "(not in export yet); expected {} (round-to-nearest)",
-        asked, quant::calibration_method(spec), quant::to_string(quant::round_to_nearest(spec)));
+  if (quant::needs_calibration(spec) && calibrated == nullptr)
+    fail("--precision {}: {}'s codes come from calibration; expected --calib FILE (or {}, round-to-nearest)", asked,
+         quant::calibration_method(spec), quant::to_string(quant::round_to_nearest(spec)));
   check_output_folder(out);
   json config = read_config_json(model);
   const std::string where = (model / "config.json").string();
@@ -237,7 +242,19 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
   const auto total = static_cast<int64_t>(ck.tensors().size());
   int64_t done = 0;
   for (const auto& [name, t] : ck.tensors()) {
-    if (four_bit && is_block_linear_weight(name, t)) {
+    const std::string stem = name.substr(0, name.rfind('.'));
+    const bool weight = name.ends_with(".weight"), bias = name.ends_with(".bias");
+    if (calibrated != nullptr && weight && calibrated->codes.count(stem) != 0) {  // calibrated codes as they are
+      std::visit([&](const auto& m) { add_gptq_codes(tensors, stem, m); }, calibrated->codes.at(stem));
+      ++summary.quantized;
+    } else if (calibrated != nullptr && bias && calibrated->biases.count(stem) != 0) {
+      tensors.add(name, io::DType::F32, t.shape, calibrated->biases.at(stem));  // AWQ's scales in V's / up's rows
+      ++summary.copied;
+    } else if (calibrated != nullptr && (weight || bias) && calibrated->norms.count(stem) != 0) {
+      const auto& n = calibrated->norms.at(stem);  // AWQ's scales folded into the norm
+      tensors.add(name, io::DType::F32, t.shape, weight ? n.gamma : n.beta);
+      ++summary.copied;
+    } else if (four_bit && is_block_linear_weight(name, t)) {
       const auto w = ck.to_f32(name);
       ck.release(name);
       const std::string linear = name.substr(0, name.size() - std::string(".weight").size());

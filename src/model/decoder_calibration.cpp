@@ -211,7 +211,7 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
   return out;
 }
 
-LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<const CalibratedInt4> calibrated) {
+LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<CalibratedInt4> calibrated) {
   return [fallback = std::move(fallback), calibrated](const LinearParams& p,
                                                       bool in_block) -> std::unique_ptr<kernels::Linear> {
     const std::vector<std::string> names = p.fused_from.empty() ? std::vector<std::string>{p.name} : p.fused_from;
@@ -219,27 +219,30 @@ LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<
     for (const auto& n : names) found += calibrated->codes.count(n);
     if (found == 0) return fallback(p, in_block);
     if (found != names.size()) return nullptr;  // some parts calibrated, some not: built apart
-    Int4Codes joined = calibrated->codes.at(names.front());
-    bool same_layout = true;
-    for (std::size_t i = 1; i < names.size(); ++i) {  // fused parts: their rows one after another
-      std::visit(
-          [&](auto& first) {
-            using Matrix = std::decay_t<decltype(first)>;
-            const Matrix* part = std::get_if<Matrix>(&calibrated->codes.at(names[i]));
-            if (part == nullptr || part->cols != first.cols) {
-              same_layout = false;
-              return;
-            }
-            first.rows += part->rows;
-            first.blocks.insert(first.blocks.end(), part->blocks.begin(), part->blocks.end());
-          },
-          joined);
+    const Int4Codes& first = calibrated->codes.at(names.front());
+    int64_t cols = 0;
+    std::visit([&](const auto& m) { cols = m.cols; }, first);
+    for (const auto& n : names) {  // fused parts: one layout and width, rows one after another
+      const Int4Codes& part = calibrated->codes.at(n);
+      if (part.index() != first.index() || std::visit([](const auto& m) { return m.cols; }, part) != cols)
+        return nullptr;  // built apart
     }
-    if (!same_layout) return nullptr;
     std::size_t a8 = 0;
     for (const auto& n : names) a8 += calibrated->int8_activations.count(n);
     if (a8 != 0 && a8 != names.size()) return nullptr;  // activations quantized in some parts only: built apart
     const std::vector<float> bias = calibrated_bias(p, names, *calibrated);
+    // The codes move into the Linear: the calibrated model holds them once.
+    Int4Codes joined = std::move(calibrated->codes.at(names.front()));
+    for (std::size_t i = 1; i < names.size(); ++i) {
+      std::visit(
+          [&](auto& all) {
+            auto& part = std::get<std::decay_t<decltype(all)>>(calibrated->codes.at(names[i]));
+            all.rows += part.rows;
+            all.blocks.insert(all.blocks.end(), part.blocks.begin(), part.blocks.end());
+          },
+          joined);
+    }
+    for (const auto& n : names) calibrated->codes.erase(n);
     return std::visit(
         [&](auto&& m) {
           const int64_t rows = m.rows;

@@ -342,11 +342,12 @@ std::size_t DecoderLM::fp32_bytes() const {
 }
 
 DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory, std::string* unused_tensors,
-                          std::shared_ptr<GraphOps> ops) {
+                          std::shared_ptr<GraphOps> ops, const std::function<void(DecoderParams&)>& adjust) {
   const auto ck = io::Checkpoint::open(dir);
   auto config = load_decoder_config(dir, ck);
-  DecoderLM model(load_decoder_params(ck, config, /*defer_linears=*/true), factory,
-                  std::move(ops));  // every Linear read by now
+  auto params = load_decoder_params(ck, config, /*defer_linears=*/true);
+  if (adjust) adjust(params);
+  DecoderLM model(std::move(params), factory, std::move(ops));  // every Linear read by now
   if (unused_tensors != nullptr) *unused_tensors = unused_tensors_warning(ck);
   return model;
 }

@@ -12,7 +12,7 @@
 namespace qjoule::model {
 
 LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
-                           std::shared_ptr<const CalibratedInt4> calibrated) {
+                           std::shared_ptr<CalibratedInt4> calibrated) {
   if (calibrated && gpu >= 0)
     fail("{}: calibrated int4 (GPTQ, AWQ) runs on the CPU in this build; expected --device cpu", dir.string());
   const auto checkpoint = io::Checkpoint::open(dir.string());

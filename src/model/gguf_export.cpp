@@ -191,8 +191,8 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
   const std::string asked = quant::to_string(spec);
   if (quant::needs_calibration(spec))
     fail(
-        "--precision {}: export writes codes made from the weights alone, and {}'s come from calibration "
-        "(not in export yet); expected int4:g=32:sym (Q4_0, round-to-nearest)",
+        "--precision {}: --to gguf writes codes made from the weights alone, and {}'s come from calibration (the "
+        "safetensors export writes them, as GPTQ); expected int4:g=32:sym (Q4_0, round-to-nearest)",
         asked, quant::calibration_method(spec));
   const bool q4_0 = spec.format == quant::Format::int4 && spec.group_size == 32 && !spec.int4_asymmetric &&
                     !spec.int4_int8_activations && !spec.emulate;

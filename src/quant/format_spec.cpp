@@ -196,7 +196,7 @@ std::string run_token(const FormatSpec& f) {
 std::string calibration_needed_message(const FormatSpec& spec) {
   return fmt::format(
       "precision '{}' needs calibration inputs ({} chooses its {} from them) and none reached this layer: "
-      "so far GPTQ and AWQ calibrate decoders in `qjoule ppl` / `generate` (--calib FILE) only; expected {} for "
+      "GPTQ and AWQ calibrate decoders in `qjoule ppl`, `generate` and `bench` (--calib FILE); expected {} for "
       "round-to-nearest elsewhere",
       to_string(spec), calibration_method(spec), spec.int4_awq ? "scales" : "codes", to_string(round_to_nearest(spec)));
 }

@@ -132,10 +132,10 @@ TEST(BenchResultsStore, ABadMiddleLineFailsNamingFileAndLine) {
 TEST(BenchResultsStore, RecordsThatDoNotReadFailNamingTheLine) {
   const auto dir = test::temp_dir("bench_store_bad_record");
   auto json = to_json(examples::full_record());
-  json["schema_version"] = 5;
+  json["schema_version"] = 6;
   write_text(dir / "results.jsonl", json.dump() + "\n");
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
-              HasSubstr("results.jsonl:1: run record: schema_version 5, expected 1 to 4"));
+              HasSubstr("results.jsonl:1: run record: schema_version 6, expected 1 to 5"));
 
   write_text(dir / "results.jsonl", line_of(examples::full_record()) + "\n" + line_of(examples::full_record()));
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
@@ -213,20 +213,21 @@ TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   // ... and the text-quality columns (version 3) follow those.
   EXPECT_THAT(lines[0], HasSubstr(",decode_energy_j,decode_energy_unavailable,lm_text,lm_text_tokens,"));
   EXPECT_THAT(lines[0], HasSubstr(",lm_rms_dp,lm_kl_base,lm_unavailable,weights_source,roof_flops_per_token,"));
-  // ... and the roofs (version 4) last.
+  // ... then the roofs (version 4), and the calibration (version 5) last.
   EXPECT_THAT(lines[0], ::testing::EndsWith(",roof_unavailable,decode_roof_flops_per_token,decode_roof_bytes_per_token,"
-                                            "decode_roof_gb_per_s,decode_roof_fraction,decode_roof_bound"));
+                                            "decode_roof_gb_per_s,decode_roof_fraction,decode_roof_bound,"
+                                            "calibration_tokens,calibration_damp,calibration_seconds"));
   // An encoder run: 12 empty phase cells, 18 empty text-quality cells, no weights_source, 7 empty roof
-  // cells, the reason there is no roof, and 5 empty decode-roof cells.
+  // cells, the reason there is no roof, 5 empty decode-roof cells and 3 empty calibration cells.
   const std::string no_roof = "not measured (no reason recorded)";
-  EXPECT_THAT(lines[1], ::testing::EndsWith(std::string(38, ',') + no_roof + ",,,,,"));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(std::string(38, ',') + no_roof + ",,,,,,,,"));
   EXPECT_THAT(lines[4],
               HasSubstr(",64,128500.25,3100.5," + to_json(examples::decoder_record())["prefill_mj_per_token"].dump() +
                         ",32,25,7700.125,165.5,0.13,3.25,4.2,"));
   EXPECT_THAT(lines[4],
-              ::testing::EndsWith(",not measured (no reason recorded)," + std::string(8, ',') + no_roof + ",,,,,"))
+              ::testing::EndsWith(",not measured (no reason recorded)," + std::string(8, ',') + no_roof + ",,,,,,,,"))
       << "a decoder run without a text";
-  EXPECT_THAT(lines[1], HasSubstr("4,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
+  EXPECT_THAT(lines[1], HasSubstr("5,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
                                   "distilbert-base,cpu,int8,8,128,2,ok,,false,5,20,20,4.25,0.5,3.5,4.0,5.0,6.0,6.5,"));
   EXPECT_THAT(lines[1], HasSubstr(",int8 onednn:gemm:u8s8s32 x30; fp32 layernorm x13,"));
   // Nulls are empty cells; a cell with commas is quoted.

@@ -13,31 +13,20 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "bad_input_case.h"
 #include "run_command.h"
 #include "test_paths.h"
 
 namespace {
 
+using qjoule::test::BadInput;
+using qjoule::test::expect_one_line_error;
+using qjoule::test::fixture;
 using qjoule::test::run_command;
+using qjoule::test::write;
 using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
-
-struct BadInput {
-  std::string name;
-  std::string command;  // after "qjoule "; TB, TL: the tiny-bert / tiny-llama fixtures; DIR: the case's folder
-  std::string expected;
-  int exit_code = 1;
-  std::function<void(const fs::path&)> setup = nullptr;
-};
-void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
-
-fs::path fixture(const std::string& name) { return qjoule::test::fixtures_dir() / name; }
-
-void write(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 // DIR/m: a copy of `name` (a fixture folder) with config.json edited by `edit`.
 std::function<void(const fs::path&)> model_copy(const std::string& name,
@@ -94,32 +83,7 @@ std::function<void(const fs::path&)> file(const std::string& relative, const std
 
 class CliBadInput : public ::testing::TestWithParam<BadInput> {};
 
-TEST_P(CliBadInput, OneLineNamingWhatWasFoundAndExpected) {
-  const BadInput& c = GetParam();
-  const fs::path dir = qjoule::test::temp_dir("cli_bad_" + c.name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  if (c.setup) c.setup(dir);
-  const auto placed = [&dir](std::string text) {  // DIR, TB and TL filled in
-    const auto replace = [&text](const std::string& from, const std::string& to) {
-      for (std::string::size_type at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
-        text.replace(at, from.size(), to);
-    };
-    replace("DIR", dir.string());
-    replace("TB", fixture("tiny-bert").string());
-    replace("TL", fixture("decoders/tiny-llama").string());
-    return text;
-  };
-  const std::string command = placed(c.command);
-  const auto r = run_command(qjoule::test::qjoule_binary().string() + " " + command);
-  EXPECT_EQ(r.exit_code, c.exit_code) << command << "\n" << r.output;
-  EXPECT_THAT(r.output, HasSubstr(placed(c.expected))) << command;
-  EXPECT_THAT(r.output, Not(HasSubstr("internal error"))) << command;
-  const auto error = r.output.find("qjoule: error: ");
-  ASSERT_NE(error, std::string::npos) << r.output;
-  EXPECT_EQ(std::count(r.output.begin() + static_cast<long>(error), r.output.end(), '\n'), 1)
-      << "the error is one line: " << r.output;
-}
+TEST_P(CliBadInput, OneLineNamingWhatWasFoundAndExpected) { expect_one_line_error(GetParam()); }
 
 const std::string kEval = "eval --model TB --dataset TB/dataset.tsv ";
 const std::string kPpl = "ppl --model DIR/m --text TL/config.json ";
@@ -169,51 +133,6 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"ppl_text_missing", "ppl --model TL --text DIR/none.txt", "--text DIR/none.txt: cannot open the file"},
         BadInput{"ppl_smoothquant", "ppl --model TL --text TL/config.json --precision int8:sq=0.5",
                  "SmoothQuant is not supported for decoder models"},
-        BadInput{"ppl_gptq_without_calib", "ppl --model TL --text TL/config.json --precision int4:g=32:gptq",
-                 "precision 'int4:g=32:gptq' needs calibration inputs; expected --calib FILE"},
-        BadInput{"ppl_calib_without_calibrated_precision",
-                 "ppl --model TL --text TL/config.json --precision int4 --calib TL/tokenizer.json",
-                 "--calib TL/tokenizer.json: no layer's precision calibrates; expected it with a calibrated one"},
-        BadInput{"ppl_calib_empty", "ppl --model TL --text TL/config.json --precision int4:gptq --calib DIR/c.txt",
-                 "--calib DIR/c.txt: the text is empty (3 bytes of whitespace at most), expected text", 1,
-                 [](const fs::path& dir) { std::ofstream(dir / "c.txt") << " \n\n"; }},
-        BadInput{"ppl_calib_not_utf8", "ppl --model TL --text TL/config.json --precision int4:gptq --calib DIR/c.txt",
-                 "--calib DIR/c.txt: invalid UTF-8 at byte offset 4", 1,
-                 [](const fs::path& dir) { std::ofstream(dir / "c.txt") << "text\xff more"; }},
-        BadInput{"ppl_calib_too_few_tokens",
-                 "ppl --model TL --text TL/config.json --precision int4:gptq --calib DIR/c.txt",
-                 "--calib DIR/c.txt: 3 tokens, too few for 64 calibration sequences of 128 tokens (8192 needed); "
-                 "expected a longer text, or fewer / shorter sequences (--calib-sequences, --calib-tokens)",
-                 1, [](const fs::path& dir) { std::ofstream(dir / "c.txt") << "hi"; }},
-        BadInput{"ppl_calib_sequences_zero",
-                 "ppl --model TL --text TL/config.json --precision int4:gptq --calib TL/tokenizer.json "
-                 "--calib-sequences 0",
-                 "--calib-sequences: 0 is out of range, expected 1 to"},
-        BadInput{"ppl_calib_damp_zero",
-                 "ppl --model TL --text TL/config.json --precision int4:gptq --calib TL/tokenizer.json --calib-damp 0",
-                 "--calib-damp: 0 is out of range, expected"},
-        BadInput{"ppl_calib_missing", "ppl --model TL --text TL/config.json --precision int4:gptq --calib DIR/none.txt",
-                 "--calib: File does not exist: DIR/none.txt"},
-        BadInput{"ppl_calib_tokens_beyond_positions",
-                 "ppl --model TL --text TL/config.json --precision int4:gptq --calib TL/tokenizer.json "
-                 "--calib-tokens 4096",
-                 "--calib-tokens 4096 is beyond the model's max_position_embeddings = 128"},
-        BadInput{"export_gptq", "export --model TL --precision int4:g=128:gptq --out DIR/o",
-                 "--precision int4:g=128:sym:gptq: export writes codes made from the weights alone, and GPTQ's come "
-                 "from calibration (not in export yet); expected int4:g=128:sym (round-to-nearest)"},
-        BadInput{"export_gguf_gptq", "export --model TL --precision int4:g=32:gptq --to gguf --out DIR/m.gguf",
-                 "--precision int4:g=32:sym:gptq: export writes codes made from the weights alone"},
-        BadInput{"bench_gptq", "bench --model TL --precisions int4,int4:gptq --seq 8 --decode-tokens 2 --out DIR/o",
-                 "precision 'int4:gptq': bench does not calibrate yet (GPTQ and AWQ run in `qjoule ppl` / `generate` "
-                 "with --calib FILE)"},
-        BadInput{"export_awq", "export --model TL --precision int4:g=64:awq --out DIR/o",
-                 "--precision int4:g=64:sym:awq: export writes codes made from the weights alone, and AWQ's come "
-                 "from calibration (not in export yet); expected int4:g=64:sym (round-to-nearest)"},
-        BadInput{"ppl_awq_without_calib", "ppl --model TL --text TL/config.json --precision int4:awq",
-                 "precision 'int4:awq' needs calibration inputs; expected --calib FILE"},
-        BadInput{"ppl_awq_and_gptq",
-                 "ppl --model TL --text TL/config.json --precision int4:awq:gptq --calib TL/tokenizer.json",
-                 "precision 'int4:awq:gptq': options 'gptq' and 'awq' contradict each other"},
         BadInput{"generate_precision", "generate --model TL --prompt hi --precision bogus",
                  "precision 'bogus': unknown format 'bogus'"},
         BadInput{"info_no_checkpoint", "info --model DIR",

@@ -41,8 +41,7 @@ TEST(AwqCalibration, FoldsItsScalesRunsRtnsKernelsAndIsCloserToFp32) {
     const auto held_out = text_like_sequences(8, 64, vocab, 12);
     for (const std::string rtn_spec : {"int4:g=32:sym", "int4:g=128:asym"}) {
       const auto awq_policy = policy(rtn_spec + ":awq");
-      auto calibrated =
-          std::make_shared<const model::CalibratedInt4>(model::calibrate_decoder(dir, awq_policy, calib, {}));
+      auto calibrated = std::make_shared<model::CalibratedInt4>(model::calibrate_decoder(dir, awq_policy, calib, {}));
       EXPECT_EQ(calibrated->method, "AWQ");
       EXPECT_FALSE(calibrated->norms.empty()) << name << " " << rtn_spec << ": no scales folded into a norm";
       const auto awq = model::load_decoder(dir, -1, awq_policy, calibrated);
@@ -64,7 +63,7 @@ TEST(AwqCalibration, MixesWithGptqAndKeepsA8sKernels) {
   o.precision = "int4:g=32:awq:a8";
   o.layer_precision = "*.mlp.*=int4:g=32:gptq";
   const auto p = quant::LayerPolicy::parse(o);
-  auto calibrated = std::make_shared<const model::CalibratedInt4>(model::calibrate_decoder(dir, p, calib, {}));
+  auto calibrated = std::make_shared<model::CalibratedInt4>(model::calibrate_decoder(dir, p, calib, {}));
   EXPECT_EQ(calibrated->method, "AWQ + GPTQ");
   EXPECT_EQ(calibrated->int8_activations.size(), 8u) << "2 layers × Q, K, V, O";
   const auto m = model::load_decoder(dir, -1, p, calibrated);

@@ -88,8 +88,7 @@ TEST(GptqCalibration, TheCalibratedModelRunsRtnsKernelsAndIsCloserToFp32) {
   for (const std::string rtn_spec : {"int4:g=32:sym", "int4:g=128:asym"}) {
     for (const std::string option : {":gptq", ":gptq:actorder"}) {
       const auto gptq_policy = policy(rtn_spec + option);
-      auto calibrated =
-          std::make_shared<const model::CalibratedInt4>(model::calibrate_decoder(dir, gptq_policy, calib, {}));
+      auto calibrated = std::make_shared<model::CalibratedInt4>(model::calibrate_decoder(dir, gptq_policy, calib, {}));
       EXPECT_EQ(calibrated->codes.size(), 14u) << "2 layers × 7 block Linears";
       EXPECT_EQ(calibrated->sequences, 32);
       EXPECT_EQ(calibrated->tokens_per_sequence, 64);

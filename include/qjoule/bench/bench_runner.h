@@ -38,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qjoule/bench/calibration_settings.h"
 #include "qjoule/bench/lm_quality.h"
 #include "qjoule/bench/run_config.h"
 #include "qjoule/bench/run_record.h"
@@ -76,6 +77,9 @@ struct BenchOptions {
   // Decoder models: the text each run scores (`--text`), and the sweep's folder, whose kl-base/ keeps
   // the FP32 references (lm_quality.h).
   LmTextOptions lm;
+  // Decoder models in a calibrated precision: the text they calibrate on, once per precision (results_dir's
+  // calibrated/ keeps the result, bench/calibration_cache.h).
+  CalibrationSettings calibration;
   std::filesystem::path results_dir = ".";
 };
 

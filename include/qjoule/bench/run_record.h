@@ -29,10 +29,11 @@ namespace qjoule::bench {
 // 2 added the prefill_* / decode_* keys (decoder runs); 3 the lm_* keys (a decoder's perplexity and
 // divergence from FP32 on a text, `bench --text`) and weights_source (pre-quantized checkpoints).
 // 4 the roof_* / decode_roof_* keys (how close each phase came to the machine's measured limits).
+// 5 the calibration_* keys (calibrated precisions: int4:...:gptq, int4:...:awq).
 // Older records still read: the keys added since are absent and read as null, and the record reads
 // back as the current version (nothing is lost: version 1 had no decoder runs, version 2 no text,
-// version 3 no roofs).
-inline constexpr int kRunRecordSchemaVersion = 4;
+// version 3 no roofs, version 4 no calibrated precisions).
+inline constexpr int kRunRecordSchemaVersion = 5;
 inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
 // Members are named as their JSON keys (run_record_fields.h), except the groups: `config` (model,
@@ -97,9 +98,14 @@ struct RunRecord {
   std::string lm_kl_base;                                                // the FP32 reference file compared with
   std::string lm_unavailable;                                            // why a decoder run has no lm_ppl
 
-  // Where the weights' codes came from when not from qjoule's own quantizer: a pre-quantized
-  // checkpoint's method and layout ("checkpoint: gptq 4-bit, group_size 128, ..."); "" = qjoule's.
+  // Where the weights' codes came from when not from qjoule's own round-to-nearest: a pre-quantized
+  // checkpoint's method and layout ("checkpoint: gptq 4-bit, group_size 128, ..."), or qjoule's
+  // calibration ("calibrated: GPTQ on valid.txt: 64 sequences × 512 tokens, damp 0.01, ..."); "" = RTN.
   std::string weights_source;
+  // Calibrated precisions (int4:...:gptq, int4:...:awq): the calibration tokens (sequences × tokens per
+  // sequence), GPTQ's damping, and the seconds the calibration took (once per sweep and precision).
+  std::optional<std::size_t> calibration_tokens;
+  std::optional<double> calibration_damp, calibration_seconds;
 
   // The run against the machine's measured limits (environment.machine_limits; qjoule/limits/roofline.h):
   // the measured phase (an encoder's batches, a decoder's prefill) did roof_flops_per_token arithmetic and
@@ -133,7 +139,10 @@ static_assert(kRunRecordKeys[kRunRecordKeysV2 - 1] == "decode_energy_window");
 // The keys version 3 had: up to and including "weights_source".
 inline constexpr std::size_t kRunRecordKeysV3 = 79;
 static_assert(kRunRecordKeys[kRunRecordKeysV3 - 1] == "weights_source");
-static_assert(kRunRecordKeys.back() == "decode_roof_bound", "the array's size must match its keys");
+// The keys version 4 had: up to and including "decode_roof_bound".
+inline constexpr std::size_t kRunRecordKeysV4 = 92;
+static_assert(kRunRecordKeys[kRunRecordKeysV4 - 1] == "decode_roof_bound");
+static_assert(kRunRecordKeys.back() == "calibration_seconds", "the array's size must match its keys");
 
 // One flat object with every key of kRunRecordKeys. Absent optionals are null; the energy figures
 // also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null), and

@@ -21,7 +21,7 @@ struct RunRecordField {
 };
 
 // clang-format off
-inline constexpr std::array<RunRecordField, 92> kRunRecordFields = {{
+inline constexpr std::array<RunRecordField, 95> kRunRecordFields = {{
     {"schema_version", FieldType::integer, false, ""},
     {"run_name", FieldType::string, false, ""},
     {"start_time", FieldType::string, false, ""},
@@ -114,6 +114,9 @@ inline constexpr std::array<RunRecordField, 92> kRunRecordFields = {{
     {"decode_roof_gb_per_s", FieldType::number, true, "GB/s"},
     {"decode_roof_fraction", FieldType::number, true, "fraction"},
     {"decode_roof_bound", FieldType::string, true, ""},
+    {"calibration_tokens", FieldType::integer, true, "tokens"},
+    {"calibration_damp", FieldType::number, true, ""},
+    {"calibration_seconds", FieldType::number, true, "s"},
 }};
 // clang-format on
 

@@ -26,12 +26,14 @@ std::string model_identity(const std::string& model);
 // 16 hex digits of FNV-1a over `bytes` (the identity of a text, of window settings).
 std::string content_hash(std::string_view bytes);
 
-// {"models": {model: identity, ...}, "dataset": dataset, "text": text, "reference": {DIR: identity}}
-// for these configurations; `text` is the language-model text scored (LmQuality::sweep_identity_entry),
-// null without --text; `reference` the unquantized model of pre-quantized ones (--reference), absent
-// without.
+// {"models": {model: identity, ...}, "dataset": dataset, "text": text, "reference": {DIR: identity},
+// "calibration": calibration} for these configurations; `text` is the language-model text scored
+// (LmQuality::sweep_identity_entry), null without --text; `reference` the unquantized model of
+// pre-quantized ones (--reference), absent without; `calibration` the calibration text and sizes
+// (calibration_identity_entry), null without --calib.
 nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
-                              const nlohmann::json& text = nullptr, const std::string& reference = "");
+                              const nlohmann::json& text = nullptr, const std::string& reference = "",
+                              const nlohmann::json& calibration = nullptr);
 
 // OUT/sweep-identity.json as written, checked (an object with 'models', a string 'dataset' if any; else
 // one line naming the file), or nullopt when the folder has none.

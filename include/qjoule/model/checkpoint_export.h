@@ -22,6 +22,7 @@
 #include <functional>
 #include <string>
 
+#include "qjoule/model/decoder_calibration.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::model {
@@ -37,9 +38,11 @@ struct ExportSummary {
 inline constexpr const char* kExportableSpecs = "int4:g=32|64|128[:sym|:asym], nf4, nf4:dq, fp16, bf16";
 
 // Writes `model` as `spec` into `out` (created; must not hold files). `progress(done, total, tensor)`
-// after each tensor.
+// after each tensor. A calibrated spec (int4:...:gptq, int4:...:awq) writes `calibrated`'s codes (from
+// calibrate_decoder on this model) as GPTQ, and the biases and norms its AWQ scales changed, as F32.
 ExportSummary export_checkpoint(const std::filesystem::path& model, const quant::FormatSpec& spec,
                                 const std::filesystem::path& out,
-                                const std::function<void(int64_t, int64_t, const std::string&)>& progress = {});
+                                const std::function<void(int64_t, int64_t, const std::string&)>& progress = {},
+                                const CalibratedInt4* calibrated = nullptr);
 
 }  // namespace qjoule::model

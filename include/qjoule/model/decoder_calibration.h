@@ -67,8 +67,9 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
                                  const std::vector<std::vector<int32_t>>& sequences, const CalibrationOptions& options);
 
 // The factory of the calibrated model: a Linear (or fused Q|K|V, gate|up) whose every part has codes is
-// built from them (kernels::make_linear_int4_packed, with its calibrated bias); any other from `fallback`.
-LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<const CalibratedInt4> calibrated);
+// built from them (kernels::make_linear_int4_packed, with its calibrated bias), the codes moved out of
+// `calibrated` into it (so the model holds them once); any other Linear from `fallback`.
+LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<CalibratedInt4> calibrated);
 
 // Replaces the norms of `params` that `calibrated` changed; a changed norm the model does not have is one
 // line naming it (codes from another model).

@@ -147,8 +147,10 @@ class DecoderLM {
 
 // Loads `dir` (config.json + safetensors) into a DecoderLM. `unused_tensors` (when not null) receives
 // unused_tensors_warning(): "" when the model read every tensor it should.
+// `adjust` (when set) changes the parameters before the model is built (a calibration's norms).
 DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory = fp32_linear_factory(),
-                          std::string* unused_tensors = nullptr, std::shared_ptr<GraphOps> ops = nullptr);
+                          std::string* unused_tensors = nullptr, std::shared_ptr<GraphOps> ops = nullptr,
+                          const std::function<void(DecoderParams&)>& adjust = nullptr);
 
 // The FP32 model of `dir` holding no Linear weights: each Linear reads its weights from the checkpoint
 // at every forward (model/streamed_linear_f32.h), so the model holds its embeddings, norms and one

@@ -28,6 +28,6 @@ struct LoadedDecoder {
 // `calibrated` (not null): the Linears it holds codes for are built from them (decoder_calibration.h); CPU
 // only (a GPU is one line).
 LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
-                           std::shared_ptr<const CalibratedInt4> calibrated = nullptr);
+                           std::shared_ptr<CalibratedInt4> calibrated = nullptr);
 
 }  // namespace qjoule::model

@@ -1,0 +1,62 @@
+// Calibrated weights in a sweep (`bench --calib FILE`): each (model, precision, calibration text and
+// sizes) calibrated once (model/decoder_calibration.h), its result kept in the sweep's folder
+// (OUT/calibrated/<model identity>-<run token>-<settings hash>.qjcal, model/calibrated_int4_file.h) so that
+// the sweep's other runs of that precision and its `--resume` read it instead of calibrating again.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qjoule/bench/calibration_settings.h"
+#include "qjoule/model/decoder_calibration.h"
+#include "qjoule/quant/precision.h"
+
+namespace qjoule::bench {
+
+inline constexpr const char* kCalibratedDirName = "calibrated";
+
+// The calibration windows of `text` (the contents of settings.file) for decoder `model`: tokenized whole
+// with the model's tokenizer, the first settings.sequences windows of settings.tokens tokens. Too few
+// tokens, or windows longer than the model's positions, is one line.
+std::vector<std::vector<int32_t>> calibration_windows_for(const std::string& model, const std::string& text,
+                                                          const CalibrationSettings& settings);
+
+// What a calibrated precision without --calib says: "precision 'int4:awq' needs calibration inputs;
+// expected --calib FILE (...)".
+std::string calibration_file_needed(const std::string& precision);
+
+// The sweep identity's entry for `settings` (sweep_identity.h): {"file", "text_hash", "sequences",
+// "tokens", "damp"}; null without --calib.
+nlohmann::json calibration_identity_entry(const CalibrationSettings& settings);
+
+// "AWQ on valid.txt: 64 sequences × 512 tokens, 154 Linears in 812.3 s" ("damp 0.01" for GPTQ).
+std::string calibration_summary(const model::CalibratedInt4& c, const std::string& file);
+
+class CalibrationCache {
+ public:
+  // `note` prints a line (a progress line per block, where the result came from).
+  CalibrationCache(CalibrationSettings settings, std::filesystem::path out,
+                   std::function<void(const std::string&)> note);
+
+  // The calibrated weights of `model` in `precision` (a calibrated int4): read from the sweep's file, or
+  // calibrated now and written there. Each call returns a copy of its own (calibrated_linear_factory
+  // moves the codes into the model, so nothing holds them twice during a run).
+  std::shared_ptr<model::CalibratedInt4> get(const std::string& model, const quant::Precision& precision);
+  const CalibrationSettings& settings() const { return settings_; }
+
+ private:
+  CalibrationSettings settings_;
+  std::filesystem::path out_;
+  std::function<void(const std::string&)> note_;
+  std::string text_;                 // read once
+  std::set<std::string> announced_;  // identities whose source was said
+};
+
+}  // namespace qjoule::bench
