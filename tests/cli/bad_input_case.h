@@ -37,7 +37,7 @@ inline void expect_one_line_error(const BadInput& c) {
   namespace fs = std::filesystem;
   using ::testing::HasSubstr;
   using ::testing::Not;
-    const fs::path dir = temp_dir("cli_bad_" + c.name);
+  const fs::path dir = temp_dir("cli_bad_" + c.name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   if (c.setup) c.setup(dir);
