@@ -1,5 +1,6 @@
 #include "model/calibrating_linear.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -86,6 +87,10 @@ void CalibratingLinear::forward(const float* x, int64_t m, float* y) const {
     for (int64_t t = 0; t < m; ++t)
       for (int64_t j = 0; j < in; ++j) stats_->abs_sum[size_t(j)] += std::fabs(x[t * in + j]);
     stats_->tokens += m;
+  }
+  if (recording_ && drop_outputs_) {
+    std::fill(y, y + m * shape_.out_features, 0.0f);
+    return;
   }
   active_->forward(x, m, y);
 }

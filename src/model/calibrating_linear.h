@@ -56,8 +56,9 @@ class CalibratingLinear final : public kernels::Linear {
   std::vector<float>& weight() { return weight_; }  // [out, in], FP32, between begin() and the codes
   std::vector<float>& bias() { return bias_; }
   InputStatistics& statistics() const;  // fails if no input reached the Linear
-  // After a change of weights or bias (AWQ's scaling): the FP32 Linear runs the new ones.
-  void reload();
+  // The block's last Linear (down): while it records, its outputs only reach the residual stream of the
+  // FP32 pass, which is dropped, so it writes zeros instead of computing them.
+  void drop_outputs_while_recording() { drop_outputs_ = true; }
 
   void forward(const float* x, int64_t m, float* y) const override;
   int64_t in_features() const override { return shape_.in_features; }
@@ -68,6 +69,7 @@ class CalibratingLinear final : public kernels::Linear {
 
  private:
   void finish(Int4Codes codes, CalibratedInt4& out);
+  void reload();  // the FP32 Linear of weight_ and bias_
 
   LinearParams shape_;
   std::function<void(LinearParams&)> load_;
@@ -77,6 +79,7 @@ class CalibratingLinear final : public kernels::Linear {
   std::shared_ptr<InputStatistics> stats_;  // shared with the Linears reading the same input
   bool records_ = false;                    // the group's first: sums the inputs
   bool recording_ = false;
+  bool drop_outputs_ = false;
 };
 
 }  // namespace qjoule::model::detail

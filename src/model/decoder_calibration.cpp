@@ -185,7 +185,9 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
     }
     if (!here.empty()) {
       for (CalibratingLinear* l : here) l->begin();
-      for (const auto& x : states) {  // FP32 block: the inputs each Linear sums (outputs dropped)
+      if (const auto down = by_name.find(layer_shapes[static_cast<std::size_t>(i)].down.name); down != by_name.end())
+        down->second->drop_outputs_while_recording();  // the FP32 pass's stream is dropped after it
+      for (const auto& x : states) {                   // FP32 block: the inputs each Linear sums (outputs dropped)
         std::vector<float> scratch = x;
         model.forward_layer(i, scratch.data(), static_cast<int64_t>(scratch.size()) / hidden);
       }

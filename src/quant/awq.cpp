@@ -72,6 +72,18 @@ AwqScales search_awq_scales(const std::vector<AwqMember>& members, int64_t cols,
          cols, cols * cols);
   AwqScales best;
   best.error = std::numeric_limits<double>::infinity();
+  // Each member's rows the error is measured on: all, or search_rows of them evenly strided.
+  std::vector<std::vector<float>> sampled(members.size());
+  std::vector<AwqMember> measured = members;
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const int64_t rows = members[m].rows, keep = std::min(rows, std::max<int64_t>(options.search_rows, 1));
+    if (keep == rows) continue;
+    sampled[m].resize(static_cast<std::size_t>(keep * cols));
+    for (int64_t i = 0; i < keep; ++i)
+      std::copy_n(members[m].w + (i * rows / keep) * cols, cols, sampled[m].data() + i * cols);
+    measured[m].w = sampled[m].data();
+    measured[m].rows = keep;
+  }
   std::vector<float> s(static_cast<std::size_t>(cols)), scaled, back, d, scratch;
   for (int i = 0; i < std::max(options.grid, 1); ++i) {
     const double alpha = double(i) / std::max(options.grid, 1);
@@ -84,7 +96,7 @@ AwqScales search_awq_scales(const std::vector<AwqMember>& members, int64_t cols,
     const float norm = std::sqrt(lo * hi);
     for (float& v : s) v /= norm;
     double error = 0.0;
-    for (const AwqMember& m : members) {
+    for (const AwqMember& m : measured) {
       const auto n = static_cast<std::size_t>(m.rows * cols);
       scaled.resize(n);
       back.resize(n);

@@ -78,7 +78,7 @@ std::vector<float> uneven_inputs(int64_t tokens, int64_t cols, unsigned seed) {
 
 template <class Block>
 AwqScales scales_for(const std::vector<std::vector<float>>& weights, const std::vector<int64_t>& rows, int64_t cols,
-                     const std::vector<float>& x, int64_t tokens) {
+                     const std::vector<float>& x, int64_t tokens, AwqOptions options = {}) {
   std::vector<float> H, mean_abs(size_t(cols), 0.0f);
   accumulate_hessian(x.data(), tokens, cols, H);
   for (int64_t t = 0; t < tokens; ++t)
@@ -89,7 +89,7 @@ AwqScales scales_for(const std::vector<std::vector<float>>& weights, const std::
                          int4_round_trip<Block>(w, r, c, out, "t");
                        }});
   }
-  return search_awq_scales(members, cols, mean_abs, H);
+  return search_awq_scales(members, cols, mean_abs, H, options);
 }
 
 TEST(Awq, ScalesLowerTheGroupsErrorWhereChannelsAreUneven) {
@@ -104,6 +104,25 @@ TEST(Awq, ScalesLowerTheGroupsErrorWhereChannelsAreUneven) {
     ASSERT_EQ(s.scales.size(), size_t(cols));
     EXPECT_GT(s.scales[0], s.scales[1]);  // a large channel's weights kept more exactly
   }
+}
+
+// Scales searched on 8 strided rows of 64 lower the error of all 64 (the error is a sum over rows).
+TEST(Awq, ScalesSearchedOnStridedRowsLowerEveryRowsError) {
+  const int64_t cols = 256, tokens = 512, rows = 64;
+  const auto x = uneven_inputs(tokens, cols, 21);
+  const auto w = gaussian(size_t(rows * cols), 22, 0.05f);
+  AwqOptions few;
+  few.search_rows = 8;
+  const auto s = scales_for<BlockInt4Sym<128>>({w}, {rows}, cols, x, tokens, few);
+  ASSERT_GT(s.alpha, 0.0);
+  std::vector<float> H, scaled(w.size()), back(w.size());
+  accumulate_hessian(x.data(), tokens, cols, H);
+  for (std::size_t k = 0; k < w.size(); ++k) scaled[k] = w[k] * s.scales[k % size_t(cols)];
+  int4_round_trip<BlockInt4Sym<128>>(scaled.data(), rows, cols, back.data(), "t");
+  for (std::size_t k = 0; k < w.size(); ++k) back[k] /= s.scales[k % size_t(cols)];
+  const double all_rows = output_error(w.data(), back.data(), rows, cols, H);
+  const double rtn = output_error(w.data(), round_trip<BlockInt4Sym<128>>(w, rows, cols).data(), rows, cols, H);
+  EXPECT_LT(all_rows, 0.8 * rtn);
 }
 
 TEST(Awq, EvenChannelsKeepRoundToNearest) {

@@ -7,8 +7,9 @@
 // - Scales: the Linears reading the same input (Q, K, V; gate, up; or one alone) share per-input-channel
 //   scales s = mean|x|^α (clamped to 1e-4, divided by √(max s · min s)), α on a grid i / grid,
 //   i = 0 .. grid − 1; each Linear is quantized as W · diag(s) and its error measured as
-//   Q(W · diag(s)) · diag(1/s) against W; the α of the least summed error wins (α = 0 is s = 1, plain
-//   round-to-nearest, so the chosen scales never do worse than it on these inputs). The caller folds
+//   Q(W · diag(s)) · diag(1/s) against W (on up to search_rows rows of it); the α of the least summed
+//   error wins (α = 0 is s = 1, plain round-to-nearest, so the chosen scales never do worse than it on
+//   the rows measured). The caller folds
 //   1/s into what makes the input (the norm before Q, K, V; V's rows before O; up's rows before down).
 // - Clipping: each group of G weights of a row clipped to ± max|w| · (1 − i / grid),
 //   i = 0 .. max_shrink · grid, the one of least error on that group's inputs (H's diagonal block) kept.
@@ -29,6 +30,10 @@ namespace qjoule::quant {
 struct AwqOptions {
   int grid = 20;            // α = i / grid for the scales; clipping ratios 1 − i / grid
   double max_shrink = 0.5;  // clipping down to (1 − max_shrink) · max|w| at most
+  // The scales' error is measured on at most this many rows of each Linear, evenly strided (the error
+  // is a sum over rows; a 1.1B model's gate and up have 5,632 rows each, and the search costs
+  // rows · cols² a point of the grid); the chosen scales then apply to every row.
+  int64_t search_rows = 512;
 };
 
 // Round-to-nearest's round trip for Block (BlockInt4Sym<G> / BlockInt4Asym<G>): every row of
