@@ -65,13 +65,12 @@ void clip(CalibratingLinear& l, const quant::AwqOptions& options) {
 
 bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options) {
   bool norm_changed = false;
-  // The attention norm's readers: c_attn alone, or Q, K and V (each the model has).
+  // The attention norm's readers: c_attn alone, or Q, K and V (every non-fused block has all three).
   std::vector<CalibratingLinear*> attn;
   if (b.qkv != nullptr) {
     attn = {b.qkv};
-  } else if ((b.q != nullptr) == b.has_q && (b.k != nullptr) == b.has_k && (b.v != nullptr) == b.has_v) {
-    for (CalibratingLinear* l : {b.q, b.k, b.v})
-      if (l != nullptr) attn.push_back(l);
+  } else if (b.q != nullptr && b.k != nullptr && b.v != nullptr) {
+    attn = {b.q, b.k, b.v};
   }
   if (!attn.empty()) {
     if (auto s = scale_group(attn, options); !s.empty()) {
@@ -87,7 +86,7 @@ bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options) {
       fold_into_rows(*v_rows, v_rows->shape().out_features - b.o->shape().in_features, s);
   }
   std::vector<CalibratingLinear*> mlp;
-  if (b.up != nullptr && (b.gate != nullptr) == b.has_gate) {
+  if (b.up != nullptr && (b.gate != nullptr) == b.gated) {
     for (CalibratingLinear* l : {b.gate, b.up})
       if (l != nullptr) mlp.push_back(l);
   }
@@ -97,7 +96,7 @@ bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options) {
       norm_changed = true;
     }
   }
-  if (b.down != nullptr && b.up != nullptr && b.has_gate) {
+  if (b.down != nullptr && b.up != nullptr && b.gated) {
     if (auto s = scale_group({b.down}, options); !s.empty()) fold_into_rows(*b.up, 0, s);
   }
   return norm_changed;

@@ -20,7 +20,7 @@ namespace qjoule::model::detail {
 struct AwqBlock {
   CalibratingLinear *qkv = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
   CalibratingLinear *gate = nullptr, *up = nullptr, *down = nullptr;
-  bool has_q = false, has_k = false, has_v = false, has_gate = false;  // in the model, of any precision
+  bool gated = false;  // SwiGLU (gate in the model, of any precision): down reads silu(gate) · up
   LayerNormParams attn_norm, mlp_norm;
 };
 

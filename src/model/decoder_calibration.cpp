@@ -57,9 +57,8 @@ detail::AwqBlock awq_roles(const DecoderLayerParams& lp, const std::map<std::str
   } else {
     b.q = awq(lp.q), b.k = awq(lp.k), b.v = awq(lp.v);
   }
-  b.has_q = !lp.q.name.empty(), b.has_k = !lp.k.name.empty(), b.has_v = !lp.v.name.empty();
-  b.has_gate = lp.gate.out_features > 0;
-  b.o = awq(lp.o), b.gate = b.has_gate ? awq(lp.gate) : nullptr, b.up = awq(lp.up), b.down = awq(lp.down);
+  b.gated = lp.gate.out_features > 0;
+  b.o = awq(lp.o), b.gate = b.gated ? awq(lp.gate) : nullptr, b.up = awq(lp.up), b.down = awq(lp.down);
   b.attn_norm = lp.attn_norm;
   b.mlp_norm = lp.mlp_norm;
   return b;

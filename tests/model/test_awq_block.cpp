@@ -117,7 +117,7 @@ TEST(AwqBlock, LlamaFoldsKeepEveryProduct) {
   a.o = b.add("o", h, h, false, std::make_shared<InputStatistics>(), true);
   a.gate = b.add("gate", inter, h, false, mlp, true), a.up = b.add("up", inter, h, false, mlp, false);
   a.down = b.add("down", h, inter, false, std::make_shared<InputStatistics>(), true);
-  a.has_q = a.has_k = a.has_v = a.has_gate = true;
+  a.gated = true;
   a.attn_norm = {"attn_norm", gaussian(size_t(h), 5, 1.0f), {}};
   a.mlp_norm = {"mlp_norm", gaussian(size_t(h), 6, 1.0f), {}};
   const auto attn_gamma = a.attn_norm.gamma, mlp_gamma = a.mlp_norm.gamma;

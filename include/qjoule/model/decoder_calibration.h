@@ -37,8 +37,8 @@ using Int4Codes =
 struct CalibratedInt4 {
   std::map<std::string, Int4Codes> codes;  // by checkpoint Linear name ("model.layers.0.mlp.up_proj")
   std::set<std::string> int8_activations;  // the Linears whose precision has a8
-  // What AWQ changed besides codes: the biases of Linears whose rows it scaled (V, up), and the norms
-  // its scales were folded into (by the norm's name, "model.layers.0.input_layernorm").
+  // Besides codes: each calibrated Linear's bias as the model runs it (AWQ may have scaled V's or up's
+  // rows), and the norms AWQ's scales were folded into (by the norm's name, "model.layers.0.input_layernorm").
   std::map<std::string, std::vector<float>> biases;
   std::map<std::string, LayerNormParams> norms;
   std::string method;  // "GPTQ", "AWQ" or "GPTQ + AWQ"
