@@ -66,14 +66,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   // GPU the model is in GPU memory, which the prediction (of host memory) does not cover.
   // Calibrated weights first (read from the sweep's folder, or calibrated once for the sweep): not part of
   // the run's memory or time.
-  std::shared_ptr<model::CalibratedInt4> calibrated;
-  if (quant::needs_calibration(c.precision.spec_or_fail())) {
-    calibrated = calibration.get(c.model, c.precision);
-    r.weights_source = "calibrated: " + calibration_summary(*calibrated, options.calibration.file);
-    r.calibration_tokens = calibrated->sequences * calibrated->tokens_per_sequence;
-    if (calibrated->method.find("GPTQ") != std::string::npos) r.calibration_damp = calibrated->damp;
-    r.calibration_seconds = calibrated->seconds;
-  }
+  const auto calibrated = calibrated_weights(c, r);
   kernels::avx512::release_panel_scratch();  // the previous run's weight-only panels
   reset_peak_rss();  // returns freed memory first, so the baseline is what this process really holds
   MemoryPrediction predicted = predict_peak_memory(c, steps, current_rss_bytes().value_or(0));

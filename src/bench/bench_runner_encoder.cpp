@@ -26,6 +26,9 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
                             "(--reference DIR, its unquantized model, gives the FP32 run it is compared with)"
                           : fmt::format("fidelity compares with the FP32 run of --reference {}", fp32_model));
   }
+  // Calibrated weights first (read from the sweep's folder, or calibrated once for the sweep): not part of
+  // the run's memory or time.
+  auto calibrated = calibrated_weights(c, r);
   kernels::avx512::release_panel_scratch();  // the previous run's weight-only panels
   const bool rss_reset = reset_peak_rss();
   // The prediction `bench --dry-run` prints, from this process's memory now (the FP32 parameters included).
@@ -33,7 +36,7 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
   predicted.held_bytes = 0;
   if (on_gpu) predicted.unavailable = "the model is in GPU memory; the prediction is of host memory";
   // The model on its device: the one EncoderClassifier graph on the CPU, or on GPU N with every weight there.
-  const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c);
+  const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c, std::move(calibrated));
   return_freed_memory();  // the build's freed FP32 copies (its peak is already in the high-water mark)
   const model::EncoderConfig& cfg = m.config();
   r.model_bytes = m.bytes_held();
@@ -151,7 +154,18 @@ void BenchRunner::Impl::load(const std::string& model_name) {
   loaded_model = model_name;
 }
 
-model::EncoderClassifier BenchRunner::Impl::build(const RunConfig& c) {
+std::shared_ptr<model::CalibratedInt4> BenchRunner::Impl::calibrated_weights(const RunConfig& c, RunRecord& r) {
+  if (!quant::needs_calibration(c.precision.spec_or_fail())) return nullptr;
+  auto calibrated = calibration.get(c.model, c.precision);
+  r.weights_source = "calibrated: " + calibration_summary(*calibrated, options.calibration.file);
+  r.calibration_tokens = calibrated->tokens;
+  if (calibrated->method.find("GPTQ") != std::string::npos) r.calibration_damp = calibrated->damp;
+  r.calibration_seconds = calibrated->seconds;
+  return calibrated;
+}
+
+model::EncoderClassifier BenchRunner::Impl::build(const RunConfig& c,
+                                                  std::shared_ptr<model::CalibratedInt4> calibrated) {
   const auto policy = quant::LayerPolicy::uniform(c.precision);
   const auto& spec = policy.precision_spec();
   model::SmoothingFactors smoothing;
@@ -160,7 +174,9 @@ model::EncoderClassifier BenchRunner::Impl::build(const RunConfig& c) {
       run_fidelity_inputs(m, c, /*limit=*/16);
     });
   }
-  return model::EncoderClassifier(*params, model::device_backend(-1, policy, smoothing).linears);
+  auto linears = model::device_backend(-1, policy, smoothing).linears;
+  if (calibrated) linears = model::calibrated_linear_factory(std::move(linears), std::move(calibrated));
+  return model::EncoderClassifier(*params, linears);
 }
 
 model::EncoderClassifier BenchRunner::Impl::build_cuda(const RunConfig& c, int device) {

@@ -134,7 +134,10 @@ struct BenchRunner::Impl {
   // truncated to seq tokens, with its evaluation result; or synthetic sequences) and their FP32 reference
   // (of the loaded model, or of --reference's for a pre-quantized checkpoint, read for this and dropped).
   void load(const std::string& model_name);
-  model::EncoderClassifier build(const RunConfig& c);
+  // A calibrated precision's weights (read from the sweep's folder, or calibrated once for the sweep) and
+  // the record's calibration fields; nullptr for other precisions.
+  std::shared_ptr<model::CalibratedInt4> calibrated_weights(const RunConfig& c, RunRecord& r);
+  model::EncoderClassifier build(const RunConfig& c, std::shared_ptr<model::CalibratedInt4> calibrated);
   model::EncoderClassifier build_cuda(const RunConfig& c, int device);
   std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
                                                       std::size_t limit = 0,

@@ -1,32 +1,89 @@
 #include "qjoule/bench/calibration_cache.h"
 
 #include <algorithm>
+#include <optional>
 #include <system_error>
 
 #include <fmt/format.h>
 
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/error.h"
+#include "qjoule/dataset.h"
 #include "qjoule/eval/text_file.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/calibrated_int4_file.h"
 #include "qjoule/model/decoder_config.h"
+#include "qjoule/model/encoder_calibration.h"
+#include "qjoule/model/encoder_config.h"
 #include "qjoule/quant/format_spec.h"
 #include "qjoule/quant/layer_policy.h"
 #include "qjoule/tokenize/bpe_tokenizer.h"
+#include "qjoule/tokenize/wordpiece_tokenizer.h"
 
 namespace qjoule::bench {
+namespace {
+
+// --calib-tokens, or its default, within the model's positions.
+int64_t calibration_length(const CalibrationSettings& s, int64_t max_positions) {
+  const int64_t len = s.tokens > 0 ? s.tokens : std::min<int64_t>(512, max_positions);
+  if (len > max_positions)
+    fail("--calib-tokens {} is beyond the model's max_position_embeddings = {}", len, max_positions);
+  return len;
+}
+
+}  // namespace
 
 std::vector<std::vector<int32_t>> calibration_windows_for(const std::string& model, const std::string& text,
                                                           const CalibrationSettings& s) {
   const auto ck = io::Checkpoint::open(model);
-  const auto config = model::load_decoder_config(model, ck);
-  const int64_t len = s.tokens > 0 ? s.tokens : std::min<int64_t>(512, config.max_positions);
-  if (len > config.max_positions)
-    fail("--calib-tokens {} is beyond the model's max_position_embeddings = {}", len, config.max_positions);
+  const int64_t len = calibration_length(s, model::load_decoder_config(model, ck).max_positions);
   const auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(model);
   const auto ids = tokenizer.encode(text, /*add_special_tokens=*/false);
   return model::calibration_windows(ids, s.sequences, len, "--calib " + s.file);
+}
+
+std::vector<std::vector<int32_t>> calibration_examples_for(const std::string& model, const std::string& file,
+                                                           const CalibrationSettings& s) {
+  const auto ck = io::Checkpoint::open(model);
+  const int64_t len = calibration_length(s, model::load_encoder_config(model, ck).max_positions);
+  if (len < 2) fail("--calib-tokens {}: expected at least 2 ([CLS] and [SEP])", len);
+  eval::DatasetOptions options;
+  options.require_labels = false;
+  const auto dataset = eval::load_dataset(file, options);
+  const int64_t have = static_cast<int64_t>(dataset.examples.size());
+  if (have < s.sequences)
+    fail(
+        "--calib {}: {} examples, too few for {} calibration sequences; expected a larger dataset (the training split), "
+        "or fewer sequences (--calib-sequences)",
+        file, have, s.sequences);
+  std::optional<tokenize::WordPieceTokenizer> tokenizer;
+  if (!dataset.pretokenized) tokenizer = tokenize::WordPieceTokenizer::from_model_dir(model);
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t i = 0; i < s.sequences; ++i) {
+    const auto& e = dataset.examples[static_cast<std::size_t>(i)];
+    std::vector<int32_t> ids = tokenizer ? tokenizer->encode(e.text, static_cast<std::size_t>(len)).ids : e.input_ids;
+    if (static_cast<int64_t>(ids.size()) > len) {  // pre-tokenized: cut, keeping the final [SEP]
+      const int32_t last = ids.back();
+      ids.resize(static_cast<std::size_t>(len));
+      ids.back() = last;
+    }
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> calibration_sequences_for(const std::string& model, const std::string& text,
+                                                            const CalibrationSettings& settings) {
+  if (model::model_family(model) == model::ModelFamily::Decoder) return calibration_windows_for(model, text, settings);
+  return calibration_examples_for(model, settings.file, settings);
+}
+
+model::CalibratedInt4 calibrate_model(const std::string& model, const quant::LayerPolicy& policy,
+                                      const std::vector<std::vector<int32_t>>& sequences,
+                                      const model::CalibrationOptions& options) {
+  if (model::model_family(model) == model::ModelFamily::Decoder)
+    return model::calibrate_decoder(model, policy, sequences, options);
+  return model::calibrate_encoder(model, policy, sequences, options);
 }
 
 nlohmann::json calibration_identity_entry(const CalibrationSettings& s) {
@@ -40,15 +97,19 @@ nlohmann::json calibration_identity_entry(const CalibrationSettings& s) {
 
 std::string calibration_file_needed(const std::string& precision) {
   return fmt::format(
-      "precision '{}' needs calibration inputs; expected --calib FILE (a UTF-8 text, e.g. WikiText-2's train or valid "
-      "split)",
+      "precision '{}' needs calibration inputs; expected --calib FILE (a language model's: a UTF-8 text, e.g. "
+      "WikiText-2's train or valid split; a classifier's: a dataset, e.g. SST-2's train.tsv)",
       precision);
 }
 
 std::string calibration_summary(const model::CalibratedInt4& c, const std::string& file) {
   const bool gptq = c.method.find("GPTQ") != std::string::npos;
-  return fmt::format("{} on {}: {} sequences × {} tokens{}, {} Linears in {:.1f} s", c.method, file, c.sequences,
-                     c.tokens_per_sequence, gptq ? fmt::format(", damp {}", c.damp) : "", c.codes.size(), c.seconds);
+  const std::string sizes =
+      c.tokens == c.sequences * c.tokens_per_sequence
+          ? fmt::format("{} sequences × {} tokens", c.sequences, c.tokens_per_sequence)
+          : fmt::format("{} sequences of up to {} tokens ({} in all)", c.sequences, c.tokens_per_sequence, c.tokens);
+  return fmt::format("{} on {}: {}{}, {} Linears in {:.1f} s", c.method, file, sizes,
+                     gptq ? fmt::format(", damp {}", c.damp) : "", c.codes.size(), c.seconds);
 }
 
 CalibrationCache::CalibrationCache(CalibrationSettings settings, std::filesystem::path out,
@@ -80,14 +141,14 @@ std::shared_ptr<model::CalibratedInt4> CalibrationCache::get(const std::string& 
     }
   }
   if (!out) {
-    const auto sequences = calibration_windows_for(model, text_, settings_);
+    const auto sequences = calibration_sequences_for(model, text_, settings_);
     model::CalibrationOptions options;
     options.damp = settings_.damp;
     options.progress = [this](const std::string& line) { note_("  " + line); };
-    note_(fmt::format("calibrating {} of {} on --calib {} ({} sequences × {} tokens)", quant::to_string(spec), model,
-                      settings_.file, sequences.size(), sequences.front().size()));
+    note_(fmt::format("calibrating {} of {} on --calib {} ({} sequences)", quant::to_string(spec), model,
+                      settings_.file, sequences.size()));
     out = std::make_shared<model::CalibratedInt4>(
-        model::calibrate_decoder(model, quant::LayerPolicy::uniform(precision), sequences, options));
+        calibrate_model(model, quant::LayerPolicy::uniform(precision), sequences, options));
     model::write_calibrated_int4(path, *out, identity);
     announced_.insert(identity);
   }

@@ -70,11 +70,6 @@ void validate_configs(const std::vector<RunConfig>& configs, std::size_t decode_
     if (c.threads <= 0) fail("run {}: threads {}, expected at least 1", run_name(c), c.threads);
     auto it = models.find(c.model);
     if (it == models.end()) it = models.emplace(c.model, shape_of(c.model)).first;
-    if (quant::needs_calibration(spec) && !it->second.decoder)
-      fail(
-          "{}: calibration (GPTQ, AWQ) runs on decoder language models so far; expected {} (round-to-nearest) for "
-          "model '{}'",
-          what, quant::to_string(quant::round_to_nearest(spec)), c.model);
     const auto& own = it->second.prequantized;
     if (own && spec != *own)
       fail(

@@ -33,14 +33,20 @@ bool overlaps(const std::string& calibration, const std::string& scored) {
 void add_calibration_options(CLI::App* cmd, bench::CalibrationSettings& a) {
   cmd->add_option(
          "--calib", a.file,
-         "UTF-8 text to calibrate on, for precisions that need it (int4:...:gptq, int4:...:awq): tokenized whole and cut "
-         "into --calib-sequences windows of --calib-tokens consecutive tokens, the first ones (deterministic)")
+         "what calibrated precisions (int4:...:gptq, int4:...:awq) calibrate on: for a language model a UTF-8 text, "
+         "tokenized whole and cut into --calib-sequences windows of --calib-tokens consecutive tokens, the first ones; "
+         "for a classifier a dataset (.tsv, .jsonl), its first --calib-sequences examples cut to --calib-tokens")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--calib-sequences", a.sequences, "calibration sequences (GPTQ, AWQ)")
+  add_calibration_size_options(cmd, a);
+}
+
+void add_calibration_size_options(CLI::App* cmd, bench::CalibrationSettings& a) {
+  cmd->add_option("--calib-sequences", a.sequences, "calibration sequences (GPTQ, AWQ): windows, or examples")
       ->default_val(64)
       ->check(in_range(1, 100000));
   cmd->add_option("--calib-tokens", a.tokens,
-                  "tokens per calibration sequence (default: 512, or the model's max_position_embeddings if fewer)")
+                  "tokens per calibration sequence, at most (default: 512, or the model's max_position_embeddings if "
+                  "fewer)")
       ->check(in_range(1, 1 << 20));
   cmd->add_option("--calib-damp", a.damp, "GPTQ damping: this fraction of the mean of diag(XᵀX) added to its diagonal")
       ->default_val(0.01)
@@ -58,11 +64,11 @@ std::shared_ptr<model::CalibratedInt4> calibrate_if_asked(const std::string& dir
   const std::string text = eval::read_text_file(a.settings.file, "--calib");
   if (a.scored != nullptr && overlaps(text, *a.scored)) {
     fmt::print(stderr,
-               "warning: --calib {} overlaps the text being scored (--text {}): the calibrated format is "
+               "warning: --calib {} overlaps the text being scored ({}): the calibrated format is "
                "then scored on text it was fitted to\n",
                a.settings.file, a.scored_text);
   }
-  const auto sequences = bench::calibration_windows_for(dir, text, a.settings);
+  const auto sequences = bench::calibration_sequences_for(dir, text, a.settings);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   model::CalibrationOptions options;
   options.damp = a.settings.damp;
@@ -74,7 +80,7 @@ std::shared_ptr<model::CalibratedInt4> calibrate_if_asked(const std::string& dir
     }
     std::fflush(stderr);
   };
-  auto calibrated = std::make_shared<model::CalibratedInt4>(model::calibrate_decoder(dir, policy, sequences, options));
+  auto calibrated = std::make_shared<model::CalibratedInt4>(bench::calibrate_model(dir, policy, sequences, options));
   if (tty) fmt::print(stderr, "\r\033[K");
   summary = bench::calibration_summary(*calibrated, a.settings.file);
   return calibrated;

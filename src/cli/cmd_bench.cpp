@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
 #include "qjoule/bench/calibration_cache.h"
+#include "qjoule/eval/text_file.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/lm_quality.h"
 #include "qjoule/bench/results_store.h"
@@ -82,17 +83,24 @@ bench::SweepSpec sweep_from_args(const BenchArgs& a) {
   return spec;
 }
 
-// --calib with the precisions that need it: each of them has it, and it has one of them.
+// --calib with the precisions that need it: each of them has it, and it has one of them; and the calibration
+// inputs of every model that calibrates are there (text long enough, enough examples) before anything runs.
 void check_calibration(const std::vector<bench::RunConfig>& configs, const bench::CalibrationSettings& calib) {
   const bench::RunConfig* calibrated = nullptr;
+  std::set<std::string> models;
   for (const auto& c : configs) {
-    if (quant::needs_calibration(c.precision.spec_or_fail()) && calibrated == nullptr) calibrated = &c;
+    if (!quant::needs_calibration(c.precision.spec_or_fail())) continue;
+    if (calibrated == nullptr) calibrated = &c;
+    models.insert(c.model);
   }
   if (calibrated != nullptr && calib.file.empty())
     fail("{}", bench::calibration_file_needed(calibrated->precision.text()));
   if (calibrated == nullptr && !calib.file.empty())
     fail("--calib {}: no precision of the sweep calibrates; expected it with a calibrated one (e.g. int4:g=128:gptq)",
          calib.file);
+  if (models.empty()) return;
+  const std::string text = eval::read_text_file(calib.file, "--calib");
+  for (const auto& m : models) bench::calibration_sequences_for(m, text, calib);
 }
 
 void run_bench(const BenchArgs& a, CommandContext& ctx) {

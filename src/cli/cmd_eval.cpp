@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/calibration_options.h"
 #include "cli/checkpoint_precision.h"
 #include "cli/commands.h"
 #include "cli/flag_ranges.h"
@@ -18,11 +20,13 @@
 #include "qjoule/error.h"
 #include "qjoule/eval/classifier_eval.h"
 #include "qjoule/eval/fidelity.h"
+#include "qjoule/eval/text_file.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
+#include "qjoule/model/decoder_calibration.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/device_backend.h"
@@ -46,8 +50,10 @@ struct EvalArgs {
   QuantArgs quant;
   bool smoothquant = false;
   std::string smoothquant_alpha;
-  std::size_t calib = 128;
+  std::size_t calib = 128;  // SmoothQuant's examples
   bool calib_given = false;
+  std::string calib_value;  // --calib: SmoothQuant's count (digits), or a calibration dataset
+  CalibrationArgs calibration;
   std::string act_dtype = "f32";
   bool no_fidelity = false;
   std::string device = "cpu";
@@ -80,6 +86,9 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   const int gpu = on_gpu ? kernels::require_cuda_device(a.device) : -1;
   const auto qopts = eval_quantization_options(a);
   const auto policy = on_gpu ? parse_cuda_layer_policy(qopts) : parse_layer_policy(qopts);
+  if (on_gpu && model::policy_needs_calibration(policy))
+    fail("--precision {}: GPTQ / AWQ calibration and its codes run on the CPU in this build; expected --device cpu",
+         a.quant.precision);
   const auto act_dtype = model::parse_activation_dtype(a.act_dtype);
   if (on_gpu && a.smoothquant)
     fail(
@@ -106,6 +115,17 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   if (!dataset.pretokenized) tokenizer = tokenize::WordPieceTokenizer::from_model_dir(a.model);
   const auto* tok = tokenizer ? &*tokenizer : nullptr;
 
+  // Calibrated precisions (int4:...:gptq, :awq): calibrated now on --calib's examples (a progress line a block).
+  CalibrationArgs calib = a.calibration;
+  std::string scored;  // read (once more) only to warn of an overlap with the calibration set
+  if (model::policy_needs_calibration(policy) && !calib.settings.file.empty()) {
+    scored = eval::read_text_file(a.dataset, "--dataset");
+    calib.scored_text = "--dataset " + a.dataset;
+    calib.scored = &scored;
+  }
+  std::string calibration;
+  const auto calibrated = calibrate_if_asked(a.model, policy, calib, calibration);
+
   model::SmoothingFactors smoothing;
   if (qopts.smoothquant_alpha >= 0.0f) {
     eval::Dataset calib_set{dataset.path, {}, dataset.pretokenized, dataset.labeled};
@@ -127,7 +147,9 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   // The model on its device: the one EncoderClassifier graph on the CPU backend, or on the CUDA backend
   // with every weight on GPU `gpu`.
   auto backend = model::device_backend(gpu, policy, std::move(smoothing));
-  const model::EncoderClassifier m(std::move(params), backend.linears, act_dtype, backend.ops);
+  const model::EncoderClassifier m(
+      std::move(params), calibrated ? model::calibrated_linear_factory(backend.linears, calibrated) : backend.linears,
+      act_dtype, backend.ops);
   const eval::ClassifierForward forward = [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
                                                float* logits) { m.forward(ids, mask, batch, seq, logits); };
   const auto kernel_counts = m.kernel_path_counts();
@@ -160,6 +182,7 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   fmt::print("precision  {}{}: {}\n", a.quant.precision,
              a.quant.precision_origin.empty() ? "" : " (" + a.quant.precision_origin + ")",
              kernel_summary(kernel_counts));
+  if (!calibration.empty()) fmt::print("calibrated {}\n", calibration);
   fmt::print("size       {} held in {} ({} as FP32)\n", human_bytes(double(bytes_held)),
              on_gpu ? "GPU memory" : "memory", human_bytes(double(fp32_bytes)));
   fmt::print("accuracy   {}/{} = {:.4f}\n", result.correct, result.labelled, result.accuracy());
@@ -209,9 +232,12 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
   auto* sq = cmd->add_option("--smoothquant", a->smoothquant_alpha,
                              "int8: SmoothQuant with this alpha (default 0.5 when given without a value)")
                  ->expected(0, 1);
-  auto* calib = cmd->add_option("--calib", a->calib, "SmoothQuant: calibrate on the first N examples of the dataset")
-                    ->capture_default_str()
-                    ->check(in_range(1, 1e9));
+  auto* calib = cmd->add_option("--calib", a->calib_value,
+                                "Calibration: for GPTQ / AWQ (int4:...:gptq, int4:...:awq) a dataset (.tsv, .jsonl; "
+                                "labels not needed, e.g. SST-2's train.tsv) whose first --calib-sequences examples "
+                                "calibrate; for SmoothQuant a number N, the first N examples of --dataset (default "
+                                "128)");
+  add_calibration_size_options(cmd, a->calibration.settings);
   cmd->add_option("--act-dtype", a->act_dtype,
                   "Activations between operations: f32, or bf16 (rounded to BF16 between operations; emulated on "
                   "CPUs without BF16 arithmetic, so its speed is labelled not representative)")
@@ -236,7 +262,23 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--label-column", a->label_column, "Name of the label column/field (default: label or labels)");
   cmd->callback([a, sq, calib, &ctx] {
     a->smoothquant = sq->count() > 0;
-    a->calib_given = calib->count() > 0;
+    if (calib->count() > 0) {
+      // Digits: SmoothQuant's count (no file of that name); anything else: a calibration dataset.
+      const std::string& v = a->calib_value;
+      const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+      std::error_code ec;
+      if (digits && !std::filesystem::exists(v, ec)) {
+        if (v.size() > 10 || std::stoull(v) < 1 || std::stoull(v) > 1000000000ULL)
+          fail("--calib: {} is out of range, expected 1 to 1000000000 (SmoothQuant's examples)", v);
+        a->calib = static_cast<std::size_t>(std::stoull(v));
+        a->calib_given = true;
+      } else {
+        if (!std::filesystem::is_regular_file(v, ec))
+          fail("--calib {}: no such file; expected a calibration dataset (.tsv, .jsonl) or SmoothQuant's example count",
+               v);
+        a->calibration.settings.file = v;
+      }
+    }
     default_to_checkpoint_precision(a->quant, a->model);
     run_eval(*a, ctx);
   });

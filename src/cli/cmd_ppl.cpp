@@ -42,7 +42,7 @@ void run_ppl(const PplArgs& a) {
   use_threads(a.threads);
   const std::string text = eval::read_text_file(a.text, "--text");
   CalibrationArgs calib = a.calib;
-  calib.scored_text = a.text;
+  calib.scored_text = "--text " + a.text;
   calib.scored = &text;
   auto d = load_decoder_for(a.model, a.quant, a.device, calib);
   const auto& cfg = d.model.config();

@@ -72,7 +72,7 @@ bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options) {
   } else if (b.q != nullptr && b.k != nullptr && b.v != nullptr) {
     attn = {b.q, b.k, b.v};
   }
-  if (!attn.empty()) {
+  if (!attn.empty() && b.norms_fold) {
     if (auto s = scale_group(attn, options); !s.empty()) {
       fold_into_norm(b.attn_norm, s);
       norm_changed = true;
@@ -90,7 +90,7 @@ bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options) {
     for (CalibratingLinear* l : {b.gate, b.up})
       if (l != nullptr) mlp.push_back(l);
   }
-  if (!mlp.empty()) {
+  if (!mlp.empty() && b.norms_fold) {
     if (auto s = scale_group(mlp, options); !s.empty()) {
       fold_into_norm(b.mlp_norm, s);
       norm_changed = true;

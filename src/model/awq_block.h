@@ -21,6 +21,9 @@ struct AwqBlock {
   CalibratingLinear *qkv = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
   CalibratingLinear *gate = nullptr, *up = nullptr, *down = nullptr;
   bool gated = false;  // SwiGLU (gate in the model, of any precision): down reads silu(gate) · up
+  // Whether scales fold into the norms (pre-LN blocks). A post-LN block's (BERT's) norm output is the
+  // residual stream too, so Q/K/V's and FFN-in's inputs keep scale 1 there.
+  bool norms_fold = true;
   LayerNormParams attn_norm, mlp_norm;
 };
 

@@ -20,12 +20,12 @@
 #include "qjoule/model/quantization_plan.h"
 #include "model/awq_block.h"
 #include "model/calibrating_linear.h"
+#include "model/calibration_run.h"
 
 namespace qjoule::model {
 namespace {
 
 using detail::CalibratingLinear;
-using detail::InputStatistics;
 
 // Linear name -> the first Linear reading the same input (Q, K, V; gate, up): who shares whose sums.
 void add_input_groups(const DecoderLayerParams& lp, std::map<std::string, std::string>& group_of) {
@@ -84,11 +84,6 @@ std::vector<float> calibrated_bias(const LinearParams& p, const std::vector<std:
   return bias;
 }
 
-std::string duration_text(double seconds) {
-  if (seconds < 90.0) return fmt::format("{:.0f} s", seconds);
-  return fmt::format("{:.0f} min {:.0f} s", std::floor(seconds / 60.0), std::fmod(seconds, 60.0));
-}
-
 }  // namespace
 
 bool policy_needs_calibration(const quant::LayerPolicy& policy) {
@@ -117,15 +112,9 @@ std::vector<std::vector<int32_t>> calibration_windows(const std::vector<int32_t>
 CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::LayerPolicy& policy,
                                  const std::vector<std::vector<int32_t>>& sequences,
                                  const CalibrationOptions& options) {
-  const auto started = std::chrono::steady_clock::now();
   const auto ck = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(dir.string()));
   auto config = load_decoder_config(dir.string(), *ck);
-  if (config.quantization)
-    fail(
-        "{}: a pre-quantized checkpoint; calibration (GPTQ, AWQ) starts from FP32 / BF16 / FP16 weights, expected such "
-        "a checkpoint",
-        dir.string());
-  if (sequences.empty()) fail("{}: no calibration sequences; expected at least one", dir.string());
+  detail::check_calibration_inputs(dir, config.quantization.has_value(), sequences);
   auto params = load_decoder_params(*ck, config, /*defer_linears=*/true);
   std::function<void(LinearParams&)> load = [ck, inner = std::move(params.load_linear)](LinearParams& p) { inner(p); };
   params.load_linear = nullptr;  // the factory reads what it needs: Q, K, V (and gate, up) built apart
@@ -136,80 +125,35 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
     layer_names.push_back(block_linear_names(lp));
     add_input_groups(lp, group_of);
   }
-  std::map<std::string, std::shared_ptr<InputStatistics>> statistics;  // by group
-
-  std::map<std::string, CalibratingLinear*> calibrated_here;
+  detail::CalibrationRun run(options);
   const LinearFactory policy_linears = quantized_linear_factory(policy);
   DecoderLM model(std::move(params), [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
     const auto decision = policy.resolve(p.name, in_block);
-    if (in_block && quant::needs_calibration(decision.spec)) {
-      const auto group = group_of.count(p.name) != 0 ? group_of.at(p.name) : p.name;
-      auto& stats = statistics[group];
-      const bool records = stats == nullptr;  // the group's first calibrated Linear sums for all
-      if (records) stats = std::make_shared<InputStatistics>();
-      auto linear = std::make_unique<CalibratingLinear>(p, load, decision.spec, stats, records);
-      calibrated_here[p.name] = linear.get();
-      return linear;
-    }
+    if (in_block && quant::needs_calibration(decision.spec))
+      return run.make_linear(p, decision.spec, group_of.count(p.name) != 0 ? group_of.at(p.name) : p.name, load);
     LinearParams full = p;
     load(full);
     return policy_linears(full, in_block);
   });
+  run.linears_built();
 
-  statistics.clear();  // the Linears hold the only references: the last of a group takes the sums
   const int64_t hidden = model.config().hidden_size;
-  std::vector<std::vector<float>> states;  // each sequence's residual stream, block by block
-  for (const auto& s : sequences) {
-    states.emplace_back(s.size() * static_cast<std::size_t>(hidden));
-    model.embed(s.data(), static_cast<int64_t>(s.size()), states.back().data());
-  }
-  CalibratedInt4 out;
-  out.sequences = static_cast<int64_t>(sequences.size());
-  out.tokens_per_sequence = static_cast<int64_t>(sequences.front().size());
-  out.damp = options.damp;
+  auto states = detail::embedded_states(model, sequences, hidden);  // each sequence's residual stream, block by block
   const int64_t layers = static_cast<int64_t>(layer_names.size());
-  std::set<std::string_view> all_methods;  // "AWQ" sorts before "GPTQ"
   for (int64_t i = 0; i < layers; ++i) {
-    const auto block_started = std::chrono::steady_clock::now();
-    std::vector<CalibratingLinear*> here;
-    std::map<std::string, CalibratingLinear*> by_name;
-    std::set<std::string_view> methods;
-    for (const auto& name : layer_names[static_cast<std::size_t>(i)]) {
-      if (auto it = calibrated_here.find(name); it != calibrated_here.end()) {
-        here.push_back(it->second);
-        by_name.emplace(name, it->second);
-        methods.insert(quant::calibration_method(it->second->spec()));
-        all_methods.insert(quant::calibration_method(it->second->spec()));
-      }
-    }
-    if (!here.empty()) {
-      for (CalibratingLinear* l : here) l->begin();
-      if (const auto down = by_name.find(layer_shapes[static_cast<std::size_t>(i)].down.name); down != by_name.end())
-        down->second->drop_outputs_while_recording();  // the FP32 pass's stream is dropped after it
-      for (const auto& x : states) {                   // FP32 block: the inputs each Linear sums (outputs dropped)
-        std::vector<float> scratch = x;
-        model.forward_layer(i, scratch.data(), static_cast<int64_t>(scratch.size()) / hidden);
-      }
-      auto awq = awq_roles(layer_shapes[static_cast<std::size_t>(i)], by_name);
-      const bool norms_changed = detail::scale_awq_block(awq, quant::AwqOptions{});
-      detail::finish_awq_block(awq, norms_changed, quant::AwqOptions{}, out);
-      if (norms_changed) model.replace_norms(i, awq.attn_norm, awq.mlp_norm);
-      for (CalibratingLinear* l : here) {
-        if (l->spec().int4_gptq) l->quantize_gptq(options.damp, out);
-      }
-    }
-    for (auto& x : states) model.forward_layer(i, x.data(), static_cast<int64_t>(x.size()) / hidden);
-    if (options.progress) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      const double block_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - block_started).count();
-      options.progress(fmt::format("block {}/{} calibrated ({} Linears, {}) in {:.1f} s; about {} left", i + 1, layers,
-                                   here.size(), fmt::join(methods, " + "), block_s,
-                                   duration_text(elapsed / double(i + 1) * double(layers - i - 1))));
-    }
+    const auto here = run.find(layer_names[static_cast<std::size_t>(i)]);
+    const DecoderLayerParams& shape = layer_shapes[static_cast<std::size_t>(i)];
+    run.calibrate_block(
+        i, layers, here, shape.down.name, states, hidden,
+        [&](float* x, int64_t tokens) { model.forward_layer(i, x, tokens); },
+        [&](CalibratedInt4& out) {
+          auto awq = awq_roles(shape, here);
+          const bool norms_changed = detail::scale_awq_block(awq, quant::AwqOptions{});
+          detail::finish_awq_block(awq, norms_changed, quant::AwqOptions{}, out);
+          if (norms_changed) model.replace_norms(i, awq.attn_norm, awq.mlp_norm);
+        });
   }
-  out.method = fmt::format("{}", fmt::join(all_methods, " + "));
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return out;
+  return run.finish(sequences);
 }
 
 LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<CalibratedInt4> calibrated) {

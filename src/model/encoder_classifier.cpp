@@ -149,8 +149,7 @@ int64_t EncoderClassifier::sequences_per_pass(int64_t batch, int64_t seq) const 
   return std::clamp<int64_t>(cpu_tokens_per_pass() / seq, 1, batch);
 }
 
-void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
-                                float* logits) const {
+void EncoderClassifier::check_ids(const int32_t* ids, int64_t batch, int64_t seq) const {
   if (batch <= 0 || seq <= 0) fail("forward: batch {} × sequence {} is empty", batch, seq);
   if (seq > config_.max_positions)
     fail("forward: sequence length {} exceeds max_position_embeddings {}", seq, config_.max_positions);
@@ -159,6 +158,11 @@ void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t
       fail("forward: token id {} at batch row {}, position {} is outside the vocabulary [0, {})", ids[i], i / seq,
            i % seq, config_.vocab_size);
   }
+}
+
+void EncoderClassifier::forward(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
+                                float* logits) const {
+  check_ids(ids, batch, seq);
   const int64_t per_pass = sequences_per_pass(batch, seq), rows = per_pass * seq;
   std::unique_lock<std::mutex> lock(workspace_->mutex, std::try_to_lock);
   if (lock.owns_lock() && (workspace_->rows != rows || workspace_->per_pass != per_pass)) {
@@ -192,53 +196,17 @@ EncoderClassifier::PassBuffers EncoderClassifier::pass_buffers(int64_t per_pass,
 
 void EncoderClassifier::forward_pass(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits,
                                      const PassBuffers& b) const {
-  const int64_t h = config_.hidden_size, f = config_.intermediate_size, labels = config_.num_labels;
+  const int64_t h = config_.hidden_size, labels = config_.num_labels;
   const int64_t rows = batch * seq;
   GraphOps& ops = *ops_;
   const Tensor id_tensor = b.ids.slice(0, rows), mask_tensor = b.mask.slice(0, rows);
   ops.copy_in(ids, id_tensor);
   ops.copy_in(mask, mask_tensor);
-  const Tensor &x = b.x, &qkv = b.qkv, &ctx = b.ctx, &tmp = b.tmp, &ffn = b.ffn, &cls = b.cls, &pooled = b.pooled;
-  const int64_t third = b.qkv.size() / 3;
+  const Tensor &x = b.x, &cls = b.cls, &pooled = b.pooled;
   const Tensor out = ops.host_output(logits, batch * labels, "the logits");
 
-  // Embeddings: word + position (+ token type 0 for BERT), then LayerNorm.
-  ops.embedding_sum(id_tensor, word_embeddings_, position_embeddings_, token_type0_, seq, 0, h, x);
-  ops.add_layer_norm(x, {}, rows, h, embedding_gamma_, embedding_beta_, config_.layer_norm_eps);
-  round_activations(x, rows * h);
-
-  const Activation ffn_activation = config_.activation == "relu" ? Activation::relu : Activation::gelu_erf;
-  for (const Layer& layer : layers_) {
-    int64_t k_offset = 0, v_offset = 0, stride = h;
-    if (layer.qkv) {
-      linear(layer.qkv, x, rows, qkv);
-      k_offset = h;
-      v_offset = 2 * h;
-      stride = 3 * h;
-      round_activations(qkv, 3 * rows * h);
-    } else {
-      k_offset = third;
-      v_offset = 2 * third;
-      for (const auto& [part, offset] : {std::pair{&layer.q, int64_t{0}}, {&layer.k, k_offset}, {&layer.v, v_offset}}) {
-        linear(*part, x, rows, qkv.slice(offset, rows * h));
-        round_activations(qkv.slice(offset, rows * h), rows * h);
-      }
-    }
-    ops.attention(qkv, k_offset, v_offset, stride, mask_tensor, batch, seq, config_.num_heads, config_.head_dim(), ctx);
-    round_activations(ctx, rows * h);
-    linear(layer.o, ctx, rows, tmp);
-    round_activations(tmp, rows * h);
-    ops.add_layer_norm(x, tmp, rows, h, layer.attn_gamma, layer.attn_beta, config_.layer_norm_eps);
-    round_activations(x, rows * h);
-    linear(layer.ffn_in, x, rows, ffn);
-    round_activations(ffn, rows * f);
-    ops.activation(ffn_activation, ffn, rows * f);
-    round_activations(ffn, rows * f);
-    linear(layer.ffn_out, ffn, rows, tmp);
-    round_activations(tmp, rows * h);
-    ops.add_layer_norm(x, tmp, rows, h, layer.ffn_gamma, layer.ffn_beta, config_.layer_norm_eps);
-    round_activations(x, rows * h);
-  }
+  embed_pass(id_tensor, rows, seq, x);
+  for (const Layer& layer : layers_) block_pass(layer, b, mask_tensor, batch, seq);
 
   // Head on the first ([CLS]) token of each sequence.
   ops.copy_rows(cls, h, x, seq * h, h, batch);
@@ -248,6 +216,72 @@ void EncoderClassifier::forward_pass(const int32_t* ids, const int32_t* mask, in
   round_activations(pooled, batch * h);
   linear(classifier_, pooled, batch, out);
   ops.copy_out(out, logits);
+}
+
+// Embeddings: word + position (+ token type 0 for BERT), then LayerNorm.
+void EncoderClassifier::embed_pass(const Tensor& ids, int64_t rows, int64_t seq, const Tensor& x) const {
+  const int64_t h = config_.hidden_size;
+  ops_->embedding_sum(ids, word_embeddings_, position_embeddings_, token_type0_, seq, 0, h, x);
+  ops_->add_layer_norm(x, {}, rows, h, embedding_gamma_, embedding_beta_, config_.layer_norm_eps);
+  round_activations(x, rows * h);
+}
+
+void EncoderClassifier::block_pass(const Layer& layer, const PassBuffers& b, const Tensor& mask, int64_t batch,
+                                   int64_t seq) const {
+  const int64_t h = config_.hidden_size, f = config_.intermediate_size, rows = batch * seq;
+  GraphOps& ops = *ops_;
+  const Tensor &x = b.x, &qkv = b.qkv, &ctx = b.ctx, &tmp = b.tmp, &ffn = b.ffn;
+  const int64_t third = b.qkv.size() / 3;
+  const Activation ffn_activation = config_.activation == "relu" ? Activation::relu : Activation::gelu_erf;
+  int64_t k_offset = 0, v_offset = 0, stride = h;
+  if (layer.qkv) {
+    linear(layer.qkv, x, rows, qkv);
+    k_offset = h;
+    v_offset = 2 * h;
+    stride = 3 * h;
+    round_activations(qkv, 3 * rows * h);
+  } else {
+    k_offset = third;
+    v_offset = 2 * third;
+    for (const auto& [part, offset] : {std::pair{&layer.q, int64_t{0}}, {&layer.k, k_offset}, {&layer.v, v_offset}}) {
+      linear(*part, x, rows, qkv.slice(offset, rows * h));
+      round_activations(qkv.slice(offset, rows * h), rows * h);
+    }
+  }
+  ops.attention(qkv, k_offset, v_offset, stride, mask, batch, seq, config_.num_heads, config_.head_dim(), ctx);
+  round_activations(ctx, rows * h);
+  linear(layer.o, ctx, rows, tmp);
+  round_activations(tmp, rows * h);
+  ops.add_layer_norm(x, tmp, rows, h, layer.attn_gamma, layer.attn_beta, config_.layer_norm_eps);
+  round_activations(x, rows * h);
+  linear(layer.ffn_in, x, rows, ffn);
+  round_activations(ffn, rows * f);
+  ops.activation(ffn_activation, ffn, rows * f);
+  round_activations(ffn, rows * f);
+  linear(layer.ffn_out, ffn, rows, tmp);
+  round_activations(tmp, rows * h);
+  ops.add_layer_norm(x, tmp, rows, h, layer.ffn_gamma, layer.ffn_beta, config_.layer_norm_eps);
+  round_activations(x, rows * h);
+}
+
+void EncoderClassifier::embed(const int32_t* ids, int64_t seq, float* x) const {
+  check_ids(ids, 1, seq);
+  const PassBuffers b = pass_buffers(1, seq);
+  ops_->copy_in(ids, b.ids.slice(0, seq));
+  embed_pass(b.ids.slice(0, seq), seq, seq, b.x);
+  ops_->copy_out(b.x.slice(0, seq * config_.hidden_size), x);
+}
+
+void EncoderClassifier::forward_block(int64_t i, float* x, int64_t seq) const {
+  if (i < 0 || i >= num_blocks()) fail("forward_block: block {} of {}", i, num_blocks());
+  if (seq <= 0 || seq > config_.max_positions)
+    fail("forward_block: sequence length {}, expected 1 to {}", seq, config_.max_positions);
+  const PassBuffers b = pass_buffers(1, seq);
+  const std::vector<int32_t> ones(static_cast<std::size_t>(seq), 1);
+  ops_->copy_in(ones.data(), b.mask.slice(0, seq));
+  ops_->copy_in(x, b.x.slice(0, seq * config_.hidden_size));
+  block_pass(layers_[static_cast<std::size_t>(i)], b, b.mask.slice(0, seq), 1, seq);
+  ops_->copy_out(b.x.slice(0, seq * config_.hidden_size), x);
 }
 
 std::vector<LinearReport> EncoderClassifier::linear_reports() const {

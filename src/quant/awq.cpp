@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "qjoule/error.h"
 #include "qjoule/quant/quantize_int4.h"
@@ -124,6 +125,7 @@ void clip_awq(float* w, int64_t rows, int64_t cols, const std::vector<float>& H,
   std::vector<float> group, clipped, back, d, scratch, best_w, org_max;
   std::vector<double> err(static_cast<std::size_t>(rows)), best_err(static_cast<std::size_t>(rows));
   Block block{};
+  const std::vector<float> original(w, w + rows * cols);
   for (int64_t c0 = 0; c0 < cols; c0 += G) {
     const int64_t len = std::min(G, cols - c0);
     const auto n = static_cast<std::size_t>(rows * len);
@@ -158,6 +160,21 @@ void clip_awq(float* w, int64_t rows, int64_t cols, const std::vector<float>& H,
       }
     }
     for (int64_t r = 0; r < rows; ++r) std::copy_n(best_w.data() + r * len, len, w + r * cols + c0);
+  }
+  // Each group's ratio was chosen on its own inputs (H's diagonal block); the errors of a row's groups add
+  // up through the rest of H where inputs correlate (LayerNorm's β gives every token a shared mean), so a
+  // row keeps its clipping only where that lowers its whole output error, round-to-nearest's otherwise.
+  std::vector<double> clipped_err(static_cast<std::size_t>(rows)), rtn_err(static_cast<std::size_t>(rows));
+  back.resize(original.size());
+  d.resize(original.size());
+  for (auto [from, errors] :
+       {std::pair<const float*, double*>{w, clipped_err.data()}, {original.data(), rtn_err.data()}}) {
+    int4_round_trip<Block>(from, rows, cols, back.data(), tensor);
+    for (std::size_t k = 0; k < original.size(); ++k) d[k] = original[k] - back[k];
+    quadratic_form_rows(d.data(), rows, cols, H.data(), cols, scratch, errors);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (clipped_err[size_t(r)] > rtn_err[size_t(r)]) std::copy_n(original.data() + r * cols, cols, w + r * cols);
   }
 }
 

@@ -1,5 +1,5 @@
 // Bad input of calibration (--calib and the calibrated precisions int4:...:gptq, int4:...:awq) in every
-// command that calibrates (ppl, generate, bench, export), end to end: one line each naming the flag or
+// command that calibrates (ppl, generate, eval, bench, export), end to end: one line each naming the flag or
 // file, what was found and what was expected.
 #include <filesystem>
 #include <fstream>
@@ -63,10 +63,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"bench_calib_without_calibrated_precision",
                  "bench --model TL --precisions int4 --seq 8 --decode-tokens 2 --calib TL/tokenizer.json --out DIR/o",
                  "--calib TL/tokenizer.json: no precision of the sweep calibrates; expected it with a calibrated one"},
-        BadInput{"bench_awq_on_encoder",
-                 "bench --model TB --precisions int4:awq --seq 8 --calib TL/tokenizer.json --out DIR/o",
-                 "precision 'int4:awq': calibration (GPTQ, AWQ) runs on decoder language models so far; expected "
-                 "int4:g=128:sym (round-to-nearest) for model 'TB'"},
+        BadInput{"bench_awq_on_encoder_too_few_examples",
+                 "bench --model TB --precisions int4:awq --seq 8 --calib TB/dataset.tsv --out DIR/o",
+                 "--calib TB/dataset.tsv: 12 examples, too few for 64 calibration sequences; expected a larger dataset "
+                 "(the training split), or fewer sequences (--calib-sequences)"},
+        BadInput{"eval_gptq_without_calib", "eval --model TB --dataset TB/dataset.tsv --precision int4:g=32:gptq",
+                 "precision 'int4:g=32:gptq' needs calibration inputs; expected --calib FILE"},
+        BadInput{"eval_calib_too_few_examples",
+                 "eval --model TB --dataset TB/dataset.tsv --precision int4:g=32:gptq --calib TB/dataset.tsv",
+                 "--calib TB/dataset.tsv: 12 examples, too few for 64 calibration sequences"},
+        BadInput{"eval_calib_missing",
+                 "eval --model TB --dataset TB/dataset.tsv --precision int4:g=32:gptq --calib DIR/none.tsv",
+                 "--calib DIR/none.tsv: no such file; expected a calibration dataset (.tsv, .jsonl) or SmoothQuant's "
+                 "example count"},
+        BadInput{"eval_calib_tokens_one",
+                 "eval --model TB --dataset TB/dataset.tsv --precision int4:g=32:awq --calib TB/dataset.tsv "
+                 "--calib-sequences 4 --calib-tokens 1",
+                 "--calib-tokens 1: expected at least 2 ([CLS] and [SEP])"},
+        BadInput{"eval_gptq_on_gpu",
+                 "eval --model TB --dataset TB/dataset.tsv --precision int4:g=32:gptq --calib TB/dataset.tsv "
+                 "--device cuda",
+                 "cuda"},
         BadInput{"export_calib_without_calibrated_precision",
                  "export --model TL --precision int4:g=64 --calib TL/tokenizer.json --out DIR/o",
                  "--calib TL/tokenizer.json: no layer's precision calibrates; expected it with a calibrated one"},

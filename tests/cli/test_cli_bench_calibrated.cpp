@@ -107,3 +107,32 @@ TEST(CliBenchCalibrated, EachPrecisionCalibratesOnceAndResumeReadsIt) {
 }
 
 }  // namespace
+
+// A classifier: calibrated on a dataset's first examples (sequences of their own lengths), its records
+// saying so, its accuracy and fidelity measured as round-to-nearest's are, with round-to-nearest's kernels.
+TEST(CliBenchCalibrated, ClassifierCalibratesOnADataset) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_calibrated_encoder");
+  const auto out = dir / "out";
+  const auto tiny_bert = qjoule::test::fixtures_dir() / "tiny-bert";
+  const std::string data = (tiny_bert / "dataset.tsv").string();
+  const auto r = run_command(no_sensors(dir) + qjoule::test::qjoule_binary().string() + " bench --model " +
+                             tiny_bert.string() + " --dataset " + data +
+                             " --precisions int4:g=32,int4:g=32:gptq,int4:g=32:awq --threads 1 --seq 8 --batch 2 "
+                             "--iters 2 --idle 0 --calib " +
+                             data + " --calib-sequences 8 --out " + out.string() + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto records = read_records(out / "results.jsonl");
+  ASSERT_EQ(records.size(), 3u);
+  for (const auto& rec : records) {
+    EXPECT_EQ(rec["status"], "ok") << rec["error"];
+    EXPECT_TRUE(rec["accuracy"].is_number());
+    EXPECT_TRUE(rec["fidelity_mean_kl"].is_number());
+  }
+  EXPECT_TRUE(records[0]["weights_source"].is_null());
+  for (const auto& [i, method] : std::vector<std::pair<std::size_t, std::string>>{{1, "GPTQ"}, {2, "AWQ"}}) {
+    EXPECT_THAT(records[i]["weights_source"].get<std::string>(),
+                HasSubstr("calibrated: " + method + " on " + data + ": 8 sequences of up to"));
+    EXPECT_GT(records[i]["calibration_tokens"].get<int64_t>(), 8);
+    EXPECT_EQ(records[i]["kernel_paths"], records[0]["kernel_paths"]);
+  }
+}

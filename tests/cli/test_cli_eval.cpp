@@ -155,7 +155,9 @@ INSTANTIATE_TEST_SUITE_P(
         flag_case("threads_zero", "--threads 0", "--threads: 0 is out of range, expected 1 to 1024"),
         flag_case("threads_negative", "--threads -2", "--threads: -2 is out of range, expected 1 to 1024"),
         flag_case("threads_huge", "--threads 100000", "--threads: 100000 is out of range, expected 1 to 1024"),
-        flag_case("calib_not_a_number", "--calib many", "--calib: 'many' is not a number, expected 1 to 1000000000"),
+        flag_case("calib_not_a_number_nor_a_file", "--calib many",
+                  "--calib many: no such file; expected a calibration dataset (.tsv, .jsonl) or SmoothQuant's example "
+                  "count"),
         BadInput{"empty", "sentence\tlabel\n", "d.tsv", "", "empty"},
         BadInput{"id_out_of_vocab", "{\"input_ids\": [2, 60, 3], \"label\": 1}\n", "d.jsonl", "",
                  "token id 60 at batch row 0, position 1 is outside the vocabulary [0, 53)"}),
@@ -208,6 +210,20 @@ TEST(CliEval, QuantizedRunReportsFidelityAndEmulatedActivations) {
   const auto skipped = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
                                    (tiny_bert() / "dataset.tsv").string() + " --precision nf4 --no-fidelity");
   EXPECT_THAT(skipped.output, Not(HasSubstr("fidelity")));
+}
+
+// GPTQ on a classifier: calibrated on --calib's first examples, a progress line a block, the calibration
+// in the output, an overlap with the scored dataset named; the fidelity line compares with FP32.
+TEST(CliEval, CalibratesGptqOnADataset) {
+  const std::string data = (tiny_bert() / "dataset.tsv").string();
+  const auto r = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " + data +
+                             " --precision int4:g=32:gptq --calib " + data + " --calib-sequences 8 --calib-tokens 6");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("block 2/2 calibrated (6 Linears, GPTQ)"));
+  EXPECT_THAT(r.output, HasSubstr("calibrated GPTQ on " + data + ": 8 sequences of up to 6 tokens ("));
+  EXPECT_THAT(r.output, HasSubstr("warning: --calib " + data + " overlaps the text being scored (--dataset " + data));
+  EXPECT_THAT(r.output, HasSubstr("fidelity   top-1 agreement with FP32"));
+  EXPECT_THAT(r.output, HasSubstr("[q+k+v fused]"));
 }
 
 // One precision grammar for every command: eval takes bench's SmoothQuant spelling and the new one.

@@ -16,6 +16,7 @@
 
 #include "qjoule/bench/calibration_settings.h"
 #include "qjoule/model/decoder_calibration.h"
+#include "qjoule/quant/layer_policy.h"
 #include "qjoule/quant/precision.h"
 
 namespace qjoule::bench {
@@ -28,6 +29,23 @@ inline constexpr const char* kCalibratedDirName = "calibrated";
 std::vector<std::vector<int32_t>> calibration_windows_for(const std::string& model, const std::string& text,
                                                           const CalibrationSettings& settings);
 
+// The calibration sequences of encoder classifier `model` from dataset `file` (.tsv or .jsonl, as `qjoule
+// eval` reads them; labels not needed): the first settings.sequences examples, tokenized as the classifier
+// reads them ([CLS] … [SEP]), each cut to settings.tokens (0: min(512, the model's positions)). Too few
+// examples is one line.
+std::vector<std::vector<int32_t>> calibration_examples_for(const std::string& model, const std::string& file,
+                                                           const CalibrationSettings& settings);
+
+// The calibration sequences of `model` (decoder: windows of `text`; encoder: examples of settings.file).
+std::vector<std::vector<int32_t>> calibration_sequences_for(const std::string& model, const std::string& text,
+                                                            const CalibrationSettings& settings);
+
+// Calibrates `model` (a decoder or an encoder classifier, model/decoder_calibration.h and
+// model/encoder_calibration.h) on `sequences` for the calibrated Linears of `policy`.
+model::CalibratedInt4 calibrate_model(const std::string& model, const quant::LayerPolicy& policy,
+                                      const std::vector<std::vector<int32_t>>& sequences,
+                                      const model::CalibrationOptions& options);
+
 // What a calibrated precision without --calib says: "precision 'int4:awq' needs calibration inputs;
 // expected --calib FILE (...)".
 std::string calibration_file_needed(const std::string& precision);
@@ -36,7 +54,9 @@ std::string calibration_file_needed(const std::string& precision);
 // "tokens", "damp"}; null without --calib.
 nlohmann::json calibration_identity_entry(const CalibrationSettings& settings);
 
-// "AWQ on valid.txt: 64 sequences × 512 tokens, 154 Linears in 812.3 s" ("damp 0.01" for GPTQ).
+// "AWQ on valid.txt: 64 sequences × 512 tokens, 154 Linears in 812.3 s" ("damp 0.01" for GPTQ); sequences
+// of several lengths (an encoder's examples): "GPTQ on train.tsv: 512 sequences of up to 66 tokens (10,950 in
+// all), damp 0.01, 24 Linears in 3.1 s".
 std::string calibration_summary(const model::CalibratedInt4& c, const std::string& file);
 
 class CalibrationCache {

@@ -42,7 +42,9 @@ struct CalibratedInt4 {
   std::map<std::string, std::vector<float>> biases;
   std::map<std::string, LayerNormParams> norms;
   std::string method;  // "GPTQ", "AWQ" or "GPTQ + AWQ"
-  int64_t sequences = 0, tokens_per_sequence = 0;
+  int64_t sequences = 0;
+  int64_t tokens = 0;               // in all the sequences
+  int64_t tokens_per_sequence = 0;  // the longest sequence's (a decoder's windows: each one's)
   double damp = 0.0, seconds = 0.0;
 };
 

@@ -69,6 +69,12 @@ class EncoderClassifier {
   // and are allocated once, so the cost per token does not grow with the batch. On a GPU, one pass.
   static constexpr int64_t kCpuTokensPerPass = 1024;
   int64_t sequences_per_pass(int64_t batch, int64_t seq) const;
+  // One unpadded sequence through the model a part at a time (calibration, model/encoder_calibration.h):
+  // embed writes its [seq, hidden] embeddings (after their LayerNorm) into host memory x, forward_block
+  // runs block i (0 .. num_blocks() − 1) on x in place, every token attending to every other.
+  void embed(const int32_t* ids, int64_t seq, float* x) const;
+  void forward_block(int64_t i, float* x, int64_t seq) const;
+  int64_t num_blocks() const { return static_cast<int64_t>(layers_.size()); }
   // forward() timed by the backend: from before the ids are copied in to after the logits are copied
   // out (CUDA events on the GPU, the steady clock on the CPU); returns the milliseconds.
   double forward_timed(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits) const;
@@ -132,6 +138,9 @@ class EncoderClassifier {
   PassBuffers pass_buffers(int64_t per_pass, int64_t seq) const;
   void forward_pass(const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq, float* logits,
                     const PassBuffers& buffers) const;
+  void check_ids(const int32_t* ids, int64_t batch, int64_t seq) const;
+  void embed_pass(const Tensor& ids, int64_t rows, int64_t seq, const Tensor& x) const;
+  void block_pass(const Layer& layer, const PassBuffers& b, const Tensor& mask, int64_t batch, int64_t seq) const;
   void round_activations(const Tensor& x, int64_t n) const;
   void linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const;
 
