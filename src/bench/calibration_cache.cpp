@@ -11,6 +11,8 @@
 #include "qjoule/dataset.h"
 #include "qjoule/eval/text_file.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/threads.h"
+#include "qjoule/limits/limits_cache.h"
 #include "qjoule/model/calibrated_int4_file.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_calibration.h"
@@ -86,6 +88,12 @@ model::CalibratedInt4 calibrate_model(const std::string& model, const quant::Lay
   return model::calibrate_encoder(model, policy, sequences, options);
 }
 
+bool calibration_bf16_products(int threads) {
+  const auto m = limits::machine_limits(threads).limits;
+  const double bf16 = std::max(m.bf16_gflops.value_or(0.0), m.amx_bf16_gflops.value_or(0.0));
+  return m.fp32_gflops && bf16 > *m.fp32_gflops;
+}
+
 nlohmann::json calibration_identity_entry(const CalibrationSettings& s) {
   if (s.file.empty()) return nullptr;
   return {{"file", s.file},
@@ -108,8 +116,9 @@ std::string calibration_summary(const model::CalibratedInt4& c, const std::strin
       c.tokens == c.sequences * c.tokens_per_sequence
           ? fmt::format("{} sequences × {} tokens", c.sequences, c.tokens_per_sequence)
           : fmt::format("{} sequences of up to {} tokens ({} in all)", c.sequences, c.tokens_per_sequence, c.tokens);
-  return fmt::format("{} on {}: {}{}, {} Linears in {:.1f} s", c.method, file, sizes,
-                     gptq ? fmt::format(", damp {}", c.damp) : "", c.codes.size(), c.seconds);
+  return fmt::format("{} on {}: {}{}{}, {} Linears in {:.1f} s", c.method, file, sizes,
+                     gptq ? fmt::format(", damp {}", c.damp) : "", c.bf16_products ? ", BF16 recording products" : "",
+                     c.codes.size(), c.seconds);
 }
 
 CalibrationCache::CalibrationCache(CalibrationSettings settings, std::filesystem::path out,
@@ -144,6 +153,7 @@ std::shared_ptr<model::CalibratedInt4> CalibrationCache::get(const std::string& 
     const auto sequences = calibration_sequences_for(model, text_, settings_);
     model::CalibrationOptions options;
     options.damp = settings_.damp;
+    options.bf16_products = calibration_bf16_products(kernels::num_threads());
     options.progress = [this](const std::string& line) { note_("  " + line); };
     note_(fmt::format("calibrating {} of {} on --calib {} ({} sequences)", quant::to_string(spec), model,
                       settings_.file, sequences.size()));

@@ -11,6 +11,7 @@
 #include "qjoule/error.h"
 #include "qjoule/eval/text_file.h"
 #include "qjoule/bench/calibration_cache.h"
+#include "qjoule/kernels/threads.h"
 
 namespace qjoule::cli {
 namespace {
@@ -72,6 +73,7 @@ std::shared_ptr<model::CalibratedInt4> calibrate_if_asked(const std::string& dir
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   model::CalibrationOptions options;
   options.damp = a.settings.damp;
+  options.bf16_products = bench::calibration_bf16_products(kernels::num_threads());
   options.progress = [tty](const std::string& line) {
     if (tty) {
       fmt::print(stderr, "\r\033[K  {}", line);

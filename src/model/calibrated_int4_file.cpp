@@ -80,10 +80,11 @@ void write_calibrated_int4(const std::filesystem::path& path, const CalibratedIn
       tensors.push_back(
           {name + ".bias", io::DType::F32, {static_cast<int64_t>(norm.beta.size())}, bytes_of(norm.beta)});
   }
-  const nlohmann::json meta = {{"method", c.method}, {"sequences", c.sequences},
-                               {"tokens", c.tokens}, {"tokens_per_sequence", c.tokens_per_sequence},
-                               {"damp", c.damp},     {"seconds", c.seconds},
-                               {"linears", linears}, {"norms", norms}};
+  const nlohmann::json meta = {{"method", c.method},   {"sequences", c.sequences},
+                               {"tokens", c.tokens},   {"tokens_per_sequence", c.tokens_per_sequence},
+                               {"damp", c.damp},       {"bf16_products", c.bf16_products},
+                               {"seconds", c.seconds}, {"linears", linears},
+                               {"norms", norms}};
   std::filesystem::create_directories(path.parent_path());
   const auto tmp = path.string() + ".tmp";
   io::write_safetensors(tmp, tensors, {{"kind", kKind}, {"identity", identity}, {"calibration", meta.dump()}});
@@ -112,6 +113,7 @@ CalibratedInt4 read_calibrated_int4(const std::filesystem::path& path, const std
     c.tokens_per_sequence = meta.at("tokens_per_sequence").get<int64_t>();
     c.tokens = meta.value("tokens", c.sequences * c.tokens_per_sequence);  // files before encoders: windows
     c.damp = meta.at("damp").get<double>();
+    c.bf16_products = meta.value("bf16_products", false);
     c.seconds = meta.at("seconds").get<double>();
     const auto tensor = [&](const std::string& name) -> const io::TensorView& {
       const auto it = file.tensors().find(name);

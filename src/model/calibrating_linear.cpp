@@ -7,14 +7,22 @@
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear.h"
 #include "qjoule/kernels/linear_weight_only.h"
+#include "qjoule/kernels/make_linear.h"
 #include "qjoule/quant/gptq.h"
+#include "qjoule/quant/precision.h"
 #include "qjoule/quant/quantize_int4.h"
 
 namespace qjoule::model::detail {
 
 CalibratingLinear::CalibratingLinear(LinearParams shape, std::function<void(LinearParams&)> load,
-                                     quant::FormatSpec spec, std::shared_ptr<InputStatistics> stats, bool records)
-    : shape_(std::move(shape)), load_(std::move(load)), spec_(spec), stats_(std::move(stats)), records_(records) {}
+                                     quant::FormatSpec spec, std::shared_ptr<InputStatistics> stats, bool records,
+                                     bool bf16_products)
+    : shape_(std::move(shape)),
+      load_(std::move(load)),
+      spec_(spec),
+      stats_(std::move(stats)),
+      records_(records),
+      bf16_products_(bf16_products) {}
 
 void CalibratingLinear::begin() {
   LinearParams p = shape_;
@@ -31,6 +39,12 @@ void CalibratingLinear::begin() {
 }
 
 void CalibratingLinear::reload() {
+  if (bf16_products_) {
+    active_ = kernels::make_linear(quant::Precision("bf16").spec_or_fail(), weight_.data(),
+                                   bias_.empty() ? nullptr : bias_.data(), shape_.out_features, shape_.in_features,
+                                   shape_.name);
+    return;
+  }
   active_ = kernels::make_linear_f32_onednn(weight_.data(), bias_.empty() ? nullptr : bias_.data(), shape_.out_features,
                                             shape_.in_features);
 }

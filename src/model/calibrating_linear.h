@@ -42,8 +42,9 @@ auto with_int4_block(const quant::FormatSpec& spec, F&& f) {
 
 class CalibratingLinear final : public kernels::Linear {
  public:
+  // bf16_products: the recording pass multiplies in BF16 (CalibrationOptions::bf16_products).
   CalibratingLinear(LinearParams shape, std::function<void(LinearParams&)> load, quant::FormatSpec spec,
-                    std::shared_ptr<InputStatistics> stats, bool records);
+                    std::shared_ptr<InputStatistics> stats, bool records, bool bf16_products);
 
   void begin();
   // GPTQ's codes from the sums (the last Linear of a group takes them; the others copy).
@@ -69,7 +70,7 @@ class CalibratingLinear final : public kernels::Linear {
 
  private:
   void finish(Int4Codes codes, CalibratedInt4& out);
-  void reload();  // the FP32 Linear of weight_ and bias_
+  void reload();  // the unquantized Linear of weight_ and bias_ (FP32, or BF16 products)
 
   LinearParams shape_;
   std::function<void(LinearParams&)> load_;
@@ -80,6 +81,7 @@ class CalibratingLinear final : public kernels::Linear {
   bool records_ = false;                    // the group's first: sums the inputs
   bool recording_ = false;
   bool drop_outputs_ = false;
+  bool bf16_products_ = false;
 };
 
 }  // namespace qjoule::model::detail

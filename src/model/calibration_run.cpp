@@ -36,6 +36,7 @@ void check_calibration_inputs(const std::filesystem::path& dir, bool prequantize
 CalibrationRun::CalibrationRun(CalibrationOptions options)
     : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {
   out_.damp = options_.damp;
+  out_.bf16_products = options_.bf16_products;
 }
 
 std::unique_ptr<kernels::Linear> CalibrationRun::make_linear(const LinearParams& p, const quant::FormatSpec& spec,
@@ -44,7 +45,7 @@ std::unique_ptr<kernels::Linear> CalibrationRun::make_linear(const LinearParams&
   auto& stats = statistics_[group];
   const bool records = stats == nullptr;  // the group's first calibrated Linear sums for all
   if (records) stats = std::make_shared<InputStatistics>();
-  auto linear = std::make_unique<CalibratingLinear>(p, std::move(load), spec, stats, records);
+  auto linear = std::make_unique<CalibratingLinear>(p, std::move(load), spec, stats, records, options_.bf16_products);
   linears_[p.name] = linear.get();
   return linear;
 }

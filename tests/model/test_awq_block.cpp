@@ -45,7 +45,8 @@ struct Block {
     shape.weight.clear();
     shape.bias.clear();
     auto l = std::make_unique<CalibratingLinear>(
-        shape, [p](LinearParams& q) { q = p; }, quant::parse_format_spec("int4:g=32:awq"), std::move(stats), records);
+        shape, [p](LinearParams& q) { q = p; }, quant::parse_format_spec("int4:g=32:awq"), std::move(stats), records,
+        /*bf16_products=*/false);
     l->begin();
     by_name[name] = l.get();
     linears.push_back(std::move(l));

@@ -86,9 +86,14 @@ TEST(GptqCalibration, TheCalibratedModelRunsRtnsKernelsAndIsCloserToFp32) {
   const auto calib = text_like_sequences(32, 64, vocab, 11);
   const auto held_out = text_like_sequences(8, 64, vocab, 12);
   for (const std::string rtn_spec : {"int4:g=32:sym", "int4:g=128:asym"}) {
-    for (const std::string option : {":gptq", ":gptq:actorder"}) {
-      const auto gptq_policy = policy(rtn_spec + option);
-      auto calibrated = std::make_shared<model::CalibratedInt4>(model::calibrate_decoder(dir, gptq_policy, calib, {}));
+    for (const std::string option : {":gptq", ":gptq:actorder", ":gptq bf16 products"}) {
+      const bool bf16 = option.ends_with("bf16 products");
+      const auto gptq_policy = policy(rtn_spec + (bf16 ? ":gptq" : option));
+      model::CalibrationOptions options;
+      options.bf16_products = bf16;  // the recording pass's products in BF16: still closer than RTN
+      auto calibrated =
+          std::make_shared<model::CalibratedInt4>(model::calibrate_decoder(dir, gptq_policy, calib, options));
+      EXPECT_EQ(calibrated->bf16_products, bf16);
       EXPECT_EQ(calibrated->codes.size(), 14u) << "2 layers × 7 block Linears";
       EXPECT_EQ(calibrated->sequences, 32);
       EXPECT_EQ(calibrated->tokens_per_sequence, 64);

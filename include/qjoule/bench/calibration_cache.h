@@ -46,6 +46,11 @@ model::CalibratedInt4 calibrate_model(const std::string& model, const quant::Lay
                                       const std::vector<std::vector<int32_t>>& sequences,
                                       const model::CalibrationOptions& options);
 
+// Whether calibration's recording pass should multiply in BF16 on this machine with `threads` threads
+// (model::CalibrationOptions::bf16_products): where its measured BF16 peak (AVX512_BF16 dot products, or
+// AMX tiles) is above its FP32 FMA peak (`qjoule limits`, cached per machine; measured first if need be).
+bool calibration_bf16_products(int threads);
+
 // What a calibrated precision without --calib says: "precision 'int4:awq' needs calibration inputs;
 // expected --calib FILE (...)".
 std::string calibration_file_needed(const std::string& precision);
@@ -54,7 +59,8 @@ std::string calibration_file_needed(const std::string& precision);
 // "tokens", "damp"}; null without --calib.
 nlohmann::json calibration_identity_entry(const CalibrationSettings& settings);
 
-// "AWQ on valid.txt: 64 sequences × 512 tokens, 154 Linears in 812.3 s" ("damp 0.01" for GPTQ); sequences
+// "AWQ on valid.txt: 64 sequences × 512 tokens, 154 Linears in 812.3 s" ("damp 0.01" for GPTQ, ", BF16
+// recording products" where they were); sequences
 // of several lengths (an encoder's examples): "GPTQ on train.tsv: 512 sequences of up to 66 tokens (10,950 in
 // all), damp 0.01, 24 Linears in 3.1 s".
 std::string calibration_summary(const model::CalibratedInt4& c, const std::string& file);

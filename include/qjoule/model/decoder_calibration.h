@@ -1,7 +1,8 @@
 // Calibration of a decoder (Llama, Mistral, Qwen2, GPT-2) for the int4 Linears whose precision asks for
 // it (int4:...:gptq, int4:...:awq), one block at a time, as GPTQ's and AWQ's reference implementations
-// do: the calibration sequences' hidden states enter block i; the block runs in FP32 while its calibrated
-// Linears sum the statistics of their inputs (Σ x xᵀ; Σ |x| per channel); those Linears are quantized
+// do: the calibration sequences' hidden states enter block i; the block runs unquantized (FP32, or its
+// products in BF16: CalibrationOptions::bf16_products) while its calibrated Linears sum the statistics of
+// their inputs in FP32 (Σ x xᵀ; Σ |x| per channel); those Linears are quantized
 // (GPTQ: quant/gptq.h; AWQ: quant/awq.h, the scales folded into the norm or Linear before, awq_block.h)
 // and the block runs again, now quantized, to make block i + 1's inputs. The model holds one block's
 // FP32 weights at a time (read from the memory-mapped checkpoint when its block starts, dropped once
@@ -41,7 +42,8 @@ struct CalibratedInt4 {
   // rows), and the norms AWQ's scales were folded into (by the norm's name, "model.layers.0.input_layernorm").
   std::map<std::string, std::vector<float>> biases;
   std::map<std::string, LayerNormParams> norms;
-  std::string method;  // "GPTQ", "AWQ" or "GPTQ + AWQ"
+  std::string method;          // "GPTQ", "AWQ" or "GPTQ + AWQ"
+  bool bf16_products = false;  // CalibrationOptions::bf16_products, as it ran
   int64_t sequences = 0;
   int64_t tokens = 0;               // in all the sequences
   int64_t tokens_per_sequence = 0;  // the longest sequence's (a decoder's windows: each one's)
@@ -50,6 +52,11 @@ struct CalibratedInt4 {
 
 struct CalibrationOptions {
   double damp = 0.01;  // quant::GptqOptions::damp
+  // The recording pass (each block's unquantized run, whose Linear inputs the statistics sum) with its
+  // products in BF16 (oneDNN's BF16 matmul, FP32 accumulation) instead of FP32: the caller sets it where
+  // BF16 products run faster on this machine (bench::calibration_bf16_products). The sums, the searches,
+  // GPTQ and the quantized pass stay as they are.
+  bool bf16_products = false;
   // Called after each block: "block 3/22 calibrated (7 Linears, GPTQ) in 4.1 s; about 1 min 12 s left".
   std::function<void(const std::string&)> progress;
 };

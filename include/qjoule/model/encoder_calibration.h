@@ -1,6 +1,6 @@
 // Calibration of a BERT or DistilBERT classifier for the int4 Linears whose precision asks for it
 // (int4:...:gptq, int4:...:awq), one block at a time as decoder_calibration.h does: each calibration
-// sequence (one example's tokens, [CLS] … [SEP], unpadded) enters block i, the block runs in FP32 while its
+// sequence (one example's tokens, [CLS] … [SEP], unpadded) enters block i, the block runs unquantized while its
 // calibrated Linears sum their inputs' statistics, those Linears are quantized and the quantized block
 // makes block i + 1's inputs.
 //
