@@ -34,6 +34,7 @@ model::CalibratedInt4 sample() {
   c.norms["a.ln_2"] = model::LayerNormParams{"a.ln_2", {1.5f}, {-0.5f}};
   c.method = "AWQ + GPTQ";
   c.sequences = 8, c.tokens = 500, c.tokens_per_sequence = 64, c.damp = 0.01, c.seconds = 1.25;
+  c.bf16_products = true;
   return c;
 }
 
@@ -46,6 +47,7 @@ TEST(CalibratedInt4File, ReadsBackWhatWasWritten) {
   EXPECT_EQ(back.sequences, 8);
   EXPECT_EQ(back.tokens_per_sequence, 64);
   EXPECT_EQ(back.tokens, 500);
+  EXPECT_TRUE(back.bf16_products);
   EXPECT_EQ(back.damp, 0.01);
   EXPECT_EQ(back.seconds, 1.25);
   EXPECT_EQ(back.int8_activations, c.int8_activations);
