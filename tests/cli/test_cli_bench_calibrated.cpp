@@ -43,7 +43,7 @@ TEST(CliBenchCalibrated, EachPrecisionCalibratesOnceAndResumeReadsIt) {
       " --precisions int4:g=32,int4:g=32:gptq,int4:g=32:awq --threads 1,2 --seq 8 --decode-tokens 2 --iters 2 "
       "--idle 0 --text " +
       qjoule::test::shared_data("wikitext2/test.txt").string() + " --max-tokens 1500 --calib " +
-      qjoule::test::shared_data("wikitext2/valid.txt").string() + " --calib-sequences 8 --calib-tokens 64 --out " +
+      qjoule::test::shared_data("wikitext2/valid.txt").string() + " --calib-sequences 32 --calib-tokens 64 --out " +
       out.string() + " 2>&1";
   const auto r = run_command(command);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -65,11 +65,11 @@ TEST(CliBenchCalibrated, EachPrecisionCalibratesOnceAndResumeReadsIt) {
     // ", BF16 recording products" between them where this machine's BF16 peak beats its FP32 one.
     EXPECT_THAT(gptq["weights_source"].get<std::string>(),
                 AllOf(HasSubstr("calibrated: GPTQ on " + qjoule::test::shared_data("wikitext2/valid.txt").string() +
-                                ": 8 sequences × 64 tokens, damp 0.01, "),
+                                ": 32 sequences × 64 tokens, damp 0.01, "),
                       HasSubstr(", 21 Linears in ")));
     EXPECT_THAT(awq["weights_source"].get<std::string>(), HasSubstr("calibrated: AWQ on "));
     for (const auto* rec : {&gptq, &awq}) {
-      EXPECT_EQ((*rec)["calibration_tokens"], 512);
+      EXPECT_EQ((*rec)["calibration_tokens"], 2048);
       EXPECT_GT((*rec)["calibration_seconds"].get<double>(), 0.0);
       EXPECT_EQ((*rec)["kernel_paths"], rtn["kernel_paths"]) << "round-to-nearest's kernels";
       EXPECT_EQ((*rec)["model_bytes"], rtn["model_bytes"]);
@@ -101,7 +101,7 @@ TEST(CliBenchCalibrated, EachPrecisionCalibratesOnceAndResumeReadsIt) {
   }
   // Another calibration is another sweep: its records would not compare with these.
   std::string other = command.substr(0, command.size() - 5) + " --resume 2>&1";
-  other.replace(other.find("--calib-sequences 8"), 19, "--calib-sequences 4");
+  other.replace(other.find("--calib-sequences 32"), 20, "--calib-sequences 4");
   const auto refused = run_command(other);
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.output, HasSubstr("this sweep calibrated with --calib {"));
