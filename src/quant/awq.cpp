@@ -30,27 +30,10 @@ void round_trip_row(const float* w, int64_t n, float* out, Block* blocks, std::s
   }
 }
 
-// Rows of d a product with H takes: each product packs H (up to 5,632² values) once, so few large products.
-constexpr int64_t kRowsPerProduct = 4096;
-
-// s = mean|x|^α per channel, clamped to 1e-4 and divided by √(max s · min s).
-std::vector<float> awq_scales(const std::vector<float>& mean_abs, double alpha) {
-  std::vector<float> s(mean_abs.size());
-  float lo = std::numeric_limits<float>::max(), hi = 0.0f;
-  for (std::size_t j = 0; j < s.size(); ++j) {
-    s[j] = std::max(static_cast<float>(std::pow(double(mean_abs[j]), alpha)), 1e-4f);
-    lo = std::min(lo, s[j]);
-    hi = std::max(hi, s[j]);
-  }
-  const float norm = std::sqrt(lo * hi);
-  for (float& v : s) v /= norm;
-  return s;
-}
-
 // Σ_r d_r · (H d_r) over rows of d [rows, cols] (H's lower triangle), chunk by chunk of rows.
 double quadratic_form_rows(const float* d, int64_t rows, int64_t cols, const float* H, int64_t ldh,
                            std::vector<float>& scratch, double* per_row = nullptr) {
-  constexpr int64_t kChunk = kRowsPerProduct;
+  constexpr int64_t kChunk = 256;
   double total = 0.0;
   for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
     const int64_t n = std::min(kChunk, rows - r0);
@@ -109,45 +92,33 @@ AwqScales search_awq_scales(const std::vector<AwqMember>& members, int64_t cols,
     measured[m].w = sampled[m].data();
     measured[m].rows = keep;
   }
-  // The grid's points a batch at a time: their error rows stacked into one product with H (H is packed
-  // once per product; a product per point and member packed it grid × members times).
-  const int grid = std::max(options.grid, 1);
-  int64_t rows_all = 0;
-  for (const AwqMember& m : measured) rows_all += m.rows;
-  const int per_batch =
-      static_cast<int>(std::clamp<int64_t>(kRowsPerProduct / std::max<int64_t>(rows_all, 1), 1, grid));
-  std::vector<std::vector<float>> scales(static_cast<std::size_t>(grid));
-  std::vector<double> errors(static_cast<std::size_t>(grid), 0.0), per_row;
-  std::vector<float> scaled, back, d, scratch;
-  for (int i0 = 0; i0 < grid; i0 += per_batch) {
-    const int n = std::min(per_batch, grid - i0);
-    d.resize(static_cast<std::size_t>(n * rows_all * cols));
-    for (int b = 0; b < n; ++b) {
-      std::vector<float>& sc = scales[static_cast<std::size_t>(i0 + b)];
-      sc = awq_scales(mean_abs, double(i0 + b) / grid);
-      float* out = d.data() + b * rows_all * cols;
-      for (const AwqMember& m : measured) {
-        const auto len = static_cast<std::size_t>(m.rows * cols);
-        scaled.resize(len);
-        back.resize(len);
-        for (std::size_t k = 0; k < len; ++k) scaled[k] = m.w[k] * sc[k % size_t(cols)];
-        m.round_trip(scaled.data(), m.rows, cols, back.data());
-        for (std::size_t k = 0; k < len; ++k) out[k] = m.w[k] - back[k] / sc[k % size_t(cols)];
-        out += len;
-      }
+  std::vector<float> s(static_cast<std::size_t>(cols)), scaled, back, d, scratch;
+  for (int i = 0; i < std::max(options.grid, 1); ++i) {
+    const double alpha = double(i) / std::max(options.grid, 1);
+    float lo = std::numeric_limits<float>::max(), hi = 0.0f;
+    for (int64_t j = 0; j < cols; ++j) {
+      s[size_t(j)] = std::max(static_cast<float>(std::pow(double(mean_abs[size_t(j)]), alpha)), 1e-4f);
+      lo = std::min(lo, s[size_t(j)]);
+      hi = std::max(hi, s[size_t(j)]);
     }
-    per_row.resize(static_cast<std::size_t>(n * rows_all));
-    quadratic_form_rows(d.data(), n * rows_all, cols, H.data(), cols, scratch, per_row.data());
-    for (int b = 0; b < n; ++b) {
-      for (int64_t r = 0; r < rows_all; ++r) errors[size_t(i0 + b)] += per_row[size_t(b * rows_all + r)];
+    const float norm = std::sqrt(lo * hi);
+    for (float& v : s) v /= norm;
+    double error = 0.0;
+    for (const AwqMember& m : measured) {
+      const auto n = static_cast<std::size_t>(m.rows * cols);
+      scaled.resize(n);
+      back.resize(n);
+      d.resize(n);
+      for (std::size_t k = 0; k < n; ++k) scaled[k] = m.w[k] * s[k % size_t(cols)];
+      m.round_trip(scaled.data(), m.rows, cols, back.data());
+      for (std::size_t k = 0; k < n; ++k) d[k] = m.w[k] - back[k] / s[k % size_t(cols)];
+      error += quadratic_form_rows(d.data(), m.rows, cols, H.data(), cols, scratch);
     }
-  }
-  for (int i = 0; i < grid; ++i) {
-    if (i == 0) best.rtn_error = errors[0];
-    if (errors[size_t(i)] < best.error) {
-      best.error = errors[size_t(i)];
-      best.alpha = double(i) / grid;
-      best.scales = scales[size_t(i)];
+    if (i == 0) best.rtn_error = error;
+    if (error < best.error) {
+      best.error = error;
+      best.alpha = alpha;
+      best.scales = s;
     }
   }
   return best;

@@ -156,6 +156,32 @@ TEST(Awq, ClippingLowersTheErrorOnOddWidths) {
   expect_clipping_lowers_error<BlockInt4Asym<64>>(16, 200);
 }
 
+// Inputs with a large shared mean (LayerNorm's β): H's off-diagonal blocks couple a row's groups, so the
+// groups' own clipping can raise the row's whole error; no row may end above round-to-nearest's.
+TEST(Awq, NoRowEndsAboveRoundToNearestWhereInputsShareAMean) {
+  using Block = BlockInt4Asym<32>;
+  const int64_t rows = 24, cols = 128, tokens = 512;
+  auto x = gaussian(size_t(tokens * cols), 5, 0.3f);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t j = 0; j < cols; ++j) x[size_t(t * cols + j)] += 2.0f;
+  std::vector<float> H(size_t(cols * cols), 0.0f);
+  accumulate_hessian(x.data(), tokens, cols, H);
+  auto w = gaussian(size_t(rows * cols), 9, 0.05f);
+  for (std::size_t i = 0; i < w.size(); i += 37) w[i] *= 6.0f;
+  auto clipped = w;
+  clip_awq<Block>(clipped.data(), rows, cols, H, {}, "t");
+  const auto rtn = round_trip<Block>(w, rows, cols), after = round_trip<Block>(clipped, rows, cols);
+  int kept = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::size_t at = size_t(r * cols);
+    const double e_rtn = output_error(w.data() + at, rtn.data() + at, 1, cols, H);
+    const double e_awq = output_error(w.data() + at, after.data() + at, 1, cols, H);
+    EXPECT_LE(e_awq, e_rtn * (1.0 + 1e-6)) << "row " << r;
+    kept += std::memcmp(clipped.data() + at, w.data() + at, cols * sizeof(float)) != 0;
+  }
+  EXPECT_GT(kept, 0) << "some rows keep their clipping";
+}
+
 TEST(Awq, MismatchedStatisticsAreOneLine) {
   const std::vector<float> w(64, 0.1f), H(32 * 32, 0.0f), mean_abs(31, 1.0f);
   std::vector<AwqMember> members{{w.data(), 2, [](const float*, int64_t, int64_t, float*) {}}};

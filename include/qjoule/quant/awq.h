@@ -12,7 +12,8 @@
 //   the rows measured). The caller folds
 //   1/s into what makes the input (the norm before Q, K, V; V's rows before O; up's rows before down).
 // - Clipping: each group of G weights of a row clipped to ± max|w| · (1 − i / grid),
-//   i = 0 .. max_shrink · grid, the one of least error on that group's inputs (H's diagonal block) kept.
+//   i = 0 .. max_shrink · grid, the one of least error on that group's inputs (H's diagonal block) kept;
+//   then a row keeps its clipping only where its whole error (all of H) is below round-to-nearest's.
 //
 // The codes are then round-to-nearest's of the scaled, clipped weights (quantize_matrix_int4), so every
 // int4 kernel, export and the GPU path run them unchanged. Linear algebra from OpenBLAS (ssymm, sgemm).
