@@ -102,9 +102,10 @@ bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options) {
   return norm_changed;
 }
 
-void finish_awq_block(AwqBlock& b, bool norms_changed, const quant::AwqOptions& options, CalibratedInt4& out) {
+void finish_awq_block(AwqBlock& b, bool norms_changed, bool clip_linears, const quant::AwqOptions& options,
+                      CalibratedInt4& out) {
   for (CalibratingLinear* l : {b.v, b.o, b.gate, b.up, b.down}) {
-    if (l != nullptr) clip(*l, options);
+    if (l != nullptr && clip_linears) clip(*l, options);
   }
   for (CalibratingLinear* l : {b.qkv, b.q, b.k, b.v, b.o, b.gate, b.up, b.down}) {
     if (l != nullptr) l->finish_round_to_nearest(out);

@@ -31,8 +31,9 @@ struct AwqBlock {
 // or up's rows and bias) divided by s, so the block computes what it did before quantization. Returns
 // whether a norm changed.
 bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options);
-// Clips and quantizes the block's AWQ Linears: their codes and biases into `out`, and b's norms where
-// scale_awq_block changed them.
-void finish_awq_block(AwqBlock& b, bool norms_changed, const quant::AwqOptions& options, CalibratedInt4& out);
+// Clips (where `clip`: else their weights stand as they are) and quantizes the block's AWQ Linears: their
+// codes and biases into `out`, and b's norms where scale_awq_block changed them.
+void finish_awq_block(AwqBlock& b, bool norms_changed, bool clip, const quant::AwqOptions& options,
+                      CalibratedInt4& out);
 
 }  // namespace qjoule::model::detail

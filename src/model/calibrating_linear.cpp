@@ -49,6 +49,16 @@ void CalibratingLinear::reload() {
                                             shape_.in_features);
 }
 
+void CalibratingLinear::set_trial_weights(const std::vector<float>* w) {
+  recording_ = w == nullptr;
+  if (w == nullptr) {
+    reload();
+    return;
+  }
+  active_ = kernels::make_linear_f32_onednn(w->data(), bias_.empty() ? nullptr : bias_.data(), shape_.out_features,
+                                            shape_.in_features);
+}
+
 InputStatistics& CalibratingLinear::statistics() const {
   if (stats_ == nullptr || stats_->tokens == 0)
     fail("{}: no calibration input reached this Linear; expected its block to run first", shape_.name);

@@ -61,6 +61,10 @@ class CalibratingLinear final : public kernels::Linear {
   // FP32 pass, which is dropped, so it writes zeros instead of computing them.
   void drop_outputs_while_recording() { drop_outputs_ = true; }
 
+  // Trials (model/awq_block_trials.h): w runs in FP32 products (with the bias as it stands), nothing
+  // recorded, until set_trial_weights(nullptr) goes back to recording weight() as begin() left it.
+  void set_trial_weights(const std::vector<float>* w);
+
   void forward(const float* x, int64_t m, float* y) const override;
   int64_t in_features() const override { return shape_.in_features; }
   int64_t out_features() const override { return shape_.out_features; }

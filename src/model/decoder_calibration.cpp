@@ -149,7 +149,7 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
         [&](CalibratedInt4& out) {
           auto awq = awq_roles(shape, here);
           const bool norms_changed = detail::scale_awq_block(awq, quant::AwqOptions{});
-          detail::finish_awq_block(awq, norms_changed, quant::AwqOptions{}, out);
+          detail::finish_awq_block(awq, norms_changed, /*clip=*/true, quant::AwqOptions{}, out);
           if (norms_changed) model.replace_norms(i, awq.attn_norm, awq.mlp_norm);
         });
   }

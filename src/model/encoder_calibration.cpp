@@ -12,6 +12,7 @@
 #include "qjoule/model/encoder_params.h"
 #include "qjoule/model/quantization_plan.h"
 #include "model/awq_block.h"
+#include "model/awq_block_trials.h"
 #include "model/calibration_run.h"
 
 namespace qjoule::model {
@@ -98,7 +99,10 @@ CalibratedInt4 calibrate_encoder(const std::filesystem::path& dir, const quant::
         [&](CalibratedInt4& out) {
           auto awq = awq_roles(shape, here);
           detail::scale_awq_block(awq, quant::AwqOptions{});
-          detail::finish_awq_block(awq, /*norms_changed=*/false, quant::AwqOptions{}, out);
+          detail::choose_awq_clipping_by_block_output(
+              awq, here, states, hidden, [&](float* x, int64_t tokens) { model.forward_block(i, x, tokens); },
+              quant::AwqOptions{});
+          detail::finish_awq_block(awq, /*norms_changed=*/false, /*clip=*/false, quant::AwqOptions{}, out);
         });
   }
   return run.finish(sequences);

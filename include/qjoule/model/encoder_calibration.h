@@ -5,9 +5,10 @@
 // makes block i + 1's inputs.
 //
 // AWQ on these post-LayerNorm blocks: a norm's output is the block's residual stream as well as Q/K/V's
-// (or FFN-in's) input, so no scale can be folded into it and those Linears keep scale 1 (they are still
-// clipped; Q and K are not, as in decoders); O's scales are folded into V's rows and bias; FFN-out reads
-// GELU's output, which does not commute with a scale. The result is the same CalibratedInt4 as a
+// (or FFN-in's) input, so no scale can be folded into it and those Linears keep scale 1; O's scales are
+// folded into V's rows and bias; FFN-out reads GELU's output, which does not commute with a scale. V, O,
+// FFN-in and FFN-out are clipped where that brings the block's output closer to the unquantized block's
+// (model/awq_block_trials.h; Q and K never, as in decoders). The result is the same CalibratedInt4 as a
 // decoder's (no norm changes), built into the model by calibrated_linear_factory.
 #pragma once
 
