@@ -1,5 +1,6 @@
-// `qjoule export`: an unquantized decoder written in the checkpoint layout its precision maps to
-// (GPTQ, bitsandbytes NF4, plain FP16 / BF16), for another runtime, or to read back with qjoule.
+// `qjoule export`: an unquantized decoder or classifier written in the checkpoint layout its precision maps
+// to (GPTQ, bitsandbytes NF4, plain FP16 / BF16; a decoder also as GGUF), for another runtime, or to read
+// back with qjoule.
 #include <unistd.h>
 
 #include <chrono>
@@ -32,15 +33,22 @@ struct ExportArgs {
 void run_export_gguf(const ExportArgs& a, const quant::FormatSpec& spec) {
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
-  const auto summary =
-      model::export_gguf(a.model, spec, a.out, [tty](int64_t done, int64_t total, const std::string& tensor) {
+  model::check_gguf_export(a.model, spec, a.out);  // refusals before a calibration that would be wasted
+  std::string calibration;
+  const auto calibrated =
+      calibrate_if_asked(a.model, quant::LayerPolicy::uniform(quant::Precision(a.precision)), a.calib, calibration);
+  const auto summary = model::export_gguf(
+      a.model, spec, a.out,
+      [tty](int64_t done, int64_t total, const std::string& tensor) {
         if (tty) fmt::print(stderr, "\r\033[K  tensor {}/{} {}", done, total, tensor);
-      });
+      },
+      calibrated.get());
   if (tty) fmt::print(stderr, "\r\033[K");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("model      {}\n", a.model);
   fmt::print("precision  {} as GGUF {} ({} Linears), architecture {}, tokenizer {}\n", quant::to_string(spec),
              summary.tensor_type, summary.quantized, summary.architecture, summary.tokenizer);
+  if (!calibration.empty()) fmt::print("calibrated {}\n", calibration);
   fmt::print("written    {} ({} tensors, {}) in {:.1f} s\n", a.out, summary.tensors, human_bytes(double(summary.bytes)),
              seconds);
 }
@@ -66,10 +74,7 @@ void run_export(const ExportArgs& a) {
   const quant::FormatSpec spec = quant::Precision(a.precision).spec_or_fail();
   if (a.to == "gguf") return run_export_gguf(a, spec);
   const auto start = std::chrono::steady_clock::now();
-  // A calibrated precision: the decoder calibrated first (a progress line a block), its codes written.
-  if (quant::needs_calibration(spec) && model::model_family(a.model) != model::ModelFamily::Decoder)
-    fail("--precision {}: calibration (GPTQ, AWQ) runs on decoder language models so far; expected {} for '{}'",
-         quant::to_string(spec), quant::to_string(quant::round_to_nearest(spec)), a.model);
+  // A calibrated precision: the model calibrated first (a progress line a block), its codes written.
   std::string calibration;
   const auto calibrated = quant::needs_calibration(spec) || !a.calib.settings.file.empty()
                               ? calibrate_if_asked(a.model, quant::LayerPolicy::uniform(quant::Precision(a.precision)),
@@ -97,18 +102,22 @@ void run_export(const ExportArgs& a) {
 
 void add_export_command(CLI::App& app, CommandContext& /*ctx*/) {
   auto* cmd = app.add_subcommand(
-      "export", "Write an unquantized decoder in the checkpoint layout its precision maps to, for other runtimes.");
+      "export",
+      "Write an unquantized decoder or classifier in the checkpoint layout its precision maps to, for other runtimes.");
   cmd->footer(fmt::format(
       "Layouts: int4:g=G[:sym|:asym] as GPTQ (gptq_v2 zeros, desc_act false), nf4 and nf4:dq as bitsandbytes\n"
       "4-bit, fp16 and bf16 as plain safetensors. The codes are qjoule's own quantizer's: importing the export\n"
       "(--model OUT --precision SPEC) runs bit for bit what `--precision SPEC` runs on the original.\n"
       "Calibrated int4 (int4:...:gptq, int4:...:awq, with --calib FILE) is written as GPTQ too: its codes,\n"
       "and the norms and biases AWQ's scales changed; importing it runs what the calibrated precision ran.\n"
+      "A decoder's --calib is text; a classifier's a dataset (its first --calib-sequences examples). With\n"
+      "--to gguf, calibrated int4:g=32:sym (e.g. int4:g=32:gptq) is written as Q4_0, as round-to-nearest's is.\n"
       "Exportable: {}.\n"
       "Example:\n"
       "  qjoule export --model MODEL --precision int4:g=128:asym --out MODEL-gptq\n"
       "  qjoule export --model MODEL --precision int4:g=128:gptq --calib valid.txt --out MODEL-gptq-calibrated\n"
       "  qjoule export --model MODEL --precision int4:g=32:sym --to gguf --out model-q4_0.gguf\n"
+      "  qjoule export --model MODEL --precision int4:g=32:awq --calib valid.txt --to gguf --out model-awq.gguf\n"
       "  qjoule export --model model-q4_0.gguf --out MODEL-back   (a GGUF qjoule wrote, read back)\n"
       "  qjoule ppl --model MODEL-gptq --precision int4:g=128:asym --text ../shared/data/wikitext2/test.txt",
       model::kExportableSpecs));

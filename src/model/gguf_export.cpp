@@ -46,25 +46,26 @@ class Store {
 };
 
 // llama.cpp's converter's Q / K permutation: within each head, rows [i] and [i + d/2] (Hugging Face's
-// rotate_half pairs) become rows 2i and 2i + 1 (GGUF's interleaved rope). `rows` of `cols` values.
-std::vector<float> permute_rows(const std::vector<float>& w, int64_t heads, int64_t rows, int64_t cols) {
-  std::vector<float> out(w.size());
+// rotate_half pairs) become rows 2i and 2i + 1 (GGUF's interleaved rope). `rows` of `width` values each
+// (weights, or a Q4_0 row's bytes).
+template <class T>
+std::vector<T> permute_rows(const std::vector<T>& w, int64_t heads, int64_t rows, int64_t width) {
+  std::vector<T> out(w.size());
   const int64_t hd = rows / heads, half = hd / 2;
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < half; ++i)
       for (int64_t j = 0; j < 2; ++j) {
         const int64_t to = h * hd + 2 * i + j, from = h * hd + j * half + i;
-        std::memcpy(out.data() + to * cols, w.data() + from * cols, sizeof(float) * static_cast<std::size_t>(cols));
+        std::memcpy(out.data() + to * width, w.data() + from * width, sizeof(T) * static_cast<std::size_t>(width));
       }
   return out;
 }
 
-// Q4_0 from qjoule's int4:g=32:sym blocks of the same weights: the same FP16 scale and codes u = q + 8;
-// qjoule keeps weight 2i in the high nibble of byte i, Q4_0 weight j in the low nibble of byte j and
-// weight j + 16 in its high nibble.
-std::vector<uint8_t> q4_0_of(const std::vector<float>& w, int64_t rows, int64_t cols, const std::string& name) {
-  const auto m = quant::quantize_matrix_int4<quant::BlockInt4Sym<32>>(w.data(), rows, cols, name);
-  std::vector<uint8_t> out(static_cast<std::size_t>(rows * (cols / io::kQ4_0Block) * io::kQ4_0BlockBytes));
+// Q4_0 from qjoule's int4:g=32:sym blocks (round-to-nearest's of some weights, or calibration's): the
+// same FP16 scale and codes u = q + 8; qjoule keeps weight 2i in the high nibble of byte i, Q4_0 weight j
+// in the low nibble of byte j and weight j + 16 in its high nibble.
+std::vector<uint8_t> q4_0_of(const quant::BlockMatrix<quant::BlockInt4Sym<32>>& m) {
+  std::vector<uint8_t> out(m.blocks.size() * io::kQ4_0BlockBytes);
   std::size_t at = 0;
   for (const auto& b : m.blocks) {
     std::memcpy(out.data() + at, &b.d, 2);
@@ -184,49 +185,65 @@ bool is_block_linear(const std::string& hf_name) {
   return false;
 }
 
-}  // namespace
+// The GGUF type of the block Linears for spec; other specs are one line.
+io::GgmlType gguf_matrix_type(const quant::FormatSpec& spec) {
+  const quant::FormatSpec rtn = quant::round_to_nearest(spec);  // calibrated codes: the same blocks
+  if (rtn.format == quant::Format::int4 && rtn.group_size == 32 && !rtn.int4_asymmetric && !rtn.int4_int8_activations &&
+      !rtn.emulate)
+    return io::GgmlType::q4_0;
+  if (rtn.format == quant::Format::fp16 && !rtn.emulate) return io::GgmlType::f16;
+  if (rtn.format == quant::Format::bf16 && !rtn.emulate) return io::GgmlType::bf16;
+  if (rtn.format == quant::Format::fp32) return io::GgmlType::f32;
+  fail("--precision {} --to gguf: no GGUF type holds it bit for bit; qjoule writes {}", quant::to_string(spec),
+       kGgufExportableSpecs);
+}
 
-GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& spec, const fs::path& out,
-                              const std::function<void(int64_t, int64_t, const std::string&)>& progress) {
-  const std::string asked = quant::to_string(spec);
-  if (quant::needs_calibration(spec))
-    fail(
-        "--precision {}: --to gguf writes codes made from the weights alone, and {}'s come from calibration (the "
-        "safetensors export writes them, as GPTQ); expected int4:g=32:sym (Q4_0, round-to-nearest)",
-        asked, quant::calibration_method(spec));
-  const bool q4_0 = spec.format == quant::Format::int4 && spec.group_size == 32 && !spec.int4_asymmetric &&
-                    !spec.int4_int8_activations && !spec.emulate;
-  io::GgmlType matrix_type = io::GgmlType::f16;
-  if (q4_0) {
-    matrix_type = io::GgmlType::q4_0;
-  } else if (spec.format == quant::Format::fp16 && !spec.emulate) {
-    matrix_type = io::GgmlType::f16;
-  } else if (spec.format == quant::Format::bf16 && !spec.emulate) {
-    matrix_type = io::GgmlType::bf16;
-  } else if (spec.format == quant::Format::fp32) {
-    matrix_type = io::GgmlType::f32;
-  } else {
-    fail("--precision {} --to gguf: no GGUF type holds it bit for bit; qjoule writes {}", asked, kGgufExportableSpecs);
-  }
+struct Checked {
+  io::Checkpoint ck;
+  DecoderConfig cfg;
+  io::GgmlType matrix_type;
+  std::string arch;
+};
+
+Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const fs::path& out) {
+  const io::GgmlType matrix_type = gguf_matrix_type(spec);
   if (fs::exists(out)) fail("--out {}: exists; export never overwrites a model (give a new file name)", out.string());
   const std::string where = (model / "config.json").string();
   if (model_family(model) != ModelFamily::Decoder)
     fail("{}: --to gguf exports a Llama, Mistral or Qwen2 decoder; this model is not one", where);
-  const auto ck = io::Checkpoint::open(model);
-  const DecoderConfig cfg = load_decoder_config(model, ck);
+  auto ck = io::Checkpoint::open(model);
+  DecoderConfig cfg = load_decoder_config(model, ck);
   if (cfg.quantization)
     fail("{}: the model is pre-quantized already ({}); export reads an unquantized FP32, FP16 or BF16 checkpoint",
          where, cfg.quantization->describe());
   if (cfg.arch == DecoderArch::Gpt2) fail("{}: --to gguf: GPT-2 is not exported (Llama, Mistral and Qwen2 are)", where);
-  const std::string arch = cfg.arch == DecoderArch::Qwen2 ? "qwen2" : "llama";
   const auto& rs = cfg.rope_scaling;
   if (rs.type != "default" && rs.type != "llama3" && rs.type != "linear")
     fail("{}: rope_scaling type '{}' has no GGUF form qjoule writes (default, linear and llama3 do)", where, rs.type);
-  if (q4_0)
+  if (matrix_type == io::GgmlType::q4_0)
     for (const auto& [name, t] : ck.tensors())
       if (is_block_linear(name) && t.shape.size() == 2 && t.shape[1] % io::kQ4_0Block != 0)
         fail("{}: tensor '{}' is {}: Q4_0 holds rows of whole blocks of 32 weights", t.file.string(), name,
              t.shape_string());
+  std::string arch = cfg.arch == DecoderArch::Qwen2 ? "qwen2" : "llama";
+  return {std::move(ck), std::move(cfg), matrix_type, std::move(arch)};
+}
+
+}  // namespace
+
+void check_gguf_export(const fs::path& model, const quant::FormatSpec& spec, const fs::path& out) {
+  (void)check_export(model, spec, out);
+}
+
+GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& spec, const fs::path& out,
+                              const std::function<void(int64_t, int64_t, const std::string&)>& progress,
+                              const CalibratedInt4* calibrated) {
+  if (quant::needs_calibration(spec) && calibrated == nullptr)
+    fail("--precision {}: {}'s codes come from calibration; expected --calib FILE (or {}, round-to-nearest)",
+         quant::to_string(spec), quant::calibration_method(spec), quant::to_string(quant::round_to_nearest(spec)));
+  const auto [ck, cfg, matrix_type, arch] = check_export(model, spec, out);
+  const bool q4_0 = matrix_type == io::GgmlType::q4_0;
+  const auto& rs = cfg.rope_scaling;
   const Tokenizer tok = read_tokenizer(model, cfg.vocab_size);
 
   io::GgufWriter w;
@@ -297,18 +314,40 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     if (progress) progress(++done, total, name);
     const std::string gname = gguf_tensor_name(name);
     if (gname.empty()) continue;  // rotary buffers and the like
-    auto values = ck.to_f32(name);
-    ck.release(name);
-    std::vector<int64_t> ne(t.shape.rbegin(), t.shape.rend());  // contiguous first
+    const std::string stem = name.substr(0, name.rfind('.'));
+    const bool weight = name.ends_with(".weight");
     const bool q_or_k = name.find(".q_proj.") != std::string::npos || name.find(".k_proj.") != std::string::npos;
-    if (arch == "llama" && q_or_k) {
-      const int64_t heads = name.find(".q_proj.") != std::string::npos ? cfg.num_heads : cfg.num_kv_heads;
-      values = permute_rows(values, heads, t.shape[0], t.shape.size() == 2 ? t.shape[1] : 1);
+    const int64_t heads = name.find(".q_proj.") != std::string::npos ? cfg.num_heads : cfg.num_kv_heads;
+    std::vector<int64_t> ne(t.shape.rbegin(), t.shape.rend());                    // contiguous first
+    if (calibrated != nullptr && weight && calibrated->codes.count(stem) != 0) {  // calibration's codes as they are
+      const auto* m = std::get_if<quant::BlockMatrix<quant::BlockInt4Sym<32>>>(&calibrated->codes.at(stem));
+      if (m == nullptr) fail("{}: its calibrated codes are not int4:g=32:sym blocks, which Q4_0 holds", stem);
+      auto bytes = q4_0_of(*m);
+      if (arch == "llama" && q_or_k)
+        bytes = permute_rows(bytes, heads, t.shape[0], static_cast<int64_t>(bytes.size()) / t.shape[0]);
+      w.add_tensor(gname, ne, io::GgmlType::q4_0, store.keep(std::move(bytes)));
+      ++summary.quantized;
+      ++summary.tensors;
+      continue;
     }
+    // AWQ's changes: a bias with O's scales folded into V's rows, a norm with Q/K/V's or gate/up's.
+    std::vector<float> values;
+    if (calibrated != nullptr && !weight && calibrated->biases.count(stem) != 0) {
+      values = calibrated->biases.at(stem);
+    } else if (calibrated != nullptr && weight && calibrated->norms.count(stem) != 0) {
+      values = calibrated->norms.at(stem).gamma;
+    } else {
+      values = ck.to_f32(name);
+    }
+    ck.release(name);
+    if (arch == "llama" && q_or_k)
+      values = permute_rows(values, heads, t.shape[0], t.shape.size() == 2 ? t.shape[1] : 1);
     if (t.shape.size() == 1) {
       w.add_tensor(gname, ne, io::GgmlType::f32, store.keep(std::move(values)));
     } else if (q4_0 && is_block_linear(name)) {
-      w.add_tensor(gname, ne, io::GgmlType::q4_0, store.keep(q4_0_of(values, t.shape[0], t.shape[1], name)));
+      w.add_tensor(gname, ne, io::GgmlType::q4_0,
+                   store.keep(q4_0_of(quant::quantize_matrix_int4<quant::BlockInt4Sym<32>>(values.data(), t.shape[0],
+                                                                                           t.shape[1], name))));
       ++summary.quantized;
     } else {
       // Q4_0 files: the other matrices (embeddings, lm_head) as stored (F16, BF16 or F32), so that reading

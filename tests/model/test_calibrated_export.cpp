@@ -1,7 +1,8 @@
 // `qjoule export` of calibrated int4 (model/checkpoint_export.h with a CalibratedInt4): the GPTQ folder
 // imported back runs bit for bit what the calibrated precision runs on the original (its codes, and the
 // norms AWQ's scales changed), its g_idx is column / G (act-order's static groups too), and numpy's
-// reader (tools/read_quantized_checkpoint.py) decodes it to weights that run within the format's error.
+// reader (tools/read_quantized_checkpoint.py) decodes it to weights that run within the format's error;
+// int4:g=32:sym's calibrated codes go to GGUF as Q4_0 and read back bit for bit too.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -12,9 +13,12 @@
 #include "calibration_test_util.h"
 #include "decoder_fixtures.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/error.h"
 #include "qjoule/model/checkpoint_export.h"
 #include "qjoule/model/decoder_calibration.h"
 #include "qjoule/model/decoder_loading.h"
+#include "qjoule/model/gguf_export.h"
+#include "qjoule/model/gguf_import.h"
 #include "quantized_checkpoint_test_util.h"
 #include "test_paths.h"
 
@@ -59,6 +63,36 @@ TEST_P(CalibratedExport, ImportedBackRunsBitForBitWhatTheCalibratedPrecisionRuns
                               (dir / "out").string() + " " + (dir / "deq").string();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   EXPECT_LT(test::relative_rms(a, test::prompt_logits(model::load_decoder_lm(dir / "deq"))), 2e-2);
+}
+
+// --to gguf: calibrated int4:g=32:sym as Q4_0 (Llama's Q and K rows permuted as round-to-nearest's are),
+// with AWQ's norms; the file read back (gguf_import.h) runs bit for bit what the calibrated precision runs.
+TEST(CalibratedGgufExport, ReadBackRunsBitForBitWhatTheCalibratedPrecisionRuns) {
+  for (const auto& [fixture, precision] :
+       {std::pair{"tiny-llama", "int4:g=32:sym:awq"}, std::pair{"tiny-qwen2", "int4:g=32:sym:gptq:actorder"}}) {
+    const auto src = test::decoder_fixture(fixture);
+    const auto dir = test::temp_dir(std::string("calibrated_gguf_") + fixture);
+    const auto policy = test::policy(precision);
+    const auto calibrated = model::calibrate_decoder(src, policy, test::text_like_sequences(16, 32, 256, 5), {});
+    const auto spec = quant::parse_format_spec(precision);
+    const auto summary = model::export_gguf(src, spec, dir / "m.gguf", {}, &calibrated);
+    EXPECT_EQ(summary.quantized, 7 * 2);
+    EXPECT_EQ(model::import_gguf(dir / "m.gguf", dir / "back").q4_0, 14);
+    const auto own = model::load_decoder(src, -1, policy, std::make_shared<model::CalibratedInt4>(calibrated));
+    const auto back = model::load_decoder_lm(dir / "back", test::precision_factory("int4:g=32:sym"));
+    const auto a = test::prompt_logits(back), b = test::prompt_logits(own.model);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << fixture << ": bit for bit";
+  }
+  const auto src = test::decoder_fixture("tiny-llama");
+  try {
+    model::export_gguf(src, quant::parse_format_spec("int4:g=32:gptq"),
+                       test::temp_dir("calibrated_gguf_no") / "m.gguf");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("--precision int4:g=32:sym:gptq: GPTQ's codes come from calibration; "
+                                               "expected --calib FILE (or int4:g=32:sym, round-to-nearest)"));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, CalibratedExport,

@@ -18,6 +18,7 @@
 #include "calibration_test_util.h"
 #include "decoder_fixtures.h"
 #include "qjoule/error.h"
+#include "qjoule/model/checkpoint_export.h"
 #include "qjoule/model/encoder_calibration.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
@@ -146,6 +147,27 @@ TEST(EncoderCalibration, AwqChangesNoNormAndQuantizesEveryLinear) {
   EXPECT_EQ(awq.kernel_path_counts(), rtn.kernel_path_counts());
   const auto held_out = sequences(16, 5);
   EXPECT_TRUE(std::isfinite(mean_kl(model::load_encoder_classifier(dir), awq, held_out)));
+}
+
+// `qjoule export` of a calibrated classifier: the GPTQ folder (AWQ's changed V biases with it) classifies
+// bit for bit what the calibrated precision classifies on the original.
+TEST(EncoderCalibration, AnExportedCalibratedClassifierReadsBackBitForBit) {
+  const auto dir = write_encoder_checkpoint(small_spec());
+  auto c = std::make_shared<model::CalibratedInt4>(
+      model::calibrate_encoder(dir, policy("int4:g=64:asym:awq"), sequences(32, 3), {}));
+  const auto out = test::temp_dir("calibrated-distilbert-export") / "out";
+  std::filesystem::remove_all(out);
+  const auto summary = model::export_checkpoint(dir, quant::parse_format_spec("int4:g=64:asym:awq"), out, {}, c.get());
+  EXPECT_EQ(summary.quantized, 12);
+  const auto imported = model::load_encoder_classifier(out, model::quantized_linear_factory(policy("int4:g=64:asym")));
+  const auto own = calibrated_model(dir, "int4:g=64:asym", c);
+  for (const auto& s : sequences(8, 6)) {
+    std::vector<float> a(3), b(3);
+    const std::vector<int32_t> mask(s.size(), 1);
+    imported.forward(s.data(), mask.data(), 1, int64_t(s.size()), a.data());
+    own.forward(s.data(), mask.data(), 1, int64_t(s.size()), b.data());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "bit for bit";
+  }
 }
 
 TEST(EncoderCalibration, IsDeterministicAndItsBadInputsAreOneLine) {

@@ -2,6 +2,8 @@
 // GGUF file (io/gguf.h) that llama.cpp loads, in the GGUF type that holds a qjoule format bit for bit:
 //   int4:g=32:sym  Q4_0 for the transformer-block Linears: qjoule's own codes and FP16 scales, only the
 //                  nibble order differs (Q4_0 byte j = weight j (low nibble) | weight j + 16 (high));
+//                  calibrated (int4:g=32:sym:gptq, :awq, :gptq:actorder, whose groups stay contiguous)
+//                  the same, from calibration's codes, with the norms and biases AWQ changed;
 //                  embeddings and lm_head as stored (F16, BF16, F32), norms and biases F32
 //   fp16, bf16     F16 / BF16 for every matrix, norms and biases F32
 //   fp32           F32
@@ -20,6 +22,7 @@
 #include <functional>
 #include <string>
 
+#include "qjoule/model/decoder_calibration.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::model {
@@ -37,8 +40,16 @@ struct GgufExportSummary {
   uint64_t bytes = 0;
 };
 
+// Every refusal of export_gguf (spec, architecture, shapes, existing file) without writing: `export` runs it
+// before calibrating.
+void check_gguf_export(const std::filesystem::path& model, const quant::FormatSpec& spec,
+                       const std::filesystem::path& out);
+
+// `calibrated`: a calibrated spec's codes (int4:g=32:sym:gptq, :awq, ...: Q4_0 too), with the norms and biases
+// AWQ changed; required for such a spec (else one line), ignored otherwise.
 GgufExportSummary export_gguf(const std::filesystem::path& model, const quant::FormatSpec& spec,
                               const std::filesystem::path& out,
-                              const std::function<void(int64_t, int64_t, const std::string&)>& progress = {});
+                              const std::function<void(int64_t, int64_t, const std::string&)>& progress = {},
+                              const CalibratedInt4* calibrated = nullptr);
 
 }  // namespace qjoule::model
