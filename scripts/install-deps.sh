@@ -27,6 +27,7 @@ packages=("${build_packages[@]}")
   clang libclang-rt-14-dev  # scripts/fuzz.sh: the fuzz targets (libFuzzer is in clang's runtime package)
   slurm-wlm munge  # scripts/slurm-local.sh: the one-node Slurm cluster the --slurm tests run on
   python3-numpy  # tools/write_quantized_checkpoint.py: the GPTQ / AWQ / bitsandbytes fixtures the import tests read
+  python3-regex  # tools/score_task_reference.py (through the reference BPE): the scorer `qjoule score` is checked against
   python3-pytest python3-pandas python3-jsonschema  # the Python package's tests: pytest, qjoule.to_pandas, the record schema
 )
 missing=()

@@ -19,6 +19,7 @@ void add_bench_command(CLI::App& app, CommandContext& ctx);
 void add_report_command(CLI::App& app, CommandContext& ctx);
 void add_limits_command(CLI::App& app, CommandContext& ctx);
 void add_ppl_command(CLI::App& app, CommandContext& ctx);
+void add_score_command(CLI::App& app, CommandContext& ctx);
 void add_generate_command(CLI::App& app, CommandContext& ctx);
 void add_export_command(CLI::App& app, CommandContext& ctx);
 

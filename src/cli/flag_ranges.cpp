@@ -13,13 +13,14 @@
 namespace qjoule::cli {
 namespace {
 
-// zero_too: 0 passes as well (it means "all" for the flag).
-CLI::Validator range_validator(double min, double max, bool exclusive_min, bool zero_too = false) {
+// zero_means (not empty): 0 passes as well, meaning that ("the whole text").
+CLI::Validator range_validator(double min, double max, bool exclusive_min, const std::string& zero_means = "") {
+  const bool zero_too = !zero_means.empty();
   std::string range =
       exclusive_min ? fmt::format("more than {} and at most {}", min, max) : fmt::format("{} to {}", min, max);
   std::string description = exclusive_min ? fmt::format("({} .. {}]", min, max) : fmt::format("[{} .. {}]", min, max);
   if (zero_too) {
-    range = fmt::format("0 (the whole text) or {}", range);
+    range = fmt::format("0 ({}) or {}", zero_means, range);
     description = fmt::format("0 or {}", description);
   }
   return CLI::Validator(
@@ -39,7 +40,9 @@ CLI::Validator range_validator(double min, double max, bool exclusive_min, bool 
 
 CLI::Validator in_range(double min, double max) { return range_validator(min, max, false); }
 
-CLI::Validator zero_or_range(double min, double max) { return range_validator(min, max, false, true); }
+CLI::Validator zero_or_range(double min, double max, const std::string& zero_means) {
+  return range_validator(min, max, false, zero_means);
+}
 CLI::Validator above(double min, double max) { return range_validator(min, max, true); }
 
 void warn_if_more_threads_than_cpus(long long threads, const char* flag) {

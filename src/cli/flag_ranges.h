@@ -12,8 +12,8 @@ inline constexpr int kMaxThreads = 1024;
 
 CLI::Validator in_range(double min, double max);  // min <= value <= max
 CLI::Validator above(double min, double max);     // min < value <= max
-// --max-tokens of ppl and bench: 0 (the whole text) or min <= value <= max.
-CLI::Validator zero_or_range(double min, double max);
+// 0 (what `zero_means`: --max-tokens of ppl and bench "the whole text") or min <= value <= max.
+CLI::Validator zero_or_range(double min, double max, const std::string& zero_means = "the whole text");
 
 // --threads N of eval, ppl and generate (declared with in_range(1, kMaxThreads); 0 = not given: all
 // cores): sets the kernels' thread count, with a one-line warning when N is more than the logical CPUs.

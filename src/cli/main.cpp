@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   qjoule::cli::add_info_command(app, ctx);
   qjoule::cli::add_eval_command(app, ctx);
   qjoule::cli::add_ppl_command(app, ctx);
+  qjoule::cli::add_score_command(app, ctx);
   qjoule::cli::add_generate_command(app, ctx);
   qjoule::cli::add_export_command(app, ctx);
   qjoule::cli::add_sensors_command(app, ctx);

@@ -14,22 +14,22 @@
 #include "qjoule/tokenize/utf8.h"
 
 namespace qjoule::eval {
-namespace {
 
-using nlohmann::json;
-
-// What a JSON value is, for messages: `"abc" (a JSON string)`, ASCII-escaped and shortened.
-std::string describe(const json& value) {
-  std::string text = value.dump(-1, ' ', true, json::error_handler_t::replace);
+std::string describe(const nlohmann::json& value) {
+  std::string text = value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return fmt::format("{} (a JSON {})", text, value.type_name());
 }
 
-std::vector<std::string> field_names(const json& object) {
+std::vector<std::string> field_names(const nlohmann::json& object) {
   std::vector<std::string> names;
   for (const auto& item : object.items()) names.push_back(item.key());
   return names;
 }
+
+namespace {
+
+using nlohmann::json;
 
 // The name of the first field of `object` among `names`, or the first of them when none is there.
 std::string pick_field(const json& object, std::initializer_list<const char*> names) {

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "qjoule/dataset.h"
 
 namespace qjoule::eval {
@@ -22,6 +24,11 @@ std::vector<SourceLine> non_blank_lines(std::string_view bytes);
 
 // "a, b, c" for messages.
 std::string join_names(const std::vector<std::string>& names);
+
+// What a JSON value is, for messages: `"abc" (a JSON string)`, ASCII-escaped and shortened.
+std::string describe(const nlohmann::json& value);
+// An object's field names, in its order.
+std::vector<std::string> field_names(const nlohmann::json& object);
 
 // Reads `bytes` (the whole file) as a GLUE-style / generic TSV with a header line.
 Dataset read_tsv_dataset(const std::filesystem::path& path, std::string_view bytes, const DatasetOptions& options);
