@@ -92,6 +92,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   const std::vector<std::vector<float>> no_reference;
   const auto& reference = lm.enabled() || fp32_model.empty() ? no_reference : decoder_reference_logits(c, fp32_model);
   if (lm.enabled()) lm.ensure_reference(c.model);
+  tasks.ensure_reference(c.model, fp32_model);
   const bool rss_reset = reset_peak_rss();
   std::string unused;
   auto backend = model::device_backend(gpu_index, quant::LayerPolicy::uniform(c.precision));
@@ -230,6 +231,8 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
     r.notes.push_back("peak_rss_bytes is host memory; the model's GPU memory is model_bytes (+ activations, KV cache)");
   record_peak_rss(r, rss_reset, predicted);
 
+  // Task accuracy (after the timed phases and the peak-RSS reading: the scoring is not part of either).
+  tasks.score(m, c.model, r);
   // Quality on the text (after the peak-RSS reading: the reference is mapped only while compared with).
   if (lm.enabled()) {
     lm.score(m, c.model, r);

@@ -103,8 +103,9 @@ struct BenchRunner::Impl {
   // FP32 logits of the fidelity inputs, by "model|seq".
   std::map<std::string, std::vector<std::vector<float>>> fp32_logits;
 
-  // The text decoder runs score, and their FP32 references.
+  // The text decoder runs score, and their FP32 references; the same for their multiple-choice tasks.
   LmQuality lm;
+  TaskAccuracy tasks;
   // Calibrated precisions' weights, once per (model, precision): the sweep's folder keeps them.
   CalibrationCache calibration;
 
@@ -126,6 +127,7 @@ struct BenchRunner::Impl {
         lm(options.lm, options.results_dir,
            // On a line of its own: the console reporter's "[k/n] run ..." is waiting for its result.
            [](const std::string& line) { fmt::print(stderr, "\n{}", line); }),
+        tasks(options.tasks, options.results_dir, [](const std::string& line) { fmt::print(stderr, "\n{}", line); }),
         calibration(options.calibration, options.results_dir,
                     [](const std::string& line) { fmt::print(stderr, "\n{}", line); }) {}
 

@@ -45,6 +45,12 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
                                                 figure(r.lm_kl_mean, "{:.4g}"), figure(r.lm_same_top_rate, "{:.3f}"))
                               : r.accuracy ? fmt::format("accuracy {:.4f}", *r.accuracy)
                                            : "agreement " + figure(r.fidelity_top1_agreement, "{:.3f}");
+  std::string task_scores;  // --task: each task's acc, and its change from FP32's
+  if (r.tasks.is_object())
+    for (const auto& [name, t] : r.tasks.items())
+      task_scores += fmt::format(
+          "; {} acc {:.4f}{}", name, t.value("acc", 0.0),
+          t["delta_acc"].is_number() ? fmt::format(" (Δ {:+.4f})", t["delta_acc"].get<double>()) : std::string());
   std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
   // A busy host said where the figures are read, not only in the notes.
   if (const auto share = host_delivered_fraction(r); share && !busy_host(r).empty())
@@ -61,7 +67,7 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
         *r.decode_tokens_per_s_mean, r.decode_tokens_per_s_std.value_or(0.0), r.decode_ms_per_token_mean.value_or(0.0),
         mj(r.decode_mj_per_token));
     if (!r.prefill_mj_per_token && !r.decode_mj_per_token) line += "; energy unavailable";
-    fmt::print(stderr, "{}; {}{}\n", line, quality, eta);
+    fmt::print(stderr, "{}; {}{}{}\n", line, quality, task_scores, eta);
     return;
   }
   const std::string energy =

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/file_lock.h"
+
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/error.h"
@@ -65,27 +67,6 @@ std::string mismatch(const LmText& t, const eval::KlBase& base, bool any_model =
   if (base.scored != t.scored) return fmt::format("scores {} tokens, this sweep {}", base.scored, t.scored);
   return "";
 }
-
-// An exclusive lock on a file for as long as it lives.
-class FileLock {
- public:
-  FileLock(const fs::path& path, const std::function<void()>& on_wait) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail("{}: cannot open the lock file", path.string());
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-    on_wait();
-    while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) fail("{}: cannot lock", path.string());
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 }  // namespace
 
@@ -240,7 +221,7 @@ const LmText& LmQuality::ensure_reference(const std::string& model) {
     return t;
   }
   fs::create_directories(t.base_path.parent_path());
-  const FileLock lock(t.base_path.string() + ".lock", [&] {
+  const detail::FileLock lock(t.base_path.string() + ".lock", [&] {
     note_(fmt::format("FP32 reference for '{}': another process is computing {}; waiting for it", model,
                       t.base_path.string()));
   });

@@ -1,4 +1,5 @@
 #include "qjoule/bench/paper_table.h"
+#include "qjoule/bench/task_table.h"
 #include "qjoule/limits/roofline.h"
 
 #include <algorithm>
@@ -24,51 +25,6 @@ constexpr const char* kMissing = "—";
 std::size_t display_width(const std::string& text) {
   return static_cast<std::size_t>(
       std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
-std::string escape_cell(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-// A markdown table padded to aligned columns, so it reads as well in a terminal as rendered.
-std::string render_table(const std::vector<PaperTableColumn>& columns,
-                         const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width(columns.size());
-  for (std::size_t c = 0; c < columns.size(); ++c) {
-    width[c] = std::max<std::size_t>(display_width(columns[c].header), 3);
-    for (const auto& row : rows) width[c] = std::max(width[c], display_width(row[c]));
-  }
-  // Appends only (no `a + b` temporaries): GCC 12 raises a false -Wrestrict on those at -O3.
-  const auto line = [&](const std::vector<std::string>& cells) {
-    std::string out = "|";
-    for (std::size_t c = 0; c < columns.size(); ++c) {
-      const std::size_t pad = width[c] - display_width(cells[c]);
-      out += ' ';
-      if (columns[c].right_aligned) out.append(pad, ' ');
-      out += cells[c];
-      if (!columns[c].right_aligned) out.append(pad, ' ');
-      out += " |";
-    }
-    out += '\n';
-    return out;
-  };
-  std::vector<std::string> headers;
-  for (const auto& column : columns) headers.push_back(column.header);
-  std::string out = line(headers);
-  out += '|';
-  for (std::size_t c = 0; c < columns.size(); ++c) {
-    out += columns[c].right_aligned ? " " : " :";
-    out.append(width[c] - 1, '-');
-    out += columns[c].right_aligned ? ": |" : " |";
-  }
-  out += '\n';
-  for (const auto& row : rows) out += line(row);
-  return out;
 }
 
 std::optional<std::string> token_of(const RunRecord& record) {
@@ -280,6 +236,50 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
 
 }  // namespace
 
+std::string escape_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string render_table(const std::vector<PaperTableColumn>& columns,
+                         const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(columns.size());
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    width[c] = std::max<std::size_t>(display_width(columns[c].header), 3);
+    for (const auto& row : rows) width[c] = std::max(width[c], display_width(row[c]));
+  }
+  // Appends only (no `a + b` temporaries): GCC 12 raises a false -Wrestrict on those at -O3.
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const std::size_t pad = width[c] - display_width(cells[c]);
+      out += ' ';
+      if (columns[c].right_aligned) out.append(pad, ' ');
+      out += cells[c];
+      if (!columns[c].right_aligned) out.append(pad, ' ');
+      out += " |";
+    }
+    out += '\n';
+    return out;
+  };
+  std::vector<std::string> headers;
+  for (const auto& column : columns) headers.push_back(column.header);
+  std::string out = line(headers);
+  out += '|';
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    out += columns[c].right_aligned ? " " : " :";
+    out.append(width[c] - 1, '-');
+    out += columns[c].right_aligned ? ": |" : " |";
+  }
+  out += '\n';
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
 PaperTable build_paper_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
                              const std::string& baseline_precision, double max_ppl_increase_pct) {
   const bool all_decoders =
@@ -437,6 +437,7 @@ std::string format_paper_table(const std::vector<RunRecord>& records, double max
     out += fmt::format("\n! Below {:.0f}% of the machine's limit:\n{}", limits::kRoofWarningFraction * 100,
                        listed(table.roof_warnings));
   if (!table.failed.empty()) out += fmt::format("\nFailed runs:\n{}", listed(table.failed));
+  out += format_task_table(records, max_accuracy_drop_pt);
   return out;
 }
 

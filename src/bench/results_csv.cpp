@@ -39,7 +39,8 @@ std::string cell_text(const nlohmann::json& value) {
 std::vector<std::string_view> results_csv_columns() {
   std::vector<std::string_view> columns;
   for (auto key : kRunRecordKeys)
-    if (key != "environment" && key != "energy_window" && key != "decode_energy_window") columns.push_back(key);
+    if (key != "environment" && key != "energy_window" && key != "decode_energy_window" && key != "tasks")
+      columns.push_back(key);
   return columns;
 }
 

@@ -161,6 +161,7 @@ constexpr std::size_t keys_of_version(std::int64_t version) {
          : version == 2 ? kRunRecordKeysV2
          : version == 3 ? kRunRecordKeysV3
          : version == 4 ? kRunRecordKeysV4
+         : version == 5 ? kRunRecordKeysV5
                         : kRunRecordKeys.size();
 }
 
@@ -199,6 +200,9 @@ nlohmann::json to_json(const RunRecord& record) {
   if (!record.decode_energy_window.is_null() && !record.decode_energy_window.is_object())
     fail("run record '{}': decode_energy_window is {}, expected an object or null", record.run_name,
          detail::describe_json(record.decode_energy_window));
+  if (!record.tasks.is_null() && !record.tasks.is_object())
+    fail("run record '{}': tasks is {}, expected an object or null", record.run_name,
+         detail::describe_json(record.tasks));
   if (!record.environment.is_object())
     fail("run record '{}': environment is {}, expected an object", record.run_name,
          detail::describe_json(record.environment));
@@ -253,6 +257,7 @@ nlohmann::json to_json(const RunRecord& record) {
                                                                     : record.decode_energy_unavailable)
           : nlohmann::json(nullptr);
   j["decode_energy_window"] = record.decode_energy_window;
+  j["tasks"] = record.tasks;
   for (const auto& f : kOptionalStrings) j[std::string(f.key)] = string_or_null(record.*f.member);
   // As decode_energy_unavailable: a decoder run without a perplexity says why.
   j["lm_unavailable"] =
@@ -348,6 +353,12 @@ RunRecord run_record_from_json(const nlohmann::json& json) {
     if (!decode_window.is_null() && !decode_window.is_object())
       fail("run record: decode_energy_window is {}, expected an object or null", detail::describe_json(decode_window));
     record.decode_energy_window = decode_window;
+  }
+  if (in_version(v, "tasks")) {
+    const auto& tasks = r.at("tasks");
+    if (!tasks.is_null() && !tasks.is_object())
+      fail("run record: tasks is {}, expected an object or null", detail::describe_json(tasks));
+    record.tasks = tasks;
   }
   return record;
 }

@@ -47,7 +47,7 @@ std::string content_hash(std::string_view bytes) {
 
 nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
                               const nlohmann::json& text, const std::string& reference,
-                              const nlohmann::json& calibration) {
+                              const nlohmann::json& calibration, const nlohmann::json& tasks) {
   nlohmann::json models = nlohmann::json::object();
   for (const auto& c : configs)
     if (!models.contains(c.model)) models[c.model] = model_identity(c.model);
@@ -55,6 +55,7 @@ nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::
   if (!text.is_null()) identity["text"] = text;
   if (!reference.empty()) identity["reference"] = {{reference, model_identity(reference)}};
   if (!calibration.is_null()) identity["calibration"] = calibration;
+  if (!tasks.is_null()) identity["tasks"] = tasks;
   return identity;
 }
 
@@ -101,6 +102,8 @@ void check_sweep_identity(const std::filesystem::path& out_dir, const nlohmann::
     });
     same("calibration", "calibrated with", "--calib, --calib-sequences, --calib-tokens and --calib-damp",
          [](const nlohmann::json& c) { return c.is_null() ? std::string("no --calib") : "--calib " + c.dump(); });
+    same("tasks", "scored", "--task and --task-limit",
+         [](const nlohmann::json& t) { return t.is_null() ? std::string("no --task") : "--task " + t.dump(); });
     std::vector<std::string> then, now;
     for (const auto& [model, id] : stored["models"].items()) then.push_back(model);
     for (const auto& [model, id] : identity["models"].items()) now.push_back(model);

@@ -69,8 +69,10 @@ void write_outputs(const ResultsStore& store, const fs::path& out, const SweepSe
 ResultsStore open_sweep_store(const std::vector<RunConfig>& configs, const fs::path& out, const SweepSettings& s) {
   auto store = ResultsStore::open(out);
   const LmQuality lm(s.runner.lm, out, note);
+  TaskAccuracy tasks(s.runner.tasks, out, note);
   check_sweep_identity(out, sweep_identity(configs, s.runner.dataset, lm.sweep_identity_entry(), s.runner.lm.reference,
-                                           calibration_identity_entry(s.runner.calibration)));  // under the lock
+                                           calibration_identity_entry(s.runner.calibration),
+                                           tasks.sweep_identity_entry()));  // under the lock
   for (const auto& n : store.notes()) note("note: " + n);
   return store;
 }

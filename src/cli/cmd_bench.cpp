@@ -119,6 +119,9 @@ void run_bench(const BenchArgs& a, CommandContext& ctx) {
     fail("{} needs --text FILE: it sets how a decoder's text is scored", a.lm_flags_given.front());
   // --text: every model a decoder with a tokenizer, the text long enough, each --kl-base its model's.
   bench::LmQuality(runner.lm, ".", [](const std::string&) {}).check(configs);
+  // --task: every model a decoder, every task file read and checked.
+  bench::TaskAccuracy(runner.tasks, ".", [](const std::string&) {}).check(configs);
+  if (runner.tasks.files.empty() && runner.tasks.limit != 0) fail("--task-limit needs --task FILE: it cuts each task");
   std::set<std::string> noted;
   for (const auto& c : configs) {
     if (noted.insert(c.precision.text()).second)
@@ -264,13 +267,22 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                   "The unquantized model of pre-quantized checkpoints (GPTQ, AWQ, bitsandbytes): its FP32 run is "
                   "their reference (fidelity; with --text, the KL base)")
       ->check(CLI::ExistingDirectory);
+  cmd->add_option("--task", a->settings.runner.tasks.files,
+                  "Decoder models: a multiple-choice task (JSON Lines: qjoule's, HellaSwag's or ARC's rows) each run "
+                  "scores as `qjoule score` does (acc, acc_norm, and against FP32's answers, computed once per sweep "
+                  "into OUT/task-base/: Δacc and the share of changed answers); repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--task-limit", a->settings.runner.tasks.limit, "With --task: each task's first N items (0: all)")
+      ->check(zero_or_range(1, 1e12, "every item"));
   add_calibration_options(cmd, a->settings.runner.calibration);
   cmd->add_option("--max-ppl-increase", a->settings.max_ppl_increase_pct,
                   "With --text: flag decoder runs whose perplexity is more than this many percent above FP32's")
       ->capture_default_str()
       ->check(in_range(0, 1e6));
-  cmd->add_option("--max-accuracy-drop", a->settings.max_accuracy_drop,
-                  "Flag runs whose accuracy (or agreement) drops more than this many points below FP32")
+  cmd->add_option(
+         "--max-accuracy-drop", a->settings.max_accuracy_drop,
+         "Flag runs whose accuracy (a classifier's, a decoder's on each --task, or the agreement) drops more than "
+         "this many points below FP32")
       ->capture_default_str()
       ->check(in_range(0, 100));
   cmd->add_flag("--trace", a->settings.meter.trace,

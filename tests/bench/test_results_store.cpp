@@ -132,10 +132,10 @@ TEST(BenchResultsStore, ABadMiddleLineFailsNamingFileAndLine) {
 TEST(BenchResultsStore, RecordsThatDoNotReadFailNamingTheLine) {
   const auto dir = test::temp_dir("bench_store_bad_record");
   auto json = to_json(examples::full_record());
-  json["schema_version"] = 6;
+  json["schema_version"] = 7;
   write_text(dir / "results.jsonl", json.dump() + "\n");
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
-              HasSubstr("results.jsonl:1: run record: schema_version 6, expected 1 to 5"));
+              HasSubstr("results.jsonl:1: run record: schema_version 7, expected 1 to 6"));
 
   write_text(dir / "results.jsonl", line_of(examples::full_record()) + "\n" + line_of(examples::full_record()));
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
@@ -191,7 +191,8 @@ TEST(BenchResultsStore, MovesKeepTheFile) {
 
 TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   const auto columns = results_csv_columns();
-  EXPECT_EQ(columns.size(), kRunRecordKeys.size() - 3);
+  EXPECT_EQ(columns.size(), kRunRecordKeys.size() - 4);
+  EXPECT_EQ(std::count(columns.begin(), columns.end(), "tasks"), 0);
   EXPECT_EQ(std::count(columns.begin(), columns.end(), "environment"), 0);
   EXPECT_EQ(std::count(columns.begin(), columns.end(), "energy_window"), 0);
   EXPECT_EQ(std::count(columns.begin(), columns.end(), "decode_energy_window"), 0);
@@ -213,7 +214,7 @@ TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   // ... and the text-quality columns (version 3) follow those.
   EXPECT_THAT(lines[0], HasSubstr(",decode_energy_j,decode_energy_unavailable,lm_text,lm_text_tokens,"));
   EXPECT_THAT(lines[0], HasSubstr(",lm_rms_dp,lm_kl_base,lm_unavailable,weights_source,roof_flops_per_token,"));
-  // ... then the roofs (version 4), and the calibration (version 5) last.
+  // ... then the roofs (version 4), and the calibration (version 5) last (version 6's tasks is an object).
   EXPECT_THAT(lines[0], ::testing::EndsWith(",roof_unavailable,decode_roof_flops_per_token,decode_roof_bytes_per_token,"
                                             "decode_roof_gb_per_s,decode_roof_fraction,decode_roof_bound,"
                                             "calibration_tokens,calibration_damp,calibration_seconds"));
@@ -227,7 +228,7 @@ TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   EXPECT_THAT(lines[4],
               ::testing::EndsWith(",not measured (no reason recorded)," + std::string(8, ',') + no_roof + ",,,,,,,,"))
       << "a decoder run without a text";
-  EXPECT_THAT(lines[1], HasSubstr("5,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
+  EXPECT_THAT(lines[1], HasSubstr("6,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
                                   "distilbert-base,cpu,int8,8,128,2,ok,,false,5,20,20,4.25,0.5,3.5,4.0,5.0,6.0,6.5,"));
   EXPECT_THAT(lines[1], HasSubstr(",int8 onednn:gemm:u8s8s32 x30; fp32 layernorm x13,"));
   // Nulls are empty cells; a cell with commas is quoted.

@@ -40,6 +40,7 @@
 
 #include "qjoule/bench/calibration_settings.h"
 #include "qjoule/bench/lm_quality.h"
+#include "qjoule/bench/task_accuracy.h"
 #include "qjoule/bench/run_config.h"
 #include "qjoule/bench/run_record.h"
 #include "qjoule/energy/energy_meter.h"
@@ -77,6 +78,9 @@ struct BenchOptions {
   // Decoder models: the text each run scores (`--text`), and the sweep's folder, whose kl-base/ keeps
   // the FP32 references (lm_quality.h).
   LmTextOptions lm;
+  // Decoder models: the multiple-choice tasks each run scores (`--task`; task_accuracy.h keeps their FP32
+  // answers in the sweep's task-base/).
+  TaskOptions tasks;
   // Decoder models in a calibrated precision: the text they calibrate on, once per precision (results_dir's
   // calibrated/ keeps the result, bench/calibration_cache.h).
   CalibrationSettings calibration;

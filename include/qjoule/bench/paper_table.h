@@ -40,6 +40,13 @@ struct PaperTableColumn {
   std::string header;
   bool right_aligned;  // numbers
 };
+// A markdown table padded to aligned columns, so it reads as well in a terminal as rendered (cells already
+// escaped: escape_cell).
+std::string render_table(const std::vector<PaperTableColumn>& columns,
+                         const std::vector<std::vector<std::string>>& rows);
+// `text` with its '|' escaped for a markdown cell.
+std::string escape_cell(const std::string& text);
+
 struct PaperTableRow {
   std::size_t record;              // index into the records the table was built from
   std::vector<std::string> cells;  // one per column

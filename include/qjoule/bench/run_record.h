@@ -33,7 +33,7 @@ namespace qjoule::bench {
 // Older records still read: the keys added since are absent and read as null, and the record reads
 // back as the current version (nothing is lost: version 1 had no decoder runs, version 2 no text,
 // version 3 no roofs, version 4 no calibrated precisions).
-inline constexpr int kRunRecordSchemaVersion = 5;
+inline constexpr int kRunRecordSchemaVersion = 6;
 inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
 // Members are named as their JSON keys (run_record_fields.h), except the groups: `config` (model,
@@ -107,6 +107,12 @@ struct RunRecord {
   std::optional<std::size_t> calibration_tokens;
   std::optional<double> calibration_damp, calibration_seconds;
 
+  // A decoder run's multiple-choice task accuracy (`bench --task FILE`, scored as `qjoule score` scores
+  // it: eval/task_scoring.h), by task name: {"file", "hash", "shape", "items", "acc", "acc_stderr",
+  // "acc_norm", "acc_norm_stderr", "truncated", "tokens_per_s", "fp32_acc", "fp32_acc_norm", "delta_acc",
+  // "delta_acc_norm", "changed_share", "reference_unavailable"} (bench/task_accuracy.h); null without --task.
+  nlohmann::json tasks;
+
   // The run against the machine's measured limits (environment.machine_limits; qjoule/limits/roofline.h):
   // the measured phase (an encoder's batches, a decoder's prefill) did roof_flops_per_token arithmetic and
   // moved roof_bytes_per_token per token, so achieved roof_gflops and roof_gb_per_s; its roof is the
@@ -142,7 +148,10 @@ static_assert(kRunRecordKeys[kRunRecordKeysV3 - 1] == "weights_source");
 // The keys version 4 had: up to and including "decode_roof_bound".
 inline constexpr std::size_t kRunRecordKeysV4 = 92;
 static_assert(kRunRecordKeys[kRunRecordKeysV4 - 1] == "decode_roof_bound");
-static_assert(kRunRecordKeys.back() == "calibration_seconds", "the array's size must match its keys");
+// The keys version 5 had: up to and including "calibration_seconds".
+inline constexpr std::size_t kRunRecordKeysV5 = 95;
+static_assert(kRunRecordKeys[kRunRecordKeysV5 - 1] == "calibration_seconds");
+static_assert(kRunRecordKeys.back() == "tasks", "the array's size must match its keys");
 
 // One flat object with every key of kRunRecordKeys. Absent optionals are null; the energy figures
 // also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null), and

@@ -21,7 +21,7 @@ struct RunRecordField {
 };
 
 // clang-format off
-inline constexpr std::array<RunRecordField, 95> kRunRecordFields = {{
+inline constexpr std::array<RunRecordField, 96> kRunRecordFields = {{
     {"schema_version", FieldType::integer, false, ""},
     {"run_name", FieldType::string, false, ""},
     {"start_time", FieldType::string, false, ""},
@@ -117,6 +117,7 @@ inline constexpr std::array<RunRecordField, 95> kRunRecordFields = {{
     {"calibration_tokens", FieldType::integer, true, "tokens"},
     {"calibration_damp", FieldType::number, true, ""},
     {"calibration_seconds", FieldType::number, true, "s"},
+    {"tasks", FieldType::object, true, ""},
 }};
 // clang-format on
 

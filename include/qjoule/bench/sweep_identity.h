@@ -27,13 +27,14 @@ std::string model_identity(const std::string& model);
 std::string content_hash(std::string_view bytes);
 
 // {"models": {model: identity, ...}, "dataset": dataset, "text": text, "reference": {DIR: identity},
-// "calibration": calibration} for these configurations; `text` is the language-model text scored
-// (LmQuality::sweep_identity_entry), null without --text; `reference` the unquantized model of
+// "calibration": calibration, "tasks": tasks} for these configurations; `text` is the language-model text
+// scored (LmQuality::sweep_identity_entry), null without --text; `reference` the unquantized model of
 // pre-quantized ones (--reference), absent without; `calibration` the calibration text and sizes
-// (calibration_identity_entry), null without --calib.
+// (calibration_identity_entry), null without --calib; `tasks` the task files with their hashes and
+// --task-limit (TaskAccuracy::sweep_identity_entry), null without --task.
 nlohmann::json sweep_identity(const std::vector<RunConfig>& configs, const std::string& dataset,
                               const nlohmann::json& text = nullptr, const std::string& reference = "",
-                              const nlohmann::json& calibration = nullptr);
+                              const nlohmann::json& calibration = nullptr, const nlohmann::json& tasks = nullptr);
 
 // OUT/sweep-identity.json as written, checked (an object with 'models', a string 'dataset' if any; else
 // one line naming the file), or nullopt when the folder has none.
