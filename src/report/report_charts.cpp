@@ -2,6 +2,7 @@
 #include "qjoule/report/roofline_chart.h"
 #include "report/chart_builders.h"
 #include "report/decoder_speed_charts.h"
+#include "report/task_accuracy_chart.h"
 #include "report/unavailable_by_reason.h"
 
 #include <algorithm>
@@ -358,7 +359,11 @@ std::vector<ReportSection> build_report_charts(const std::vector<RunRecord>& rec
   }
   sections.push_back({"energy", "Energy", {energy_chart(runs)}});
   const bool by_text = std::any_of(runs.begin(), runs.end(), [](const RunRecord* r) { return r->lm_ppl.has_value(); });
-  if (by_text && is_decoder_sweep(records)) {
+  if (is_decoder_sweep(records) && has_task_scores(runs)) {
+    auto charts = by_text ? text_quality_charts(runs) : std::vector<ReportChart>{};
+    charts.insert(charts.begin(), task_accuracy_chart(runs));
+    sections.push_back({"accuracy", by_text ? "Quality: task accuracy and the text" : "Task accuracy", charts});
+  } else if (by_text && is_decoder_sweep(records)) {
     sections.push_back({"accuracy", "Quality on the text", text_quality_charts(runs)});
   } else {
     sections.push_back({"accuracy", "Accuracy", {accuracy_chart(runs, by_accuracy)}});

@@ -250,6 +250,23 @@ TEST(ReportHtml, ADecoderSweepChartsItsSpeedPerPhase) {
   EXPECT_EQ(charts["chart-decode-throughput"]["options"]["scales"]["y"]["title"]["text"], "tokens/s");
 }
 
+// `bench --task`: each task's acc per precision, drawn in the quality section beside the text's charts.
+TEST(ReportHtml, ADecoderSweepWithTasksChartsEachTasksAccuracy) {
+  auto records = sample::decoder_records();
+  for (std::size_t i = 0; i < records.size(); ++i)
+    records[i].tasks = {{"arc", {{"acc", 0.25 + 0.01 * double(i)}}}, {"hellaswag", {{"acc", 0.5}}}};
+  const auto html = render_html_report(records, options_with_fake_chartjs("report_html_tasks"));
+  const auto charts = page_data(html)["charts"];
+  ASSERT_TRUE(charts.contains("chart-tasks"));
+  const auto& data = charts["chart-tasks"]["data"];
+  ASSERT_EQ(data["datasets"].size(), 2u);
+  EXPECT_EQ(data["datasets"][0]["label"], "arc");
+  EXPECT_EQ(data["datasets"][1]["label"], "hellaswag");
+  EXPECT_DOUBLE_EQ(data["datasets"][0]["data"][2].get<double>(), 27.0);
+  EXPECT_TRUE(charts.contains("chart-ppl")) << "the text's charts stay beside it";
+  EXPECT_THAT(html, HasSubstr("Quality: task accuracy and the text"));
+}
+
 TEST(ReportHtml, ScalingChartsNeedTwoValuesElseANote) {
   const auto html = render_html_report(sample::records(), options_with_fake_chartjs("report_html_scaling"));
   const auto data = page_data(html);
