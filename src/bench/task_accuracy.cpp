@@ -1,5 +1,8 @@
 #include "qjoule/bench/task_accuracy.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
 #include <optional>
 
@@ -7,6 +10,7 @@
 
 #include "bench/file_lock.h"
 #include "qjoule/bench/bench_runner.h"
+#include "qjoule/bench/console_reporter.h"
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/error.h"
 #include "qjoule/eval/task_scoring.h"
@@ -19,9 +23,35 @@ namespace {
 
 namespace fs = std::filesystem;
 
-eval::TaskScore score_on(const model::DecoderLM& m, const std::string& model, const eval::Task& task) {
+// Scores `task` with a progress line (`who`: "FP32 answers", "this run") where it takes more than a few
+// seconds: a tty rewrites one line, a log gets one every 10 s; each begins with its newline, as the notes.
+eval::TaskScore score_on(const model::DecoderLM& m, const std::string& model, const eval::Task& task,
+                         const std::string& who) {
   const auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(fs::path(model) / "tokenizer.json");
-  return eval::score_task(m, tokenizer, task);
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto last_line = start;
+  bool shown = false;
+  eval::TaskScoringOptions options;
+  options.progress = [&](int64_t done, int64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    if (elapsed < 3.0 && !shown) return;
+    const std::string line =
+        fmt::format("  {} on {}: item {}/{}, {}, ETA {}", who, task.name, done, total, format_duration(elapsed),
+                    format_duration(elapsed / double(done) * double(total - done)));
+    if (tty) {
+      fmt::print(stderr, "{}{}", shown ? "\r\033[K" : "\n", line);
+      shown = true;
+    } else if (std::chrono::duration<double>(now - last_line).count() >= 10.0 || done == total) {
+      fmt::print(stderr, "\n{}", line);
+      last_line = now;
+      shown = true;
+    }
+  };
+  auto s = eval::score_task(m, tokenizer, task, options);
+  if (shown && tty) fmt::print(stderr, "\n");
+  return s;
 }
 
 TaskReference reference_of(const eval::TaskScore& s) {
@@ -119,7 +149,7 @@ void TaskAccuracy::ensure_reference(const std::string& model, const std::string&
         note_(fmt::format("FP32 task answers for '{}': loading the model in FP32 (once per sweep)", fp32_model));
         fp32.emplace(model::load_decoder_lm(fp32_model));
       }
-      const auto s = score_on(*fp32, fp32_model, tasks_[t]);
+      const auto s = score_on(*fp32, fp32_model, tasks_[t], "FP32 answers");
       refs[t] = reference_of(s);
       nlohmann::json j = {{"task", tasks_[t].name},   {"file", tasks_[t].path.string()}, {"hash", hashes_[t]},
                           {"model", fp32_model},      {"items", s.items.size()},         {"acc", s.acc()},
@@ -142,7 +172,7 @@ void TaskAccuracy::score(const model::DecoderLM& m, const std::string& model, Ru
   const auto ref = references_.find(model);
   for (std::size_t t = 0; t < tasks_.size(); ++t) {
     const auto& task = tasks_[t];
-    const auto s = score_on(m, model, task);
+    const auto s = score_on(m, model, task, "this run's answers");
     nlohmann::json j = {{"file", task.path.string()},
                         {"hash", hashes_[t]},
                         {"shape", std::string(eval::task_shape_name(task.shape))},

@@ -2,6 +2,7 @@
 // acc_norm with their standard errors, as lm-evaluation-harness scores log-likelihood tasks).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "cli/decoder_command.h"
 #include "cli/flag_ranges.h"
 #include "cli/format_util.h"
+#include "qjoule/bench/console_reporter.h"
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/eval/task_file.h"
 #include "qjoule/eval/task_scoring.h"
@@ -94,8 +96,12 @@ void run_score(const ScoreArgs& a) {
                fewest == most ? fmt::format("{}", most) : fmt::format("{} to {}", fewest, most));
     std::fflush(stdout);
     eval::TaskScoringOptions options;
-    options.progress = [tty](int64_t done, int64_t total) {
-      if (tty) fmt::print(stderr, "\r  item {}/{}", done, total);
+    const auto started = std::chrono::steady_clock::now();
+    options.progress = [tty, started](int64_t done, int64_t total) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (tty)
+        fmt::print(stderr, "\r\033[K  item {}/{}, {}, ETA {}", done, total, bench::format_duration(elapsed),
+                   bench::format_duration(elapsed / double(done) * double(total - done)));
     };
     const auto s = eval::score_task(d.model, d.tokenizer, task, options);
     if (tty) fmt::print(stderr, "\r\033[K");
