@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "qjoule/bench/task_table.h"
+
 namespace qjoule::bench {
 
 std::string format_duration(double seconds) {
@@ -47,10 +49,11 @@ void ConsoleReporter::run_finished(const RunRecord& r, std::size_t done, std::si
                                            : "agreement " + figure(r.fidelity_top1_agreement, "{:.3f}");
   std::string task_scores;  // --task: each task's acc, and its change from FP32's
   if (r.tasks.is_object())
-    for (const auto& [name, t] : r.tasks.items())
-      task_scores += fmt::format(
-          "; {} acc {:.4f}{}", name, t.value("acc", 0.0),
-          t["delta_acc"].is_number() ? fmt::format(" (Δ {:+.4f})", t["delta_acc"].get<double>()) : std::string());
+    for (const auto& [name, t] : r.tasks.items()) {
+      const auto delta = task_figure(r, name, "delta_acc");
+      task_scores += fmt::format("; {} acc {}{}", name, figure(task_figure(r, name, "acc"), "{:.4f}"),
+                                 delta ? fmt::format(" (Δ {:+.4f})", *delta) : std::string());
+    }
   std::string eta = done < to_run ? fmt::format(" (ETA {})", format_duration(eta_s)) : "";
   // A busy host said where the figures are read, not only in the notes.
   if (const auto share = host_delivered_fraction(r); share && !busy_host(r).empty())

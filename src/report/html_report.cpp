@@ -13,6 +13,7 @@
 
 #include "io/atomic_file.h"
 #include "qjoule/bench/paper_table.h"
+#include "qjoule/bench/task_table.h"
 #include "qjoule/build_info.h"
 #include "qjoule/error.h"
 #include "qjoule/report/chartjs_source.h"
@@ -153,6 +154,30 @@ std::string skipped_html(const std::vector<SkippedLine>& skipped) {
   return html + "</ul>\n</section>\n";
 }
 
+// `bench --task`: each task's acc, Δacc and changed answers per run, and the runs flagged below the drop.
+std::string task_table_html(const std::vector<RunRecord>& records, const ReportOptions& options) {
+  const bench::TaskTable table = bench::build_task_table(records, options.max_accuracy_drop_pt);
+  if (table.columns.empty()) return "";
+  std::string html =
+      "<h3>Task accuracy</h3>\n<p class=\"note\">acc ± its standard error; Δacc against FP32's answers on the same "
+      "items; changed: the share of items whose answer differs from FP32's.</p>\n<div class=\"table-wrap\"><table "
+      "id=\"task-table\" class=\"sortable\">\n<thead><tr>";
+  for (const auto& column : table.columns) html += fmt::format("<th>{}</th>", html_escape(column.header));
+  html += "</tr></thead>\n<tbody>\n";
+  for (const auto& row : table.rows) {
+    html += fmt::format("<tr data-run=\"{}\">", html_escape(records[row.record].run_name));
+    for (std::size_t c = 0; c < row.cells.size(); ++c)
+      html += fmt::format("<td{}>{}</td>", table.columns[c].right_aligned ? " class=\"num\"" : "",
+                          html_escape(row.cells[c]));
+    html += "</tr>\n";
+  }
+  html += "</tbody>\n</table></div>\n";
+  if (!table.drops.empty())
+    html += fmt::format("<div class=\"box warn\" id=\"task-drops\"><h3>Task accuracy drop above {} pt</h3>\n{}</div>\n",
+                        options.max_accuracy_drop_pt, list_html(table.drops));
+  return html;
+}
+
 std::string table_html(const std::vector<RunRecord>& records, const ReportOptions& options) {
   const bench::PaperTable table =
       bench::build_paper_table(records, options.max_accuracy_drop_pt, options.baseline, options.max_ppl_increase_pct);
@@ -200,7 +225,7 @@ std::string table_html(const std::vector<RunRecord>& records, const ReportOption
         limits::kRoofWarningFraction * 100, list_html(table.roof_warnings));
   if (!table.failed.empty())
     html += fmt::format("<div id=\"failed-runs\"><h3>Failed runs</h3>\n{}</div>\n", list_html(table.failed));
-  return html + "</section>\n";
+  return html + task_table_html(records, options) + "</section>\n";
 }
 
 std::string pareto_list_html(const std::vector<RunRecord>& records, const RecordPareto& pareto) {

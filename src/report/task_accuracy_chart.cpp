@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "qjoule/bench/task_table.h"
 #include "report/chart_builders.h"
 
 namespace qjoule::report {
@@ -29,8 +30,8 @@ ReportChart task_accuracy_chart(const std::vector<const bench::RunRecord*>& runs
   std::vector<std::pair<std::string, Metric>> metrics;
   for (const auto& name : names)
     metrics.emplace_back(name, [name](const bench::RunRecord& r) -> std::optional<double> {
-      if (!r.tasks.is_object() || !r.tasks.contains(name) || !r.tasks[name]["acc"].is_number()) return std::nullopt;
-      return r.tasks[name]["acc"].get<double>() * 100.0;
+      const auto acc = bench::task_figure(r, name, "acc");
+      return acc ? std::optional<double>(*acc * 100.0) : std::nullopt;
     });
   json data = per_precision_data(runs, metrics);
   if (!has_values(data)) {

@@ -265,6 +265,9 @@ TEST(ReportHtml, ADecoderSweepWithTasksChartsEachTasksAccuracy) {
   EXPECT_DOUBLE_EQ(data["datasets"][0]["data"][2].get<double>(), 27.0);
   EXPECT_TRUE(charts.contains("chart-ppl")) << "the text's charts stay beside it";
   EXPECT_THAT(html, HasSubstr("Quality: task accuracy and the text"));
+  // The task table beside the paper table; no FP32 figures in these records: Δacc is a dash.
+  EXPECT_THAT(html, HasSubstr("<table id=\"task-table\""));
+  EXPECT_THAT(html, HasSubstr("<th>arc acc</th><th>Δacc</th><th>changed</th><th>hellaswag acc</th>"));
 }
 
 TEST(ReportHtml, ScalingChartsNeedTwoValuesElseANote) {

@@ -4,14 +4,29 @@
 // −max_accuracy_drop_pt points, flagged as the paper table flags accuracy drops.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "qjoule/bench/paper_table.h"
 #include "qjoule/bench/run_record.h"
 
 namespace qjoule::bench {
 
-// "" when no record has tasks.
+// The number `key` ("acc", "delta_acc", ...) of `task` in the record's tasks, or nullopt where the record has
+// no such task or figure (null, or not a number).
+std::optional<double> task_figure(const RunRecord& record, const std::string& task, std::string_view key);
+
+struct TaskTable {
+  std::vector<PaperTableColumn> columns;  // run, precision, then per task: acc, Δacc, changed
+  std::vector<PaperTableRow> rows;        // one per successful run with tasks (cells not escaped)
+  std::vector<std::string> drops;         // the runs below −max_accuracy_drop_pt, one line each
+};
+
+// No columns when no record has tasks.
+TaskTable build_task_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt);
+// The table in markdown with its heading and flagged drops; "" when no record has tasks.
 std::string format_task_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt);
 
 }  // namespace qjoule::bench
