@@ -325,14 +325,24 @@ _INTEGER_COLUMNS = ("batch", "seq", "threads", "warmup_iters", "iters", "model_b
                     "decode_iters", "lm_text_tokens", "lm_ctx", "lm_stride", "lm_scored_tokens", "schema_version")
 
 
+# Each `bench --task` task's figures, as flat columns "task.<name>.<key>" beside the record's `tasks` dict.
+_TASK_FIGURES = ("items", "acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "fp32_acc", "delta_acc", "delta_acc_norm",
+                 "changed_share")
+
+
 def to_pandas(path):
-    """The records as a pandas DataFrame, one row a run (Debian's python3-pandas)."""
+    """The records as a pandas DataFrame, one row a run (Debian's python3-pandas). A decoder sweep with
+    `--task` also gets a column "task.<name>.<figure>" per task and figure (acc, delta_acc, ...)."""
     try:
         import pandas
     except ImportError as e:
         raise ImportError("qjoule.to_pandas needs pandas: install Debian's python3-pandas "
                           "(apt install python3-pandas)") from e
     records = read_results(path)
+    for r in records:
+        for name, t in (r.get("tasks") or {}).items():
+            for key in _TASK_FIGURES:
+                r[f"task.{name}.{key}"] = t.get(key)
     frame = pandas.DataFrame.from_records(records)
     for column in _INTEGER_COLUMNS:
         if column in frame.columns:

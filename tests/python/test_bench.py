@@ -118,6 +118,22 @@ def test_read_results_and_to_pandas(powercap_25w, tmp_path):
     assert isinstance(frame["start_time"].dtype, pandas.DatetimeTZDtype)
 
 
+def test_to_pandas_flattens_each_tasks_figures(tmp_path):
+    pytest.importorskip("pandas")
+    with open(os.path.join(SOURCE_DIR, "tests", "fixtures", "report", "results.jsonl")) as f:
+        record = json.loads(f.readline())
+    record["tasks"] = {"arc": {"file": "arc.jsonl", "hash": "0" * 16, "shape": "ARC", "items": 4, "acc": 0.5,
+                               "acc_stderr": 0.29, "acc_norm": 0.25, "acc_norm_stderr": 0.25, "truncated": 0,
+                               "tokens_per_s": 100.0, "fp32_acc": 0.75, "fp32_acc_norm": 0.25, "delta_acc": -0.25,
+                               "delta_acc_norm": 0.0, "changed_share": 0.25, "reference_unavailable": None}}
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    frame = qjoule.to_pandas(tmp_path / "results.jsonl")
+    assert frame["task.arc.acc"][0] == 0.5
+    assert frame["task.arc.delta_acc"][0] == -0.25
+    assert frame["task.arc.changed_share"][0] == 0.25
+    assert frame["tasks"][0]["arc"]["shape"] == "ARC"
+
+
 def test_a_recorded_name_is_skipped(powercap_25w, tmp_path, capsys):
     out = tmp_path / "out"
     calls = []
