@@ -3,18 +3,21 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "bench/file_lock.h"
+#include "bench/peak_rss.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/console_reporter.h"
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/error.h"
 #include "qjoule/eval/task_scoring.h"
 #include "qjoule/eval/text_file.h"
+#include "qjoule/io/safetensors.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/tokenize/bpe_tokenizer.h"
 
@@ -146,8 +149,21 @@ void TaskAccuracy::ensure_reference(const std::string& model, const std::string&
         continue;
       }
       if (!fp32) {
-        note_(fmt::format("FP32 task answers for '{}': loading the model in FP32 (once per sweep)", fp32_model));
-        fp32.emplace(model::load_decoder_lm(fp32_model));
+        // The whole model in FP32 where it fits in the memory available now; else its weights streamed from
+        // the checkpoint one layer at a time (the same outputs, slower), as the text's reference is.
+        std::uint64_t fp32_bytes = 0;
+        const auto ck = io::Checkpoint::open(fp32_model);
+        for (const auto& [name, tensor] : ck.tensors()) fp32_bytes += static_cast<std::uint64_t>(tensor.numel()) * 4;
+        const auto available = available_memory_bytes();
+        // QJOULE_TEST_STREAM_TASK_REFERENCE=1 (tests only): as if the weights did not fit.
+        const bool forced = std::getenv("QJOULE_TEST_STREAM_TASK_REFERENCE") != nullptr;
+        const bool whole = !forced && (!available || fp32_bytes + fp32_bytes / 4 < *available);
+        note_(fmt::format("FP32 task answers for '{}': {} (once per sweep)", fp32_model,
+                          whole ? fmt::format("loading the model in FP32 ({} MiB)", fp32_bytes >> 20)
+                                : fmt::format("its {} MiB of FP32 weights are more than the {} MiB available: "
+                                              "streamed one layer at a time",
+                                              fp32_bytes >> 20, available.value_or(0) >> 20)));
+        fp32.emplace(whole ? model::load_decoder_lm(fp32_model) : model::load_decoder_lm_streamed(fp32_model));
       }
       const auto s = score_on(*fp32, fp32_model, tasks_[t], "FP32 answers");
       refs[t] = reference_of(s);

@@ -87,6 +87,26 @@ TEST(CliBenchTask, EveryRunScoresEachTaskAgainstFp32sAnswersComputedOnce) {
   EXPECT_THAT(other.output, HasSubstr("resume with the same --task and --task-limit"));
 }
 
+// FP32 weights that do not fit in the memory available are streamed one layer at a time: the same answers.
+TEST(CliBenchTask, AReferenceTooBigForMemoryIsStreamedWithTheSameAnswers) {
+  const auto dir = qjoule::test::temp_dir("cli_bench_task_streamed");
+  const auto sweep = [&](const std::string& env, const std::string& out) {
+    return run_command(qjoule::test::no_sensors(dir) + env + qjoule() + " bench --model " + decoder("tiny-qwen2") +
+                       " --precisions fp32 --seq 8 --decode-tokens 2 --min-time 0.05 --threads 1 --task " +
+                       task("tiny_hellaswag.jsonl") + " --out " + (dir / out).string() + " 2>&1");
+  };
+  const auto whole = sweep("", "whole"), streamed = sweep("QJOULE_TEST_STREAM_TASK_REFERENCE=1 ", "streamed");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.output;
+  EXPECT_THAT(whole.output, HasSubstr("loading the model in FP32"));
+  EXPECT_THAT(streamed.output, HasSubstr("streamed one layer at a time"));
+  const auto a = qjoule::test::read_records(dir / "whole" / "results.jsonl").at(0)["tasks"]["tiny_hellaswag"];
+  const auto b = qjoule::test::read_records(dir / "streamed" / "results.jsonl").at(0)["tasks"]["tiny_hellaswag"];
+  EXPECT_EQ(a["fp32_acc"], b["fp32_acc"]);
+  EXPECT_EQ(a["fp32_acc_norm"], b["fp32_acc_norm"]);
+  EXPECT_EQ(b["changed_share"], 0.0) << "the run's FP32 answers are the streamed reference's";
+}
+
 class CliBenchTaskBadInput : public ::testing::TestWithParam<qjoule::test::BadInput> {};
 TEST_P(CliBenchTaskBadInput, OneLineNamingWhatWasFoundAndExpected) { qjoule::test::expect_one_line_error(GetParam()); }
 

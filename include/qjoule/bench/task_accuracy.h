@@ -2,8 +2,9 @@
 // decoder run scores each task exactly as `qjoule score` does (eval/task_scoring.h) and compares its
 // answers with the FP32 model's on the same items.
 //
-// The FP32 answers are computed once per model and task, with the whole model in FP32 (the reference of a
-// pre-quantized checkpoint: --reference's unquantized model), and kept in the results folder as
+// The FP32 answers are computed once per model and task, with the whole model in FP32 where it fits in the
+// memory available (else its weights streamed one layer at a time, model::load_decoder_lm_streamed: the
+// same answers, slower; the reference of a pre-quantized checkpoint: --reference's unquantized model), kept in the results folder as
 // OUT/task-base/<model identity>-<task hash>-<items>.json (written whole, then renamed), which the sweep's
 // other runs, a `--resume` and later sweeps on the same folder read; a lock file beside it keeps two
 // processes (Slurm array tasks) from computing it twice.
