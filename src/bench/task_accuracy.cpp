@@ -65,17 +65,22 @@ TaskReference reference_of(const eval::TaskScore& s) {
   return r;
 }
 
-// A saved reference, or nullopt where the file is absent or is not one for `items` items.
+// A saved reference, or nullopt where the file is absent or is not one for `items` items (a file cut short
+// or edited by hand is computed again, never read as garbage).
 std::optional<TaskReference> read_reference(const fs::path& path, std::size_t items) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return std::nullopt;
   std::ifstream in(path);
   const auto j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("chosen") || !j["chosen"].is_array() ||
-      j["chosen"].size() != items || !j.contains("acc") || !j.contains("acc_norm"))
+      j["chosen"].size() != items || !j.contains("acc") || !j["acc"].is_number() || !j.contains("acc_norm") ||
+      !j["acc_norm"].is_number())
     return std::nullopt;
   TaskReference r;
-  for (const auto& c : j["chosen"]) r.chosen.push_back(c.get<int32_t>());
+  for (const auto& c : j["chosen"]) {
+    if (!c.is_number_integer() || c.get<int64_t>() < 0) return std::nullopt;
+    r.chosen.push_back(c.get<int32_t>());
+  }
   r.acc = j["acc"].get<double>();
   r.acc_norm = j["acc_norm"].get<double>();
   return r;
@@ -89,8 +94,9 @@ TaskAccuracy::TaskAccuracy(TaskOptions options, fs::path out, std::function<void
 const std::vector<eval::Task>& TaskAccuracy::tasks() {
   if (!read_) {
     for (const auto& file : options_.files) {
-      tasks_.push_back(eval::read_task_file(file, options_.limit));
-      hashes_.push_back(content_hash(eval::read_text_file(file, "--task")));
+      const std::string bytes = eval::read_text_file(file, "--task");
+      tasks_.push_back(eval::parse_task_file(file, bytes, options_.limit));
+      hashes_.push_back(content_hash(bytes));
     }
     read_ = true;
   }
@@ -198,7 +204,7 @@ void TaskAccuracy::score(const model::DecoderLM& m, const std::string& model, Ru
                         {"acc_norm", s.acc_norm()},
                         {"acc_norm_stderr", s.acc_norm_stderr()},
                         {"truncated", s.truncated},
-                        {"tokens_per_s", s.seconds > 0 ? double(s.tokens) / s.seconds : 0.0},
+                        {"tokens_per_s", s.seconds > 0 ? nlohmann::json(double(s.tokens) / s.seconds) : nullptr},
                         {"fp32_acc", nullptr},
                         {"fp32_acc_norm", nullptr},
                         {"delta_acc", nullptr},

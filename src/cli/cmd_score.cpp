@@ -74,8 +74,9 @@ void run_score(const ScoreArgs& a) {
   std::vector<eval::Task> tasks;  // every file read and checked before the model loads
   std::vector<std::string> hashes;
   for (const auto& path : a.tasks) {
-    tasks.push_back(eval::read_task_file(path, a.limit));
-    hashes.push_back(bench::content_hash(eval::read_text_file(path, "--task")));
+    const std::string bytes = eval::read_text_file(path, "--task");
+    tasks.push_back(eval::parse_task_file(path, bytes, a.limit));
+    hashes.push_back(bench::content_hash(bytes));
   }
   auto d = load_decoder_for(a.model, a.quant, a.device, a.calib);
   print_decoder_header(a.model, d, a.quant);
@@ -114,8 +115,9 @@ void run_score(const ScoreArgs& a) {
                  s.truncated, s.truncated == 1 ? "item's context lost" : "items' contexts lost",
                  d.model.config().max_positions);
     const int threads = kernels::num_threads();
-    fmt::print("time       {:.2f} s ({} tokens forwarded, {:.0f} tokens/s, {} thread{})\n", s.seconds,
-               thousands(s.tokens), double(s.tokens) / s.seconds, threads, threads == 1 ? "" : "s");
+    fmt::print("time       {:.2f} s ({} tokens forwarded, {} tokens/s, {} thread{})\n", s.seconds, thousands(s.tokens),
+               s.seconds > 0 ? fmt::format("{:.0f}", double(s.tokens) / s.seconds) : std::string("n/a"), threads,
+               threads == 1 ? "" : "s");
     results.push_back(task_json(task, hashes[t], s));
   }
   if (!a.json.empty()) {

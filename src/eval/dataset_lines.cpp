@@ -20,6 +20,20 @@ std::vector<SourceLine> non_blank_lines(std::string_view bytes) {
   return lines;
 }
 
+namespace {
+constexpr std::string_view kAsciiSpace = " \t\n\r\f\v";
+}  // namespace
+
+std::string_view rstrip_ascii_space(std::string_view text) {
+  const size_t last = text.find_last_not_of(kAsciiSpace);
+  return last == std::string_view::npos ? std::string_view() : text.substr(0, last + 1);
+}
+
+std::string_view strip_ascii_space(std::string_view text) {
+  const size_t first = text.find_first_not_of(kAsciiSpace);
+  return first == std::string_view::npos ? std::string_view() : rstrip_ascii_space(text.substr(first));
+}
+
 std::string join_names(const std::vector<std::string>& names) {
   std::string joined;
   for (const auto& name : names) joined += (joined.empty() ? "" : ", ") + name;

@@ -22,6 +22,11 @@ struct SourceLine {
 // Splits on LF (a CR before it is dropped); skips blank lines; drops a leading UTF-8 BOM.
 std::vector<SourceLine> non_blank_lines(std::string_view bytes);
 
+// Python's str.strip() and str.rstrip() on ASCII whitespace (space, \t, \n, \r, \f, \v): the task files'
+// preprocessing and lm-eval's pair encoding (task_file.h, task_scoring.h).
+std::string_view strip_ascii_space(std::string_view text);
+std::string_view rstrip_ascii_space(std::string_view text);
+
 // "a, b, c" for messages.
 std::string join_names(const std::vector<std::string>& names);
 

@@ -26,14 +26,6 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
   return out;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-std::string_view strip(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
 // Python's str.capitalize on ASCII letters: the first upper-cased, the rest lower-cased.
 std::string capitalize(std::string_view text) {
   std::string out(text);
@@ -127,12 +119,14 @@ TaskItem read_item(const json& object, TaskShape shape, const std::string& where
       break;
     }
   }
-  if (strip(item.context).empty()) fail("{}: the context is empty, expected the text the choices continue", where);
+  if (strip_ascii_space(item.context).empty())
+    fail("{}: the context is empty, expected the text the choices continue", where);
   if (item.choices.size() < 2)
     fail("{}: {} choice{} in '{}', expected at least two", where, item.choices.size(),
          item.choices.size() == 1 ? "" : "s", choices_field);
   for (std::size_t i = 0; i < item.choices.size(); ++i)
-    if (strip(item.choices[i]).empty()) fail("{}: {}[{}] is empty, expected a continuation", where, choices_field, i);
+    if (strip_ascii_space(item.choices[i]).empty())
+      fail("{}: {}[{}] is empty, expected a continuation", where, choices_field, i);
   if (gold < 0 || gold >= static_cast<int64_t>(item.choices.size()))
     fail("{}: label {} is out of range for {} choices, expected 0 to {}", where, gold, item.choices.size(),
          item.choices.size() - 1);
@@ -151,7 +145,7 @@ std::string_view task_shape_name(TaskShape shape) {
 }
 
 std::string hellaswag_preprocess(std::string_view text) {
-  std::string s = replace_all(strip(text), " [title]", ". ");
+  std::string s = replace_all(strip_ascii_space(text), " [title]", ". ");
   std::string out;  // re.sub("\\[.*?\\]", "", s): each "[" up to the nearest "]" on its line
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '[') {
@@ -167,7 +161,10 @@ std::string hellaswag_preprocess(std::string_view text) {
 }
 
 Task read_task_file(const std::filesystem::path& path, int64_t limit, const std::string& flag) {
-  const std::string bytes = read_text_file(path.string(), flag);
+  return parse_task_file(path, read_text_file(path.string(), flag), limit);
+}
+
+Task parse_task_file(const std::filesystem::path& path, std::string_view bytes, int64_t limit) {
   const std::string file = path.string();
   const auto lines = non_blank_lines(bytes);
   Task task;

@@ -6,27 +6,42 @@
 #include <string>
 
 #include "qjoule/error.h"
+#include "eval/dataset_readers.h"
 #include "qjoule/eval/finite_logits.h"
+#include "qjoule/tokenize/utf8.h"
 
 namespace qjoule::eval {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-int64_t code_points(std::string_view s) {
-  return std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
-}
-
-// log-softmax(logits)[token] in FP64, and whether token is the top one.
-std::pair<double, bool> log_prob(const float* logits, int64_t vocab, int32_t token) {
-  double max = logits[0];
-  int64_t top = 0;
-  for (int64_t v = 1; v < vocab; ++v) {
-    if (logits[v] > max) max = logits[v], top = v;
-  }
+// log-softmax(logits)[token] in FP64.
+double log_prob(const float* logits, int64_t vocab, int32_t token) {
+  const double max = *std::max_element(logits, logits + vocab);
   double z = 0.0;
   for (int64_t v = 0; v < vocab; ++v) z += std::exp(double(logits[v]) - max);
-  return {double(logits[token]) - max - std::log(z), top == token};
+  return double(logits[token]) - max - std::log(z);
+}
+
+// lm-eval's _encode_pair, the context's side, done once for all of an item's choices: the context without
+// its trailing whitespace (which moves to the front of every continuation), encoded alone.
+struct ContextEncoding {
+  std::string text, moved;
+  std::vector<int32_t> ids;
+};
+
+ContextEncoding encode_context(const tokenize::BpeTokenizer& tokenizer, std::string_view context) {
+  ContextEncoding c;
+  c.text = std::string(rstrip_ascii_space(context));
+  c.moved = std::string(context.substr(c.text.size()));
+  c.ids = tokenizer.encode(c.text, /*add_special_tokens=*/false);
+  return c;
+}
+
+// The continuation's tokens: those of encode(context + continuation) past the context's own count.
+std::vector<int32_t> continuation_ids(const tokenize::BpeTokenizer& tokenizer, const ContextEncoding& c,
+                                      std::string_view continuation) {
+  const auto whole = tokenizer.encode(c.text + c.moved + std::string(continuation), /*add_special_tokens=*/false);
+  if (whole.size() <= c.ids.size()) return {};
+  return {whole.begin() + static_cast<std::ptrdiff_t>(c.ids.size()), whole.end()};
 }
 
 template <class T>
@@ -38,16 +53,9 @@ int32_t first_max(const std::vector<T>& values) {
 
 EncodedPair encode_pair(const tokenize::BpeTokenizer& tokenizer, std::string_view context,
                         std::string_view continuation) {
-  std::size_t keep = context.size();
-  while (keep > 0 && is_space(context[keep - 1])) --keep;
-  const std::string moved = std::string(context.substr(keep)) + std::string(continuation);
-  context = context.substr(0, keep);
-  EncodedPair pair;
-  pair.context = tokenizer.encode(context, /*add_special_tokens=*/false);
-  const auto whole = tokenizer.encode(std::string(context) + moved, /*add_special_tokens=*/false);
-  if (whole.size() > pair.context.size())
-    pair.continuation.assign(whole.begin() + static_cast<std::ptrdiff_t>(pair.context.size()), whole.end());
-  return pair;
+  ContextEncoding c = encode_context(tokenizer, context);
+  auto cont = continuation_ids(tokenizer, c, continuation);
+  return {std::move(c.ids), std::move(cont)};
 }
 
 double proportion_stderr(double p, int64_t n) { return n < 2 ? 0.0 : std::sqrt(p * (1.0 - p) / double(n - 1)); }
@@ -66,15 +74,16 @@ TaskScore score_task(const model::DecoderLM& model, const tokenize::BpeTokenizer
   const auto started = std::chrono::steady_clock::now();
   for (const TaskItem& item : task.items) {
     const std::string where = fmt::format("{}:{}", task.path.string(), item.line);
-    std::vector<EncodedPair> pairs;
+    const ContextEncoding encoded = encode_context(tokenizer, item.context);
+    const auto& context = encoded.ids;
+    std::vector<std::vector<int32_t>> conts;
     std::size_t longest = 0;
     for (std::size_t c = 0; c < item.choices.size(); ++c) {
-      pairs.push_back(encode_pair(tokenizer, item.context, " " + item.choices[c]));
-      if (pairs.back().continuation.empty())
+      conts.push_back(continuation_ids(tokenizer, encoded, " " + item.choices[c]));
+      if (conts.back().empty())
         fail("{}: choice {} adds no token to its context, expected a continuation of at least one token", where, c);
-      longest = std::max(longest, pairs.back().continuation.size());
+      longest = std::max(longest, conts.back().size());
     }
-    const auto& context = pairs.front().context;  // the same for every choice: encoded alone
     if (static_cast<int64_t>(longest) > positions)
       fail("{}: a choice of {} tokens is longer than the model's {} positions; expected shorter choices", where,
            longest, positions);
@@ -91,8 +100,8 @@ TaskScore score_task(const model::DecoderLM& model, const tokenize::BpeTokenizer
       score.tokens += item_score.context_tokens;
     }
     std::vector<double> norm;
-    for (std::size_t c = 0; c < pairs.size(); ++c) {
-      const auto& cont = pairs[c].continuation;
+    for (std::size_t c = 0; c < conts.size(); ++c) {
+      const auto& cont = conts[c];
       const auto n = static_cast<int64_t>(cont.size());
       if (item_score.truncated) {
         std::vector<int32_t> all = context;
@@ -114,16 +123,14 @@ TaskScore score_task(const model::DecoderLM& model, const tokenize::BpeTokenizer
       // The rows predicting cont[0 .. n): `last` then logits (fits), or logits' n rows (cut).
       ChoiceScore choice;
       choice.tokens = n;
-      choice.greedy = true;
       for (int64_t i = 0; i < n; ++i) {
         const float* row = item_score.truncated ? logits.data() + i * vocab
                            : i == 0             ? last.data()
                                                 : logits.data() + (i - 1) * vocab;
-        auto [lp, top] = log_prob(row, vocab, cont[static_cast<std::size_t>(i)]);
-        choice.loglik += lp;
-        choice.greedy = choice.greedy && top;
+        choice.loglik += log_prob(row, vocab, cont[static_cast<std::size_t>(i)]);
       }
-      norm.push_back(choice.loglik / double(code_points(item.choices[c])));
+      // Characters as lm-eval counts them: code points (the file was checked as UTF-8 when read).
+      norm.push_back(choice.loglik / double(tokenize::decode_utf8(item.choices[c], where).size()));
       item_score.choices.push_back(choice);
     }
     std::vector<double> ll;

@@ -107,7 +107,8 @@ TEST(TaskFile, EveryBadItemIsOneLineNamingTheFileAndLine) {
   EXPECT_THAT(test::error_of([&] { eval::read_task_file(dir / "hs.jsonl"); }),
               HasSubstr(":1: 'label' is \"\" (a JSON string), expected the right choice's index (an integer)"));
   std::ofstream(dir / "empty.jsonl") << "\n \n";
-  EXPECT_THAT(test::error_of([&] { eval::read_task_file(dir / "empty.jsonl"); }), HasSubstr("--task "));
+  EXPECT_THAT(test::error_of([&] { eval::read_task_file(dir / "empty.jsonl"); }),
+              HasSubstr("--task " + (dir / "empty.jsonl").string() + ": the text is empty"));
 }
 
 TEST(TaskScoring, ThePairEncodingMovesTheContextsTrailingSpaceToTheContinuation) {

@@ -45,6 +45,8 @@ struct Task {
 // Reads `path` (`flag` names it in messages: "--task"); only the first `limit` items are checked and kept
 // where limit > 0, as lm-eval's --limit takes the first N.
 Task read_task_file(const std::filesystem::path& path, int64_t limit = 0, const std::string& flag = "--task");
+// The same from the file's bytes as eval::read_text_file read them (for callers that hash them too).
+Task parse_task_file(const std::filesystem::path& path, std::string_view bytes, int64_t limit = 0);
 
 // HellaSwag's preprocess (above), for tests and the reference scorer's twin.
 std::string hellaswag_preprocess(std::string_view text);

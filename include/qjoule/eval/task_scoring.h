@@ -10,7 +10,7 @@
 //     with each log-likelihood divided by its choice's length in characters (Unicode code points, the
 //     choice without the delimiter), as lm-eval's acc_norm; each with its standard error
 //     sqrt(p (1 − p) / (n − 1)) (lm-eval's sample standard deviation over √n).
-// The context is run once per item and each choice continues it from the KV cache (the same tokens
+// The context is encoded and run once per item and each choice continues it from the KV cache (the same tokens
 // lm-eval's batches run). Where context + the longest continuation − 1 exceeds the model's positions,
 // each choice runs as lm-eval cuts it: the last max_positions tokens of context + continuation but its
 // last, from an empty cache (the context losing tokens from its left); such items are counted in
@@ -38,7 +38,6 @@ EncodedPair encode_pair(const tokenize::BpeTokenizer& tokenizer, std::string_vie
 struct ChoiceScore {
   double loglik = 0.0;  // natural log
   int64_t tokens = 0;   // continuation tokens scored
-  bool greedy = false;  // every continuation token was the model's top token
 };
 
 struct ItemScore {
