@@ -176,45 +176,54 @@ void DecoderLM::add_norm(const Norm& p, const Tensor& x, const Tensor& residual,
 }
 
 // Reads the normalized input in s.hn; leaves the output projection in s.hn (the caller adds it to s.x).
-void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n, int64_t past,
-                                KvCache& cache) const {
+void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n,
+                                std::span<const Segment> segments) const {
   GraphOps& ops = *ops_;
   const int64_t qd = config_.q_dim(), kvd = config_.kv_dim();
 
-  // Q, K and V: one fused Linear (rows [q | k | v]: GPT-2's c_attn, or Llama's three fused) or three
-  // blocks [n, q | k | v]. Fused, each row's k heads follow its q heads: one RoPE rotates both, and
-  // stores k and v in the caches (rope_store_kv: one kernel on the GPU).
-  const int64_t layer_floats = cache.capacity_ * kvd;
-  const Tensor kc = cache.k_.slice(index * layer_floats, layer_floats);
-  const Tensor vc = cache.v_.slice(index * layer_floats, layer_floats);
-  Tensor q, k, v;
-  int64_t q_stride = qd, kv_stride = kvd;
-  // RoPE over fused rows stores k and v itself.
-  const bool rope_stores = layer.qkv && !rope_inv_freq_.empty();
+  // Q, K and V of all n rows: one fused Linear (rows [q | k | v]: GPT-2's c_attn, or Llama's three
+  // fused) or three blocks [n, q | k | v]. Fused, each row's k heads follow its q heads: one RoPE
+  // rotates both, and stores k and v in the caches (rope_store_kv: one kernel on the GPU).
+  int64_t q_stride = qd, kv_stride = kvd, k_at = 0, v_at = 0;
+  const bool rope = !rope_inv_freq_.empty();
+  const bool rope_stores = layer.qkv && rope;  // RoPE over fused rows stores k and v itself
   if (layer.qkv) {
     linear(layer.qkv, s.hn, n, s.qkv);
     q_stride = kv_stride = qd + 2 * kvd;
-    q = s.qkv;
-    k = s.qkv.slice(qd, s.qkv.size() - qd);
-    v = s.qkv.slice(qd + kvd, s.qkv.size() - qd - kvd);
-    if (rope_stores)
-      ops.rope_store_kv(s.qkv, n, q_stride, config_.num_heads, config_.num_kv_heads, past, rope_inv_freq_,
-                        rope_attention_factor_, kc, vc, kvd);
+    k_at = qd;
+    v_at = qd + kvd;
   } else {
-    q = s.qkv.slice(0, n * qd);
-    k = s.qkv.slice(aligned_elements(n * qd), n * kvd);
-    v = s.qkv.slice(aligned_elements(n * qd) + aligned_elements(n * kvd), n * kvd);
-    linear(layer.q, s.hn, n, q);
-    linear(layer.k, s.hn, n, k);
-    linear(layer.v, s.hn, n, v);
-    if (!rope_inv_freq_.empty()) {
-      ops.rope(q, n, qd, config_.num_heads, past, rope_inv_freq_, rope_attention_factor_);
-      ops.rope(k, n, kvd, config_.num_kv_heads, past, rope_inv_freq_, rope_attention_factor_);
-    }
+    k_at = aligned_elements(n * qd);
+    v_at = k_at + aligned_elements(n * kvd);
+    linear(layer.q, s.hn, n, s.qkv.slice(0, n * qd));
+    linear(layer.k, s.hn, n, s.qkv.slice(k_at, n * kvd));
+    linear(layer.v, s.hn, n, s.qkv.slice(v_at, n * kvd));
   }
-  if (!rope_stores) ops.store_kv(k, v, kv_stride, kc, vc, kvd, past, n, kvd);
-  ops.causal_attention(q, q_stride, kc, vc, kvd, past, n, config_.num_heads, config_.num_kv_heads, config_.head_dim,
-                       1.0f / std::sqrt(static_cast<float>(config_.head_dim)), s.ctx);
+  // Each segment's rows over its own cache: q, k and v as views of its rows.
+  for (const Segment& g : segments) {
+    const int64_t layer_floats = g.cache->capacity_ * kvd;
+    const Tensor kc = g.cache->k_.slice(index * layer_floats, layer_floats);
+    const Tensor vc = g.cache->v_.slice(index * layer_floats, layer_floats);
+    const int64_t first = g.row * q_stride;  // fused: the segment's first row
+    const Tensor q = layer.qkv ? s.qkv.slice(first, g.n * q_stride) : s.qkv.slice(g.row * qd, g.n * qd);
+    const Tensor k =
+        layer.qkv ? s.qkv.slice(first + k_at, g.n * q_stride - k_at) : s.qkv.slice(k_at + g.row * kvd, g.n * kvd);
+    const Tensor v =
+        layer.qkv ? s.qkv.slice(first + v_at, g.n * q_stride - v_at) : s.qkv.slice(v_at + g.row * kvd, g.n * kvd);
+    if (rope_stores) {
+      ops.rope_store_kv(q, g.n, q_stride, config_.num_heads, config_.num_kv_heads, g.past, rope_inv_freq_,
+                        rope_attention_factor_, kc, vc, kvd);
+    } else {
+      if (rope) {
+        ops.rope(q, g.n, qd, config_.num_heads, g.past, rope_inv_freq_, rope_attention_factor_);
+        ops.rope(k, g.n, kvd, config_.num_kv_heads, g.past, rope_inv_freq_, rope_attention_factor_);
+      }
+      ops.store_kv(k, v, kv_stride, kc, vc, kvd, g.past, g.n, kvd);
+    }
+    ops.causal_attention(q, q_stride, kc, vc, kvd, g.past, g.n, config_.num_heads, config_.num_kv_heads,
+                         config_.head_dim, 1.0f / std::sqrt(static_cast<float>(config_.head_dim)),
+                         s.ctx.slice(g.row * qd, g.n * qd));
+  }
   linear(layer.o, s.ctx, n, s.hn);
 }
 
@@ -249,32 +258,40 @@ double DecoderLM::timed_ms(const std::function<void()>& body) const {
   return ops_->stop_timer_ms();
 }
 
-void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from) const {
+void DecoderLM::check_forward(const int32_t* ids, int64_t n, const KvCache& cache, int64_t logits_from,
+                              std::string_view what) const {
   const int64_t past = cache.size_;
-  if (n <= 0) fail("a forward pass needs at least one token, got {}", n);
-  if (logits_from < 0 || logits_from >= n) fail("logits from token {} of {}: out of range", logits_from, n);
+  const std::string of = what.empty() ? std::string() : fmt::format("{}: ", what);
+  if (n <= 0) fail("{}a forward pass needs at least one token, got {}", of, n);
+  if (logits_from < 0 || logits_from >= n) fail("{}logits from token {} of {}: out of range", of, logits_from, n);
   if (cache.layers_ != config_.num_layers || cache.kv_dim_ != config_.kv_dim())
-    fail("the KV cache was made for another model ({} layers × {} kv columns, expected {} × {})", cache.layers_,
+    fail("{}the KV cache was made for another model ({} layers × {} kv columns, expected {} × {})", of, cache.layers_,
          cache.kv_dim_, config_.num_layers, config_.kv_dim());
   if (cache.k_.device() != ops_->device())
-    fail("the KV cache lives on {}, the model on {}", to_string(cache.k_.device()), to_string(ops_->device()));
+    fail("{}the KV cache lives on {}, the model on {}", of, to_string(cache.k_.device()), to_string(ops_->device()));
   if (past + n > config_.max_positions)
-    fail("{} tokens after {} cached reach position {}, beyond the model's max_position_embeddings = {}", n, past,
+    fail("{}{} tokens after {} cached reach position {}, beyond the model's max_position_embeddings = {}", of, n, past,
          past + n, config_.max_positions);
   if (past + n > cache.capacity_)
-    fail("{} tokens after {} cached exceed the KV cache's capacity of {} tokens", n, past, cache.capacity_);
+    fail("{}{} tokens after {} cached exceed the KV cache's capacity of {} tokens", of, n, past, cache.capacity_);
   for (int64_t t = 0; t < n; ++t) {
     if (ids[t] < 0 || ids[t] >= config_.vocab_size)
-      fail("token id {} at position {} is outside the vocabulary of {} tokens", ids[t], past + t, config_.vocab_size);
+      fail("{}token id {} at position {} is outside the vocabulary of {} tokens", of, ids[t], past + t,
+           config_.vocab_size);
   }
+}
+
+void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from) const {
+  check_forward(ids, n, cache, logits_from, "");
   if (n == 1 && logits_from == 0 && decode_step_graph(ids[0], cache, logits)) return;
   GraphOps& ops = *ops_;
   const Tensor id_tensor = ops.empty(DType::i32, n, "the token ids");
   ops.copy_in(ids, id_tensor);
   const Scratch s = make_scratch(n);
   const Tensor out = ops.host_output(logits, (n - logits_from) * config_.vocab_size, "the logits");
-  enqueue_forward(id_tensor, n, past, cache, s, logits_from, out);
-  cache.size_ = past + n;
+  const Segment whole{0, n, cache.size_, &cache, logits_from};
+  enqueue_forward(id_tensor, n, std::span(&whole, 1), s, out);
+  cache.size_ += n;
   ops.copy_out(out, logits);
 }
 
@@ -286,13 +303,15 @@ DecoderLM::Scratch DecoderLM::make_scratch(int64_t n) const {
                                     aligned_elements(n * config_.q_dim()) + 2 * aligned_elements(n * config_.kv_dim()));
   const auto [x, hn, qkv, ctx, a, g] =
       carve<6>(*ops_, DType::f32, {n * h, n * h, qkv_size, n * config_.q_dim(), n * f, 2 * n * f}, "the activations");
-  return Scratch{x, hn, qkv, ctx, a, g};
+  return Scratch{x, hn, qkv, ctx, a, g, {}, {}};
 }
 
-void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, int64_t past, KvCache& cache, const Scratch& s,
-                                int64_t logits_from, const Tensor& out) const {
-  const int64_t h = config_.hidden_size, rows = n - logits_from;
-  ops_->embedding_sum(ids, token_embeddings_, position_embeddings_, {}, n, past, h, s.x);
+void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, std::span<const Segment> segments, const Scratch& s,
+                                const Tensor& out) const {
+  const int64_t h = config_.hidden_size;
+  for (const Segment& g : segments)
+    ops_->embedding_sum(ids.slice(g.row, g.n), token_embeddings_, position_embeddings_, {}, g.n, g.past, h,
+                        s.x.slice(g.row * h, g.n * h));
   // Each block leaves its output in s.hn; the next norm adds it to the residual stream s.x first.
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (i == 0) {
@@ -300,17 +319,34 @@ void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, int64_t past, KvCa
     } else {
       add_norm(layers_[i].attn_norm, s.x, s.hn, n, s.hn);
     }
-    attention_block(layers_[i], static_cast<int64_t>(i), s, n, past, cache);
+    attention_block(layers_[i], static_cast<int64_t>(i), s, n, segments);
     add_norm(layers_[i].mlp_norm, s.x, s.hn, n, s.hn);
     mlp_block(layers_[i], s, n);
   }
-  const Tensor last = s.x.slice(logits_from * h, rows * h);
-  if (layers_.empty()) {
-    norm(final_norm_, last, rows, last);
+  // The rows that give logits: one segment's are contiguous in s.x; several segments' are gathered.
+  Tensor x = s.x, hn = s.hn;
+  int64_t rows = 0;
+  if (segments.size() == 1) {
+    const Segment& g = segments.front();
+    rows = g.n - g.logits_from;
+    x = s.x.slice(g.logits_from * h, rows * h);
+    hn = s.hn.slice(g.logits_from * h, rows * h);
   } else {
-    add_norm(final_norm_, last, s.hn.slice(logits_from * h, rows * h), rows, last);
+    for (const Segment& g : segments) {
+      const int64_t from = (g.row + g.logits_from) * h, count = g.n - g.logits_from;
+      ops_->copy_rows(s.lx.slice(rows * h, count * h), h, s.x.slice(from, count * h), h, h, count);
+      ops_->copy_rows(s.lhn.slice(rows * h, count * h), h, s.hn.slice(from, count * h), h, h, count);
+      rows += count;
+    }
+    x = s.lx.slice(0, rows * h);
+    hn = s.lhn.slice(0, rows * h);
   }
-  linear(lm_head_, last, rows, out);
+  if (layers_.empty()) {
+    norm(final_norm_, x, rows, x);
+  } else {
+    add_norm(final_norm_, x, hn, rows, x);
+  }
+  linear(lm_head_, x, rows, out);
 }
 
 std::vector<LinearReport> DecoderLM::linear_reports() const {

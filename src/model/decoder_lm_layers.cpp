@@ -31,7 +31,8 @@ void DecoderLM::forward_layer(int64_t index, float* x, int64_t n) const {
   ops.copy_in(x, s.x);
   const Layer& layer = layers_[static_cast<std::size_t>(index)];
   norm(layer.attn_norm, s.x, n, s.hn);
-  attention_block(layer, index, s, n, 0, cache);
+  const Segment whole{0, n, 0, &cache, 0};
+  attention_block(layer, index, s, n, std::span(&whole, 1));
   add_norm(layer.mlp_norm, s.x, s.hn, n, s.hn);  // s.x: the stream after attention
   mlp_block(layer, s, n);
   ops.add(s.x, s.hn, n * h);

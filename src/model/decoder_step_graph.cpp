@@ -47,7 +47,8 @@ bool DecoderLM::decode_step_graph(int32_t id, KvCache& cache, float* logits) con
   ops.copy_in(step, g.step);
   // `past` sizes the operations' checks only: they read the position from g.step when they run.
   const auto body = [this, &g, &cache, past] {
-    enqueue_forward(g.step.slice(0, 1), 1, past, cache, g.scratch, 0, g.logits);
+    const Segment token{0, 1, past, &cache, 0};
+    enqueue_forward(g.step.slice(0, 1), 1, std::span(&token, 1), g.scratch, g.logits);
   };
   // The position source is set for the step alone, whatever leaves it.
   struct PositionScope {

@@ -12,7 +12,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "qjoule/kernels/decoder_ops.h"
@@ -42,6 +44,16 @@ class KvCache {
   Tensor k_, v_;  // [layers, capacity, kv_dim]
 };
 
+// One sequence of a batched forward (DecoderLM::forward_batch): n tokens `ids` continuing its own
+// `cache`; the logits of its tokens logits_from .. n − 1 go to `logits` ([n − logits_from, vocab], host).
+struct DecoderSequence {
+  const int32_t* ids = nullptr;
+  int64_t n = 0;
+  KvCache* cache = nullptr;
+  float* logits = nullptr;
+  int64_t logits_from = 0;
+};
+
 class DecoderLM {
  public:
   // `ops`: the backend (nullptr: the CPU); the factory must build Linears it runs.
@@ -57,6 +69,12 @@ class DecoderLM {
   // A position beyond the cache or max_position_embeddings, or an id outside the vocabulary, is an error.
   // ids and logits are host memory; the logits are written when forward returns.
   void forward(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from = 0) const;
+  // forward() of several sequences at once, each at its own positions over its own cache: their rows go
+  // through every Linear, norm and activation as one [Σ n, ·] product (the speed of a prefill of Σ n
+  // tokens), the attention runs per sequence. Each sequence's logits are those forward() gives up to
+  // the rounding of the kernels chosen for Σ n rows (no format here mixes rows: activations are
+  // quantized per token). Each sequence is checked as forward() checks it; two sharing a cache is an error.
+  void forward_batch(std::span<const DecoderSequence> sequences) const;
   // forward() timed by the backend (CUDA events on the GPU, the steady clock on the CPU): milliseconds.
   double forward_timed(const int32_t* ids, int64_t n, KvCache& cache, float* logits, int64_t logits_from = 0) const;
   // Runs `body` (forwards of this model and host work between them) timed by the backend the same way.
@@ -108,20 +126,32 @@ class DecoderLM {
   // The activations of one forward of n tokens.
   struct Scratch {
     Tensor x, hn, qkv, ctx, a, g;  // g: [n, 2·intermediate] (gate | up, or the gate)
+    Tensor lx, lhn;                // a batch's rows that give logits, gathered (forward_batch only)
+  };
+  // One sequence's rows of a forward: rows row .. row + n − 1 at positions past .. past + n − 1.
+  struct Segment {
+    int64_t row = 0, n = 0, past = 0;
+    KvCache* cache = nullptr;
+    int64_t logits_from = 0;
   };
   struct StepGraph;  // the recorded decode step (decoder_step_graph.cpp)
   void norm(const Norm& p, const Tensor& x, int64_t rows, const Tensor& out) const;
   // x += residual, then out = norm(x): one operation for RMSNorm, two for LayerNorm.
   void add_norm(const Norm& p, const Tensor& x, const Tensor& residual, int64_t rows, const Tensor& out) const;
   void linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const;
-  void attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n, int64_t past,
-                       KvCache& cache) const;
+  // The attention of n rows, each segment over its own cache.
+  void attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n,
+                       std::span<const Segment> segments) const;
   void mlp_block(const Layer& layer, const Scratch& s, int64_t n) const;
   Scratch make_scratch(int64_t n) const;
-  // Enqueues the forward of the n tokens `ids` (on the device) at positions past.. into `out` (the
-  // logits of tokens logits_from..n−1); allocates nothing and leaves cache.size() as it was.
-  void enqueue_forward(const Tensor& ids, int64_t n, int64_t past, KvCache& cache, const Scratch& s,
-                       int64_t logits_from, const Tensor& out) const;
+  // Enqueues the forward of the n tokens `ids` (on the device), segment by segment at its positions,
+  // into `out` (each segment's logits rows in turn; a single segment's straight from s.x, several
+  // through s.lx / s.lhn); allocates nothing and leaves the caches' sizes as they were.
+  void enqueue_forward(const Tensor& ids, int64_t n, std::span<const Segment> segments, const Scratch& s,
+                       const Tensor& out) const;
+  // forward()'s checks of one sequence; `what` names it in a message ("" for forward itself).
+  void check_forward(const int32_t* ids, int64_t n, const KvCache& cache, int64_t logits_from,
+                     std::string_view what) const;
   // The decode step through the recording; false where it does not run (then the caller runs it plainly).
   bool decode_step_graph(int32_t id, KvCache& cache, float* logits) const;
 
