@@ -325,9 +325,9 @@ _INTEGER_COLUMNS = ("batch", "seq", "threads", "warmup_iters", "iters", "model_b
                     "decode_iters", "lm_text_tokens", "lm_ctx", "lm_stride", "lm_scored_tokens", "schema_version")
 
 
-# Each `bench --task` task's figures, as flat columns "task.<name>.<key>" beside the record's `tasks` dict.
-_TASK_FIGURES = ("items", "acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "fp32_acc", "delta_acc", "delta_acc_norm",
-                 "changed_share")
+# Each `bench --task` task's figures, as flat columns "task.<name>.<key>" beside the record's `tasks` dict:
+# the same columns as results.csv's (bench/results_csv.h).
+_TASK_FIGURES = tuple(_native.task_figures())
 
 
 def to_pandas(path):

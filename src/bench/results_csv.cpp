@@ -1,5 +1,7 @@
 #include "qjoule/bench/results_csv.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -34,6 +36,18 @@ std::string cell_text(const nlohmann::json& value) {
   return value.dump();  // numbers (shortest text that reads back the same double) and booleans
 }
 
+// Each task's name that a record holds, by name.
+std::vector<std::string> task_names(const std::vector<RunRecord>& records) {
+  std::vector<std::string> names;
+  for (const auto& record : records) {
+    if (!record.tasks.is_object()) continue;
+    for (const auto& [name, task] : record.tasks.items())
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace
 
 std::vector<std::string_view> results_csv_columns() {
@@ -46,13 +60,25 @@ std::vector<std::string_view> results_csv_columns() {
 
 std::string format_results_csv(const std::vector<RunRecord>& records) {
   const auto columns = results_csv_columns();
-  std::string csv = fmt::format("{}\n", fmt::join(columns, ","));
+  const auto tasks = task_names(records);
+  std::string csv = fmt::format("{}", fmt::join(columns, ","));
+  for (const auto& task : tasks)
+    for (auto figure : kResultsCsvTaskFigures) csv += ',' + csv_cell(fmt::format("task.{}.{}", task, figure));
+  csv += '\n';
   for (const auto& record : records) {
     const auto json = to_json(record);
     std::string line;
     for (std::size_t c = 0; c < columns.size(); ++c) {
       if (c > 0) line += ',';
       line += csv_cell(cell_text(json.at(std::string(columns[c]))));
+    }
+    for (const auto& task : tasks) {
+      const bool has = record.tasks.is_object() && record.tasks.contains(task);
+      for (auto figure : kResultsCsvTaskFigures) {
+        const std::string key(figure);
+        line += ',';
+        if (has && record.tasks.at(task).contains(key)) line += csv_cell(cell_text(record.tasks.at(task).at(key)));
+      }
     }
     csv += line + '\n';
   }

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qjoule/bench/results_csv.h"
 #include "qjoule/bench/callable_bench.h"
 #include "qjoule/bench/results_store.h"
 #include "qjoule/bench/run_record.h"
@@ -278,4 +279,9 @@ PYBIND11_MODULE(_native, m) {
   m.def("bench", &bench);
   m.def("read_results", &read_results, py::arg("path"), py::arg("strict"));
   m.def("record_schema_version", [] { return qjoule::bench::kRunRecordSchemaVersion; });
+  // The figures of each task that results.csv (and to_pandas) gives a column.
+  m.def("task_figures", [] {
+    return std::vector<std::string>(std::begin(qjoule::bench::kResultsCsvTaskFigures),
+                                    std::end(qjoule::bench::kResultsCsvTaskFigures));
+  });
 }

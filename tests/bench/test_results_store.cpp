@@ -247,6 +247,30 @@ TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   }
 }
 
+TEST(BenchResultsCsv, EachTasksFiguresFollowTheScalarColumns) {
+  RunRecord a = examples::decoder_record(), b = examples::decoder_record(), c = examples::decoder_record();
+  a.tasks = {{"arc", {{"items", 20}, {"acc", 0.5}, {"acc_stderr", 0.11}, {"fp32_acc", 0.55}, {"delta_acc", -0.05}}}};
+  b.tasks = {{"hella,swag", {{"items", 10}, {"acc", 0.3}}}, {"arc", {{"items", 20}, {"acc", 0.45}}}};
+  c.tasks = nullptr;  // a run without --task (or a failed one): empty task cells
+  const auto csv = format_results_csv({a, b, c});
+  std::vector<std::string> lines;
+  std::stringstream in(csv);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u);
+  // After calibration_seconds: arc's nine figures, then hella,swag's (quoted): by name.
+  EXPECT_THAT(lines[0], ::testing::EndsWith(
+                            ",calibration_seconds,task.arc.items,task.arc.acc,task.arc.acc_stderr,task.arc.acc_norm,"
+                            "task.arc.acc_norm_stderr,task.arc.fp32_acc,task.arc.delta_acc,task.arc.delta_acc_norm,"
+                            "task.arc.changed_share,\"task.hella,swag.items\",\"task.hella,swag.acc\",\"task.hella,"
+                            "swag.acc_stderr\",\"task.hella,swag.acc_norm\",\"task.hella,swag.acc_norm_stderr\",\"task."
+                            "hella,swag.fp32_acc\",\"task.hella,swag.delta_acc\",\"task.hella,swag.delta_acc_norm\","
+                            "\"task.hella,swag.changed_share\""));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(",20,0.5,0.11,,,0.55,-0.05,," + std::string(9, ',')));
+  EXPECT_THAT(lines[2], ::testing::EndsWith(",20,0.45,,,,,,,,10,0.3,,,,,,,"));
+  EXPECT_THAT(lines[3], ::testing::EndsWith(std::string(18, ',')));
+  EXPECT_EQ(format_results_csv({c}).find("task."), std::string::npos) << "no task, no task column";
+}
+
 TEST(BenchResultsCsv, WrittenAtomically) {
   const auto dir = test::temp_dir("bench_csv_write");
   write_results_csv({examples::full_record()}, dir / "results.csv");

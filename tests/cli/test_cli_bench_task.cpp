@@ -77,6 +77,12 @@ TEST(CliBenchTask, EveryRunScoresEachTaskAgainstFp32sAnswersComputedOnce) {
   const std::string summary = summary_text.str();
   EXPECT_THAT(summary, HasSubstr("Task accuracy (`--task`)"));
   EXPECT_THAT(summary, HasSubstr("tiny_arc acc"));
+  std::ifstream csv(dir / "out" / "results.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_THAT(header, HasSubstr(",task.tiny_qjoule.items,task.tiny_qjoule.acc,"));
+  EXPECT_THAT(header, ::testing::EndsWith(",task.tiny_qjoule.delta_acc_norm,task.tiny_qjoule.changed_share"));
+  EXPECT_THAT(header, HasSubstr(",calibration_seconds,task.tiny_arc.items,"));
 
   // The same --out with another task list: one line naming --task.
   const auto other =

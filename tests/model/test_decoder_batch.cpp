@@ -114,9 +114,8 @@ TEST(DecoderBatch, BadBatchesAreOneLine) {
   auto a = model.make_cache(8), b = model.make_cache(2);
   const std::vector<int32_t> ids = {1, 2, 3, 4};
   std::vector<float> la(static_cast<size_t>(4 * v)), lb(static_cast<size_t>(4 * v));
-  EXPECT_THAT([&] { model.forward_batch({}); },
-              ::testing::ThrowsMessage<qjoule::Error>(
-                  ::testing::StrEq("a batched forward needs at least one sequence, got none")));
+  EXPECT_THAT([&] { model.forward_batch({}); }, ::testing::ThrowsMessage<qjoule::Error>(::testing::StrEq(
+                                                    "a batched forward needs at least one sequence, got none")));
   const std::vector<DecoderSequence> shared = {{ids.data(), 2, &a, la.data(), 0}, {ids.data(), 2, &a, lb.data(), 0}};
   EXPECT_THAT([&] { model.forward_batch(shared); },
               ::testing::ThrowsMessage<qjoule::Error>(
