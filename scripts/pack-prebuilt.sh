@@ -26,6 +26,10 @@ while [ $# -gt 0 ]; do
     *) usage ;;
   esac
 done
+# QJOULE_PACK_XZ_PRESET (0-9, optionally with e; default 9e, the smallest bundle): the test suite packs
+# with 0, which takes seconds instead of minutes.
+preset=${QJOULE_PACK_XZ_PRESET:-9e}
+[[ "$preset" =~ ^[0-9]e?$ ]] || { echo "pack-prebuilt: QJOULE_PACK_XZ_PRESET='$preset': expected 0-9, optionally followed by e" >&2; exit 2; }
 [ -x "$build/src/cli/qjoule" ] || { echo "pack-prebuilt: no $build/src/cli/qjoule: build first (scripts/build.sh release)" >&2; exit 1; }
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -67,5 +71,5 @@ if [ "$with_shared" = 1 ]; then
   cp "$shared/sst2/dev.tsv" "$stage/prebuilt/shared/data/sst2/"
   cp -r "$shared/models/sst2-distilbert-mini" "$stage/prebuilt/shared/data/models/"
 fi
-(cd "$stage" && tar -cf - . | xz -T0 -9e > "$bundle")
+(cd "$stage" && tar -cf - . | xz -T0 "-$preset" > "$bundle")
 echo "pack-prebuilt: wrote $bundle ($(du -h "$bundle" | cut -f1)); on the GPU machine: source scripts/unpack-prebuilt.sh $(basename "$bundle")"

@@ -21,6 +21,10 @@ printf '#!/bin/true\n' > "$co/build/fake/tests/x/beta"
 printf 'a library a test loads\n' > "$co/build/fake/tests/x/libfake.so"
 chmod +x "$co/build/fake/tests/x/alpha" "$co/build/fake/tests/x/beta" "$co/build/fake/tests/x/libfake.so"
 echo 'not part of the bundle' > "$co/build/fake/tests/x/object.o"
+if QJOULE_PACK_XZ_PRESET=fast bash "$co/scripts/pack-prebuilt.sh" "$work/b.tar.xz" --build-dir build/fake 2> "$work/err"; then exit 1; fi
+grep -q "^pack-prebuilt: QJOULE_PACK_XZ_PRESET='fast': expected 0-9, optionally followed by e" "$work/err"
+# The fastest preset from here on: the bundle's content is what is tested, not its size.
+export QJOULE_PACK_XZ_PRESET=0
 if bash "$co/scripts/pack-prebuilt.sh" 2> "$work/err"; then echo "no bundle name accepted"; exit 1; fi
 grep -q '^usage: scripts/pack-prebuilt.sh BUNDLE.tar.xz' "$work/err"
 if bash "$co/scripts/pack-prebuilt.sh" "$work/b.tar.xz" --build-dir build/none 2> "$work/err"; then exit 1; fi
