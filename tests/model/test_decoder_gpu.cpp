@@ -9,7 +9,9 @@
 //   GPU vs CPU                  the first decode step's logits within the budgets of
 //                               test_encoder_classifier_gpu.cpp (fp32 1e-4, fp16 1e-2, bf16 3e-2, int8
 //                               3e-2, int4 / nf4 1e-2 of max |CPU logit|);
-//   the recording               one graph a token, at most 12 kernels a layer (issue 40).
+//   the recording               one graph a token, at most 12 kernels a layer (issue 40);
+//   forward_batch               each sequence of a batch (multiple-choice scoring) within the GPU-vs-CPU
+//                               budget of the CPU model's own forward of that sequence.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -108,6 +110,44 @@ TEST(DecoderGpu, GraphDecodeEqualsKernelByKernelAndTheCpuInEveryFormat) {
         max_diff = std::max(max_diff, std::fabs(c[0][i] - a[0][i]));
       }
       EXPECT_LE(max_diff, budget(p) * max_ref) << "GPU vs CPU, first decode step";
+    }
+  }
+}
+
+TEST(DecoderGpu, BatchedForwardGivesEachSequenceTheCpusLogits) {
+  const auto& status = kernels::cuda_device_status();
+  if (!status.usable) GTEST_SKIP() << "no usable GPU: " << status.reason;
+  for (const std::string name : {"tiny-llama", "tiny-qwen2", "tiny-gpt2"}) {
+    const auto dir = test::fixtures_dir() / "decoders" / name;
+    for (const std::string p : {"fp32", "int4:g32:asym"}) {
+      SCOPED_TRACE(name + " " + p);
+      const DecoderLM gpu =
+          load_decoder_lm(dir, cuda_linear_factory(cuda_linear_formats(policy(p)), 0), nullptr, make_cuda_graph_ops(0));
+      const DecoderLM cpu = load_decoder_lm(dir, quantized_linear_factory(policy(p)));
+      const int64_t v = gpu.config().vocab_size;
+      // A 6-token prefill (last logits) and 3 tokens after 4 cached, batched on the GPU, each alone on the CPU.
+      const std::vector<int32_t> a{5, 17, 42, 9, 3, 11}, b{7, 2, 8, 1, 4, 6, 10};
+      auto ga = gpu.make_cache(8), gb = gpu.make_cache(8), ca = cpu.make_cache(8), cb = cpu.make_cache(8);
+      const auto row = static_cast<std::size_t>(v);
+      std::vector<float> prefix(row), got_a(row), got_b(3 * row), want_a(row), want_b(3 * row);
+      gpu.forward(b.data(), 4, gb, prefix.data(), 3);
+      cpu.forward(b.data(), 4, cb, prefix.data(), 3);
+      const DecoderSequence batch[] = {{a.data(), 6, &ga, got_a.data(), 5}, {b.data() + 4, 3, &gb, got_b.data(), 0}};
+      gpu.forward_batch(batch);
+      cpu.forward(a.data(), 6, ca, want_a.data(), 5);
+      cpu.forward(b.data() + 4, 3, cb, want_b.data(), 0);
+      const auto within_budget = [&](const std::vector<float>& got, const std::vector<float>& want) {
+        float max_ref = 0.0f, max_diff = 0.0f;
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          max_ref = std::max(max_ref, std::fabs(want[i]));
+          max_diff = std::max(max_diff, std::fabs(want[i] - got[i]));
+        }
+        EXPECT_LE(max_diff, budget(p) * max_ref);
+      };
+      within_budget(got_a, want_a);
+      within_budget(got_b, want_b);
+      EXPECT_EQ(ga.size(), 6);
+      EXPECT_EQ(gb.size(), 7);
     }
   }
 }
