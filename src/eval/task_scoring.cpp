@@ -67,7 +67,7 @@ double TaskScore::acc_norm_stderr() const { return proportion_stderr(acc_norm(),
 
 namespace {
 
-// One item, encoded: its context once, each choice's continuation tokens.
+// One item, encoded: its context once, each choice's continuation tokens; then its choices' scores.
 struct PreparedItem {
   const TaskItem* item = nullptr;
   std::string where;
@@ -75,9 +75,10 @@ struct PreparedItem {
   std::vector<std::vector<int32_t>> conts;
   int64_t longest = 0;
   bool truncated = false;
-  model::KvCache cache;                    // the context's keys and values (fits)
-  std::vector<float> last;                 // the logits after the context: the first continuation token's row (fits)
-  std::vector<std::vector<float>> logits;  // per choice: its rows after its first token
+  model::KvCache cache;     // the context's keys and values (fits)
+  std::vector<float> last;  // the logits after the context: each choice's first token's row (fits)
+  ItemScore score;          // its choices' log-likelihoods as they are computed
+  int64_t tokens() const { return static_cast<int64_t>(context.ids.size()) + longest; }
 };
 
 PreparedItem prepare(const tokenize::BpeTokenizer& tokenizer, const TaskItem& item, const std::string& path,
@@ -97,115 +98,133 @@ PreparedItem prepare(const tokenize::BpeTokenizer& tokenizer, const TaskItem& it
          p.longest, positions);
   // Fits: the context once, each choice continuing it from the cache. Else lm-eval's own cut, per choice.
   p.truncated = static_cast<int64_t>(p.context.ids.size()) + p.longest - 1 > positions;
-  p.logits.resize(p.conts.size());
+  p.score.context_tokens = static_cast<int64_t>(p.context.ids.size());
+  p.score.truncated = p.truncated;
+  p.score.choices.resize(p.conts.size());
   return p;
 }
 
-// Runs the items of one batch: the contexts that fit in one forward, then each choice round (choice c of
-// every item) in one forward continuing the items' caches; items cut to the positions run choice by
-// choice as lm-eval cuts them. Fills every item's logits; adds the tokens forwarded to `tokens`.
-void run_batch(const model::DecoderLM& model, std::vector<PreparedItem>& batch, int64_t& tokens) {
+// Choice c's log-likelihood: Σ log p(cont[i] | everything before it) over the rows row(i) predicting cont[i].
+template <class Row>
+void score_choice(PreparedItem& p, std::size_t c, int64_t vocab, Row row) {
+  const auto& cont = p.conts[c];
+  ChoiceScore& choice = p.score.choices[c];
+  choice.tokens = static_cast<int64_t>(cont.size());
+  choice.loglik = 0.0;
+  for (std::size_t i = 0; i < cont.size(); ++i) choice.loglik += log_prob(row(i), vocab, cont[i]);
+}
+
+// An item cut to the positions: each choice as lm-eval cuts it, the last `positions` tokens of context +
+// continuation but its last, from an empty cache.
+void score_truncated(const model::DecoderLM& model, PreparedItem& p, int64_t& tokens) {
   const int64_t positions = model.config().max_positions, vocab = model.config().vocab_size;
+  std::vector<float> logits;
+  for (std::size_t c = 0; c < p.conts.size(); ++c) {
+    const auto& cont = p.conts[c];
+    const auto m = static_cast<int64_t>(cont.size());
+    std::vector<int32_t> all = p.context.ids;
+    all.insert(all.end(), cont.begin(), cont.end() - 1);
+    const int64_t run = std::min<int64_t>(positions, static_cast<int64_t>(all.size()));
+    auto cache = model.make_cache(run);
+    logits.resize(static_cast<std::size_t>(m * vocab));
+    model.forward(all.data() + (static_cast<int64_t>(all.size()) - run), run, cache, logits.data(), run - m);
+    require_finite_logits(logits.data(), logits.size(), p.where, "log-likelihood");
+    tokens += run;
+    p.score.context_tokens = std::min(p.score.context_tokens, run - (m - 1));
+    score_choice(p, c, vocab, [&](std::size_t i) { return logits.data() + i * static_cast<std::size_t>(vocab); });
+  }
+}
+
+// Scores the items of one batch: the contexts that fit in one forward, then each choice round (choice c of
+// every item) in one forward continuing the items' caches, each round's logits scored before the next
+// overwrites them. Adds the tokens forwarded to `tokens`.
+void score_batch(const model::DecoderLM& model, std::vector<PreparedItem>& batch, int64_t& tokens) {
+  const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
   std::vector<model::DecoderSequence> seqs;
   std::size_t choices = 0;
   for (PreparedItem& p : batch) {
     choices = std::max(choices, p.conts.size());
-    const auto n = static_cast<int64_t>(p.context.ids.size());
     if (p.truncated) {
-      for (std::size_t c = 0; c < p.conts.size(); ++c) {
-        const auto& cont = p.conts[c];
-        const auto m = static_cast<int64_t>(cont.size());
-        std::vector<int32_t> all = p.context.ids;
-        all.insert(all.end(), cont.begin(), cont.end() - 1);
-        const int64_t run = std::min<int64_t>(positions, static_cast<int64_t>(all.size()));
-        auto cache = model.make_cache(run);
-        p.logits[c].resize(static_cast<std::size_t>(m * vocab));
-        model.forward(all.data() + (static_cast<int64_t>(all.size()) - run), run, cache, p.logits[c].data(), run - m);
-        require_finite_logits(p.logits[c].data(), p.logits[c].size(), p.where, "log-likelihood");
-        tokens += run;
-      }
+      score_truncated(model, p, tokens);
       continue;
     }
+    const auto n = static_cast<int64_t>(p.context.ids.size());
     p.cache = model.make_cache(n + p.longest - 1);
-    p.last.resize(static_cast<std::size_t>(vocab));
+    p.last.resize(vocab);
     seqs.push_back({p.context.ids.data(), n, &p.cache, p.last.data(), n - 1});
     tokens += n;
   }
   if (!seqs.empty()) model.forward_batch(seqs);
   for (PreparedItem& p : batch)
     if (!p.truncated) require_finite_logits(p.last.data(), p.last.size(), p.where, "log-likelihood");
+  // Round c: choice c of every item that fits, continuing its context's cache (a one-token choice needs
+  // only the context's last row); its logits rows at offsets[b] of `logits`.
+  std::vector<float> logits;
+  std::vector<std::size_t> offsets(batch.size());
   for (std::size_t c = 0; c < choices; ++c) {
+    const auto in_round = [&](const PreparedItem& p) { return !p.truncated && c < p.conts.size(); };
+    std::size_t rows = 0;
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      offsets[b] = rows;
+      if (in_round(batch[b])) rows += batch[b].conts[c].size() - 1;
+    }
+    logits.resize(rows * vocab);
     seqs.clear();
-    for (PreparedItem& p : batch) {
-      if (p.truncated || c >= p.conts.size() || p.conts[c].size() < 2) continue;
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      PreparedItem& p = batch[b];
+      if (!in_round(p) || p.conts[c].size() < 2) continue;
       const auto m = static_cast<int64_t>(p.conts[c].size());
       p.cache.truncate(static_cast<int64_t>(p.context.ids.size()));
-      p.logits[c].resize(static_cast<std::size_t>((m - 1) * vocab));
-      seqs.push_back({p.conts[c].data(), m - 1, &p.cache, p.logits[c].data(), 0});
+      seqs.push_back({p.conts[c].data(), m - 1, &p.cache, logits.data() + offsets[b] * vocab, 0});
       tokens += m - 1;
     }
-    if (seqs.empty()) continue;
-    model.forward_batch(seqs);
-    for (PreparedItem& p : batch)
-      if (!p.truncated && c < p.conts.size() && p.conts[c].size() >= 2)
-        require_finite_logits(p.logits[c].data(), p.logits[c].size(), p.where, "log-likelihood");
+    if (!seqs.empty()) model.forward_batch(seqs);
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      PreparedItem& p = batch[b];
+      if (!in_round(p)) continue;
+      const float* own = logits.data() + offsets[b] * vocab;
+      require_finite_logits(own, (p.conts[c].size() - 1) * vocab, p.where, "log-likelihood");
+      // The rows predicting cont[0 .. n): the context's last, then the continuation's own.
+      score_choice(p, c, static_cast<int64_t>(vocab),
+                   [&](std::size_t i) { return i == 0 ? p.last.data() : own + (i - 1) * vocab; });
+    }
   }
 }
 
-ItemScore score_item(const PreparedItem& p, int64_t positions, int64_t vocab) {
-  ItemScore item_score;
-  item_score.context_tokens = static_cast<int64_t>(p.context.ids.size());
-  item_score.truncated = p.truncated;
+// acc's and acc_norm's picks of a scored item.
+void choose(PreparedItem& p) {
   std::vector<double> ll, norm;
   for (std::size_t c = 0; c < p.conts.size(); ++c) {
-    const auto& cont = p.conts[c];
-    const auto n = static_cast<int64_t>(cont.size());
-    if (p.truncated) {
-      const int64_t run = std::min<int64_t>(positions, item_score.context_tokens + n - 1);
-      item_score.context_tokens = std::min(item_score.context_tokens, run - (n - 1));
-    }
-    // The rows predicting cont[0 .. n): `last` then logits (fits), or logits' n rows (cut).
-    ChoiceScore choice;
-    choice.tokens = n;
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = p.truncated ? p.logits[c].data() + i * vocab
-                         : i == 0    ? p.last.data()
-                                     : p.logits[c].data() + (i - 1) * vocab;
-      choice.loglik += log_prob(row, vocab, cont[static_cast<std::size_t>(i)]);
-    }
+    ll.push_back(p.score.choices[c].loglik);
     // Characters as lm-eval counts them: code points (the file was checked as UTF-8 when read).
-    norm.push_back(choice.loglik / double(tokenize::decode_utf8(p.item->choices[c], p.where).size()));
-    ll.push_back(choice.loglik);
-    item_score.choices.push_back(choice);
+    norm.push_back(ll.back() / double(tokenize::decode_utf8(p.item->choices[c], p.where).size()));
   }
-  item_score.chosen = first_max(ll);
-  item_score.chosen_norm = first_max(norm);
-  return item_score;
+  p.score.chosen = first_max(ll);
+  p.score.chosen_norm = first_max(norm);
 }
 
 }  // namespace
 
 TaskScore score_task(const model::DecoderLM& model, const tokenize::BpeTokenizer& tokenizer, const Task& task,
                      const TaskScoringOptions& options) {
-  const int64_t positions = model.config().max_positions, vocab = model.config().vocab_size;
+  const int64_t positions = model.config().max_positions;
   TaskScore score;
   const auto started = std::chrono::steady_clock::now();
   for (std::size_t next = 0; next < task.items.size();) {
-    // A batch: items until their contexts hold kTaskBatchTokens (at least one item).
+    // A batch: items until their contexts and longest choices hold kTaskBatchTokens (at least one item).
     std::vector<PreparedItem> batch;
-    int64_t context_tokens = 0;
-    while (next < task.items.size() && (batch.empty() || context_tokens < kTaskBatchTokens)) {
+    int64_t batch_tokens = 0;
+    while (next < task.items.size() && (batch.empty() || batch_tokens < kTaskBatchTokens)) {
       batch.push_back(prepare(tokenizer, task.items[next++], task.path.string(), positions));
-      context_tokens += static_cast<int64_t>(batch.back().context.ids.size());
+      batch_tokens += batch.back().tokens();
     }
-    run_batch(model, batch, score.tokens);
+    score_batch(model, batch, score.tokens);
     for (PreparedItem& p : batch) {
-      ItemScore item_score = score_item(p, positions, vocab);
-      score.truncated += item_score.truncated ? 1 : 0;
-      score.correct += item_score.chosen == p.item->gold ? 1 : 0;
-      score.correct_norm += item_score.chosen_norm == p.item->gold ? 1 : 0;
-      score.items.push_back(std::move(item_score));
-      p = PreparedItem{};  // its caches and logits go now
+      choose(p);
+      score.truncated += p.score.truncated ? 1 : 0;
+      score.correct += p.score.chosen == p.item->gold ? 1 : 0;
+      score.correct_norm += p.score.chosen_norm == p.item->gold ? 1 : 0;
+      score.items.push_back(std::move(p.score));
     }
     if (options.progress)
       options.progress(static_cast<int64_t>(score.items.size()), static_cast<int64_t>(task.items.size()));
