@@ -4,11 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "decoder_fixtures.h"
+#include "quantized_checkpoint_test_util.h"
 #include "qjoule/error.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/quantization_plan.h"
@@ -20,15 +20,7 @@ using qjoule::model::DecoderLM;
 using qjoule::model::DecoderSequence;
 using qjoule::model::KvCache;
 using qjoule::test::decoder_fixture;
-
-double relative_rms(const std::vector<float>& ref, const std::vector<float>& got) {
-  double se = 0, sr = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    se += double(ref[i] - got[i]) * double(ref[i] - got[i]);
-    sr += double(ref[i]) * double(ref[i]);
-  }
-  return std::sqrt(se / sr);
-}
+using qjoule::test::relative_rms;  // (got, want): ||got − want|| / ||want||
 
 qjoule::model::LinearFactory factory_for(const std::string& precision, bool fuse) {
   qjoule::quant::LayerPolicyOptions policy;
@@ -87,13 +79,13 @@ TEST_P(DecoderBatchTest, EachSequenceGetsTheLogitsAndCacheOfItsOwnForward) {
   const double budget = precision == "fp32" ? 1e-5 : precision == "int8" ? 5e-3 : 2e-2;
   for (size_t i = 0; i < kCases.size(); ++i) {
     EXPECT_EQ(batched[i].size(), kCases[i].cached + kCases[i].n) << "sequence " << i;
-    EXPECT_LE(relative_rms(want[i], got[i]), budget) << "sequence " << i;
+    EXPECT_LE(relative_rms(got[i], want[i]), budget) << "sequence " << i;
     // The caches hold the same keys and values: one more token decodes alike from both.
     std::vector<float> next_alone(static_cast<size_t>(v)), next_batched(static_cast<size_t>(v));
     const int32_t* next = ids[i].data() + kCases[i].cached + kCases[i].n;
     model.forward(next, 1, alone[i], next_alone.data());
     model.forward(next, 1, batched[i], next_batched.data());
-    EXPECT_LE(relative_rms(next_alone, next_batched), budget) << "sequence " << i << ", the token after";
+    EXPECT_LE(relative_rms(next_batched, next_alone), budget) << "sequence " << i << ", the token after";
   }
 }
 
