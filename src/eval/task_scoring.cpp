@@ -78,7 +78,6 @@ struct PreparedItem {
   model::KvCache cache;     // the context's keys and values (fits)
   std::vector<float> last;  // the logits after the context: each choice's first token's row (fits)
   ItemScore score;          // its choices' log-likelihoods as they are computed
-  int64_t tokens() const { return static_cast<int64_t>(context.ids.size()) + longest; }
 };
 
 PreparedItem prepare(const tokenize::BpeTokenizer& tokenizer, const TaskItem& item, const std::string& path,
@@ -211,12 +210,14 @@ TaskScore score_task(const model::DecoderLM& model, const tokenize::BpeTokenizer
   TaskScore score;
   const auto started = std::chrono::steady_clock::now();
   for (std::size_t next = 0; next < task.items.size();) {
-    // A batch: items until their contexts and longest choices hold kTaskBatchTokens (at least one item).
+    // A batch: items until their contexts, or their longest choices, hold kTaskBatchTokens (at least one item).
     std::vector<PreparedItem> batch;
-    int64_t batch_tokens = 0;
-    while (next < task.items.size() && (batch.empty() || batch_tokens < kTaskBatchTokens)) {
+    int64_t context_tokens = 0, choice_tokens = 0;
+    while (next < task.items.size() &&
+           (batch.empty() || (context_tokens < kTaskBatchTokens && choice_tokens < kTaskBatchTokens))) {
       batch.push_back(prepare(tokenizer, task.items[next++], task.path.string(), positions));
-      batch_tokens += batch.back().tokens();
+      context_tokens += static_cast<int64_t>(batch.back().context.ids.size());
+      choice_tokens += batch.back().longest;
     }
     score_batch(model, batch, score.tokens);
     for (PreparedItem& p : batch) {

@@ -11,11 +11,11 @@
 //     choice without the delimiter), as lm-eval's acc_norm; each with its standard error
 //     sqrt(p (1 − p) / (n − 1)) (lm-eval's sample standard deviation over √n).
 // The context is encoded and run once per item and each choice continues it from the KV cache (the same tokens
-// lm-eval's batches run). Items run in batches (model::DecoderLM::forward_batch): consecutive items whose
-// contexts and longest choices hold up to kTaskBatchTokens tokens (at least one item); their contexts in
-// one forward, then choice c of every item of the batch in one forward, each over its item's cache, so
-// the products see prefill-sized row counts (and a round's logits, scored before the next, are at most
-// kTaskBatchTokens rows); an item's log-likelihoods do not depend on its batch (activations are quantized per token),
+// lm-eval's batches run). Items run in batches (model::DecoderLM::forward_batch): consecutive items
+// until their contexts, or their longest choices, hold kTaskBatchTokens tokens (at least one item); their
+// contexts in one forward, then choice c of every item of the batch in one forward, each over its item's
+// cache, so the products see prefill-sized row counts (and a round's logits, scored before the next, are
+// at most about kTaskBatchTokens rows); an item's log-likelihoods do not depend on its batch (activations are quantized per token),
 // up to the rounding of the kernel the row count chooses. Where context + the longest continuation − 1 exceeds the model's positions,
 // each choice runs as lm-eval cuts it: the last max_positions tokens of context + continuation but its
 // last, from an empty cache (the context losing tokens from its left); such items are counted in
@@ -63,7 +63,7 @@ struct TaskScore {
   double acc_norm_stderr() const;
 };
 
-// Tokens (each item's context and its longest choice) that fill a batch of items (above).
+// The context tokens, or longest-choice tokens, that fill a batch of items (above).
 inline constexpr int64_t kTaskBatchTokens = 512;
 
 struct TaskScoringOptions {
