@@ -1,18 +1,13 @@
 #include "qjoule/bench/lm_quality.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "bench/file_lock.h"
-
+#include "bench/progress_line.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/error.h"
@@ -27,8 +22,6 @@
 namespace qjoule::bench {
 namespace fs = std::filesystem;
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // "1 min 20 s", "35 s".
 std::string duration_text(double seconds) {
@@ -247,10 +240,7 @@ const LmText& LmQuality::ensure_reference(const std::string& model) {
       resumed_windows > 0
           ? fmt::format("; resuming after window {} ({} tokens already scored)", resumed_windows, resumed_tokens)
           : ""));
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  const auto start = Clock::now();
-  auto last_line = start;
-  bool first_line = true;
+  detail::ProgressLine progress;
   eval::PerplexityOptions opts;
   opts.ctx = t.ctx;
   opts.stride = t.stride;
@@ -258,27 +248,19 @@ const LmText& LmQuality::ensure_reference(const std::string& model) {
   opts.fp16_log_probs = true;
   opts.on_window = [&](const eval::ScoredWindow& w) {
     writer.append_window(w.index, w.fp16_log_probs, w.scored, w.nll_sum);
-    const auto now = Clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
+    const double elapsed = progress.elapsed();
     const int64_t done = w.scored_before + w.scored;
     // Every window runs ctx tokens whatever it scores: the time left goes by windows.
     const double per_window = elapsed / static_cast<double>(w.index + 1 - resumed_windows);
-    const std::string line = fmt::format("  FP32 reference: window {}/{}, {}/{} tokens scored, {}, ETA {}", w.index + 1,
-                                         w.windows, done, t.scored, duration_text(elapsed),
-                                         duration_text(per_window * static_cast<double>(w.windows - w.index - 1)));
-    // Each line begins with its newline (the notes do too): a tty rewrites its one progress line.
-    if (tty) {
-      fmt::print(stderr, "{}{}", first_line ? "\n" : "\r\033[K", line);
-      first_line = false;
-    } else if (std::chrono::duration<double>(now - last_line).count() >= 10.0 || w.index + 1 == w.windows) {
-      fmt::print(stderr, "\n{}", line);
-      last_line = now;
-    }
+    progress.update(fmt::format("  FP32 reference: window {}/{}, {}/{} tokens scored, {}, ETA {}", w.index + 1,
+                                w.windows, done, t.scored, duration_text(elapsed),
+                                duration_text(per_window * static_cast<double>(w.windows - w.index - 1))),
+                    w.index + 1 == w.windows);
   };
   const model::DecoderLM fp32 = model::load_decoder_lm_streamed(t.fp32_model);
   if (resumed_windows < t.windows) eval::evaluate_perplexity(fp32, t.ids, opts);
   writer.finish();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = progress.elapsed();
   note_(fmt::format("FP32 reference for '{}': done in {} (PPL {:.4f}) -> {}\n", model, duration_text(seconds),
                     std::exp(writer.nll_done() / static_cast<double>(t.scored)), t.base_path.string()));
   announced_.insert(model);

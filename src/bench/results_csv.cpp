@@ -1,12 +1,11 @@
 #include "qjoule/bench/results_csv.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
+#include "qjoule/bench/task_table.h"
 
 namespace qjoule::bench {
 namespace {
@@ -34,18 +33,6 @@ std::string cell_text(const nlohmann::json& value) {
     return joined;
   }
   return value.dump();  // numbers (shortest text that reads back the same double) and booleans
-}
-
-// Each task's name that a record holds, by name.
-std::vector<std::string> task_names(const std::vector<RunRecord>& records) {
-  std::vector<std::string> names;
-  for (const auto& record : records) {
-    if (!record.tasks.is_object()) continue;
-    for (const auto& [name, task] : record.tasks.items())
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 }  // namespace

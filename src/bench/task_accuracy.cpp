@@ -1,8 +1,5 @@
 #include "qjoule/bench/task_accuracy.h"
 
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -11,6 +8,7 @@
 
 #include "bench/file_lock.h"
 #include "bench/peak_rss.h"
+#include "bench/progress_line.h"
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/console_reporter.h"
 #include "qjoule/bench/sweep_identity.h"
@@ -27,33 +25,20 @@ namespace {
 namespace fs = std::filesystem;
 
 // Scores `task` with a progress line (`who`: "FP32 answers", "this run") where it takes more than a few
-// seconds: a tty rewrites one line, a log gets one every 10 s; each begins with its newline, as the notes.
-eval::TaskScore score_on(const model::DecoderLM& m, const std::string& model, const eval::Task& task,
+// seconds.
+eval::TaskScore score_on(const model::DecoderLM& m, const tokenize::BpeTokenizer& tokenizer, const eval::Task& task,
                          const std::string& who) {
-  const auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(fs::path(model) / "tokenizer.json");
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto last_line = start;
-  bool shown = false;
+  detail::ProgressLine progress(3.0);
   eval::TaskScoringOptions options;
   options.progress = [&](int64_t done, int64_t total) {
-    const auto now = std::chrono::steady_clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
-    if (elapsed < 3.0 && !shown) return;
-    const std::string line =
+    const double elapsed = progress.elapsed();
+    progress.update(
         fmt::format("  {} on {}: item {}/{}, {}, ETA {}", who, task.name, done, total, format_duration(elapsed),
-                    format_duration(elapsed / double(done) * double(total - done)));
-    if (tty) {
-      fmt::print(stderr, "{}{}", shown ? "\r\033[K" : "\n", line);
-      shown = true;
-    } else if (std::chrono::duration<double>(now - last_line).count() >= 10.0 || done == total) {
-      fmt::print(stderr, "\n{}", line);
-      last_line = now;
-      shown = true;
-    }
+                    format_duration(elapsed / double(done) * double(total - done))),
+        done == total);
   };
   auto s = eval::score_task(m, tokenizer, task, options);
-  if (shown && tty) fmt::print(stderr, "\n");
+  progress.finish();
   return s;
 }
 
@@ -119,6 +104,14 @@ void TaskAccuracy::check(const std::vector<RunConfig>& configs) {
           options_.files.front(), c.model);
 }
 
+const tokenize::BpeTokenizer& TaskAccuracy::tokenizer_of(const std::string& model) {
+  auto it = tokenizers_.find(model);
+  if (it == tokenizers_.end())
+    it = tokenizers_.emplace(model, tokenize::BpeTokenizer::from_tokenizer_json(fs::path(model) / "tokenizer.json"))
+             .first;
+  return it->second;
+}
+
 fs::path TaskAccuracy::reference_path(const std::string& fp32_model, std::size_t task) const {
   return out_ / kTaskBaseDirName /
          fmt::format("{}-{}-{}.json", model_identity(fp32_model), hashes_[task], tasks_[task].items.size());
@@ -171,7 +164,7 @@ void TaskAccuracy::ensure_reference(const std::string& model, const std::string&
                                               fp32_bytes >> 20, available.value_or(0) >> 20)));
         fp32.emplace(whole ? model::load_decoder_lm(fp32_model) : model::load_decoder_lm_streamed(fp32_model));
       }
-      const auto s = score_on(*fp32, fp32_model, tasks_[t], "FP32 answers");
+      const auto s = score_on(*fp32, tokenizer_of(fp32_model), tasks_[t], "FP32 answers");
       refs[t] = reference_of(s);
       nlohmann::json j = {{"task", tasks_[t].name},   {"file", tasks_[t].path.string()}, {"hash", hashes_[t]},
                           {"model", fp32_model},      {"items", s.items.size()},         {"acc", s.acc()},
@@ -194,7 +187,7 @@ void TaskAccuracy::score(const model::DecoderLM& m, const std::string& model, Ru
   const auto ref = references_.find(model);
   for (std::size_t t = 0; t < tasks_.size(); ++t) {
     const auto& task = tasks_[t];
-    const auto s = score_on(m, model, task, "this run's answers");
+    const auto s = score_on(m, tokenizer_of(model), task, "this run's answers");
     nlohmann::json j = {{"file", task.path.string()},
                         {"hash", hashes_[t]},
                         {"shape", std::string(eval::task_shape_name(task.shape))},

@@ -15,6 +15,20 @@ std::string number_or_dash(const std::optional<double>& value, const char* forma
 
 }  // namespace
 
+std::vector<std::string> task_names(const std::vector<const RunRecord*>& records) {
+  std::set<std::string> names;
+  for (const RunRecord* r : records)
+    if (r->tasks.is_object())
+      for (const auto& [name, t] : r->tasks.items()) names.insert(name);
+  return {names.begin(), names.end()};
+}
+
+std::vector<std::string> task_names(const std::vector<RunRecord>& records) {
+  std::vector<const RunRecord*> all;
+  for (const auto& r : records) all.push_back(&r);
+  return task_names(all);
+}
+
 std::optional<double> task_figure(const RunRecord& record, const std::string& task, std::string_view key) {
   if (!record.tasks.is_object() || !record.tasks.contains(task)) return std::nullopt;
   const nlohmann::json& t = record.tasks.at(task);
@@ -25,12 +39,7 @@ std::optional<double> task_figure(const RunRecord& record, const std::string& ta
 
 TaskTable build_task_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt) {
   TaskTable table;
-  std::vector<std::string> names;  // in the order the records first name them
-  std::set<std::string> seen;
-  for (const auto& r : records)
-    if (r.status == "ok" && r.tasks.is_object())
-      for (const auto& [name, t] : r.tasks.items())
-        if (seen.insert(name).second) names.push_back(name);
+  const std::vector<std::string> names = task_names(records);
   if (names.empty()) return table;
   table.columns = {{"run", false}, {"precision", false}};
   for (const auto& name : names) {

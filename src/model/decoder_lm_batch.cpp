@@ -11,12 +11,20 @@ namespace qjoule::model {
 
 void DecoderLM::forward_batch(std::span<const DecoderSequence> sequences) const {
   if (sequences.empty()) fail("a batched forward needs at least one sequence, got none");
-  std::vector<Segment> segments;
-  int64_t n = 0, rows = 0;
   for (std::size_t i = 0; i < sequences.size(); ++i) {
     const DecoderSequence& q = sequences[i];
     if (q.cache == nullptr || q.ids == nullptr || q.logits == nullptr)
       fail("sequence {} of the batch: expected its ids, its KV cache and where its logits go", i);
+  }
+  if (sequences.size() == 1) {  // forward() itself, with its checks
+    const DecoderSequence& q = sequences.front();
+    forward(q.ids, q.n, *q.cache, q.logits, q.logits_from);
+    return;
+  }
+  std::vector<Segment> segments;
+  int64_t n = 0, rows = 0;
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    const DecoderSequence& q = sequences[i];
     check_forward(q.ids, q.n, *q.cache, q.logits_from, fmt::format("sequence {} of the batch", i));
     for (std::size_t j = 0; j < i; ++j) {
       if (sequences[j].cache == q.cache)
@@ -25,11 +33,6 @@ void DecoderLM::forward_batch(std::span<const DecoderSequence> sequences) const 
     segments.push_back({n, q.n, q.cache->size_, q.cache, q.logits_from});
     n += q.n;
     rows += q.n - q.logits_from;
-  }
-  if (sequences.size() == 1) {
-    const DecoderSequence& q = sequences.front();
-    forward(q.ids, q.n, *q.cache, q.logits, q.logits_from);
-    return;
   }
   GraphOps& ops = *ops_;
   std::vector<int32_t> ids;

@@ -22,13 +22,8 @@ ReportChart task_accuracy_chart(const std::vector<const bench::RunRecord*>& runs
                     "and Δ against FP32 in summary.md)",
                     nullptr,
                     {}};
-  std::vector<std::string> names;
-  for (const auto* r : runs)
-    if (r->tasks.is_object())
-      for (const auto& [name, t] : r->tasks.items())
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   std::vector<std::pair<std::string, Metric>> metrics;
-  for (const auto& name : names)
+  for (const auto& name : bench::task_names(runs))
     metrics.emplace_back(name, [name](const bench::RunRecord& r) -> std::optional<double> {
       const auto acc = bench::task_figure(r, name, "acc");
       return acc ? std::optional<double>(*acc * 100.0) : std::nullopt;

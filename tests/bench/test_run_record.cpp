@@ -145,6 +145,21 @@ TEST(BenchRunRecord, DecodeEnergyNullCarriesItsReason) {
   EXPECT_THAT(error_of([&] { to_json(encoder); }), HasSubstr("decode_energy_window is a string"));
 }
 
+TEST(BenchRunRecord, TasksAreAnObjectOrNullWrittenAndRead) {
+  RunRecord r = examples::decoder_record();
+  r.tasks = {{"arc", {{"items", 4}, {"acc", 0.5}}}};
+  EXPECT_EQ(to_json(through_text(r))["tasks"], r.tasks);
+  r.tasks = "arc";
+  EXPECT_THAT(
+      error_of([&] { to_json(r); }),
+      HasSubstr("run record '" + r.run_name + "': tasks is a string (\"arc\"), expected an object or null"));
+  r.tasks = nullptr;
+  auto json = to_json(r);
+  json["tasks"] = nlohmann::json::array({1});
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }),
+              HasSubstr("run record: tasks is an array, expected an object or null"));
+}
+
 // A version-1 line as qjoule wrote it before decoder runs: the first 47 keys, schema_version 1.
 nlohmann::json as_version_1(const RunRecord& record) {
   auto json = to_json(record);

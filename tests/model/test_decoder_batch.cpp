@@ -116,6 +116,11 @@ TEST(DecoderBatch, BadBatchesAreOneLine) {
   EXPECT_THAT([&] { model.forward_batch(full); },
               ::testing::ThrowsMessage<qjoule::Error>(::testing::StrEq(
                   "sequence 1 of the batch: 4 tokens after 0 cached exceed the KV cache's capacity of 2 tokens")));
+  const std::vector<DecoderSequence> no_cache = {{ids.data(), 2, &a, la.data(), 0},
+                                                 {ids.data(), 2, nullptr, lb.data(), 0}};
+  EXPECT_THAT([&] { model.forward_batch(no_cache); },
+              ::testing::ThrowsMessage<qjoule::Error>(
+                  ::testing::StrEq("sequence 1 of the batch: expected its ids, its KV cache and where its logits go")));
   EXPECT_EQ(a.size(), 0) << "a refused batch runs nothing";
 }
 

@@ -22,6 +22,7 @@
 #include "qjoule/bench/run_config.h"
 #include "qjoule/bench/run_record.h"
 #include "qjoule/eval/task_file.h"
+#include "qjoule/tokenize/bpe_tokenizer.h"
 
 namespace qjoule::model {
 class DecoderLM;
@@ -68,6 +69,8 @@ class TaskAccuracy {
  private:
   const std::vector<eval::Task>& tasks();
   std::filesystem::path reference_path(const std::string& fp32_model, std::size_t task) const;
+  // Each model's tokenizer, read once for all its tasks and runs.
+  const tokenize::BpeTokenizer& tokenizer_of(const std::string& model);
 
   TaskOptions options_;
   std::filesystem::path out_;
@@ -78,6 +81,7 @@ class TaskAccuracy {
   // By model: the FP32 answers per task (empty where there is no FP32 model), or why there are none.
   std::map<std::string, std::vector<TaskReference>> references_;
   std::map<std::string, std::string> unavailable_;
+  std::map<std::string, tokenize::BpeTokenizer> tokenizers_;
 };
 
 }  // namespace qjoule::bench

@@ -14,6 +14,11 @@
 
 namespace qjoule::bench {
 
+// Every task name the records hold (`bench --task`: the task files' stems), sorted; the task table's and
+// results.csv's columns and the report's task chart.
+std::vector<std::string> task_names(const std::vector<RunRecord>& records);
+std::vector<std::string> task_names(const std::vector<const RunRecord*>& records);
+
 // The number `key` ("acc", "delta_acc", ...) of `task` in the record's tasks, or nullopt where the record has
 // no such task or figure (null, or not a number).
 std::optional<double> task_figure(const RunRecord& record, const std::string& task, std::string_view key);
