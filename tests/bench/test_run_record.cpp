@@ -150,9 +150,8 @@ TEST(BenchRunRecord, TasksAreAnObjectOrNullWrittenAndRead) {
   r.tasks = {{"arc", {{"items", 4}, {"acc", 0.5}}}};
   EXPECT_EQ(to_json(through_text(r))["tasks"], r.tasks);
   r.tasks = "arc";
-  EXPECT_THAT(
-      error_of([&] { to_json(r); }),
-      HasSubstr("run record '" + r.run_name + "': tasks is a string (\"arc\"), expected an object or null"));
+  EXPECT_THAT(error_of([&] { to_json(r); }),
+              HasSubstr("run record '" + r.run_name + "': tasks is a string (\"arc\"), expected an object or null"));
   r.tasks = nullptr;
   auto json = to_json(r);
   json["tasks"] = nlohmann::json::array({1});
