@@ -97,8 +97,9 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   std::string unused;
   auto backend = model::device_backend(gpu_index, quant::LayerPolicy::uniform(c.precision));
   const model::DecoderLM m = model::load_decoder_lm(
-      c.model, calibrated ? model::calibrated_linear_factory(backend.linears, calibrated) : backend.linears, &unused,
-      backend.ops, [&](model::DecoderParams& p) {
+      c.model,
+      calibrated ? model::calibrated_linear_factory(backend.linears, calibrated, backend.int4_codes) : backend.linears,
+      &unused, backend.ops, [&](model::DecoderParams& p) {
         if (calibrated) model::apply_calibrated_norms(p, *calibrated);
       });
   if (!unused.empty()) r.notes.push_back(unused);

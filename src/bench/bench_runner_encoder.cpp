@@ -36,7 +36,8 @@ void BenchRunner::Impl::run_measured(const RunConfig& c, RunRecord& r) {
   predicted.held_bytes = 0;
   if (on_gpu) predicted.unavailable = "the model is in GPU memory; the prediction is of host memory";
   // The model on its device: the one EncoderClassifier graph on the CPU, or on GPU N with every weight there.
-  const model::EncoderClassifier m = on_gpu ? build_cuda(c, gpu_index) : build(c, std::move(calibrated));
+  const model::EncoderClassifier m =
+      on_gpu ? build_cuda(c, gpu_index, std::move(calibrated)) : build(c, std::move(calibrated));
   return_freed_memory();  // the build's freed FP32 copies (its peak is already in the high-water mark)
   const model::EncoderConfig& cfg = m.config();
   r.model_bytes = m.bytes_held();
@@ -179,9 +180,13 @@ model::EncoderClassifier BenchRunner::Impl::build(const RunConfig& c,
   return model::EncoderClassifier(*params, linears);
 }
 
-model::EncoderClassifier BenchRunner::Impl::build_cuda(const RunConfig& c, int device) {
+model::EncoderClassifier BenchRunner::Impl::build_cuda(const RunConfig& c, int device,
+                                                       std::shared_ptr<model::CalibratedInt4> calibrated) {
   auto backend = model::device_backend(device, quant::LayerPolicy::uniform(c.precision));
-  return model::EncoderClassifier(*params, backend.linears, model::ActivationDtype::f32, backend.ops);
+  auto linears = calibrated ? model::calibrated_linear_factory(std::move(backend.linears), std::move(calibrated),
+                                                               std::move(backend.int4_codes))
+                            : std::move(backend.linears);
+  return model::EncoderClassifier(*params, linears, model::ActivationDtype::f32, backend.ops);
 }
 
 std::vector<std::vector<float>> BenchRunner::Impl::run_fidelity_inputs(

@@ -140,7 +140,8 @@ struct BenchRunner::Impl {
   // the record's calibration fields; nullptr for other precisions.
   std::shared_ptr<model::CalibratedInt4> calibrated_weights(const RunConfig& c, RunRecord& r);
   model::EncoderClassifier build(const RunConfig& c, std::shared_ptr<model::CalibratedInt4> calibrated);
-  model::EncoderClassifier build_cuda(const RunConfig& c, int device);
+  model::EncoderClassifier build_cuda(const RunConfig& c, int device,
+                                      std::shared_ptr<model::CalibratedInt4> calibrated);
   std::vector<std::vector<float>> run_fidelity_inputs(const model::EncoderClassifier& m, const RunConfig& c,
                                                       std::size_t limit = 0,
                                                       std::optional<eval::ClassifierEvalResult>* result = nullptr);

@@ -86,9 +86,6 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   const int gpu = on_gpu ? kernels::require_cuda_device(a.device) : -1;
   const auto qopts = eval_quantization_options(a);
   const auto policy = on_gpu ? parse_cuda_layer_policy(qopts) : parse_layer_policy(qopts);
-  if (on_gpu && model::policy_needs_calibration(policy))
-    fail("--precision {}: GPTQ / AWQ calibration and its codes run on the CPU in this build; expected --device cpu",
-         a.quant.precision);
   const auto act_dtype = model::parse_activation_dtype(a.act_dtype);
   if (on_gpu && a.smoothquant)
     fail(
@@ -148,7 +145,8 @@ void run_eval(const EvalArgs& a, CommandContext& /*ctx*/) {
   // with every weight on GPU `gpu`.
   auto backend = model::device_backend(gpu, policy, std::move(smoothing));
   const model::EncoderClassifier m(
-      std::move(params), calibrated ? model::calibrated_linear_factory(backend.linears, calibrated) : backend.linears,
+      std::move(params),
+      calibrated ? model::calibrated_linear_factory(backend.linears, calibrated, backend.int4_codes) : backend.linears,
       act_dtype, backend.ops);
   const eval::ClassifierForward forward = [&m](const int32_t* ids, const int32_t* mask, int64_t batch, int64_t seq,
                                                float* logits) { m.forward(ids, mask, batch, seq, logits); };

@@ -20,8 +20,6 @@ model::LoadedDecoder load_decoder_for(const std::string& dir, const QuantArgs& q
         "--precision {}: SmoothQuant is not supported for decoder models (it calibrates encoder classifiers); "
         "expected int8 without sq",
         quant.precision);
-  if (gpu >= 0 && model::policy_needs_calibration(policy))
-    fail("--precision {}: GPTQ calibration runs on the CPU in this build; expected --device cpu", quant.precision);
   std::string calibration;
   auto calibrated = calibrate_if_asked(dir, policy, calib, calibration);
   auto loaded = model::load_decoder(dir, gpu, policy, std::move(calibrated));

@@ -84,6 +84,37 @@ void CalibratingLinear::finish_round_to_nearest(CalibratedInt4& out) {
   });
 }
 
+void CalibratingLinear::keep_round_to_nearest_alternative() {
+  if (weight_.empty())
+    fail("{}: no weights to keep round-to-nearest's codes of; expected its block started", shape_.name);
+  with_int4_block(spec_, [&]<class Block>(Block) {
+    rtn_codes_ =
+        quant::quantize_matrix_int4<Block>(weight_.data(), shape_.out_features, shape_.in_features, shape_.name);
+  });
+  rtn_bias_ = bias_;
+  other_ = std::visit(
+      [&](const auto& m) {
+        return kernels::make_linear_int4_packed(m, rtn_bias_.empty() ? nullptr : rtn_bias_.data(), shape_.name,
+                                                spec_.int4_int8_activations);
+      },
+      *rtn_codes_);
+}
+
+void CalibratingLinear::run_round_to_nearest(bool on) {
+  if (!rtn_codes_ || !other_ || recording_)
+    fail("{}: no round-to-nearest alternative to run; expected keep_round_to_nearest_alternative() and its codes",
+         shape_.name);
+  if (on != runs_rtn_) std::swap(active_, other_);
+  runs_rtn_ = on;
+}
+
+void CalibratingLinear::take_round_to_nearest(CalibratedInt4& out) {
+  if (!rtn_codes_) fail("{}: no round-to-nearest alternative to take", shape_.name);
+  out.codes.insert_or_assign(shape_.name, std::move(*rtn_codes_));
+  if (!rtn_bias_.empty()) out.biases.insert_or_assign(shape_.name, rtn_bias_);
+  rtn_codes_.reset();
+}
+
 void CalibratingLinear::finish(Int4Codes codes, CalibratedInt4& out) {
   recording_ = false;
   stats_.reset();

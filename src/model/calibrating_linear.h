@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,15 @@ class CalibratingLinear final : public kernels::Linear {
   // recorded, until set_trial_weights(nullptr) goes back to recording weight() as begin() left it.
   void set_trial_weights(const std::vector<float>* w);
 
+  // AWQ on a classifier (model/awq_classifier_choice.h): round-to-nearest's codes of the weights and bias
+  // as begin() read them, kept (before AWQ changes them) so that the calibrated model can run either.
+  void keep_round_to_nearest_alternative();
+  // Once calibrated: runs round-to-nearest's codes (true) or its own (false).
+  void run_round_to_nearest(bool on);
+  bool runs_round_to_nearest() const { return runs_rtn_; }
+  // Puts round-to-nearest's codes and bias into `out` in place of this Linear's own.
+  void take_round_to_nearest(CalibratedInt4& out);
+
   void forward(const float* x, int64_t m, float* y) const override;
   int64_t in_features() const override { return shape_.in_features; }
   int64_t out_features() const override { return shape_.out_features; }
@@ -81,6 +91,10 @@ class CalibratingLinear final : public kernels::Linear {
   quant::FormatSpec spec_;
   std::vector<float> weight_, bias_;
   std::unique_ptr<kernels::Linear> active_;
+  std::unique_ptr<kernels::Linear> other_;  // the codes not running now (keep_round_to_nearest_alternative)
+  bool runs_rtn_ = false;
+  std::optional<Int4Codes> rtn_codes_;
+  std::vector<float> rtn_bias_;
   std::shared_ptr<InputStatistics> stats_;  // shared with the Linears reading the same input
   bool records_ = false;                    // the group's first: sums the inputs
   bool recording_ = false;

@@ -2,6 +2,8 @@
 // says why in one line when there is no GPU.
 #include "qjoule/model/cuda_linear_factory.h"
 
+#include <variant>
+
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_cuda.h"
 
@@ -49,6 +51,19 @@ LinearFactory cuda_linear_factory(CudaLinearFormats formats, int device) {
         return kernels::make_linear_cuda(format, p.weight.data(), p.bias.empty() ? nullptr : p.bias.data(),
                                          p.out_features, p.in_features, p.name, device);
       };
+}
+
+Int4CodesLinear cuda_int4_codes_linear(int device) {
+  return [device](Int4Codes codes, const float* bias, const std::string& name,
+                  bool int8_activations) -> std::unique_ptr<kernels::Linear> {
+    if (int8_activations)
+      fail("{}: int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or --device cpu", name);
+    return std::visit(
+        [&](const auto& m) -> std::unique_ptr<kernels::Linear> {
+          return kernels::make_linear_cuda_int4_packed(m, bias, name, device);
+        },
+        codes);
+  };
 }
 
 }  // namespace qjoule::model

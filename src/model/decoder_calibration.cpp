@@ -156,9 +156,18 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
   return run.finish(sequences);
 }
 
-LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<CalibratedInt4> calibrated) {
-  return [fallback = std::move(fallback), calibrated](const LinearParams& p,
-                                                      bool in_block) -> std::unique_ptr<kernels::Linear> {
+Int4CodesLinear cpu_int4_codes_linear() {
+  return [](Int4Codes codes, const float* bias, const std::string& name, bool int8_activations) {
+    return std::visit(
+        [&](auto&& m) { return kernels::make_linear_int4_packed(std::move(m), bias, name, int8_activations); },
+        std::move(codes));
+  };
+}
+
+LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<CalibratedInt4> calibrated,
+                                        Int4CodesLinear build) {
+  return [fallback = std::move(fallback), calibrated, build = std::move(build)](
+             const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
     const std::vector<std::string> names = p.fused_from.empty() ? std::vector<std::string>{p.name} : p.fused_from;
     std::size_t found = 0;
     for (const auto& n : names) found += calibrated->codes.count(n);
@@ -188,14 +197,10 @@ LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<
           joined);
     }
     for (const auto& n : names) calibrated->codes.erase(n);
-    return std::visit(
-        [&](auto&& m) {
-          const int64_t rows = m.rows;
-          if (!bias.empty() && static_cast<int64_t>(bias.size()) != rows)
-            fail("{}: a calibrated bias of {} values for {} rows; expected one a row", p.name, bias.size(), rows);
-          return kernels::make_linear_int4_packed(std::move(m), bias.empty() ? nullptr : bias.data(), p.name, a8 != 0);
-        },
-        std::move(joined));
+    const int64_t rows = std::visit([](const auto& m) { return m.rows; }, joined);
+    if (!bias.empty() && static_cast<int64_t>(bias.size()) != rows)
+      fail("{}: a calibrated bias of {} values for {} rows; expected one a row", p.name, bias.size(), rows);
+    return build(std::move(joined), bias.empty() ? nullptr : bias.data(), p.name, a8 != 0);
   };
 }
 

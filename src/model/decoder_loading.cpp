@@ -13,8 +13,6 @@ namespace qjoule::model {
 
 LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
                            std::shared_ptr<CalibratedInt4> calibrated) {
-  if (calibrated && gpu >= 0)
-    fail("{}: calibrated int4 (GPTQ, AWQ) runs on the CPU in this build; expected --device cpu", dir.string());
   const auto checkpoint = io::Checkpoint::open(dir.string());
   auto config = load_decoder_config(dir.string(), checkpoint);
   auto tokenizer = tokenize::BpeTokenizer::from_tokenizer_json(dir.string());
@@ -25,7 +23,8 @@ LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quan
   if (calibrated) apply_calibrated_norms(params, *calibrated);                    // AWQ's scales folded into them
   auto backend = device_backend(gpu, policy);
   const LinearFactory linears =
-      calibrated ? calibrated_linear_factory(backend.linears, std::move(calibrated)) : backend.linears;
+      calibrated ? calibrated_linear_factory(backend.linears, std::move(calibrated), backend.int4_codes)
+                 : backend.linears;
   return LoadedDecoder{DecoderLM(std::move(params), linears, backend.ops), std::move(tokenizer), gpu >= 0,
                        unused_tensors_warning(checkpoint), ""};
 }

@@ -7,10 +7,10 @@
 namespace qjoule::model {
 
 DeviceBackend device_backend(int gpu, const quant::LayerPolicy& policy, SmoothingFactors smoothing) {
-  if (gpu < 0) return {quantized_linear_factory(policy, std::move(smoothing)), nullptr};
+  if (gpu < 0) return {quantized_linear_factory(policy, std::move(smoothing)), nullptr, cpu_int4_codes_linear()};
   if (!smoothing.empty())
     fail("SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token without smoothing)");
-  return {cuda_linear_factory(cuda_linear_formats(policy), gpu), make_cuda_graph_ops(gpu)};
+  return {cuda_linear_factory(cuda_linear_formats(policy), gpu), make_cuda_graph_ops(gpu), cuda_int4_codes_linear(gpu)};
 }
 
 }  // namespace qjoule::model

@@ -1,11 +1,16 @@
 #include "qjoule/model/encoder_calibration.h"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "qjoule/error.h"
+#include "qjoule/quant/precision.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/encoder_config.h"
@@ -13,6 +18,7 @@
 #include "qjoule/model/quantization_plan.h"
 #include "model/awq_block.h"
 #include "model/awq_block_trials.h"
+#include "model/awq_classifier_choice.h"
 #include "model/calibration_run.h"
 
 namespace qjoule::model {
@@ -34,6 +40,33 @@ detail::AwqBlock awq_roles(const EncoderLayerParams& lp, const std::map<std::str
   return b;
 }
 
+// The units AWQ's changes are kept or dropped in (awq_classifier_choice.h): V with O (O's scales live in
+// V's rows), FFN-in, FFN-out; a unit holds the AWQ Linears of its roles.
+std::vector<std::vector<CalibratingLinear*>> awq_units(const detail::AwqBlock& b) {
+  std::vector<std::vector<CalibratingLinear*>> units(3);
+  for (CalibratingLinear* l : {b.v, b.o})
+    if (l != nullptr) units[0].push_back(l);
+  if (b.up != nullptr) units[1].push_back(b.up);
+  if (b.down != nullptr) units[2].push_back(b.down);
+  return units;
+}
+
+// The classifier's logits of one example (all its tokens attended), into out [num_labels].
+void example_logits(const EncoderClassifier& m, const std::vector<int32_t>& ids, float* out) {
+  const std::vector<int32_t> mask(ids.size(), 1);
+  m.forward(ids.data(), mask.data(), 1, static_cast<int64_t>(ids.size()), out);
+}
+
+std::vector<std::vector<float>> example_logits(const EncoderClassifier& m,
+                                               const std::vector<std::vector<int32_t>>& sequences) {
+  std::vector<std::vector<float>> logits;
+  for (const auto& s : sequences) {
+    logits.emplace_back(static_cast<std::size_t>(m.config().num_labels));
+    example_logits(m, s, logits.back().data());
+  }
+  return logits;
+}
+
 // p without its weights (what a CalibratingLinear keeps until its block starts).
 LinearParams shape_of(const LinearParams& p) {
   LinearParams shape = p;
@@ -51,6 +84,18 @@ CalibratedInt4 calibrate_encoder(const std::filesystem::path& dir, const quant::
   const auto config = load_encoder_config(dir, ck);
   detail::check_calibration_inputs(dir, config.quantization.has_value(), sequences);
   EncoderParams params = load_encoder_params(ck, config);
+  // AWQ's changes are chosen by the classifier's logits (awq_classifier_choice.h): the FP32 model's first.
+  const bool any_awq = std::any_of(params.layers.begin(), params.layers.end(), [&](const EncoderLayerParams& lp) {
+    for (const LinearParams* p : {&lp.q, &lp.k, &lp.v, &lp.o, &lp.ffn_in, &lp.ffn_out})
+      if (policy.resolve(p->name, true).spec.int4_awq) return true;
+    return false;
+  });
+  const auto reference =
+      any_awq
+          ? example_logits(EncoderClassifier(
+                               params, quantized_linear_factory(quant::LayerPolicy::uniform(quant::Precision("fp32")))),
+                           sequences)
+          : std::vector<std::vector<float>>{};
   std::vector<EncoderLayerParams> shapes;  // names and norms; weights dropped
   std::map<std::string, std::string> group_of;
   for (const auto& lp : params.layers) {
@@ -89,6 +134,7 @@ CalibratedInt4 calibrate_encoder(const std::filesystem::path& dir, const quant::
   const int64_t hidden = model.config().hidden_size;
   auto states = detail::embedded_states(model, sequences, hidden);  // each sequence's hidden states, block by block
   const int64_t blocks = model.num_blocks();
+  std::vector<std::vector<CalibratingLinear*>> units;  // AWQ's, in block order
   for (int64_t i = 0; i < blocks; ++i) {
     const EncoderLayerParams& shape = shapes[static_cast<std::size_t>(i)];
     const auto here =
@@ -98,6 +144,10 @@ CalibratedInt4 calibrate_encoder(const std::filesystem::path& dir, const quant::
         [&](float* x, int64_t tokens) { model.forward_block(i, x, tokens); },
         [&](CalibratedInt4& out) {
           auto awq = awq_roles(shape, here);
+          for (CalibratingLinear* l : {awq.v, awq.o, awq.up, awq.down})
+            if (l != nullptr) l->keep_round_to_nearest_alternative();
+          for (const auto& unit : awq_units(awq))
+            if (!unit.empty()) units.push_back(unit);
           detail::scale_awq_block(awq, quant::AwqOptions{});
           detail::choose_awq_clipping_by_block_output(
               awq, here, states, hidden, [&](float* x, int64_t tokens) { model.forward_block(i, x, tokens); },
@@ -105,7 +155,20 @@ CalibratedInt4 calibrate_encoder(const std::filesystem::path& dir, const quant::
           detail::finish_awq_block(awq, /*norms_changed=*/false, /*clip=*/false, quant::AwqOptions{}, out);
         });
   }
-  return run.finish(sequences);
+  CalibratedInt4 result = run.finish(sequences);
+  if (!units.empty()) {
+    const auto started = std::chrono::steady_clock::now();
+    const auto choice = detail::keep_awq_where_the_logits_come_closer(
+        units, reference, [&](std::size_t i, float* out) { example_logits(model, sequences[i], out); }, result);
+    result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    result.method += fmt::format(
+        " ({} of {} changes kept: mean KL to FP32 on the calibration examples {:.3g}, "
+        "round-to-nearest's {:.3g})",
+        choice.kept, choice.units, choice.kl, choice.rtn_kl);
+    if (options.progress)
+      options.progress(fmt::format("AWQ: {} of {} changes kept by the classifier's logits", choice.kept, choice.units));
+  }
+  return result;
 }
 
 }  // namespace qjoule::model

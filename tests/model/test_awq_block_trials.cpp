@@ -11,6 +11,7 @@
 
 #include "model/awq_block_trials.h"
 #include "qjoule/kernels/linear.h"
+#include "started_calibrating_linear.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace {
@@ -50,13 +51,7 @@ struct OneLinearBlock {
   std::vector<std::vector<float>> states = inputs(11);
 
   OneLinearBlock() {
-    LinearParams shape = original;
-    shape.weight.clear();
-    shape.bias.clear();
-    v = std::make_unique<CalibratingLinear>(
-        shape, [p = original](LinearParams& q) { q = p; }, quant::parse_format_spec("int4:g=32:sym:awq"),
-        std::make_shared<model::detail::InputStatistics>(), /*records=*/true, /*bf16_products=*/false);
-    v->begin();
+    v = test::started_calibrating_linear(original, "int4:g=32:sym:awq");
     std::vector<float> y(size_t(kTokens * kHidden));
     for (const auto& x : states) v->forward(x.data(), kTokens, y.data());  // the recording pass
     here[original.name] = v.get();

@@ -13,6 +13,7 @@
 #include "calibration_test_util.h"
 #include "decoder_fixtures.h"
 #include "qjoule/error.h"
+#include "qjoule/kernels/cuda_device.h"
 #include "qjoule/model/decoder_loading.h"
 #include "qjoule/model/decoder_calibration.h"
 
@@ -162,8 +163,41 @@ TEST(GptqCalibration, BadInputsAreOneLine) {
         model::calibrate_decoder(dir, policy("int4:gptq"), {{1, 2, 100000}}, {});
       },
       ::testing::ThrowsMessage<Error>(HasSubstr("token id 100000 at position 2 is outside the vocabulary")));
-  EXPECT_THAT([&] { model::load_decoder(dir, 0, policy("int4:gptq"), std::make_shared<model::CalibratedInt4>()); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("calibrated int4 (GPTQ, AWQ) runs on the CPU in this build")));
+}
+
+// Calibrated codes on a GPU: the calibration runs on the CPU, its codes in the CUDA int4 layers
+// (make_linear_cuda_int4_packed, the kernels round-to-nearest's int4 runs there), every calibrated Linear on
+// them, and the logits within int4's GPU-vs-CPU budget of the CPU model of the same codes (1e-2 of max |CPU
+// logit|, as test_decoder_gpu.cpp). Skips without a GPU.
+TEST(CalibratedOnGpu, TheCodesRunInTheCudaInt4LayersWithinInt4sBudgetOfTheCpu) {
+  const kernels::CudaDeviceStatus& status = kernels::cuda_device_status();
+  if (!status.usable) GTEST_SKIP() << "no usable GPU: " << status.reason;
+  const auto dir = test::decoder_fixture("tiny-llama");
+  const auto calib = text_like_sequences(8, 32, 256, 21);
+  const std::vector<int32_t> prompt = {5, 17, 3, 99, 42, 7, 64, 1};
+  const auto n = static_cast<int64_t>(prompt.size());
+  for (const std::string spec : {"int4:g=32:gptq", "int4:g=64:asym:gptq:actorder", "int4:g=128:awq"}) {
+    SCOPED_TRACE(spec);
+    const auto calibrated = model::calibrate_decoder(dir, policy(spec), calib, {});
+    const auto cpu = model::load_decoder(dir, -1, policy(spec), std::make_shared<model::CalibratedInt4>(calibrated));
+    const auto gpu = model::load_decoder(dir, 0, policy(spec), std::make_shared<model::CalibratedInt4>(calibrated));
+    ASSERT_TRUE(gpu.on_gpu);
+    int int4_linears = 0;
+    for (const auto& [path, count] : gpu.model.kernel_path_counts())
+      if (path.find("qjoule:cuda:int4_gemv") != std::string::npos) int4_linears += count;
+    EXPECT_GE(int4_linears, 4) << "2 layers x fused q|k|v, o, gate|up, down";
+    const auto vocab = static_cast<std::size_t>(cpu.model.config().vocab_size);
+    std::vector<float> a(vocab), b(vocab);
+    auto ca = cpu.model.make_cache(n), cb = gpu.model.make_cache(n);
+    cpu.model.forward(prompt.data(), n, ca, a.data(), n - 1);
+    gpu.model.forward(prompt.data(), n, cb, b.data(), n - 1);
+    float max_ref = 0.0f, max_diff = 0.0f;
+    for (std::size_t i = 0; i < vocab; ++i) {
+      max_ref = std::max(max_ref, std::fabs(a[i]));
+      max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
+    }
+    EXPECT_LE(max_diff, 1e-2f * max_ref);
+  }
 }
 
 }  // namespace

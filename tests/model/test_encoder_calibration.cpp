@@ -6,7 +6,9 @@
 //  * the calibrated model runs the kernels round-to-nearest runs (Q, K and V fused the same way), and with
 //    GPTQ its logits are closer to FP32's (mean KL over held-out sequences below 0.8x RTN's);
 //  * AWQ on these post-LN blocks changes no norm (its scales cannot fold into them) and gives every
-//    Linear codes; bad inputs are one line.
+//    Linear codes, its changes kept where the classifier's logits come closer to FP32's (on the SST-2
+//    DistilBERT in ../shared: never further than round-to-nearest on the calibration sentences); bad
+//    inputs are one line.
 #include <gmock/gmock.h>
 
 #include <cmath>
@@ -23,6 +25,8 @@
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/tokenize/wordpiece_tokenizer.h"
+#include "test_paths.h"
 
 #include <fmt/format.h>
 
@@ -139,7 +143,8 @@ TEST(EncoderCalibration, AwqChangesNoNormAndQuantizesEveryLinear) {
   const auto dir = write_encoder_checkpoint(small_spec());
   auto c = std::make_shared<model::CalibratedInt4>(
       model::calibrate_encoder(dir, policy("int4:g=64:asym:awq"), sequences(32, 3), {}));
-  EXPECT_EQ(c->method, "AWQ");
+  EXPECT_THAT(c->method, ::testing::StartsWith("AWQ ("));
+  EXPECT_THAT(c->method, HasSubstr(" of 6 changes kept: mean KL to FP32 on the calibration examples "));
   EXPECT_EQ(c->codes.size(), 12u);
   EXPECT_TRUE(c->norms.empty());  // post-LN: nothing folds into a norm
   const auto rtn = model::load_encoder_classifier(dir, model::quantized_linear_factory(policy("int4:g=64:asym")));
@@ -147,6 +152,33 @@ TEST(EncoderCalibration, AwqChangesNoNormAndQuantizesEveryLinear) {
   EXPECT_EQ(awq.kernel_path_counts(), rtn.kernel_path_counts());
   const auto held_out = sequences(16, 5);
   EXPECT_TRUE(std::isfinite(mean_kl(model::load_encoder_classifier(dir), awq, held_out)));
+}
+
+// AWQ's changes kept only where the classifier's logits come closer (model/awq_classifier_choice.h): on
+// the SST-2 DistilBERT in ../shared, whose block-chosen changes alone raised the mean KL to FP32 on the very
+// calibration sentences at every group size and scheme, the final model (built from the written codes) is
+// never further from FP32 than round-to-nearest on those sentences.
+TEST(EncoderCalibration, AwqOnTheSst2ClassifierIsNoFurtherFromFp32ThanRoundToNearestOnItsCalibration) {
+  QJOULE_REQUIRE_SHARED("models/sst2-distilbert-mini/config.json");
+  QJOULE_REQUIRE_SHARED("sst2/train.tsv");
+  const auto dir = test::shared_data("models/sst2-distilbert-mini");
+  const auto tokenizer = tokenize::WordPieceTokenizer::from_model_dir(dir);
+  std::ifstream train(test::shared_data("sst2/train.tsv"));
+  std::string line;
+  std::getline(train, line);  // the header
+  std::vector<std::vector<int32_t>> calib;
+  while (calib.size() < 64 && std::getline(train, line))
+    calib.push_back(tokenizer.encode(line.substr(0, line.find('\t')), 128).ids);
+  const auto fp32 = model::load_encoder_classifier(dir);
+  for (const std::string rtn_spec : {"int4:g=32:sym", "int4:g=64:asym"}) {
+    auto c =
+        std::make_shared<model::CalibratedInt4>(model::calibrate_encoder(dir, policy(rtn_spec + ":awq"), calib, {}));
+    const auto awq = calibrated_model(dir, rtn_spec, c);
+    const auto rtn = model::load_encoder_classifier(dir, model::quantized_linear_factory(policy(rtn_spec)));
+    const double kl_awq = mean_kl(fp32, awq, calib), kl_rtn = mean_kl(fp32, rtn, calib);
+    RecordProperty(rtn_spec, std::to_string(kl_awq / kl_rtn));
+    EXPECT_LE(kl_awq, kl_rtn * 1.001) << rtn_spec << ": AWQ " << kl_awq << ", RTN " << kl_rtn << "; " << c->method;
+  }
 }
 
 // `qjoule export` of a calibrated classifier: the GPTQ folder (AWQ's changed V biases with it) classifies

@@ -40,6 +40,7 @@
 #include "qjoule/kernels/linear.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/quant/format_spec.h"
+#include "qjoule/quant/formats.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
@@ -74,5 +75,14 @@ class CudaLinear : public Linear {
 // fp8 on a GPU below sm_89, tf32 / bf16 below sm_80, no usable GPU (with cuda_device_status()'s reason).
 std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, const float* W, const float* bias,
                                              int64_t out, int64_t in, const std::string& tensor_name, int device = 0);
+
+// Builds an int4 layer on GPU `device` from codes already in formats.h's blocks (calibrated ones: GPTQ's,
+// AWQ's), uploaded byte for byte: the kernels, labels and bytes make_linear_cuda gives the same codes, so a
+// calibrated model runs what round-to-nearest's runs. Block gives the group and scheme. A width that is not a
+// whole number of groups (the CUDA kernels need whole ones), or a block count that is not the shape's, is a
+// one-line qjoule::Error naming the tensor, checked before the GPU.
+template <class Block>
+std::unique_ptr<CudaLinear> make_linear_cuda_int4_packed(const quant::BlockMatrix<Block>& codes, const float* bias,
+                                                         const std::string& tensor_name, int device = 0);
 
 }  // namespace qjoule::kernels

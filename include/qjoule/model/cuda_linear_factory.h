@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "qjoule/model/decoder_calibration.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/encoder_params.h"
 #include "qjoule/quant/format_spec.h"
@@ -30,5 +31,9 @@ bool cuda_fuses(const quant::FormatSpec& first, const quant::FormatSpec& part);
 // A LinearFactory building every Linear on GPU `device` in the format `formats` gives it. Fused params
 // (fused_from set: Q | K | V, gate | up) are built when cuda_fuses holds for every part, else nullptr.
 LinearFactory cuda_linear_factory(CudaLinearFormats formats, int device);
+
+// Calibrated int4 codes (GPTQ's, AWQ's) as a Linear on GPU `device` (kernels::make_linear_cuda_int4_packed:
+// the kernels round-to-nearest's int4 runs there); a8 has no CUDA kernel (one line).
+Int4CodesLinear cuda_int4_codes_linear(int device);
 
 }  // namespace qjoule::model

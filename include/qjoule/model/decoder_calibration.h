@@ -75,10 +75,18 @@ std::vector<std::vector<int32_t>> calibration_windows(const std::vector<int32_t>
 CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::LayerPolicy& policy,
                                  const std::vector<std::vector<int32_t>>& sequences, const CalibrationOptions& options);
 
+// Builds the Linear of int4 codes on one device: their bias (or nullptr), the Linear's name, and whether
+// its precision has INT8 activations (a8).
+using Int4CodesLinear = std::function<std::unique_ptr<kernels::Linear>(Int4Codes codes, const float* bias,
+                                                                       const std::string& name, bool int8_activations)>;
+// The CPU's: kernels::make_linear_int4_packed (the GPU's: model::device_backend's int4_codes).
+Int4CodesLinear cpu_int4_codes_linear();
+
 // The factory of the calibrated model: a Linear (or fused Q|K|V, gate|up) whose every part has codes is
-// built from them (kernels::make_linear_int4_packed, with its calibrated bias), the codes moved out of
-// `calibrated` into it (so the model holds them once); any other Linear from `fallback`.
-LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<CalibratedInt4> calibrated);
+// built from them by `build` (with its calibrated bias), the codes moved out of `calibrated` into it (so the
+// model holds them once); any other Linear from `fallback` (the same device's factory).
+LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<CalibratedInt4> calibrated,
+                                        Int4CodesLinear build = cpu_int4_codes_linear());
 
 // Replaces the norms of `params` that `calibrated` changed; a changed norm the model does not have is one
 // line naming it (codes from another model).

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "qjoule/model/decoder_calibration.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/graph_ops.h"
 #include "qjoule/model/quantization_plan.h"
@@ -15,6 +16,7 @@ namespace qjoule::model {
 struct DeviceBackend {
   LinearFactory linears;
   std::shared_ptr<GraphOps> ops;  // nullptr: the CPU backend (every model's default)
+  Int4CodesLinear int4_codes;     // calibrated int4 codes as a Linear there (calibrated_linear_factory)
 };
 
 // `gpu` < 0: the CPU, with `smoothing` (SmoothQuant) when given; else GPU `gpu` (already checked with

@@ -8,8 +8,11 @@
 // (or FFN-in's) input, so no scale can be folded into it and those Linears keep scale 1; O's scales are
 // folded into V's rows and bias; FFN-out reads GELU's output, which does not commute with a scale. V, O,
 // FFN-in and FFN-out are clipped where that brings the block's output closer to the unquantized block's
-// (model/awq_block_trials.h; Q and K never, as in decoders). The result is the same CalibratedInt4 as a
-// decoder's (no norm changes), built into the model by calibrated_linear_factory.
+// (model/awq_block_trials.h; Q and K never, as in decoders). Once every block is calibrated, each block's
+// AWQ changes (V with O, FFN-in, FFN-out) are kept only where the classifier's logits on the calibration
+// examples come closer to the FP32 model's (model/awq_classifier_choice.h; the FP32 model runs once first,
+// beside the loaded parameters); `method` says how many were kept. The result is the same CalibratedInt4 as
+// a decoder's (no norm changes), built into the model by calibrated_linear_factory.
 #pragma once
 
 #include <filesystem>

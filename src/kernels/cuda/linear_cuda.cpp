@@ -18,12 +18,12 @@
 #include "qjoule/error.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/cuda_gemm_bench.h"
+#include "qjoule/quant/formats.h"
 
 #if QJOULE_HAVE_CUDA
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/quantize_symmetric_rows.h"
 #include "kernels/cuda/cuda_bench_device.h"
-#include "qjoule/quant/formats.h"
 #include "qjoule/quant/quantize_fp16.h"
 #include "qjoule/quant/quantize_int4.h"
 #include "qjoule/quant/quantize_nf4.h"
@@ -106,7 +106,6 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
         fail("{}: int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8", who);
       if (f.group_size != 32 && f.group_size != 64 && f.group_size != 128)
         fail("{}: int4 group size {}; expected 32, 64 or 128", who, f.group_size);
-      if (quant::needs_calibration(f)) fail("{}: {}", who, quant::calibration_needed_message(f));
       plan.packed = true;
       plan.four_bit = f.int4_asymmetric ? cuda_detail::PackedKind::int4_asym : cuda_detail::PackedKind::int4_sym;
       plan.packed_name = quant::name(p);
@@ -159,13 +158,6 @@ Plan validate(const quant::FormatSpec& f, int64_t out, int64_t in, const std::st
   return plan;
 }
 
-#if QJOULE_HAVE_CUDA
-
-using cuda_detail::DenseWeights;
-using cuda_detail::GemmKind;
-using cuda_detail::PackedKind;
-using cuda_detail::PackedWeights;
-
 template <class T>
 void append_bytes(std::vector<uint8_t>& bytes, const std::vector<T>& values) {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -173,6 +165,26 @@ void append_bytes(std::vector<uint8_t>& bytes, const std::vector<T>& values) {
   bytes.resize(at + values.size() * sizeof(T));
   if (!values.empty()) std::memcpy(bytes.data() + at, values.data(), values.size() * sizeof(T));
 }
+
+// A packed layer's weights without their blocks: kind, shape and the tables the kernels read.
+cuda_detail::PackedWeights packed_header(const Plan& plan, int group_size, int64_t out, int64_t in) {
+  cuda_detail::PackedWeights w;
+  w.kind = plan.four_bit;
+  w.split_gemv = plan.packed_gemv.ends_with("_split");
+  w.group_size = group_size;
+  w.out = out;
+  w.in = in;
+  w.nf4_table.assign(quant::kNf4Table.begin(), quant::kNf4Table.end());
+  w.dynamic_map.assign(quant::dynamic_map_signed().begin(), quant::dynamic_map_signed().end());
+  return w;
+}
+
+#if QJOULE_HAVE_CUDA
+
+using cuda_detail::DenseWeights;
+using cuda_detail::GemmKind;
+using cuda_detail::PackedKind;
+using cuda_detail::PackedWeights;
 
 void require_finite_matrix(const float* W, int64_t out, int64_t in, const std::string& tensor,
                            std::string_view format) {
@@ -240,17 +252,14 @@ void int4_blocks(const float* W, int64_t out, int64_t in, const std::string& ten
 
 PackedWeights packed_weights(const Plan& plan, const quant::FormatSpec& f, const float* W, int64_t out, int64_t in,
                              const std::string& tensor) {
-  PackedWeights w;
-  w.kind = plan.four_bit;
-  w.split_gemv = plan.packed_gemv.ends_with("_split");
-  w.out = out;
-  w.in = in;
-  w.nf4_table.assign(quant::kNf4Table.begin(), quant::kNf4Table.end());
-  w.dynamic_map.assign(quant::dynamic_map_signed().begin(), quant::dynamic_map_signed().end());
+  PackedWeights w = packed_header(plan,
+                                  plan.four_bit == PackedKind::int4_sym || plan.four_bit == PackedKind::int4_asym
+                                      ? f.group_size
+                                      : quant::kNf4BlockSize,
+                                  out, in);
   switch (plan.four_bit) {
     case PackedKind::int4_sym:
     case PackedKind::int4_asym: {
-      w.group_size = f.group_size;
       const bool asym = plan.four_bit == PackedKind::int4_asym;
       if (f.group_size == 32) {
         asym ? int4_blocks<quant::BlockInt4Asym<32>>(W, out, in, tensor, w)
@@ -264,12 +273,8 @@ PackedWeights packed_weights(const Plan& plan, const quant::FormatSpec& f, const
       }
       break;
     }
-    case PackedKind::nf4:
-      w.group_size = quant::kNf4BlockSize;
-      append_bytes(w.blocks, quant::quantize_matrix_nf4(W, out, in, tensor).blocks);
-      break;
+    case PackedKind::nf4: append_bytes(w.blocks, quant::quantize_matrix_nf4(W, out, in, tensor).blocks); break;
     case PackedKind::nf4dq: {
-      w.group_size = quant::kNf4BlockSize;
       const quant::Nf4DqMatrix m = quant::quantize_matrix_nf4_double(W, out, in, tensor);
       append_bytes(w.blocks, m.blocks);
       w.absmax_scales = m.absmax_scales;
@@ -332,30 +337,21 @@ class CudaLinearImpl final : public CudaLinear {
 
 void check_cuda_format(const quant::FormatSpec& format, const std::string& what) { validate_format(format, what); }
 
-std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, const float* W, const float* bias,
-                                             int64_t out, int64_t in, const std::string& tensor_name, int device) {
-  const Plan plan = validate(format, out, in, tensor_name);
-#if QJOULE_HAVE_CUDA
-  // The host work first (its errors name the tensor and need no GPU), then the GPU.
-  DenseWeights dense;
-  PackedWeights packed;
-  if (plan.packed) {
-    packed = packed_weights(plan, format, W, out, in, tensor_name);
-  } else {
-    dense = dense_weights(plan.gemm, W, out, in, tensor_name);
-  }
-  std::vector<float> b;
-  if (bias != nullptr) b.assign(bias, bias + out);
-#else
-  (void)W;
-  (void)bias;
-#endif
+namespace {
+
+// The GPU part of every constructor: the device checks, then the weights (prepared on the host) uploaded.
+std::unique_ptr<CudaLinear> upload_linear(const Plan& plan, const quant::FormatSpec& format,
+                                          const cuda_detail::DenseWeights& dense,
+                                          const cuda_detail::PackedWeights& packed, const float* bias, int64_t out,
+                                          int64_t in, const std::string& tensor_name, int device) {
   const CudaDeviceStatus& status = cuda_device_status();
   if (!status.usable) fail("tensor '{}': CUDA {} layer: no usable GPU: {}", tensor_name, format.format, status.reason);
   if (device < 0 || device >= status.device_count)
     fail("tensor '{}': GPU {} does not exist; this machine has {} (0 to {})", tensor_name, device, status.device_count,
          status.device_count - 1);
 #if QJOULE_HAVE_CUDA
+  std::vector<float> b;
+  if (bias != nullptr) b.assign(bias, bias + out);
   cuda_detail::DeviceInfo info;
   if (std::string e = cuda_detail::query_device(device, info); !e.empty())
     fail("tensor '{}': GPU {}: {}", tensor_name, device, e);
@@ -371,9 +367,74 @@ std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, co
   return std::make_unique<CudaLinearImpl>(std::move(impl), plan, std::string(quant::name(format.format)), tensor_name,
                                           out, in, device);
 #else
+  (void)plan;
+  (void)dense;
+  (void)packed;
+  (void)bias;
+  (void)out;
+  (void)in;
   fail("tensor '{}': CUDA {} layer: this qjoule was built without the CUDA backend", tensor_name, format.format);
 #endif
 }
+
+// Blocks handed in (make_linear_cuda_*_packed): as many as their matrix says, whole ones only.
+void check_packed_blocks(std::size_t blocks, int64_t rows, int64_t cols, int block_size,
+                         const std::string& tensor_name) {
+  if (rows <= 0 || cols <= 0 || cols % block_size != 0 ||
+      blocks != static_cast<std::size_t>(rows * (cols / block_size)))
+    fail(
+        "tensor '{}': {} packed blocks of {} weights for [{}, {}]; expected a positive shape whose width is a whole "
+        "number of blocks and one block per {} weights of each row",
+        tensor_name, blocks, block_size, rows, cols, block_size);
+}
+
+}  // namespace
+
+std::unique_ptr<CudaLinear> make_linear_cuda(const quant::FormatSpec& format, const float* W, const float* bias,
+                                             int64_t out, int64_t in, const std::string& tensor_name, int device) {
+  // Calibrated codes come with their own constructor (make_linear_cuda_int4_packed); from weights alone
+  // they would be round-to-nearest's under GPTQ's or AWQ's name.
+  if (quant::needs_calibration(format)) fail("tensor '{}': {}", tensor_name, quant::calibration_needed_message(format));
+  const Plan plan = validate(format, out, in, tensor_name);
+  // The host work first (its errors name the tensor and need no GPU), then the GPU.
+  cuda_detail::DenseWeights dense;
+  cuda_detail::PackedWeights packed;
+#if QJOULE_HAVE_CUDA
+  if (plan.packed) {
+    packed = packed_weights(plan, format, W, out, in, tensor_name);
+  } else {
+    dense = dense_weights(plan.gemm, W, out, in, tensor_name);
+  }
+#else
+  (void)W;
+#endif
+  return upload_linear(plan, format, dense, packed, bias, out, in, tensor_name, device);
+}
+
+template <class Block>
+std::unique_ptr<CudaLinear> make_linear_cuda_int4_packed(const quant::BlockMatrix<Block>& codes, const float* bias,
+                                                         const std::string& tensor_name, int device) {
+  quant::FormatSpec format;
+  format.format = quant::Format::int4;
+  format.group_size = Block::kSize;
+  format.int4_asymmetric = std::is_same_v<Block, quant::BlockInt4Asym<Block::kSize>>;
+  const Plan plan = validate(format, codes.rows, codes.cols, tensor_name);
+  check_packed_blocks(codes.blocks.size(), codes.rows, codes.cols, Block::kSize, tensor_name);
+  cuda_detail::PackedWeights packed = packed_header(plan, format.group_size, codes.rows, codes.cols);
+  append_bytes(packed.blocks, codes.blocks);
+  return upload_linear(plan, format, {}, packed, bias, codes.rows, codes.cols, tensor_name, device);
+}
+
+#define QJOULE_CUDA_INT4_PACKED(B)                                                                                 \
+  template std::unique_ptr<CudaLinear> make_linear_cuda_int4_packed<B>(const quant::BlockMatrix<B>&, const float*, \
+                                                                       const std::string&, int);
+QJOULE_CUDA_INT4_PACKED(quant::BlockInt4Sym<32>)
+QJOULE_CUDA_INT4_PACKED(quant::BlockInt4Sym<64>)
+QJOULE_CUDA_INT4_PACKED(quant::BlockInt4Sym<128>)
+QJOULE_CUDA_INT4_PACKED(quant::BlockInt4Asym<32>)
+QJOULE_CUDA_INT4_PACKED(quant::BlockInt4Asym<64>)
+QJOULE_CUDA_INT4_PACKED(quant::BlockInt4Asym<128>)
+#undef QJOULE_CUDA_INT4_PACKED
 
 std::vector<float> time_linear_forward(const std::vector<const CudaLinear*>& layers, int64_t m, int reps, int calls) {
   if (layers.empty()) fail("time_linear_forward: no layers");
