@@ -22,9 +22,9 @@
 namespace qjoule::model::detail {
 
 struct AwqChoice {
-  int units = 0, kept = 0;   // AWQ's units, and those kept
-  double rtn_kl = 0.0;       // mean KL to FP32 on the calibration examples with none kept
-  double kl = 0.0;           // ... with the kept ones (below rtn_kl on both halves, or equal: none kept)
+  int units = 0, kept = 0;  // AWQ's units, and those kept
+  double rtn_kl = 0.0;      // mean KL to FP32 on the calibration examples with none kept
+  double kl = 0.0;          // ... with the kept ones (below rtn_kl on both halves, or equal: none kept)
 };
 
 // units: each a group of calibrated AWQ Linears that change together (keep_round_to_nearest_alternative

@@ -132,10 +132,13 @@ TEST(CliBenchCalibrated, ClassifierCalibratesOnADataset) {
     EXPECT_TRUE(rec["fidelity_mean_kl"].is_number());
   }
   EXPECT_TRUE(records[0]["weights_source"].is_null());
-  for (const auto& [i, method] : std::vector<std::pair<std::size_t, std::string>>{{1, "GPTQ"}, {2, "AWQ"}}) {
+  // A classifier's AWQ says how many of its changes the logits kept (model/awq_classifier_choice.h).
+  for (const auto& [i, method] : std::vector<std::pair<std::size_t, std::string>>{{1, "GPTQ on "}, {2, "AWQ ("}}) {
     EXPECT_THAT(records[i]["weights_source"].get<std::string>(),
-                HasSubstr("calibrated: " + method + " on " + data + ": 8 sequences of up to"));
+                AllOf(HasSubstr("calibrated: " + method), HasSubstr(" on " + data + ": 8 sequences of up to")));
     EXPECT_GT(records[i]["calibration_tokens"].get<int64_t>(), 8);
     EXPECT_EQ(records[i]["kernel_paths"], records[0]["kernel_paths"]);
   }
+  EXPECT_THAT(records[2]["weights_source"].get<std::string>(),
+              HasSubstr(" of 6 changes kept: mean KL to FP32 on the calibration examples "));
 }

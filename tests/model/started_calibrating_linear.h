@@ -11,7 +11,7 @@
 namespace qjoule::test {
 
 inline std::unique_ptr<model::detail::CalibratingLinear> started_calibrating_linear(const model::LinearParams& original,
-                                                                                     const std::string& spec) {
+                                                                                    const std::string& spec) {
   model::LinearParams shape = original;
   shape.weight.clear();
   shape.bias.clear();

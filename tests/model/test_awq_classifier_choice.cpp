@@ -121,10 +121,16 @@ TEST(AwqClassifierChoice, MeanLogitKl) {
   const double z = 1.0 + std::exp(1.0);
   const double want = 0.5 * (0.5 * std::log(0.5 * z) + 0.5 * std::log(0.5 * z / std::exp(1.0)));
   EXPECT_NEAR(model::detail::mean_logit_kl(a, b), want, 1e-12);
-  EXPECT_THAT([&] { model::detail::mean_logit_kl(a, {{1.0f, 2.0f}}); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("2 reference rows and 1 rows")));
-  EXPECT_THAT([&] { model::detail::mean_logit_kl(a, {{1.0f, 2.0f}, {0.0f}}); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("row 1 has 2 and 1 logits")));
+  EXPECT_THAT(
+      [&] {
+        model::detail::mean_logit_kl(a, {{1.0f, 2.0f}});
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("2 reference rows and 1 rows")));
+  EXPECT_THAT(
+      [&] {
+        model::detail::mean_logit_kl(a, {{1.0f, 2.0f}, {0.0f}});
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("row 1 has 2 and 1 logits")));
 }
 
 }  // namespace

@@ -41,10 +41,9 @@ TEST(CudaLinearPacked, CodesAreCheckedBeforeTheGpu) {
 TEST(CudaLinearPacked, WeightsAloneNeverRunUnderACalibratedName) {
   const std::vector<float> w(4 * 128, 0.25f);
   for (const std::string spec : {"int4:g=128:gptq", "int4:g=32:awq"}) {
-    EXPECT_THAT(error_of([&] {
-                  make_linear_cuda(quant::parse_format_spec(spec), w.data(), nullptr, 4, 128, "t.weight");
-                }),
-                AllOf(HasSubstr("tensor 't.weight'"), HasSubstr("needs calibration inputs")))
+    EXPECT_THAT(
+        error_of([&] { make_linear_cuda(quant::parse_format_spec(spec), w.data(), nullptr, 4, 128, "t.weight"); }),
+        AllOf(HasSubstr("tensor 't.weight'"), HasSubstr("needs calibration inputs")))
         << spec;
     // The format itself runs on CUDA (calibrated codes come through make_linear_cuda_int4_packed).
     EXPECT_NO_THROW(check_cuda_format(quant::parse_format_spec(spec), "--precision " + spec));
@@ -70,8 +69,8 @@ void expect_codes_run_as_the_weights(int64_t m, int64_t out, int64_t in) {
   f.group_size = Block::kSize;
   f.int4_asymmetric = std::is_same_v<Block, quant::BlockInt4Asym<Block::kSize>>;
   const auto from_weights = make_linear_cuda(f, w.data(), bias.data(), out, in, "t.weight");
-  const auto from_codes = make_linear_cuda_int4_packed(quant::quantize_matrix_int4<Block>(w.data(), out, in, "t"),
-                                                       bias.data(), "t.weight");
+  const auto from_codes =
+      make_linear_cuda_int4_packed(quant::quantize_matrix_int4<Block>(w.data(), out, in, "t"), bias.data(), "t.weight");
   EXPECT_EQ(from_codes->format(), from_weights->format());
   EXPECT_EQ(from_codes->kernel_path_for(m), from_weights->kernel_path_for(m));
   EXPECT_EQ(from_codes->bytes_held(), from_weights->bytes_held());
