@@ -114,6 +114,18 @@ TEST(AwqClassifierChoice, DropsAChangeThatTakesTheLogitsFurther) {
   for (int64_t o = 0; o < kOut; ++o) EXPECT_NEAR(y[size_t(o)], want[size_t(o)], 1e-3f) << o;
 }
 
+TEST(AwqClassifierChoice, ALinearWithoutTheAlternativeSaysSo) {
+  auto v = test::started_calibrating_linear(weights(), "int4:g=32:sym:awq");
+  model::CalibratedInt4 out;
+  v->finish_round_to_nearest(out);
+  EXPECT_THAT([&] { v->run_round_to_nearest(true); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("block.0.attention.v_lin: no round-to-nearest alternative")));
+  EXPECT_THAT([&] { v->take_round_to_nearest(out); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("block.0.attention.v_lin: no round-to-nearest alternative")));
+  EXPECT_THAT([&] { v->keep_round_to_nearest_alternative(); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("no weights to keep round-to-nearest's codes of")));
+}
+
 TEST(AwqClassifierChoice, MeanLogitKl) {
   const std::vector<std::vector<float>> a = {{1.0f, 2.0f}, {0.0f, 0.0f}}, b = {{1.0f, 2.0f}, {0.0f, 1.0f}};
   EXPECT_EQ(model::detail::mean_logit_kl(a, a), 0.0);

@@ -14,6 +14,8 @@
 #include "decoder_fixtures.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/cuda_device.h"
+#include "qjoule/model/cuda_linear_factory.h"
+#include "qjoule/quant/quantize_int4.h"
 #include "qjoule/model/decoder_loading.h"
 #include "qjoule/model/decoder_calibration.h"
 
@@ -163,6 +165,15 @@ TEST(GptqCalibration, BadInputsAreOneLine) {
         model::calibrate_decoder(dir, policy("int4:gptq"), {{1, 2, 100000}}, {});
       },
       ::testing::ThrowsMessage<Error>(HasSubstr("token id 100000 at position 2 is outside the vocabulary")));
+}
+
+// a8 has no CUDA kernel: calibrated a8 codes asked for a GPU are one line, before the GPU is looked for.
+TEST(CalibratedOnGpu, A8CodesAreOneLine) {
+  const std::vector<float> w(4 * 64, 0.5f);
+  auto codes = quant::quantize_matrix_int4<quant::BlockInt4Sym<32>>(w.data(), 4, 64, "t");
+  EXPECT_THAT([&] { model::cuda_int4_codes_linear(0)(std::move(codes), nullptr, "model.layers.0.mlp.up_proj", true); },
+              ::testing::ThrowsMessage<Error>(
+                  HasSubstr("model.layers.0.mlp.up_proj: int4 with INT8 activations (a8) has no CUDA kernel")));
 }
 
 // Calibrated codes on a GPU: the calibration runs on the CPU, its codes in the CUDA int4 layers
