@@ -159,6 +159,10 @@ TEST(EncoderCalibration, AwqChangesNoNormAndQuantizesEveryLinear) {
 // calibration sentences at every group size and scheme, the final model (built from the written codes) is
 // never further from FP32 than round-to-nearest on those sentences.
 TEST(EncoderCalibration, AwqOnTheSst2ClassifierIsNoFurtherFromFp32ThanRoundToNearestOnItsCalibration) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "numbers, not memory: the release pass runs it (81 s under ASan; the choice runs under ASan in "
+                  "AwqChangesNoNormAndQuantizesEveryLinear and test_awq_classifier_choice)";
+#endif
   QJOULE_REQUIRE_SHARED("models/sst2-distilbert-mini/config.json");
   QJOULE_REQUIRE_SHARED("sst2/train.tsv");
   const auto dir = test::shared_data("models/sst2-distilbert-mini");
