@@ -13,6 +13,7 @@
 #include "model/awq_classifier_choice.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear.h"
+#include "qjoule/kernels/linear_weight_only.h"
 #include "started_calibrating_linear.h"
 #include "qjoule/quant/awq.h"
 #include "qjoule/quant/format_spec.h"
@@ -104,14 +105,15 @@ TEST(AwqClassifierChoice, DropsAChangeThatTakesTheLogitsFurther) {
   ASSERT_EQ(kept.bytes(), rtn.bytes());
   EXPECT_EQ(std::memcmp(kept.blocks.data(), rtn.blocks.data(), rtn.bytes()), 0) << "round-to-nearest's codes";
   EXPECT_EQ(c.out.biases.at(p.name), p.bias);
-  // The Linear runs those codes: its outputs are round-to-nearest's of the original weights.
+  // The Linear runs those codes: bit for bit what the int4 Linear of them (and the original bias) gives, the
+  // kernel this process chose for int4 either way (its decode GEMV is chosen by measurement).
   const auto n = static_cast<std::size_t>(kOut);
-  std::vector<float> trip(p.weight.size()), y(n), want(n);
-  quant::int4_round_trip<quant::BlockInt4Sym<32>>(p.weight.data(), kOut, kIn, trip.data(), "t");
+  std::vector<float> y(n), want(n);
+  const auto own = kernels::make_linear_int4_packed(rtn, p.bias.data(), p.name);
   const auto x = examples();
   c.v->forward(x[0].data(), 1, y.data());
-  kernels::linear_f32_ref(x[0].data(), 1, trip.data(), p.bias.data(), kOut, kIn, want.data());
-  for (int64_t o = 0; o < kOut; ++o) EXPECT_NEAR(y[size_t(o)], want[size_t(o)], 1e-3f) << o;
+  own->forward(x[0].data(), 1, want.data());
+  EXPECT_EQ(y, want);
 }
 
 TEST(AwqClassifierChoice, ALinearWithoutTheAlternativeSaysSo) {
