@@ -1,4 +1,4 @@
-// libFuzzer target: bitsandbytes' quant state (model/bnb_quant_state.h), the JSON a 4-bit checkpoint
+// libFuzzer target: bitsandbytes' quant state (model/prequantized/bnb_quant_state.h), the JSON a 4-bit checkpoint
 // stores as the U8 tensor NAME.weight.quant_state.bitsandbytes__nf4. Each input becomes that tensor's
 // bytes in a one-tensor safetensors file; a bad one must end in qjoule::Error.
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include "fuzz_input_file.h"
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
-#include "qjoule/model/bnb_quant_state.h"
+#include "qjoule/model/prequantized/bnb_quant_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size == 0) return 0;  // safetensors has no empty U8 [0] here worth writing

@@ -1,5 +1,5 @@
 // Decode and prefill speed of a decoder language model with TinyLlama-1.1B's shapes (random weights,
-// qjoule/model/synthetic_decoder.h; every format's weights larger than the last-level cache), in each
+// qjoule/model/synthetic/synthetic_decoder.h; every format's weights larger than the last-level cache), in each
 // format, next to this machine's triad bandwidth measured in the same run:
 //   decode   tokens/s of greedy decoding (one token per step, KV cache, argmax included), median of
 //            --repeats runs of --decode tokens after a --prompt token prefill;
@@ -25,7 +25,7 @@
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/quantization_plan.h"
-#include "qjoule/model/synthetic_decoder.h"
+#include "qjoule/model/synthetic/synthetic_decoder.h"
 #include "qjoule/quant/layer_policy.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // End to end: the whole DistilBERT-base-shaped classifier (random weights from a fixed seed, see
-// qjoule/model/synthetic_encoder.h) at batch 8 × 128 and 1 × 128 tokens, in every format that runs for
+// qjoule/model/synthetic/synthetic_encoder.h) at batch 8 × 128 and 1 × 128 tokens, in every format that runs for
 // real, on 2 threads (and on every hardware thread when there are more). Counters:
 //   seq/s     sequences per second over the timing loop's wall time;
 //   GOP/s     the model's arithmetic per forward (2·M·N·K over every Linear, plus the attention
@@ -26,7 +26,7 @@
 #include "qjoule/kernels/threads.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
-#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/model/synthetic/synthetic_encoder.h"
 
 namespace {
 

@@ -36,7 +36,7 @@
 #include "qjoule/limits/host_capacity.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
-#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/model/synthetic/synthetic_encoder.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Writes a copy of a decoder checkpoint as a GPTQ (gptq_v2 zeros) or AWQ checkpoint whose codes are
-// qjoule's own int4 quantizer's (tests/model/prequantized_writer.h: the public layouts), so that the
+// qjoule's own int4 quantizer's (tests/model/prequantized/prequantized_writer.h: the public layouts), so that the
 // import of a real-size pre-quantized checkpoint can be timed against qjoule's own format on the same
 // weights (microbench/README.md):
 //   build/release/microbench/write_synthetic_decoder /tmp/tinyllama-shapes --tokenizer tests/fixtures/decoders/tiny-llama
@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "../tests/model/prequantized_writer.h"
+#include "../tests/model/prequantized/prequantized_writer.h"
 #include "qjoule/error.h"
 
 int main(int argc, char** argv) {

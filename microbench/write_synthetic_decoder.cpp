@@ -1,4 +1,4 @@
-// Writes the synthetic TinyLlama-shaped decoder (qjoule/model/synthetic_decoder.h: 22 layers, hidden
+// Writes the synthetic TinyLlama-shaped decoder (qjoule/model/synthetic/synthetic_decoder.h: 22 layers, hidden
 // 2048, FFN 5632, 32/4 heads, vocabulary 4096, random weights from a fixed seed) as a Hugging Face
 // checkpoint folder: config.json and model.safetensors in BF16 (1.9 GB; --dtype f32: 3.7 GB). It is
 // the model `qjoule bench` sweeps to measure what each format costs in memory, from a checkpoint as
@@ -20,7 +20,7 @@
 
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
-#include "qjoule/model/synthetic_decoder.h"
+#include "qjoule/model/synthetic/synthetic_decoder.h"
 #include "qjoule/tokenize/bpe_tokenizer.h"
 
 namespace {

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """No upward include: a module of src/ (and its public headers under include/qjoule/) includes only the
 headers of its own module and of the modules listed before it in docs/architecture.md's module table
-(io first, cli last). Prints each offending include as FILE:LINE: MODULE includes HEADER of MODULE
+(io first, cli last). A module's sub-folder with its own row (`model/calibration`) is a band of its own,
+in the table's order; a sub-folder of such a module without a row is a problem too (it would sit in no
+band). Prints each offending include as FILE:LINE: MODULE includes HEADER of MODULE
 (listed below it), and exits 1 if there is one.
 
 Parse once: outside src/quant/, a precision spec's text is parsed (quant::parse_format_spec) only where
@@ -62,6 +64,14 @@ include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 parses_spec = re.compile(r'\b(try_)?parse_format_spec\s*\(')
 TEXT_ENTERS = {"src/cli/quant_options.cpp"}  # the flags of eval, ppl, generate (--precision, --layer-precision)
 problems = []
+# Modules split into bands (a row `model/x` beside `model`): every sub-folder of theirs must have a row.
+for parent in sorted({n.split("/")[0] for n in layer_of if "/" in n and n.split("/")[0] in layer_of}):
+    for base in (root / "src" / parent, root / "include" / "qjoule" / parent):
+        for sub in sorted(d for d in base.iterdir() if d.is_dir()) if base.is_dir() else []:
+            if f"{parent}/{sub.name}" not in layer_of:
+                problems.append(
+                    f"{sub.relative_to(root)}: a folder of {parent} with no row in docs/architecture.md's module "
+                    f"table (each folder of {parent} is a band: give it a row where it belongs)")
 for base, strip in ((root / "src", 1), (root / "include" / "qjoule", 2)):
     for path in sorted(base.rglob("*")):
         if path.suffix not in (".h", ".hpp", ".cpp", ".cu", ".cuh", ".inc") or not path.is_file():

@@ -2,7 +2,7 @@
 
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/io/safetensors.h"
-#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/model/synthetic/synthetic_encoder.h"
 
 namespace qjoule::bench::detail {
 

@@ -32,6 +32,7 @@
 #include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/kernels/threads.h"
+#include "qjoule/model/calibrated_linear_factory.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/encoder_classifier.h"
@@ -39,7 +40,7 @@
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
 #include "qjoule/quant/layer_policy.h"
-#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/model/synthetic/synthetic_encoder.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 
 namespace qjoule::bench {

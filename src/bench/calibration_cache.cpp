@@ -13,9 +13,9 @@
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/threads.h"
 #include "qjoule/limits/limits_cache.h"
-#include "qjoule/model/calibrated_int4_file.h"
+#include "qjoule/model/calibration/calibrated_int4_file.h"
 #include "qjoule/model/decoder_config.h"
-#include "qjoule/model/encoder_calibration.h"
+#include "qjoule/model/calibration/encoder_calibration.h"
 #include "qjoule/model/encoder_config.h"
 #include "qjoule/quant/format_spec.h"
 #include "qjoule/quant/layer_policy.h"
@@ -103,13 +103,6 @@ nlohmann::json calibration_identity_entry(const CalibrationSettings& s) {
           {"damp", s.damp}};
 }
 
-std::string calibration_file_needed(const std::string& precision) {
-  return fmt::format(
-      "precision '{}' needs calibration inputs; expected --calib FILE (a language model's: a UTF-8 text, e.g. "
-      "WikiText-2's train or valid split; a classifier's: a dataset, e.g. SST-2's train.tsv)",
-      precision);
-}
-
 std::string calibration_summary(const model::CalibratedInt4& c, const std::string& file) {
   const bool gptq = c.method.find("GPTQ") != std::string::npos;
   const std::string sizes =
@@ -128,7 +121,7 @@ CalibrationCache::CalibrationCache(CalibrationSettings settings, std::filesystem
 std::shared_ptr<model::CalibratedInt4> CalibrationCache::get(const std::string& model,
                                                              const quant::Precision& precision) {
   const quant::FormatSpec& spec = precision.spec_or_fail();
-  if (settings_.file.empty()) fail("{}", calibration_file_needed(precision.text()));
+  if (settings_.file.empty()) fail("{}", model::calibration_file_needed(precision.text()));
   if (text_.empty()) text_ = eval::read_text_file(settings_.file, "--calib");
   const std::string model_id = model_identity(model);
   const std::string identity = fmt::format("model {} ({}), {}, --calib {} (text {}), {} sequences × {} tokens, damp {}",

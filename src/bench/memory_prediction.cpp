@@ -13,7 +13,7 @@
 #include "qjoule/model/decoder_params.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/encoder_config.h"
-#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/model/synthetic/synthetic_encoder.h"
 #include "bench/bench_inputs.h"
 #include "kernels/cpu/weight_only/panel_matmul.h"
 #include "qjoule/model/quantization_plan.h"

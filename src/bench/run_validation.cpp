@@ -17,7 +17,7 @@
 #include "qjoule/kernels/linear_cuda.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/model/decoder_config.h"
-#include "qjoule/model/prequantized_linear.h"
+#include "qjoule/model/prequantized/prequantized_linear.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::bench {

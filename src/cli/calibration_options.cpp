@@ -61,7 +61,7 @@ std::shared_ptr<model::CalibratedInt4> calibrate_if_asked(const std::string& dir
   if (!asked)
     fail("--calib {}: no layer's precision calibrates; expected it with a calibrated one (e.g. int4:g=128:gptq)",
          a.settings.file);
-  if (a.settings.file.empty()) fail("{}", bench::calibration_file_needed(policy.precision()));
+  if (a.settings.file.empty()) fail("{}", model::calibration_file_needed(policy.precision()));
   const std::string text = eval::read_text_file(a.settings.file, "--calib");
   if (a.scored != nullptr && overlaps(text, *a.scored)) {
     fmt::print(stderr,

@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "qjoule/bench/calibration_settings.h"
-#include "qjoule/model/decoder_calibration.h"
+#include "qjoule/model/calibration/decoder_calibration.h"
 #include "qjoule/quant/layer_policy.h"
 
 namespace qjoule::cli {

@@ -1,7 +1,7 @@
 #include "cli/checkpoint_precision.h"
 
-#include "qjoule/model/checkpoint_quantization.h"
-#include "qjoule/model/prequantized_linear.h"
+#include "qjoule/model/prequantized/checkpoint_quantization.h"
+#include "qjoule/model/prequantized/prequantized_linear.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::cli {

@@ -94,7 +94,7 @@ void check_calibration(const std::vector<bench::RunConfig>& configs, const bench
     models.insert(c.model);
   }
   if (calibrated != nullptr && calib.file.empty())
-    fail("{}", bench::calibration_file_needed(calibrated->precision.text()));
+    fail("{}", model::calibration_file_needed(calibrated->precision.text()));
   if (calibrated == nullptr && !calib.file.empty())
     fail("--calib {}: no precision of the sweep calibrates; expected it with a calibrated one (e.g. int4:g=128:gptq)",
          calib.file);

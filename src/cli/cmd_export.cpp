@@ -14,10 +14,10 @@
 #include "cli/commands.h"
 #include "cli/format_util.h"
 #include "qjoule/error.h"
-#include "qjoule/model/checkpoint_export.h"
+#include "qjoule/model/export/checkpoint_export.h"
 #include "qjoule/model/decoder_config.h"
-#include "qjoule/model/gguf_export.h"
-#include "qjoule/model/gguf_import.h"
+#include "qjoule/model/export/gguf_export.h"
+#include "qjoule/model/export/gguf_import.h"
 #include "qjoule/quant/format_spec.h"
 #include "qjoule/quant/layer_policy.h"
 #include "qjoule/quant/precision.h"
@@ -53,7 +53,7 @@ void run_export_gguf(const ExportArgs& a, const quant::FormatSpec& spec) {
              seconds);
 }
 
-// A GGUF file qjoule wrote, back into the Hugging Face folder it came from (model/gguf_import.h).
+// A GGUF file qjoule wrote, back into the Hugging Face folder it came from (model/export/gguf_import.h).
 void run_import_gguf(const ExportArgs& a) {
   if (!a.precision.empty())
     fail("--precision {}: a GGUF file is read back in its own format (Q4_0 as int4:g=32:sym); leave --precision out",

@@ -12,20 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qjoule/io/config_json.h"
 #include "qjoule/io/safetensors.h"
 
 namespace qjoule::model {
 
-// config.json parsed as an object, or an error naming the file.
-nlohmann::json read_config_json(const std::filesystem::path& dir);
-
-// `object[field]` as a string, `fallback` when absent or null; any other type is one line,
-// "<where><field> = <value>, expected a string", `where` naming the file and the object inside it
-// (e.g. "DIR/config.json: rope_scaling.").
-std::string string_field(const nlohmann::json& object, const char* field, const std::string& fallback,
-                         const std::string& where);
-// The same for true / false.
-bool bool_field(const nlohmann::json& object, const char* field, bool fallback, const std::string& where);
+// config.json and its string and boolean fields, read as io/config_json.h reads them (the readers of a
+// pre-quantized checkpoint's quantization_config, below this folder, read them too).
+using io::bool_field;
+using io::read_config_json;
+using io::string_field;
 
 class ConfigReconciler {
  public:

@@ -4,6 +4,7 @@
 
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/model/calibrated_linear_factory.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/decoder_params.h"
 #include "qjoule/model/device_backend.h"

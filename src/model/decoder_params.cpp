@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "qjoule/error.h"
-#include "qjoule/model/prequantized_linear.h"
+#include "qjoule/model/prequantized/prequantized_linear.h"
 
 namespace qjoule::model {
 namespace {

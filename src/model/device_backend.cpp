@@ -2,6 +2,7 @@
 #include "qjoule/model/device_backend.h"
 
 #include "qjoule/error.h"
+#include "qjoule/model/calibrated_linear_factory.h"
 #include "qjoule/model/cuda_linear_factory.h"
 
 namespace qjoule::model {

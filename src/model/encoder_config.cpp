@@ -7,7 +7,7 @@
 
 #include "config_reconciler.h"
 #include "qjoule/error.h"
-#include "qjoule/model/checkpoint_quantization.h"
+#include "qjoule/model/prequantized/checkpoint_quantization.h"
 
 namespace qjoule::model {
 namespace {

@@ -6,7 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "qjoule/error.h"
-#include "qjoule/model/prequantized_linear.h"
+#include "qjoule/model/prequantized/prequantized_linear.h"
 
 namespace qjoule::model {
 namespace {
@@ -108,6 +108,27 @@ EncoderParams load_encoder_params(const io::Checkpoint& ck, const EncoderConfig&
   out.head_dense = r.linear(cfg.arch == EncoderArch::Bert ? p + "pooler.dense" : "pre_classifier", h, h, false);
   out.classifier = r.linear("classifier", cfg.num_labels, h, false);
   return out;
+}
+
+LinearParams prequantized_linear_params(std::shared_ptr<const io::Checkpoint> checkpoint,
+                                        const CheckpointQuantization& q, const std::string& name, int64_t out,
+                                        int64_t in, bool bias_expected) {
+  const io::Checkpoint& ck = *checkpoint;
+  check_prequantized_linear(ck, q, name, out, in);
+  LinearParams p;
+  p.name = name;
+  p.out_features = out;
+  p.in_features = in;
+  p.has_bias = ck.contains(name + ".bias");
+  if (bias_expected && !p.has_bias)
+    fail("{}: tensor '{}.bias' is missing (config.json gives this Linear a bias)", ck.source().string(), name);
+  mark_prequantized_tensors_read(ck, name);
+  p.prequantized_spec = prequantized_spec(q);
+  p.prequantized_from = q.describe();
+  p.build_prequantized = [checkpoint = std::move(checkpoint), q, name, out, in] {
+    return load_prequantized_linear(*checkpoint, q, name, out, in);
+  };
+  return p;
 }
 
 }  // namespace qjoule::model

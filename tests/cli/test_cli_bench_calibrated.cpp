@@ -132,7 +132,7 @@ TEST(CliBenchCalibrated, ClassifierCalibratesOnADataset) {
     EXPECT_TRUE(rec["fidelity_mean_kl"].is_number());
   }
   EXPECT_TRUE(records[0]["weights_source"].is_null());
-  // A classifier's AWQ says how many of its changes the logits kept (model/awq_classifier_choice.h).
+  // A classifier's AWQ says how many of its changes the logits kept (model/calibration/awq_classifier_choice.h).
   for (const auto& [i, method] : std::vector<std::pair<std::size_t, std::string>>{{1, "GPTQ on "}, {2, "AWQ ("}}) {
     EXPECT_THAT(records[i]["weights_source"].get<std::string>(),
                 AllOf(HasSubstr("calibrated: " + method), HasSubstr(" on " + data + ": 8 sequences of up to")));

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../model/prequantized_writer.h"
+#include "../model/prequantized/prequantized_writer.h"
 #include "bench_cli_helpers.h"
 #include "run_command.h"
 #include "test_paths.h"

@@ -10,7 +10,7 @@
 #include "qjoule/limits/roofline.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/quantization_plan.h"
-#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/model/synthetic/synthetic_encoder.h"
 #include "qjoule/quant/layer_policy.h"
 #include "small_encoder_spec.h"
 

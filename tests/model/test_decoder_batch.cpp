@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "decoder_fixtures.h"
-#include "quantized_checkpoint_test_util.h"
+#include "prequantized/quantized_checkpoint_test_util.h"
 #include "qjoule/error.h"
 #include "qjoule/model/decoder_lm.h"
 #include "qjoule/model/quantization_plan.h"

@@ -36,7 +36,7 @@
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/graph_ops.h"
 #include "qjoule/model/quantization_plan.h"
-#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/model/synthetic/synthetic_encoder.h"
 #include "test_paths.h"
 
 namespace qjoule::model {

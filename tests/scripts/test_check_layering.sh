@@ -31,4 +31,30 @@ if out=$(python3 "$checker" "$tree"); then
 fi
 grep -q "src/bench/run.cpp:3: parses a precision spec's text" <<<"$out" || { echo "FAIL: $out"; exit 1; }
 [[ $(grep -c "parses a precision spec" <<<"$out") == 1 ]] || { echo "FAIL: more than the one call named: $out"; exit 1; }
-echo "check-layering: flags an upward include and a spec parsed below where it enters, passes a clean tree"
+# A module in bands: the root includes a sub-folder listed below it (named), a sub-folder listed above it
+# includes the root (fine), and a sub-folder without a row is named.
+rm -f "$tree/src/quant/spec.cpp" "$tree/src/bench/run.cpp"
+cat > "$tree/docs/architecture.md" <<'TABLE'
+| module | what it holds |
+| --- | --- |
+| `io` | files |
+| `model/readers` | readers |
+| `model` | graphs |
+| `model/calibration` | calibration |
+TABLE
+mkdir -p "$tree/src/model/readers" "$tree/src/model/calibration"
+printf '#include "qjoule/model/readers/reader.h"\n' > "$tree/src/model/readers/reader.cpp"
+printf '#include "qjoule/model/readers/reader.h"\n#include "model/calibration/run.h"\n' > "$tree/src/model/graph.cpp"
+printf '#include "qjoule/model/graph.h"\n' > "$tree/src/model/calibration/run.cpp"
+if out=$(python3 "$checker" "$tree"); then
+  echo "FAIL: the root including a band below it passed: $out"; exit 1
+fi
+grep -q 'src/model/graph.cpp:2: model includes model/calibration/run.h of model/calibration' <<<"$out" || { echo "FAIL: $out"; exit 1; }
+printf '#include "qjoule/model/readers/reader.h"\n' > "$tree/src/model/graph.cpp"
+out=$(python3 "$checker" "$tree") || { echo "FAIL: a clean banded tree failed: $out"; exit 1; }
+mkdir -p "$tree/src/model/export"
+if out=$(python3 "$checker" "$tree"); then
+  echo "FAIL: a folder of model with no row passed: $out"; exit 1
+fi
+grep -q 'src/model/export: a folder of model with no row' <<<"$out" || { echo "FAIL: $out"; exit 1; }
+echo "check-layering: flags an upward include (between the bands of one module too), a folder with no band and a spec parsed below where it enters, passes a clean tree"

@@ -3,7 +3,7 @@
 // them fast.
 #pragma once
 
-#include "qjoule/model/synthetic_encoder.h"
+#include "qjoule/model/synthetic/synthetic_encoder.h"
 
 namespace qjoule::test {
 

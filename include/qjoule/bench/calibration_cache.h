@@ -1,6 +1,6 @@
 // Calibrated weights in a sweep (`bench --calib FILE`): each (model, precision, calibration text and
-// sizes) calibrated once (model/decoder_calibration.h), its result kept in the sweep's folder
-// (OUT/calibrated/<model identity>-<run token>-<settings hash>.qjcal, model/calibrated_int4_file.h) so that
+// sizes) calibrated once (model/calibration/decoder_calibration.h), its result kept in the sweep's folder
+// (OUT/calibrated/<model identity>-<run token>-<settings hash>.qjcal, model/calibration/calibrated_int4_file.h) so that
 // the sweep's other runs of that precision and its `--resume` read it instead of calibrating again.
 #pragma once
 
@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qjoule/bench/calibration_settings.h"
-#include "qjoule/model/decoder_calibration.h"
+#include "qjoule/model/calibration/decoder_calibration.h"
 #include "qjoule/quant/layer_policy.h"
 #include "qjoule/quant/precision.h"
 
@@ -40,8 +40,8 @@ std::vector<std::vector<int32_t>> calibration_examples_for(const std::string& mo
 std::vector<std::vector<int32_t>> calibration_sequences_for(const std::string& model, const std::string& text,
                                                             const CalibrationSettings& settings);
 
-// Calibrates `model` (a decoder or an encoder classifier, model/decoder_calibration.h and
-// model/encoder_calibration.h) on `sequences` for the calibrated Linears of `policy`.
+// Calibrates `model` (a decoder or an encoder classifier, model/calibration/decoder_calibration.h and
+// model/calibration/encoder_calibration.h) on `sequences` for the calibrated Linears of `policy`.
 model::CalibratedInt4 calibrate_model(const std::string& model, const quant::LayerPolicy& policy,
                                       const std::vector<std::vector<int32_t>>& sequences,
                                       const model::CalibrationOptions& options);
@@ -50,10 +50,6 @@ model::CalibratedInt4 calibrate_model(const std::string& model, const quant::Lay
 // (model::CalibrationOptions::bf16_products): where its measured BF16 peak (AVX512_BF16 dot products, or
 // AMX tiles) is above its FP32 FMA peak (`qjoule limits`, cached per machine; measured first if need be).
 bool calibration_bf16_products(int threads);
-
-// What a calibrated precision without --calib says: "precision 'int4:awq' needs calibration inputs;
-// expected --calib FILE (...)".
-std::string calibration_file_needed(const std::string& precision);
 
 // The sweep identity's entry for `settings` (sweep_identity.h): {"file", "text_hash", "sequences",
 // "tokens", "damp"}; null without --calib.

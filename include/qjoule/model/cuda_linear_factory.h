@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "qjoule/model/decoder_calibration.h"
+#include "qjoule/model/calibrated_int4.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/encoder_params.h"
 #include "qjoule/quant/format_spec.h"

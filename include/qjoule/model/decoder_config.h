@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "qjoule/io/safetensors.h"
-#include "qjoule/model/checkpoint_quantization.h"
+#include "qjoule/model/prequantized/checkpoint_quantization.h"
 #include "qjoule/kernels/decoder_ops.h"
 
 namespace qjoule::model {
@@ -42,7 +42,7 @@ struct DecoderConfig {
   std::string prefix;                        // tensor-name prefix: "model." (Llama/Qwen2), "transformer." or "" (GPT-2)
   std::vector<std::string> inferred_fields;  // fields that came from tensor shapes, not config.json
   // A pre-quantized checkpoint's method and layout (GPTQ / AWQ, Llama family): its Linears are read
-  // from their packed tensors (model/prequantized_linear.h); nullopt for an unquantized checkpoint.
+  // from their packed tensors (model/prequantized/prequantized_linear.h); nullopt for an unquantized checkpoint.
   std::optional<CheckpointQuantization> quantization;
 
   int64_t q_dim() const { return num_heads * head_dim; }

@@ -95,7 +95,7 @@ class DecoderLM {
   // other nodes, 1 launch"; "kernel by kernel (N launches a token): REASON" otherwise.
   std::string decode_step_path() const;
 
-  // Layer at a time, for calibration (model/decoder_calibration.h): the residual stream of n tokens at
+  // Layer at a time, for calibration (model/calibration/decoder_calibration.h): the residual stream of n tokens at
   // positions 0..n−1 after the embeddings, into x (host, [n, hidden]); and x through layer `index` (0 ..
   // layers − 1) in place, its keys and values in a cache of its own. Ids as forward() checks them.
   void embed(const int32_t* ids, int64_t n, float* x) const;

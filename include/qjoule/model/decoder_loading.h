@@ -7,7 +7,7 @@
 #include <string>
 
 #include "qjoule/model/decoder_lm.h"
-#include "qjoule/model/decoder_calibration.h"
+#include "qjoule/model/calibrated_int4.h"
 #include "qjoule/quant/layer_policy.h"
 #include "qjoule/tokenize/bpe_tokenizer.h"
 
@@ -25,7 +25,7 @@ struct LoadedDecoder {
 // at a time from the memory-mapped checkpoint, on the CPU (`gpu` < 0) or on GPU `gpu` (already checked
 // with kernels::require_cuda_device: every weight and the KV cache there). A tokenizer whose vocabulary
 // is larger than the model's is an error naming both sizes.
-// `calibrated` (not null): the Linears it holds codes for are built from them (decoder_calibration.h); CPU
+// `calibrated` (not null): the Linears it holds codes for are built from them (calibrated_linear_factory.h); CPU
 // only (a GPU is one line).
 LoadedDecoder load_decoder(const std::filesystem::path& dir, int gpu, const quant::LayerPolicy& policy,
                            std::shared_ptr<CalibratedInt4> calibrated = nullptr);

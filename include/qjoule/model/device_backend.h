@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "qjoule/model/decoder_calibration.h"
+#include "qjoule/model/calibrated_int4.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/graph_ops.h"
 #include "qjoule/model/quantization_plan.h"

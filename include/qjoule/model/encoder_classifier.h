@@ -69,7 +69,7 @@ class EncoderClassifier {
   // and are allocated once, so the cost per token does not grow with the batch. On a GPU, one pass.
   static constexpr int64_t kCpuTokensPerPass = 1024;
   int64_t sequences_per_pass(int64_t batch, int64_t seq) const;
-  // One unpadded sequence through the model a part at a time (calibration, model/encoder_calibration.h):
+  // One unpadded sequence through the model a part at a time (calibration, model/calibration/encoder_calibration.h):
   // embed writes its [seq, hidden] embeddings (after their LayerNorm) into host memory x, forward_block
   // runs block i (0 .. num_blocks() − 1) on x in place, every token attending to every other.
   void embed(const int32_t* ids, int64_t seq, float* x) const;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "qjoule/io/safetensors.h"
-#include "qjoule/model/checkpoint_quantization.h"
+#include "qjoule/model/prequantized/checkpoint_quantization.h"
 
 namespace qjoule::model {
 
@@ -34,7 +34,7 @@ struct EncoderConfig {
   std::vector<std::string> id2label;
   std::vector<std::string> inferred_fields;  // fields that came from tensor shapes, not config.json
   // A pre-quantized checkpoint's method and layout (GPTQ, AWQ, bitsandbytes NF4): its packed Linears are
-  // read from their codes (model/prequantized_linear.h); nullopt for an unquantized checkpoint.
+  // read from their codes (model/prequantized/prequantized_linear.h); nullopt for an unquantized checkpoint.
   std::optional<CheckpointQuantization> quantization;
 
   int64_t head_dim() const { return hidden_size / num_heads; }

@@ -10,6 +10,7 @@
 
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/encoder_config.h"
+#include "qjoule/model/prequantized/checkpoint_quantization.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::kernels {
@@ -28,7 +29,7 @@ struct LinearParams {
   // Empty for a Linear of the checkpoint. Set when the model asks for one Linear standing for several
   // that read the same input (Q, K and V): their names, in the order their rows are concatenated.
   std::vector<std::string> fused_from;
-  // A Linear of a pre-quantized checkpoint (model/prequantized_linear.h): builds it from the
+  // A Linear of a pre-quantized checkpoint (model/prequantized/prequantized_linear.h): builds it from the
   // checkpoint's codes, `weight` staying empty; it runs as `prequantized_spec` (int4:g=128:asym,
   // ...), and `prequantized_from` says what the checkpoint holds (gptq 4-bit, group_size 128, ...).
   std::function<std::unique_ptr<kernels::Linear>()> build_prequantized;
@@ -45,6 +46,14 @@ inline void free_weights(LinearParams& p) {
   std::vector<float>().swap(p.weight);
   std::vector<float>().swap(p.bias);
 }
+
+// The LinearParams of pre-quantized Linear `name` of [out, in], checked now (check_prequantized_linear) and
+// built from its codes each time a model asks (load_prequantized_linear), from `checkpoint`, which the
+// builder keeps open (parameters outlive the reader that made them: a bench builds a model per run);
+// `bias_expected`: one line when the model's config gives it a bias and the checkpoint has none.
+LinearParams prequantized_linear_params(std::shared_ptr<const io::Checkpoint> checkpoint,
+                                        const CheckpointQuantization& quantization, const std::string& name,
+                                        int64_t out, int64_t in, bool bias_expected);
 
 struct LayerNormParams {
   std::string name;

@@ -1,0 +1,83 @@
+#include "qjoule/model/synthetic/synthetic_decoder.h"
+
+#include <fmt/format.h>
+
+#include "model/synthetic/synthetic_rng.h"
+#include "qjoule/error.h"
+
+namespace qjoule::model {
+namespace {
+
+using detail::SyntheticRng;
+
+LinearParams linear(SyntheticRng& rng, std::string name, int64_t out, int64_t in) {
+  return detail::synthetic_linear(rng, std::move(name), out, in, false);  // Llama's Linears have no bias
+}
+
+LayerNormParams rms_norm(std::string name, int64_t h) {
+  LayerNormParams n;
+  n.name = std::move(name);
+  n.gamma.assign(static_cast<std::size_t>(h), 1.0f);
+  return n;
+}
+
+}  // namespace
+
+SyntheticDecoderSpec tinyllama_shapes_spec(int64_t vocab) {
+  SyntheticDecoderSpec spec;
+  spec.vocab_size = vocab;
+  return spec;
+}
+
+DecoderParams synthetic_decoder_params(const SyntheticDecoderSpec& spec) {
+  if (spec.vocab_size <= 0 || spec.hidden_size <= 0 || spec.num_layers <= 0 || spec.num_heads <= 0 ||
+      spec.num_kv_heads <= 0 || spec.intermediate_size <= 0 || spec.max_positions <= 1) {
+    fail(
+        "synthetic decoder '{}': every size must be positive, got vocab {}, hidden {}, layers {}, heads {}, KV heads "
+        "{}, FFN {}, positions {}",
+        spec.name, spec.vocab_size, spec.hidden_size, spec.num_layers, spec.num_heads, spec.num_kv_heads,
+        spec.intermediate_size, spec.max_positions);
+  }
+  if (spec.hidden_size % spec.num_heads != 0 || spec.num_heads % spec.num_kv_heads != 0) {
+    fail("synthetic decoder '{}': hidden size {} must be a multiple of {} heads, and heads a multiple of {} KV heads",
+         spec.name, spec.hidden_size, spec.num_heads, spec.num_kv_heads);
+  }
+  DecoderParams p;
+  DecoderConfig& c = p.config;
+  c.arch = DecoderArch::Llama;
+  c.model_type = "llama";
+  c.architecture = "LlamaForCausalLM";
+  c.vocab_size = spec.vocab_size;
+  c.hidden_size = spec.hidden_size;
+  c.num_layers = spec.num_layers;
+  c.num_heads = spec.num_heads;
+  c.num_kv_heads = spec.num_kv_heads;
+  c.head_dim = spec.hidden_size / spec.num_heads;
+  c.intermediate_size = spec.intermediate_size;
+  c.max_positions = spec.max_positions;
+  c.activation = "silu";
+  c.prefix = "model.";
+
+  SyntheticRng rng(spec.seed);
+  const int64_t h = spec.hidden_size, f = spec.intermediate_size;
+  p.token_embeddings = detail::synthetic_normal_vector(rng, spec.vocab_size * h, 0.02f);
+  for (int64_t i = 0; i < spec.num_layers; ++i) {
+    const std::string l = fmt::format("model.layers.{}.", i);
+    DecoderLayerParams layer;
+    layer.attn_norm = rms_norm(l + "input_layernorm", h);
+    layer.mlp_norm = rms_norm(l + "post_attention_layernorm", h);
+    layer.q = linear(rng, l + "self_attn.q_proj", c.q_dim(), h);
+    layer.k = linear(rng, l + "self_attn.k_proj", c.kv_dim(), h);
+    layer.v = linear(rng, l + "self_attn.v_proj", c.kv_dim(), h);
+    layer.o = linear(rng, l + "self_attn.o_proj", h, c.q_dim());
+    layer.gate = linear(rng, l + "mlp.gate_proj", f, h);
+    layer.up = linear(rng, l + "mlp.up_proj", f, h);
+    layer.down = linear(rng, l + "mlp.down_proj", h, f);
+    p.layers.push_back(std::move(layer));
+  }
+  p.final_norm = rms_norm("model.norm", h);
+  p.lm_head = linear(rng, "lm_head", spec.vocab_size, h);
+  return p;
+}
+
+}  // namespace qjoule::model

@@ -1,0 +1,85 @@
+// The synthetic Llama (the decode benchmark's model): deterministic, Hugging Face names and shapes,
+// TinyLlama's shapes by default, it runs in FP32 and in a 4-bit format, and a bad spec is one line.
+#include "qjoule/model/synthetic/synthetic_decoder.h"
+
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "qjoule/error.h"
+#include "qjoule/model/decoder_lm.h"
+#include "qjoule/model/quantization_plan.h"
+#include "qjoule/quant/layer_policy.h"
+
+namespace qjoule::model {
+namespace {
+
+SyntheticDecoderSpec small_spec() {
+  SyntheticDecoderSpec s;
+  s.name = "small";
+  s.vocab_size = 64;
+  s.hidden_size = 128;
+  s.num_layers = 2;
+  s.num_heads = 4;
+  s.num_kv_heads = 2;
+  s.intermediate_size = 256;
+  s.max_positions = 32;
+  return s;
+}
+
+TEST(SyntheticDecoder, TinyLlamaShapes) {
+  const auto s = tinyllama_shapes_spec(32000);
+  EXPECT_EQ(s.num_layers, 22);
+  EXPECT_EQ(s.hidden_size, 2048);
+  EXPECT_EQ(s.num_heads, 32);
+  EXPECT_EQ(s.num_kv_heads, 4);
+  EXPECT_EQ(s.intermediate_size, 5632);
+  EXPECT_EQ(s.vocab_size, 32000);
+}
+
+TEST(SyntheticDecoder, SameSeedSameParametersWithHuggingFaceNames) {
+  const auto a = synthetic_decoder_params(small_spec());
+  const auto b = synthetic_decoder_params(small_spec());
+  ASSERT_EQ(a.layers.size(), 2u);
+  EXPECT_EQ(a.layers[1].k.name, "model.layers.1.self_attn.k_proj");
+  EXPECT_EQ(a.layers[1].k.out_features, 64);  // 2 KV heads × head_dim 32
+  EXPECT_EQ(a.layers[0].down.in_features, 256);
+  EXPECT_EQ(a.layers[0].mlp_norm.name, "model.layers.0.post_attention_layernorm");
+  EXPECT_EQ(a.lm_head.name, "lm_head");
+  EXPECT_EQ(a.config.head_dim, 32);
+  EXPECT_EQ(a.layers[1].gate.weight, b.layers[1].gate.weight);
+  EXPECT_EQ(a.token_embeddings, b.token_embeddings);
+}
+
+TEST(SyntheticDecoder, RunsInFp32AndInt4WithFiniteLogits) {
+  const auto params = synthetic_decoder_params(small_spec());
+  for (const std::string precision : {"fp32", "int4"}) {
+    quant::LayerPolicyOptions po;
+    po.precision = precision;
+    const DecoderLM m(params, quantized_linear_factory(quant::LayerPolicy::parse(po), {}));
+    auto cache = m.make_cache(16);
+    const std::vector<int32_t> ids{1, 5, 9, 63};
+    std::vector<float> logits(64);
+    m.forward(ids.data(), 4, cache, logits.data(), 3);
+    const int32_t next = 7;
+    m.forward(&next, 1, cache, logits.data(), 0);
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << precision;
+    EXPECT_EQ(cache.size(), 5);
+  }
+}
+
+TEST(SyntheticDecoder, HeadsThatDoNotDivideTheHiddenSizeAreAnError) {
+  auto s = small_spec();
+  s.num_heads = 5;
+  EXPECT_THAT([&] { synthetic_decoder_params(s); },
+              ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("synthetic decoder 'small'"),
+                                                               ::testing::HasSubstr("hidden size 128"),
+                                                               ::testing::HasSubstr("5 heads"))));
+  s = small_spec();
+  s.num_layers = 0;
+  EXPECT_THAT([&] { synthetic_decoder_params(s); }, ::testing::ThrowsMessage<Error>(::testing::HasSubstr("layers 0")));
+}
+
+}  // namespace
+}  // namespace qjoule::model
