@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
-#include "kernels/cpu/weight_only/weight_only_avx512.h"
+#include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::kernels {

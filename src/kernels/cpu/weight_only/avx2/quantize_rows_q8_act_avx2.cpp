@@ -4,7 +4,7 @@
 #include <cfloat>
 
 #include "kernels/cpu/weight_only/quantize_rows_q8_act.h"
-#include "kernels/cpu/weight_only/weight_only_avx2.h"
+#include "kernels/cpu/weight_only/avx2/weight_only_avx2.h"
 #include "qjoule/quant/quantize_activations_q8.h"
 
 namespace qjoule::kernels::detail {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernels/cpu/weight_only/quantize_block_x16.h"
-#include "kernels/cpu/weight_only/weight_only_gemv_avx512.h"
+#include "kernels/cpu/weight_only/avx512/weight_only_gemv_avx512.h"
 
 #define QJOULE_TARGET_AVX512_VNNI_FMA __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
 

@@ -12,7 +12,7 @@
 
 #include "kernels/cpu/weight_only/quantize_block_x16.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
-#include "kernels/cpu/weight_only/weight_only_gemv_avx512.h"
+#include "kernels/cpu/weight_only/avx512/weight_only_gemv_avx512.h"
 
 namespace qjoule::kernels::detail {
 namespace {

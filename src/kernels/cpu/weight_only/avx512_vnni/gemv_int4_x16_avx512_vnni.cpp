@@ -10,7 +10,7 @@
 // GEMV spends four vpermw and four vdpbf16ps (half the FMA rate on Intel cores).
 #include <vector>
 
-#include "kernels/cpu/weight_only/int4_quads_avx512_vnni.h"
+#include "kernels/cpu/weight_only/avx512_vnni/int4_quads_avx512_vnni.h"
 #include "kernels/cpu/weight_only/quantize_block_x16.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 

@@ -4,8 +4,8 @@
 // lane's scale (and zero point) beside it.
 #include <type_traits>
 
-#include "kernels/cpu/weight_only/weight_only_avx512.h"
-#include "kernels/cpu/weight_only/weight_only_gemv_x16_avx512.h"
+#include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"
+#include "kernels/cpu/weight_only/avx512/weight_only_gemv_x16_avx512.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 
 namespace qjoule::kernels::detail {

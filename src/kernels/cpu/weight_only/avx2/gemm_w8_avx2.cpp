@@ -1,5 +1,5 @@
 // w8: INT8 per-row weights, sign-extended and converted 8 at a time, times the row's FP32 scale; FP32 FMA.
-#include "kernels/cpu/weight_only/weight_only_avx2.h"
+#include "kernels/cpu/weight_only/avx2/weight_only_avx2.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 
 namespace qjoule::kernels::detail {

@@ -3,7 +3,7 @@
 // 32 bytes seen as 8 dword lanes; for s = 0..7 the lanes shifted right by 4s index both table halves
 // with vpermps (which reads the low 3 bits) and the code's bit 3, shifted to the sign bit, picks the
 // half with vblendvps — 8 weights per 2 vpermps, permuted order (weight_only_avx2.h).
-#include "kernels/cpu/weight_only/weight_only_avx2.h"
+#include "kernels/cpu/weight_only/avx2/weight_only_avx2.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 
 namespace qjoule::kernels::detail {

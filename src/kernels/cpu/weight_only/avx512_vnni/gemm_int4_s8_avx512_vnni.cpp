@@ -7,7 +7,7 @@
 // a block).
 #include <vector>
 
-#include "kernels/cpu/weight_only/int4_quads_avx512_vnni.h"
+#include "kernels/cpu/weight_only/avx512_vnni/int4_quads_avx512_vnni.h"
 #include "kernels/cpu/weight_only/quantize_rows_q8_act.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 

@@ -56,7 +56,7 @@
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/weight_only/panel_matmul.h"
 #include "kernels/cpu/parallel_errors.h"
-#include "kernels/cpu/weight_only/weight_only_gemv_avx512.h"
+#include "kernels/cpu/weight_only/avx512/weight_only_gemv_avx512.h"
 
 namespace qjoule::kernels::avx512 {
 

@@ -4,7 +4,7 @@
 // For G = 32 the two groups of a 64-chunk fill one half of the lanes each. FP32 FMA compute.
 #include <type_traits>
 
-#include "kernels/cpu/weight_only/weight_only_avx2.h"
+#include "kernels/cpu/weight_only/avx2/weight_only_avx2.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 
 namespace qjoule::kernels::detail {

@@ -1,5 +1,5 @@
 // fp16 weights, FP32 compute: 8 FP16 weights → 8 FP32 per vcvtph2ps (F16C), then FMA.
-#include "kernels/cpu/weight_only/weight_only_avx2.h"
+#include "kernels/cpu/weight_only/avx2/weight_only_avx2.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 
 namespace qjoule::kernels::detail {
