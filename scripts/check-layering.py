@@ -10,6 +10,9 @@ Parse once: outside src/quant/, a precision spec's text is parsed (quant::parse_
 it enters from a command line (TEXT_ENTERS below); a sweep file or a record read back makes a
 quant::Precision, and everything below hands the typed FormatSpec down. Another caller is a problem too.
 
+Kernel choices in one place: src/kernels and src/model read no QJOULE_ variable with getenv but through
+the table of include/qjoule/kernels/kernel_overrides.h.
+
   scripts/check-layering.py [REPO_ROOT]
 """
 import pathlib
@@ -61,6 +64,11 @@ def layer(module):
 
 
 include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# Kernel choices in one place: a QJOULE_ variable read with getenv in src/kernels or src/model is a kernel
+# choice of its own; it belongs in the table of include/qjoule/kernels/kernel_overrides.h.
+reads_qjoule_variable = re.compile(r'getenv\s*\(\s*"(QJOULE_[A-Z0-9_]+)"')
+NOT_KERNEL_CHOICES = {"QJOULE_CUBLASLT_LIB"}  # where a library is loaded from, not which kernel runs
+OVERRIDES_TABLE = "src/kernels/cpu/kernel_overrides.cpp"
 parses_spec = re.compile(r'\b(try_)?parse_format_spec\s*\(')
 TEXT_ENTERS = {"src/cli/quant_options.cpp"}  # the flags of eval, ppl, generate (--precision, --layer-precision)
 problems = []
@@ -85,6 +93,12 @@ for base, strip in ((root / "src", 1), (root / "include" / "qjoule", 2)):
                 problems.append(
                     f"{relative}:{number}: parses a precision spec's text; parse it where it enters "
                     f"({', '.join(sorted(TEXT_ENTERS))}, or a quant::Precision) and hand the FormatSpec down")
+            if (relative.startswith(("src/kernels/", "src/model/")) and relative != OVERRIDES_TABLE
+                    and not text.lstrip().startswith("//")
+                    and any(v not in NOT_KERNEL_CHOICES for v in reads_qjoule_variable.findall(text))):
+                problems.append(
+                    f"{relative}:{number}: reads a QJOULE_ variable with getenv; a kernel choice is a row of "
+                    f"include/qjoule/kernels/kernel_overrides.h, read through kernel_override()")
             m = include.match(text)
             if not m:
                 continue
@@ -105,4 +119,5 @@ for p in problems:
 if problems:
     print(f"check-layering: {len(problems)} problem(s)")
     sys.exit(1)
-print(f"check-layering: no upward include ({len(layer_of)} modules), precision specs parsed where they enter")
+print(f"check-layering: no upward include ({len(layer_of)} modules), precision specs parsed where they enter, "
+      f"kernel choices read from one table")

@@ -5,7 +5,9 @@ change. Paths under each set's own folder and repository are compared relative t
 
   scripts/compare-records.py OLD_DIR NEW_DIR   (each holding */results.jsonl, or a results.jsonl)
 
-Prints each difference as RUN: FIELD: OLD -> NEW and exits 1 if there is one (or a run is missing).
+Prints each difference as RUN: FIELD: OLD -> NEW and exits 1 if there is one (or a run is missing). A
+field the old records do not have at all and the new ones do (a field a change adds) is listed once as
+added, not as a difference.
 """
 import json
 import pathlib
@@ -65,6 +67,7 @@ def main():
     if not old:
         sys.exit(f"compare-records: no results.jsonl under {old_dir}")
     problems = []
+    added = {}  # field -> runs that have it now and had nothing before
     for key in sorted(set(old) | set(new), key=str):
         if key not in new or key not in old:
             problems.append(f"{key[0]}/{key[1]}: only in {'OLD' if key in old else 'NEW'}")
@@ -82,9 +85,14 @@ def main():
             if field == "model":
                 va, vb = pathlib.Path(va).name, pathlib.Path(vb).name
             for where, x, y in differences(field, va, vb):
+                if x == "<absent>":
+                    added[where] = added.get(where, 0) + 1
+                    continue
                 problems.append(f"{key[0]}/{key[1]}: {where}: {json.dumps(x)[:300]} -> {json.dumps(y)[:300]}")
     for p in problems:
         print(p)
+    for field, runs in sorted(added.items()):
+        print(f"added: {field} (in {runs} of the new records, in none of the old)")
     print(f"compare-records: {len(old)} runs against {len(new)}, {len(problems)} difference(s)")
     sys.exit(1 if problems else 0)
 

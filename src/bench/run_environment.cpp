@@ -12,6 +12,7 @@
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/slurm_sweep.h"
 #include "qjoule/build_info.h"
+#include "qjoule/kernels/kernel_overrides.h"
 
 namespace qjoule::bench {
 namespace {
@@ -60,6 +61,9 @@ nlohmann::json run_environment() {
   const dnnl_version_t* v = dnnl_version();
   env["onednn"] = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   env["device"] = "cpu";
+  // The kernel choices forced through the environment (qjoule/kernels/kernel_overrides.h), by variable: {}
+  // when qjoule chose every kernel itself.
+  env["kernel_overrides"] = kernels::kernel_overrides_in_force();
   // Inside Slurm: the job, array task, node and the CPUs / GPUs it was given; absent elsewhere.
   if (const auto place = slurm_place()) env["slurm"] = *place;
   return env;

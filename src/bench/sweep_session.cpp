@@ -15,6 +15,7 @@
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/bench/sweep_loop.h"
 #include "qjoule/error.h"
+#include "qjoule/kernels/kernel_overrides.h"
 
 namespace qjoule::bench {
 namespace fs = std::filesystem;
@@ -42,6 +43,11 @@ SweepOutcome run_into(const std::vector<RunConfig>& configs, ResultsStore& store
         fmt::format("decoder model: each run times the prefill of --seq prompt tokens and {} greedy decode steps "
                     "(--decode-tokens), batch 1, each phase in its own energy window",
                     options.decode_tokens));
+  if (const auto forced = kernels::kernel_overrides_in_force(); !forced.empty()) {
+    std::string list;
+    for (const auto& [variable, value] : forced) list += fmt::format("{}{}={}", list.empty() ? "" : ", ", variable, value);
+    note(fmt::format("kernel choices forced by the environment (each record names them): {}", list));
+  }
   // --decode-tokens is not part of a run name: say so when a resumed sweep recorded another value.
   for (const auto& r : store.records()) {
     if (r.decode_tokens && *r.decode_tokens != options.decode_tokens) {

@@ -10,6 +10,7 @@
 #include "cli/format_util.h"
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_config.h"
 #include "qjoule/quant/format.h"
@@ -132,23 +133,33 @@ void add_info_command(CLI::App& app, CommandContext& /*ctx*/) {
       "dtypes, bytes on disk, tensors grouped by layer.");
   cmd->footer(
       "Examples:\n  qjoule info --model ../shared/data/models/sst2-distilbert-mini --tensors\n"
-      "  qjoule info --formats");
+      "  qjoule info --formats\n  qjoule info --kernels");
   auto model = std::make_shared<std::string>();
   auto tensors = std::make_shared<bool>(false);
   auto formats = std::make_shared<bool>(false);
+  auto kernel_choices = std::make_shared<bool>(false);
   cmd->add_option("--model", *model, "Model folder (config.json + model.safetensors or a sharded index)")
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--tensors", *tensors, "Also list every tensor with its dtype and shape");
   cmd->add_flag("--formats", *formats,
                 "List the formats qjoule runs (--precision names), with bits per weight, "
                 "devices and options");
-  cmd->callback([model, tensors, formats] {
+  cmd->add_flag("--kernels", *kernel_choices,
+                "List the kernel choices the environment may override (QJOULE_WEIGHT_ONLY_DECODE=x16, ...), "
+                "what each chooses and its value now");
+  cmd->callback([model, tensors, formats, kernel_choices] {
+    if (*formats && !model->empty()) fail("info: --formats and --model are two questions; expected one of them");
+    if (*kernel_choices && (*formats || !model->empty()))
+      fail("info: --kernels and --{} are two questions; expected one of them", *formats ? "formats" : "model");
     if (*formats) {
-      if (!model->empty()) fail("info: --formats and --model are two questions; expected one of them");
       print_formats();
       return;
     }
-    if (model->empty()) fail("info: --model DIR is required (or --formats for the format table)");
+    if (*kernel_choices) {
+      fmt::print("{}", kernels::kernel_overrides_table());
+      return;
+    }
+    if (model->empty()) fail("info: --model DIR is required (or --formats for the format table); --kernels lists the kernel overrides");
     run_info(*model, *tensors);
   });
 }

@@ -3,6 +3,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "qjoule/build_info.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/cuda_device.h"
+#include "qjoule/kernels/kernel_overrides.h"
 
 namespace {
 
@@ -22,6 +24,15 @@ std::string version_text() {
                      qjoule::build_info::kBackends,
                      QJOULE_HAVE_CUDA ? "\ncuBLASLt (loaded on first GPU use): " + qjoule::kernels::cublaslt_location()
                                       : std::string());
+}
+
+// Whether the command line only asks for help or the version (nothing runs).
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "-h" || a == "--help" || a == "--version") return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -49,6 +60,9 @@ int main(int argc, char** argv) {
   qjoule::cli::add_report_command(app, ctx);
 
   try {
+    // A kernel choice the environment forces with a value it does not take stops a command before it
+    // starts, in one line (qjoule/kernels/kernel_overrides.h).
+    if (!asks_for_help(argc, argv)) (void)qjoule::kernels::kernel_overrides_in_force();
     app.parse(argc, argv);
   } catch (const CLI::ValidationError& e) {
     // A flag's value outside its range: one line naming the flag, the value and the range.

@@ -10,6 +10,7 @@
 #include "model/streamed_linear_f32.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/encoder_ops.h"
+#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/model/fused_linear_params.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/model/unused_tensors.h"
@@ -31,15 +32,7 @@ void KvCache::truncate(int64_t tokens) {
 DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::shared_ptr<GraphOps> ops)
     : ops_(ops ? std::move(ops) : make_cpu_graph_ops()), config_(std::move(params.config)) {
   // QJOULE_DECODE_GRAPH=0: every decode step kernel by kernel (to measure what the recording buys).
-  if (const char* graph = std::getenv("QJOULE_DECODE_GRAPH"); graph != nullptr && *graph != '\0') {
-    const std::string value(graph);
-    if (value != "0" && value != "1")
-      fail(
-          "QJOULE_DECODE_GRAPH='{}': expected 0 (every decode step kernel by kernel) or 1 (one CUDA graph a "
-          "decode token, the default)",
-          value);
-    decode_graph_on_ = value == "1";
-  }
+  if (const auto graph = kernels::kernel_override(kernels::KernelOverride::decode_graph)) decode_graph_on_ = *graph == "1";
   if (config_.arch != DecoderArch::Gpt2) {
     auto rope = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
     rope_inv_freq_ = ops_->upload(std::move(rope.inv_freq), "the RoPE frequencies");

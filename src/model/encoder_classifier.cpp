@@ -11,6 +11,7 @@
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/kernels/encoder_ops.h"
+#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/model/fused_linear_params.h"
 #include "qjoule/model/quantization_plan.h"
 #include "qjoule/quant/format_spec.h"
@@ -61,14 +62,8 @@ std::string EncoderClassifier::nongemm_path() const {
 }
 
 int64_t cpu_tokens_per_pass() {
-  static const int64_t tokens = [] {
-    const char* v = std::getenv("QJOULE_TOKENS_PER_PASS");
-    if (v == nullptr) return EncoderClassifier::kCpuTokensPerPass;
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || n < 1) fail("QJOULE_TOKENS_PER_PASS={}: expected a positive number of tokens", v);
-    return static_cast<int64_t>(n);
-  }();
+  static const int64_t tokens =
+      kernels::kernel_override_count(kernels::KernelOverride::tokens_per_pass).value_or(EncoderClassifier::kCpuTokensPerPass);
   return tokens;
 }
 

@@ -411,7 +411,7 @@ TEST(DecoderGraph, DecodeGraphVariableIsZeroOrOne) {
   const std::string saved = before != nullptr ? before : "";
   setenv("QJOULE_DECODE_GRAPH", "off", 1);
   EXPECT_THAT(test::error_of([&] { load_decoder_lm(dir); }),
-              HasSubstr("QJOULE_DECODE_GRAPH='off': expected 0 (every decode step kernel by kernel) or 1"));
+              HasSubstr("QJOULE_DECODE_GRAPH=off: expected 0 (every decode step kernel by kernel) or 1"));
   setenv("QJOULE_DECODE_GRAPH", "0", 1);
   auto recording = std::make_shared<RecordingOps>();
   recording->record = true;

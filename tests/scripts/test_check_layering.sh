@@ -57,4 +57,11 @@ if out=$(python3 "$checker" "$tree"); then
   echo "FAIL: a folder of model with no row passed: $out"; exit 1
 fi
 grep -q 'src/model/export: a folder of model with no row' <<<"$out" || { echo "FAIL: $out"; exit 1; }
-echo "check-layering: flags an upward include (between the bands of one module too), a folder with no band and a spec parsed below where it enters, passes a clean tree"
+# A kernel choice read with getenv in src/model (or src/kernels) instead of the overrides' table is named.
+rmdir "$tree/src/model/export"
+printf 'const char* v = std::getenv("QJOULE_FAST_PATH");\n' > "$tree/src/model/graph.cpp"
+if out=$(python3 "$checker" "$tree"); then
+  echo "FAIL: a getenv of a kernel choice passed: $out"; exit 1
+fi
+grep -q 'src/model/graph.cpp:1: reads a QJOULE_ variable with getenv' <<<"$out" || { echo "FAIL: $out"; exit 1; }
+echo "check-layering: flags an upward include (between the bands of one module too), a folder with no band, a spec parsed below where it enters and a kernel choice read outside the overrides' table; passes a clean tree"

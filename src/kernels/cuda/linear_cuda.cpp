@@ -18,6 +18,7 @@
 #include "qjoule/error.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/cuda_gemm_bench.h"
+#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/quant/formats.h"
 
 #if QJOULE_HAVE_CUDA
@@ -33,10 +34,7 @@
 namespace qjoule::kernels {
 
 bool cuda_detail::gemv4_split() {
-  const char* v = std::getenv("QJOULE_CUDA_GEMV4");
-  if (v == nullptr || std::string_view(v).empty() || std::string_view(v) == "split") return true;
-  if (std::string_view(v) == "plain") return false;
-  fail("QJOULE_CUDA_GEMV4='{}': expected 'split' or 'plain' (unset: split)", v);
+  return kernel_override(KernelOverride::cuda_gemv4).value_or("split") == "split";
 }
 
 namespace {

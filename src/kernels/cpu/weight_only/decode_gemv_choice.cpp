@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "qjoule/error.h"
+#include "qjoule/kernels/kernel_overrides.h"
 
 namespace qjoule::kernels::detail {
 
@@ -21,12 +22,7 @@ bool choose_x16_decode(WeightOnlyIsa isa, const std::string& layout, const std::
 
 bool choose_x16_decode(bool available, const std::string& layout, const std::function<bool()>& measure_x16_faster) {
   if (!available) return false;
-  if (const char* forced = std::getenv("QJOULE_WEIGHT_ONLY_DECODE"); forced != nullptr && *forced != '\0') {
-    const std::string_view v(forced);
-    if (v == "x16") return true;
-    if (v == "float") return false;
-    fail("QJOULE_WEIGHT_ONLY_DECODE={}: expected x16 or float", v);
-  }
+  if (const auto forced = kernel_override(KernelOverride::weight_only_decode)) return *forced == "x16";
   static std::mutex mutex;
   static std::map<std::string, bool> chosen;  // layout -> x16, measured once per process
   const std::lock_guard<std::mutex> lock(mutex);

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"
+#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::kernels {
@@ -13,10 +14,7 @@ namespace {
 
 std::atomic<int> g_limit{static_cast<int>(WeightOnlyIsa::avx512_bf16)};
 
-bool env_forces_scalar() {
-  const char* v = std::getenv("QJOULE_FORCE_SCALAR");
-  return v != nullptr && std::strcmp(v, "") != 0 && std::strcmp(v, "0") != 0;
-}
+bool env_forces_scalar() { return kernel_override(KernelOverride::force_scalar).value_or("0") == "1"; }
 
 }  // namespace
 

@@ -36,6 +36,7 @@
 #include "kernels/cpu/weight_only/panel_matmul.h"
 #include "kernels/cpu/parallel_errors.h"
 #include "qjoule/error.h"
+#include "qjoule/kernels/kernel_overrides.h"
 
 namespace qjoule::kernels::avx512 {
 namespace {
@@ -222,12 +223,8 @@ PanelTimes seconds_per_product() {
 
 PanelKind panel_kind() {
   static const PanelKind kind = [] {
-    if (const char* forced = std::getenv("QJOULE_WEIGHT_ONLY_PANEL")) {
-      const std::string v = forced;
-      if (v == "bf16") return PanelKind::bf16;
-      if (v == "f32") return PanelKind::f32;
-      fail("QJOULE_WEIGHT_ONLY_PANEL={}: expected bf16 or f32", v);
-    }
+    if (const auto forced = kernel_override(KernelOverride::weight_only_panel))
+      return *forced == "bf16" ? PanelKind::bf16 : PanelKind::f32;
     if (!bf16_panel_available()) return PanelKind::f32;
     const PanelTimes t = seconds_per_product();
     return t.f32 >= kBf16PanelMinSpeedup * t.bf16 ? PanelKind::bf16 : PanelKind::f32;
