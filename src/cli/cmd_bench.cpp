@@ -28,13 +28,14 @@
 #include "qjoule/error.h"
 #include "qjoule/report/html_report.h"
 #include "qjoule/quant/format_spec.h"
+#include "qjoule/kernels/backend_registry.h"
 
 namespace qjoule::cli {
 namespace {
 
 struct BenchArgs {
   std::string model;
-  std::string precisions = quant::default_sweep_precisions();
+  std::string precisions = kernels::default_sweep_precisions(kernels::Backend::cpu);
   std::string batch = "1,8";
   std::string seq = "128";
   std::string threads;  // default: every hardware thread
@@ -197,7 +198,7 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   auto* dataset = cmd->add_option("--dataset", a->settings.runner.dataset,
                                   "Labelled dataset (.tsv/.jsonl) for accuracy (default: fidelity only)");
   auto* precisions = cmd->add_option("--precisions", a->precisions,
-                                     "Formats, comma-separated: " + quant::cpu_format_names() +
+                                     "Formats, comma-separated: " + kernels::backend_format_names(kernels::Backend::cpu) +
                                          " (see `qjoule info --formats`), with options as NAME:OPTION (int4:g=64:asym, "
                                          "nf4:dq, int8:sq=0.5 for SmoothQuant)")
                          ->capture_default_str();
@@ -327,7 +328,7 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
     a->batch_given = batch->count() > 0;
     // On a GPU the default sweep is the default formats that have a CUDA kernel (w8 has none).
     if (precisions->count() == 0 && a->device.starts_with("cuda"))
-      a->precisions = quant::default_sweep_precisions(/*cuda=*/true);
+      a->precisions = kernels::default_sweep_precisions(kernels::Backend::cuda);
     // A pre-quantized checkpoint's sweep, unless --precisions says otherwise: its own format.
     if (precisions->count() == 0 && !a->model.empty() && a->sweep.empty()) {
       if (const auto own = checkpoint_precision(a->model)) {

@@ -10,6 +10,7 @@
 #include "cli/format_util.h"
 #include "qjoule/error.h"
 #include "qjoule/io/safetensors.h"
+#include "qjoule/kernels/backend_registry.h"
 #include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/encoder_config.h"
@@ -107,21 +108,32 @@ void run_info(const std::string& model_dir, bool list_tensors) {
   }
 }
 
-// `qjoule info --formats`: the format table (quant/format.h), one row per format.
+// `qjoule info --formats`: the format table (quant/format.h), one row per format, where it runs and, under
+// it, each backend's kernels with the path a record names (kernels/backend_registry.h).
 void print_formats() {
   fmt::print("{:<5} {:>6}  {:<11} {:<9}  {}\n", "name", "bits/w", "kind", "devices", "what it is [options]");
   for (const quant::FormatTraits& t : quant::all_formats()) {
     const std::string kind = t.weight_only ? "weight-only" : t.quantizes_activations ? "w+act" : "dense";
-    const std::string devices = t.runs_on_cpu && t.runs_on_cuda ? "cpu, cuda" : t.runs_on_cpu ? "cpu" : "cuda";
+    const bool cpu = kernels::runs_on(kernels::Backend::cpu, t.format);
+    const bool cuda = kernels::runs_on(kernels::Backend::cuda, t.format);
+    const std::string devices = cpu && cuda ? "cpu, cuda" : cpu ? "cpu" : cuda ? "cuda" : "none";
     fmt::print("{:<5} {:>6.3f}  {:<11} {:<9}  {}\n", t.name, t.bits_per_weight, kind, devices, t.doc);
     if (!t.options.empty()) fmt::print("{:<37}[{}]\n", "", t.options);
+    for (const auto backend : {kernels::Backend::cpu, kernels::Backend::cuda}) {
+      const kernels::BackendFormat* row = kernels::find_backend_format(backend, t.format);
+      if (row == nullptr) continue;
+      for (const auto& k : row->kernels)
+        fmt::print("{:<6}{:<5}{:<12} {}\n", "", kernels::name(backend), k.isa, k.kernel_path);
+    }
   }
   fmt::print(
       "\nA precision spec is NAME[:OPTION]..., e.g. int4:g=64:asym, nf4:dq, int8:sq=0.5 (SmoothQuant).\n"
       "Every CPU format but fp32 also takes :emulate (fake quantization, for accuracy studies only).\n"
       "bits/w counts per-block scales at the default options (int4: g=128, sym; nf4: FP32 absmax per 64).\n"
       "Per-row scales (int8, w8: FP32 per output row, +32/in bits) and per-tensor ones (fp8) depend on\n"
-      "the layer's width and are not in it; a run's model_bytes counts every byte held.\n");
+      "the layer's width and are not in it; a run's model_bytes counts every byte held.\n"
+      "Under each format: each backend's kernels by ISA (GPU: compute capability) and the kernel path a\n"
+      "record names when one runs (`*`: what is chosen at run time, e.g. oneDNN's implementation).\n");
 }
 
 }  // namespace

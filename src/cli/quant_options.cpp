@@ -9,13 +9,14 @@
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/quant/format_spec.h"
 #include "qjoule/quant/layer_policy.h"
+#include "qjoule/kernels/backend_registry.h"
 
 namespace qjoule::cli {
 
 void add_quant_options(CLI::App* cmd, QuantArgs& a, const std::string& layer_example) {
   a.precision_flag =
       cmd->add_option("--precision", a.precision,
-                      "Format of the Linear layers inside transformer blocks: " + quant::cpu_format_names() +
+                      "Format of the Linear layers inside transformer blocks: " + kernels::backend_format_names(kernels::Backend::cpu) +
                           " (see `qjoule info --formats`); options as NAME:OPTION, e.g. "
                           "int4:g=64:asym, nf4:dq, int8:sq=0.5 (SmoothQuant). Default: fp32, or a "
                           "pre-quantized checkpoint's own format (GPTQ, AWQ, bitsandbytes)")

@@ -88,8 +88,9 @@ FormatSpec parse_format_spec(std::string_view spec, const FormatSpec& defaults) 
   if (f.format != Format::int8) f.smoothquant_alpha.reset();
   if (f.format == Format::fp32) f.emulate = false;
 
-  if (!traits(f.format).runs_on_cpu && (f.emulate || parts.size() > 1)) {
-    fail("precision '{}': {} takes no options (it runs on CUDA only, with one fixed scheme)", spec, f.format);
+  const FormatTraits& row = traits(f.format);
+  if (f.format != Format::fp32 && !row.emulatable && row.options.empty() && (f.emulate || parts.size() > 1)) {
+    fail("precision '{}': {} takes no options (one fixed scheme, no fake-quantized twin)", spec, f.format);
   }
   // Each kind of option at most once: "int4:g=64:g=128" or "int4:sym:asym" would otherwise run with
   // the last one, silently.

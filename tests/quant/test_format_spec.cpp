@@ -26,17 +26,13 @@ TEST(FormatTable, OneRowPerFormatWithUniqueNamesAndTokens) {
     EXPECT_TRUE(names.insert(t.name).second) << t.name;
     EXPECT_TRUE(tokens.insert(t.run_token).second) << t.run_token;
     EXPECT_GT(t.bits_per_weight, 0.0) << t.name;
-    EXPECT_TRUE(t.runs_on_cpu || t.runs_on_cuda) << t.name;
     EXPECT_FALSE(t.doc.empty()) << t.name;
     EXPECT_LE(t.doc.size(), 63u) << t.name << ": `qjoule info --formats` fits in 100 columns";
   }
   EXPECT_EQ(all_formats().size(), 9u);
   EXPECT_EQ(find_format("int3"), std::nullopt);
   EXPECT_EQ(find_format("INT4"), std::nullopt);  // names are exact
-  EXPECT_EQ(cpu_format_names(), "fp32, bf16, fp16, int8, w8, int4, nf4");
-  EXPECT_EQ(cuda_format_names(), "fp32, bf16, fp16, int8, int4, nf4, tf32, fp8");
-  EXPECT_EQ(default_sweep_precisions(), "fp32,bf16,int8,w8,int4,nf4");
-  EXPECT_EQ(default_sweep_precisions(/*cuda=*/true), "fp32,bf16,int8,int4,nf4");  // w8 has no CUDA kernel
+  // Where each runs: tests/kernels/cpu/test_backend_registry.cpp (the backends' registries).
   EXPECT_EQ(fmt::format("{}", Format::nf4), "nf4");
 }
 
@@ -46,7 +42,8 @@ TEST(FormatTable, BitsPerWeightComeFromTheLayouts) {
   EXPECT_EQ(traits(Format::fp16).bits_per_weight, kFp16BitsPerWeight);
   EXPECT_TRUE(traits(Format::w8).weight_only);
   EXPECT_TRUE(traits(Format::int8).quantizes_activations);
-  EXPECT_FALSE(traits(Format::fp8).runs_on_cpu);
+  EXPECT_FALSE(traits(Format::fp8).emulatable);
+  EXPECT_TRUE(traits(Format::int4).emulatable);
 }
 
 TEST(FormatSpec, ParsesTheGrammar) {
@@ -123,7 +120,7 @@ TEST(FormatSpec, RunTokensKeepTheirNames) {
 TEST(FormatSpec, BadSpecsAreOneLineNamingSpecOptionAndFormat) {
   EXPECT_THAT(error_of([] { parse_format_spec("int3"); }),
               HasSubstr("precision 'int3': unknown format 'int3'; expected one of fp32, bf16, fp16, int8, w8, int4, "
-                        "nf4, tf32 (CUDA only), fp8 (CUDA only)"));
+                        "nf4, tf32, fp8"));
   EXPECT_THAT(error_of([] { parse_format_spec(""); }), HasSubstr("precision '': unknown format ''"));
   EXPECT_THAT(error_of([] { parse_format_spec("int8:g=64"); }),
               HasSubstr("precision 'int8:g=64': option 'g=64' applies to int4 only, not to int8"));
@@ -139,7 +136,7 @@ TEST(FormatSpec, BadSpecsAreOneLineNamingSpecOptionAndFormat) {
   EXPECT_THAT(error_of([] { parse_format_spec("int8:sq=1.5"); }), HasSubstr("SmoothQuant alpha 1.5 is outside [0, 1]"));
   EXPECT_THAT(error_of([] { parse_format_spec("int8:sq="); }), HasSubstr("is not a number"));
   EXPECT_THAT(error_of([] { parse_format_spec("fp8:emulate"); }),
-              HasSubstr("precision 'fp8:emulate': fp8 takes no options (it runs on CUDA only"));
+              HasSubstr("precision 'fp8:emulate': fp8 takes no options (one fixed scheme"));
   FormatSpec bad_group;
   bad_group.group_size = 48;
   EXPECT_THAT(error_of([&] { parse_format_spec("int4", bad_group); }), HasSubstr("int4 group size 48"));

@@ -1,10 +1,13 @@
 // Format: every number format qjoule runs, as one enum and one traits table (src/quant/format.cpp).
 // A format's name is written once, in that table; everything else refers to Format::int4 and asks the
-// table for its name, its run-name token, its bits per weight or whether it runs on the CPU.
+// table for its name, its run-name token, its bits per weight or its options. Where it runs (the CPU, a
+// GPU) and with which kernels is each backend's registry's to say (qjoule/kernels/backend_registry.h).
 //
 // Adding a format: one row in kFormatTable, its layout in formats.h, its quantizer (with a `_ref`
-// twin), its Linear in make_linear.cpp (and make_linear_cuda, where it has a GPU kernel), and tests.
-// The order of the enum is the order of the table and of every list shown to users.
+// twin), its row in each backend that runs it (kernels/backend_registry.h: the function that builds its
+// Linear, its kernels), and tests. The order of the enum is the order of the table and of every list
+// shown to users. A format outside the enum can be added at run time (register_format: a test's toy
+// format, a plug-in): it takes the next value after the built-in ones.
 #pragma once
 
 #include <cstdint>
@@ -26,15 +29,19 @@ struct FormatTraits {
   double bits_per_weight;      // stored bits per weight at the default options, scales included
   bool weight_only;            // weights in the format, activations and arithmetic in FP32/BF16
   bool quantizes_activations;  // activations quantized too (int8's W8A8, fp8, int4:a8)
-  bool runs_on_cpu;            // make_linear has a kernel for it
-  bool runs_on_cuda;           // make_linear_cuda has a kernel for it
-  bool in_default_sweep;       // `qjoule bench` without --precisions runs it
+  bool emulatable;             // has a fake-quantized twin (:emulate); a format without one or options takes none
+  bool in_default_sweep;       // `qjoule bench` without --precisions runs it (where a backend runs it)
   std::string_view options;    // what may follow NAME: in a precision spec ("" when nothing)
   std::string_view doc;        // one short line (under 64 characters) for `qjoule info --formats`
 };
 
-// Every format, in enum order.
+// Every format, in enum order (the built-in ones, then those registered).
 [[nodiscard]] std::span<const FormatTraits> all_formats();
+
+// Adds a format after the built-in ones and returns its value; `row.format` is ignored (set to that
+// value). Its name and run token must be new; its string_views must outlive the program (literals). One
+// line otherwise, or past 32 registered formats.
+Format register_format(const FormatTraits& row);
 
 [[nodiscard]] const FormatTraits& traits(Format format);
 
@@ -44,14 +51,8 @@ struct FormatTraits {
 // The format called `name` (exact, lower case), or nullopt.
 [[nodiscard]] std::optional<Format> find_format(std::string_view name);
 
-// The names of the formats with a CPU kernel (or a CUDA kernel), joined by ", ": for help and errors.
-[[nodiscard]] std::string cpu_format_names();
-[[nodiscard]] std::string cuda_format_names();
-// The precisions `qjoule bench` sweeps by default, comma-separated: "fp32,bf16,int8,w8,int4,nf4"; with
-// `cuda`, those of them with a CUDA kernel ("fp32,bf16,int8,int4,nf4": w8 is CPU-only).
-[[nodiscard]] std::string default_sweep_precisions(bool cuda = false);
-
-// Every name, CUDA-only ones marked: "fp32, bf16, ..., nf4, tf32 (CUDA only), fp8 (CUDA only)".
+// Every name, in table order: "fp32, bf16, ..., tf32, fp8" (which backend runs which: the backends'
+// registries, kernels::format_names_with_backends).
 [[nodiscard]] std::string all_format_names();
 
 }  // namespace qjoule::quant

@@ -9,6 +9,7 @@
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/quantize_symmetric_rows.h"
 #include "qjoule/error.h"
+#include "qjoule/kernels/backend_registry.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/quant/quantize_activations_q8.h"
@@ -74,7 +75,7 @@ std::vector<float> weight_round_trip(const quant::FormatSpec& f, const float* W,
     }
   } else {
     fail("{}: cannot emulate precision '{}'; expected a CPU format other than fp32 ({})", name, p,
-         quant::cpu_format_names());
+         backend_format_names(Backend::cpu));
   }
   return w;
 }
@@ -162,9 +163,9 @@ class LinearEmulated final : public Linear {
 std::unique_ptr<Linear> make_linear_emulated(const quant::FormatSpec& format, const float* W, const float* bias,
                                              int64_t out, int64_t in, const std::string& tensor_name,
                                              const float* int8_smoothing) {
-  if (format.format == Format::fp32 || !quant::traits(format.format).runs_on_cpu) {
+  if (format.format == Format::fp32 || !runs_on(Backend::cpu, format.format)) {
     fail("{}: cannot emulate precision '{}'; expected a CPU format other than fp32 ({})", tensor_name, format.format,
-         quant::cpu_format_names());
+         backend_format_names(Backend::cpu));
   }
   if (int8_smoothing != nullptr && format.format != Format::int8) {
     fail("{}: SmoothQuant factors given for precision '{}'; expected them with int8 only", tensor_name, format.format);

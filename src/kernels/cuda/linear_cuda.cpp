@@ -13,9 +13,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kernels/cuda/cuda_format_plans.h"
 #include "kernels/cuda/gemv_dense_cuda.h"
 #include "kernels/cuda/linear_cuda_device.h"
 #include "qjoule/error.h"
+#include "qjoule/kernels/backend_registry.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/cuda_gemm_bench.h"
 #include "qjoule/kernels/kernel_overrides.h"
@@ -55,7 +57,6 @@ struct Plan {
 // The format alone (no shape): what check_cuda_format and make_linear_cuda both reject. Errors begin
 // with `who` ("tensor 'NAME'").
 Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
-  using cuda_detail::GemmKind;
   using quant::Format;
   const Format p = f.format;
   if (f.emulate)
@@ -63,70 +64,36 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
   if (p == Format::w8)
     fail("{}: precision '{}' (INT8 weight-only) has no CUDA kernel; use {} (W8A8 through cuBLASLt) or {}", who, p,
          Format::int8, Format::fp16);
-  if (!quant::traits(p).runs_on_cuda)
-    fail("{}: precision '{}' is not available on CUDA; expected one of {}", who, p, quant::cuda_format_names());
+  const detail::CudaFormatPlan* row = detail::cuda_format_plan(p);
+  if (row == nullptr)
+    fail("{}: precision '{}' is not available on CUDA; expected one of {}", who, p, backend_format_names(Backend::cuda));
   if (f.smoothquant_alpha)
     fail(
         "{}: precision '{}': SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token "
         "without smoothing)",
         who, quant::to_string(f));
   Plan plan;
-  switch (p) {
-    case Format::fp32:
-      plan.gemm = GemmKind::f32;
-      plan.kernel_path = "cublaslt:f32";
-      break;
-    case Format::tf32:
-      plan.gemm = GemmKind::tf32;
-      plan.min_compute = 80;
-      plan.kernel_path = "cublaslt:tf32:tensor_op";
-      break;
-    case Format::fp16:
-      plan.gemm = GemmKind::f16;
-      plan.kernel_path = "cublaslt:f16:tensor_op";
-      break;
-    case Format::bf16:
-      plan.gemm = GemmKind::bf16;
-      plan.min_compute = 80;
-      plan.kernel_path = "cublaslt:bf16:tensor_op";
-      break;
-    case Format::int8:
-      plan.gemm = GemmKind::s8;
-      plan.kernel_path = "cublaslt:s8:tensor_op";
-      break;
-    case Format::fp8:
-      plan.gemm = GemmKind::e4m3;
-      plan.min_compute = 89;
-      plan.kernel_path = "cublaslt:e4m3:tensor_op";
-      break;
-    case Format::int4:
-      if (f.int4_int8_activations)
-        fail("{}: int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8", who);
-      if (f.group_size != 32 && f.group_size != 64 && f.group_size != 128)
-        fail("{}: int4 group size {}; expected 32, 64 or 128", who, f.group_size);
-      plan.packed = true;
-      plan.four_bit = f.int4_asymmetric ? cuda_detail::PackedKind::int4_asym : cuda_detail::PackedKind::int4_sym;
-      plan.packed_name = quant::name(p);
-      break;
-    case Format::nf4:
-      plan.packed = true;
-      plan.four_bit = f.nf4_double_quant ? cuda_detail::PackedKind::nf4dq : cuda_detail::PackedKind::nf4;
-      plan.packed_name = std::string(quant::name(p)) + (f.nf4_double_quant ? "dq" : "");
-      break;
-    case Format::w8: break;  // rejected above
+  plan.packed = row->packed;
+  plan.gemm = row->gemm;
+  plan.min_compute = row->min_compute;
+  plan.kernel_path = std::string(row->lt_path);
+  plan.gemv_name = std::string(row->gemv);
+  if (p == Format::int4) {
+    if (f.int4_int8_activations)
+      fail("{}: int4 with INT8 activations (a8) has no CUDA kernel; use int4 (FP32 activations) or int8", who);
+    if (f.group_size != 32 && f.group_size != 64 && f.group_size != 128)
+      fail("{}: int4 group size {}; expected 32, 64 or 128", who, f.group_size);
+    plan.four_bit = f.int4_asymmetric ? cuda_detail::PackedKind::int4_asym : cuda_detail::PackedKind::int4_sym;
+    plan.packed_name = quant::name(p);
+  } else if (p == Format::nf4) {
+    plan.four_bit = f.nf4_double_quant ? cuda_detail::PackedKind::nf4dq : cuda_detail::PackedKind::nf4;
+    plan.packed_name = std::string(quant::name(p)) + (f.nf4_double_quant ? "dq" : "");
   }
   if (plan.packed) {
     plan.packed_gemv = plan.packed_name + (cuda_detail::gemv4_split() ? "_gemv_split" : "_gemv");
     plan.kernel_path = "qjoule:cuda:" + plan.packed_gemv + "+f16_cublaslt";
   }
   plan.lt_path = plan.kernel_path;
-  switch (plan.packed ? GemmKind::tf32 : plan.gemm) {
-    case GemmKind::f32: plan.gemv_name = "f32"; break;
-    case GemmKind::f16: plan.gemv_name = "f16"; break;
-    case GemmKind::bf16: plan.gemv_name = "bf16"; break;
-    case GemmKind::s8: plan.gemv_name = "s8"; break;
-    default: break;
-  }
   // Decode-sized products (m ≤ kDenseGemvMaxRows) run qjoule's GEMV, larger ones cuBLASLt: the path
   // names both, as the CPU layers' do ("...gemv,m>4:...").
   if (!plan.gemv_name.empty())

@@ -29,6 +29,7 @@
 #include "error_of.h"
 #include "kernels/cuda/gemv_dense_cuda.h"
 #include "kernels/cuda/linear_cuda_device.h"
+#include "qjoule/kernels/backend_registry.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/cuda_gemm_bench.h"
 #include "qjoule/kernels/linear_cuda.h"
@@ -52,8 +53,7 @@ quant::FormatSpec precision(const std::string& spec) { return quant::parse_forma
 
 std::vector<std::string> cuda_format_list() {
   std::vector<std::string> names;
-  for (const auto& t : quant::all_formats())
-    if (t.runs_on_cuda) names.emplace_back(t.name);
+  for (const auto* row : backend_formats(Backend::cuda)) names.emplace_back(quant::name(row->format));
   return names;
 }
 
