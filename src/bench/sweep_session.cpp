@@ -45,7 +45,8 @@ SweepOutcome run_into(const std::vector<RunConfig>& configs, ResultsStore& store
                     options.decode_tokens));
   if (const auto forced = kernels::kernel_overrides_in_force(); !forced.empty()) {
     std::string list;
-    for (const auto& [variable, value] : forced) list += fmt::format("{}{}={}", list.empty() ? "" : ", ", variable, value);
+    for (const auto& [variable, value] : forced)
+      list += fmt::format("{}{}={}", list.empty() ? "" : ", ", variable, value);
     note(fmt::format("kernel choices forced by the environment (each record names them): {}", list));
   }
   // --decode-tokens is not part of a run name: say so when a resumed sweep recorded another value.

@@ -197,11 +197,12 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::ExistingDirectory);
   auto* dataset = cmd->add_option("--dataset", a->settings.runner.dataset,
                                   "Labelled dataset (.tsv/.jsonl) for accuracy (default: fidelity only)");
-  auto* precisions = cmd->add_option("--precisions", a->precisions,
-                                     "Formats, comma-separated: " + kernels::backend_format_names(kernels::Backend::cpu) +
-                                         " (see `qjoule info --formats`), with options as NAME:OPTION (int4:g=64:asym, "
-                                         "nf4:dq, int8:sq=0.5 for SmoothQuant)")
-                         ->capture_default_str();
+  auto* precisions =
+      cmd->add_option("--precisions", a->precisions,
+                      "Formats, comma-separated: " + kernels::backend_format_names(kernels::Backend::cpu) +
+                          " (see `qjoule info --formats`), with options as NAME:OPTION (int4:g=64:asym, "
+                          "nf4:dq, int8:sq=0.5 for SmoothQuant)")
+          ->capture_default_str();
   auto* batch =
       cmd->add_option("--batch", a->batch, "Batch sizes, comma-separated (decoder models: 1, the default for them)")
           ->capture_default_str();

@@ -171,7 +171,8 @@ void add_info_command(CLI::App& app, CommandContext& /*ctx*/) {
       fmt::print("{}", kernels::kernel_overrides_table());
       return;
     }
-    if (model->empty()) fail("info: --model DIR is required (or --formats for the format table); --kernels lists the kernel overrides");
+    if (model->empty())
+      fail("info: --model DIR is required (or --formats for the format table); --kernels lists the kernel overrides");
     run_info(*model, *tensors);
   });
 }

@@ -14,13 +14,13 @@
 namespace qjoule::cli {
 
 void add_quant_options(CLI::App* cmd, QuantArgs& a, const std::string& layer_example) {
-  a.precision_flag =
-      cmd->add_option("--precision", a.precision,
-                      "Format of the Linear layers inside transformer blocks: " + kernels::backend_format_names(kernels::Backend::cpu) +
-                          " (see `qjoule info --formats`); options as NAME:OPTION, e.g. "
-                          "int4:g=64:asym, nf4:dq, int8:sq=0.5 (SmoothQuant). Default: fp32, or a "
-                          "pre-quantized checkpoint's own format (GPTQ, AWQ, bitsandbytes)")
-          ->capture_default_str();
+  a.precision_flag = cmd->add_option("--precision", a.precision,
+                                     "Format of the Linear layers inside transformer blocks: " +
+                                         kernels::backend_format_names(kernels::Backend::cpu) +
+                                         " (see `qjoule info --formats`); options as NAME:OPTION, e.g. "
+                                         "int4:g=64:asym, nf4:dq, int8:sq=0.5 (SmoothQuant). Default: fp32, or a "
+                                         "pre-quantized checkpoint's own format (GPTQ, AWQ, bitsandbytes)")
+                         ->capture_default_str();
   cmd->add_option("--quant-include", a.quant_include,
                   "Comma-separated globs over layer names to quantize (default: the Linears inside blocks)");
   cmd->add_option("--quant-exclude", a.quant_exclude, "Comma-separated globs over layer names to keep in FP32");

@@ -32,7 +32,8 @@ void KvCache::truncate(int64_t tokens) {
 DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::shared_ptr<GraphOps> ops)
     : ops_(ops ? std::move(ops) : make_cpu_graph_ops()), config_(std::move(params.config)) {
   // QJOULE_DECODE_GRAPH=0: every decode step kernel by kernel (to measure what the recording buys).
-  if (const auto graph = kernels::kernel_override(kernels::KernelOverride::decode_graph)) decode_graph_on_ = *graph == "1";
+  if (const auto graph = kernels::kernel_override(kernels::KernelOverride::decode_graph))
+    decode_graph_on_ = *graph == "1";
   if (config_.arch != DecoderArch::Gpt2) {
     auto rope = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
     rope_inv_freq_ = ops_->upload(std::move(rope.inv_freq), "the RoPE frequencies");

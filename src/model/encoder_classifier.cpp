@@ -62,8 +62,8 @@ std::string EncoderClassifier::nongemm_path() const {
 }
 
 int64_t cpu_tokens_per_pass() {
-  static const int64_t tokens =
-      kernels::kernel_override_count(kernels::KernelOverride::tokens_per_pass).value_or(EncoderClassifier::kCpuTokensPerPass);
+  static const int64_t tokens = kernels::kernel_override_count(kernels::KernelOverride::tokens_per_pass)
+                                    .value_or(EncoderClassifier::kCpuTokensPerPass);
   return tokens;
 }
 

@@ -76,7 +76,8 @@ Format register_format(const FormatTraits& row) {
   }
   if (row.name.empty() || row.run_token.empty() || !(row.bits_per_weight > 0.0))
     fail("format '{}': expected a name, a run token and bits per weight > 0", row.name);
-  if (t.size == kMaxFormats) fail("format '{}': {} formats are registered already, the most there can be", row.name, kMaxFormats);
+  if (t.size == kMaxFormats)
+    fail("format '{}': {} formats are registered already, the most there can be", row.name, kMaxFormats);
   FormatTraits added = row;
   added.format = static_cast<Format>(t.size);
   t.rows[t.size++] = added;

@@ -51,7 +51,8 @@ class Toy8Linear final : public kernels::Linear {
       for (int64_t r = 0; r < out_; ++r) {
         double sum = bias_.empty() ? 0.0 : bias_[static_cast<std::size_t>(r)];
         for (int64_t k = 0; k < in_; ++k)
-          sum += double(x[i * in_ + k]) * codes_[static_cast<std::size_t>(r * in_ + k)] * scales_[static_cast<std::size_t>(r)];
+          sum += double(x[i * in_ + k]) * codes_[static_cast<std::size_t>(r * in_ + k)] *
+                 scales_[static_cast<std::size_t>(r)];
         y[i * out_ + r] = static_cast<float>(sum);
       }
     }
@@ -123,8 +124,9 @@ TEST(ToyFormat, TheRegistryKnowsItWhereItRuns) {
 }
 
 TEST(ToyFormat, EvalRunsItsKernelOnAClassifier) {
-  const CliRun r = qjoule({"eval", "--model", (fixtures() / "tiny-bert").string(), "--dataset",
-                        (fixtures() / "tiny-bert" / "dataset.tsv").string(), "--precision", "toy8", "--threads", "1"});
+  const CliRun r =
+      qjoule({"eval", "--model", (fixtures() / "tiny-bert").string(), "--dataset",
+              (fixtures() / "tiny-bert" / "dataset.tsv").string(), "--precision", "toy8", "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("toy:scalar:toy8_ref"));
   EXPECT_THAT(r.out, HasSubstr("accuracy"));
@@ -134,7 +136,7 @@ TEST(ToyFormat, PplRunsItOnADecoder) {
   const fs::path text = qjoule::test::temp_dir("toy_format_ppl") / "text.txt";
   std::ofstream(text) << "the quick brown fox jumps over the lazy dog. the dog sleeps, the fox runs on.\n";
   const CliRun r = qjoule({"ppl", "--model", (fixtures() / "decoders" / "tiny-llama").string(), "--text", text.string(),
-                        "--precision", "toy8", "--ctx", "16", "--threads", "1"});
+                           "--precision", "toy8", "--ctx", "16", "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out + r.err, HasSubstr("toy:scalar:toy8_ref"));
   EXPECT_THAT(r.out, HasSubstr("perplexity"));
@@ -144,10 +146,29 @@ TEST(ToyFormat, BenchRecordsItsRunsWithItsKernelPath) {
   const fs::path dir = qjoule::test::temp_dir("toy_format_bench");
   for (const char* v : {"QJOULE_POWERCAP_ROOT", "QJOULE_PERF_POWER_ROOT"}) ::setenv(v, (dir / "none").c_str(), 1);
   ::setenv("QJOULE_NVML_LIB", (dir / "none.so").c_str(), 1);
-  const CliRun r = qjoule({"bench", "--model", (fixtures() / "tiny-bert").string(), "--dataset",
-                        (fixtures() / "tiny-bert" / "dataset.tsv").string(), "--precisions", "fp32,toy8", "--batch",
-                        "1", "--seq", "8", "--threads", "1", "--warmup", "0", "--iters", "1", "--min-time", "0",
-                        "--idle", "0", "--out", (dir / "out").string()});
+  const CliRun r = qjoule({"bench",
+                           "--model",
+                           (fixtures() / "tiny-bert").string(),
+                           "--dataset",
+                           (fixtures() / "tiny-bert" / "dataset.tsv").string(),
+                           "--precisions",
+                           "fp32,toy8",
+                           "--batch",
+                           "1",
+                           "--seq",
+                           "8",
+                           "--threads",
+                           "1",
+                           "--warmup",
+                           "0",
+                           "--iters",
+                           "1",
+                           "--min-time",
+                           "0",
+                           "--idle",
+                           "0",
+                           "--out",
+                           (dir / "out").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto records = qjoule::test::read_records(dir / "out" / "results.jsonl");
   ASSERT_EQ(records.size(), 2u);
@@ -162,12 +183,12 @@ TEST(ToyFormat, BenchRecordsItsRunsWithItsKernelPath) {
 
 TEST(ToyFormat, WhatItDoesNotTakeIsOneLine) {
   const CliRun option = qjoule({"eval", "--model", (fixtures() / "tiny-bert").string(), "--dataset",
-                               (fixtures() / "tiny-bert" / "dataset.tsv").string(), "--precision", "toy8:emulate"});
+                                (fixtures() / "tiny-bert" / "dataset.tsv").string(), "--precision", "toy8:emulate"});
   EXPECT_EQ(option.exit_code, 1);
   EXPECT_THAT(option.err, HasSubstr("precision 'toy8:emulate': toy8 takes no options"));
-  const CliRun gpu = qjoule({"ppl", "--model", (fixtures() / "decoders" / "tiny-llama").string(), "--text",
-                          (fixtures() / "tiny-bert" / "dataset.tsv").string(), "--precision", "toy8", "--device",
-                          "cuda"});
+  const CliRun gpu =
+      qjoule({"ppl", "--model", (fixtures() / "decoders" / "tiny-llama").string(), "--text",
+              (fixtures() / "tiny-bert" / "dataset.tsv").string(), "--precision", "toy8", "--device", "cuda"});
   EXPECT_EQ(gpu.exit_code, 1);
   EXPECT_EQ(std::count(gpu.err.begin(), gpu.err.end(), '\n'), 1) << gpu.err;
 }

@@ -40,9 +40,8 @@ struct KernelVariant {
 // Builds a CPU Linear of `spec`'s format from FP32 W [out, in] row-major and bias [out] (or nullptr);
 // `int8_smoothing` (SmoothQuant's factors) only ever reaches a format whose row takes them (int8).
 using CpuLinearBuilder =
-    std::function<std::unique_ptr<Linear>(const quant::FormatSpec& spec, const float* W, const float* bias,
-                                          int64_t out, int64_t in, const std::string& tensor_name,
-                                          const float* int8_smoothing)>;
+    std::function<std::unique_ptr<Linear>(const quant::FormatSpec& spec, const float* W, const float* bias, int64_t out,
+                                          int64_t in, const std::string& tensor_name, const float* int8_smoothing)>;
 
 struct BackendFormat {
   quant::Format format{};

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/backend_rows.h"
 #include "qjoule/error.h"
+#include "qjoule/quant/layer_policy.h"
 
 namespace qjoule::kernels {
 namespace {
@@ -81,7 +82,8 @@ std::string default_sweep_precisions(Backend backend) {
 
 void register_cpu_format(BackendFormat row) {
   const quant::FormatTraits& t = quant::traits(row.format);  // one line for a format quant does not know
-  if (runs_on(Backend::cpu, row.format)) fail("format '{}': the CPU backend runs it already; expected a new one", t.name);
+  if (runs_on(Backend::cpu, row.format))
+    fail("format '{}': the CPU backend runs it already; expected a new one", t.name);
   if (!row.build_cpu) fail("format '{}': a CPU row needs the function that builds its Linear", t.name);
   if (row.kernels.empty()) fail("format '{}': a CPU row needs its kernels and their kernel paths", t.name);
   const std::lock_guard<std::mutex> lock(registry().mutex);
@@ -89,24 +91,7 @@ void register_cpu_format(BackendFormat row) {
 }
 
 bool kernel_path_matches(std::string_view pattern, std::string_view path) {
-  // Glob with `*` only: iterative, with backtracking to the last star.
-  std::size_t p = 0, s = 0, star = std::string_view::npos, from = 0;
-  while (s < path.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      from = s;
-    } else if (p < pattern.size() && pattern[p] == path[s]) {
-      ++p;
-      ++s;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      s = ++from;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
+  return quant::glob_match(pattern, path);  // the layer policy's globs: `*` any text (`?` one character)
 }
 
 }  // namespace qjoule::kernels

@@ -45,22 +45,20 @@ std::vector<BackendFormat> cpu_builtin_formats() {
                    {"scalar", "qjoule:scalar:bf16w_bf16a_f32acc", "the scalar twin"}},
                   [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
                      const std::string& name, const float*) { return make_linear_bf16(W, bias, out, in, name); }});
-  rows.push_back({Format::fp16,
-                  {{"avx512", "qjoule:avx512:f16w_f32,m>4:*", "decode: F16C conversion, FP32 FMA; prefill: panels"},
-                   {"avx2", "qjoule:avx2:f16w_f32*", "F16C conversion, FP32 FMA"},
-                   {"scalar", "qjoule:scalar:f16w_f32", "the scalar twin"}},
-                  [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
-                     const std::string& name, const float*) {
-                    return make_linear_fp16_weights(W, bias, out, in, name);
-                  }});
-  rows.push_back({Format::int8,
-                  {{"avx512_vnni", "qjoule:avx512_vnni:u8s8s32_gemv,m>4:onednn:*:u8s8s32*", "decode: vpdpbusd GEMV"},
-                   {"any", "onednn:*:u8s8s32*", "oneDNN's u8 x s8 matmul (w7bit without VNNI)"}},
-                  [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
-                     const std::string& name, const float* smoothing) {
-                    return make_linear_int8_w8a8(W, bias, out, in, name, smoothing);
-                  },
-                  /*takes_smoothing=*/true});
+  rows.push_back(
+      {Format::fp16,
+       {{"avx512", "qjoule:avx512:f16w_f32,m>4:*", "decode: F16C conversion, FP32 FMA; prefill: panels"},
+        {"avx2", "qjoule:avx2:f16w_f32*", "F16C conversion, FP32 FMA"},
+        {"scalar", "qjoule:scalar:f16w_f32", "the scalar twin"}},
+       [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in, const std::string& name,
+          const float*) { return make_linear_fp16_weights(W, bias, out, in, name); }});
+  rows.push_back(
+      {Format::int8,
+       {{"avx512_vnni", "qjoule:avx512_vnni:u8s8s32_gemv,m>4:onednn:*:u8s8s32*", "decode: vpdpbusd GEMV"},
+        {"any", "onednn:*:u8s8s32*", "oneDNN's u8 x s8 matmul (w7bit without VNNI)"}},
+       [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in, const std::string& name,
+          const float* smoothing) { return make_linear_int8_w8a8(W, bias, out, in, name, smoothing); },
+       /*takes_smoothing=*/true});
   rows.push_back({Format::w8,
                   {{"avx512", "qjoule:avx512:w8_x16,m>4:*", "decode: 16-bit integer activations"},
                    {"avx512_bf16", "qjoule:avx512_bf16:w8_bf16,m>4:*", "decode: BF16 products; prefill: panels"},

@@ -19,8 +19,7 @@ std::unique_ptr<Linear> make_linear(const quant::FormatSpec& format, const float
                                     int64_t in, const std::string& tensor_name, const float* int8_smoothing) {
   const BackendFormat* row = find_backend_format(Backend::cpu, format.format);
   if (int8_smoothing != nullptr && (row == nullptr || !row->takes_smoothing)) {
-    fail("{}: SmoothQuant factors given for precision '{}'; expected them with int8 only", tensor_name,
-         format.format);
+    fail("{}: SmoothQuant factors given for precision '{}'; expected them with int8 only", tensor_name, format.format);
   }
   require_cpu_format(format, tensor_name);
   // GPTQ's codes come from calibration inputs: made from the weights alone they would be round-to-

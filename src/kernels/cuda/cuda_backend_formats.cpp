@@ -48,17 +48,18 @@ std::vector<BackendFormat> cuda_builtin_formats() {
     row.format = p.format;
     const std::string sm = fmt::format("sm_{}+", p.min_compute);
     if (p.packed) {
-      for (const char* kind : p.format == Format::int4 ? std::vector<const char*>{"int4"}
-                                                             : std::vector<const char*>{"nf4", "nf4dq"}) {
+      for (const char* kind :
+           p.format == Format::int4 ? std::vector<const char*>{"int4"} : std::vector<const char*>{"nf4", "nf4dq"}) {
         row.kernels.push_back({sm, fmt::format("qjoule:cuda:{}_gemv_split+f16_cublaslt", kind),
                                "decode: 4-bit GEMV split along K; prefill: FP16 cuBLASLt"});
-        row.kernels.push_back({sm, fmt::format("qjoule:cuda:{}_gemv+f16_cublaslt", kind),
-                               "QJOULE_CUDA_GEMV4=plain: a block a row"});
+        row.kernels.push_back(
+            {sm, fmt::format("qjoule:cuda:{}_gemv+f16_cublaslt", kind), "QJOULE_CUDA_GEMV4=plain: a block a row"});
       }
     } else {
       if (!p.gemv.empty())
-        row.kernels.push_back({sm, fmt::format("qjoule:cuda:{}_gemv,m>{}:{}", p.gemv, cuda_detail::kDenseGemvMaxRows, p.lt_path),
-                               "decode: qjoule's GEMV; prefill: cuBLASLt"});
+        row.kernels.push_back(
+            {sm, fmt::format("qjoule:cuda:{}_gemv,m>{}:{}", p.gemv, cuda_detail::kDenseGemvMaxRows, p.lt_path),
+             "decode: qjoule's GEMV; prefill: cuBLASLt"});
       row.kernels.push_back({sm, std::string(p.lt_path), "cuBLASLt"});
     }
     rows.push_back(std::move(row));

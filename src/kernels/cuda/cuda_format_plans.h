@@ -14,11 +14,11 @@ namespace qjoule::kernels::detail {
 
 struct CudaFormatPlan {
   quant::Format format{};
-  bool packed = false;                                     // 4-bit weight-only (int4, nf4)
+  bool packed = false;                                      // 4-bit weight-only (int4, nf4)
   cuda_detail::GemmKind gemm = cuda_detail::GemmKind::f32;  // dense: the cuBLASLt product (packed: unused)
-  int min_compute = 75;                                    // compute capability × 10
-  std::string_view lt_path;                                // dense: cuBLASLt's path ("cublaslt:f16:tensor_op")
-  std::string_view gemv;                                   // dense: qjoule's decode GEMV ("f16"), "" for none
+  int min_compute = 75;                                     // compute capability × 10
+  std::string_view lt_path;                                 // dense: cuBLASLt's path ("cublaslt:f16:tensor_op")
+  std::string_view gemv;                                    // dense: qjoule's decode GEMV ("f16"), "" for none
 };
 
 // Every CUDA row, in quant's table order.

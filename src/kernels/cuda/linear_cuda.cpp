@@ -35,9 +35,7 @@
 
 namespace qjoule::kernels {
 
-bool cuda_detail::gemv4_split() {
-  return kernel_override(KernelOverride::cuda_gemv4).value_or("split") == "split";
-}
+bool cuda_detail::gemv4_split() { return kernel_override(KernelOverride::cuda_gemv4).value_or("split") == "split"; }
 
 namespace {
 
@@ -66,7 +64,8 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
          Format::int8, Format::fp16);
   const detail::CudaFormatPlan* row = detail::cuda_format_plan(p);
   if (row == nullptr)
-    fail("{}: precision '{}' is not available on CUDA; expected one of {}", who, p, backend_format_names(Backend::cuda));
+    fail("{}: precision '{}' is not available on CUDA; expected one of {}", who, p,
+         backend_format_names(Backend::cuda));
   if (f.smoothquant_alpha)
     fail(
         "{}: precision '{}': SmoothQuant runs on the CPU only (the GPU int8 layers quantize activations per token "

@@ -71,13 +71,12 @@ void expect_registered(const std::string& spec, const std::string& when) {
 }
 
 TEST(BackendRegistry, EveryCpuKernelPathIsOneItsRowNames) {
-  const std::vector<std::string> specs = {"fp32",    "bf16", "fp16",   "int8", "w8",
-                                          "int4",    "int4:g=32:asym", "int4:a8", "int4:g=64:asym:a8",
-                                          "nf4",     "nf4:dq"};
+  const std::vector<std::string> specs = {
+      "fp32", "bf16", "fp16", "int8", "w8", "int4", "int4:g=32:asym", "int4:a8", "int4:g=64:asym:a8", "nf4", "nf4:dq"};
   const char* before = std::getenv("QJOULE_WEIGHT_ONLY_DECODE");
   const std::string saved = before != nullptr ? before : "";
-  for (const WeightOnlyIsa isa : {WeightOnlyIsa::scalar, WeightOnlyIsa::avx2, WeightOnlyIsa::avx512,
-                                  WeightOnlyIsa::avx512_bf16}) {
+  for (const WeightOnlyIsa isa :
+       {WeightOnlyIsa::scalar, WeightOnlyIsa::avx2, WeightOnlyIsa::avx512, WeightOnlyIsa::avx512_bf16}) {
     set_weight_only_isa_limit(isa);
     if (weight_only_isa() != isa) continue;  // this CPU has no such ISA
     for (const char* decode : {"x16", "float"}) {
@@ -101,11 +100,11 @@ TEST(BackendRegistry, EveryCpuKernelPathIsOneItsRowNames) {
 
 TEST(BackendRegistry, FormatsWithoutACpuRowAreOneLineNamingWhereTheyRun) {
   const std::vector<float> w(4 * 32, 0.1f);
-  EXPECT_THAT(qjoule::test::error_of([&] {
-                make_linear(quant::parse_format_spec("fp8"), w.data(), nullptr, 4, 32, "layer.0.q");
-              }),
-              HasSubstr("layer.0.q: fp8 runs on CUDA only; on the CPU expected one of fp32, bf16, fp16, int8, w8, int4, "
-                        "nf4"));
+  EXPECT_THAT(
+      qjoule::test::error_of(
+          [&] { make_linear(quant::parse_format_spec("fp8"), w.data(), nullptr, 4, 32, "layer.0.q"); }),
+      HasSubstr("layer.0.q: fp8 runs on CUDA only; on the CPU expected one of fp32, bf16, fp16, int8, w8, int4, "
+                "nf4"));
 }
 
 // "| `int4[:g=...]` | cpu, cuda (`:a8`: cpu) | ..." -> {"int4", "cpu, cuda"}: every row of README.md's format
