@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <regex>
+#include <cctype>
 #include <set>
 #include <sstream>
 #include <string>
@@ -114,7 +114,6 @@ std::vector<std::pair<std::string, std::string>> readme_format_rows() {
   std::vector<std::pair<std::string, std::string>> rows;
   std::string line;
   bool in_table = false;
-  const std::regex row(R"(^\| `([a-z0-9]+)[^|]*\| ([a-z, ]+?)(?: \([^|]*\))? \|)");
   while (std::getline(in, line)) {
     if (line.starts_with("| format | runs on |")) {
       in_table = true;
@@ -122,8 +121,16 @@ std::vector<std::pair<std::string, std::string>> readme_format_rows() {
     }
     if (!in_table) continue;
     if (!line.starts_with("|")) break;
-    std::smatch m;
-    if (std::regex_search(line, m, row)) rows.emplace_back(m[1], m[2]);
+    if (!line.starts_with("| `")) continue;  // the separator row
+    std::size_t end = 3;
+    while (end < line.size() && (std::islower(static_cast<unsigned char>(line[end])) != 0 ||
+                                 std::isdigit(static_cast<unsigned char>(line[end])) != 0))
+      ++end;
+    const std::size_t cell = line.find(" | ");  // cells are " | "-separated (an escaped pipe has no spaces)
+    if (cell == std::string::npos) continue;
+    std::string runs = line.substr(cell + 3, line.find(" | ", cell + 3) - cell - 3);
+    if (const auto paren = runs.find(" ("); paren != std::string::npos) runs.resize(paren);
+    rows.emplace_back(line.substr(3, end - 3), runs);
   }
   return rows;
 }
