@@ -169,7 +169,8 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   std::size_t floats = params.token_embeddings.size() + params.position_embeddings.size() +
                        params.final_norm.gamma.size() + params.final_norm.beta.size();
   for (const auto& l : params.layers)
-    floats += l.attn_norm.gamma.size() + l.attn_norm.beta.size() + l.mlp_norm.gamma.size() + l.mlp_norm.beta.size();
+    floats += l.attn_norm.gamma.size() + l.attn_norm.beta.size() + l.mlp_norm.gamma.size() + l.mlp_norm.beta.size() +
+              l.q_norm.gamma.size() + l.k_norm.gamma.size();
   out.model_bytes += float_bytes(floats);
 
   // The run: KV cache, one prefill's activations (hidden states, Q/K/V, context, the MLP's two FFN-wide

@@ -125,6 +125,8 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
     out.inferred_fields.push_back(fmt::format("max_position_embeddings limited to sliding_window = {}", *window));
   }
   out.norm_eps = static_cast<float>(r.positive_number_field("rms_norm_eps", 1e-6));
+  // Without the field, each architecture's transformers default: Qwen2Config 1e6, Qwen3Config and
+  // LlamaConfig 1e4.
   out.rope_theta = r.positive_number_field("rope_theta", out.arch == DecoderArch::Qwen2 ? 1e6 : 10000.0);
   out.rope_scaling = read_rope_scaling(r, config, out.max_positions);
   out.activation = string_field(config, "hidden_act", "silu", r.path() + ": ");
@@ -135,6 +137,7 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
   out.qkv_bias = out.arch == DecoderArch::Qwen2 || attention_bias;
   out.o_bias = attention_bias;
   out.mlp_bias = bool_field(r, config, "mlp_bias", false);
+  out.qk_norm = out.arch == DecoderArch::Qwen3;
 
   const int64_t layers = count_layers(ck, "model.layers.");
   if (auto n = r.int_field("num_hidden_layers"); n && *n != layers)
@@ -198,14 +201,14 @@ void load_gpt2(const std::filesystem::path& path, const json& config, const io::
 
 std::string supported_decoder_architectures() {
   return "llama (LlamaForCausalLM), mistral (MistralForCausalLM, within its sliding window), qwen2 "
-         "(Qwen2ForCausalLM), gpt2 (GPT2LMHeadModel)";
+         "(Qwen2ForCausalLM), qwen3 (Qwen3ForCausalLM), gpt2 (GPT2LMHeadModel)";
 }
 
 ModelFamily model_family(const std::filesystem::path& dir) {
   const json config = read_config_json(dir);
   const std::string type = string_field(config, "model_type", "", (dir / "config.json").string() + ": ");
   if (type == "bert" || type == "distilbert") return ModelFamily::Encoder;
-  if (is_llama_type(type) || type == "qwen2" || type == "gpt2") return ModelFamily::Decoder;
+  if (is_llama_type(type) || type == "qwen2" || type == "qwen3" || type == "gpt2") return ModelFamily::Decoder;
   return ModelFamily::Unknown;
 }
 
@@ -227,6 +230,7 @@ DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Ch
   static constexpr Known kKnown[] = {{"llama", "LlamaForCausalLM", DecoderArch::Llama},
                                      {"mistral", "MistralForCausalLM", DecoderArch::Llama},
                                      {"qwen2", "Qwen2ForCausalLM", DecoderArch::Qwen2},
+                                     {"qwen3", "Qwen3ForCausalLM", DecoderArch::Qwen3},
                                      {"gpt2", "GPT2LMHeadModel", DecoderArch::Gpt2}};
   const Known* match = nullptr;
   for (const auto& k : kKnown)

@@ -108,6 +108,10 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
     layer.down = build(lp.down, true);
     layer.attn_norm = norm(lp.attn_norm);
     layer.mlp_norm = norm(lp.mlp_norm);
+    if (config_.qk_norm) {
+      layer.q_norm = norm(lp.q_norm);
+      layer.k_norm = norm(lp.k_norm);
+    }
     layers_.push_back(std::move(layer));
   }
   lm_head_ = build(params.lm_head, false);
@@ -125,8 +129,8 @@ std::string DecoderLM::nongemm_path() const {
   const bool gated = !layers_.empty() && (layers_.front().gate || layers_.front().gate_up);
   // RoPE over fused q | k | v rows stores k and v in the same operation (rope_store_kv).
   const bool fused_rope = !rope_inv_freq_.empty() && !layers_.empty() && layers_.front().qkv;
-  return fmt::format("{}: embedding_sum, {}, {}, causal_attention, {}", ops_->nongemm_path(),
-                     rms ? "rms_norm, add_rms_norm" : "add, add_layer_norm",
+  return fmt::format("{}: embedding_sum, {}{}, {}, causal_attention, {}", ops_->nongemm_path(),
+                     rms ? "rms_norm, add_rms_norm" : "add, add_layer_norm", config_.qk_norm ? ", head_rms_norm" : "",
                      fused_rope               ? "rope_store_kv"
                      : rope_inv_freq_.empty() ? "store_kv"
                                               : "rope, store_kv",
@@ -192,6 +196,12 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
     linear(layer.q, s.hn, n, s.qkv.slice(0, n * qd));
     linear(layer.k, s.hn, n, s.qkv.slice(k_at, n * kvd));
     linear(layer.v, s.hn, n, s.qkv.slice(v_at, n * kvd));
+  }
+  // Qwen3: each head of q and of k RMS-normalized over its head_dim values, before RoPE.
+  if (!layer.q_norm.gamma.empty()) {
+    ops.head_rms_norm(s.qkv, n, q_stride, config_.num_heads, config_.head_dim, layer.q_norm.gamma, config_.norm_eps);
+    ops.head_rms_norm(layer.qkv ? s.qkv.slice(k_at, n * q_stride - k_at) : s.qkv.slice(k_at, n * kvd), n, kv_stride,
+                      config_.num_kv_heads, config_.head_dim, layer.k_norm.gamma, config_.norm_eps);
   }
   // Each segment's rows over its own cache: q, k and v as views of its rows.
   for (const Segment& g : segments) {
@@ -360,7 +370,8 @@ std::size_t DecoderLM::bytes_held() const {
   std::size_t total =
       token_embeddings_.bytes() + position_embeddings_.bytes() + final_norm_.gamma.bytes() + final_norm_.beta.bytes();
   for (const auto& l : layers_)
-    total += l.attn_norm.gamma.bytes() + l.attn_norm.beta.bytes() + l.mlp_norm.gamma.bytes() + l.mlp_norm.beta.bytes();
+    total += l.attn_norm.gamma.bytes() + l.attn_norm.beta.bytes() + l.mlp_norm.gamma.bytes() + l.mlp_norm.beta.bytes() +
+             l.q_norm.gamma.bytes() + l.k_norm.gamma.bytes();
   for (const auto& l : all_linears_) total += l.linear->bytes_held();
   return total;
 }

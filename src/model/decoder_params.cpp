@@ -70,11 +70,12 @@ class DecoderParamReader {
                 {cfg_.vocab_size, cfg_.hidden_size});
   }
 
-  LayerNormParams norm(const std::string& name, bool beta) const {
+  LayerNormParams norm(const std::string& name, bool beta, int64_t width = 0) const {
+    if (width == 0) width = cfg_.hidden_size;
     LayerNormParams n;
     n.name = name;
-    n.gamma = read(name + ".weight", {cfg_.hidden_size});
-    if (beta) n.beta = read(name + ".bias", {cfg_.hidden_size});
+    n.gamma = read(name + ".weight", {width});
+    if (beta) n.beta = read(name + ".bias", {width});
     return n;
   }
 
@@ -137,6 +138,10 @@ void load_llama_layers(const DecoderParamReader& r, const DecoderConfig& c, Deco
     layer.k = r.linear(l + "self_attn.k_proj", c.kv_dim(), h, c.qkv_bias);
     layer.v = r.linear(l + "self_attn.v_proj", c.kv_dim(), h, c.qkv_bias);
     layer.o = r.linear(l + "self_attn.o_proj", h, c.q_dim(), c.o_bias);
+    if (c.qk_norm) {
+      layer.q_norm = r.norm(l + "self_attn.q_norm", false, c.head_dim);
+      layer.k_norm = r.norm(l + "self_attn.k_norm", false, c.head_dim);
+    }
     layer.gate = r.linear(l + "mlp.gate_proj", f, h, c.mlp_bias);
     layer.up = r.linear(l + "mlp.up_proj", f, h, c.mlp_bias);
     layer.down = r.linear(l + "mlp.down_proj", h, f, c.mlp_bias);

@@ -130,6 +130,17 @@ void GraphOps::add_rms_norm(const Tensor& x, const Tensor& residual, int64_t row
   run_add_rms_norm(x, residual, rows, cols, gamma, eps, out);
 }
 
+void GraphOps::head_rms_norm(const Tensor& x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
+                             const Tensor& gamma, float eps) {
+  if (n <= 0) return;
+  if (heads <= 0 || head_dim <= 0 || row_stride < heads * head_dim)
+    fail("head RMSNorm: {} heads of {} in rows {} apart; expected positive counts within the row", heads, head_dim,
+         row_stride);
+  check_tensor(x, device(), DType::f32, (n - 1) * row_stride + heads * head_dim, "head RMSNorm", "the heads");
+  check_tensor(gamma, device(), DType::f32, head_dim, "head RMSNorm", "gamma");
+  run_head_rms_norm(x, n, row_stride, heads, head_dim, gamma, eps);
+}
+
 void GraphOps::add(const Tensor& x, const Tensor& y, int64_t n) {
   check_tensor(x, device(), DType::f32, n, "residual add", "the sum");
   check_tensor(y, device(), DType::f32, n, "residual add", "the addend");

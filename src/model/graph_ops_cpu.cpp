@@ -128,6 +128,11 @@ class CpuGraphOps final : public GraphOps {
   }
 
   // The residual add, then the norm: the two operations' own kernels, so the result is theirs bit for bit.
+  void run_head_rms_norm(const Tensor& x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
+                         const Tensor& gamma, float eps) override {
+    kernels::head_rms_norm_f32(x.f32(), n, row_stride, heads, head_dim, gamma.f32(), eps);
+  }
+
   void run_add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma,
                         float eps, const Tensor& out) override {
     run_add(x, residual, rows * cols);

@@ -281,6 +281,12 @@ class CudaGraphOps final : public GraphOps {
     launched(cd::rms_norm_cuda(x.f32(), rows, cols, gamma.f32(), eps, out.f32(), s_->stream), "RMSNorm");
   }
 
+  void run_head_rms_norm(const Tensor& x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
+                         const Tensor& gamma, float eps) override {
+    launched(cd::head_rms_norm_cuda(x.f32(), n, row_stride, heads, head_dim, gamma.f32(), eps, s_->stream),
+             "head RMSNorm");
+  }
+
   void run_add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma,
                         float eps, const Tensor& out) override {
     launched(cd::add_rms_norm_cuda(x.f32(), residual.f32(), rows, cols, gamma.f32(), eps, out.f32(), s_->stream),

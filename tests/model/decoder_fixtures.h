@@ -1,5 +1,6 @@
-// The tiny decoder fixtures (tests/fixtures/decoders, written by tools/make_tiny_decoder_fixtures.py)
-// and their PyTorch reference logits.
+// The tiny decoder fixtures (tests/fixtures/decoders, written by tools/make_tiny_decoder_fixtures.py and,
+// for the architectures checked against Hugging Face transformers itself, tools/make_hf_decoder_fixtures.py)
+// and their reference logits.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 namespace qjoule::test {
 
 inline const std::vector<std::string>& decoder_fixture_names() {
-  static const std::vector<std::string> names = {"tiny-llama", "tiny-qwen2", "tiny-gpt2"};
+  static const std::vector<std::string> names = {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2"};
   return names;
 }
 
@@ -35,6 +36,23 @@ inline DecoderReference read_decoder_reference(const std::string& name) {
   r.logits = ck.to_f32("logits");
   r.vocab = ck.at("logits").shape.at(1);
   return r;
+}
+
+// transformers' greedy continuation (tools/make_hf_decoder_fixtures.py's fixtures only): the prompt and
+// the tokens generate() gave after it.
+struct GreedyReference {
+  std::vector<int32_t> prompt, tokens;
+};
+
+inline GreedyReference read_greedy_reference(const std::string& name) {
+  const auto ck = io::Checkpoint::open(decoder_fixture(name) / "reference.safetensors");
+  const auto ints = [&](const char* tensor) {
+    const auto& t = ck.at(tensor);
+    std::vector<int32_t> v(static_cast<size_t>(t.numel()));
+    std::memcpy(v.data(), t.data, t.nbytes);
+    return v;
+  };
+  return {ints("greedy_prompt"), ints("greedy_ids")};
 }
 
 }  // namespace qjoule::test

@@ -50,6 +50,15 @@ TEST(DecoderConfig, ReadsEachFixturesArchitecture) {
   EXPECT_TRUE(qwen.qkv_bias);
   EXPECT_FALSE(qwen.o_bias);
   EXPECT_TRUE(qwen.tie_word_embeddings);
+  const auto qwen3 = load_config(decoder_fixture("tiny-qwen3"));
+  EXPECT_EQ(qwen3.architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(qwen3.head_dim, 32);  // explicit, not hidden / heads = 16
+  EXPECT_EQ(qwen3.q_dim(), 128);
+  EXPECT_TRUE(qwen3.qk_norm);
+  EXPECT_FALSE(qwen3.qkv_bias);
+  EXPECT_TRUE(qwen3.tie_word_embeddings);
+  EXPECT_TRUE(qwen3.inferred_fields.empty());
+  EXPECT_FALSE(qwen.qk_norm);
   const auto gpt2 = load_config(decoder_fixture("tiny-gpt2"));
   EXPECT_EQ(gpt2.architecture, "GPT2LMHeadModel");
   EXPECT_EQ(gpt2.prefix, "");  // tensors without "transformer.", as openai-community/gpt2 stores them
@@ -184,6 +193,24 @@ TEST(DecoderConfig, ShapesThatDisagreeWithTheConfigNameTheTensor) {
   const auto m = error_of([&] { (void)qjoule::model::load_decoder_lm(dir); });
   EXPECT_NE(m.find("intermediate_size = 7"), std::string::npos) << m;
   EXPECT_NE(m.find("mlp.gate_proj.weight"), std::string::npos) << m;
+}
+
+// Qwen3's per-head norms are tensors of head_dim values: one missing, or of another width, is one line
+// naming the tensor.
+TEST(DecoderConfig, Qwen3sHeadNormsAreCheckedLikeEveryTensor) {
+  const auto dir = qjoule::test::temp_dir("decoder_config_qwen3_norms");
+  fs::copy(decoder_fixture("tiny-qwen3"), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  {
+    const auto ck = qjoule::io::Checkpoint::open(decoder_fixture("tiny-qwen3"));
+    std::vector<qjoule::io::TensorToWrite> tensors;
+    for (const auto& [name, t] : ck.tensors())
+      if (name != "model.layers.1.self_attn.k_norm.weight")
+        tensors.push_back({name, t.dtype, t.shape, std::span<const std::byte>(t.data, t.nbytes)});
+    qjoule::io::write_safetensors(dir / "model.safetensors", tensors);
+  }
+  const auto missing = error_of([&] { qjoule::model::load_decoder_lm(dir); });
+  EXPECT_NE(missing.find("model.layers.1.self_attn.k_norm.weight"), std::string::npos) << missing;
+  EXPECT_EQ(missing.find('\n'), std::string::npos) << missing;
 }
 
 }  // namespace

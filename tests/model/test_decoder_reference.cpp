@@ -123,7 +123,30 @@ TEST_P(DecoderReferenceTest, StreamedFp32ModelEqualsTheResidentOneAndHoldsNoLine
   for (const auto& r : streamed.linear_reports()) EXPECT_EQ(r.bytes_held, 0u) << r.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderReferenceTest, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-gpt2"),
+// transformers' own generate() (the fixtures of tools/make_hf_decoder_fixtures.py): the same 32 greedy
+// tokens after the prompt, the prompt prefilled and each token then decoded through the KV cache.
+TEST(DecoderGreedy, ThirtyTwoGreedyTokensEqualTransformers) {
+  for (const std::string name : {"tiny-qwen3"}) {
+    const auto ref = qjoule::test::read_greedy_reference(name);
+    ASSERT_EQ(ref.tokens.size(), 32u) << name;
+    const auto model = load_decoder_lm(decoder_fixture(name));
+    const int64_t v = model.config().vocab_size;
+    auto cache = model.make_cache();
+    std::vector<float> logits(static_cast<size_t>(v));
+    model.forward(ref.prompt.data(), static_cast<int64_t>(ref.prompt.size()), cache, logits.data(),
+                  static_cast<int64_t>(ref.prompt.size()) - 1);
+    std::vector<int32_t> got;
+    for (std::size_t step = 0; step < ref.tokens.size(); ++step) {
+      const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      got.push_back(best);
+      model.forward(&best, 1, cache, logits.data());
+    }
+    EXPECT_EQ(got, ref.tokens) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderReferenceTest,
+                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');
@@ -203,7 +226,7 @@ TEST_P(DecoderFormatTest, RunsTheFormatsKernelLikeItsEmulatedTwinAndNearFp32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, DecoderFormatTest,
-                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen2", "tiny-gpt2"),
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2"),
                                             ::testing::Values("bf16", "fp16", "int8", "w8", "int4", "nf4")),
                          [](const auto& param_info) {
                            std::string s = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);

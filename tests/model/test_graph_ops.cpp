@@ -191,6 +191,11 @@ class RecordingOps final : public GraphOps {
     ++calls["rms_norm"];
     cpu->rms_norm(x, rows, cols, g, eps, out);
   }
+  void run_head_rms_norm(const Tensor& x, int64_t n, int64_t stride, int64_t heads, int64_t hd, const Tensor& g,
+                         float eps) override {
+    ++calls["head_rms_norm"];
+    cpu->head_rms_norm(x, n, stride, heads, hd, g, eps);
+  }
   void run_add(const Tensor& x, const Tensor& y, int64_t n) override {
     ++calls["add"];
     cpu->add(x, y, n);

@@ -1,4 +1,4 @@
-// The non-GEMM operations of a decoder language model (Llama / Qwen2 / GPT-2), in FP32 on the CPU,
+// The non-GEMM operations of a decoder language model (Llama / Qwen2 / Qwen3 / GPT-2), in FP32 on the CPU,
 // each with a scalar `_ref` twin that the tests hold it to.
 #pragma once
 
@@ -12,6 +12,14 @@ namespace qjoule::kernels {
 // out may equal x (in place).
 void rms_norm_f32(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out);
 void rms_norm_f32_ref(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out);
+
+// The RMSNorm of every head of n rows, in place (Qwen3's q_norm / k_norm): row t of x starts at
+// x + t·row_stride and holds `heads` heads of head_dim values one after another; each head is
+// normalized over its head_dim values with gamma [head_dim], as rms_norm_f32 normalizes a row.
+void head_rms_norm_f32(float* x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim, const float* gamma,
+                       float eps);
+void head_rms_norm_f32_ref(float* x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim, const float* gamma,
+                           float eps);
 
 // gate[i] = silu(gate[i]) · up[i] = gate[i] / (1 + exp(-gate[i])) · up[i], in place over n values (SwiGLU).
 void silu_mul_f32(float* gate, const float* up, int64_t n);

@@ -1,4 +1,4 @@
-// Hugging Face config.json for decoder language models (Llama family, Qwen2, GPT-2), reconciled with
+// Hugging Face config.json for decoder language models (Llama family, Qwen2, Qwen3, GPT-2), reconciled with
 // the checkpoint's tensor shapes: fields missing from config.json are inferred from the tensors where
 // they can be (vocab, hidden, layers, positions, KV heads, intermediate size), and a field that
 // disagrees with the tensors is an error naming both values.
@@ -16,12 +16,13 @@
 
 namespace qjoule::model {
 
-enum class DecoderArch { Llama, Qwen2, Gpt2 };
+enum class DecoderArch { Llama, Qwen2, Qwen3, Gpt2 };
 
 struct DecoderConfig {
   DecoderArch arch = DecoderArch::Llama;
-  std::string model_type;    // "llama" | "mistral" | "qwen2" | "gpt2"
-  std::string architecture;  // "LlamaForCausalLM" | "MistralForCausalLM" | "Qwen2ForCausalLM" | "GPT2LMHeadModel"
+  std::string model_type;    // "llama" | "mistral" | "qwen2" | "qwen3" | "gpt2"
+  std::string architecture;  // "LlamaForCausalLM" | "MistralForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM" |
+                             // "GPT2LMHeadModel"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t num_layers = 0;
@@ -37,6 +38,7 @@ struct DecoderConfig {
   bool qkv_bias = false;              // Q/K/V projections have biases (Qwen2, GPT-2, attention_bias)
   bool o_bias = false;                // attention output has a bias (GPT-2, attention_bias)
   bool mlp_bias = false;              // MLP projections have biases (GPT-2, mlp_bias)
+  bool qk_norm = false;               // each head of q and k RMS-normalized before RoPE (Qwen3: q_norm, k_norm)
   std::string activation;             // "silu" (SwiGLU) or "gelu_new" (GPT-2, tanh approximation)
   std::optional<int32_t> bos_token_id, eos_token_id;
   std::string prefix;                        // tensor-name prefix: "model." (Llama/Qwen2), "transformer." or "" (GPT-2)

@@ -1,4 +1,4 @@
-// A decoder language model (Llama / Qwen2 / GPT-2): token (and, for GPT-2, position) embeddings,
+// A decoder language model (Llama / Qwen2 / Qwen3 / GPT-2): token (and, for GPT-2, position) embeddings,
 // pre-norm transformer blocks with causal grouped-query attention over a KV cache, the final norm and
 // lm_head. Each Linear is built by a factory, so the same model runs FP32 or any quantized format;
 // embeddings, norms and lm_head stay FP32 unless the policy names them. The forward graph is written
@@ -122,6 +122,7 @@ class DecoderLM {
   struct Layer {
     OwnedLinear qkv, q, k, v, o, gate_up, gate, up, down;  // qkv: [q | k | v] rows; gate_up: [gate | up]
     Norm attn_norm, mlp_norm;
+    Norm q_norm, k_norm;  // config.qk_norm: each head's RMSNorm before RoPE (gamma [head_dim]); else empty
   };
   // The activations of one forward of n tokens.
   struct Scratch {

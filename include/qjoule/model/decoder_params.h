@@ -18,12 +18,14 @@
 
 namespace qjoule::model {
 
-// Llama / Qwen2 block (pre-norm, RMSNorm without beta):
+// Llama / Qwen2 / Qwen3 block (pre-norm, RMSNorm without beta):
 //   x += o(attention(rope(q(n1(x))), rope(k(n1(x))), v(n1(x))));  x += down(silu(gate(n2(x))) · up(n2(x)))
+//   Qwen3: each head of q and of k RMS-normalized (q_norm, k_norm: [head_dim]) before RoPE.
 // GPT-2 block (pre-norm, LayerNorm):
 //   x += o(attention(qkv(n1(x))));  x += down(gelu_tanh(up(n2(x))))      (qkv = c_attn, up = c_fc, down = c_proj)
 struct DecoderLayerParams {
   LayerNormParams attn_norm, mlp_norm;  // beta empty for RMSNorm
+  LayerNormParams q_norm, k_norm;       // config.qk_norm only: RMSNorm of each head, gamma [head_dim]
   bool fused_qkv = false;               // GPT-2: one Linear `qkv` whose output columns are [q | k | v]
   LinearParams qkv;                     // fused_qkv only
   LinearParams q, k, v;                 // !fused_qkv

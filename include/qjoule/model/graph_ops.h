@@ -148,6 +148,10 @@ class GraphOps {
   // add and the next RMSNorm in one pass. out may be x or the residual.
   void add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma, float eps,
                     const Tensor& out);
+  // The RMSNorm of each head of n rows, in place (kernels::head_rms_norm_f32: Qwen3's q_norm / k_norm):
+  // row t at x + t·row_stride holds `heads` heads of head_dim values; gamma [head_dim].
+  void head_rms_norm(const Tensor& x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
+                     const Tensor& gamma, float eps);
   // x[i] += y[i] for i < n: the residual add.
   void add(const Tensor& x, const Tensor& y, int64_t n);
   // gate[i] = silu(gate[i]) · up[i] for i < n (SwiGLU).
@@ -207,6 +211,8 @@ class GraphOps {
                             const Tensor& out) = 0;
   virtual void run_add_rms_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols,
                                 const Tensor& gamma, float eps, const Tensor& out) = 0;
+  virtual void run_head_rms_norm(const Tensor& x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
+                                 const Tensor& gamma, float eps) = 0;
   virtual void run_add(const Tensor& x, const Tensor& y, int64_t n) = 0;
   virtual void run_silu_mul(const Tensor& gate, const Tensor& up, int64_t n) = 0;
   virtual void run_silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) = 0;

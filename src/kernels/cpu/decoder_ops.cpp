@@ -56,6 +56,25 @@ void rms_norm_f32_ref(const float* x, int64_t rows, int64_t cols, const float* g
   }
 }
 
+void head_rms_norm_f32(float* x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim, const float* gamma,
+                       float eps) {
+#pragma omp parallel for schedule(static) if (n * heads * head_dim > kParallelElements)
+  for (int64_t i = 0; i < n * heads; ++i) {
+    float* xh = x + (i / heads) * row_stride + (i % heads) * head_dim;
+    double sum_sq = 0.0;
+#pragma omp simd reduction(+ : sum_sq)
+    for (int64_t c = 0; c < head_dim; ++c) sum_sq += double(xh[c]) * double(xh[c]);
+    const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(head_dim) + double(eps)));
+#pragma omp simd
+    for (int64_t c = 0; c < head_dim; ++c) xh[c] = xh[c] * inv * gamma[c];
+  }
+}
+
+void head_rms_norm_f32_ref(float* x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim, const float* gamma,
+                           float eps) {
+  for (int64_t t = 0; t < n; ++t) rms_norm_f32_ref(x + t * row_stride, heads, head_dim, gamma, eps, x + t * row_stride);
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Activations
 

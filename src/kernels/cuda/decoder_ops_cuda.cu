@@ -28,12 +28,14 @@ constexpr int kNormThreads = 256;
 // reduction.
 constexpr int kNormCached = 4;
 
+// Block b normalizes the `cols` values at (b / per_row) · row_stride + (b % per_row) · cols: a row of a
+// [rows, cols] matrix (per_row 1, row_stride cols), or one head of a row of heads (head_rms_norm_cuda).
 template <bool kVec>
 __global__ void __launch_bounds__(kNormThreads)
     add_rms_norm_kernel(float* x, const float* residual, int64_t cols, const float* __restrict__ gamma, float eps,
-                        float* out) {
+                        float* out, int64_t per_row, int64_t row_stride) {
   __shared__ float scratch[32];
-  const int64_t base = int64_t{blockIdx.x} * cols;
+  const int64_t base = int64_t{blockIdx.x} / per_row * row_stride + int64_t{blockIdx.x} % per_row * cols;
   float squares = 0.0f;
   if constexpr (kVec) {
     float4* row = reinterpret_cast<float4*>(x + base);
@@ -189,12 +191,28 @@ std::string add_rms_norm_cuda(float* x, const float* residual, int64_t rows, int
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (cols % 4 == 0 && aligned(x) && aligned(out) && aligned(gamma) && (residual == nullptr || aligned(residual))) {
     add_rms_norm_kernel<true>
-        <<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, residual, cols, gamma, eps, out);
+        <<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, residual, cols, gamma, eps, out, 1, cols);
   } else {
     add_rms_norm_kernel<false>
-        <<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, residual, cols, gamma, eps, out);
+        <<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, residual, cols, gamma, eps, out, 1, cols);
   }
   return launch_error("add_rms_norm_kernel");
+}
+
+std::string head_rms_norm_cuda(float* x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
+                               const float* gamma, float eps, CUstream_st* stream) {
+  if (n <= 0 || heads <= 0 || head_dim <= 0) return {};
+  if (n * heads > 0x7fffffff) return "head_rms_norm: " + std::to_string(n * heads) + " heads, at most 2^31 - 1";
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const auto blocks = static_cast<unsigned>(n * heads);
+  if (head_dim % 4 == 0 && row_stride % 4 == 0 && aligned(x) && aligned(gamma)) {
+    add_rms_norm_kernel<true>
+        <<<blocks, kNormThreads, 0, stream>>>(x, nullptr, head_dim, gamma, eps, x, heads, row_stride);
+  } else {
+    add_rms_norm_kernel<false>
+        <<<blocks, kNormThreads, 0, stream>>>(x, nullptr, head_dim, gamma, eps, x, heads, row_stride);
+  }
+  return launch_error("head_rms_norm_kernel");
 }
 
 std::string rms_norm_cuda(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out,

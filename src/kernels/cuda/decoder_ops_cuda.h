@@ -21,6 +21,10 @@ std::string rms_norm_cuda(const float* x, int64_t rows, int64_t cols, const floa
 // the residual. One block per row, one pass to read and one to write (float4 where aligned).
 std::string add_rms_norm_cuda(float* x, const float* residual, int64_t rows, int64_t cols, const float* gamma,
                               float eps, float* out, CUstream_st* stream);
+// The RMSNorm of each head of n rows, in place: row t at x + t·row_stride holds `heads` heads of head_dim
+// values; gamma [head_dim] (kernels::head_rms_norm_f32: Qwen3's q_norm / k_norm). One block per head.
+std::string head_rms_norm_cuda(float* x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
+                               const float* gamma, float eps, CUstream_st* stream);
 // out[r, i] = silu(gate_up[r, i]) · gate_up[r, cols + i] (a fused gate|up product's rows).
 std::string silu_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream);
 // The n new tokens' keys and values into the caches at rows past .. past + n − 1 (past = *position when

@@ -212,8 +212,8 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
     const auto family = model_family(model);
     if (family == ModelFamily::Unknown)
       fail(
-          "{}: --precision {} exports a Llama, Mistral or Qwen2 decoder or a BERT or DistilBERT classifier (GPTQ and "
-          "bitsandbytes layouts); this model is none ({} export any model)",
+          "{}: --precision {} exports a Llama, Mistral, Qwen2 or Qwen3 decoder or a BERT or DistilBERT classifier "
+          "(GPTQ and bitsandbytes layouts); this model is none ({} export any model)",
           where, asked, "fp16 and bf16");
     if (family == ModelFamily::Encoder) (void)load_encoder_config(model, ck);  // a classifier qjoule reads
     if (family == ModelFamily::Decoder && load_decoder_config(model, ck).arch == DecoderArch::Gpt2)

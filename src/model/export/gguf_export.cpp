@@ -210,13 +210,14 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
   if (fs::exists(out)) fail("--out {}: exists; export never overwrites a model (give a new file name)", out.string());
   const std::string where = (model / "config.json").string();
   if (model_family(model) != ModelFamily::Decoder)
-    fail("{}: --to gguf exports a Llama, Mistral or Qwen2 decoder; this model is not one", where);
+    fail("{}: --to gguf exports a Llama, Mistral, Qwen2 or Qwen3 decoder; this model is not one", where);
   auto ck = io::Checkpoint::open(model);
   DecoderConfig cfg = load_decoder_config(model, ck);
   if (cfg.quantization)
     fail("{}: the model is pre-quantized already ({}); export reads an unquantized FP32, FP16 or BF16 checkpoint",
          where, cfg.quantization->describe());
-  if (cfg.arch == DecoderArch::Gpt2) fail("{}: --to gguf: GPT-2 is not exported (Llama, Mistral and Qwen2 are)", where);
+  if (cfg.arch == DecoderArch::Gpt2)
+    fail("{}: --to gguf: GPT-2 is not exported (Llama, Mistral, Qwen2 and Qwen3 are)", where);
   const auto& rs = cfg.rope_scaling;
   if (rs.type != "default" && rs.type != "llama3" && rs.type != "linear")
     fail("{}: rope_scaling type '{}' has no GGUF form qjoule writes (default, linear and llama3 do)", where, rs.type);
@@ -225,7 +226,7 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
       if (is_block_linear(name) && t.shape.size() == 2 && t.shape[1] % io::kQ4_0Block != 0)
         fail("{}: tensor '{}' is {}: Q4_0 holds rows of whole blocks of 32 weights", t.file.string(), name,
              t.shape_string());
-  std::string arch = cfg.arch == DecoderArch::Qwen2 ? "qwen2" : "llama";
+  std::string arch = cfg.arch == DecoderArch::Qwen2 ? "qwen2" : cfg.arch == DecoderArch::Qwen3 ? "qwen3" : "llama";
   return {std::move(ck), std::move(cfg), matrix_type, std::move(arch)};
 }
 

@@ -75,9 +75,9 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
       g.metadata.count("general.architecture") != 0 && g.metadata.at("general.architecture").is_string()
           ? g.metadata.at("general.architecture").get<std::string>()
           : "";
-  if (summary.architecture != "llama" && summary.architecture != "qwen2")
-    fail("{}: general.architecture '{}', expected llama or qwen2 (what qjoule's GGUF export writes)", gguf.string(),
-         summary.architecture);
+  if (summary.architecture != "llama" && summary.architecture != "qwen2" && summary.architecture != "qwen3")
+    fail("{}: general.architecture '{}', expected llama, qwen2 or qwen3 (what qjoule's GGUF export writes)",
+         gguf.string(), summary.architecture);
   const std::string& arch = summary.architecture;
   const int64_t heads = metadata_int(g, arch + ".attention.head_count", gguf);
   const int64_t kv_heads = metadata_int(g, arch + ".attention.head_count_kv", gguf);

@@ -12,7 +12,7 @@ constexpr std::array<Names, 3> kTop = {{{"model.embed_tokens.weight", "token_emb
                                         {"model.norm.weight", "output_norm.weight"},
                                         {"lm_head.weight", "output.weight"}}};
 // Within block i: "model.layers.i." + first, "blk.i." + second.
-constexpr std::array<Names, 13> kInBlock = {{{"input_layernorm.weight", "attn_norm.weight"},
+constexpr std::array<Names, 15> kInBlock = {{{"input_layernorm.weight", "attn_norm.weight"},
                                              {"post_attention_layernorm.weight", "ffn_norm.weight"},
                                              {"self_attn.q_proj.weight", "attn_q.weight"},
                                              {"self_attn.k_proj.weight", "attn_k.weight"},
@@ -22,6 +22,8 @@ constexpr std::array<Names, 13> kInBlock = {{{"input_layernorm.weight", "attn_no
                                              {"self_attn.k_proj.bias", "attn_k.bias"},
                                              {"self_attn.v_proj.bias", "attn_v.bias"},
                                              {"self_attn.o_proj.bias", "attn_output.bias"},
+                                             {"self_attn.q_norm.weight", "attn_q_norm.weight"},  // Qwen3
+                                             {"self_attn.k_norm.weight", "attn_k_norm.weight"},
                                              {"mlp.gate_proj.weight", "ffn_gate.weight"},
                                              {"mlp.up_proj.weight", "ffn_up.weight"},
                                              {"mlp.down_proj.weight", "ffn_down.weight"}}};

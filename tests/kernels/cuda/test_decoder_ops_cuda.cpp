@@ -142,6 +142,28 @@ TEST(CudaDecoderOps, AddRmsNormAddsTheResidualThenNormalizes) {
   }
 }
 
+// Qwen3's per-head RMSNorm: every head of fused q | k | v rows (the v part untouched) and of a plain
+// block of heads, against head_rms_norm_f32_ref, float4 and scalar paths (head_dim 128, 32; 13).
+TEST(CudaDecoderOps, HeadRmsNormNormalizesEveryHeadInPlace) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t n, heads, head_dim, row_stride;
+  };
+  for (const Case c : {Case{3, 16, 128, 16 * 128 + 2 * 8 * 128}, Case{1, 4, 32, 4 * 32}, Case{5, 2, 13, 2 * 13 + 7}}) {
+    const auto x = test::random_vector(static_cast<std::size_t>(c.n * c.row_stride), 7);
+    const auto g = test::random_vector(static_cast<std::size_t>(c.head_dim), 8);
+    std::vector<float> ref = x;
+    head_rms_norm_f32_ref(ref.data(), c.n, c.row_stride, c.heads, c.head_dim, g.data(), 1e-6f);
+    Dev<float> dx(x), dg(g);
+    ASSERT_EQ(
+        cuda_detail::head_rms_norm_cuda(dx.get(), c.n, c.row_stride, c.heads, c.head_dim, dg.get(), 1e-6f, nullptr),
+        "");
+    const auto got = dx.back();
+    for (std::size_t i = 0; i < x.size(); ++i)
+      ASSERT_NEAR(got[i], ref[i], 5e-5 * (1.0 + std::fabs(ref[i]))) << c.head_dim << " at " << i;
+  }
+}
+
 // The fused RoPE + KV store equals rope_cuda then store_kv_cuda bit for bit (the same arithmetic per
 // pair), for a TinyLlama-shaped row (32 q heads, 4 kv heads of 64) and a small odd one, 1 and 3 tokens,
 // with the position as an argument or on the device (then the host's is wrong on purpose).

@@ -99,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(Specs, CalibratedExport,
                          ::testing::Values(Case{"gptq_g32_sym", "tiny-llama", "int4:g=32:sym:gptq"},
                                            Case{"gptq_g64_asym_actorder", "tiny-qwen2", "int4:g=64:asym:gptq:actorder"},
                                            Case{"awq_g32_sym", "tiny-llama", "int4:g=32:sym:awq"},
-                                           Case{"awq_g128_asym_qwen2", "tiny-qwen2", "int4:g=128:asym:awq"}),
+                                           Case{"awq_g128_asym_qwen2", "tiny-qwen2", "int4:g=128:asym:awq"},
+                                           Case{"awq_g32_sym_qwen3", "tiny-qwen3", "int4:g=32:sym:awq"}),
                          [](const ::testing::TestParamInfo<Case>& case_info) { return case_info.param.name; });
 
 }  // namespace

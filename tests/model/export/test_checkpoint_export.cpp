@@ -75,7 +75,8 @@ INSTANTIATE_TEST_SUITE_P(Specs, CheckpointExport,
                                            Case{"int4_g128_asym", "tiny-llama", "int4:g=128:asym"},
                                            Case{"int4_g128_sym_partial_group", "tiny-qwen2", "int4:g=128:sym"},
                                            Case{"nf4", "tiny-llama", "nf4"}, Case{"nf4_dq", "tiny-llama", "nf4:dq"},
-                                           Case{"nf4_dq_qwen2", "tiny-qwen2", "nf4:dq"}),
+                                           Case{"nf4_dq_qwen2", "tiny-qwen2", "nf4:dq"},
+                                           Case{"int4_g32_sym_qwen3", "tiny-qwen3", "int4:g=32:sym"}),
                          [](const ::testing::TestParamInfo<Case>& case_info) { return case_info.param.name; });
 
 // fp16 / bf16: every floating tensor converted; the export loads, and an fp16 run of it is the fp16 run

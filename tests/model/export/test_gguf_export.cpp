@@ -63,14 +63,14 @@ std::vector<int64_t> identity_order(int64_t rows) {
 }
 
 TEST(GgufExport, Q4_0IsQjoulesInt4G32SymBitForBitUnderLlamaCppsNames) {
-  for (const std::string fixture : {"tiny-llama", "tiny-qwen2"}) {
+  for (const std::string fixture : {"tiny-llama", "tiny-qwen2", "tiny-qwen3"}) {
     const auto src = qjoule::test::decoder_fixture(fixture);
     const auto out = qjoule::test::temp_dir("gguf_" + fixture) / "model.gguf";
     const auto summary = qjoule::model::export_gguf(src, qjoule::quant::parse_format_spec("int4:g=32:sym"), out);
     EXPECT_EQ(summary.quantized, 14);
     EXPECT_EQ(summary.tensor_type, "Q4_0");
     const auto g = qjoule::io::read_gguf(out);
-    const std::string arch = fixture == "tiny-llama" ? "llama" : "qwen2";
+    const std::string arch = fixture == "tiny-llama" ? "llama" : fixture == "tiny-qwen2" ? "qwen2" : "qwen3";
     EXPECT_EQ(g.metadata.at("general.architecture"), arch);
     EXPECT_EQ(g.metadata.at(arch + ".block_count"), 2);
     EXPECT_EQ(g.metadata.at("general.file_type"), 2);  // MOSTLY_Q4_0
@@ -83,8 +83,16 @@ TEST(GgufExport, Q4_0IsQjoulesInt4G32SymBitForBitUnderLlamaCppsNames) {
     EXPECT_EQ(g.tensors.at("token_embd.weight").type,
               embd == qjoule::io::DType::BF16 ? qjoule::io::GgmlType::bf16 : qjoule::io::GgmlType::f32);
     EXPECT_EQ(g.tensors.at("blk.1.attn_norm.weight").type, qjoule::io::GgmlType::f32);
-    // tiny-llama has llama3 rope scaling (a rope_freqs tensor), tiny-qwen2 Q/K/V biases.
-    EXPECT_EQ(g.tensors.count(fixture == "tiny-llama" ? "rope_freqs.weight" : "blk.0.attn_q.bias"), 1u);
+    // tiny-llama has llama3 rope scaling (a rope_freqs tensor), tiny-qwen2 Q/K/V biases, tiny-qwen3 per-head
+    // norms of q and k (and a head_dim that is not hidden / heads: key_length).
+    EXPECT_EQ(g.tensors.count(fixture == "tiny-llama"   ? "rope_freqs.weight"
+                              : fixture == "tiny-qwen2" ? "blk.0.attn_q.bias"
+                                                        : "blk.1.attn_k_norm.weight"),
+              1u);
+    if (fixture == "tiny-qwen3") {
+      EXPECT_EQ(g.tensors.at("blk.0.attn_q_norm.weight").ne, (std::vector<int64_t>{32}));
+      EXPECT_EQ(g.metadata.at("qwen3.attention.key_length"), 32);
+    }
     const int64_t heads = g.metadata.at(arch + ".attention.head_count").get<int64_t>();
     const int64_t kv_heads = g.metadata.at(arch + ".attention.head_count_kv").get<int64_t>();
     for (const auto& [hf, gg] : std::vector<std::pair<std::string, std::string>>{
@@ -135,7 +143,7 @@ TEST(GgufExport, RefusalsAreOneLineBeforeAnythingIsWritten) {
   EXPECT_THAT(refusal(qjoule::test::decoder_fixture("tiny-gpt2"), "fp16", dir / "b.gguf"),
               HasSubstr("GPT-2 is not exported"));
   EXPECT_THAT(refusal(qjoule::test::fixtures_dir() / "tiny-bert", "fp16", dir / "c.gguf"),
-              HasSubstr("--to gguf exports a Llama, Mistral or Qwen2 decoder; this model is not one"));
+              HasSubstr("--to gguf exports a Llama, Mistral, Qwen2 or Qwen3 decoder; this model is not one"));
   std::ofstream(dir / "exists.gguf") << "x";
   EXPECT_THAT(refusal(llama, "fp16", dir / "exists.gguf"), HasSubstr("exists; export never overwrites a model"));
   EXPECT_FALSE(fs::exists(dir / "a.gguf") || fs::exists(dir / "b.gguf") || fs::exists(dir / "c.gguf"));
@@ -162,7 +170,7 @@ TEST(GgufReader, BrokenFilesAreOneLine) {
 }
 
 TEST(GgufImport, AQ4_0FileReadBackRunsBitForBitQjoulesOwnInt4G32Sym) {
-  for (const std::string fixture : {"tiny-llama", "tiny-qwen2"}) {
+  for (const std::string fixture : {"tiny-llama", "tiny-qwen2", "tiny-qwen3"}) {
     const auto src = qjoule::test::decoder_fixture(fixture);
     const auto dir = qjoule::test::temp_dir("gguf_back_" + fixture);
     qjoule::model::export_gguf(src, qjoule::quant::parse_format_spec("int4:g=32:sym"), dir / "m.gguf");

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Writes tiny decoder fixtures of the 2025-2026 architectures into tests/fixtures/decoders, with the
+reference computed by Hugging Face transformers itself (its own modeling code, from PyPI), not by a
+re-implementation:
+
+  tiny-qwen3   Qwen3ForCausalLM: hidden 64, 2 layers, 4 heads / 2 KV heads, an explicit head_dim of 32
+               (≠ hidden / heads = 16, as Qwen3's own 128 ≠ 1024 / 16), per-head RMSNorm of q and k
+               (q_norm / k_norm, weights [head_dim]), no q/k/v biases, rope_theta 1e6, tied head; F32.
+               Tokenizer: tests/fixtures/bpe/llama3 (byte-level, template "<|begin_of_text|> $A").
+
+Each folder gets what the tiny decoder fixtures of tools/make_tiny_decoder_fixtures.py have, so that
+every decoder test covers it (tests/model/decoder_fixtures.h):
+  config.json           as the Hub's checkpoints of the architecture write it (top-level rope_theta /
+                        rope_scaling, torch_dtype), not transformers 5's rewritten form
+  model.safetensors     transformers' save_pretrained (a tied head stored once)
+  tokenizer.json        a copy of the bpe fixture
+  reference.safetensors token_ids I32 [24] and logits F32 [24, vocab] (one causal forward), and
+                        greedy_prompt I32 [8] with greedy_ids I32 [32]: 32 greedy tokens transformers'
+                        generate() gives after the prompt (do_sample=False, no EOS stop)
+  reference_ppl.json    perplexity of the first 1000 tokens of ../shared/data/wikitext2/test.txt (ctx
+                        64 / stride 32 and ctx 128 / stride 128), the windows as in
+                        make_tiny_decoder_fixtures.py; the text tokenized by Hugging Face tokenizers
+
+Weights: transformers' random init re-drawn wider (N(0, 0.08) for matrices, 1 + N(0, 0.1) for norm
+weights) so that the logits and the q/k norms are not near-constant; fixed seeds, FP32 throughout.
+
+Usage (a venv from PyPI, not needed by the build or CI; tested with torch 2.15.0, transformers 5.24.0):
+  python3 -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers safetensors
+  /tmp/hf/bin/python tools/make_hf_decoder_fixtures.py [OUT_DIR]
+"""
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+import transformers
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests/fixtures/decoders"
+BPE = ROOT / "tests/fixtures/bpe"
+SHARED = ROOT.parent / "shared"
+TEXT = "data/wikitext2/test.txt"  # under SHARED
+SEQ, PROMPT, GREEDY = 24, 8, 32
+SENTENCE = "The quick brown fox jumps over the lazy dog."
+PPL_CASES = [(1000, 64, 32), (1000, 128, 128)]  # (max_tokens, ctx, stride)
+
+
+def qwen3_config(vocab_size, bos, eos):
+    return {
+        "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "bos_token_id": bos, "eos_token_id": eos, "head_dim": 32, "hidden_act": "silu", "hidden_size": 64,
+        "initializer_range": 0.02, "intermediate_size": 128, "max_position_embeddings": 128,
+        "max_window_layers": 2, "model_type": "qwen3", "num_attention_heads": 4, "num_hidden_layers": 2,
+        "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000.0,
+        "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "float32", "use_cache": True,
+        "use_sliding_window": False, "vocab_size": vocab_size,
+    }
+
+
+MODELS = [
+    # name, bpe fixture, BOS, EOS, config, seed
+    ("tiny-qwen3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", qwen3_config, 20261128),
+]
+
+
+def token_id(doc, content):
+    return next(t["id"] for t in doc["added_tokens"] if t["content"] == content)
+
+
+def redraw(model, gen):
+    """Wider random weights than transformers' init: matrices N(0, 0.08), norm weights 1 + N(0, 0.1)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.08 * torch.randn(p.shape, generator=gen))
+
+
+def perplexity(model, ids, ctx, stride):
+    n, nll, scored, prev_end, begin = len(ids), 0.0, 0, 0, 0
+    while True:
+        end = min(begin + ctx, n)
+        window = torch.tensor([ids[begin:end]], dtype=torch.int64)
+        logp = torch.log_softmax(model(window).logits[0].double(), dim=-1)
+        for t in range(max(begin + 1, prev_end), end):
+            nll -= float(logp[t - 1 - begin, ids[t]])
+            scored += 1
+        prev_end = end
+        if end == n:
+            break
+        begin += stride
+    return nll, scored
+
+
+def main():
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    text = (SHARED / TEXT).read_text(encoding="utf-8")
+    for name, tok_name, bos_token, eos_token, make_config, seed in MODELS:
+        tok_path = BPE / tok_name / "tokenizer.json"
+        doc = json.loads(tok_path.read_text(encoding="utf-8"))
+        tok = Tokenizer.from_file(str(tok_path))
+        vocab_size = tok.get_vocab_size(with_added_tokens=True)
+        bos, eos = token_id(doc, bos_token), token_id(doc, eos_token)
+        cfg = make_config(vocab_size, bos, eos)
+        out = OUT / name
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+        gen = torch.Generator().manual_seed(seed)
+        config = transformers.AutoConfig.from_pretrained(out)
+        config._attn_implementation = "eager"
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model.eval()
+        redraw(model, gen)
+        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        if cfg.get("tie_word_embeddings"):
+            state.pop("lm_head.weight", None)  # stored once, as save_pretrained stores a tied head
+        save_file(state, out / "model.safetensors", metadata={"format": "pt"})
+        shutil.copyfile(tok_path, out / "tokenizer.json")
+
+        ids = tok.encode(SENTENCE, add_special_tokens=True).ids[:12]
+        ids += torch.randint(0, vocab_size, (SEQ - 1 - len(ids),), generator=gen).tolist() + [vocab_size - 1]
+        prompt = ids[:PROMPT]
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0].float()
+            greedy = model.generate(torch.tensor([prompt]), max_new_tokens=GREEDY, min_new_tokens=GREEDY,
+                                    do_sample=False, eos_token_id=None, pad_token_id=eos)[0, PROMPT:]
+        save_file({"token_ids": torch.tensor(ids, dtype=torch.int32), "logits": logits.contiguous(),
+                   "greedy_prompt": torch.tensor(prompt, dtype=torch.int32),
+                   "greedy_ids": greedy.to(torch.int32).contiguous()}, out / "reference.safetensors")
+
+        all_ids = tok.encode(text, add_special_tokens=True).ids
+        cases = []
+        for max_tokens, ctx, stride in PPL_CASES:
+            kept = all_ids[:max_tokens]
+            with torch.no_grad():
+                nll, scored = perplexity(model, kept, ctx, stride)
+            cases.append({"max_tokens": max_tokens, "ctx": ctx, "stride": stride, "n_tokens": len(kept),
+                          "scored_tokens": scored, "nll_sum": nll, "ppl": math.exp(nll / scored),
+                          "first_ids": kept[:32]})
+        (out / "reference_ppl.json").write_text(json.dumps({"text": TEXT, "cases": cases}, indent=1) + "\n")
+        print(f"{name}: vocab {vocab_size}, {sum(t.numel() for t in state.values())} weights, logits std "
+              f"{float(logits.std()):.3f}, greedy {greedy.tolist()[:8]}..., ppl "
+              + ", ".join(f"ctx {c['ctx']}/stride {c['stride']}: {c['ppl']:.4f}" for c in cases)
+              + f" (torch {torch.__version__}, transformers {transformers.__version__})")
+
+
+if __name__ == "__main__":
+    main()
