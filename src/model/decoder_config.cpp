@@ -26,18 +26,48 @@ bool bool_field(const ConfigReconciler& r, const json& config, const char* field
   return model::bool_field(config, field, fallback, r.path() + ": ");
 }
 
+// transformers 5 writes RoPE's theta and scaling in one object, rope_parameters ({"rope_type": "default",
+// "rope_theta": 1e6, ...}); the Hub's checkpoints (transformers 4) write rope_theta and rope_scaling at the
+// top. Either is read; nullptr when config.json has no rope_parameters.
+const json* rope_parameters(const ConfigReconciler& r, const json& config) {
+  const auto it = config.find("rope_parameters");
+  if (it == config.end() || it->is_null()) return nullptr;
+  if (!it->is_object()) fail("{}: rope_parameters is {}, expected an object or null", r.path(), it->dump());
+  return &*it;
+}
+
+// rope_theta from the top of config.json or from rope_parameters; both, and different, is one line.
+double read_rope_theta(const ConfigReconciler& r, const json& config, double fallback) {
+  const double top = r.positive_number_field("rope_theta", fallback);
+  const json* params = rope_parameters(r, config);
+  if (params == nullptr || !params->contains("rope_theta") || (*params)["rope_theta"].is_null()) return top;
+  const json& theta = (*params)["rope_theta"];
+  if (!theta.is_number() || !(theta.get<double>() > 0.0))
+    fail("{}: rope_parameters.rope_theta = {}, expected a positive number", r.path(), theta.dump());
+  if (config.contains("rope_theta") && !config["rope_theta"].is_null() && top != theta.get<double>())
+    fail("{}: rope_theta = {} and rope_parameters.rope_theta = {}; expected one value", r.path(), top,
+         theta.get<double>());
+  return theta.get<double>();
+}
+
 kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& config, int64_t max_positions) {
   kernels::RopeScaling s;
   auto it = config.find("rope_scaling");
-  if (it == config.end() || it->is_null()) return s;
-  if (!it->is_object()) fail("{}: rope_scaling is {}, expected an object or null", r.path(), it->dump());
+  const char* field = "rope_scaling";
+  if (it == config.end() || it->is_null()) {
+    const json* params = rope_parameters(r, config);
+    if (params == nullptr) return s;
+    it = config.find("rope_parameters");
+    field = "rope_parameters";
+  }
+  if (!it->is_object()) fail("{}: {} is {}, expected an object or null", r.path(), field, it->dump());
   const json& rs = *it;
-  const std::string where = r.path() + ": rope_scaling.";
+  const std::string where = r.path() + ": " + field + ".";
   s.type = string_field(rs, "rope_type", string_field(rs, "type", "default", where), where);
   auto number = [&](const char* key, double fallback) {
     auto f = rs.find(key);
     if (f == rs.end() || f->is_null()) return fallback;
-    if (!f->is_number()) fail("{}: rope_scaling.{} is {}, expected a number", r.path(), key, f->dump());
+    if (!f->is_number()) fail("{}: {}.{} is {}, expected a number", r.path(), field, key, f->dump());
     return f->get<double>();
   };
   s.factor = number("factor", 1.0);
@@ -49,8 +79,7 @@ kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& co
   s.beta_slow = number("beta_slow", 1.0);
   s.attention_factor = number("attention_factor", 0.0);
   if (s.type != "default" && s.type != "linear" && s.type != "llama3" && s.type != "yarn")
-    fail("{}: rope_scaling type '{}' is not supported; supported: linear, llama3, yarn (none: default)", r.path(),
-         s.type);
+    fail("{}: {} type '{}' is not supported; supported: linear, llama3, yarn (none: default)", r.path(), field, s.type);
   return s;
 }
 
@@ -127,7 +156,7 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
   out.norm_eps = static_cast<float>(r.positive_number_field("rms_norm_eps", 1e-6));
   // Without the field, each architecture's transformers default: Qwen2Config 1e6, Qwen3Config and
   // LlamaConfig 1e4.
-  out.rope_theta = r.positive_number_field("rope_theta", out.arch == DecoderArch::Qwen2 ? 1e6 : 10000.0);
+  out.rope_theta = read_rope_theta(r, config, out.arch == DecoderArch::Qwen2 ? 1e6 : 10000.0);
   out.rope_scaling = read_rope_scaling(r, config, out.max_positions);
   out.activation = string_field(config, "hidden_act", "silu", r.path() + ": ");
   if (out.activation != "silu")

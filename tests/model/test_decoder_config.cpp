@@ -213,4 +213,42 @@ TEST(DecoderConfig, Qwen3sHeadNormsAreCheckedLikeEveryTensor) {
   EXPECT_EQ(missing.find('\n'), std::string::npos) << missing;
 }
 
+// transformers 5 writes rope_theta (and the scaling) inside rope_parameters: read as the top-level fields
+// are, the same model; both forms with two values is one line.
+TEST(DecoderConfig, RopeParametersOfTransformers5AreReadAsTheTopLevelFields) {
+  const auto moved = edited_copy("tiny-qwen3", "rope_parameters", [](json& c) {
+    c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", c["rope_theta"]}};
+    c.erase("rope_theta");
+    c.erase("rope_scaling");
+  });
+  const auto original = load_config(decoder_fixture("tiny-qwen3"));
+  const auto read = load_config(moved);
+  EXPECT_EQ(read.rope_theta, 1e6);
+  EXPECT_EQ(read.rope_theta, original.rope_theta);
+  EXPECT_EQ(read.rope_scaling.type, "default");
+  const auto llama3 = edited_copy("tiny-llama", "rope_parameters_llama3", [](json& c) {
+    json p = c["rope_scaling"];
+    p["rope_theta"] = c["rope_theta"];
+    c["rope_parameters"] = p;
+    c.erase("rope_theta");
+    c.erase("rope_scaling");
+  });
+  const auto ll = load_config(llama3), lo = load_config(decoder_fixture("tiny-llama"));
+  EXPECT_EQ(ll.rope_scaling.type, "llama3");
+  EXPECT_EQ(ll.rope_scaling.factor, lo.rope_scaling.factor);
+  EXPECT_EQ(ll.rope_theta, lo.rope_theta);
+  const auto both = edited_copy("tiny-qwen3", "rope_parameters_both", [](json& c) {
+    c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 5e5}};
+  });
+  const auto m = error_of([&] { load_config(both); });
+  EXPECT_NE(m.find("rope_theta = 1000000 and rope_parameters.rope_theta = 500000; expected one value"),
+            std::string::npos)
+      << m;
+  const auto dynamic = edited_copy("tiny-qwen3", "rope_parameters_dynamic", [](json& c) {
+    c["rope_parameters"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  });
+  const auto d = error_of([&] { load_config(dynamic); });
+  EXPECT_NE(d.find("rope_parameters type 'dynamic' is not supported"), std::string::npos) << d;
+}
+
 }  // namespace
