@@ -32,19 +32,24 @@ constexpr int64_t kParallelElements = 1 << 15;  // below this, threads cost more
 // ---------------------------------------------------------------------------------------------------
 // RMSNorm
 
+namespace {
+
+// One RMSNorm row (or head): y = x / sqrt(mean(x²) + eps) · gamma; y may be x.
+inline void rms_norm_row(const float* x, int64_t cols, const float* gamma, float eps, float* y) {
+  // Double accumulation: an FP32 sum over 4096 columns (4 SSE lanes of 1024 terms) loses ~1e-6 relative.
+  double sum_sq = 0.0;
+#pragma omp simd reduction(+ : sum_sq)
+  for (int64_t c = 0; c < cols; ++c) sum_sq += double(x[c]) * double(x[c]);
+  const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(cols) + double(eps)));
+#pragma omp simd
+  for (int64_t c = 0; c < cols; ++c) y[c] = x[c] * inv * gamma[c];
+}
+
+}  // namespace
+
 void rms_norm_f32(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out) {
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelElements)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    float* yr = out + r * cols;
-    // Double accumulation: an FP32 sum over 4096 columns (4 SSE lanes of 1024 terms) loses ~1e-6 relative.
-    double sum_sq = 0.0;
-#pragma omp simd reduction(+ : sum_sq)
-    for (int64_t c = 0; c < cols; ++c) sum_sq += double(xr[c]) * double(xr[c]);
-    const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(cols) + double(eps)));
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv * gamma[c];
-  }
+  for (int64_t r = 0; r < rows; ++r) rms_norm_row(x + r * cols, cols, gamma, eps, out + r * cols);
 }
 
 void rms_norm_f32_ref(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out) {
@@ -61,12 +66,7 @@ void head_rms_norm_f32(float* x, int64_t n, int64_t row_stride, int64_t heads, i
 #pragma omp parallel for schedule(static) if (n * heads * head_dim > kParallelElements)
   for (int64_t i = 0; i < n * heads; ++i) {
     float* xh = x + (i / heads) * row_stride + (i % heads) * head_dim;
-    double sum_sq = 0.0;
-#pragma omp simd reduction(+ : sum_sq)
-    for (int64_t c = 0; c < head_dim; ++c) sum_sq += double(xh[c]) * double(xh[c]);
-    const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(head_dim) + double(eps)));
-#pragma omp simd
-    for (int64_t c = 0; c < head_dim; ++c) xh[c] = xh[c] * inv * gamma[c];
+    rms_norm_row(xh, head_dim, gamma, eps, xh);
   }
 }
 
