@@ -45,9 +45,11 @@ model::SyntheticEncoderSpec small_spec() {
   return s;
 }
 
-// The synthetic DistilBERT of `spec` as a Hugging Face checkpoint in a temporary folder.
+// The synthetic DistilBERT of `spec` as a Hugging Face checkpoint in a temporary folder of the running
+// test's own (ctest runs this file's tests side by side: one folder for all was removed under another).
 std::filesystem::path write_encoder_checkpoint(const model::SyntheticEncoderSpec& spec) {
-  const auto dir = test::temp_dir("calibration-distilbert");
+  const auto dir = test::temp_dir(std::string("calibration-distilbert-") +
+                                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << fmt::format(
