@@ -27,10 +27,16 @@ def records(folder):
     files = [folder / "results.jsonl"] if (folder / "results.jsonl").exists() else sorted(folder.glob("*/results.jsonl"))
     out = {}
     for f in files:
-        for line in f.read_text(encoding="utf-8").splitlines():
-            if line.strip():
+        for number, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
                 r = json.loads(line)
-                out[(f.parent.name, r.get("run_name"))] = r
+            except json.JSONDecodeError as e:
+                sys.exit(f"compare-records: {f}:{number}: not a JSON record ({e.msg} at column {e.colno})")
+            if not isinstance(r, dict):
+                sys.exit(f"compare-records: {f}:{number}: a JSON {type(r).__name__}, expected a record (an object)")
+            out[(f.parent.name, r.get("run_name"))] = r
     return out
 
 
@@ -47,14 +53,25 @@ def normalise(value, roots):
     return value
 
 
+def prepared(record, root):
+    """The record as compared: its paths relative to its folder, the environment without what is measured,
+    the model by its folder's name."""
+    r = normalise(record, [(root, "OUT")])
+    if isinstance(r.get("environment"), dict):
+        r["environment"] = {k: v for k, v in r["environment"].items() if k not in ENVIRONMENT_MEASURED}
+    if isinstance(r.get("model"), str):
+        r["model"] = pathlib.Path(r["model"]).name
+    return r
+
+
 def differences(where, a, b):
-    """(path, old, new) of each leaf that differs; a nested object's measured keys are left out too."""
+    """(path, old, new) of each leaf that differs; measured keys are left out at every depth."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for k in sorted(set(a) | set(b)):
             if MEASURED.match(k) or k in ("seconds", "duration_s"):
                 continue
-            out += differences(f"{where}.{k}", a.get(k, "<absent>"), b.get(k, "<absent>"))
+            out += differences(f"{where}.{k}" if where else k, a.get(k, "<absent>"), b.get(k, "<absent>"))
         return out
     return [] if a == b else [(where, a, b)]
 
@@ -72,23 +89,11 @@ def main():
         if key not in new or key not in old:
             problems.append(f"{key[0]}/{key[1]}: only in {'OLD' if key in old else 'NEW'}")
             continue
-        a, b = old[key], new[key]
-        for field in sorted(set(a) | set(b)):
-            if MEASURED.match(field):
+        for where, x, y in differences("", prepared(old[key], old_dir), prepared(new[key], new_dir)):
+            if x == "<absent>":
+                added[where] = added.get(where, 0) + 1
                 continue
-            va, vb = a.get(field, "<absent>"), b.get(field, "<absent>")
-            if field == "environment" and isinstance(va, dict) and isinstance(vb, dict):
-                va = {k: v for k, v in va.items() if k not in ENVIRONMENT_MEASURED}
-                vb = {k: v for k, v in vb.items() if k not in ENVIRONMENT_MEASURED}
-            va = normalise(va, [(old_dir, "OUT")])
-            vb = normalise(vb, [(new_dir, "OUT")])
-            if field == "model":
-                va, vb = pathlib.Path(va).name, pathlib.Path(vb).name
-            for where, x, y in differences(field, va, vb):
-                if x == "<absent>":
-                    added[where] = added.get(where, 0) + 1
-                    continue
-                problems.append(f"{key[0]}/{key[1]}: {where}: {json.dumps(x)[:300]} -> {json.dumps(y)[:300]}")
+            problems.append(f"{key[0]}/{key[1]}: {where}: {json.dumps(x)[:300]} -> {json.dumps(y)[:300]}")
     for p in problems:
         print(p)
     for field, runs in sorted(added.items()):

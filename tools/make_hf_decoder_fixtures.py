@@ -26,6 +26,7 @@ weights) so that the logits and the q/k norms are not near-constant; fixed seeds
 
 Usage (a venv from PyPI, not needed by the build or CI; tested with torch 2.15.0, transformers 5.24.0):
   python3 -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers safetensors
+  /tmp/hf/bin/pip install regex   # make_tiny_decoder_fixtures.py, whose perplexity windows this shares
   /tmp/hf/bin/python tools/make_hf_decoder_fixtures.py [OUT_DIR]
 """
 import json
@@ -38,6 +39,9 @@ import torch
 import transformers
 from safetensors.torch import save_file
 from tokenizers import Tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_tiny_decoder_fixtures import perplexity  # noqa: E402  the same windows, scored the same way
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests/fixtures/decoders"
@@ -79,22 +83,6 @@ def redraw(model, gen):
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
             else:
                 p.copy_(0.08 * torch.randn(p.shape, generator=gen))
-
-
-def perplexity(model, ids, ctx, stride):
-    n, nll, scored, prev_end, begin = len(ids), 0.0, 0, 0, 0
-    while True:
-        end = min(begin + ctx, n)
-        window = torch.tensor([ids[begin:end]], dtype=torch.int64)
-        logp = torch.log_softmax(model(window).logits[0].double(), dim=-1)
-        for t in range(max(begin + 1, prev_end), end):
-            nll -= float(logp[t - 1 - begin, ids[t]])
-            scored += 1
-        prev_end = end
-        if end == n:
-            break
-        begin += stride
-    return nll, scored
 
 
 def main():
@@ -139,7 +127,8 @@ def main():
         for max_tokens, ctx, stride in PPL_CASES:
             kept = all_ids[:max_tokens]
             with torch.no_grad():
-                nll, scored = perplexity(model, kept, ctx, stride)
+                nll, scored = perplexity(None, None, lambda _c, _w, window: model(window[None]).logits[0], kept,
+                                         ctx, stride)
             cases.append({"max_tokens": max_tokens, "ctx": ctx, "stride": stride, "n_tokens": len(kept),
                           "scored_tokens": scored, "nll_sum": nll, "ppl": math.exp(nll / scored),
                           "first_ids": kept[:32]})

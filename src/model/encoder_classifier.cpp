@@ -1,7 +1,6 @@
 #include "qjoule/model/encoder_classifier.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <vector>

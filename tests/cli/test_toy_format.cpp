@@ -20,12 +20,14 @@
 
 #include "bench_cli_helpers.h"
 #include "cli/run_cli.h"
+#include "error_of.h"
 #include "qjoule/kernels/backend_registry.h"
 #include "qjoule/quant/format.h"
 #include "test_paths.h"
 
 namespace {
 
+using qjoule::test::error_of;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 namespace kernels = qjoule::kernels;
@@ -121,6 +123,43 @@ TEST(ToyFormat, TheRegistryKnowsItWhereItRuns) {
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_THAT(info.out, HasSubstr("toy8   8.000  weight-only cpu        a test's 8-bit rows"));
   EXPECT_THAT(info.out, HasSubstr("cpu  scalar       toy:scalar:toy8_ref"));
+}
+
+// Registration's own bad input: a name or run token taken, a row without a name or bits, a CPU row for a
+// format the backend runs already or without its builder or kernels, a format value nobody registered.
+TEST(ToyFormat, ABadRegistrationIsOneLineAndChangesNothing) {
+  register_toy8();
+  const std::size_t formats = quant::all_formats().size();
+  quant::FormatTraits row{quant::Format{}, "toy8", "toy9", 8.0, true, false, false, false, "", "again"};
+  EXPECT_EQ(error_of([&] { quant::register_format(row); }),
+            "format 'toy8' (run token 'toy9'): the name or run token of format 'toy8' already; expected new ones");
+  row.name = "toy9";
+  row.run_token = "int8_w8a8";
+  EXPECT_THAT(error_of([&] { quant::register_format(row); }), HasSubstr("of format 'int8' already"));
+  row.run_token = "toy9";
+  row.bits_per_weight = 0.0;
+  EXPECT_EQ(error_of([&] { quant::register_format(row); }),
+            "format 'toy9': expected a name, a run token and bits per weight > 0");
+  EXPECT_EQ(quant::all_formats().size(), formats);
+  EXPECT_THAT(error_of([] { (void)quant::traits(static_cast<quant::Format>(200)); }),
+              HasSubstr("format #200: no such format"));
+
+  const quant::Format toy = *quant::find_format("toy8");
+  const auto build = [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
+                        const std::string&, const float*) { return std::make_unique<Toy8Linear>(W, bias, out, in); };
+  EXPECT_EQ(error_of([&] {
+              kernels::register_cpu_format({toy, {{"scalar", "toy:scalar:toy8_ref", ""}}, build});
+            }),
+            "format 'toy8': the CPU backend runs it already; expected a new one");
+  EXPECT_EQ(error_of([&] {
+              kernels::register_cpu_format({quant::Format::fp8, {{"scalar", "x", ""}}, nullptr});
+            }),
+            "format 'fp8': a CPU row needs the function that builds its Linear");
+  EXPECT_EQ(error_of([&] {
+              kernels::register_cpu_format({quant::Format::fp8, {}, build});
+            }),
+            "format 'fp8': a CPU row needs its kernels and their kernel paths");
+  EXPECT_FALSE(kernels::runs_on(kernels::Backend::cpu, quant::Format::fp8));
 }
 
 TEST(ToyFormat, EvalRunsItsKernelOnAClassifier) {

@@ -249,6 +249,18 @@ TEST(DecoderConfig, RopeParametersOfTransformers5AreReadAsTheTopLevelFields) {
   });
   const auto d = error_of([&] { load_config(dynamic); });
   EXPECT_NE(d.find("rope_parameters type 'dynamic' is not supported"), std::string::npos) << d;
+  const auto not_object = edited_copy("tiny-qwen3", "rope_parameters_list", [](json& c) {
+    c.erase("rope_scaling");
+    c["rope_parameters"] = json::array({1});
+  });
+  const auto o = error_of([&] { load_config(not_object); });
+  EXPECT_NE(o.find("config.json: rope_parameters is [1], expected an object or null"), std::string::npos) << o;
+  const auto negative = edited_copy("tiny-qwen3", "rope_parameters_negative", [](json& c) {
+    c.erase("rope_theta");
+    c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", -1}};
+  });
+  const auto n = error_of([&] { load_config(negative); });
+  EXPECT_NE(n.find("config.json: rope_parameters.rope_theta = -1, expected a positive number"), std::string::npos) << n;
 }
 
 }  // namespace

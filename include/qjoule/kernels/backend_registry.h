@@ -58,8 +58,6 @@ struct BackendFormat {
 
 // The names of the formats the backend runs, in table order, joined by ", ": for help and errors.
 [[nodiscard]] std::string backend_format_names(Backend backend);
-// Every format's name, those with no CPU kernel marked: "fp32, ..., nf4, tf32 (CUDA only), fp8 (CUDA only)".
-[[nodiscard]] std::string format_names_with_backends();
 // The precisions `qjoule bench` sweeps by default on the backend, comma-separated: the formats whose
 // quant row is in the default sweep and that it runs ("fp32,bf16,int8,w8,int4,nf4" on the CPU).
 [[nodiscard]] std::string default_sweep_precisions(Backend backend);

@@ -4,8 +4,8 @@
 // table, the CLI checks every variable set before a command runs, and each bench record names the
 // overrides in force (environment.kernel_overrides), so a figure says which kernel a person forced.
 //
-// Adding one: a row in kKernelOverrides (src/kernels/cpu/kernel_overrides.cpp) and a read through
-// kernel_override() where the choice is made.
+// Adding one: an enum value, its row in the table of src/kernels/cpu/kernel_overrides.cpp (in enum order)
+// and a read through kernel_override() where the choice is made.
 #pragma once
 
 #include <cstdint>

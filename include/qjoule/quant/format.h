@@ -52,7 +52,7 @@ Format register_format(const FormatTraits& row);
 [[nodiscard]] std::optional<Format> find_format(std::string_view name);
 
 // Every name, in table order: "fp32, bf16, ..., tf32, fp8" (which backend runs which: the backends'
-// registries, kernels::format_names_with_backends).
+// registries, qjoule/kernels/backend_registry.h).
 [[nodiscard]] std::string all_format_names();
 
 }  // namespace qjoule::quant

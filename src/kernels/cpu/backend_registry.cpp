@@ -36,12 +36,17 @@ std::deque<BackendFormat>& rows_of(Backend backend) {
 
 std::string_view name(Backend backend) { return backend == Backend::cpu ? "cpu" : "cuda"; }
 
-const BackendFormat* find_backend_format(Backend backend, quant::Format format) {
-  const std::lock_guard<std::mutex> lock(registry().mutex);
-  for (const auto& row : rows_of(backend)) {
+// The row of `format` among `rows`, or nullptr; the caller holds the registry's mutex.
+const BackendFormat* find_locked(const std::deque<BackendFormat>& rows, quant::Format format) {
+  for (const auto& row : rows) {
     if (row.format == format) return &row;
   }
   return nullptr;
+}
+
+const BackendFormat* find_backend_format(Backend backend, quant::Format format) {
+  const std::lock_guard<std::mutex> lock(registry().mutex);
+  return find_locked(rows_of(backend), format);
 }
 
 bool runs_on(Backend backend, quant::Format format) { return find_backend_format(backend, format) != nullptr; }
@@ -61,16 +66,6 @@ std::string backend_format_names(Backend backend) {
   return out;
 }
 
-std::string format_names_with_backends() {
-  std::string out;
-  for (const auto& t : quant::all_formats()) {
-    const bool cpu = runs_on(Backend::cpu, t.format), cuda = runs_on(Backend::cuda, t.format);
-    if (!cpu && !cuda) continue;
-    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", t.name, cpu ? "" : " (CUDA only)");
-  }
-  return out;
-}
-
 std::string default_sweep_precisions(Backend backend) {
   std::string out;
   for (const BackendFormat* row : backend_formats(backend)) {
@@ -82,11 +77,11 @@ std::string default_sweep_precisions(Backend backend) {
 
 void register_cpu_format(BackendFormat row) {
   const quant::FormatTraits& t = quant::traits(row.format);  // one line for a format quant does not know
-  if (runs_on(Backend::cpu, row.format))
-    fail("format '{}': the CPU backend runs it already; expected a new one", t.name);
   if (!row.build_cpu) fail("format '{}': a CPU row needs the function that builds its Linear", t.name);
   if (row.kernels.empty()) fail("format '{}': a CPU row needs its kernels and their kernel paths", t.name);
-  const std::lock_guard<std::mutex> lock(registry().mutex);
+  const std::lock_guard<std::mutex> lock(registry().mutex);  // the check and the insertion at once
+  if (find_locked(registry().cpu, row.format) != nullptr)
+    fail("format '{}': the CPU backend runs it already; expected a new one", t.name);
   registry().cpu.push_back(std::move(row));
 }
 

@@ -1,6 +1,7 @@
 // The one table of kernel overrides (see kernel_overrides.h).
 #include "qjoule/kernels/kernel_overrides.h"
 
+#include <cerrno>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -64,8 +65,9 @@ void check(const KernelOverrideInfo& row, const std::string& value) {
   bool ok = false;
   if (row.values.empty()) {
     char* end = nullptr;
+    errno = 0;
     const long long n = std::strtoll(value.c_str(), &end, 10);
-    ok = end != value.c_str() && *end == '\0' && n >= 1;
+    ok = end != value.c_str() && *end == '\0' && errno != ERANGE && n >= 1;
   } else {
     for (const auto v : row.values) ok = ok || v == value;
   }

@@ -32,8 +32,6 @@ constexpr std::array<CudaFormatPlan, 8> kPlans = {{
 
 }  // namespace
 
-std::span<const CudaFormatPlan> cuda_format_plans() { return kPlans; }
-
 const CudaFormatPlan* cuda_format_plan(Format format) {
   for (const auto& p : kPlans) {
     if (p.format == format) return &p;

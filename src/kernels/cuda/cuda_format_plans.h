@@ -21,8 +21,6 @@ struct CudaFormatPlan {
   std::string_view gemv;                                    // dense: qjoule's decode GEMV ("f16"), "" for none
 };
 
-// Every CUDA row, in quant's table order.
-std::span<const CudaFormatPlan> cuda_format_plans();
 // The row of `format`, or nullptr.
 const CudaFormatPlan* cuda_format_plan(quant::Format format);
 

@@ -35,7 +35,8 @@ __global__ void __launch_bounds__(kNormThreads)
     add_rms_norm_kernel(float* x, const float* residual, int64_t cols, const float* __restrict__ gamma, float eps,
                         float* out, int64_t per_row, int64_t row_stride) {
   __shared__ float scratch[32];
-  const int64_t base = int64_t{blockIdx.x} / per_row * row_stride + int64_t{blockIdx.x} % per_row * cols;
+  const int64_t b = blockIdx.x;  // a row's norm (per_row 1) skips the 64-bit division of a head's
+  const int64_t base = per_row == 1 ? b * row_stride : b / per_row * row_stride + b % per_row * cols;
   float squares = 0.0f;
   if constexpr (kVec) {
     float4* row = reinterpret_cast<float4*>(x + base);
@@ -212,7 +213,7 @@ std::string head_rms_norm_cuda(float* x, int64_t n, int64_t row_stride, int64_t 
     add_rms_norm_kernel<false>
         <<<blocks, kNormThreads, 0, stream>>>(x, nullptr, head_dim, gamma, eps, x, heads, row_stride);
   }
-  return launch_error("head_rms_norm_kernel");
+  return launch_error("add_rms_norm_kernel (heads)");
 }
 
 std::string rms_norm_cuda(const float* x, int64_t rows, int64_t cols, const float* gamma, float eps, float* out,

@@ -70,7 +70,7 @@ TEST(KernelOverrides, ReadsTheValueItTakesAndNothingElse) {
     const ScopedEnv e("QJOULE_TOKENS_PER_PASS", "40");
     EXPECT_EQ(kernel_override_count(KernelOverride::tokens_per_pass), 40);
   }
-  for (const char* bad : {"0", "-3", "4k", "lots"}) {
+  for (const char* bad : {"0", "-3", "4k", "lots", "99999999999999999999"}) {
     const ScopedEnv e("QJOULE_TOKENS_PER_PASS", bad);
     EXPECT_EQ(qjoule::test::error_of([] { (void)kernel_override_count(KernelOverride::tokens_per_pass); }),
               std::string("QJOULE_TOKENS_PER_PASS=") + bad + ": expected a positive number of tokens");

@@ -1,11 +1,8 @@
 #include "kernels/cpu/weight_only/decode_gemv_choice.h"
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <string_view>
 
-#include "qjoule/error.h"
 #include "qjoule/kernels/kernel_overrides.h"
 
 namespace qjoule::kernels::detail {

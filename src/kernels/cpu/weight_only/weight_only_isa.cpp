@@ -1,8 +1,6 @@
 // Which ISA the weight-only kernels dispatch to, and the switches that cap it (scalar by function or by
 // QJOULE_FORCE_SCALAR=1; any level by set_weight_only_isa_limit, for tests and benchmarks).
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"

@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <string>
 #include <cstring>
 #include <iterator>
