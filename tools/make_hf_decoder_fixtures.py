@@ -7,6 +7,12 @@ re-implementation:
                (≠ hidden / heads = 16, as Qwen3's own 128 ≠ 1024 / 16), per-head RMSNorm of q and k
                (q_norm / k_norm, weights [head_dim]), no q/k/v biases, rope_theta 1e6, tied head; F32.
                Tokenizer: tests/fixtures/bpe/llama3 (byte-level, template "<|begin_of_text|> $A").
+  tiny-gemma3  Gemma3ForCausalLM: hidden 64, 3 layers (sliding_window_pattern 3: two sliding-window layers
+               of 8 tokens, then one full), 4 heads / 1 KV head of head_dim 32, query_pre_attn_scalar 24
+               (≠ head_dim), q/k norms, sandwich norms, RMSNorm as (1 + w), GeGLU (gelu_pytorch_tanh),
+               embeddings times sqrt(64), RoPE 1e6 with linear scaling 2 on the full layer and
+               rope_local_base_freq 1e4 on the sliding ones, tied head; F32. Its reference runs 40 tokens
+               (five windows) and greedy decoding past the window. Tokenizer: llama3.
 
 Each folder gets what the tiny decoder fixtures of tools/make_tiny_decoder_fixtures.py have, so that
 every decoder test covers it (tests/model/decoder_fixtures.h):
@@ -14,7 +20,8 @@ every decoder test covers it (tests/model/decoder_fixtures.h):
                         rope_scaling, torch_dtype), not transformers 5's rewritten form
   model.safetensors     transformers' save_pretrained (a tied head stored once)
   tokenizer.json        a copy of the bpe fixture
-  reference.safetensors token_ids I32 [24] and logits F32 [24, vocab] (one causal forward), and
+  reference.safetensors token_ids I32 [n] and logits F32 [n, vocab] (one causal forward; n 24, or 40 for
+                        a sliding-window model), and
                         greedy_prompt I32 [8] with greedy_ids I32 [32]: 32 greedy tokens transformers'
                         generate() gives after the prompt (do_sample=False, no EOS stop)
   reference_ppl.json    perplexity of the first 1000 tokens of ../shared/data/wikitext2/test.txt (ctx
@@ -48,7 +55,7 @@ OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests/fixtures/decoder
 BPE = ROOT / "tests/fixtures/bpe"
 SHARED = ROOT.parent / "shared"
 TEXT = "data/wikitext2/test.txt"  # under SHARED
-SEQ, PROMPT, GREEDY = 24, 8, 32
+PROMPT, GREEDY = 8, 32
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 PPL_CASES = [(1000, 64, 32), (1000, 128, 128)]  # (max_tokens, ctx, stride)
 
@@ -65,9 +72,24 @@ def qwen3_config(vocab_size, bos, eos):
     }
 
 
+def gemma3_config(vocab_size, bos, eos):
+    return {
+        "architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "attn_logit_softcapping": None, "bos_token_id": bos, "eos_token_id": eos, "final_logit_softcapping": None,
+        "head_dim": 32, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 64, "initializer_range": 0.02,
+        "intermediate_size": 128, "max_position_embeddings": 128, "model_type": "gemma3_text",
+        "num_attention_heads": 4, "num_hidden_layers": 3, "num_key_value_heads": 1, "pad_token_id": 0,
+        "query_pre_attn_scalar": 24, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0,
+        "rope_scaling": {"factor": 2.0, "rope_type": "linear"}, "rope_theta": 1000000.0, "sliding_window": 8,
+        "sliding_window_pattern": 3, "torch_dtype": "float32", "use_cache": True, "vocab_size": vocab_size,
+    }
+
+
 MODELS = [
-    # name, bpe fixture, BOS, EOS, config, seed
-    ("tiny-qwen3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", qwen3_config, 20261128),
+    # name, bpe fixture, BOS, EOS, config, seed, tokens of the reference logits, norm weights' centre
+    ("tiny-qwen3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", qwen3_config, 20261128, 24, 1.0),
+    # Gemma's RMSNorm multiplies by 1 + w: weights centred on 0 scale by about 1.
+    ("tiny-gemma3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", gemma3_config, 20261129, 40, 0.0),
 ]
 
 
@@ -75,12 +97,12 @@ def token_id(doc, content):
     return next(t["id"] for t in doc["added_tokens"] if t["content"] == content)
 
 
-def redraw(model, gen):
-    """Wider random weights than transformers' init: matrices N(0, 0.08), norm weights 1 + N(0, 0.1)."""
+def redraw(model, gen, norm_centre):
+    """Wider random weights than transformers' init: matrices N(0, 0.08), norm weights centre + N(0, 0.1)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1:
-                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+                p.copy_(norm_centre + 0.1 * torch.randn(p.shape, generator=gen))
             else:
                 p.copy_(0.08 * torch.randn(p.shape, generator=gen))
 
@@ -89,7 +111,7 @@ def main():
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     text = (SHARED / TEXT).read_text(encoding="utf-8")
-    for name, tok_name, bos_token, eos_token, make_config, seed in MODELS:
+    for name, tok_name, bos_token, eos_token, make_config, seed, seq, norm_centre in MODELS:
         tok_path = BPE / tok_name / "tokenizer.json"
         doc = json.loads(tok_path.read_text(encoding="utf-8"))
         tok = Tokenizer.from_file(str(tok_path))
@@ -104,15 +126,17 @@ def main():
         config._attn_implementation = "eager"
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
         model.eval()
-        redraw(model, gen)
+        redraw(model, gen, norm_centre)
+        if getattr(config, "layer_types", None):
+            print(f"{name}: layer_types {config.layer_types}, sliding_window {config.sliding_window}")
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
-        if cfg.get("tie_word_embeddings"):
+        if model.config.tie_word_embeddings:
             state.pop("lm_head.weight", None)  # stored once, as save_pretrained stores a tied head
         save_file(state, out / "model.safetensors", metadata={"format": "pt"})
         shutil.copyfile(tok_path, out / "tokenizer.json")
 
         ids = tok.encode(SENTENCE, add_special_tokens=True).ids[:12]
-        ids += torch.randint(0, vocab_size, (SEQ - 1 - len(ids),), generator=gen).tolist() + [vocab_size - 1]
+        ids += torch.randint(0, vocab_size, (seq - 1 - len(ids),), generator=gen).tolist() + [vocab_size - 1]
         prompt = ids[:PROMPT]
         with torch.no_grad():
             logits = model(torch.tensor([ids])).logits[0].float()

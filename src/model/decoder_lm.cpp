@@ -37,6 +37,10 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
     auto rope = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
     rope_inv_freq_ = ops_->upload(std::move(rope.inv_freq), "the RoPE frequencies");
     rope_attention_factor_ = rope.attention_factor;
+    if (config_.local_rope_theta > 0.0)
+      rope_local_inv_freq_ = ops_->upload(
+          kernels::make_rope_table(config_.head_dim, config_.local_rope_theta, kernels::RopeScaling{}).inv_freq,
+          "the sliding layers' RoPE frequencies");
   }
   // A pre-quantized Linear asked in another format: its own is built so that the remaining Linears'
   // tensor checks still speak first; the first such question is thrown once every Linear is built.
@@ -84,6 +88,8 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
   };
   for (auto& lp : params.layers) {
     Layer layer;
+    layer.window = config_.window(static_cast<int64_t>(layers_.size()));
+    layer.local_rope = layer.window > 0 && !rope_local_inv_freq_.empty();
     if (lp.fused_qkv) {
       layer.qkv = build(lp.qkv, true);
     } else {
@@ -111,10 +117,16 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
       layer.q_norm = norm(lp.q_norm);
       layer.k_norm = norm(lp.k_norm);
     }
+    if (config_.sandwich_norms) {
+      layer.attn_post_norm = norm(lp.attn_post_norm);
+      layer.mlp_post_norm = norm(lp.mlp_post_norm);
+    }
     layers_.push_back(std::move(layer));
   }
   lm_head_ = build(params.lm_head, false);
   if (format_mismatch) throw *format_mismatch;
+  if (config_.embedding_scale != 1.0f)  // Gemma: the embeddings' rows scaled, not the tied head
+    for (float& e : params.token_embeddings) e *= config_.embedding_scale;
   token_embeddings_ = upload(params.token_embeddings, "the token embeddings");
   position_embeddings_ = upload(params.position_embeddings, "the position embeddings");
   final_norm_ = norm(params.final_norm);
@@ -128,13 +140,16 @@ std::string DecoderLM::nongemm_path() const {
   const bool gated = !layers_.empty() && (layers_.front().gate || layers_.front().gate_up);
   // RoPE over fused q | k | v rows stores k and v in the same operation (rope_store_kv).
   const bool fused_rope = !rope_inv_freq_.empty() && !layers_.empty() && layers_.front().qkv;
-  return fmt::format("{}: embedding_sum, {}{}, {}, causal_attention, {}", ops_->nongemm_path(),
+  const bool geglu = gated && config_.activation != "silu";
+  const bool windowed = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) { return l.window > 0; });
+  return fmt::format("{}: embedding_sum, {}{}, {}, causal_attention{}, {}", ops_->nongemm_path(),
                      rms ? "rms_norm, add_rms_norm" : "add, add_layer_norm", config_.qk_norm ? ", head_rms_norm" : "",
                      fused_rope               ? "rope_store_kv"
                      : rope_inv_freq_.empty() ? "store_kv"
                                               : "rope, store_kv",
-                     fused_mlp                      ? "silu_mul_rows"
-                     : gated                        ? "silu_mul"
+                     windowed ? " (sliding window)" : "",
+                     fused_mlp                      ? (geglu ? "gelu_tanh_mul_rows" : "silu_mul_rows")
+                     : gated                        ? (geglu ? "gelu_tanh_mul" : "silu_mul")
                      : config_.activation == "gelu" ? "gelu_erf"
                                                     : "gelu_tanh");
 }
@@ -203,6 +218,10 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
                       config_.num_kv_heads, config_.head_dim, layer.k_norm.gamma, config_.norm_eps);
   }
   // Each segment's rows over its own cache: q, k and v as views of its rows.
+  const Tensor& inv_freq = layer.local_rope ? rope_local_inv_freq_ : rope_inv_freq_;
+  const float rope_factor = layer.local_rope ? 1.0f : rope_attention_factor_;
+  const float scale =
+      config_.attention_scale > 0.0f ? config_.attention_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   for (const Segment& g : segments) {
     const int64_t layer_floats = g.cache->capacity_ * kvd;
     const Tensor kc = g.cache->k_.slice(index * layer_floats, layer_floats);
@@ -214,20 +233,20 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
     const Tensor v =
         layer.qkv ? s.qkv.slice(first + v_at, g.n * q_stride - v_at) : s.qkv.slice(v_at + g.row * kvd, g.n * kvd);
     if (rope_stores) {
-      ops.rope_store_kv(q, g.n, q_stride, config_.num_heads, config_.num_kv_heads, g.past, rope_inv_freq_,
-                        rope_attention_factor_, kc, vc, kvd);
+      ops.rope_store_kv(q, g.n, q_stride, config_.num_heads, config_.num_kv_heads, g.past, inv_freq, rope_factor, kc,
+                        vc, kvd);
     } else {
       if (rope) {
-        ops.rope(q, g.n, qd, config_.num_heads, g.past, rope_inv_freq_, rope_attention_factor_);
-        ops.rope(k, g.n, kvd, config_.num_kv_heads, g.past, rope_inv_freq_, rope_attention_factor_);
+        ops.rope(q, g.n, qd, config_.num_heads, g.past, inv_freq, rope_factor);
+        ops.rope(k, g.n, kvd, config_.num_kv_heads, g.past, inv_freq, rope_factor);
       }
       ops.store_kv(k, v, kv_stride, kc, vc, kvd, g.past, g.n, kvd);
     }
     ops.causal_attention(q, q_stride, kc, vc, kvd, g.past, g.n, config_.num_heads, config_.num_kv_heads,
-                         config_.head_dim, 1.0f / std::sqrt(static_cast<float>(config_.head_dim)),
-                         s.ctx.slice(g.row * qd, g.n * qd));
+                         config_.head_dim, scale, s.ctx.slice(g.row * qd, g.n * qd), layer.window);
   }
   linear(layer.o, s.ctx, n, s.hn);
+  if (!layer.attn_post_norm.gamma.empty()) norm(layer.attn_post_norm, s.hn, n, s.hn);
 }
 
 // Reads the normalized input in s.hn; leaves the down projection in s.hn (the caller adds it to s.x).
@@ -235,19 +254,21 @@ void DecoderLM::mlp_block(const Layer& layer, const Scratch& s, int64_t n) const
   GraphOps& ops = *ops_;
   const int64_t f = config_.intermediate_size;
   const Tensor* act = &s.a;
+  const Gate gate = config_.activation == "silu" ? Gate::silu : Gate::gelu_tanh;  // SwiGLU, or Gemma's GeGLU
   if (layer.gate_up) {
     linear(layer.gate_up, s.hn, n, s.g);
-    ops.silu_mul_rows(s.g, n, f, s.a);
+    ops.gated_mul_rows(gate, s.g, n, f, s.a);
   } else if (layer.gate) {
     linear(layer.up, s.hn, n, s.a);
     linear(layer.gate, s.hn, n, s.g);
-    ops.silu_mul(s.g, s.a, n * f);
+    ops.gated_mul(gate, s.g, s.a, n * f);
     act = &s.g;
   } else {
     linear(layer.up, s.hn, n, s.a);
     ops.activation(config_.activation == "gelu" ? Activation::gelu_erf : Activation::gelu_tanh, s.a, n * f);
   }
   linear(layer.down, *act, n, s.hn);
+  if (!layer.mlp_post_norm.gamma.empty()) norm(layer.mlp_post_norm, s.hn, n, s.hn);
 }
 
 double DecoderLM::forward_timed(const int32_t* ids, int64_t n, KvCache& cache, float* logits,
@@ -370,7 +391,8 @@ std::size_t DecoderLM::bytes_held() const {
       token_embeddings_.bytes() + position_embeddings_.bytes() + final_norm_.gamma.bytes() + final_norm_.beta.bytes();
   for (const auto& l : layers_)
     total += l.attn_norm.gamma.bytes() + l.attn_norm.beta.bytes() + l.mlp_norm.gamma.bytes() + l.mlp_norm.beta.bytes() +
-             l.q_norm.gamma.bytes() + l.k_norm.gamma.bytes();
+             l.q_norm.gamma.bytes() + l.k_norm.gamma.bytes() + l.attn_post_norm.gamma.bytes() +
+             l.mlp_post_norm.gamma.bytes();
   for (const auto& l : all_linears_) total += l.linear->bytes_held();
   return total;
 }

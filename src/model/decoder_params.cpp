@@ -75,6 +75,8 @@ class DecoderParamReader {
     LayerNormParams n;
     n.name = name;
     n.gamma = read(name + ".weight", {width});
+    if (cfg_.norm_offset_one)  // Gemma: applied as 1 + w, in FP32 as transformers computes it
+      for (float& g : n.gamma) g = 1.0f + g;
     if (beta) n.beta = read(name + ".bias", {width});
     return n;
   }
@@ -130,10 +132,16 @@ class DecoderParamReader {
 void load_llama_layers(const DecoderParamReader& r, const DecoderConfig& c, DecoderParams& out) {
   const int64_t h = c.hidden_size, f = c.intermediate_size;
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string l = fmt::format("model.layers.{}.", i);
+    const std::string l = fmt::format("{}layers.{}.", c.prefix, i);
     DecoderLayerParams layer;
     layer.attn_norm = r.norm(l + "input_layernorm", false);
-    layer.mlp_norm = r.norm(l + "post_attention_layernorm", false);
+    if (c.sandwich_norms) {
+      layer.attn_post_norm = r.norm(l + "post_attention_layernorm", false);
+      layer.mlp_norm = r.norm(l + "pre_feedforward_layernorm", false);
+      layer.mlp_post_norm = r.norm(l + "post_feedforward_layernorm", false);
+    } else {
+      layer.mlp_norm = r.norm(l + "post_attention_layernorm", false);
+    }
     layer.q = r.linear(l + "self_attn.q_proj", c.q_dim(), h, c.qkv_bias);
     layer.k = r.linear(l + "self_attn.k_proj", c.kv_dim(), h, c.qkv_bias);
     layer.v = r.linear(l + "self_attn.v_proj", c.kv_dim(), h, c.qkv_bias);
@@ -147,7 +155,7 @@ void load_llama_layers(const DecoderParamReader& r, const DecoderConfig& c, Deco
     layer.down = r.linear(l + "mlp.down_proj", h, f, c.mlp_bias);
     out.layers.push_back(std::move(layer));
   }
-  out.final_norm = r.norm("model.norm", false);
+  out.final_norm = r.norm(c.prefix + "norm", false);
 }
 
 void load_gpt2_layers(const DecoderParamReader& r, const DecoderConfig& c, DecoderParams& out) {
@@ -175,13 +183,13 @@ DecoderParams load_decoder_params(const io::Checkpoint& ck, const DecoderConfig&
   DecoderParams out;
   out.config = cfg;
   const bool gpt2 = cfg.arch == DecoderArch::Gpt2;
-  const std::string embeddings = gpt2 ? cfg.prefix + "wte.weight" : "model.embed_tokens.weight";
+  const std::string embeddings = cfg.prefix + (gpt2 ? "wte.weight" : "embed_tokens.weight");
   out.token_embeddings = r.read(embeddings, {cfg.vocab_size, cfg.hidden_size});
   if (gpt2)
     load_gpt2_layers(r, cfg, out);
   else
     load_llama_layers(r, cfg, out);
-  out.lm_head = r.lm_head(cfg.tie_word_embeddings ? embeddings : "lm_head.weight");
+  out.lm_head = r.lm_head(cfg.tie_word_embeddings ? embeddings : cfg.lm_head_tensor);
   if (defer_linears) {
     out.load_linear = [&ck, sources = r.sources()](LinearParams& p) {
       const auto it = sources->find(p.name);

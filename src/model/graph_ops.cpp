@@ -147,16 +147,18 @@ void GraphOps::add(const Tensor& x, const Tensor& y, int64_t n) {
   run_add(x, y, n);
 }
 
-void GraphOps::silu_mul(const Tensor& gate, const Tensor& up, int64_t n) {
-  check_tensor(gate, device(), DType::f32, n, "SwiGLU", "the gate");
-  check_tensor(up, device(), DType::f32, n, "SwiGLU", "up");
-  run_silu_mul(gate, up, n);
+void GraphOps::gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n) {
+  const char* op = act == Gate::silu ? "SwiGLU" : "GeGLU";
+  check_tensor(gate, device(), DType::f32, n, op, "the gate");
+  check_tensor(up, device(), DType::f32, n, op, "up");
+  run_gated_mul(act, gate, up, n);
 }
 
-void GraphOps::silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) {
-  check_tensor(gate_up, device(), DType::f32, rows * 2 * cols, "SwiGLU", "gate|up");
-  check_tensor(out, device(), DType::f32, rows * cols, "SwiGLU", "the output");
-  run_silu_mul_rows(gate_up, rows, cols, out);
+void GraphOps::gated_mul_rows(Gate act, const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) {
+  const char* op = act == Gate::silu ? "SwiGLU" : "GeGLU";
+  check_tensor(gate_up, device(), DType::f32, rows * 2 * cols, op, "gate|up");
+  check_tensor(out, device(), DType::f32, rows * cols, op, "the output");
+  run_gated_mul_rows(act, gate_up, rows, cols, out);
 }
 
 void GraphOps::store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache,
@@ -211,14 +213,16 @@ void GraphOps::run_rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_strid
 
 void GraphOps::causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                                 int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                                int64_t head_dim, float scale, const Tensor& ctx) {
+                                int64_t head_dim, float scale, const Tensor& ctx, int64_t window) {
   if (n_new <= 0) return;
+  if (window < 0) fail("causal attention: window = {}, expected 0 (none) or a positive number of keys", window);
   const int64_t keys = past + n_new, kv_width = kv_heads * head_dim;
   check_tensor(q, device(), DType::f32, (n_new - 1) * q_stride + heads * head_dim, "causal attention", "q");
   check_tensor(k_cache, device(), DType::f32, (keys - 1) * kv_stride + kv_width, "causal attention", "the key cache");
   check_tensor(v_cache, device(), DType::f32, (keys - 1) * kv_stride + kv_width, "causal attention", "the value cache");
   check_tensor(ctx, device(), DType::f32, n_new * heads * head_dim, "causal attention", "the context");
-  run_causal_attention(q, q_stride, k_cache, v_cache, kv_stride, past, n_new, heads, kv_heads, head_dim, scale, ctx);
+  run_causal_attention(q, q_stride, k_cache, v_cache, kv_stride, past, n_new, heads, kv_heads, head_dim, scale, ctx,
+                       window);
 }
 
 }  // namespace qjoule::model

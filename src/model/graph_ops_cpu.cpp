@@ -139,12 +139,12 @@ class CpuGraphOps final : public GraphOps {
     kernels::rms_norm_f32(x.f32(), rows, cols, gamma.f32(), eps, out.f32());
   }
 
-  void run_silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) override {
+  void run_gated_mul_rows(Gate act, const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) override {
     for (int64_t r = 0; r < rows; ++r) {
       float* o = out.f32() + r * cols;
       const float* g = gate_up.f32() + r * 2 * cols;
       if (o != g) std::memmove(o, g, static_cast<std::size_t>(cols) * 4);
-      kernels::silu_mul_f32(o, g + cols, cols);
+      run_gated(act, o, g + cols, cols);
     }
   }
 
@@ -162,8 +162,8 @@ class CpuGraphOps final : public GraphOps {
     for (int64_t i = 0; i < n; ++i) a[i] += b[i];
   }
 
-  void run_silu_mul(const Tensor& gate, const Tensor& up, int64_t n) override {
-    kernels::silu_mul_f32(gate.f32(), up.f32(), n);
+  void run_gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n) override {
+    run_gated(act, gate.f32(), up.f32(), n);
   }
 
   void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
@@ -174,12 +174,20 @@ class CpuGraphOps final : public GraphOps {
 
   void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                             int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                            int64_t head_dim, float scale, const Tensor& ctx) override {
+                            int64_t head_dim, float scale, const Tensor& ctx, int64_t window) override {
     kernels::causal_attention_f32(q.f32(), q_stride, k_cache.f32(), v_cache.f32(), kv_stride, position_or(past), n_new,
-                                  heads, kv_heads, head_dim, scale, ctx.f32());
+                                  heads, kv_heads, head_dim, scale, ctx.f32(), window);
   }
 
  private:
+  static void run_gated(Gate act, float* gate, const float* up, int64_t n) {
+    if (act == Gate::silu) {
+      kernels::silu_mul_f32(gate, up, n);
+    } else {
+      kernels::gelu_tanh_mul_f32(gate, up, n);
+    }
+  }
+
   // The position the operation runs at: the position source's value when one is set.
   int64_t position_or(int64_t argument) const {
     return position_source().empty() ? argument : static_cast<int64_t>(*position_source().i32());

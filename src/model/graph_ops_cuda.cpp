@@ -293,7 +293,9 @@ class CudaGraphOps final : public GraphOps {
              "residual add + RMSNorm");
   }
 
-  void run_silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) override {
+  void run_gated_mul_rows(Gate act, const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) override {
+    if (act == Gate::gelu_tanh)
+      return launched(cd::gelu_tanh_mul_rows_cuda(gate_up.f32(), rows, cols, out.f32(), s_->stream), "GeGLU");
     launched(cd::silu_mul_rows_cuda(gate_up.f32(), rows, cols, out.f32(), s_->stream), "SwiGLU");
   }
 
@@ -308,7 +310,8 @@ class CudaGraphOps final : public GraphOps {
     launched(cd::add_cuda(x.f32(), y.f32(), n, s_->stream), "residual add");
   }
 
-  void run_silu_mul(const Tensor& gate, const Tensor& up, int64_t n) override {
+  void run_gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n) override {
+    if (act == Gate::gelu_tanh) return launched(cd::gelu_tanh_mul_cuda(gate.f32(), up.f32(), n, s_->stream), "GeGLU");
     launched(cd::silu_mul_cuda(gate.f32(), up.f32(), n, s_->stream), "SwiGLU");
   }
 
@@ -330,12 +333,13 @@ class CudaGraphOps final : public GraphOps {
 
   void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                             int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                            int64_t head_dim, float scale, const Tensor& ctx) override {
+                            int64_t head_dim, float scale, const Tensor& ctx, int64_t window) override {
     // Room for every key the cache holds when the position is read on the device.
     const int64_t max_keys = (k_cache.size() - kv_heads * head_dim) / kv_stride + 1;
     const int32_t* position = position_device();
     if (n_new == 1) {  // a decode step: split across blocks, the group's query heads sharing one K / V read
-      const auto plan = cd::decode_attention_plan(heads, kv_heads, head_dim, position != nullptr ? max_keys : past + 1);
+      const auto plan = cd::decode_attention_plan(
+          heads, kv_heads, head_dim, cd::decode_attention_keys(past, position != nullptr, max_keys, window));
       if (plan.fits) {
         // Sized for the whole cache, so that it grows only for a longer cache; a recorded step may still
         // point at the old one, which is kept (not freed) while the backend lives.
@@ -351,13 +355,14 @@ class CudaGraphOps final : public GraphOps {
         }
         return launched(cd::decode_attention_cuda(q.f32(), k_cache.f32(), v_cache.f32(), kv_stride, past, position,
                                                   max_keys, heads, kv_heads, head_dim, scale, attention_scratch_.f32(),
-                                                  attention_scratch_.size(), ctx.f32(), s_->stream),
+                                                  attention_scratch_.size(), ctx.f32(), window, s_->stream),
                         "decode attention");
       }
     }
-    launched(cd::causal_attention_cuda(q.f32(), q_stride, k_cache.f32(), v_cache.f32(), kv_stride, past, position,
-                                       max_keys, n_new, heads, kv_heads, head_dim, scale, ctx.f32(), s_->stream),
-             "causal attention");
+    launched(
+        cd::causal_attention_cuda(q.f32(), q_stride, k_cache.f32(), v_cache.f32(), kv_stride, past, position, max_keys,
+                                  n_new, heads, kv_heads, head_dim, scale, ctx.f32(), window, s_->stream),
+        "causal attention");
   }
 
  private:

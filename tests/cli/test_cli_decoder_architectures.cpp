@@ -1,7 +1,7 @@
 // The decoder architectures checked against Hugging Face transformers itself
-// (tools/make_hf_decoder_fixtures.py: tiny-qwen3), through every command that takes a decoder, as a user
-// runs them: ppl in every CPU format (and calibrated int4), generate, score, bench, and export (GPTQ
-// safetensors read back, GGUF).
+// (tools/make_hf_decoder_fixtures.py: tiny-qwen3, tiny-gemma3), through every command that takes a decoder,
+// as a user runs them: ppl in every CPU format (and calibrated int4), generate, score, bench, and export
+// (GPTQ safetensors read back, GGUF where qjoule writes the architecture).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +36,9 @@ fs::path text_file(const fs::path& dir) {
 
 class DecoderArchitecture : public ::testing::TestWithParam<std::string> {};
 
+// The checkpoint's block Linears: 7 a layer.
+int block_linears(const std::string& fixture) { return fixture == "tiny-gemma3" ? 3 * 7 : 2 * 7; }
+
 TEST_P(DecoderArchitecture, PplRunsInEveryCpuFormatAndCalibrated) {
   const auto dir = qjoule::test::temp_dir("cli_arch_ppl_" + GetParam());
   const std::string common = qjoule() + " ppl --model " + decoder(GetParam()) + " --text " + text_file(dir).string() +
@@ -46,7 +49,8 @@ TEST_P(DecoderArchitecture, PplRunsInEveryCpuFormatAndCalibrated) {
     const auto r = run_command(common + " --precision " + p + " --kl-base " + (dir / "fp32.kl").string() + " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << p << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("ΔPPL")) << p;
-    EXPECT_THAT(r.output, HasSubstr(" ×14")) << p << ": all 14 block Linears in it";
+    EXPECT_THAT(r.output, HasSubstr(" ×" + std::to_string(block_linears(GetParam()))))
+        << p << ": every block Linear in it";
   }
   for (const std::string p : {"int4:g=32:gptq", "int4:g=32:awq"}) {
     const auto r = run_command(common + " --precision " + p + " --calib " + text_file(dir).string() +
@@ -89,14 +93,21 @@ TEST_P(DecoderArchitecture, ExportsGptqThatReadsBackAndGguf) {
   ASSERT_EQ(back.exit_code, 0) << back.output;
   const auto gguf = run_command(qjoule() + " export --model " + decoder(GetParam()) +
                                 " --precision int4:g=32:sym --to gguf --out " + (dir / "m.gguf").string() + " 2>&1");
+  if (GetParam() == "tiny-gemma3") {  // not written yet: one line saying so, nothing written
+    EXPECT_NE(gguf.exit_code, 0);
+    EXPECT_THAT(gguf.output, HasSubstr("--to gguf: Gemma 3 is not exported yet"));
+    EXPECT_FALSE(fs::exists(dir / "m.gguf"));
+    return;
+  }
   ASSERT_EQ(gguf.exit_code, 0) << gguf.output;
   EXPECT_TRUE(fs::exists(dir / "m.gguf"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderArchitecture, ::testing::Values("tiny-qwen3"), [](const auto& param_info) {
-  std::string s = param_info.param;
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderArchitecture, ::testing::Values("tiny-qwen3", "tiny-gemma3"),
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
 
 }  // namespace

@@ -329,8 +329,7 @@ TEST_P(PerplexityReference, Fp32PerplexityOnWikiText2EqualsPyTorchs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, PerplexityReference,
-                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, PerplexityReference, ::testing::ValuesIn(qjoule::test::decoder_fixture_names()),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');

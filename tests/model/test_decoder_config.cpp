@@ -175,19 +175,6 @@ TEST(DecoderConfig, UnsupportedSettingsAreOneClearLine) {
   EXPECT_NE(m3.find("activation_function = 'relu'"), std::string::npos) << m3;
 }
 
-TEST(DecoderConfig, SlidingWindowLimitsThePositions) {
-  const auto dir = edited_copy("tiny-llama", "window", [](json& c) {
-    c["model_type"] = "mistral";
-    c["architectures"] = {"MistralForCausalLM"};
-    c["rope_scaling"] = nullptr;
-    c["sliding_window"] = 16;
-  });
-  const auto c = load_config(dir);
-  EXPECT_EQ(c.max_positions, 16);
-  ASSERT_FALSE(c.inferred_fields.empty());
-  EXPECT_NE(c.inferred_fields.back().find("sliding_window = 16"), std::string::npos);
-}
-
 TEST(DecoderConfig, ShapesThatDisagreeWithTheConfigNameTheTensor) {
   const auto dir = edited_copy("tiny-llama", "ffn", [](json& c) { c["intermediate_size"] = 7; });
   const auto m = error_of([&] { (void)qjoule::model::load_decoder_lm(dir); });

@@ -21,6 +21,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "decoder_fixtures.h"
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/model/cuda_linear_factory.h"
 #include "qjoule/model/decoder_lm.h"
@@ -71,7 +72,7 @@ TEST(DecoderGpu, GraphDecodeEqualsKernelByKernelAndTheCpuInEveryFormat) {
   if (!status.usable) GTEST_SKIP() << "no usable GPU: " << status.reason;
   const std::vector<int32_t> prompt{5, 17, 42, 9, 3, 11, 7, 2};
   const int steps = 48;
-  for (const std::string name : {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2"}) {
+  for (const std::string& name : qjoule::test::decoder_fixture_names()) {
     const auto dir = test::fixtures_dir() / "decoders" / name;
     const bool narrow = name != "tiny-llama";  // hidden 64: int4 groups of 64 at most
     for (const std::string p :
@@ -117,7 +118,7 @@ TEST(DecoderGpu, GraphDecodeEqualsKernelByKernelAndTheCpuInEveryFormat) {
 TEST(DecoderGpu, BatchedForwardGivesEachSequenceTheCpusLogits) {
   const auto& status = kernels::cuda_device_status();
   if (!status.usable) GTEST_SKIP() << "no usable GPU: " << status.reason;
-  for (const std::string name : {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2"}) {
+  for (const std::string& name : qjoule::test::decoder_fixture_names()) {
     const auto dir = test::fixtures_dir() / "decoders" / name;
     for (const std::string p : {"fp32", "int4:g32:asym"}) {
       SCOPED_TRACE(name + " " + p);

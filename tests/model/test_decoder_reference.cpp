@@ -126,7 +126,7 @@ TEST_P(DecoderReferenceTest, StreamedFp32ModelEqualsTheResidentOneAndHoldsNoLine
 // transformers' own generate() (the fixtures of tools/make_hf_decoder_fixtures.py): the same 32 greedy
 // tokens after the prompt, the prompt prefilled and each token then decoded through the KV cache.
 TEST(DecoderGreedy, ThirtyTwoGreedyTokensEqualTransformers) {
-  for (const std::string name : {"tiny-qwen3"}) {
+  for (const std::string name : {"tiny-qwen3", "tiny-gemma3"}) {
     const auto ref = qjoule::test::read_greedy_reference(name);
     ASSERT_EQ(ref.tokens.size(), 32u) << name;
     const auto model = load_decoder_lm(decoder_fixture(name));
@@ -145,8 +145,7 @@ TEST(DecoderGreedy, ThirtyTwoGreedyTokensEqualTransformers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderReferenceTest,
-                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderReferenceTest, ::testing::ValuesIn(qjoule::test::decoder_fixture_names()),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');
@@ -159,8 +158,9 @@ namespace {
 
 // Every CPU format runs on every fixture and says which kernel ran. Its logits equal those of its
 // fake-quantized twin (--emulate: the same quantizers, FP32 oneDNN products) within 1e-3 relative RMS
-// (only accumulation order differs; 5e-3 for int8, whose per-token activation rounding can flip on
-// such differences: measured 2.7e-3), and stay within a budget of FP32's in relative RMS: bf16/fp16
+// (only accumulation order differs; 1e-2 for int8, whose per-token activation rounding can flip on
+// such differences: measured 2.7e-3, and 6.3e-3 on tiny-gemma3, whose norms after each block rescale
+// the block's small outputs), and stay within a budget of FP32's in relative RMS: bf16/fp16
 // 1%, w8/int8 5%, int4/nf4 50% (random Gaussian weights this small are 4-bit's worst case; measured
 // 0.18–0.45, and exactly the emulated figure).
 class DecoderFormatTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
@@ -218,7 +218,7 @@ TEST_P(DecoderFormatTest, RunsTheFormatsKernelLikeItsEmulatedTwinAndNearFp32) {
     bf16_compute =
         bf16_compute || path.find("bf16_panel") != std::string::npos || path.find("avx512_bf16:") != std::string::npos;
   }
-  const double twin_budget = bf16_compute && precision != "bf16" ? 2e-2 : precision == "int8" ? 5e-3 : 1e-3;
+  const double twin_budget = bf16_compute && precision != "bf16" ? 2e-2 : precision == "int8" ? 1e-2 : 1e-3;
   EXPECT_LE(relative_rms(e, b), twin_budget) << "vs the emulated twin";
   const bool four_bit = precision == "int4" || precision == "nf4";
   const bool eight_bit = precision == "int8" || precision == "w8";
@@ -226,7 +226,7 @@ TEST_P(DecoderFormatTest, RunsTheFormatsKernelLikeItsEmulatedTwinAndNearFp32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, DecoderFormatTest,
-                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2"),
+                         ::testing::Combine(::testing::ValuesIn(qjoule::test::decoder_fixture_names()),
                                             ::testing::Values("bf16", "fp16", "int8", "w8", "int4", "nf4")),
                          [](const auto& param_info) {
                            std::string s = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);

@@ -205,9 +205,9 @@ class RecordingOps final : public GraphOps {
     ++calls["add_rms_norm"];
     cpu->add_rms_norm(x, r, rows, cols, g, eps, out);
   }
-  void run_silu_mul_rows(const Tensor& gu, int64_t rows, int64_t cols, const Tensor& out) override {
-    ++calls["silu_mul_rows"];
-    cpu->silu_mul_rows(gu, rows, cols, out);
+  void run_gated_mul_rows(Gate act, const Tensor& gu, int64_t rows, int64_t cols, const Tensor& out) override {
+    ++calls[act == Gate::silu ? "silu_mul_rows" : "gelu_tanh_mul_rows"];
+    cpu->gated_mul_rows(act, gu, rows, cols, out);
   }
   void run_store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& kc, const Tensor& vc,
                     int64_t kv_stride, int64_t past, int64_t n, int64_t cols) override {
@@ -215,9 +215,9 @@ class RecordingOps final : public GraphOps {
     cpu->set_position_source(position_source());
     cpu->store_kv(k, v, src_stride, kc, vc, kv_stride, past, n, cols);
   }
-  void run_silu_mul(const Tensor& g, const Tensor& u, int64_t n) override {
-    ++calls["silu_mul"];
-    cpu->silu_mul(g, u, n);
+  void run_gated_mul(Gate act, const Tensor& g, const Tensor& u, int64_t n) override {
+    ++calls[act == Gate::silu ? "silu_mul" : "gelu_tanh_mul"];
+    cpu->gated_mul(act, g, u, n);
   }
   void run_rope(const Tensor& x, int64_t n, int64_t stride, int64_t heads, int64_t first, const Tensor& inv_freq,
                 float factor) override {
@@ -226,11 +226,11 @@ class RecordingOps final : public GraphOps {
     cpu->rope(x, n, stride, heads, first, inv_freq, factor);
   }
   void run_causal_attention(const Tensor& q, int64_t qs, const Tensor& k, const Tensor& v, int64_t kvs, int64_t past,
-                            int64_t n, int64_t heads, int64_t kv_heads, int64_t hd, float scale,
-                            const Tensor& ctx) override {
+                            int64_t n, int64_t heads, int64_t kv_heads, int64_t hd, float scale, const Tensor& ctx,
+                            int64_t window) override {
     ++calls["causal_attention"];
     cpu->set_position_source(position_source());
-    cpu->causal_attention(q, qs, k, v, kvs, past, n, heads, kv_heads, hd, scale, ctx);
+    cpu->causal_attention(q, qs, k, v, kvs, past, n, heads, kv_heads, hd, scale, ctx, window);
   }
 };
 

@@ -25,6 +25,10 @@ void head_rms_norm_f32_ref(float* x, int64_t n, int64_t row_stride, int64_t head
 void silu_mul_f32(float* gate, const float* up, int64_t n);
 void silu_mul_f32_ref(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu_tanh(gate[i]) · up[i], in place over n values (GeGLU: Gemma's gelu_pytorch_tanh MLP).
+void gelu_tanh_mul_f32(float* gate, const float* up, int64_t n);
+void gelu_tanh_mul_f32_ref(float* gate, const float* up, int64_t n);
+
 // GPT-2's "gelu_new": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), in place.
 void gelu_tanh_f32(float* x, int64_t n);
 void gelu_tanh_f32_ref(float* x, int64_t n);
@@ -68,13 +72,15 @@ void apply_rope_f32_ref(float* x, int64_t n_tokens, int64_t row_stride, int64_t 
 // k_cache, v_cache: [>= past + n_new, kv_stride]; rows [0, past + n_new) are valid (the new tokens'
 // keys and values already written at rows past .. past+n_new-1); kv head g in columns [g·head_dim, ...).
 // Query head h reads kv head h / (heads / kv_heads). New token t (position past + t) attends to cache
-// rows 0 .. past + t. ctx: [n_new, heads·head_dim] = softmax(q·kᵀ·scale)·v per head.
+// rows 0 .. past + t; with a sliding `window` > 0 only rows past + t − window + 1 .. past + t (Hugging
+// Face's sliding-window mask: position − key < window). ctx: [n_new, heads·head_dim] = softmax(q·kᵀ·scale)·v
+// per head.
 void causal_attention_f32(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
                           int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                          int64_t head_dim, float scale, float* ctx);
+                          int64_t head_dim, float scale, float* ctx, int64_t window = 0);
 void causal_attention_f32_ref(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
                               int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                              int64_t head_dim, float scale, float* ctx);
+                              int64_t head_dim, float scale, float* ctx, int64_t window = 0);
 
 // Row-wise log-softmax: out[r, :] = x[r, :] − logsumexp(x[r, :]) (double accumulation of the sum).
 void log_softmax_f32(const float* x, int64_t rows, int64_t cols, float* out);

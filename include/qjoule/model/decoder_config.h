@@ -1,4 +1,4 @@
-// Hugging Face config.json for decoder language models (Llama family, Qwen2, Qwen3, GPT-2), reconciled with
+// Hugging Face config.json for decoder language models (Llama family, Qwen2, Qwen3, Gemma 3, GPT-2), reconciled with
 // the checkpoint's tensor shapes: fields missing from config.json are inferred from the tensors where
 // they can be (vocab, hidden, layers, positions, KV heads, intermediate size), and a field that
 // disagrees with the tensors is an error naming both values.
@@ -16,12 +16,13 @@
 
 namespace qjoule::model {
 
-enum class DecoderArch { Llama, Qwen2, Qwen3, Gpt2 };
+enum class DecoderArch { Llama, Qwen2, Qwen3, Gemma3, Gpt2 };
 
 struct DecoderConfig {
   DecoderArch arch = DecoderArch::Llama;
-  std::string model_type;    // "llama" | "mistral" | "qwen2" | "qwen3" | "gpt2"
+  std::string model_type;    // "llama" | "mistral" | "qwen2" | "qwen3" | "gemma3_text" | "gemma3" | "gpt2"
   std::string architecture;  // "LlamaForCausalLM" | "MistralForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM" |
+                             // "Gemma3ForCausalLM" | "Gemma3ForConditionalGeneration" (its text part) |
                              // "GPT2LMHeadModel"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -33,21 +34,37 @@ struct DecoderConfig {
   int64_t max_positions = 0;
   float norm_eps = 1e-5f;  // rms_norm_eps (Llama, Qwen2) or layer_norm_epsilon (GPT-2)
   double rope_theta = 10000.0;
-  kernels::RopeScaling rope_scaling;  // Llama / Qwen2 only
-  bool tie_word_embeddings = false;   // lm_head shares the token embeddings (no lm_head.weight tensor)
-  bool qkv_bias = false;              // Q/K/V projections have biases (Qwen2, GPT-2, attention_bias)
-  bool o_bias = false;                // attention output has a bias (GPT-2, attention_bias)
-  bool mlp_bias = false;              // MLP projections have biases (GPT-2, mlp_bias)
-  bool qk_norm = false;               // each head of q and k RMS-normalized before RoPE (Qwen3: q_norm, k_norm)
-  std::string activation;             // "silu" (SwiGLU) or "gelu_new" (GPT-2, tanh approximation)
+  kernels::RopeScaling rope_scaling;  // RoPE models (of the full-attention layers, where they differ)
+  // Per layer, the keys its attention reads: 0 every earlier token, w > 0 the last w (a sliding window,
+  // Hugging Face's mask: position − key < w). Empty: every layer 0.
+  std::vector<int64_t> layer_window;
+  // Gemma 3: the sliding-window layers' own RoPE base (rope_local_base_freq), no scaling; 0: one RoPE.
+  double local_rope_theta = 0.0;
+  float attention_scale = 0.0f;  // softmax(q·kᵀ·scale): 0 means 1/sqrt(head_dim); Gemma 3: query_pre_attn_scalar^−½
+  float embedding_scale = 1.0f;      // Gemma: the token embeddings times sqrt(hidden_size) (not the tied head)
+  bool sandwich_norms = false;       // Gemma 3: RMSNorms after attention and after the MLP too, before the residual add
+  bool norm_offset_one = false;      // Gemma: RMSNorm weights stored as w, applied as 1 + w (folded in when read)
+  bool tie_word_embeddings = false;  // lm_head shares the token embeddings (no lm_head.weight tensor)
+  bool qkv_bias = false;             // Q/K/V projections have biases (Qwen2, GPT-2, attention_bias)
+  bool o_bias = false;               // attention output has a bias (GPT-2, attention_bias)
+  bool mlp_bias = false;             // MLP projections have biases (GPT-2, mlp_bias)
+  bool qk_norm = false;              // each head of q and k RMS-normalized before RoPE (Qwen3: q_norm, k_norm)
+  std::string
+      activation;  // "silu" (SwiGLU), "gelu_pytorch_tanh" (Gemma's GeGLU) or "gelu_new" (GPT-2, tanh approximation)
   std::optional<int32_t> bos_token_id, eos_token_id;
-  std::string prefix;                        // tensor-name prefix: "model." (Llama/Qwen2), "transformer." or "" (GPT-2)
+  // Tensor-name prefix: "model." (Llama / Qwen / Gemma3ForCausalLM), "language_model.model." or
+  // "model.language_model." (Gemma3ForConditionalGeneration), "transformer." or "" (GPT-2).
+  std::string prefix;
+  std::string lm_head_tensor;                // the untied head's weight: "lm_head.weight" (or under language_model.)
   std::vector<std::string> inferred_fields;  // fields that came from tensor shapes, not config.json
   // A pre-quantized checkpoint's method and layout (GPTQ / AWQ, Llama family): its Linears are read
   // from their packed tensors (model/prequantized/prequantized_linear.h); nullopt for an unquantized checkpoint.
   std::optional<CheckpointQuantization> quantization;
 
   int64_t q_dim() const { return num_heads * head_dim; }
+  int64_t window(int64_t layer) const {
+    return layer_window.empty() ? 0 : layer_window.at(static_cast<std::size_t>(layer));
+  }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
 };
 

@@ -1,5 +1,6 @@
-// A decoder language model (Llama / Qwen2 / Qwen3 / GPT-2): token (and, for GPT-2, position) embeddings,
-// pre-norm transformer blocks with causal grouped-query attention over a KV cache, the final norm and
+// A decoder language model (Llama / Qwen2 / Qwen3 / Gemma 3 / GPT-2): token (and, for GPT-2, position)
+// embeddings, pre-norm transformer blocks with causal grouped-query attention over a KV cache (through a
+// sliding window in the layers the config names), the final norm and
 // lm_head. Each Linear is built by a factory, so the same model runs FP32 or any quantized format;
 // embeddings, norms and lm_head stay FP32 unless the policy names them. The forward graph is written
 // once against GraphOps (graph_ops.h): on the CPU backend (the default), or on the CUDA backend with
@@ -123,6 +124,9 @@ class DecoderLM {
     OwnedLinear qkv, q, k, v, o, gate_up, gate, up, down;  // qkv: [q | k | v] rows; gate_up: [gate | up]
     Norm attn_norm, mlp_norm;
     Norm q_norm, k_norm;  // config.qk_norm: each head's RMSNorm before RoPE (gamma [head_dim]); else empty
+    Norm attn_post_norm, mlp_post_norm;  // config.sandwich_norms: on each block's output; else empty
+    int64_t window = 0;                  // the keys its attention reads (0: all)
+    bool local_rope = false;             // RoPE from rope_local_inv_freq_ (Gemma 3's sliding layers)
   };
   // The activations of one forward of n tokens.
   struct Scratch {
@@ -164,6 +168,7 @@ class DecoderLM {
   OwnedLinear lm_head_;
   Tensor rope_inv_freq_;
   float rope_attention_factor_ = 1.0f;
+  Tensor rope_local_inv_freq_;  // config.local_rope_theta > 0: the sliding layers' RoPE (no scaling)
   struct NamedLinear {
     std::string name;
     const kernels::Linear* linear;

@@ -21,14 +21,20 @@ namespace qjoule::model {
 // Llama / Qwen2 / Qwen3 block (pre-norm, RMSNorm without beta):
 //   x += o(attention(rope(q(n1(x))), rope(k(n1(x))), v(n1(x))));  x += down(silu(gate(n2(x))) · up(n2(x)))
 //   Qwen3: each head of q and of k RMS-normalized (q_norm, k_norm: [head_dim]) before RoPE.
+//   Gemma 3: the same with q/k norms, GeGLU (gelu_tanh) for silu, and sandwich norms: attention's output and
+//   the MLP's each RMS-normalized before the residual add (attn_post_norm, mlp_post_norm); every norm's
+//   weight read as 1 + w.
 // GPT-2 block (pre-norm, LayerNorm):
 //   x += o(attention(qkv(n1(x))));  x += down(gelu_tanh(up(n2(x))))      (qkv = c_attn, up = c_fc, down = c_proj)
 struct DecoderLayerParams {
   LayerNormParams attn_norm, mlp_norm;  // beta empty for RMSNorm
   LayerNormParams q_norm, k_norm;       // config.qk_norm only: RMSNorm of each head, gamma [head_dim]
-  bool fused_qkv = false;               // GPT-2: one Linear `qkv` whose output columns are [q | k | v]
-  LinearParams qkv;                     // fused_qkv only
-  LinearParams q, k, v;                 // !fused_qkv
+  // config.sandwich_norms only (Gemma 3): post_attention_layernorm, post_feedforward_layernorm. There
+  // attn_norm is input_layernorm and mlp_norm pre_feedforward_layernorm.
+  LayerNormParams attn_post_norm, mlp_post_norm;
+  bool fused_qkv = false;  // GPT-2: one Linear `qkv` whose output columns are [q | k | v]
+  LinearParams qkv;        // fused_qkv only
+  LinearParams q, k, v;    // !fused_qkv
   LinearParams o;
   LinearParams gate;  // SwiGLU only (Llama / Qwen2)
   LinearParams up, down;

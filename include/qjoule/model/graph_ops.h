@@ -61,6 +61,9 @@ class Tensor {
 
 enum class Activation { relu, gelu_erf, gelu_tanh, tanh };
 
+// The activation of a gated (GLU) MLP's gate: SwiGLU (Llama, Qwen) or GeGLU with gelu_tanh (Gemma).
+enum class Gate { silu, gelu_tanh };
+
 // Work a backend recorded once (GraphOps::capture) and runs again as a whole: on the GPU, one CUDA
 // graph launched with one call.
 class CapturedWork {
@@ -154,11 +157,15 @@ class GraphOps {
                      const Tensor& gamma, float eps);
   // x[i] += y[i] for i < n: the residual add.
   void add(const Tensor& x, const Tensor& y, int64_t n);
-  // gate[i] = silu(gate[i]) · up[i] for i < n (SwiGLU).
-  void silu_mul(const Tensor& gate, const Tensor& up, int64_t n);
-  // SwiGLU of a fused gate|up product: gate_up [rows, 2·cols] holds [gate | up] per row, out [rows, cols]
-  // = silu(gate) · up (element::silu_mul, as silu_mul).
-  void silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out);
+  // gate[i] = act(gate[i]) · up[i] for i < n (act: silu for SwiGLU, gelu_tanh for GeGLU).
+  void gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n);
+  void silu_mul(const Tensor& gate, const Tensor& up, int64_t n) { gated_mul(Gate::silu, gate, up, n); }
+  // The same of a fused gate|up product: gate_up [rows, 2·cols] holds [gate | up] per row, out [rows, cols]
+  // = act(gate) · up (element::silu_mul / element::gelu_tanh, as gated_mul).
+  void gated_mul_rows(Gate act, const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out);
+  void silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) {
+    gated_mul_rows(Gate::silu, gate_up, rows, cols, out);
+  }
   // The n new tokens' keys and values into the caches: k_cache[past + t, 0:cols] = k[t, 0:cols] (rows
   // `src_stride` and `kv_stride` elements apart), and the same for v.
   void store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache, const Tensor& v_cache,
@@ -177,10 +184,10 @@ class GraphOps {
                      int64_t kv_stride);
   // Causal grouped-query attention of n_new tokens over a KV cache (kernels::causal_attention_f32): q
   // [n_new, q_stride]; k_cache, v_cache [>= past + n_new, kv_stride], the new tokens' rows written;
-  // ctx [n_new, heads·head_dim].
+  // ctx [n_new, heads·head_dim]. window > 0: each token reads its last `window` keys only (a sliding window).
   void causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                         int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                        int64_t head_dim, float scale, const Tensor& ctx);
+                        int64_t head_dim, float scale, const Tensor& ctx, int64_t window = 0);
 
   // ---- timing ----
   // Marks the start of a timed region, then returns the milliseconds from that mark to everything
@@ -214,8 +221,8 @@ class GraphOps {
   virtual void run_head_rms_norm(const Tensor& x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
                                  const Tensor& gamma, float eps) = 0;
   virtual void run_add(const Tensor& x, const Tensor& y, int64_t n) = 0;
-  virtual void run_silu_mul(const Tensor& gate, const Tensor& up, int64_t n) = 0;
-  virtual void run_silu_mul_rows(const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) = 0;
+  virtual void run_gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n) = 0;
+  virtual void run_gated_mul_rows(Gate act, const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) = 0;
   virtual void run_store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache,
                             const Tensor& v_cache, int64_t kv_stride, int64_t past, int64_t n, int64_t cols) = 0;
   virtual void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
@@ -226,7 +233,7 @@ class GraphOps {
                                  const Tensor& v_cache, int64_t kv_stride);
   virtual void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,
                                     int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                                    int64_t head_dim, float scale, const Tensor& ctx) = 0;
+                                    int64_t head_dim, float scale, const Tensor& ctx, int64_t window) = 0;
 
  private:
   Tensor position_source_;

@@ -91,6 +91,17 @@ void silu_mul_f32_ref(float* gate, const float* up, int64_t n) {
   }
 }
 
+void gelu_tanh_mul_f32(float* gate, const float* up, int64_t n) {
+  gelu_tanh_f32(gate, n);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
+  for (int64_t i = 0; i < n; ++i) gate[i] *= up[i];
+}
+
+void gelu_tanh_mul_f32_ref(float* gate, const float* up, int64_t n) {
+  gelu_tanh_f32_ref(gate, n);
+  for (int64_t i = 0; i < n; ++i) gate[i] = static_cast<float>(double(gate[i]) * up[i]);
+}
+
 void gelu_tanh_f32(float* x, int64_t n) { onednn_eltwise(dnnl::algorithm::eltwise_gelu_tanh, x, n, 0.0f); }
 
 void gelu_tanh_f32_ref(float* x, int64_t n) {
@@ -106,7 +117,8 @@ void gelu_tanh_f32_ref(float* x, int64_t n) {
 
 namespace {
 
-void check_attention(int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads, int64_t head_dim) {
+void check_attention(int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t window) {
+  if (window < 0) fail("causal_attention: window = {}, expected 0 (none) or a positive number of keys", window);
   if (heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0)
     fail("causal_attention: heads = {}, kv_heads = {}, expected heads to be a positive multiple of kv_heads", heads,
          kv_heads);
@@ -160,6 +172,11 @@ void attend_row_baseline(const float* q, const float* k, const float* v, int64_t
   attend_row(q, k, v, kv_stride, n_keys, head_dim, scale, scores, out);
 }
 
+// The first key a query at `position` reads: position − window + 1 with a window, else 0.
+int64_t first_key(int64_t position, int64_t window) {
+  return window > 0 && position + 1 > window ? position + 1 - window : 0;
+}
+
 bool cpu_has_avx512() {
   static const bool has =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
@@ -170,8 +187,8 @@ bool cpu_has_avx512() {
 
 void causal_attention_f32(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
                           int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                          int64_t head_dim, float scale, float* ctx) {
-  check_attention(past, n_new, heads, kv_heads, head_dim);
+                          int64_t head_dim, float scale, float* ctx, int64_t window) {
+  check_attention(past, n_new, heads, kv_heads, head_dim, window);
   if (n_new == 0) return;
   const int64_t group = heads / kv_heads;
   const int64_t ctx_stride = heads * head_dim;
@@ -182,8 +199,9 @@ void causal_attention_f32(const float* q, int64_t q_stride, const float* k_cache
 #pragma omp for collapse(2) schedule(static)
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t t = 0; t < n_new; ++t) {
-        const int64_t kv_offset = (h / group) * head_dim;
-        row(q + t * q_stride + h * head_dim, k_cache + kv_offset, v_cache + kv_offset, kv_stride, past + t + 1,
+        const int64_t first = first_key(past + t, window);
+        const int64_t kv_offset = first * kv_stride + (h / group) * head_dim;
+        row(q + t * q_stride + h * head_dim, k_cache + kv_offset, v_cache + kv_offset, kv_stride, past + t + 1 - first,
             head_dim, scale, scores.data(), ctx + t * ctx_stride + h * head_dim);
       }
     }
@@ -192,16 +210,19 @@ void causal_attention_f32(const float* q, int64_t q_stride, const float* k_cache
 
 void causal_attention_f32_ref(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
                               int64_t kv_stride, int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads,
-                              int64_t head_dim, float scale, float* ctx) {
-  check_attention(past, n_new, heads, kv_heads, head_dim);
+                              int64_t head_dim, float scale, float* ctx, int64_t window) {
+  check_attention(past, n_new, heads, kv_heads, head_dim, window);
   const int64_t group = heads / kv_heads;
   std::vector<double> p(static_cast<size_t>(past + n_new));
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t g = h / group;
     for (int64_t t = 0; t < n_new; ++t) {
       const int64_t n_keys = past + t + 1;
+      // The window: keys j with position − j < window (Hugging Face's sliding-window mask); the rest are masked.
+      const int64_t first = window > 0 && n_keys > window ? n_keys - window : 0;
       double max_score = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < n_keys; ++j) {
+      for (int64_t j = 0; j < first; ++j) p[j] = 0.0;
+      for (int64_t j = first; j < n_keys; ++j) {
         double dot = 0.0;
         for (int64_t d = 0; d < head_dim; ++d)
           dot += double(q[t * q_stride + h * head_dim + d]) * k_cache[j * kv_stride + g * head_dim + d];
@@ -209,7 +230,7 @@ void causal_attention_f32_ref(const float* q, int64_t q_stride, const float* k_c
         max_score = std::max(max_score, p[j]);
       }
       double sum = 0.0;
-      for (int64_t j = 0; j < n_keys; ++j) {
+      for (int64_t j = first; j < n_keys; ++j) {
         p[j] = std::exp(p[j] - max_score);
         sum += p[j];
       }

@@ -21,11 +21,16 @@ namespace {
 
 constexpr int kThreads = 128;
 
+// The first cache row a token at position `past` reads: the last `window` keys with a sliding window.
+__device__ __forceinline__ int64_t first_key(int64_t past, int64_t window) {
+  return window > 0 && past + 1 > window ? past + 1 - window : 0;
+}
+
 __global__ void __launch_bounds__(kThreads)
     decode_attention_split_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
                                   const float* __restrict__ v_cache, int64_t kv_stride, int64_t past,
                                   const int32_t* __restrict__ position, int group, int head_dim, int chunk, float scale,
-                                  float* __restrict__ partial, int splits, bool vec4) {
+                                  float* __restrict__ partial, int splits, bool vec4, int64_t window) {
   extern __shared__ float shared[];
   const int hp = head_dim + 1;
   float* ks = shared;                 // [chunk][hp]
@@ -33,16 +38,17 @@ __global__ void __launch_bounds__(kThreads)
   float* qs = vs + chunk * hp;        // [group][head_dim]
   float* ps = qs + group * head_dim;  // [group][chunk]
   if (position != nullptr) past = *position;
-  const int64_t keys = past + 1;
+  const int64_t first = first_key(past, window);
+  const int64_t keys = past + 1 - first;  // keys first .. past
   const int g = blockIdx.x, s = blockIdx.y;
-  const int64_t j0 = int64_t{s} * chunk;
-  if (j0 >= keys) return;  // beyond this step's keys: the combine reads only the splits that hold some
+  const int64_t j0 = int64_t{s} * chunk;  // of the keys read: cache row first + j0
+  if (j0 >= keys) return;                 // beyond this step's keys: the combine reads only the splits that hold some
   const int nk = static_cast<int>(keys - j0 < chunk ? keys - j0 : chunk);
   if (vec4) {  // 16-byte loads; the padded rows take them as four stores
     const int quads = head_dim / 4;
     for (int idx = threadIdx.x; idx < nk * quads; idx += blockDim.x) {
       const int j = idx / quads, d = (idx - j * quads) * 4;
-      const int64_t at = (j0 + j) * kv_stride + int64_t{g} * head_dim + d;
+      const int64_t at = (first + j0 + j) * kv_stride + int64_t{g} * head_dim + d;
       const float4 kq = __ldg(reinterpret_cast<const float4*>(k_cache + at));
       const float4 vq = __ldg(reinterpret_cast<const float4*>(v_cache + at));
       float* kr = ks + j * hp + d;
@@ -53,7 +59,7 @@ __global__ void __launch_bounds__(kThreads)
   } else {
     for (int idx = threadIdx.x; idx < nk * head_dim; idx += blockDim.x) {
       const int j = idx / head_dim, d = idx - j * head_dim;
-      const int64_t at = (j0 + j) * kv_stride + int64_t{g} * head_dim + d;
+      const int64_t at = (first + j0 + j) * kv_stride + int64_t{g} * head_dim + d;
       ks[j * hp + d] = k_cache[at];
       vs[j * hp + d] = v_cache[at];
     }
@@ -102,9 +108,9 @@ __global__ void __launch_bounds__(kThreads)
 // Block h: ctx[h, :] from the splits that hold keys.
 __global__ void decode_attention_combine_kernel(const float* __restrict__ partial, int64_t past,
                                                 const int32_t* __restrict__ position, int head_dim, int chunk,
-                                                int splits, float* __restrict__ ctx) {
+                                                int splits, float* __restrict__ ctx, int64_t window) {
   if (position != nullptr) past = *position;
-  const int64_t keys = past + 1;
+  const int64_t keys = past + 1 - first_key(past, window);
   const int used = static_cast<int>((keys + chunk - 1) / chunk < splits ? (keys + chunk - 1) / chunk : splits);
   const float* base = partial + int64_t{blockIdx.x} * splits * (head_dim + 2);
   float m = -INFINITY;
@@ -130,9 +136,9 @@ __global__ void decode_attention_combine_kernel(const float* __restrict__ partia
 std::string decode_attention_cuda(const float* q, const float* k_cache, const float* v_cache, int64_t kv_stride,
                                   int64_t past, const int32_t* position, int64_t max_keys, int64_t heads,
                                   int64_t kv_heads, int64_t head_dim, float scale, float* scratch,
-                                  int64_t scratch_floats, float* ctx, CUstream_st* stream) {
-  const DecodeAttentionPlan plan =
-      decode_attention_plan(heads, kv_heads, head_dim, position != nullptr ? max_keys : past + 1);
+                                  int64_t scratch_floats, float* ctx, int64_t window, CUstream_st* stream) {
+  const DecodeAttentionPlan plan = decode_attention_plan(
+      heads, kv_heads, head_dim, decode_attention_keys(past, position != nullptr, max_keys, window));
   if (!plan.fits) return "decode_attention: " + plan.why;
   if (scratch_floats < plan.scratch_floats)
     return "decode_attention: " + std::to_string(scratch_floats) + " floats of scratch, it needs " +
@@ -142,11 +148,12 @@ std::string decode_attention_cuda(const float* q, const float* k_cache, const fl
       q, k_cache, v_cache, kv_stride, past, position, static_cast<int>(heads / kv_heads), static_cast<int>(head_dim),
       static_cast<int>(plan.chunk), scale, scratch, static_cast<int>(plan.splits),
       head_dim % 4 == 0 && kv_stride % 4 == 0 && reinterpret_cast<uintptr_t>(k_cache) % 16 == 0 &&
-          reinterpret_cast<uintptr_t>(v_cache) % 16 == 0);
+          reinterpret_cast<uintptr_t>(v_cache) % 16 == 0,
+      window);
   if (std::string e = launch_error("decode_attention_split_kernel"); !e.empty()) return e;
   decode_attention_combine_kernel<<<static_cast<unsigned>(heads), 64, 0, stream>>>(
       scratch, past, position, static_cast<int>(head_dim), static_cast<int>(plan.chunk), static_cast<int>(plan.splits),
-      ctx);
+      ctx, window);
   return launch_error("decode_attention_combine_kernel");
 }
 

@@ -56,13 +56,22 @@ inline DecodeAttentionPlan decode_attention_plan(int64_t heads, int64_t kv_heads
   return p;
 }
 
+// The keys a decode step reads at most: past + 1 (or max_keys with the position read on the device), no
+// more than the window.
+inline int64_t decode_attention_keys(int64_t past, bool position_on_device, int64_t max_keys, int64_t window) {
+  const int64_t keys = position_on_device ? max_keys : past + 1;
+  return window > 0 && keys > window ? window : keys;
+}
+
 // ctx[heads · head_dim] = softmax(q·kᵀ·scale)·v of the one new token q [heads · head_dim] over keys 0 ..
 // past of k_cache / v_cache [>= past + 1, kv_stride] (its own key and value already stored); query
 // head h reads kv head h / (heads / kv_heads). With `position` (device, not null) past = *position when
-// the kernels run, and the launch is sized for max_keys. scratch: plan.scratch_floats on the device.
+// the kernels run, and the launch is sized for max_keys. window > 0: the token reads its last `window` keys
+// only (rows past − window + 1 .. past). scratch: plan.scratch_floats on the device, the plan made for
+// decode_attention_keys(...) keys.
 std::string decode_attention_cuda(const float* q, const float* k_cache, const float* v_cache, int64_t kv_stride,
                                   int64_t past, const int32_t* position, int64_t max_keys, int64_t heads,
                                   int64_t kv_heads, int64_t head_dim, float scale, float* scratch,
-                                  int64_t scratch_floats, float* ctx, CUstream_st* stream);
+                                  int64_t scratch_floats, float* ctx, int64_t window, CUstream_st* stream);
 
 }  // namespace qjoule::kernels::cuda_detail

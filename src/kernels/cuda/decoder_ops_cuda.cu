@@ -82,14 +82,25 @@ __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
-// out[r, i] = silu(gate_up[r, i]) · gate_up[r, cols + i].
-__global__ void silu_mul_rows_kernel(const float* __restrict__ gate_up, int64_t rows, int64_t cols,
-                                     float* __restrict__ out) {
+// The gated activation of a GLU MLP: silu (SwiGLU) or gelu_tanh (GeGLU) of the gate, times up.
+template <bool kGelu>
+__device__ __forceinline__ float gated(float gate, float up) {
+  if constexpr (kGelu) {
+    return element::gelu_tanh(gate) * up;
+  } else {
+    return element::silu_mul(gate, up);
+  }
+}
+
+// out[r, i] = act(gate_up[r, i]) · gate_up[r, cols + i].
+template <bool kGelu>
+__global__ void gated_mul_rows_kernel(const float* __restrict__ gate_up, int64_t rows, int64_t cols,
+                                      float* __restrict__ out) {
   const int64_t n = rows * cols;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += stride) {
     const int64_t r = idx / cols, i = idx - r * cols;
-    out[idx] = element::silu_mul(gate_up[r * 2 * cols + i], gate_up[r * 2 * cols + cols + i]);
+    out[idx] = gated<kGelu>(gate_up[r * 2 * cols + i], gate_up[r * 2 * cols + cols + i]);
   }
 }
 
@@ -113,10 +124,11 @@ __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ y, i
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) x[i] += y[i];
 }
 
-__global__ void silu_mul_kernel(float* __restrict__ gate, const float* __restrict__ up, int64_t n) {
+template <bool kGelu>
+__global__ void gated_mul_kernel(float* __restrict__ gate, const float* __restrict__ up, int64_t n) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
-    gate[i] = element::silu_mul(gate[i], up[i]);
+    gate[i] = gated<kGelu>(gate[i], up[i]);
 }
 
 // One thread per (token, head, pair).
@@ -166,21 +178,23 @@ __global__ void __launch_bounds__(kAttentionThreads)
     causal_attention_kernel(const float* __restrict__ q, int64_t q_stride, const float* __restrict__ k_cache,
                             const float* __restrict__ v_cache, int64_t kv_stride, int64_t past,
                             const int32_t* __restrict__ position, int64_t group, int64_t head_dim, float scale,
-                            float* __restrict__ ctx, int64_t heads) {
+                            float* __restrict__ ctx, int64_t heads, int64_t window) {
   if (position != nullptr) past = *position;
   extern __shared__ float shared[];
   __shared__ float scratch[32];
   float* qs = shared;
   float* p = shared + head_dim;
   const int64_t t = blockIdx.x, h = blockIdx.y, g = h / group;
-  const int64_t keys = past + t + 1;
+  // A sliding window reads the last `window` keys only: from row `first` of the cache.
+  const int64_t first = window > 0 && past + t + 1 > window ? past + t + 1 - window : 0;
+  const int64_t keys = past + t + 1 - first;
 
   const float* q_row = q + t * q_stride + h * head_dim;
   for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) qs[d] = q_row[d];
   __syncthreads();
   attend_query(
-      qs, k_cache + g * head_dim, v_cache + g * head_dim, kv_stride, keys, head_dim, scale,
-      [](int64_t) { return true; }, p, scratch, ctx + t * heads * head_dim + h * head_dim);
+      qs, k_cache + first * kv_stride + g * head_dim, v_cache + first * kv_stride + g * head_dim, kv_stride, keys,
+      head_dim, scale, [](int64_t) { return true; }, p, scratch, ctx + t * heads * head_dim + h * head_dim);
 }
 
 }  // namespace
@@ -224,9 +238,16 @@ std::string rms_norm_cuda(const float* x, int64_t rows, int64_t cols, const floa
 
 std::string silu_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream) {
   if (rows <= 0 || cols <= 0) return {};
-  silu_mul_rows_kernel<<<grid_for(rows * cols, kElementThreads), kElementThreads, 0, stream>>>(gate_up, rows, cols,
-                                                                                               out);
+  gated_mul_rows_kernel<false>
+      <<<grid_for(rows * cols, kElementThreads), kElementThreads, 0, stream>>>(gate_up, rows, cols, out);
   return launch_error("silu_mul_rows_kernel");
+}
+
+std::string gelu_tanh_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream) {
+  if (rows <= 0 || cols <= 0) return {};
+  gated_mul_rows_kernel<true>
+      <<<grid_for(rows * cols, kElementThreads), kElementThreads, 0, stream>>>(gate_up, rows, cols, out);
+  return launch_error("gelu_tanh_mul_rows_kernel");
 }
 
 std::string store_kv_cuda(const float* k, const float* v, int64_t src_stride, float* k_cache, float* v_cache,
@@ -246,8 +267,14 @@ std::string add_cuda(float* x, const float* y, int64_t n, CUstream_st* stream) {
 
 std::string silu_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream) {
   if (n <= 0) return {};
-  silu_mul_kernel<<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(gate, up, n);
+  gated_mul_kernel<false><<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(gate, up, n);
   return launch_error("silu_mul_kernel");
+}
+
+std::string gelu_tanh_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream) {
+  if (n <= 0) return {};
+  gated_mul_kernel<true><<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(gate, up, n);
+  return launch_error("gelu_tanh_mul_kernel");
 }
 
 std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half,
@@ -275,13 +302,14 @@ std::string rope_store_kv_cuda(float* x, int64_t n_tokens, int64_t row_stride, i
 std::string causal_attention_cuda(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
                                   int64_t kv_stride, int64_t past, const int32_t* position, int64_t max_keys,
                                   int64_t n_new, int64_t heads, int64_t kv_heads, int64_t head_dim, float scale,
-                                  float* ctx, CUstream_st* stream) {
+                                  float* ctx, int64_t window, CUstream_st* stream) {
   if (n_new <= 0 || heads <= 0) return {};
   if (kv_heads <= 0 || heads % kv_heads != 0)
     return "causal_attention_kernel: " + std::to_string(heads) + " query heads are not a multiple of " +
            std::to_string(kv_heads) + " kv heads";
   // With the position read on the device, the scores get room for every key the cache can hold.
-  const int64_t keys = position != nullptr ? max_keys : past + n_new;
+  int64_t keys = position != nullptr ? max_keys : past + n_new;
+  if (window > 0 && keys > window) keys = window;  // a query reads at most the window's keys
   const std::size_t shared = causal_attention_shared_bytes(keys, head_dim);
   if (shared > kAttentionMaxSharedBytes)
     return "causal_attention_kernel: " + std::to_string(keys) + " keys + head_dim " + std::to_string(head_dim) +
@@ -292,7 +320,7 @@ std::string causal_attention_cuda(const float* q, int64_t q_stride, const float*
            " heads) exceeds the CUDA grid limits (2^31 - 1, 65535)";
   const dim3 grid(static_cast<unsigned>(n_new), static_cast<unsigned>(heads));
   causal_attention_kernel<<<grid, kAttentionThreads, shared, stream>>>(
-      q, q_stride, k_cache, v_cache, kv_stride, past, position, heads / kv_heads, head_dim, scale, ctx, heads);
+      q, q_stride, k_cache, v_cache, kv_stride, past, position, heads / kv_heads, head_dim, scale, ctx, heads, window);
   return launch_error("causal_attention_kernel");
 }
 

@@ -27,6 +27,8 @@ std::string head_rms_norm_cuda(float* x, int64_t n, int64_t row_stride, int64_t 
                                const float* gamma, float eps, CUstream_st* stream);
 // out[r, i] = silu(gate_up[r, i]) · gate_up[r, cols + i] (a fused gate|up product's rows).
 std::string silu_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream);
+// out[r, i] = gelu_tanh(gate_up[r, i]) · gate_up[r, cols + i] (GeGLU, element::gelu_tanh).
+std::string gelu_tanh_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream);
 // The n new tokens' keys and values into the caches at rows past .. past + n − 1 (past = *position when
 // position is not null).
 std::string store_kv_cuda(const float* k, const float* v, int64_t src_stride, float* k_cache, float* v_cache,
@@ -36,6 +38,8 @@ std::string store_kv_cuda(const float* k, const float* v, int64_t src_stride, fl
 // x[i] += y[i]; gate[i] = silu(gate[i]) · up[i] (element::silu_mul).
 std::string add_cuda(float* x, const float* y, int64_t n, CUstream_st* stream);
 std::string silu_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream);
+// gate[i] = gelu_tanh(gate[i]) · up[i] (GeGLU).
+std::string gelu_tanh_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream);
 
 // Rotary embedding in place (element::rope_rotate per pair): x [n_tokens, row_stride], `heads` heads
 // of 2·half columns, token t at first_position + t (first_position = *position when position is not
@@ -56,11 +60,11 @@ std::string rope_store_kv_cuda(float* x, int64_t n_tokens, int64_t row_stride, i
 // kAttentionThreads (encoder_ops_cuda.h) per (new token, head): q and the token's scores (past + t + 1
 // of them) in shared memory, one warp per key, block-wide max and sum, one thread per channel for p·v.
 // With `position` (device, not null) past = *position when the kernel runs, and the scores get room for
-// max_keys (the cache's capacity).
+// max_keys (the cache's capacity). window > 0: each query reads its last `window` keys only.
 std::string causal_attention_cuda(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
                                   int64_t kv_stride, int64_t past, const int32_t* position, int64_t max_keys,
                                   int64_t n_new, int64_t heads, int64_t kv_heads, int64_t head_dim, float scale,
-                                  float* ctx, CUstream_st* stream);
+                                  float* ctx, int64_t window, CUstream_st* stream);
 
 // ---- host helpers (no GPU needed) ---------------------------------------------------------------
 

@@ -51,6 +51,7 @@ class OutputTensors {
 // BERT (encoder.layer.N) or DistilBERT (transformer.layer.N) layer; never embeddings, heads or lm_head.
 bool is_block_linear_weight(const std::string& name, const io::TensorView& t) {
   if (t.shape.size() != 2 || !name.ends_with(".weight")) return false;
+  if (name.find("vision_tower.") != std::string::npos) return false;  // a multimodal model's image encoder
   if (name.find(".encoder.layer.") != std::string::npos || name.find(".transformer.layer.") != std::string::npos)
     return true;
   for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj."})
@@ -236,6 +237,9 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
           t.file.string(), name, t.shape_string());
   }
 
+  // Gemma's norms were read as 1 + w (DecoderConfig::norm_offset_one): written back as w.
+  const bool norm_offset_one = calibrated != nullptr && model_family(model) == ModelFamily::Decoder &&
+                               load_decoder_config(model, ck).norm_offset_one;
   ExportSummary summary;
   const io::DType plain_dtype = spec.format == quant::Format::fp16 ? io::DType::F16 : io::DType::BF16;
   OutputTensors tensors;
@@ -252,7 +256,10 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
       ++summary.copied;
     } else if (calibrated != nullptr && (weight || bias) && calibrated->norms.count(stem) != 0) {
       const auto& n = calibrated->norms.at(stem);  // AWQ's scales folded into the norm
-      tensors.add(name, io::DType::F32, t.shape, weight ? n.gamma : n.beta);
+      std::vector<float> values = weight ? n.gamma : n.beta;
+      if (weight && norm_offset_one)  // Gemma stores w for a norm applied as 1 + w
+        for (float& g : values) g -= 1.0f;
+      tensors.add(name, io::DType::F32, t.shape, values);
       ++summary.copied;
     } else if (four_bit && is_block_linear_weight(name, t)) {
       const auto w = ck.to_f32(name);

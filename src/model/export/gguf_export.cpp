@@ -1,6 +1,7 @@
 #include "qjoule/model/export/gguf_export.h"
 
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -216,8 +217,12 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
   if (cfg.quantization)
     fail("{}: the model is pre-quantized already ({}); export reads an unquantized FP32, FP16 or BF16 checkpoint",
          where, cfg.quantization->describe());
-  if (cfg.arch == DecoderArch::Gpt2)
-    fail("{}: --to gguf: GPT-2 is not exported (Llama, Mistral, Qwen2 and Qwen3 are)", where);
+  if (cfg.arch == DecoderArch::Gpt2 || cfg.arch == DecoderArch::Gemma3)
+    fail("{}: --to gguf: {} is not exported yet (Llama, Mistral, Qwen2 and Qwen3 are)", where,
+         cfg.arch == DecoderArch::Gpt2 ? "GPT-2" : "Gemma 3");
+  if (!cfg.layer_window.empty())
+    fail("{}: --to gguf: sliding-window layers are not exported yet (sliding_window = {} is below the {} positions)",
+         where, *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()), cfg.max_positions);
   const auto& rs = cfg.rope_scaling;
   if (rs.type != "default" && rs.type != "llama3" && rs.type != "linear")
     fail("{}: rope_scaling type '{}' has no GGUF form qjoule writes (default, linear and llama3 do)", where, rs.type);

@@ -57,6 +57,7 @@ DecoderParams synthetic_decoder_params(const SyntheticDecoderSpec& spec) {
   c.max_positions = spec.max_positions;
   c.activation = "silu";
   c.prefix = "model.";
+  c.lm_head_tensor = "lm_head.weight";
 
   SyntheticRng rng(spec.seed);
   const int64_t h = spec.hidden_size, f = spec.intermediate_size;

@@ -429,11 +429,11 @@ TEST(CausalAttention, DecodeEqualsTheRowsOfALongerPrefill) {
       auto attn = use_ref ? k::causal_attention_f32_ref : k::causal_attention_f32;
       std::vector<float> full(total * ctx_cols), prefill(17 * ctx_cols), decode(ctx_cols);
       attn(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, total, s.heads, s.kv_heads, s.head_dim,
-           scale, full.data());
+           scale, full.data(), 0);
       attn(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, 17, s.heads, s.kv_heads, s.head_dim, scale,
-           prefill.data());
+           prefill.data(), 0);
       attn(d.q.data() + 17 * d.q_stride, d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 17, 1, s.heads, s.kv_heads,
-           s.head_dim, scale, decode.data());
+           s.head_dim, scale, decode.data(), 0);
       for (int64_t i = 0; i < 17 * ctx_cols; ++i)
         ASSERT_NEAR(prefill[i], full[i], 1e-6) << "ref " << use_ref << " " << i;
       for (int64_t i = 0; i < ctx_cols; ++i)

@@ -67,25 +67,31 @@ using test::kNaN;
 struct DecodeCase {
   int64_t heads, kv_heads, head_dim, past, capacity;
   bool device_position;
+  int64_t window = 0;  // a sliding window's keys (0: all)
 };
 
 TEST(CudaDecoderOps, DecodeAttentionMatchesTheCpuTwin) {
   REQUIRE_GPU();
   for (const DecodeCase c : {DecodeCase{32, 4, 64, 0, 8, false}, DecodeCase{32, 4, 64, 191, 192, true},
                              DecodeCase{4, 2, 32, 63, 200, true}, DecodeCase{4, 2, 32, 64, 65, false},
-                             DecodeCase{12, 12, 64, 299, 300, false}, DecodeCase{28, 4, 128, 2047, 2048, true}}) {
+                             DecodeCase{12, 12, 64, 299, 300, false}, DecodeCase{28, 4, 128, 2047, 2048, true},
+                             DecodeCase{4, 2, 32, 63, 200, true, 16}, DecodeCase{32, 4, 64, 191, 192, false, 50},
+                             DecodeCase{4, 1, 256, 40, 64, true, 8}, DecodeCase{8, 2, 64, 5, 64, false, 8}}) {
     SCOPED_TRACE(std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " heads of " +
-                 std::to_string(c.head_dim) + ", past " + std::to_string(c.past));
+                 std::to_string(c.head_dim) + ", past " + std::to_string(c.past) + ", window " +
+                 std::to_string(c.window));
     const int64_t kvd = c.kv_heads * c.head_dim, keys = c.past + 1;
+    const int64_t first = c.window > 0 && keys > c.window ? keys - c.window : 0;
     const auto q = test::random_vector(static_cast<std::size_t>(c.heads * c.head_dim), 1);
     const auto k = test::random_vector(static_cast<std::size_t>(c.capacity * kvd), 2);
     const auto v = test::random_vector(static_cast<std::size_t>(c.capacity * kvd), 3);
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     std::vector<float> ref(static_cast<std::size_t>(c.heads * c.head_dim));
     causal_attention_f32_ref(q.data(), c.heads * c.head_dim, k.data(), v.data(), kvd, c.past, 1, c.heads, c.kv_heads,
-                             c.head_dim, scale, ref.data());
-    const auto plan =
-        cuda_detail::decode_attention_plan(c.heads, c.kv_heads, c.head_dim, c.device_position ? c.capacity : keys);
+                             c.head_dim, scale, ref.data(), c.window);
+    const auto plan = cuda_detail::decode_attention_plan(
+        c.heads, c.kv_heads, c.head_dim,
+        cuda_detail::decode_attention_keys(c.past, c.device_position, c.capacity, c.window));
     ASSERT_TRUE(plan.fits) << plan.why;
     Dev<float> dq(q), dk(k), dv(v), dctx(std::vector<float>(ref.size(), kNaN)),
         scratch(std::vector<float>(static_cast<std::size_t>(plan.scratch_floats), kNaN));
@@ -94,22 +100,22 @@ TEST(CudaDecoderOps, DecodeAttentionMatchesTheCpuTwin) {
     ASSERT_EQ(cuda_detail::decode_attention_cuda(dq.get(), dk.get(), dv.get(), kvd, c.device_position ? 0 : c.past,
                                                  c.device_position ? position.get() : nullptr, c.capacity, c.heads,
                                                  c.kv_heads, c.head_dim, scale, scratch.get(), plan.scratch_floats,
-                                                 dctx.get(), nullptr),
+                                                 dctx.get(), c.window, nullptr),
               "");
     const auto out = dctx.back();
     const int64_t group = c.heads / c.kv_heads;
     for (int64_t h = 0; h < c.heads; ++h) {
       // The budget's scale: Σ_j p_j·|v_j| per channel, from the twin's own softmax in double.
-      std::vector<double> p(static_cast<std::size_t>(keys));
+      std::vector<double> p(static_cast<std::size_t>(keys), 0.0);
       double m = -INFINITY, sum = 0.0;
-      for (int64_t j = 0; j < keys; ++j) {
+      for (int64_t j = first; j < keys; ++j) {
         double dot = 0.0;
         for (int64_t d = 0; d < c.head_dim; ++d)
           dot += double(q[h * c.head_dim + d]) * k[j * kvd + (h / group) * c.head_dim + d];
         p[j] = dot * scale;
         m = std::max(m, p[j]);
       }
-      for (auto& e : p) sum += (e = std::exp(e - m));
+      for (int64_t j = first; j < keys; ++j) sum += (p[j] = std::exp(p[j] - m));
       for (int64_t d = 0; d < c.head_dim; ++d) {
         double bound = 0.0;
         for (int64_t j = 0; j < keys; ++j) bound += p[j] / sum * std::fabs(v[j * kvd + (h / group) * c.head_dim + d]);

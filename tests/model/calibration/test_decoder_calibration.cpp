@@ -33,7 +33,9 @@ std::vector<float> head_by_hand(const std::filesystem::path& dir, const model::D
                                 const std::vector<float>& x, int64_t n) {
   const auto ck = io::Checkpoint::open(dir);
   const bool gpt2 = ck.contains("ln_f.weight");
-  const auto gamma = ck.to_f32(gpt2 ? "ln_f.weight" : "model.norm.weight");
+  auto gamma = ck.to_f32(gpt2 ? "ln_f.weight" : "model.norm.weight");
+  if (c.norm_offset_one)  // Gemma: applied as 1 + w
+    for (float& g : gamma) g += 1.0f;
   const auto beta = gpt2 ? ck.to_f32("ln_f.bias") : std::vector<float>{};
   const std::string head = gpt2                            ? "wte.weight"
                            : ck.contains("lm_head.weight") ? "lm_head.weight"
