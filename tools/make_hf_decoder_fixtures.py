@@ -13,6 +13,12 @@ re-implementation:
                embeddings times sqrt(64), RoPE 1e6 with linear scaling 2 on the full layer and
                rope_local_base_freq 1e4 on the sliding ones, tied head; F32. Its reference runs 40 tokens
                (five windows) and greedy decoding past the window. Tokenizer: llama3.
+  tiny-phi3    Phi3ForCausalLM as Phi-4-mini is laid out: fused qkv_proj and gate_up_proj, partial_rotary_factor
+               0.75 (12 of each head's 16 values turn), LongRoPE ("longrope": short and long factors) with
+               original_max_position_embeddings 32 of 128, so that the 40-token reference runs on the long
+               factors and greedy decoding crosses from the short to the long ones; 4/2 heads, tied head; F32.
+               Its seed is one whose 32 greedy tokens are not one token repeated (a tied random model tends
+               to repeat its last token). Tokenizer: llama3.
 
 Each folder gets what the tiny decoder fixtures of tools/make_tiny_decoder_fixtures.py have, so that
 every decoder test covers it (tests/model/decoder_fixtures.h):
@@ -85,11 +91,27 @@ def gemma3_config(vocab_size, bos, eos):
     }
 
 
+def phi3_config(vocab_size, bos, eos):
+    return {
+        "architectures": ["Phi3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": bos,
+        "embd_pdrop": 0.0, "eos_token_id": eos, "full_attn_mod": 1, "hidden_act": "silu", "hidden_size": 64,
+        "initializer_range": 0.02, "intermediate_size": 96, "interpolate_factor": 1, "lm_head_bias": False,
+        "max_position_embeddings": 128, "model_type": "phi3", "num_attention_heads": 4, "num_hidden_layers": 2,
+        "num_key_value_heads": 2, "original_max_position_embeddings": 32, "pad_token_id": eos,
+        "partial_rotary_factor": 0.75, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05,
+        "rope_scaling": {"long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0],
+                         "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5], "type": "longrope"},
+        "rope_theta": 10000.0, "sliding_window": 262144, "tie_word_embeddings": True, "torch_dtype": "float32",
+        "use_cache": True, "vocab_size": vocab_size,
+    }
+
+
 MODELS = [
     # name, bpe fixture, BOS, EOS, config, seed, tokens of the reference logits, norm weights' centre
     ("tiny-qwen3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", qwen3_config, 20261128, 24, 1.0),
     # Gemma's RMSNorm multiplies by 1 + w: weights centred on 0 scale by about 1.
     ("tiny-gemma3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", gemma3_config, 20261129, 40, 0.0),
+    ("tiny-phi3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", phi3_config, 20261132, 40, 1.0),
 ]
 
 

@@ -163,14 +163,15 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
     out.build_transient_bytes = std::max(out.build_transient_bytes, transient);
   };
   for (const auto& l : params.layers) {
-    for (const auto* p : {&l.qkv, &l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) add_linear(*p, true);
+    for (const auto* p : {&l.qkv, &l.q, &l.k, &l.v, &l.o, &l.gate_up, &l.gate, &l.up, &l.down}) add_linear(*p, true);
   }
   add_linear(params.lm_head, false);
   std::size_t floats = params.token_embeddings.size() + params.position_embeddings.size() +
                        params.final_norm.gamma.size() + params.final_norm.beta.size();
   for (const auto& l : params.layers)
     floats += l.attn_norm.gamma.size() + l.attn_norm.beta.size() + l.mlp_norm.gamma.size() + l.mlp_norm.beta.size() +
-              l.q_norm.gamma.size() + l.k_norm.gamma.size();
+              l.q_norm.gamma.size() + l.k_norm.gamma.size() + l.attn_post_norm.gamma.size() +
+              l.mlp_post_norm.gamma.size();
   out.model_bytes += float_bytes(floats);
 
   // The run: KV cache, one prefill's activations (hidden states, Q/K/V, context, the MLP's two FFN-wide

@@ -28,8 +28,9 @@ struct FamilyDefaults {
 
 FamilyDefaults family_defaults(DecoderArch arch) {
   FamilyDefaults d;
-  if (arch == DecoderArch::Qwen2) d.rope_theta = 1e6;  // Qwen2Config; Qwen3Config and LlamaConfig 1e4
-  if (arch == DecoderArch::Gemma3) {                   // Gemma3TextConfig
+  if (arch == DecoderArch::Qwen2) d.rope_theta = 1e6;     // Qwen2Config; Qwen3Config and LlamaConfig 1e4
+  if (arch == DecoderArch::Phi3) d.max_positions = 4096;  // Phi3Config
+  if (arch == DecoderArch::Gemma3) {                      // Gemma3TextConfig
     d.heads = 8;
     d.head_dim = 256;
     d.max_positions = 131072;
@@ -74,7 +75,8 @@ double read_rope_theta(const ConfigReconciler& r, const json& config, double fal
   return theta.get<double>();
 }
 
-kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& config, int64_t max_positions) {
+kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& config, int64_t max_positions,
+                                       bool phi3 = false) {
   kernels::RopeScaling s;
   auto it = config.find("rope_scaling");
   const char* field = "rope_scaling";
@@ -102,9 +104,43 @@ kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& co
   s.beta_fast = number("beta_fast", 32.0);
   s.beta_slow = number("beta_slow", 1.0);
   s.attention_factor = number("attention_factor", 0.0);
-  if (s.type != "default" && s.type != "linear" && s.type != "llama3" && s.type != "yarn")
-    fail("{}: {} type '{}' is not supported; supported: linear, llama3, yarn (none: default)", r.path(), field, s.type);
+  if (phi3 && (s.type == "su" || s.type == "yarn")) s.type = "longrope";  // Phi3Config's older names for it
+  if (s.type == "longrope") {
+    // Phi-3: original_max_position_embeddings may sit at the top of config.json; factor, when absent, is
+    // the ratio of the positions (transformers' _compute_longrope_parameters).
+    if (!rs.contains("original_max_position_embeddings"))
+      s.original_max_position_embeddings = r.int_field("original_max_position_embeddings").value_or(max_positions);
+    if (!rs.contains("factor") || rs["factor"].is_null())
+      s.factor = static_cast<double>(max_positions) / static_cast<double>(s.original_max_position_embeddings);
+    for (auto [key, values] : {std::pair{"short_factor", &s.short_factor}, std::pair{"long_factor", &s.long_factor}}) {
+      const auto f = rs.find(key);
+      if (f == rs.end() || !f->is_array())
+        fail("{}: {}.{} is {}, expected a list of numbers (type longrope)", r.path(), field, key,
+             f == rs.end() ? "missing" : f->dump().substr(0, 80));
+      for (const json& v : *f) {
+        if (!v.is_number()) fail("{}: {}.{} holds {}, expected numbers", r.path(), field, key, v.dump());
+        values->push_back(v.get<double>());
+      }
+    }
+  }
+  if (s.type != "default" && s.type != "linear" && s.type != "llama3" && s.type != "yarn" && s.type != "longrope")
+    fail("{}: {} type '{}' is not supported; supported: linear, llama3, yarn, longrope (none: default)", r.path(),
+         field, s.type);
   return s;
+}
+
+// partial_rotary_factor (Phi-3, Phi-4-mini) at the top of config.json or in rope_parameters; 1 when absent.
+double partial_rotary_factor(const ConfigReconciler& r, const json& config) {
+  const json* params = rope_parameters(r, config);
+  if (params != nullptr && params->contains("partial_rotary_factor") && !(*params)["partial_rotary_factor"].is_null()) {
+    const json& f = (*params)["partial_rotary_factor"];
+    if (!f.is_number() || !(f.get<double>() > 0.0) || f.get<double>() > 1.0)
+      fail("{}: rope_parameters.partial_rotary_factor = {}, expected a number in (0, 1]", r.path(), f.dump());
+    return f.get<double>();
+  }
+  const double f = r.positive_number_field("partial_rotary_factor", 1.0);
+  if (f > 1.0) fail("{}: partial_rotary_factor = {}, expected a number in (0, 1]", r.path(), f);
+  return f;
 }
 
 // Whether rope_parameters is split by layer type, as transformers 5 writes Gemma 3's ({"full_attention":
@@ -138,6 +174,7 @@ void read_layer_windows(const ConfigReconciler& r, const json& config, DecoderCo
   }
   if (window && *window <= 0)
     fail("{}: sliding_window = {}, expected a positive number of tokens or null", r.path(), *window);
+  // Phi-3 windows every layer when sliding_window is set (Phi-3-mini-4k: 2047); Phi3Config's default is none.
   if (qwen && !bool_field(r, config, "use_sliding_window", false)) window.reset();
   if (out.model_type == "llama") window.reset();  // LlamaForCausalLM attends to every token
   std::vector<bool> sliding(static_cast<std::size_t>(out.num_layers), false);
@@ -227,16 +264,26 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
     return out.quantization ? prequantized_linear_dims(ck, *out.quantization, linear).first
                             : r.tensor(linear + ".weight").shape.at(0);
   };
-  out.intermediate_size = out.quantization ? r.reconcile_value("intermediate_size", rows_of(l0 + "mlp.gate_proj"),
-                                                               "the packed tensors of '" + l0 + "mlp.gate_proj'")
-                                           : r.reconcile("intermediate_size", l0 + "mlp.gate_proj.weight", 0);
+  const bool phi3 = out.arch == DecoderArch::Phi3;
+  out.fused_projections = phi3;
+  const std::string gate = l0 + (phi3 ? "mlp.gate_up_proj" : "mlp.gate_proj");
+  if (out.quantization || phi3) {
+    const int64_t gate_rows = rows_of(gate) / (phi3 ? 2 : 1);  // gate_up_proj: [gate | up]
+    out.intermediate_size =
+        r.reconcile_value("intermediate_size", gate_rows,
+                          fmt::format("{} of '{}'", out.quantization ? "the packed tensors" : "the rows", gate) +
+                              (phi3 ? " (halved: [gate | up])" : ""));
+  } else {
+    out.intermediate_size = r.reconcile("intermediate_size", gate + ".weight", 0);
+  }
 
-  const int64_t q_out = rows_of(l0 + "self_attn.q_proj");
-  const int64_t k_out = rows_of(l0 + "self_attn.k_proj");
+  // Phi-3's q, k and v are one tensor: q's rows from the config, k's and v's the rest, half each.
+  const int64_t qkv_rows = phi3 ? rows_of(l0 + "self_attn.qkv_proj") : 0;
   auto heads = r.int_field("num_attention_heads");
   auto head_dim = r.int_field("head_dim");
-  if (!heads && head_dim && *head_dim > 0) {
-    heads = q_out / *head_dim;
+  const int64_t q_out_stored = phi3 ? 0 : rows_of(l0 + "self_attn.q_proj");
+  if (!heads && head_dim && *head_dim > 0 && !phi3) {
+    heads = q_out_stored / *head_dim;
     out.inferred_fields.push_back("num_attention_heads");
   }
   if (!heads) {
@@ -258,17 +305,23 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
   out.head_dim = *head_dim;
   if (out.head_dim <= 0 || out.head_dim % 2 != 0)
     fail("{}: head_dim = {}, expected a positive even number (RoPE rotates pairs)", r.path(), out.head_dim);
+  const int64_t q_out = phi3 ? out.num_heads * out.head_dim : q_out_stored;
+  if (phi3 && (qkv_rows <= q_out || (qkv_rows - q_out) % 2 != 0))
+    fail(
+        "{}: num_attention_heads = {} × head_dim = {} = {} query rows, but tensor '{}' has {} rows (expected q + 2 × kv)",
+        r.path(), out.num_heads, out.head_dim, q_out, l0 + "self_attn.qkv_proj.weight", qkv_rows);
+  const int64_t k_out = phi3 ? (qkv_rows - q_out) / 2 : rows_of(l0 + "self_attn.k_proj");
+  const std::string k_tensor = l0 + (phi3 ? "self_attn.qkv_proj.weight" : "self_attn.k_proj.weight");
   if (q_out != out.num_heads * out.head_dim)
     fail("{}: num_attention_heads = {} × head_dim = {} = {}, but tensor '{}' has {} rows", r.path(), out.num_heads,
          out.head_dim, out.num_heads * out.head_dim, l0 + "self_attn.q_proj.weight", q_out);
   if (k_out % out.head_dim != 0)
-    fail("{}: tensor '{}' has {} rows, not a multiple of head_dim = {}", r.path(), l0 + "self_attn.k_proj.weight",
-         k_out, out.head_dim);
+    fail("{}: tensor '{}' has {} key rows, not a multiple of head_dim = {}", r.path(), k_tensor, k_out, out.head_dim);
   const int64_t kv_from_tensor = k_out / out.head_dim;
   if (auto kv = r.int_field("num_key_value_heads")) {
     if (*kv != kv_from_tensor)
-      fail("{}: num_key_value_heads = {}, but tensor '{}' has {} rows (so {} heads of {})", r.path(), *kv,
-           l0 + "self_attn.k_proj.weight", k_out, kv_from_tensor, out.head_dim);
+      fail("{}: num_key_value_heads = {}, but tensor '{}' has {} key rows (so {} heads of {})", r.path(), *kv, k_tensor,
+           k_out, kv_from_tensor, out.head_dim);
   } else {
     out.inferred_fields.push_back("num_key_value_heads");
   }
@@ -287,7 +340,14 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
   // Without the field, each architecture's transformers default (family_defaults).
   const json full = rope_config_of(config, "full_attention");
   out.rope_theta = read_rope_theta(r, full, defaults.rope_theta);
-  out.rope_scaling = read_rope_scaling(r, full, out.max_positions);
+  out.rope_scaling = read_rope_scaling(r, full, out.max_positions, phi3);
+  out.rotary_dim = out.head_dim;
+  if (const double f = partial_rotary_factor(r, config); f != 1.0) {
+    out.rotary_dim = static_cast<int64_t>(static_cast<double>(out.head_dim) * f);  // Python's int(): truncated
+    if (out.rotary_dim <= 0 || out.rotary_dim % 2 != 0)
+      fail("{}: partial_rotary_factor = {} turns {} of head_dim = {} values; expected a positive even number", r.path(),
+           f, out.rotary_dim, out.head_dim);
+  }
   if (out.arch == DecoderArch::Gemma3) {
     read_gemma3_fields(r, config, out);
   } else {
@@ -367,14 +427,15 @@ void load_gpt2(const std::filesystem::path& path, const json& config, const io::
 std::string supported_decoder_architectures() {
   return "llama (LlamaForCausalLM), mistral (MistralForCausalLM), qwen2 (Qwen2ForCausalLM), qwen3 "
          "(Qwen3ForCausalLM), gemma3_text (Gemma3ForCausalLM), gemma3 (Gemma3ForConditionalGeneration: its text "
-         "part), gpt2 (GPT2LMHeadModel)";
+         "part), phi3 (Phi3ForCausalLM: Phi-3, Phi-4-mini), gpt2 (GPT2LMHeadModel)";
 }
 
 ModelFamily model_family(const std::filesystem::path& dir) {
   const json config = read_config_json(dir);
   const std::string type = string_field(config, "model_type", "", (dir / "config.json").string() + ": ");
   if (type == "bert" || type == "distilbert") return ModelFamily::Encoder;
-  if (is_llama_type(type) || type == "qwen2" || type == "qwen3" || is_gemma3_type(type) || type == "gpt2")
+  if (is_llama_type(type) || type == "qwen2" || type == "qwen3" || is_gemma3_type(type) || type == "phi3" ||
+      type == "gpt2")
     return ModelFamily::Decoder;
   return ModelFamily::Unknown;
 }
@@ -400,6 +461,7 @@ DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Ch
                                      {"qwen3", "Qwen3ForCausalLM", DecoderArch::Qwen3},
                                      {"gemma3_text", "Gemma3ForCausalLM", DecoderArch::Gemma3},
                                      {"gemma3", "Gemma3ForConditionalGeneration", DecoderArch::Gemma3},
+                                     {"phi3", "Phi3ForCausalLM", DecoderArch::Phi3},
                                      {"gpt2", "GPT2LMHeadModel", DecoderArch::Gpt2}};
   const Known* match = nullptr;
   for (const auto& k : kKnown)

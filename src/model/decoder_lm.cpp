@@ -34,9 +34,14 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
   if (const auto graph = kernels::kernel_override(kernels::KernelOverride::decode_graph))
     decode_graph_on_ = *graph == "1";
   if (config_.arch != DecoderArch::Gpt2) {
-    auto rope = kernels::make_rope_table(config_.head_dim, config_.rope_theta, config_.rope_scaling);
+    const int64_t rotary = config_.rotary_dim > 0 ? config_.rotary_dim : config_.head_dim;
+    auto rope = kernels::make_rope_table(rotary, config_.rope_theta, config_.rope_scaling);
     rope_inv_freq_ = ops_->upload(std::move(rope.inv_freq), "the RoPE frequencies");
     rope_attention_factor_ = rope.attention_factor;
+    if (config_.rope_scaling.type == "longrope")  // its long factors, for forwards past the original positions
+      rope_long_inv_freq_ =
+          ops_->upload(kernels::make_rope_table(rotary, config_.rope_theta, config_.rope_scaling, true).inv_freq,
+                       "the long RoPE frequencies");
     if (config_.local_rope_theta > 0.0)
       rope_local_inv_freq_ = ops_->upload(
           kernels::make_rope_table(config_.head_dim, config_.local_rope_theta, kernels::RopeScaling{}).inv_freq,
@@ -101,7 +106,9 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
       }
     }
     layer.o = build(lp.o, true);
-    if (lp.gate.out_features > 0) {
+    if (lp.gate_up.out_features > 0) {  // one checkpoint Linear: Phi-3's gate_up_proj
+      layer.gate_up = build(lp.gate_up, true);
+    } else if (lp.gate.out_features > 0) {
       layer.gate_up = build_fused({&lp.gate, &lp.up});
       if (!layer.gate_up) {
         layer.gate = build(lp.gate, true);
@@ -198,7 +205,9 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
   // rotates both, and stores k and v in the caches (rope_store_kv: one kernel on the GPU).
   int64_t q_stride = qd, kv_stride = kvd, k_at = 0, v_at = 0;
   const bool rope = !rope_inv_freq_.empty();
-  const bool rope_stores = layer.qkv && rope;  // RoPE over fused rows stores k and v itself
+  // RoPE over fused rows stores k and v itself, where it turns whole heads (not a partial rotary factor's).
+  const bool partial = config_.rotary_dim > 0 && config_.rotary_dim < config_.head_dim;
+  const bool rope_stores = layer.qkv && rope && !partial;
   if (layer.qkv) {
     linear(layer.qkv, s.hn, n, s.qkv);
     q_stride = kv_stride = qd + 2 * kvd;
@@ -218,7 +227,6 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
                       config_.num_kv_heads, config_.head_dim, layer.k_norm.gamma, config_.norm_eps);
   }
   // Each segment's rows over its own cache: q, k and v as views of its rows.
-  const Tensor& inv_freq = layer.local_rope ? rope_local_inv_freq_ : rope_inv_freq_;
   const float rope_factor = layer.local_rope ? 1.0f : rope_attention_factor_;
   const float scale =
       config_.attention_scale > 0.0f ? config_.attention_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
@@ -232,13 +240,18 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
         layer.qkv ? s.qkv.slice(first + k_at, g.n * q_stride - k_at) : s.qkv.slice(k_at + g.row * kvd, g.n * kvd);
     const Tensor v =
         layer.qkv ? s.qkv.slice(first + v_at, g.n * q_stride - v_at) : s.qkv.slice(v_at + g.row * kvd, g.n * kvd);
+    // LongRoPE's long factors where the forward reaches past the original positions (as transformers picks
+    // them: by the last position of the forward).
+    const bool long_rope =
+        !rope_long_inv_freq_.empty() && g.past + g.n > config_.rope_scaling.original_max_position_embeddings;
+    const Tensor& inv_freq = layer.local_rope ? rope_local_inv_freq_ : long_rope ? rope_long_inv_freq_ : rope_inv_freq_;
     if (rope_stores) {
       ops.rope_store_kv(q, g.n, q_stride, config_.num_heads, config_.num_kv_heads, g.past, inv_freq, rope_factor, kc,
                         vc, kvd);
     } else {
       if (rope) {
-        ops.rope(q, g.n, qd, config_.num_heads, g.past, inv_freq, rope_factor);
-        ops.rope(k, g.n, kvd, config_.num_kv_heads, g.past, inv_freq, rope_factor);
+        ops.rope(q, g.n, q_stride, config_.num_heads, g.past, inv_freq, rope_factor, config_.head_dim);
+        ops.rope(k, g.n, kv_stride, config_.num_kv_heads, g.past, inv_freq, rope_factor, config_.head_dim);
       }
       ops.store_kv(k, v, kv_stride, kc, vc, kvd, g.past, g.n, kvd);
     }

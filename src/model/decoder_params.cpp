@@ -142,16 +142,22 @@ void load_llama_layers(const DecoderParamReader& r, const DecoderConfig& c, Deco
     } else {
       layer.mlp_norm = r.norm(l + "post_attention_layernorm", false);
     }
-    layer.q = r.linear(l + "self_attn.q_proj", c.q_dim(), h, c.qkv_bias);
-    layer.k = r.linear(l + "self_attn.k_proj", c.kv_dim(), h, c.qkv_bias);
-    layer.v = r.linear(l + "self_attn.v_proj", c.kv_dim(), h, c.qkv_bias);
+    if (c.fused_projections) {  // Phi-3: qkv_proj [q | k | v], gate_up_proj [gate | up]
+      layer.fused_qkv = true;
+      layer.qkv = r.linear(l + "self_attn.qkv_proj", c.q_dim() + 2 * c.kv_dim(), h, c.qkv_bias);
+      layer.gate_up = r.linear(l + "mlp.gate_up_proj", 2 * f, h, c.mlp_bias);
+    } else {
+      layer.q = r.linear(l + "self_attn.q_proj", c.q_dim(), h, c.qkv_bias);
+      layer.k = r.linear(l + "self_attn.k_proj", c.kv_dim(), h, c.qkv_bias);
+      layer.v = r.linear(l + "self_attn.v_proj", c.kv_dim(), h, c.qkv_bias);
+      layer.gate = r.linear(l + "mlp.gate_proj", f, h, c.mlp_bias);
+      layer.up = r.linear(l + "mlp.up_proj", f, h, c.mlp_bias);
+    }
     layer.o = r.linear(l + "self_attn.o_proj", h, c.q_dim(), c.o_bias);
     if (c.qk_norm) {
       layer.q_norm = r.norm(l + "self_attn.q_norm", false, c.head_dim);
       layer.k_norm = r.norm(l + "self_attn.k_norm", false, c.head_dim);
     }
-    layer.gate = r.linear(l + "mlp.gate_proj", f, h, c.mlp_bias);
-    layer.up = r.linear(l + "mlp.up_proj", f, h, c.mlp_bias);
     layer.down = r.linear(l + "mlp.down_proj", h, f, c.mlp_bias);
     out.layers.push_back(std::move(layer));
   }

@@ -28,6 +28,13 @@ bool DecoderLM::decode_step_graph(int32_t id, KvCache& cache, float* logits) con
     decode_step_path_ = "kernel by kernel: the decode graph is off (QJOULE_DECODE_GRAPH=0 or set_decode_graph(false))";
     return false;
   }
+  if (!rope_long_inv_freq_.empty() && cache.capacity_ > config_.rope_scaling.original_max_position_embeddings) {
+    decode_step_path_ = fmt::format(
+        "kernel by kernel: LongRoPE turns to its long factors past {} positions, which one recording cannot follow "
+        "(a KV cache of {})",
+        config_.rope_scaling.original_max_position_embeddings, cache.capacity_);
+    return false;
+  }
   if (!step_graph_) step_graph_ = std::make_shared<StepGraph>();
   StepGraph& g = *step_graph_;
   if (!g.unavailable.empty()) return false;

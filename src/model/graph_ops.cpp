@@ -179,11 +179,14 @@ void GraphOps::set_position_source(const Tensor& position) {
 }
 
 void GraphOps::rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
-                    const Tensor& inv_freq, float attention_factor) {
+                    const Tensor& inv_freq, float attention_factor, int64_t head_dim) {
   if (n_tokens <= 0) return;
   check_tensor(inv_freq, device(), DType::f32, 1, "RoPE", "the frequencies");
-  check_tensor(x, device(), DType::f32, (n_tokens - 1) * row_stride + heads * 2 * inv_freq.size(), "RoPE", "the input");
-  run_rope(x, n_tokens, row_stride, heads, first_position, inv_freq, attention_factor);
+  if (head_dim == 0) head_dim = 2 * inv_freq.size();
+  if (head_dim < 2 * inv_freq.size())
+    fail("RoPE: heads of {} values cannot turn {} of them", head_dim, 2 * inv_freq.size());
+  check_tensor(x, device(), DType::f32, (n_tokens - 1) * row_stride + heads * head_dim, "RoPE", "the input");
+  run_rope(x, n_tokens, row_stride, heads, first_position, inv_freq, attention_factor, head_dim);
 }
 
 void GraphOps::rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
@@ -206,7 +209,7 @@ void GraphOps::run_rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_strid
                                  int64_t past, const Tensor& inv_freq, float attention_factor, const Tensor& k_cache,
                                  const Tensor& v_cache, int64_t kv_stride) {
   const int64_t head_dim = 2 * inv_freq.size(), q_cols = q_heads * head_dim, kv_cols = kv_heads * head_dim;
-  run_rope(qkv, n, row_stride, q_heads + kv_heads, past, inv_freq, attention_factor);
+  run_rope(qkv, n, row_stride, q_heads + kv_heads, past, inv_freq, attention_factor, head_dim);
   run_store_kv(qkv.slice(q_cols, qkv.size() - q_cols), qkv.slice(q_cols + kv_cols, qkv.size() - q_cols - kv_cols),
                row_stride, k_cache, v_cache, kv_stride, past, n, kv_cols);
 }

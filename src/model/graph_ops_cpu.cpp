@@ -167,9 +167,9 @@ class CpuGraphOps final : public GraphOps {
   }
 
   void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
-                const Tensor& inv_freq, float attention_factor) override {
-    kernels::apply_rope_f32(x.f32(), n_tokens, row_stride, heads, position_or(first_position), inv_freq.f32(),
-                            2 * inv_freq.size(), attention_factor);
+                const Tensor& inv_freq, float attention_factor, int64_t head_dim) override {
+    kernels::apply_rope_f32(x.f32(), n_tokens, row_stride, heads, position_or(first_position), inv_freq.f32(), head_dim,
+                            attention_factor, 2 * inv_freq.size());
   }
 
   void run_causal_attention(const Tensor& q, int64_t q_stride, const Tensor& k_cache, const Tensor& v_cache,

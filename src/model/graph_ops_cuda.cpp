@@ -316,9 +316,9 @@ class CudaGraphOps final : public GraphOps {
   }
 
   void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
-                const Tensor& inv_freq, float attention_factor) override {
-    launched(cd::rope_cuda(x.f32(), n_tokens, row_stride, heads, inv_freq.size(), first_position, position_device(),
-                           inv_freq.f32(), attention_factor, s_->stream),
+                const Tensor& inv_freq, float attention_factor, int64_t head_dim) override {
+    launched(cd::rope_cuda(x.f32(), n_tokens, row_stride, heads, inv_freq.size(), head_dim, first_position,
+                           position_device(), inv_freq.f32(), attention_factor, s_->stream),
              "RoPE");
   }
 

@@ -1,5 +1,5 @@
 // The decoder architectures checked against Hugging Face transformers itself
-// (tools/make_hf_decoder_fixtures.py: tiny-qwen3, tiny-gemma3), through every command that takes a decoder,
+// (tools/make_hf_decoder_fixtures.py: tiny-qwen3, tiny-gemma3, tiny-phi3), through every command that takes a decoder,
 // as a user runs them: ppl in every CPU format (and calibrated int4), generate, score, bench, and export
 // (GPTQ safetensors read back, GGUF where qjoule writes the architecture).
 #include <algorithm>
@@ -36,8 +36,10 @@ fs::path text_file(const fs::path& dir) {
 
 class DecoderArchitecture : public ::testing::TestWithParam<std::string> {};
 
-// The checkpoint's block Linears: 7 a layer.
-int block_linears(const std::string& fixture) { return fixture == "tiny-gemma3" ? 3 * 7 : 2 * 7; }
+// The checkpoint's block Linears: 7 a layer (Phi-3: 4, its q/k/v and gate/up each one tensor).
+int block_linears(const std::string& fixture) {
+  return fixture == "tiny-gemma3" ? 3 * 7 : fixture == "tiny-phi3" ? 2 * 4 : 2 * 7;
+}
 
 TEST_P(DecoderArchitecture, PplRunsInEveryCpuFormatAndCalibrated) {
   const auto dir = qjoule::test::temp_dir("cli_arch_ppl_" + GetParam());
@@ -93,9 +95,10 @@ TEST_P(DecoderArchitecture, ExportsGptqThatReadsBackAndGguf) {
   ASSERT_EQ(back.exit_code, 0) << back.output;
   const auto gguf = run_command(qjoule() + " export --model " + decoder(GetParam()) +
                                 " --precision int4:g=32:sym --to gguf --out " + (dir / "m.gguf").string() + " 2>&1");
-  if (GetParam() == "tiny-gemma3") {  // not written yet: one line saying so, nothing written
+  if (GetParam() == "tiny-gemma3" || GetParam() == "tiny-phi3") {  // not written yet: one line, nothing written
     EXPECT_NE(gguf.exit_code, 0);
-    EXPECT_THAT(gguf.output, HasSubstr("--to gguf: Gemma 3 is not exported yet"));
+    EXPECT_THAT(gguf.output, HasSubstr(GetParam() == "tiny-phi3" ? "--to gguf: Phi-3 is not exported yet"
+                                                                 : "--to gguf: Gemma 3 is not exported yet"));
     EXPECT_FALSE(fs::exists(dir / "m.gguf"));
     return;
   }
@@ -103,7 +106,7 @@ TEST_P(DecoderArchitecture, ExportsGptqThatReadsBackAndGguf) {
   EXPECT_TRUE(fs::exists(dir / "m.gguf"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderArchitecture, ::testing::Values("tiny-qwen3", "tiny-gemma3"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderArchitecture, ::testing::Values("tiny-qwen3", "tiny-gemma3", "tiny-phi3"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');

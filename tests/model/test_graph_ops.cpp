@@ -220,10 +220,10 @@ class RecordingOps final : public GraphOps {
     cpu->gated_mul(act, g, u, n);
   }
   void run_rope(const Tensor& x, int64_t n, int64_t stride, int64_t heads, int64_t first, const Tensor& inv_freq,
-                float factor) override {
+                float factor, int64_t head_dim) override {
     ++calls["rope"];
     cpu->set_position_source(position_source());
-    cpu->rope(x, n, stride, heads, first, inv_freq, factor);
+    cpu->rope(x, n, stride, heads, first, inv_freq, factor, head_dim);
   }
   void run_causal_attention(const Tensor& q, int64_t qs, const Tensor& k, const Tensor& v, int64_t kvs, int64_t past,
                             int64_t n, int64_t heads, int64_t kv_heads, int64_t hd, float scale, const Tensor& ctx,

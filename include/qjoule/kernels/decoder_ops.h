@@ -35,14 +35,16 @@ void gelu_tanh_f32_ref(float* x, int64_t n);
 
 // config.json's rope_scaling, as Hugging Face transformers reads it.
 struct RopeScaling {
-  std::string type = "default";  // "default" (none), "linear", "llama3", "yarn"
+  std::string type = "default";  // "default" (none), "linear", "llama3", "yarn", "longrope"
   double factor = 1.0;
   // llama3
   double low_freq_factor = 1.0, high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 0;
   // yarn (defaults as in transformers' _compute_yarn_parameters)
   double beta_fast = 32.0, beta_slow = 1.0;
-  double attention_factor = 0.0;  // 0: derived, 0.1·ln(factor) + 1
+  double attention_factor = 0.0;  // 0: derived, 0.1·ln(factor) + 1 (yarn), sqrt(1 + ln f / ln original) (longrope)
+  // longrope (Phi-3): one factor per frequency, below and above original_max_position_embeddings
+  std::vector<double> short_factor, long_factor;
 };
 
 // The rotary table of one model: inv_freq[i] for i < head_dim/2 after scaling, and the factor that
@@ -53,7 +55,10 @@ struct RopeTable {
   std::vector<float> inv_freq;  // [head_dim / 2]
   float attention_factor = 1.0f;
 };
-RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling& scaling);
+// head_dim: the rotary dimension (a partial rotary factor's share of the head). long_factors: longrope's
+// table for sequences beyond original_max_position_embeddings (transformers picks it per forward by the
+// last position), else its short one; other types ignore it.
+RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling& scaling, bool long_factors = false);
 
 // Rotates q or k in place, Hugging Face's rotate_half convention (dimension i pairs with i + head_dim/2):
 //   x'[i] = x[i]·cos − x[i+d/2]·sin,  x'[i+d/2] = x[i+d/2]·cos + x[i]·sin,  angle = pos · inv_freq[i]
@@ -61,9 +66,10 @@ RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling
 // columns [h·head_dim, (h+1)·head_dim); token t is at position first_position + t.
 void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                     const RopeTable& table);
-// The same with the table's head_dim / 2 frequencies as a pointer (no copy of the table).
+// The same with the table's rotary_dim / 2 frequencies as a pointer (no copy of the table); heads are head_dim
+// apart and only their first rotary_dim values turn (a partial rotary factor: Phi-3); rotary_dim 0 = head_dim.
 void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
-                    const float* inv_freq, int64_t head_dim, float attention_factor);
+                    const float* inv_freq, int64_t head_dim, float attention_factor, int64_t rotary_dim = 0);
 void apply_rope_f32_ref(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
                         const RopeTable& table);
 

@@ -16,13 +16,14 @@
 
 namespace qjoule::model {
 
-enum class DecoderArch { Llama, Qwen2, Qwen3, Gemma3, Gpt2 };
+enum class DecoderArch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Gpt2 };
 
 struct DecoderConfig {
   DecoderArch arch = DecoderArch::Llama;
-  std::string model_type;    // "llama" | "mistral" | "qwen2" | "qwen3" | "gemma3_text" | "gemma3" | "gpt2"
+  std::string model_type;    // "llama" | "mistral" | "qwen2" | "qwen3" | "gemma3_text" | "gemma3" | "phi3" | "gpt2"
   std::string architecture;  // "LlamaForCausalLM" | "MistralForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM" |
                              // "Gemma3ForCausalLM" | "Gemma3ForConditionalGeneration" (its text part) |
+                             // "Phi3ForCausalLM" (Phi-3, Phi-4-mini) |
                              // "GPT2LMHeadModel"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -35,6 +36,7 @@ struct DecoderConfig {
   float norm_eps = 1e-5f;  // rms_norm_eps (Llama, Qwen2) or layer_norm_epsilon (GPT-2)
   double rope_theta = 10000.0;
   kernels::RopeScaling rope_scaling;  // RoPE models (of the full-attention layers, where they differ)
+  int64_t rotary_dim = 0;             // the values of each head RoPE turns: head_dim, or less (partial_rotary_factor)
   // Per layer, the keys its attention reads: 0 every earlier token, w > 0 the last w (a sliding window,
   // Hugging Face's mask: position − key < w). Empty: every layer 0.
   std::vector<int64_t> layer_window;
@@ -49,8 +51,9 @@ struct DecoderConfig {
   bool o_bias = false;               // attention output has a bias (GPT-2, attention_bias)
   bool mlp_bias = false;             // MLP projections have biases (GPT-2, mlp_bias)
   bool qk_norm = false;              // each head of q and k RMS-normalized before RoPE (Qwen3: q_norm, k_norm)
-  std::string
-      activation;  // "silu" (SwiGLU), "gelu_pytorch_tanh" (Gemma's GeGLU) or "gelu_new" (GPT-2, tanh approximation)
+  // "silu" (SwiGLU), "gelu_pytorch_tanh" (Gemma's GeGLU) or "gelu_new" (GPT-2, tanh approximation)
+  std::string activation;
+  bool fused_projections = false;  // Phi-3: one qkv_proj ([q | k | v] rows) and one gate_up_proj ([gate | up])
   std::optional<int32_t> bos_token_id, eos_token_id;
   // Tensor-name prefix: "model." (Llama / Qwen / Gemma3ForCausalLM), "language_model.model." or
   // "model.language_model." (Gemma3ForConditionalGeneration), "transformer." or "" (GPT-2).

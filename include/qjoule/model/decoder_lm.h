@@ -169,6 +169,7 @@ class DecoderLM {
   Tensor rope_inv_freq_;
   float rope_attention_factor_ = 1.0f;
   Tensor rope_local_inv_freq_;  // config.local_rope_theta > 0: the sliding layers' RoPE (no scaling)
+  Tensor rope_long_inv_freq_;   // longrope: the frequencies past original_max_position_embeddings
   struct NamedLinear {
     std::string name;
     const kernels::Linear* linear;

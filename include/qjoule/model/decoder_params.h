@@ -32,8 +32,9 @@ struct DecoderLayerParams {
   // config.sandwich_norms only (Gemma 3): post_attention_layernorm, post_feedforward_layernorm. There
   // attn_norm is input_layernorm and mlp_norm pre_feedforward_layernorm.
   LayerNormParams attn_post_norm, mlp_post_norm;
-  bool fused_qkv = false;  // GPT-2: one Linear `qkv` whose output columns are [q | k | v]
+  bool fused_qkv = false;  // GPT-2, Phi-3: one Linear `qkv` whose output columns are [q | k | v]
   LinearParams qkv;        // fused_qkv only
+  LinearParams gate_up;    // Phi-3: one Linear whose output columns are [gate | up]; else empty
   LinearParams q, k, v;    // !fused_qkv
   LinearParams o;
   LinearParams gate;  // SwiGLU only (Llama / Qwen2)

@@ -173,8 +173,10 @@ class GraphOps {
   // Rotary embedding in place, Hugging Face's rotate_half convention (kernels::apply_rope_f32): x
   // [n_tokens, row_stride], `heads` heads of 2·inv_freq.size() columns, token t at first_position + t,
   // cos and sin multiplied by attention_factor.
+  // head_dim > 2·inv_freq.size(): only each head's first 2·inv_freq.size() values turn (a partial rotary
+  // factor); 0: heads of 2·inv_freq.size().
   void rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
-            const Tensor& inv_freq, float attention_factor);
+            const Tensor& inv_freq, float attention_factor, int64_t head_dim = 0);
   // rope over the q | k heads of fused rows qkv [n, row_stride] = [q (q_heads heads) | k (kv_heads) | v
   // (kv_heads)], each head 2·inv_freq.size() columns, token t at past + t; then store_kv of their k and v
   // parts into the caches at past (rows kv_stride apart). The same values as the two operations; one
@@ -226,7 +228,7 @@ class GraphOps {
   virtual void run_store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache,
                             const Tensor& v_cache, int64_t kv_stride, int64_t past, int64_t n, int64_t cols) = 0;
   virtual void run_rope(const Tensor& x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
-                        const Tensor& inv_freq, float attention_factor) = 0;
+                        const Tensor& inv_freq, float attention_factor, int64_t head_dim) = 0;
   // By default run_rope, then run_store_kv; a backend may do both in one kernel.
   virtual void run_rope_store_kv(const Tensor& qkv, int64_t n, int64_t row_stride, int64_t q_heads, int64_t kv_heads,
                                  int64_t past, const Tensor& inv_freq, float attention_factor, const Tensor& k_cache,

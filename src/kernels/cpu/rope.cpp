@@ -12,7 +12,7 @@
 namespace qjoule::kernels {
 namespace {
 
-constexpr const char* kSupportedRopeTypes = "default, linear, llama3, yarn";
+constexpr const char* kSupportedRopeTypes = "default, linear, llama3, yarn, longrope";
 
 // transformers' _compute_yarn_parameters helpers, for a rotary dimension `dim` (= head_dim).
 double yarn_correction_dim(double num_rotations, double dim, double base, double max_positions) {
@@ -44,7 +44,7 @@ void check_table(int64_t n_tokens, int64_t row_stride, int64_t heads, const Rope
 
 }  // namespace
 
-RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling& scaling) {
+RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling& scaling, bool long_factors) {
   if (head_dim <= 0 || head_dim % 2 != 0)
     fail("make_rope_table: head_dim = {}, expected a positive even number", head_dim);
   if (!(rope_theta > 1.0) || !std::isfinite(rope_theta))
@@ -60,6 +60,26 @@ RopeTable make_rope_table(int64_t head_dim, double rope_theta, const RopeScaling
   const RopeScaling& s = scaling;
   if (s.type == "default") {
     // unscaled
+  } else if (s.type == "longrope") {
+    // Phi-3's LongRoPE: each frequency divided by its own factor, the short ones up to
+    // original_max_position_embeddings positions, the long ones beyond; cos and sin times
+    // sqrt(1 + ln(factor) / ln(original positions)) whenever factor > 1.
+    check_original_positions(s);
+    const auto& factors = long_factors ? s.long_factor : s.short_factor;
+    if (static_cast<int64_t>(factors.size()) != half)
+      fail("rope_scaling type 'longrope': {} has {} values, expected {} (rotary dimension {} / 2)",
+           long_factors ? "long_factor" : "short_factor", factors.size(), half, head_dim);
+    for (int64_t i = 0; i < half; ++i) {
+      if (!(factors[static_cast<size_t>(i)] > 0.0))
+        fail("rope_scaling type 'longrope': a factor is {}, expected positive numbers",
+             factors[static_cast<size_t>(i)]);
+      inv[i] /= factors[static_cast<size_t>(i)];
+    }
+    attention_factor =
+        s.attention_factor != 0.0 ? s.attention_factor
+        : s.factor <= 1.0
+            ? 1.0
+            : std::sqrt(1.0 + std::log(s.factor) / std::log(static_cast<double>(s.original_max_position_embeddings)));
   } else if (s.type == "linear") {
     check_factor(s);
     for (double& f : inv) f /= s.factor;
@@ -127,13 +147,15 @@ void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t head
 }
 
 void apply_rope_f32(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t first_position,
-                    const float* inv_freq, int64_t head_dim, float attention_factor) {
-  if (head_dim <= 0 || head_dim % 2 != 0 || n_tokens < 0 || heads < 0 || heads * head_dim > row_stride)
+                    const float* inv_freq, int64_t head_dim, float attention_factor, int64_t rotary_dim) {
+  if (rotary_dim == 0) rotary_dim = head_dim;
+  if (head_dim <= 0 || rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > head_dim || n_tokens < 0 || heads < 0 ||
+      heads * head_dim > row_stride)
     fail(
-        "apply_rope: {} tokens, {} heads of {} in rows of {}, expected an even head_dim and heads·head_dim <= "
-        "row_stride",
-        n_tokens, heads, head_dim, row_stride);
-  const int64_t half = head_dim / 2;
+        "apply_rope: {} tokens, {} heads of {} (rotating {}) in rows of {}, expected an even rotary_dim <= head_dim "
+        "and heads·head_dim <= row_stride",
+        n_tokens, heads, head_dim, rotary_dim, row_stride);
+  const int64_t half = rotary_dim / 2;
   const double af = attention_factor;
   // Per token: cos and sin of the angles (double argument and libm, rounded to float once), then every
   // head rotated with contiguous, vectorizable float loops.

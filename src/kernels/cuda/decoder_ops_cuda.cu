@@ -133,14 +133,14 @@ __global__ void gated_mul_kernel(float* __restrict__ gate, const float* __restri
 
 // One thread per (token, head, pair).
 __global__ void rope_kernel(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half,
-                            int64_t first_position, const int32_t* __restrict__ position,
+                            int64_t head_dim, int64_t first_position, const int32_t* __restrict__ position,
                             const float* __restrict__ inv_freq, float factor) {
   if (position != nullptr) first_position = *position;
   const int64_t n = n_tokens * heads * half;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += stride) {
     const int64_t i = idx % half, h = (idx / half) % heads, t = idx / (half * heads);
-    float* head = x + t * row_stride + h * 2 * half;
+    float* head = x + t * row_stride + h * head_dim;
     element::rope_rotate(head[i], head[i + half], first_position + t, inv_freq[i], factor);
   }
 }
@@ -277,13 +277,15 @@ std::string gelu_tanh_mul_cuda(float* gate, const float* up, int64_t n, CUstream
   return launch_error("gelu_tanh_mul_kernel");
 }
 
-std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half,
+std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half, int64_t head_dim,
                       int64_t first_position, const int32_t* position, const float* inv_freq, float attention_factor,
                       CUstream_st* stream) {
   const int64_t n = n_tokens * heads * half;
   if (n <= 0) return {};
+  if (head_dim < 2 * half)
+    return "rope_kernel: heads of " + std::to_string(head_dim) + " rotating " + std::to_string(2 * half) + " values";
   rope_kernel<<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(
-      x, n_tokens, row_stride, heads, half, first_position, position, inv_freq, attention_factor);
+      x, n_tokens, row_stride, heads, half, head_dim, first_position, position, inv_freq, attention_factor);
   return launch_error("rope_kernel");
 }
 

@@ -44,7 +44,7 @@ std::string gelu_tanh_mul_cuda(float* gate, const float* up, int64_t n, CUstream
 // Rotary embedding in place (element::rope_rotate per pair): x [n_tokens, row_stride], `heads` heads
 // of 2·half columns, token t at first_position + t (first_position = *position when position is not
 // null); inv_freq [half] on the device.
-std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half,
+std::string rope_cuda(float* x, int64_t n_tokens, int64_t row_stride, int64_t heads, int64_t half, int64_t head_dim,
                       int64_t first_position, const int32_t* position, const float* inv_freq, float attention_factor,
                       CUstream_st* stream);
 

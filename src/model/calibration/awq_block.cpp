@@ -86,7 +86,7 @@ bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options) {
       fold_into_rows(*v_rows, v_rows->shape().out_features - b.o->shape().in_features, s);
   }
   std::vector<CalibratingLinear*> mlp;
-  if (b.up != nullptr && (b.gate != nullptr) == b.gated) {
+  if (b.up != nullptr && (b.gate_up_fused || (b.gate != nullptr) == b.gated)) {
     for (CalibratingLinear* l : {b.gate, b.up})
       if (l != nullptr) mlp.push_back(l);
   }
@@ -96,8 +96,10 @@ bool scale_awq_block(AwqBlock& b, const quant::AwqOptions& options) {
       norm_changed = true;
     }
   }
-  if (b.down != nullptr && b.up != nullptr && b.gated) {
-    if (auto s = scale_group({b.down}, options); !s.empty()) fold_into_rows(*b.up, 0, s);
+  // down reads act(gate) · up: its scales fold into up's rows (the second half of a fused gate | up).
+  if (b.down != nullptr && b.up != nullptr && (b.gated || b.gate_up_fused)) {
+    if (auto s = scale_group({b.down}, options); !s.empty())
+      fold_into_rows(*b.up, b.up->shape().out_features - b.down->shape().in_features, s);
   }
   return norm_changed;
 }

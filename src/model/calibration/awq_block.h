@@ -20,7 +20,8 @@ namespace qjoule::model::detail {
 struct AwqBlock {
   CalibratingLinear *qkv = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
   CalibratingLinear *gate = nullptr, *up = nullptr, *down = nullptr;
-  bool gated = false;  // SwiGLU (gate in the model, of any precision): down reads silu(gate) · up
+  bool gated = false;          // SwiGLU (gate in the model, of any precision): down reads silu(gate) · up
+  bool gate_up_fused = false;  // Phi-3: `up` is gate_up_proj, rows [gate | up], the norm's only MLP reader
   // Whether scales fold into the norms (pre-LN blocks). A post-LN block's (BERT's) norm output is the
   // residual stream too, so Q/K/V's and FFN-in's inputs keep scale 1 there.
   bool norms_fold = true;

@@ -39,7 +39,7 @@ void add_input_groups(const DecoderLayerParams& lp, std::map<std::string, std::s
 
 std::vector<std::string> block_linear_names(const DecoderLayerParams& lp) {
   std::vector<std::string> names;
-  for (const LinearParams* p : {&lp.qkv, &lp.q, &lp.k, &lp.v, &lp.o, &lp.gate, &lp.up, &lp.down}) {
+  for (const LinearParams* p : {&lp.qkv, &lp.q, &lp.k, &lp.v, &lp.o, &lp.gate_up, &lp.gate, &lp.up, &lp.down}) {
     if (!p->name.empty()) names.push_back(p->name);
   }
   return names;
@@ -58,7 +58,9 @@ detail::AwqBlock awq_roles(const DecoderLayerParams& lp, const std::map<std::str
     b.q = awq(lp.q), b.k = awq(lp.k), b.v = awq(lp.v);
   }
   b.gated = lp.gate.out_features > 0;
-  b.o = awq(lp.o), b.gate = b.gated ? awq(lp.gate) : nullptr, b.up = awq(lp.up), b.down = awq(lp.down);
+  b.gate_up_fused = lp.gate_up.out_features > 0;  // Phi-3's gate_up_proj in the role of up
+  b.o = awq(lp.o), b.gate = b.gated ? awq(lp.gate) : nullptr, b.down = awq(lp.down);
+  b.up = b.gate_up_fused ? awq(lp.gate_up) : awq(lp.up);
   b.attn_norm = lp.attn_norm;
   b.mlp_norm = lp.mlp_norm;
   return b;

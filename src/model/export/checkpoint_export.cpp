@@ -54,7 +54,8 @@ bool is_block_linear_weight(const std::string& name, const io::TensorView& t) {
   if (name.find("vision_tower.") != std::string::npos) return false;  // a multimodal model's image encoder
   if (name.find(".encoder.layer.") != std::string::npos || name.find(".transformer.layer.") != std::string::npos)
     return true;
-  for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj."})
+  for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj.",
+                           ".qkv_proj.", ".gate_up_proj."})
     if (name.find(part) != std::string::npos) return true;
   return false;
 }

@@ -217,9 +217,11 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
   if (cfg.quantization)
     fail("{}: the model is pre-quantized already ({}); export reads an unquantized FP32, FP16 or BF16 checkpoint",
          where, cfg.quantization->describe());
-  if (cfg.arch == DecoderArch::Gpt2 || cfg.arch == DecoderArch::Gemma3)
+  if (cfg.arch == DecoderArch::Gpt2 || cfg.arch == DecoderArch::Gemma3 || cfg.arch == DecoderArch::Phi3)
     fail("{}: --to gguf: {} is not exported yet (Llama, Mistral, Qwen2 and Qwen3 are)", where,
-         cfg.arch == DecoderArch::Gpt2 ? "GPT-2" : "Gemma 3");
+         cfg.arch == DecoderArch::Gpt2     ? "GPT-2"
+         : cfg.arch == DecoderArch::Gemma3 ? "Gemma 3"
+                                           : "Phi-3");
   if (!cfg.layer_window.empty())
     fail("{}: --to gguf: sliding-window layers are not exported yet (sliding_window = {} is below the {} positions)",
          where, *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()), cfg.max_positions);

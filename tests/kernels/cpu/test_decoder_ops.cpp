@@ -220,10 +220,34 @@ TEST(RopeTable, UnsupportedTypesAreErrorsNamingTheType) {
   EXPECT_NE(dynamic.find("'dynamic'"), std::string::npos) << dynamic;
   EXPECT_NE(dynamic.find("default, linear, llama3, yarn"), std::string::npos) << dynamic;
   EXPECT_EQ(dynamic.find('\n'), std::string::npos) << dynamic;
+  s.type = "su";  // Phi-3's older name for longrope: config.json's reader renames it, the table does not
+  const std::string su = error_of([&] { k::make_rope_table(64, 10000.0, s); });
+  EXPECT_NE(su.find("'su'"), std::string::npos) << su;
+  EXPECT_NE(su.find("default, linear, llama3, yarn, longrope"), std::string::npos) << su;
+}
+
+// LongRoPE (Phi-3): each frequency divided by its short or long factor; cos and sin scaled by
+// sqrt(1 + ln(factor) / ln(original positions)); a factor list of the wrong length is one line.
+TEST(RopeTable, LongRopeDividesByItsFactorsAndScalesTheAttention) {
+  k::RopeScaling s;
   s.type = "longrope";
-  const std::string longrope = error_of([&] { k::make_rope_table(64, 10000.0, s); });
-  EXPECT_NE(longrope.find("'longrope'"), std::string::npos) << longrope;
-  EXPECT_NE(longrope.find("default, linear, llama3, yarn"), std::string::npos) << longrope;
+  s.factor = 32.0;
+  s.original_max_position_embeddings = 4096;
+  s.short_factor = {1.0, 2.0, 4.0, 8.0};
+  s.long_factor = {3.0, 5.0, 7.0, 9.0};
+  const auto plain = k::make_rope_table(8, 10000.0, k::RopeScaling{});
+  const auto short_table = k::make_rope_table(8, 10000.0, s);
+  const auto long_table = k::make_rope_table(8, 10000.0, s, true);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(short_table.inv_freq[i], plain.inv_freq[i] / s.short_factor[i], 1e-7 * plain.inv_freq[i]);
+    EXPECT_NEAR(long_table.inv_freq[i], plain.inv_freq[i] / s.long_factor[i], 1e-7 * plain.inv_freq[i]);
+  }
+  const double af = std::sqrt(1.0 + std::log(32.0) / std::log(4096.0));  // 1.1902
+  EXPECT_NEAR(short_table.attention_factor, af, 1e-6);
+  EXPECT_NEAR(long_table.attention_factor, af, 1e-6);
+  s.long_factor.pop_back();
+  const std::string m = error_of([&] { k::make_rope_table(8, 10000.0, s, true); });
+  EXPECT_NE(m.find("long_factor has 3 values, expected 4"), std::string::npos) << m;
 }
 
 TEST(RopeTable, BadArgumentsAreErrors) {
@@ -242,7 +266,9 @@ TEST(RopeTable, BadArgumentsAreErrors) {
 k::RopeScaling rope_scaling_from_hf(const nlohmann::json& rs, int64_t max_position_embeddings) {
   k::RopeScaling s;
   if (rs.is_null()) return s;
-  s.type = rs.contains("rope_type") ? rs["rope_type"].get<std::string>() : rs.value("type", std::string("default"));
+  // (find, not value(): GCC 12 sees a null dereference inside json::value at -O3)
+  const auto type = rs.find(rs.contains("rope_type") ? "rope_type" : "type");
+  s.type = type != rs.end() && type->is_string() ? type->get<std::string>() : std::string("default");
   auto number = [&](const char* key, double fallback) {
     auto it = rs.find(key);
     return it == rs.end() || it->is_null() ? fallback : it->get<double>();

@@ -45,8 +45,8 @@ TEST(SlidingWindowAttention, MatchesReferenceForEveryWindow) {
                                         << ", window " << window << ", past " << past);
         const int64_t n = tokens - past;
         std::vector<float> out(n * q_stride), ref(n * q_stride);
-        k::causal_attention_f32(q.data() + past * q_stride, q_stride, kc.data(), vc.data(), kv_stride, past, n,
-                                s.heads, s.kv_heads, s.head_dim, scale, out.data(), window);
+        k::causal_attention_f32(q.data() + past * q_stride, q_stride, kc.data(), vc.data(), kv_stride, past, n, s.heads,
+                                s.kv_heads, s.head_dim, scale, out.data(), window);
         k::causal_attention_f32_ref(q.data() + past * q_stride, q_stride, kc.data(), vc.data(), kv_stride, past, n,
                                     s.heads, s.kv_heads, s.head_dim, scale, ref.data(), window);
         EXPECT_LE(max_abs_diff(out, ref), 2e-6);
@@ -70,8 +70,8 @@ TEST(SlidingWindowAttention, AQueryReadsExactlyItsWindowsKeys) {
     const int64_t first = t + 1 > window ? t + 1 - window : 0;
     std::vector<float> alone(q_stride);
     k::causal_attention_f32_ref(q.data() + t * q_stride, q_stride, kc.data() + first * kv_stride,
-                                vc.data() + first * kv_stride, kv_stride, t - first, 1, s.heads, s.kv_heads,
-                                s.head_dim, scale, alone.data());
+                                vc.data() + first * kv_stride, kv_stride, t - first, 1, s.heads, s.kv_heads, s.head_dim,
+                                scale, alone.data());
     for (int64_t i = 0; i < q_stride; ++i) ASSERT_NEAR(windowed[t * q_stride + i], alone[i], 2e-6) << t << " " << i;
   }
   // A window no shorter than the context is full attention, bit for bit.
@@ -122,8 +122,7 @@ TEST(GeluTanhMul, MatchesReference) {
     auto ref = gate;
     k::gelu_tanh_mul_f32(gate.data(), up.data(), n);
     k::gelu_tanh_mul_f32_ref(ref.data(), up.data(), n);
-    for (int64_t i = 0; i < n; ++i)
-      ASSERT_NEAR(gate[i], ref[i], 2e-6 * (std::fabs(ref[i]) + 1.0)) << n << " at " << i;
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(gate[i], ref[i], 2e-6 * (std::fabs(ref[i]) + 1.0)) << n << " at " << i;
   }
   float g[3] = {0.0f, 1.0f, -1.0f};
   const float u[3] = {5.0f, 2.0f, 2.0f};

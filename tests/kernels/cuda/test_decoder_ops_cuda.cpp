@@ -192,8 +192,8 @@ TEST(CudaDecoderOps, RopeStoreKvEqualsRopeThenStoreKv) {
     Dev<int32_t> position(std::vector<int32_t>{static_cast<int32_t>(c.past)});
     const int32_t* pos = c.device_position ? position.get() : nullptr;
     const int64_t host_past = c.device_position ? 0 : c.past;
-    ASSERT_EQ(cuda_detail::rope_cuda(x1.get(), c.n, row, c.q_heads + c.kv_heads, c.half, host_past, pos, f.get(), 1.25f,
-                                     nullptr),
+    ASSERT_EQ(cuda_detail::rope_cuda(x1.get(), c.n, row, c.q_heads + c.kv_heads, c.half, head_dim, host_past, pos,
+                                     f.get(), 1.25f, nullptr),
               "");
     ASSERT_EQ(cuda_detail::store_kv_cuda(x1.get() + qd, x1.get() + qd + kvd, row, k1.get(), v1.get(), kv_stride,
                                          host_past, pos, c.n, kvd, nullptr),
@@ -209,6 +209,25 @@ TEST(CudaDecoderOps, RopeStoreKvEqualsRopeThenStoreKv) {
     }
     EXPECT_FALSE(std::isnan(kb[static_cast<std::size_t>(c.past * kv_stride)]));  // written at the position
   }
+}
+
+// A partial rotary factor (Phi-3: heads of 128 turning 96 values): rope_cuda turns each head's first
+// 2·half values as the CPU's apply_rope_f32 does and leaves the rest as they were.
+TEST(CudaDecoderOps, PartialRopeTurnsTheFirstValuesOfEachHead) {
+  REQUIRE_GPU();
+  const int64_t heads = 5, head_dim = 40, half = 12, n = 3, row = heads * head_dim + 3, first = 17;
+  const auto x = test::random_vector(static_cast<std::size_t>(n * row), 8);
+  std::vector<float> inv_freq(static_cast<std::size_t>(half));
+  for (int64_t i = 0; i < half; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * float(i) / float(2 * half));
+  Dev<float> dx(x), f(inv_freq);
+  ASSERT_EQ(cuda_detail::rope_cuda(dx.get(), n, row, heads, half, head_dim, first, nullptr, f.get(), 1.1f, nullptr),
+            "");
+  auto ref = x;
+  apply_rope_f32(ref.data(), n, row, heads, first, inv_freq.data(), head_dim, 1.1f, 2 * half);
+  const auto got = dx.back();
+  for (std::size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], 2e-6 * (1.0 + std::fabs(ref[i]))) << i;
+  for (int64_t h = 0; h < heads; ++h)  // the values past the rotary dimension untouched
+    for (int64_t d = 2 * half; d < head_dim; ++d) ASSERT_EQ(got[h * head_dim + d], x[h * head_dim + d]);
 }
 
 #endif  // QJOULE_HAVE_CUDA

@@ -1,6 +1,6 @@
-// Gemma 3's config.json (Gemma3ForCausalLM, and the text part of Gemma3ForConditionalGeneration) and the
-// sliding windows of every architecture, as transformers reads them: which layers are windowed, their own
-// RoPE base, and every field qjoule does not do as one line naming it.
+// Gemma 3's config.json (Gemma3ForCausalLM, and the text part of Gemma3ForConditionalGeneration), Phi-3's
+// (fused projections, a partial rotary factor, LongRoPE) and the sliding windows of every architecture, as
+// transformers reads them, and every field qjoule does not do as one line naming it.
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -26,7 +26,7 @@ using qjoule::test::error_of;
 using ::testing::HasSubstr;
 
 fs::path edited_copy(const std::string& fixture, const std::string& test, const std::function<void(json&)>& edit) {
-  const auto dir = qjoule::test::temp_dir("decoder_config_gemma3_" + test);
+  const auto dir = qjoule::test::temp_dir("decoder_config_arch_" + test);
   fs::copy(decoder_fixture(fixture), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   json config;
   std::ifstream(dir / "config.json") >> config;
@@ -98,11 +98,16 @@ TEST(Gemma3Config, WhatQjouleDoesNotDoIsOneLineNamingTheField) {
       {[](json& c) { c["use_bidirectional_attention"] = true; }, "use_bidirectional_attention = true"},
       {[](json& c) { c["hidden_activation"] = "relu"; }, "hidden_activation = 'relu' is not supported for Gemma 3"},
       {[](json& c) { c["layer_types"] = {"full_attention"}; }, "expected a list of 3 layer types"},
-      {[](json& c) { c["layer_types"] = {"full_attention", "chunked_attention", "full_attention"}; },
+      {[](json& c) {
+         c["layer_types"] = {"full_attention", "chunked_attention", "full_attention"};
+       },
        "layer_types[1] = \"chunked_attention\" is not supported"},
       {[](json& c) { c["sliding_window"] = -2; }, "sliding_window = -2, expected a positive number"},
       {[](json& c) { c["sliding_window_pattern"] = 0; }, "sliding_window_pattern = 0"},
-      {[](json& c) { c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}}; }, "type 'dynamic'"},
+      {[](json& c) {
+         c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+       },
+       "type 'dynamic'"},
       {[](json& c) {
          c["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
                                  {"sliding_attention", {{"rope_type", "linear"}, {"factor", 2.0}}}};
@@ -145,10 +150,53 @@ TEST(Gemma3Config, TheTextPartOfAConditionalGenerationCheckpoint) {
   EXPECT_EQ(c.layer_window, (std::vector<int64_t>{8, 8, 0}));
   EXPECT_EQ(c.num_layers, 3);
 
-  std::ofstream(dir / "config.json") << json{{"architectures", {"Gemma3ForConditionalGeneration"}},
-                                             {"model_type", "gemma3"}}
-                                            .dump();
+  std::ofstream(dir / "config.json") << json{
+      {"architectures", {"Gemma3ForConditionalGeneration"}},
+      {"model_type", "gemma3"}}.dump();
   EXPECT_THAT(error_of([&] { load_config(dir); }), HasSubstr("needs a text_config object; there is none"));
+}
+
+TEST(Phi3Config, ReadsTheFixtureAsTransformersDoes) {
+  const auto c = load_config(decoder_fixture("tiny-phi3"));
+  EXPECT_EQ(c.arch, qjoule::model::DecoderArch::Phi3);
+  EXPECT_TRUE(c.fused_projections);
+  EXPECT_EQ(c.num_heads, 4);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.rotary_dim, 12);  // partial_rotary_factor 0.75
+  EXPECT_EQ(c.intermediate_size, 96);
+  EXPECT_EQ(c.rope_scaling.type, "longrope");
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 32);
+  EXPECT_EQ(c.rope_scaling.factor, 4.0);  // max_position_embeddings / original: no factor in config.json
+  EXPECT_EQ(c.rope_scaling.short_factor.size(), 6u);
+  EXPECT_TRUE(c.layer_window.empty());  // sliding_window 262144: beyond the positions
+  // Phi3Config's older names for longrope are read as it.
+  const auto su = load_config(edited_copy("tiny-phi3", "su", [](json& j) { j["rope_scaling"]["type"] = "su"; }));
+  EXPECT_EQ(su.rope_scaling.type, "longrope");
+}
+
+TEST(Phi3Config, WhatDoesNotFitIsOneLineNamingTheField) {
+  const auto cases = std::vector<std::pair<std::function<void(json&)>, std::string>>{
+      {[](json& c) { c["rope_scaling"].erase("long_factor"); },
+       "rope_scaling.long_factor is missing, expected a list of numbers"},
+      {[](json& c) {
+         c["rope_scaling"]["short_factor"] = {1.0, "x"};
+       },
+       "rope_scaling.short_factor holds \"x\""},
+      {[](json& c) { c["rope_scaling"]["type"] = "dynamic"; }, "type 'dynamic' is not supported"},
+      {[](json& c) { c["partial_rotary_factor"] = 1.5; }, "partial_rotary_factor = 1.5, expected a number in (0, 1]"},
+      {[](json& c) { c["partial_rotary_factor"] = 0.7; }, "partial_rotary_factor = 0.7 turns 11 of head_dim = 16"},
+      {[](json& c) { c["num_attention_heads"] = 8; }, "but tensor 'model.layers.0.self_attn.qkv_proj.weight' has"},
+      {[](json& c) { c["intermediate_size"] = 128; }, "intermediate_size = 128, but the rows of"},
+  };
+  int i = 0;
+  for (const auto& [edit, expected] : cases) {
+    const auto dir = edited_copy("tiny-phi3", "phi3_bad" + std::to_string(i++), edit);
+    const auto m = error_of([&] { load_config(dir); });
+    EXPECT_THAT(m, HasSubstr(expected));
+    EXPECT_THAT(m, HasSubstr("config.json")) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
 }
 
 TEST(SlidingWindows, EachArchitectureWindowsTheLayersTransformersWindows) {
