@@ -19,6 +19,9 @@ re-implementation:
                factors and greedy decoding crosses from the short to the long ones; 4/2 heads, tied head; F32.
                Its seed is one whose 32 greedy tokens are not one token repeated (a tied random model tends
                to repeat its last token). Tokenizer: llama3.
+  tiny-llama32 LlamaForCausalLM as Llama 3.2 1B / 3B are laid out: tied head (no lm_head.weight), llama3 RoPE
+               scaling (factor 8, low 1, high 4, original_max_position_embeddings 32 of 128), rope_theta 5e5,
+               4/2 heads of 16, explicit head_dim; F32; a seed whose greedy tokens vary. Tokenizer: llama3.
 
 Each folder gets what the tiny decoder fixtures of tools/make_tiny_decoder_fixtures.py have, so that
 every decoder test covers it (tests/model/decoder_fixtures.h):
@@ -106,12 +109,27 @@ def phi3_config(vocab_size, bos, eos):
     }
 
 
+def llama32_config(vocab_size, bos, eos):
+    return {
+        "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": bos,
+        "eos_token_id": eos, "head_dim": 16, "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02,
+        "intermediate_size": 128, "max_position_embeddings": 128, "mlp_bias": False, "model_type": "llama",
+        "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2, "pretraining_tp": 1,
+        "rms_norm_eps": 1e-05,
+        "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 32, "rope_type": "llama3"},
+        "rope_theta": 500000.0, "tie_word_embeddings": True, "torch_dtype": "float32", "use_cache": True,
+        "vocab_size": vocab_size,
+    }
+
+
 MODELS = [
     # name, bpe fixture, BOS, EOS, config, seed, tokens of the reference logits, norm weights' centre
     ("tiny-qwen3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", qwen3_config, 20261128, 24, 1.0),
     # Gemma's RMSNorm multiplies by 1 + w: weights centred on 0 scale by about 1.
     ("tiny-gemma3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", gemma3_config, 20261129, 40, 0.0),
     ("tiny-phi3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", phi3_config, 20261132, 40, 1.0),
+    ("tiny-llama32", "llama3", "<|begin_of_text|>", "<|end_of_text|>", llama32_config, 20261203, 24, 1.0),
 ]
 
 

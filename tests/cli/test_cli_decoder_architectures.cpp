@@ -1,5 +1,5 @@
 // The decoder architectures checked against Hugging Face transformers itself
-// (tools/make_hf_decoder_fixtures.py: tiny-qwen3, tiny-gemma3, tiny-phi3), through every command that takes a decoder,
+// (tools/make_hf_decoder_fixtures.py: tiny-qwen3, tiny-gemma3, tiny-phi3, tiny-llama32), through every command that takes a decoder,
 // as a user runs them: ppl in every CPU format (and calibrated int4), generate, score, bench, and export
 // (GPTQ safetensors read back, GGUF where qjoule writes the architecture).
 #include <algorithm>
@@ -106,7 +106,8 @@ TEST_P(DecoderArchitecture, ExportsGptqThatReadsBackAndGguf) {
   EXPECT_TRUE(fs::exists(dir / "m.gguf"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderArchitecture, ::testing::Values("tiny-qwen3", "tiny-gemma3", "tiny-phi3"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderArchitecture,
+                         ::testing::Values("tiny-qwen3", "tiny-gemma3", "tiny-phi3", "tiny-llama32"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            std::replace(s.begin(), s.end(), '-', '_');

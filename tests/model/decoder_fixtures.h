@@ -15,8 +15,8 @@
 namespace qjoule::test {
 
 inline const std::vector<std::string>& decoder_fixture_names() {
-  static const std::vector<std::string> names = {"tiny-llama",  "tiny-qwen2", "tiny-qwen3",
-                                                 "tiny-gemma3", "tiny-phi3",  "tiny-gpt2"};
+  static const std::vector<std::string> names = {"tiny-llama", "tiny-qwen2",   "tiny-qwen3", "tiny-gemma3",
+                                                 "tiny-phi3",  "tiny-llama32", "tiny-gpt2"};
   return names;
 }
 

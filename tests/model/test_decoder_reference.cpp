@@ -131,7 +131,7 @@ TEST_P(DecoderReferenceTest, StreamedFp32ModelEqualsTheResidentOneAndHoldsNoLine
 // transformers' own generate() (the fixtures of tools/make_hf_decoder_fixtures.py): the same 32 greedy
 // tokens after the prompt, the prompt prefilled and each token then decoded through the KV cache.
 TEST(DecoderGreedy, ThirtyTwoGreedyTokensEqualTransformers) {
-  for (const std::string name : {"tiny-qwen3", "tiny-gemma3", "tiny-phi3"}) {
+  for (const std::string name : {"tiny-qwen3", "tiny-gemma3", "tiny-phi3", "tiny-llama32"}) {
     const auto ref = qjoule::test::read_greedy_reference(name);
     ASSERT_EQ(ref.tokens.size(), 32u) << name;
     const auto model = load_decoder_lm(decoder_fixture(name));
