@@ -7,7 +7,9 @@
 //   build/release/src/cli/qjoule bench --model /tmp/tinyllama-shapes --precisions fp32,bf16,int8,w8,int4,nf4
 // With --tokenizer DIR it also copies a tokenizer (its vocabulary within --vocab), so that
 // `qjoule bench --text FILE` scores a text on it (the perplexity of random weights means nothing; the
-// cost of the FP32 reference and of scoring is the 1B model's).
+// cost of the FP32 reference and of scoring is the 1B model's). --shape llama-3.2-1b writes Llama 3.2
+// 1B's shapes instead (16 layers, hidden 2048, FFN 8192, 32/8 heads, vocabulary 128,256, tied head:
+// no lm_head.weight), the yardstick of a large vocabulary.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -61,16 +63,18 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Write the synthetic TinyLlama-shaped decoder as a Hugging Face checkpoint (config.json + "
       "model.safetensors)."};
-  std::string out, dtype = "bf16", tokenizer;
-  int64_t layers = 22, vocab = 4096;
+  std::string out, dtype = "bf16", tokenizer, shape_name = "tinyllama";
+  int64_t layers = 0, vocab = 0;
   app.add_option("folder", out, "output folder (created)")->required();
   app.add_option("--dtype", dtype, "stored dtype of every tensor")
       ->check(CLI::IsMember({"bf16", "f32"}))
       ->capture_default_str();
-  app.add_option("--layers", layers, "transformer blocks")->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--vocab", vocab, "vocabulary size (TinyLlama has 32,000)")
-      ->check(CLI::Range(16, 256000))
+  app.add_option("--shape", shape_name, "tinyllama (22 layers, FFN 5632, 32/4 heads, untied) or llama-3.2-1b")
+      ->check(CLI::IsMember({"tinyllama", "llama-3.2-1b"}))
       ->capture_default_str();
+  app.add_option("--layers", layers, "transformer blocks (default: the shape's)")->check(CLI::Range(1, 64));
+  app.add_option("--vocab", vocab, "vocabulary size (default: 4096 for tinyllama, which has 32,000; 128256)")
+      ->check(CLI::Range(16, 256000));
   app.add_option(
          "--tokenizer", tokenizer,
          "copy tokenizer.json (and tokenizer_config.json) from this folder, so that `qjoule bench --text` and "
@@ -78,8 +82,15 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
   try {
-    auto spec = qjoule::model::tinyllama_shapes_spec(vocab);
-    spec.num_layers = layers;
+    const bool llama32 = shape_name == "llama-3.2-1b";
+    auto spec = qjoule::model::tinyllama_shapes_spec(vocab > 0 ? vocab : llama32 ? 128256 : 4096);
+    if (llama32) {
+      spec.name = "llama-3.2-1b-shapes";
+      spec.num_layers = 16;
+      spec.num_kv_heads = 8;
+      spec.intermediate_size = 8192;
+    }
+    if (layers > 0) spec.num_layers = layers;
     auto p = qjoule::model::synthetic_decoder_params(spec);
     const auto& c = p.config;
     const bool bf16 = dtype == "bf16";
@@ -97,7 +108,7 @@ int main(int argc, char** argv) {
         add(lin->name + ".weight", {lin->out_features, lin->in_features}, lin->weight);
     }
     add("model.norm.weight", {c.hidden_size}, p.final_norm.gamma);
-    add("lm_head.weight", {c.vocab_size, c.hidden_size}, p.lm_head.weight);
+    if (!llama32) add("lm_head.weight", {c.vocab_size, c.hidden_size}, p.lm_head.weight);  // else tied
 
     std::filesystem::create_directories(out);
     std::vector<qjoule::io::TensorToWrite> views;
@@ -116,7 +127,7 @@ int main(int argc, char** argv) {
                                    {"hidden_act", "silu"},
                                    {"rms_norm_eps", c.norm_eps},
                                    {"rope_theta", c.rope_theta},
-                                   {"tie_word_embeddings", false},
+                                   {"tie_word_embeddings", llama32},
                                    {"attention_bias", false},
                                    {"mlp_bias", false},
                                    {"torch_dtype", bf16 ? "bfloat16" : "float32"}};

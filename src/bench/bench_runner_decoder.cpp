@@ -123,6 +123,9 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
         n, steps, n + steps, cfg.max_positions, c.model);
   r.model_bytes = m.bytes_held();
   r.fp32_bytes = m.fp32_bytes();
+  const auto head = m.head_report();
+  r.head_format = head.format;
+  r.head_bytes = head.bytes_held;
   record_kernels(r, m.kernel_path_counts());
 
   const auto prompt = decoder_prompt_ids(cfg.vocab_size, 1, n);

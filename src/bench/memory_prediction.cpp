@@ -42,15 +42,18 @@ class LinearBytes {
                                               : precision);
     factory_ = model::quantized_linear_factory(*policy_);
   }
-  std::uint64_t operator()(const std::string& name, int64_t out_features, int64_t in_features, bool bias,
-                           bool in_block) {
-    const auto key = std::make_tuple(policy_->resolve(name, in_block).format, out_features, in_features, bias);
+  // head_16bit: a language model's head the checkpoint stores in 16 bits (model::LinearParams::head_16bit).
+  std::uint64_t operator()(const std::string& name, int64_t out_features, int64_t in_features, bool bias, bool in_block,
+                           std::optional<quant::Format> head_16bit = std::nullopt) {
+    const auto key =
+        std::make_tuple(policy_->resolve(name, in_block, head_16bit).format, out_features, in_features, bias);
     auto it = built_.find(key);
     if (it == built_.end()) {
       model::LinearParams sample;
       sample.name = name;
       sample.out_features = out_features;
       sample.in_features = in_features;
+      sample.head_16bit = head_16bit;
       sample.weight.resize(static_cast<std::size_t>(out_features * in_features));
       for (std::size_t i = 0; i < sample.weight.size(); ++i)
         sample.weight[i] = static_cast<float>(static_cast<int>((i * 2654435761u) % 2001u) - 1000) * 1e-4f;
@@ -153,7 +156,7 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   LinearBytes bytes(c.precision);
   auto add_linear = [&](const model::LinearParams& p, bool in_block) {
     if (p.out_features == 0) return;
-    out.model_bytes += bytes(p.name, p.out_features, p.in_features, model::with_bias(p), in_block);
+    out.model_bytes += bytes(p.name, p.out_features, p.in_features, model::with_bias(p), in_block, p.head_16bit);
     // While this Linear is built: its FP32 weights, the stored tensor's mapped pages (a GPT-2 Conv1D
     // weight also its transposed copy) and, as it is built, what it will hold.
     const std::uint64_t fp32 = fp32_of(p);

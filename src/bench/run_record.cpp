@@ -140,6 +140,7 @@ constexpr OptionalCountField kOptionalCounts[] = {
     {"lm_stride", &RunRecord::lm_stride},
     {"lm_scored_tokens", &RunRecord::lm_scored_tokens},
     {"calibration_tokens", &RunRecord::calibration_tokens},
+    {"head_bytes", &RunRecord::head_bytes},
 };
 
 // The record's optional strings: "" is written as null.
@@ -153,6 +154,7 @@ constexpr OptionalStringField kOptionalStrings[] = {
     {"weights_source", &RunRecord::weights_source},
     {"roof_bound", &RunRecord::roof_bound},
     {"decode_roof_bound", &RunRecord::decode_roof_bound},
+    {"head_format", &RunRecord::head_format},
 };
 
 // The number of keys each schema version has (its keys are the first ones of kRunRecordKeys).
@@ -162,6 +164,7 @@ constexpr std::size_t keys_of_version(std::int64_t version) {
          : version == 3 ? kRunRecordKeysV3
          : version == 4 ? kRunRecordKeysV4
          : version == 5 ? kRunRecordKeysV5
+         : version == 6 ? kRunRecordKeysV6
                         : kRunRecordKeys.size();
 }
 

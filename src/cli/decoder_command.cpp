@@ -34,9 +34,16 @@ void print_decoder_header(const std::string& dir, const model::LoadedDecoder& d,
              c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size, c.max_positions);
   if (!c.inferred_fields.empty())
     fmt::print("inferred   {} (absent from config.json)\n", fmt::join(c.inferred_fields, ", "));
+  // The block Linears' kernels here, the head on a line of its own: it keeps the checkpoint's 16-bit type
+  // below FP32 unless asked (quant::LayerPolicy::resolve).
+  const auto head = d.model.head_report();
+  auto counts = d.model.kernel_path_counts();
+  if (const auto it = counts.find(head.format + " " + head.kernel_path); it != counts.end() && --it->second == 0)
+    counts.erase(it);
   fmt::print("precision  {}{}: {}\n", quant.precision,
-             quant.precision_origin.empty() ? "" : " (" + quant.precision_origin + ")",
-             kernel_summary(d.model.kernel_path_counts()));
+             quant.precision_origin.empty() ? "" : " (" + quant.precision_origin + ")", kernel_summary(counts));
+  fmt::print("head       {} {}: {}{}\n", head.format, head.kernel_path, human_bytes(double(head.bytes_held)),
+             c.tie_word_embeddings ? " (tied to the embeddings, which stay FP32)" : "");
   if (d.on_gpu)
     fmt::print("device     {} (every weight and the KV cache on the GPU; non-GEMM operations {})\n",
                d.model.device_name(), d.model.nongemm_path());

@@ -393,6 +393,12 @@ std::vector<LinearReport> DecoderLM::linear_reports() const {
   return out;
 }
 
+LinearReport DecoderLM::head_report() const {
+  const kernels::Linear& l = *lm_head_.linear;
+  const auto fp32 = static_cast<std::size_t>(l.out_features() * l.in_features()) * sizeof(float);
+  return {lm_head_.name, l.format(), l.kernel_path(), l.bytes_held(), fp32};
+}
+
 std::map<std::string, int> DecoderLM::kernel_path_counts() const {
   std::map<std::string, int> counts;
   for (const auto& l : all_linears_) counts[l.linear->format() + " " + l.linear->kernel_path()] += l.parts;

@@ -130,6 +130,7 @@ LayerPolicy LayerPolicy::parse(const LayerPolicyOptions& options, const FormatSp
   // The formats last, in the order written, so that a bad pattern is reported before a bad format.
   policy.precision_spec_ = parse_format_spec(policy.precision_, defaults);
   policy.fp32_spec_ = parse_format_spec(name(Format::fp32), defaults);
+  policy.defaults_ = defaults;
   for (auto& rule : policy.rules_) rule.spec = parse_format_spec(rule.format, defaults);
   return policy;
 }
@@ -141,7 +142,28 @@ LayerPolicy LayerPolicy::uniform(const Precision& precision) {
   return policy;
 }
 
-LayerDecision LayerPolicy::resolve(std::string_view layer_name, bool is_block_linear) const {
+LayerDecision LayerPolicy::resolve_head(std::string_view layer_name, Format head_16bit) const {
+  if (const std::string hit = first_match(exclude_, layer_name); !hit.empty())
+    return {std::string(name(Format::fp32)), fp32_spec_,
+            fmt::format("the head, excluded by --quant-exclude '{}'", hit)};
+  for (const LayerFormatRule& rule : rules_) {
+    if (glob_match(rule.pattern, layer_name))
+      return {rule.format, rule.spec, fmt::format("the head, --layer-precision '{}={}'", rule.pattern, rule.format)};
+  }
+  if (precision_spec_.format == Format::fp32)
+    return {std::string(name(Format::fp32)), fp32_spec_, "the head, FP32 as the run"};
+  const std::string format(name(head_16bit));
+  FormatSpec defaults = defaults_;
+  defaults.emulate = precision_spec_.emulate;  // an emulated run emulates its head too
+  return {format, parse_format_spec(format, defaults),
+          fmt::format("the head in the checkpoint's {}, as deployed (below FP32; --layer-precision "
+                      "'lm_head=FORMAT' quantizes it, --quant-exclude lm_head keeps it FP32)",
+                      format)};
+}
+
+LayerDecision LayerPolicy::resolve(std::string_view layer_name, bool is_block_linear,
+                                   std::optional<Format> head_16bit) const {
+  if (!is_block_linear && head_16bit && include_.empty()) return resolve_head(layer_name, *head_16bit);
   std::string candidate_reason;
   if (!include_.empty()) {
     const std::string hit = first_match(include_, layer_name);

@@ -82,7 +82,7 @@ TEST(CliBenchTask, EveryRunScoresEachTaskAgainstFp32sAnswersComputedOnce) {
   std::getline(csv, header);
   EXPECT_THAT(header, HasSubstr(",task.tiny_qjoule.items,task.tiny_qjoule.acc,"));
   EXPECT_THAT(header, ::testing::EndsWith(",task.tiny_qjoule.delta_acc_norm,task.tiny_qjoule.changed_share"));
-  EXPECT_THAT(header, HasSubstr(",calibration_seconds,task.tiny_arc.items,"));
+  EXPECT_THAT(header, HasSubstr(",head_format,head_bytes,task.tiny_arc.items,"));
 
   // The same --out with another task list: one line naming --task.
   const auto other =

@@ -91,7 +91,7 @@ TEST(CliBenchText, EveryRecordEqualsQjoulePplOnTheSameTextAndWindows) {
   const auto records = read_records(out / "results.jsonl");
   ASSERT_EQ(records.size(), 8u);
   for (const auto& rec : records) {
-    EXPECT_EQ(rec["schema_version"], 6);
+    EXPECT_EQ(rec["schema_version"], 7);
     ASSERT_EQ(rec["status"], "ok") << rec["error"];
     const std::string precision = rec["precision"];
     const auto json = dir / (precision + ".json");

@@ -32,8 +32,8 @@ namespace qjoule::bench {
 // 5 the calibration_* keys (calibrated precisions: int4:...:gptq, int4:...:awq).
 // Older records still read: the keys added since are absent and read as null, and the record reads
 // back as the current version (nothing is lost: version 1 had no decoder runs, version 2 no text,
-// version 3 no roofs, version 4 no calibrated precisions).
-inline constexpr int kRunRecordSchemaVersion = 6;
+// version 3 no roofs, version 4 no calibrated precisions, version 5 no tasks, version 6 no head fields).
+inline constexpr int kRunRecordSchemaVersion = 7;
 inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
 // Members are named as their JSON keys (run_record_fields.h), except the groups: `config` (model,
@@ -113,6 +113,12 @@ struct RunRecord {
   // "delta_acc_norm", "changed_share", "reference_unavailable"} (bench/task_accuracy.h); null without --task.
   nlohmann::json tasks;
 
+  // A decoder run's head (lm_head, or the tied embeddings as the head): its format as held ("bf16": the
+  // checkpoint's 16-bit type, the default below FP32; "int8" where asked) and its bytes as held, which
+  // model_bytes and the decode bytes a token count. Absent for encoder runs.
+  std::string head_format;
+  std::optional<std::size_t> head_bytes;
+
   // The run against the machine's measured limits (environment.machine_limits; qjoule/limits/roofline.h):
   // the measured phase (an encoder's batches, a decoder's prefill) did roof_flops_per_token arithmetic and
   // moved roof_bytes_per_token per token, so achieved roof_gflops and roof_gb_per_s; its roof is the
@@ -151,7 +157,10 @@ static_assert(kRunRecordKeys[kRunRecordKeysV4 - 1] == "decode_roof_bound");
 // The keys version 5 had: up to and including "calibration_seconds".
 inline constexpr std::size_t kRunRecordKeysV5 = 95;
 static_assert(kRunRecordKeys[kRunRecordKeysV5 - 1] == "calibration_seconds");
-static_assert(kRunRecordKeys.back() == "tasks", "the array's size must match its keys");
+// The keys version 6 had: up to and including "tasks".
+inline constexpr std::size_t kRunRecordKeysV6 = 96;
+static_assert(kRunRecordKeys[kRunRecordKeysV6 - 1] == "tasks");
+static_assert(kRunRecordKeys.back() == "head_bytes", "the array's size must match its keys");
 
 // One flat object with every key of kRunRecordKeys. Absent optionals are null; the energy figures
 // also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null), and

@@ -21,7 +21,7 @@ struct RunRecordField {
 };
 
 // clang-format off
-inline constexpr std::array<RunRecordField, 96> kRunRecordFields = {{
+inline constexpr std::array<RunRecordField, 98> kRunRecordFields = {{
     {"schema_version", FieldType::integer, false, ""},
     {"run_name", FieldType::string, false, ""},
     {"start_time", FieldType::string, false, ""},
@@ -118,6 +118,8 @@ inline constexpr std::array<RunRecordField, 96> kRunRecordFields = {{
     {"calibration_damp", FieldType::number, true, ""},
     {"calibration_seconds", FieldType::number, true, "s"},
     {"tasks", FieldType::object, true, ""},
+    {"head_format", FieldType::string, true, ""},
+    {"head_bytes", FieldType::integer, true, "bytes"},
 }};
 // clang-format on
 

@@ -106,6 +106,8 @@ class DecoderLM {
 
   const DecoderConfig& config() const { return config_; }
   std::vector<LinearReport> linear_reports() const;
+  // The head's report (lm_head: its format as held, e.g. the checkpoint's bf16 below FP32, and its bytes).
+  LinearReport head_report() const;
   // "format kernel_path" -> the checkpoint's Linears that ran it (a fused Linear counts once per part).
   std::map<std::string, int> kernel_path_counts() const;
   std::size_t bytes_held() const;  // every Linear as packed + embeddings and norms (FP32)

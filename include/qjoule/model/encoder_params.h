@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct LinearParams {
   std::function<std::unique_ptr<kernels::Linear>()> build_prequantized;
   quant::FormatSpec prequantized_spec;
   std::string prequantized_from;
+  // A language model's head stored in 16 bits by its checkpoint (bf16 or fp16): the format it is held in
+  // by default below FP32 (quant::LayerPolicy::resolve's head_16bit); nullopt for every other Linear.
+  std::optional<quant::Format> head_16bit;
 };
 
 // Whether p has a bias: loaded, or to come (deferred weights).

@@ -20,6 +20,7 @@
 // whitespace around items is ignored. Bad syntax stops with one line naming the option and the item.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,7 +77,12 @@ class LayerPolicy {
   // its text is not a spec.
   static LayerPolicy uniform(const Precision& precision);
 
-  LayerDecision resolve(std::string_view layer_name, bool is_block_linear) const;
+  // `head_16bit`: the layer is a language model's head whose checkpoint stores it in this 16-bit format
+  // (bf16 or fp16). Then, unless --quant-include names layers, the head is held as deployed: in that
+  // format whenever --precision is below FP32 (FP32 with --precision fp32), a --layer-precision rule that
+  // matches it quantizes it (e.g. 'lm_head=int8'), --quant-exclude keeps it FP32.
+  LayerDecision resolve(std::string_view layer_name, bool is_block_linear,
+                        std::optional<Format> head_16bit = std::nullopt) const;
 
   const std::string& precision() const { return precision_; }
   const FormatSpec& precision_spec() const { return precision_spec_; }
@@ -85,8 +91,11 @@ class LayerPolicy {
   const std::vector<LayerFormatRule>& rules() const { return rules_; }
 
  private:
+  LayerDecision resolve_head(std::string_view layer_name, Format head_16bit) const;
+
   std::string precision_ = "fp32";
   FormatSpec precision_spec_, fp32_spec_;
+  FormatSpec defaults_;  // what the formats were parsed with: a head's 16-bit spec is parsed with them too
   std::vector<std::string> include_, exclude_;
   std::vector<LayerFormatRule> rules_;
 };

@@ -29,7 +29,9 @@ using qjoule::test::error_of;
 using qjoule::test::relative_rms;
 using ::testing::HasSubstr;
 constexpr auto logits_of = qjoule::test::prompt_logits;
-constexpr auto factory = qjoule::test::precision_factory;
+qjoule::model::LinearFactory factory(const std::string& precision, const std::string& exclude = "") {
+  return qjoule::test::precision_factory(precision, exclude);
+}
 
 using qjoule::test::have_numpy;
 constexpr auto kPython = qjoule::test::kDebianPython;

@@ -98,11 +98,11 @@ inline std::map<std::string, std::vector<float>> write_prequantized_copy(
   const bool awq = layout.method == "awq";
   constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // word nibble k holds output 8·w + kAwqOrder[k]
   for (const auto& [name, t] : ck.tensors()) {
-    const auto w = ck.to_f32(name);
-    if (!is_block_linear(name)) {
-      add(name, io::DType::F32, t.shape, w.data(), w.size() * sizeof(float));
+    if (!is_block_linear(name)) {  // as stored (GPTQ and AWQ checkpoints keep the head in its own type)
+      add(name, t.dtype, t.shape, t.data, t.nbytes);
       continue;
     }
+    const auto w = ck.to_f32(name);
     const std::string linear = name.substr(0, name.size() - std::string(".weight").size());
     const int64_t out = t.shape[0], in = t.shape[1];
     const LinearCodes c = codes_of(linear, w, out, in);

@@ -26,10 +26,12 @@ inline std::vector<float> prompt_logits(const model::DecoderLM& m) {
   return logits;
 }
 
-// Every Linear in `precision` (a format spec).
-inline model::LinearFactory precision_factory(const std::string& precision) {
+// Every Linear in `precision` (a format spec); `exclude` (--quant-exclude) keeps those FP32, e.g. "lm_head"
+// where two checkpoints store their heads in different types.
+inline model::LinearFactory precision_factory(const std::string& precision, const std::string& exclude = "") {
   quant::LayerPolicyOptions po;
   po.precision = precision;
+  po.exclude = exclude;
   return model::quantized_linear_factory(quant::LayerPolicy::parse(po), {});
 }
 

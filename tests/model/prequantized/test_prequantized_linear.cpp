@@ -29,7 +29,9 @@ using qjoule::test::qjoule_codes;
 using qjoule::test::relative_rms;
 using ::testing::HasSubstr;
 constexpr auto logits_of = qjoule::test::prompt_logits;
-constexpr auto factory = qjoule::test::precision_factory;
+qjoule::model::LinearFactory factory(const std::string& precision, const std::string& exclude = "") {
+  return qjoule::test::precision_factory(precision, exclude);
+}
 
 // One group per row: scale and zero from the row's range (the test's own asym rule).
 LinearCodes per_row_codes(const std::string&, const std::vector<float>& w, int64_t out, int64_t in) {

@@ -26,7 +26,8 @@ struct SyntheticDecoderSpec {
 SyntheticDecoderSpec tinyllama_shapes_spec(int64_t vocab = 4096);
 
 // Parameters named as Hugging Face's LlamaForCausalLM names them ("model.layers.0.self_attn.q_proj",
-// "lm_head"), weights ~ N(0, 0.02) (lm_head untied), RMSNorm gammas 1, no biases, RoPE theta 10,000.
+// "lm_head"), weights ~ N(0, 0.02) (lm_head untied, marked as a BF16 checkpoint stores it: held in BF16
+// below FP32), RMSNorm gammas 1, no biases, RoPE theta 10,000.
 // A spec whose sizes are not positive or whose heads do not divide the hidden size is an error.
 DecoderParams synthetic_decoder_params(const SyntheticDecoderSpec& spec);
 
