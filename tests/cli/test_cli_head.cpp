@@ -51,8 +51,8 @@ TEST(CliHead, RecordsSayTheHeadsFormatAndBytesAsHeld) {
 
 TEST(CliHead, TheConsoleSaysTheHeadAndTheOptionsChangeIt) {
   const auto dir = qjoule::test::temp_dir("cli_head_ppl");
-  const std::string common = qjoule() + " ppl --model " + decoder("tiny-llama") + " --text " +
-                             text_file(dir).string() + " --ctx 32 --threads 1 --precision int4:g=32";
+  const std::string common = qjoule() + " ppl --model " + decoder("tiny-llama") + " --text " + text_file(dir).string() +
+                             " --ctx 32 --threads 1 --precision int4:g=32";
   const auto plain = run_command(common + " 2>&1");
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_THAT(plain.output, HasSubstr("head       bf16 "));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decoder_fixtures.h"
+#include "edited_decoder_config.h"
 #include "error_of.h"
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/model/decoder_lm.h"
@@ -23,20 +24,8 @@ using qjoule::model::load_decoder_config;
 using qjoule::test::decoder_fixture;
 using qjoule::test::error_of;
 
-// A copy of a fixture whose config.json is edited by `edit`.
-fs::path edited_copy(const std::string& fixture, const std::string& test, const std::function<void(json&)>& edit) {
-  const auto dir = qjoule::test::temp_dir("decoder_config_" + test);
-  fs::copy(decoder_fixture(fixture), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  json config;
-  std::ifstream(dir / "config.json") >> config;
-  edit(config);
-  std::ofstream(dir / "config.json") << config.dump(2);
-  return dir;
-}
-
-qjoule::model::DecoderConfig load_config(const fs::path& dir) {
-  return qjoule::model::load_decoder_config(dir, qjoule::io::Checkpoint::open(dir));
-}
+using qjoule::test::edited_decoder_copy;
+using qjoule::test::load_config;
 
 TEST(DecoderConfig, ReadsEachFixturesArchitecture) {
   const auto llama = load_config(decoder_fixture("tiny-llama"));
@@ -66,7 +55,7 @@ TEST(DecoderConfig, ReadsEachFixturesArchitecture) {
 }
 
 TEST(DecoderConfig, InfersMissingFieldsFromTensorShapes) {
-  const auto dir = edited_copy("tiny-llama", "infer", [](json& c) {
+  const auto dir = edited_decoder_copy("tiny-llama", "infer", [](json& c) {
     for (const char* f : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_key_value_heads"})
       c.erase(f);
   });
@@ -77,24 +66,24 @@ TEST(DecoderConfig, InfersMissingFieldsFromTensorShapes) {
   EXPECT_EQ(inferred.num_layers, original.num_layers);
   EXPECT_EQ(inferred.num_kv_heads, original.num_kv_heads);
   EXPECT_EQ(inferred.inferred_fields.size(), 5u);
-  const auto gpt2 = edited_copy("tiny-gpt2", "infer_gpt2", [](json& c) {
+  const auto gpt2 = edited_decoder_copy("tiny-gpt2", "infer_gpt2", [](json& c) {
     for (const char* f : {"vocab_size", "n_embd", "n_positions", "n_layer", "n_inner"}) c.erase(f);
   });
   EXPECT_EQ(load_config(gpt2).max_positions, load_config(decoder_fixture("tiny-gpt2")).max_positions);
 }
 
 TEST(DecoderConfig, DisagreementsNameTheFieldAndBothValues) {
-  const auto kv = edited_copy("tiny-llama", "kv", [](json& c) { c["num_key_value_heads"] = 3; });
+  const auto kv = edited_decoder_copy("tiny-llama", "kv", [](json& c) { c["num_key_value_heads"] = 3; });
   const auto m1 = error_of([&] { load_config(kv); });
   EXPECT_NE(m1.find("num_key_value_heads = 3"), std::string::npos) << m1;
   EXPECT_NE(m1.find("model.layers.0.self_attn.k_proj.weight"), std::string::npos) << m1;
 
-  const auto hidden = edited_copy("tiny-qwen2", "hidden", [](json& c) { c["hidden_size"] = 65; });
+  const auto hidden = edited_decoder_copy("tiny-qwen2", "hidden", [](json& c) { c["hidden_size"] = 65; });
   const auto m2 = error_of([&] { load_config(hidden); });
   EXPECT_NE(m2.find("hidden_size = 65"), std::string::npos) << m2;
   EXPECT_NE(m2.find("model.embed_tokens.weight"), std::string::npos) << m2;
 
-  const auto untied = edited_copy("tiny-qwen2", "untied", [](json& c) { c["tie_word_embeddings"] = false; });
+  const auto untied = edited_decoder_copy("tiny-qwen2", "untied", [](json& c) { c["tie_word_embeddings"] = false; });
   const auto m3 = error_of([&] { load_config(untied); });
   EXPECT_NE(m3.find("lm_head.weight"), std::string::npos) << m3;
 }
@@ -118,7 +107,8 @@ TEST(DecoderConfig, ValuesOutsideTheirRangeNameTheField) {
       {"tiny-gpt2", "bos_token_id", -1, "bos_token_id = -1 is outside the vocabulary [0, "},
   };
   for (const auto& c : cases) {
-    const auto dir = edited_copy(c.fixture, std::string("range_") + c.field, [&](json& j) { j[c.field] = c.value; });
+    const auto dir =
+        edited_decoder_copy(c.fixture, std::string("range_") + c.field, [&](json& j) { j[c.field] = c.value; });
     const auto m = error_of([&] { load_config(dir); });
     EXPECT_NE(m.find("config.json: " + std::string(c.expected)), std::string::npos) << c.field << ": " << m;
   }
@@ -127,7 +117,7 @@ TEST(DecoderConfig, ValuesOutsideTheirRangeNameTheField) {
 // A tensor the model does not read is one warning line naming it (known buffers such as GPT-2's
 // attention masks are not); a checkpoint the model reads whole gives none.
 TEST(DecoderConfig, TensorsTheModelDoesNotReadAreOneWarningLine) {
-  const auto dir = edited_copy("tiny-llama", "unused", [](json&) {});
+  const auto dir = edited_decoder_copy("tiny-llama", "unused", [](json&) {});
   {
     const auto original = qjoule::io::Checkpoint::open(decoder_fixture("tiny-llama"));
     std::vector<qjoule::io::TensorToWrite> tensors;
@@ -155,7 +145,7 @@ TEST(DecoderConfig, TensorsTheModelDoesNotReadAreOneWarningLine) {
 }
 
 TEST(DecoderConfig, UnsupportedSettingsAreOneClearLine) {
-  const auto arch = edited_copy("tiny-llama", "arch", [](json& c) {
+  const auto arch = edited_decoder_copy("tiny-llama", "arch", [](json& c) {
     c["model_type"] = "mamba";
     c["architectures"] = {"MambaForCausalLM"};
   });
@@ -164,19 +154,19 @@ TEST(DecoderConfig, UnsupportedSettingsAreOneClearLine) {
   EXPECT_NE(m1.find("supported: llama"), std::string::npos) << m1;
   EXPECT_EQ(qjoule::model::model_family(arch), qjoule::model::ModelFamily::Unknown);
 
-  const auto dynamic = edited_copy("tiny-llama", "dynamic", [](json& c) {
+  const auto dynamic = edited_decoder_copy("tiny-llama", "dynamic", [](json& c) {
     c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
   });
   const auto m2 = error_of([&] { load_config(dynamic); });
   EXPECT_NE(m2.find("rope_scaling type 'dynamic' is not supported"), std::string::npos) << m2;
 
-  const auto act = edited_copy("tiny-gpt2", "act", [](json& c) { c["activation_function"] = "relu"; });
+  const auto act = edited_decoder_copy("tiny-gpt2", "act", [](json& c) { c["activation_function"] = "relu"; });
   const auto m3 = error_of([&] { load_config(act); });
   EXPECT_NE(m3.find("activation_function = 'relu'"), std::string::npos) << m3;
 }
 
 TEST(DecoderConfig, ShapesThatDisagreeWithTheConfigNameTheTensor) {
-  const auto dir = edited_copy("tiny-llama", "ffn", [](json& c) { c["intermediate_size"] = 7; });
+  const auto dir = edited_decoder_copy("tiny-llama", "ffn", [](json& c) { c["intermediate_size"] = 7; });
   const auto m = error_of([&] { (void)qjoule::model::load_decoder_lm(dir); });
   EXPECT_NE(m.find("intermediate_size = 7"), std::string::npos) << m;
   EXPECT_NE(m.find("mlp.gate_proj.weight"), std::string::npos) << m;
@@ -203,7 +193,7 @@ TEST(DecoderConfig, Qwen3sHeadNormsAreCheckedLikeEveryTensor) {
 // transformers 5 writes rope_theta (and the scaling) inside rope_parameters: read as the top-level fields
 // are, the same model; both forms with two values is one line.
 TEST(DecoderConfig, RopeParametersOfTransformers5AreReadAsTheTopLevelFields) {
-  const auto moved = edited_copy("tiny-qwen3", "rope_parameters", [](json& c) {
+  const auto moved = edited_decoder_copy("tiny-qwen3", "rope_parameters", [](json& c) {
     c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", c["rope_theta"]}};
     c.erase("rope_theta");
     c.erase("rope_scaling");
@@ -213,7 +203,7 @@ TEST(DecoderConfig, RopeParametersOfTransformers5AreReadAsTheTopLevelFields) {
   EXPECT_EQ(read.rope_theta, 1e6);
   EXPECT_EQ(read.rope_theta, original.rope_theta);
   EXPECT_EQ(read.rope_scaling.type, "default");
-  const auto llama3 = edited_copy("tiny-llama", "rope_parameters_llama3", [](json& c) {
+  const auto llama3 = edited_decoder_copy("tiny-llama", "rope_parameters_llama3", [](json& c) {
     json p = c["rope_scaling"];
     p["rope_theta"] = c["rope_theta"];
     c["rope_parameters"] = p;
@@ -224,25 +214,25 @@ TEST(DecoderConfig, RopeParametersOfTransformers5AreReadAsTheTopLevelFields) {
   EXPECT_EQ(ll.rope_scaling.type, "llama3");
   EXPECT_EQ(ll.rope_scaling.factor, lo.rope_scaling.factor);
   EXPECT_EQ(ll.rope_theta, lo.rope_theta);
-  const auto both = edited_copy("tiny-qwen3", "rope_parameters_both", [](json& c) {
+  const auto both = edited_decoder_copy("tiny-qwen3", "rope_parameters_both", [](json& c) {
     c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 5e5}};
   });
   const auto m = error_of([&] { load_config(both); });
   EXPECT_NE(m.find("rope_theta = 1000000 and rope_parameters.rope_theta = 500000; expected one value"),
             std::string::npos)
       << m;
-  const auto dynamic = edited_copy("tiny-qwen3", "rope_parameters_dynamic", [](json& c) {
+  const auto dynamic = edited_decoder_copy("tiny-qwen3", "rope_parameters_dynamic", [](json& c) {
     c["rope_parameters"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
   });
   const auto d = error_of([&] { load_config(dynamic); });
   EXPECT_NE(d.find("rope_parameters type 'dynamic' is not supported"), std::string::npos) << d;
-  const auto not_object = edited_copy("tiny-qwen3", "rope_parameters_list", [](json& c) {
+  const auto not_object = edited_decoder_copy("tiny-qwen3", "rope_parameters_list", [](json& c) {
     c.erase("rope_scaling");
     c["rope_parameters"] = json::array({1});
   });
   const auto o = error_of([&] { load_config(not_object); });
   EXPECT_NE(o.find("config.json: rope_parameters is [1], expected an object or null"), std::string::npos) << o;
-  const auto negative = edited_copy("tiny-qwen3", "rope_parameters_negative", [](json& c) {
+  const auto negative = edited_decoder_copy("tiny-qwen3", "rope_parameters_negative", [](json& c) {
     c.erase("rope_theta");
     c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", -1}};
   });

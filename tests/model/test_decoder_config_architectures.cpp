@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decoder_fixtures.h"
+#include "edited_decoder_config.h"
 #include "error_of.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/decoder_config.h"
@@ -25,18 +26,11 @@ using qjoule::test::decoder_fixture;
 using qjoule::test::error_of;
 using ::testing::HasSubstr;
 
-fs::path edited_copy(const std::string& fixture, const std::string& test, const std::function<void(json&)>& edit) {
-  const auto dir = qjoule::test::temp_dir("decoder_config_arch_" + test);
-  fs::copy(decoder_fixture(fixture), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  json config;
-  std::ifstream(dir / "config.json") >> config;
-  edit(config);
-  std::ofstream(dir / "config.json") << config.dump(2);
-  return dir;
-}
+using qjoule::test::load_config;
 
-qjoule::model::DecoderConfig load_config(const fs::path& dir) {
-  return qjoule::model::load_decoder_config(dir, qjoule::io::Checkpoint::open(dir));
+// Its temporary folders named arch_*: apart from test_decoder_config.cpp's.
+fs::path edited_arch_copy(const std::string& fixture, const std::string& test, const std::function<void(json&)>& edit) {
+  return qjoule::test::edited_decoder_copy(fixture, "arch_" + test, edit);
 }
 
 TEST(Gemma3Config, ReadsTheFixtureAsTransformersDoes) {
@@ -56,7 +50,7 @@ TEST(Gemma3Config, ReadsTheFixtureAsTransformersDoes) {
 }
 
 TEST(Gemma3Config, LayerTypesAndTransformers5sRopeParametersAreRead) {
-  const auto dir = edited_copy("tiny-gemma3", "layer_types", [](json& c) {
+  const auto dir = edited_arch_copy("tiny-gemma3", "layer_types", [](json& c) {
     c["layer_types"] = {"full_attention", "sliding_attention", "sliding_attention"};
     c.erase("rope_theta");
     c.erase("rope_local_base_freq");
@@ -74,7 +68,7 @@ TEST(Gemma3Config, LayerTypesAndTransformers5sRopeParametersAreRead) {
 // The fixture's 40 reference tokens are five windows: full attention in every layer gives other logits
 // (so the reference checks the window), the fixture's own config transformers' within 1e-4.
 TEST(Gemma3Config, AWindowAsLongAsThePositionsIsFullAttentionAndTheFixtureNeedsTheWindow) {
-  const auto dir = edited_copy("tiny-gemma3", "long", [](json& j) { j["sliding_window"] = 128; });
+  const auto dir = edited_arch_copy("tiny-gemma3", "long", [](json& j) { j["sliding_window"] = 128; });
   EXPECT_TRUE(load_config(dir).layer_window.empty());
   const auto ref = qjoule::test::read_decoder_reference("tiny-gemma3");
   const auto n = static_cast<int64_t>(ref.ids.size());
@@ -117,7 +111,7 @@ TEST(Gemma3Config, WhatQjouleDoesNotDoIsOneLineNamingTheField) {
   };
   int i = 0;
   for (const auto& [edit, expected] : cases) {
-    const auto dir = edited_copy("tiny-gemma3", "bad" + std::to_string(i++), edit);
+    const auto dir = edited_arch_copy("tiny-gemma3", "bad" + std::to_string(i++), edit);
     const auto m = error_of([&] { load_config(dir); });
     EXPECT_THAT(m, HasSubstr(expected));
     EXPECT_THAT(m, HasSubstr("config.json")) << m;
@@ -171,7 +165,7 @@ TEST(Phi3Config, ReadsTheFixtureAsTransformersDoes) {
   EXPECT_EQ(c.rope_scaling.short_factor.size(), 6u);
   EXPECT_TRUE(c.layer_window.empty());  // sliding_window 262144: beyond the positions
   // Phi3Config's older names for longrope are read as it.
-  const auto su = load_config(edited_copy("tiny-phi3", "su", [](json& j) { j["rope_scaling"]["type"] = "su"; }));
+  const auto su = load_config(edited_arch_copy("tiny-phi3", "su", [](json& j) { j["rope_scaling"]["type"] = "su"; }));
   EXPECT_EQ(su.rope_scaling.type, "longrope");
 }
 
@@ -191,7 +185,7 @@ TEST(Phi3Config, WhatDoesNotFitIsOneLineNamingTheField) {
   };
   int i = 0;
   for (const auto& [edit, expected] : cases) {
-    const auto dir = edited_copy("tiny-phi3", "phi3_bad" + std::to_string(i++), edit);
+    const auto dir = edited_arch_copy("tiny-phi3", "phi3_bad" + std::to_string(i++), edit);
     const auto m = error_of([&] { load_config(dir); });
     EXPECT_THAT(m, HasSubstr(expected));
     EXPECT_THAT(m, HasSubstr("config.json")) << m;
@@ -201,7 +195,7 @@ TEST(Phi3Config, WhatDoesNotFitIsOneLineNamingTheField) {
 
 TEST(SlidingWindows, EachArchitectureWindowsTheLayersTransformersWindows) {
   // Mistral: every layer; absent sliding_window is MistralConfig's 4096 (beyond these 128 positions: full).
-  const auto mistral = load_config(edited_copy("tiny-llama", "mistral", [](json& c) {
+  const auto mistral = load_config(edited_arch_copy("tiny-llama", "mistral", [](json& c) {
     c["model_type"] = "mistral";
     c["architectures"] = {"MistralForCausalLM"};
     c["rope_scaling"] = nullptr;
@@ -210,12 +204,12 @@ TEST(SlidingWindows, EachArchitectureWindowsTheLayersTransformersWindows) {
   EXPECT_EQ(mistral.layer_window, std::vector<int64_t>(static_cast<std::size_t>(mistral.num_layers), 16));
   EXPECT_GT(mistral.max_positions, 16);  // no longer limited to the window
   // Llama: LlamaForCausalLM has no sliding window, whatever config.json says.
-  const auto llama = load_config(edited_copy("tiny-llama", "llama", [](json& c) { c["sliding_window"] = 16; }));
+  const auto llama = load_config(edited_arch_copy("tiny-llama", "llama", [](json& c) { c["sliding_window"] = 16; }));
   EXPECT_TRUE(llama.layer_window.empty());
   // Qwen2: only with use_sliding_window, and only the layers from max_window_layers on.
-  const auto off = load_config(edited_copy("tiny-qwen2", "qwen_off", [](json& c) { c["sliding_window"] = 16; }));
+  const auto off = load_config(edited_arch_copy("tiny-qwen2", "qwen_off", [](json& c) { c["sliding_window"] = 16; }));
   EXPECT_TRUE(off.layer_window.empty());
-  const auto on = load_config(edited_copy("tiny-qwen2", "qwen_on", [](json& c) {
+  const auto on = load_config(edited_arch_copy("tiny-qwen2", "qwen_on", [](json& c) {
     c["sliding_window"] = 16;
     c["use_sliding_window"] = true;
     c["max_window_layers"] = 1;
