@@ -175,7 +175,7 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
     floats += l.attn_norm.gamma.size() + l.attn_norm.beta.size() + l.mlp_norm.gamma.size() + l.mlp_norm.beta.size() +
               l.q_norm.gamma.size() + l.k_norm.gamma.size() + l.attn_post_norm.gamma.size() +
               l.mlp_post_norm.gamma.size();
-  out.model_bytes += float_bytes(floats);
+  out.model_bytes += float_bytes(floats) + params.token_embeddings_bf16.size() * sizeof(uint16_t);
 
   // The run: KV cache, one prefill's activations (hidden states, Q/K/V, context, the MLP's two FFN-wide
   // buffers, attention scores, the last token's logits), the fidelity logits, per-thread scratch.

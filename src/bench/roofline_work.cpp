@@ -93,7 +93,8 @@ double decoder_decode_bytes_per_token(const model::DecoderLM& m, int64_t prompt,
   const auto& cfg = m.config();
   double bytes = 0.0;
   for (const auto& l : m.linear_reports()) bytes += static_cast<double>(l.bytes_held);
-  bytes += static_cast<double>(cfg.hidden_size) * sizeof(float);  // the token's embedding row
+  // The token's embedding row, as held.
+  bytes += static_cast<double>(cfg.hidden_size) * (m.embeddings_format() == "bf16" ? 2.0 : 4.0);
   // Keys and values of every earlier position, every layer, FP32: the mean context of the steps.
   const double mean_context = static_cast<double>(prompt) + (static_cast<double>(steps) + 1.0) / 2.0;
   bytes += 2.0 * static_cast<double>(cfg.num_layers * cfg.kv_dim()) * mean_context * sizeof(float);

@@ -132,9 +132,13 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
   }
   lm_head_ = build(params.lm_head, false);
   if (format_mismatch) throw *format_mismatch;
-  if (config_.embedding_scale != 1.0f)  // Gemma: the embeddings' rows scaled, not the tied head
-    for (float& e : params.token_embeddings) e *= config_.embedding_scale;
-  token_embeddings_ = upload(params.token_embeddings, "the token embeddings");
+  if (!params.token_embeddings_bf16.empty()) {  // as stored; scaled when looked up
+    token_embeddings_ = ops_->upload_bf16(std::move(params.token_embeddings_bf16), "the token embeddings (BF16)");
+  } else {
+    if (config_.embedding_scale != 1.0f)  // Gemma: the embeddings' rows scaled, not the tied head
+      for (float& e : params.token_embeddings) e *= config_.embedding_scale;
+    token_embeddings_ = upload(params.token_embeddings, "the token embeddings");
+  }
   position_embeddings_ = upload(params.position_embeddings, "the position embeddings");
   final_norm_ = norm(params.final_norm);
 }
@@ -149,7 +153,8 @@ std::string DecoderLM::nongemm_path() const {
   const bool fused_rope = !rope_inv_freq_.empty() && !layers_.empty() && layers_.front().qkv;
   const bool geglu = gated && config_.activation != "silu";
   const bool windowed = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) { return l.window > 0; });
-  return fmt::format("{}: embedding_sum, {}{}, {}, causal_attention{}, {}", ops_->nongemm_path(),
+  return fmt::format("{}: {}, {}{}, {}, causal_attention{}, {}", ops_->nongemm_path(),
+                     token_embeddings_.dtype() == DType::bf16 ? "embedding_bf16" : "embedding_sum",
                      rms ? "rms_norm, add_rms_norm" : "add, add_layer_norm", config_.qk_norm ? ", head_rms_norm" : "",
                      fused_rope               ? "rope_store_kv"
                      : rope_inv_freq_.empty() ? "store_kv"
@@ -346,9 +351,7 @@ DecoderLM::Scratch DecoderLM::make_scratch(int64_t n) const {
 void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, std::span<const Segment> segments, const Scratch& s,
                                 const Tensor& out) const {
   const int64_t h = config_.hidden_size;
-  for (const Segment& g : segments)
-    ops_->embedding_sum(ids.slice(g.row, g.n), token_embeddings_, position_embeddings_, {}, g.n, g.past, h,
-                        s.x.slice(g.row * h, g.n * h));
+  for (const Segment& g : segments) embed_rows(ids.slice(g.row, g.n), g.n, g.past, s.x.slice(g.row * h, g.n * h));
   // Each block leaves its output in s.hn; the next norm adds it to the residual stream s.x first.
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (i == 0) {
@@ -416,8 +419,17 @@ std::size_t DecoderLM::bytes_held() const {
   return total;
 }
 
+void DecoderLM::embed_rows(const Tensor& ids, int64_t n, int64_t past, const Tensor& out) const {
+  if (token_embeddings_.dtype() == DType::bf16) {
+    ops_->embedding_bf16(ids, token_embeddings_, config_.embedding_scale, config_.hidden_size, out);
+  } else {
+    ops_->embedding_sum(ids, token_embeddings_, position_embeddings_, {}, n, past, config_.hidden_size, out);
+  }
+}
+
 std::size_t DecoderLM::fp32_bytes() const {
   std::size_t total = bytes_held();
+  if (token_embeddings_.dtype() == DType::bf16) total += token_embeddings_.bytes();  // 2 more bytes a value
   for (const auto& l : all_linears_) total = total - l.linear->bytes_held() + l.fp32_bytes;
   return total;
 }

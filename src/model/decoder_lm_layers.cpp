@@ -15,7 +15,7 @@ void DecoderLM::embed(const int32_t* ids, int64_t n, float* x) const {
   const Tensor id_tensor = ops.empty(DType::i32, n, "the token ids");
   ops.copy_in(ids, id_tensor);
   const Tensor out = ops.host_output(x, n * config_.hidden_size, "the hidden states");
-  ops.embedding_sum(id_tensor, token_embeddings_, position_embeddings_, {}, n, 0, config_.hidden_size, out);
+  embed_rows(id_tensor, n, 0, out);
   ops.copy_out(out, x);
 }
 

@@ -1,5 +1,6 @@
 #include "qjoule/model/decoder_params.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -41,6 +42,15 @@ class DecoderParamReader {
           t.file.string(), name, t.shape_string(), fmt::join(expected, ", "), cfg_.architecture, cfg_.hidden_size,
           cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim, cfg_.intermediate_size, cfg_.vocab_size);
     return t;
+  }
+
+  // A BF16 tensor's words as stored, its shape checked; its mapped pages are released once copied.
+  std::vector<uint16_t> read_bf16(const std::string& name, const std::vector<int64_t>& expected) const {
+    const auto& t = check(name, expected);
+    std::vector<uint16_t> bits(static_cast<std::size_t>(t.numel()));
+    std::memcpy(bits.data(), t.data, bits.size() * sizeof(uint16_t));
+    ck_.release(name);
+    return bits;
   }
 
   // The tensor as FP32, its shape checked; its mapped pages are released once converted.
@@ -194,7 +204,12 @@ DecoderParams load_decoder_params(const io::Checkpoint& ck, const DecoderConfig&
   out.config = cfg;
   const bool gpt2 = cfg.arch == DecoderArch::Gpt2;
   const std::string embeddings = cfg.prefix + (gpt2 ? "wte.weight" : "embed_tokens.weight");
-  out.token_embeddings = r.read(embeddings, {cfg.vocab_size, cfg.hidden_size});
+  // A BF16 checkpoint's embeddings stay BF16 (exact: each row is widened when looked up); GPT-2's are
+  // summed with its positions in FP32.
+  if (!gpt2 && ck.at(embeddings).dtype == io::DType::BF16)
+    out.token_embeddings_bf16 = r.read_bf16(embeddings, {cfg.vocab_size, cfg.hidden_size});
+  else
+    out.token_embeddings = r.read(embeddings, {cfg.vocab_size, cfg.hidden_size});
   if (gpt2)
     load_gpt2_layers(r, cfg, out);
   else

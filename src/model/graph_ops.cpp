@@ -11,7 +11,7 @@
 namespace qjoule::model {
 namespace {
 
-std::string_view dtype_name(DType dtype) { return dtype == DType::f32 ? "f32" : "i32"; }
+std::string_view dtype_name(DType dtype) { return dtype == DType::f32 ? "f32" : dtype == DType::i32 ? "i32" : "bf16"; }
 
 }  // namespace
 
@@ -29,10 +29,16 @@ int32_t* Tensor::i32() const {
   return static_cast<int32_t*>(data_);
 }
 
+uint16_t* Tensor::bf16() const {
+  if (dtype_ != DType::bf16) fail("tensor of {} {} elements read as bf16", size_, dtype_name(dtype_));
+  return static_cast<uint16_t*>(data_);
+}
+
 Tensor Tensor::slice(int64_t offset, int64_t count) const {
   if (offset < 0 || count < 0 || offset + count > size_)
     fail("slice [{}, {}) of a tensor of {} elements: out of range", offset, offset + count, size_);
-  return Tensor(device_, dtype_, static_cast<char*>(data_) + offset * 4, count, owner_);
+  return Tensor(device_, dtype_, static_cast<char*>(data_) + offset * static_cast<int64_t>(element_bytes()), count,
+                owner_);
 }
 
 void check_tensor(const Tensor& t, const Device& device, DType dtype, int64_t needed, std::string_view op,
@@ -81,6 +87,14 @@ void GraphOps::embedding_sum(const Tensor& ids, const Tensor& word, const Tensor
   if (!token_type0.empty()) check_tensor(token_type0, device(), DType::f32, hidden, "embeddings", "token type 0");
   check_tensor(out, device(), DType::f32, rows * hidden, "embeddings", "the output");
   run_embedding_sum(ids, word, position, token_type0, seq, first_position, hidden, out);
+}
+
+void GraphOps::embedding_bf16(const Tensor& ids, const Tensor& word, float scale, int64_t hidden, const Tensor& out) {
+  const int64_t rows = ids.size();
+  check_tensor(ids, device(), DType::i32, rows, "embeddings", "the ids");
+  check_tensor(word, device(), DType::bf16, hidden, "embeddings", "the word embeddings");
+  check_tensor(out, device(), DType::f32, rows * hidden, "embeddings", "the output");
+  run_embedding_bf16(ids, word, scale, hidden, out);
 }
 
 void GraphOps::add_layer_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma,

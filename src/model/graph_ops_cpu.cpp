@@ -10,13 +10,14 @@
 #include "qjoule/kernels/decoder_ops.h"
 #include "qjoule/kernels/encoder_ops.h"
 #include "qjoule/model/graph_ops.h"
+#include "qjoule/quant/element_math.h"
 
 namespace qjoule::model {
 namespace {
 
 constexpr Device kCpu{Device::Kind::cpu, 0};
 
-void* raw(const Tensor& t) { return t.dtype() == DType::f32 ? static_cast<void*>(t.f32()) : t.i32(); }
+void* raw(const Tensor& t) { return t.raw(); }
 
 class CpuGraphOps final : public GraphOps {
  public:
@@ -43,6 +44,13 @@ class CpuGraphOps final : public GraphOps {
     float* data = owner->data();
     const auto size = static_cast<int64_t>(owner->size());
     return Tensor(kCpu, DType::f32, data, size, std::move(owner));
+  }
+
+  Tensor upload_bf16(std::vector<uint16_t> bits, std::string_view /*what*/) override {
+    auto owner = std::make_shared<std::vector<uint16_t>>(std::move(bits));
+    uint16_t* data = owner->data();
+    const auto size = static_cast<int64_t>(owner->size());
+    return Tensor(kCpu, DType::bf16, data, size, std::move(owner));
   }
 
   Tensor host_output(float* host, int64_t size, std::string_view /*what*/) override {
@@ -95,6 +103,19 @@ class CpuGraphOps final : public GraphOps {
       if (t != nullptr) {
         for (int64_t c = 0; c < h; ++c) row[c] += t[c];
       }
+    }
+  }
+
+  void run_embedding_bf16(const Tensor& ids, const Tensor& word, float scale, int64_t h, const Tensor& out) override {
+    const int32_t* id = ids.i32();
+    const uint16_t* w = word.bf16();
+    float* o = out.f32();
+    const int64_t rows = ids.size();
+#pragma omp parallel for schedule(static) if (rows > 1)
+    for (int64_t i = 0; i < rows; ++i) {
+      const uint16_t* wr = w + static_cast<int64_t>(id[i]) * h;
+      float* row = o + i * h;
+      for (int64_t c = 0; c < h; ++c) row[c] = element::bf16_bits_to_f32(wr[c]) * scale;
     }
   }
 

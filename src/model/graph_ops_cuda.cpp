@@ -88,9 +88,7 @@ class CudaCapturedWork final : public CapturedWork {
   int64_t kernels_ = 0, other_ = 0;
 };
 
-void* raw(const Tensor& t) {
-  return t.dtype() == DType::f32 ? static_cast<void*>(t.f32()) : static_cast<void*>(t.i32());
-}
+void* raw(const Tensor& t) { return t.raw(); }
 
 class CudaGraphOps final : public GraphOps {
  public:
@@ -134,6 +132,18 @@ class CudaGraphOps final : public GraphOps {
     check(cudaMemcpy(data, values.data(), bytes, cudaMemcpyHostToDevice), device_.index,
           fmt::format("copying {} to the GPU", what));
     return Tensor(device_, DType::f32, data, static_cast<int64_t>(values.size()), std::move(owner));
+  }
+
+  Tensor upload_bf16(std::vector<uint16_t> bits, std::string_view what) override {
+    if (bits.empty()) return Tensor(device_, DType::bf16, nullptr, 0, nullptr);
+    DeviceGuard guard(device_.index);
+    void* data = nullptr;
+    const std::size_t bytes = bits.size() * sizeof(uint16_t);
+    check(cudaMalloc(&data, bytes), device_.index, fmt::format("cudaMalloc of {} ({} bytes)", what, bytes));
+    std::shared_ptr<void> owner(data, [](void* p) { cudaFree(p); });
+    check(cudaMemcpy(data, bits.data(), bytes, cudaMemcpyHostToDevice), device_.index,
+          fmt::format("copying {} to the GPU", what));
+    return Tensor(device_, DType::bf16, data, static_cast<int64_t>(bits.size()), std::move(owner));
   }
 
   Tensor host_output(float* /*host*/, int64_t size, std::string_view what) override {
@@ -228,6 +238,12 @@ class CudaGraphOps final : public GraphOps {
       fail("{}: a Linear on GPU {}, handed to GPU {}", name, gpu->device(), device_.index);
     DeviceGuard guard(device_.index);
     gpu->forward_device(x.f32(), m, y.f32(), s_->stream);
+  }
+
+  void run_embedding_bf16(const Tensor& ids, const Tensor& word, float scale, int64_t hidden,
+                          const Tensor& out) override {
+    launched(cd::embedding_bf16_cuda(ids.i32(), word.bf16(), scale, ids.size(), hidden, out.f32(), s_->stream),
+             "BF16 embeddings");
   }
 
   void run_embedding_sum(const Tensor& ids, const Tensor& word, const Tensor& position, const Tensor& token_type0,

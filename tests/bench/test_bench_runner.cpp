@@ -136,7 +136,8 @@ TEST(BenchRunnerDecoder, RunsPrefillAndDecodeWithoutASensor) {
     if (std::string(precision) == "fp32") {
       EXPECT_EQ(*r.fidelity_top1_agreement, 1.0);
       EXPECT_EQ(*r.fidelity_max_abs_dlogit, 0.0);
-      EXPECT_EQ(r.model_bytes, r.fp32_bytes);
+      // tiny-llama is a BF16 checkpoint: its embeddings are held as stored, 2 bytes a value.
+      EXPECT_LT(r.model_bytes, r.fp32_bytes);
     } else {
       EXPECT_LT(r.model_bytes, r.fp32_bytes);
       EXPECT_GE(*r.fidelity_top1_agreement, 0.5);

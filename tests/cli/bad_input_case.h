@@ -37,7 +37,13 @@ inline void expect_one_line_error(const BadInput& c) {
   namespace fs = std::filesystem;
   using ::testing::HasSubstr;
   using ::testing::Not;
-  const fs::path dir = temp_dir("cli_bad_" + c.name);
+  // The suite in the folder's name: two suites' cases of one name (score's and bench --task's
+  // encoder_model) run at once under ctest -j and must not share a folder.
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string suite = info != nullptr ? info->test_suite_name() : "";
+  for (char& ch : suite)
+    if (ch == '/') ch = '_';
+  const fs::path dir = temp_dir("cli_bad_" + suite + "_" + c.name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   if (c.setup) c.setup(dir);

@@ -131,7 +131,7 @@ class CliEvalBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliEvalBadInput, OneClearLine) {
   const auto& p = GetParam();
-  const auto dir = qjoule::test::temp_dir("cli_bad_" + p.name);
+  const auto dir = qjoule::test::temp_dir("cli_eval_bad_" + p.name);
   std::ofstream(dir / p.dataset_name) << p.dataset_text;
   const auto r = run_command(qjoule() + " eval --model " + tiny_bert().string() + " --dataset " +
                              (dir / p.dataset_name).string() + " " + p.extra_args);

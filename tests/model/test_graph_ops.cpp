@@ -113,6 +113,10 @@ class RecordingOps final : public GraphOps {
     ++calls["upload"];
     return cpu->upload(std::move(v), what);
   }
+  Tensor upload_bf16(std::vector<uint16_t> bits, std::string_view what) override {
+    ++calls["upload_bf16"];
+    return cpu->upload_bf16(std::move(bits), what);
+  }
   Tensor host_output(float* host, int64_t size, std::string_view what) override {
     ++calls["host_output"];
     return cpu->host_output(host, size, what);
@@ -167,6 +171,10 @@ class RecordingOps final : public GraphOps {
     ++calls["embedding_sum"];
     cpu->set_position_source(position_source());
     cpu->embedding_sum(ids, w, p, t, seq, first, h, out);
+  }
+  void run_embedding_bf16(const Tensor& ids, const Tensor& w, float scale, int64_t h, const Tensor& out) override {
+    ++calls["embedding_bf16"];
+    cpu->embedding_bf16(ids, w, scale, h, out);
   }
   void run_add_layer_norm(const Tensor& x, const Tensor& r, int64_t rows, int64_t cols, const Tensor& g,
                           const Tensor& b, float eps) override {
@@ -350,7 +358,7 @@ TEST(DecoderGraph, RunsThroughGraphOpsOnlyAndMatchesTheCpuBackend) {
     EXPECT_EQ(recording->calls["host_output"], 2);
     EXPECT_THAT(
         recorded.nongemm_path(),
-        HasSubstr(llama ? "embedding_sum, rms_norm, add_rms_norm, rope_store_kv, causal_attention, silu_mul_rows"
+        HasSubstr(llama ? "embedding_bf16, rms_norm, add_rms_norm, rope_store_kv, causal_attention, silu_mul_rows"
                         : "embedding_sum, add, add_layer_norm, store_kv, causal_attention, gelu_tanh"));
   }
 }

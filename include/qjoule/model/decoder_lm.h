@@ -108,6 +108,8 @@ class DecoderLM {
   std::vector<LinearReport> linear_reports() const;
   // The head's report (lm_head: its format as held, e.g. the checkpoint's bf16 below FP32, and its bytes).
   LinearReport head_report() const;
+  // The token embeddings' format as held: "bf16" (a BF16 checkpoint's, as stored) or "fp32".
+  std::string embeddings_format() const { return token_embeddings_.dtype() == DType::bf16 ? "bf16" : "fp32"; }
   // "format kernel_path" -> the checkpoint's Linears that ran it (a fused Linear counts once per part).
   std::map<std::string, int> kernel_path_counts() const;
   std::size_t bytes_held() const;  // every Linear as packed + embeddings and norms (FP32)
@@ -150,6 +152,9 @@ class DecoderLM {
   void attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n,
                        std::span<const Segment> segments) const;
   void mlp_block(const Layer& layer, const Scratch& s, int64_t n) const;
+  // The embeddings of n tokens at positions past .. past + n − 1 into out [n, hidden]: the FP32 table
+  // (with GPT-2's positions), or the BF16 one widened as looked up.
+  void embed_rows(const Tensor& ids, int64_t n, int64_t past, const Tensor& out) const;
   Scratch make_scratch(int64_t n) const;
   // Enqueues the forward of the n tokens `ids` (on the device), segment by segment at its positions,
   // into `out` (each segment's logits rows in turn; a single segment's straight from s.x, several

@@ -43,7 +43,10 @@ struct DecoderLayerParams {
 
 struct DecoderParams {
   DecoderConfig config;
-  std::vector<float> token_embeddings;     // [vocab, hidden]
+  std::vector<float> token_embeddings;  // [vocab, hidden]; empty when token_embeddings_bf16 holds them
+  // A BF16 checkpoint's token embeddings as stored ([vocab, hidden] BF16 words; RoPE decoders): held so,
+  // each row widened to FP32 exactly when looked up (GraphOps::embedding_bf16).
+  std::vector<uint16_t> token_embeddings_bf16;
   std::vector<float> position_embeddings;  // [positions, hidden] (GPT-2), empty with RoPE
   std::vector<DecoderLayerParams> layers;
   LayerNormParams final_norm;

@@ -30,7 +30,8 @@ struct Device {
 };
 std::string to_string(const Device& device);  // "cpu", "cuda:0"
 
-enum class DType { f32, i32 };
+// bf16: 16-bit words as stored by a BF16 checkpoint (the embeddings a decoder holds as stored).
+enum class DType { f32, i32, bf16 };
 
 // A view of `size` elements of one type on one device, sharing ownership of the memory it views
 // (a slice keeps the whole allocation alive). Only the operations of the tensor's backend read it.
@@ -44,10 +45,13 @@ class Tensor {
   DType dtype() const { return dtype_; }
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  std::size_t bytes() const { return static_cast<std::size_t>(size_) * 4; }  // f32 and i32 are 4 bytes
+  std::size_t bytes() const { return static_cast<std::size_t>(size_) * element_bytes(); }
+  std::size_t element_bytes() const { return dtype_ == DType::bf16 ? 2 : 4; }
   // The elements, for the backend's kernels; an error when the tensor holds the other type.
   float* f32() const;
   int32_t* i32() const;
+  uint16_t* bf16() const;
+  void* raw() const { return data_; }
   // Elements [offset, offset + count): an error outside the tensor.
   Tensor slice(int64_t offset, int64_t count) const;
 
@@ -96,6 +100,8 @@ class GraphOps {
   virtual Tensor empty(DType dtype, int64_t size, std::string_view what) = 0;
   // The values on the device (the CPU backend keeps the vector itself: no copy).
   virtual Tensor upload(std::vector<float> values, std::string_view what) = 0;
+  // BF16 words (bf16_bits) on the device, as upload.
+  virtual Tensor upload_bf16(std::vector<uint16_t> bits, std::string_view what) = 0;
   // Where a forward writes `size` FP32 results bound for `host`: on the CPU the host memory itself (so
   // that copy_out(t, host) copies nothing), elsewhere a device tensor that copy_out brings back.
   virtual Tensor host_output(float* host, int64_t size, std::string_view what) = 0;
@@ -131,6 +137,10 @@ class GraphOps {
   // (+ token_type0[:] when not empty), i < ids.size(). The ids must already lie in the vocabulary.
   void embedding_sum(const Tensor& ids, const Tensor& word, const Tensor& position, const Tensor& token_type0,
                      int64_t seq, int64_t first_position, int64_t hidden, const Tensor& out);
+  // out[i, :] = word[ids[i], :] · scale, i < ids.size(), with word [vocab, hidden] held in BF16 (a BF16
+  // checkpoint's embeddings as stored): each value widened to FP32 exactly, then scaled (Gemma's
+  // sqrt(hidden); 1 elsewhere). The ids must already lie in the vocabulary.
+  void embedding_bf16(const Tensor& ids, const Tensor& word, float scale, int64_t hidden, const Tensor& out);
   // x[r, :] = LayerNorm(x[r, :] + residual[r, :]) · gamma + beta, in place (residual may be empty).
   void add_layer_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols, const Tensor& gamma,
                       const Tensor& beta, float eps);
@@ -209,6 +219,8 @@ class GraphOps {
   virtual void run_embedding_sum(const Tensor& ids, const Tensor& word, const Tensor& position,
                                  const Tensor& token_type0, int64_t seq, int64_t first_position, int64_t hidden,
                                  const Tensor& out) = 0;
+  virtual void run_embedding_bf16(const Tensor& ids, const Tensor& word, float scale, int64_t hidden,
+                                  const Tensor& out) = 0;
   virtual void run_add_layer_norm(const Tensor& x, const Tensor& residual, int64_t rows, int64_t cols,
                                   const Tensor& gamma, const Tensor& beta, float eps) = 0;
   virtual void run_attention(const Tensor& qkv, int64_t k_offset, int64_t v_offset, int64_t row_stride,

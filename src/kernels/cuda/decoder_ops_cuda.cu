@@ -104,6 +104,16 @@ __global__ void gated_mul_rows_kernel(const float* __restrict__ gate_up, int64_t
   }
 }
 
+__global__ void embedding_bf16_kernel(const int32_t* __restrict__ ids, const uint16_t* __restrict__ word, float scale,
+                                      int64_t rows, int64_t hidden, float* __restrict__ out) {
+  const int64_t n = rows * hidden;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t idx = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; idx < n; idx += stride) {
+    const int64_t r = idx / hidden, c = idx - r * hidden;
+    out[idx] = element::bf16_bits_to_f32(word[int64_t{ids[r]} * hidden + c]) * scale;
+  }
+}
+
 // cache[(past + t) · kv_stride + c] = src[t · src_stride + c] for the keys and the values; `past` from
 // *position when it is not null.
 __global__ void store_kv_kernel(const float* __restrict__ k, const float* __restrict__ v, int64_t src_stride,
@@ -241,6 +251,14 @@ std::string silu_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols,
   gated_mul_rows_kernel<false>
       <<<grid_for(rows * cols, kElementThreads), kElementThreads, 0, stream>>>(gate_up, rows, cols, out);
   return launch_error("silu_mul_rows_kernel");
+}
+
+std::string embedding_bf16_cuda(const int32_t* ids, const uint16_t* word, float scale, int64_t rows, int64_t hidden,
+                                float* out, CUstream_st* stream) {
+  if (rows <= 0 || hidden <= 0) return {};
+  embedding_bf16_kernel<<<grid_for(rows * hidden, kElementThreads), kElementThreads, 0, stream>>>(ids, word, scale,
+                                                                                                  rows, hidden, out);
+  return launch_error("embedding_bf16_kernel");
 }
 
 std::string gelu_tanh_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream) {

@@ -27,6 +27,11 @@ std::string head_rms_norm_cuda(float* x, int64_t n, int64_t row_stride, int64_t 
                                const float* gamma, float eps, CUstream_st* stream);
 // out[r, i] = silu(gate_up[r, i]) · gate_up[r, cols + i] (a fused gate|up product's rows).
 std::string silu_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream);
+// out[i, :] = bf16(word[ids[i], :]) · scale for i < rows: a BF16 embedding table read as stored
+// (element::bf16_bits_to_f32). The ids must already lie in the vocabulary.
+std::string embedding_bf16_cuda(const int32_t* ids, const uint16_t* word, float scale, int64_t rows, int64_t hidden,
+                                float* out, CUstream_st* stream);
+
 // out[r, i] = gelu_tanh(gate_up[r, i]) · gate_up[r, cols + i] (GeGLU, element::gelu_tanh).
 std::string gelu_tanh_mul_rows_cuda(const float* gate_up, int64_t rows, int64_t cols, float* out, CUstream_st* stream);
 // The n new tokens' keys and values into the caches at rows past .. past + n − 1 (past = *position when
