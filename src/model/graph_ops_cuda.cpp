@@ -123,27 +123,11 @@ class CudaGraphOps final : public GraphOps {
 
   // Parameters: cudaMalloc, copied before this returns.
   Tensor upload(std::vector<float> values, std::string_view what) override {
-    if (values.empty()) return Tensor(device_, DType::f32, nullptr, 0, nullptr);
-    DeviceGuard guard(device_.index);
-    void* data = nullptr;
-    const std::size_t bytes = values.size() * sizeof(float);
-    check(cudaMalloc(&data, bytes), device_.index, fmt::format("cudaMalloc of {} ({} bytes)", what, bytes));
-    std::shared_ptr<void> owner(data, [](void* p) { cudaFree(p); });
-    check(cudaMemcpy(data, values.data(), bytes, cudaMemcpyHostToDevice), device_.index,
-          fmt::format("copying {} to the GPU", what));
-    return Tensor(device_, DType::f32, data, static_cast<int64_t>(values.size()), std::move(owner));
+    return upload_raw(values.data(), DType::f32, static_cast<int64_t>(values.size()), sizeof(float), what);
   }
 
   Tensor upload_bf16(std::vector<uint16_t> bits, std::string_view what) override {
-    if (bits.empty()) return Tensor(device_, DType::bf16, nullptr, 0, nullptr);
-    DeviceGuard guard(device_.index);
-    void* data = nullptr;
-    const std::size_t bytes = bits.size() * sizeof(uint16_t);
-    check(cudaMalloc(&data, bytes), device_.index, fmt::format("cudaMalloc of {} ({} bytes)", what, bytes));
-    std::shared_ptr<void> owner(data, [](void* p) { cudaFree(p); });
-    check(cudaMemcpy(data, bits.data(), bytes, cudaMemcpyHostToDevice), device_.index,
-          fmt::format("copying {} to the GPU", what));
-    return Tensor(device_, DType::bf16, data, static_cast<int64_t>(bits.size()), std::move(owner));
+    return upload_raw(bits.data(), DType::bf16, static_cast<int64_t>(bits.size()), sizeof(uint16_t), what);
   }
 
   Tensor host_output(float* /*host*/, int64_t size, std::string_view what) override {
@@ -382,6 +366,19 @@ class CudaGraphOps final : public GraphOps {
   }
 
  private:
+  // `size` elements of `element_bytes` each from the host into new device memory, copied before this returns.
+  Tensor upload_raw(const void* host, DType dtype, int64_t size, std::size_t element_bytes, std::string_view what) {
+    if (size == 0) return Tensor(device_, dtype, nullptr, 0, nullptr);
+    DeviceGuard guard(device_.index);
+    void* data = nullptr;
+    const std::size_t bytes = static_cast<std::size_t>(size) * element_bytes;
+    check(cudaMalloc(&data, bytes), device_.index, fmt::format("cudaMalloc of {} ({} bytes)", what, bytes));
+    std::shared_ptr<void> owner(data, [](void* p) { cudaFree(p); });
+    check(cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice), device_.index,
+          fmt::format("copying {} to the GPU", what));
+    return Tensor(device_, dtype, data, size, std::move(owner));
+  }
+
   const int32_t* position_device() const { return position_source().empty() ? nullptr : position_source().i32(); }
 
   void launched(const std::string& error, std::string_view what) const {
