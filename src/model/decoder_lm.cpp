@@ -33,6 +33,7 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
   // QJOULE_DECODE_GRAPH=0: every decode step kernel by kernel (to measure what the recording buys).
   if (const auto graph = kernels::kernel_override(kernels::KernelOverride::decode_graph))
     decode_graph_on_ = *graph == "1";
+  if (config_.activation != "silu") gate_ = Gate::gelu_tanh;  // read once, not in each layer's MLP
   if (config_.arch != DecoderArch::Gpt2) {
     const int64_t rotary = config_.rotary_dim > 0 ? config_.rotary_dim : config_.head_dim;
     auto rope = kernels::make_rope_table(rotary, config_.rope_theta, config_.rope_scaling);
@@ -272,14 +273,13 @@ void DecoderLM::mlp_block(const Layer& layer, const Scratch& s, int64_t n) const
   GraphOps& ops = *ops_;
   const int64_t f = config_.intermediate_size;
   const Tensor* act = &s.a;
-  const Gate gate = config_.activation == "silu" ? Gate::silu : Gate::gelu_tanh;  // SwiGLU, or Gemma's GeGLU
   if (layer.gate_up) {
     linear(layer.gate_up, s.hn, n, s.g);
-    ops.gated_mul_rows(gate, s.g, n, f, s.a);
+    ops.gated_mul_rows(gate_, s.g, n, f, s.a);
   } else if (layer.gate) {
     linear(layer.up, s.hn, n, s.a);
     linear(layer.gate, s.hn, n, s.g);
-    ops.gated_mul(gate, s.g, s.a, n * f);
+    ops.gated_mul(gate_, s.g, s.a, n * f);
     act = &s.g;
   } else {
     linear(layer.up, s.hn, n, s.a);

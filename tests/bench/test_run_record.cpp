@@ -306,6 +306,12 @@ TEST(BenchRunRecord, ReadingIsStrict) {
   EXPECT_THAT(error_of([&] { run_record_from_json(json); }),
               HasSubstr("energy_j is a string (\"3.4\"), expected a number"));
   json = to_json(examples::full_record());
+  json["head_bytes"] = "131072000";
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("head_bytes is a string"));
+  json = to_json(examples::full_record());
+  json["head_format"] = 16;
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("head_format is"));
+  json = to_json(examples::full_record());
   json["latency_p99_ms"] = nullptr;
   EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("1 of the 8 latency_* keys are null"));
   json = to_json(examples::full_record());

@@ -184,6 +184,7 @@ class DecoderLM {
     int parts = 1;           // the checkpoint Linears it stands for (fused: 2 or 3)
   };
   std::vector<NamedLinear> all_linears_;
+  Gate gate_ = Gate::silu;  // the gated MLP's activation: SwiGLU, or Gemma's GeGLU (config.activation)
   bool decode_graph_on_ = true;
   mutable std::shared_ptr<StepGraph> step_graph_;  // made by the first decode step that records
   mutable std::string decode_step_path_;
