@@ -112,6 +112,13 @@ void GgufWriter::add_i32s(const std::string& k, const std::vector<int32_t>& valu
   for (const int32_t v : values) put(metadata_, v);
 }
 
+void GgufWriter::add_bools(const std::string& k, const std::vector<bool>& values) {
+  key(k, GgufValueType::array);
+  put<uint32_t>(metadata_, static_cast<uint32_t>(GgufValueType::boolean));
+  put<uint64_t>(metadata_, values.size());
+  for (const bool v : values) put<uint8_t>(metadata_, v ? 1 : 0);
+}
+
 void GgufWriter::add_tensor(const std::string& name, std::vector<int64_t> ne, GgmlType type,
                             std::span<const std::byte> data) {
   int64_t rows = 1;

@@ -65,6 +65,7 @@ class GgufWriter {
   void add_strings(const std::string& key, const std::vector<std::string>& values);
   void add_f32s(const std::string& key, const std::vector<float>& values);
   void add_i32s(const std::string& key, const std::vector<int32_t>& values);
+  void add_bools(const std::string& key, const std::vector<bool>& values);
   // `ne`: dimensions, contiguous first; `data` must hold ggml_tensor_bytes() bytes and live until write().
   void add_tensor(const std::string& name, std::vector<int64_t> ne, GgmlType type, std::span<const std::byte> data);
   // Writes the file (header, metadata with general.alignment, tensor infos, aligned data), fsynced.

@@ -1,5 +1,6 @@
 #include "qjoule/model/export/gguf_export.h"
 
+#include <cmath>
 #include <cstring>
 #include <algorithm>
 #include <fstream>
@@ -181,7 +182,8 @@ Tokenizer read_tokenizer(const fs::path& dir, int64_t vocab_size) {
 }
 
 bool is_block_linear(const std::string& hf_name) {
-  for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj."})
+  for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj.",
+                           ".qkv_proj.", ".gate_up_proj."})
     if (hf_name.find(part) != std::string::npos && hf_name.ends_with(".weight")) return true;
   return false;
 }
@@ -211,29 +213,54 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
   if (fs::exists(out)) fail("--out {}: exists; export never overwrites a model (give a new file name)", out.string());
   const std::string where = (model / "config.json").string();
   if (model_family(model) != ModelFamily::Decoder)
-    fail("{}: --to gguf exports a Llama, Mistral, Qwen2 or Qwen3 decoder; this model is not one", where);
+    fail("{}: --to gguf exports a Llama, Mistral, Qwen2, Qwen3, Gemma 3 or Phi-3 decoder; this model is not one",
+         where);
   auto ck = io::Checkpoint::open(model);
   DecoderConfig cfg = load_decoder_config(model, ck);
   if (cfg.quantization)
     fail("{}: the model is pre-quantized already ({}); export reads an unquantized FP32, FP16 or BF16 checkpoint",
          where, cfg.quantization->describe());
-  if (cfg.arch == DecoderArch::Gpt2 || cfg.arch == DecoderArch::Gemma3 || cfg.arch == DecoderArch::Phi3)
-    fail("{}: --to gguf: {} is not exported yet (Llama, Mistral, Qwen2 and Qwen3 are)", where,
-         cfg.arch == DecoderArch::Gpt2     ? "GPT-2"
-         : cfg.arch == DecoderArch::Gemma3 ? "Gemma 3"
-                                           : "Phi-3");
-  if (!cfg.layer_window.empty())
-    fail("{}: --to gguf: sliding-window layers are not exported yet (sliding_window = {} is below the {} positions)",
-         where, *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()), cfg.max_positions);
+  if (cfg.arch == DecoderArch::Gpt2)
+    fail("{}: --to gguf: GPT-2 is not exported yet (Llama, Mistral, Qwen2, Qwen3, Gemma 3 and Phi-3 are)", where);
+  const bool gemma3 = cfg.arch == DecoderArch::Gemma3, phi3 = cfg.arch == DecoderArch::Phi3;
+  if (!cfg.layer_window.empty()) {
+    if (!gemma3)
+      fail(
+          "{}: --to gguf: sliding_window = {} is below the {} positions, and llama.cpp's {} attends to every "
+          "position (Gemma 3's windows are exported)",
+          where, *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()), cfg.max_positions,
+          phi3 ? "phi3" : "llama");
+    for (const int64_t w : cfg.layer_window)
+      if (w > 0 && w != *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()))
+        fail("{}: --to gguf: the layers' windows differ ({} and {}); llama.cpp's gemma3 holds one sliding_window",
+             where, w, *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()));
+  }
+  // llama.cpp's gemma3 scales the queries by 1/sqrt(head_dim) (its 27B by 1/sqrt(hidden / heads)).
+  if (gemma3 && cfg.attention_scale > 0.0f &&
+      std::abs(cfg.attention_scale * std::sqrt(static_cast<float>(cfg.head_dim)) - 1.0f) > 1e-6f)
+    fail(
+        "{}: --to gguf: query_pre_attn_scalar = {:.6g} scales queries by its 1/sqrt, and llama.cpp's gemma3 by "
+        "1/sqrt(head_dim = {}); expected query_pre_attn_scalar = head_dim",
+        where, 1.0 / (double(cfg.attention_scale) * double(cfg.attention_scale)), cfg.head_dim);
   const auto& rs = cfg.rope_scaling;
-  if (rs.type != "default" && rs.type != "llama3" && rs.type != "linear")
-    fail("{}: rope_scaling type '{}' has no GGUF form qjoule writes (default, linear and llama3 do)", where, rs.type);
+  const bool rope_ok = rs.type == "default" || (rs.type == "llama3" && !gemma3 && !phi3) ||
+                       (rs.type == "linear" && !phi3) || (rs.type == "longrope" && phi3);
+  if (!rope_ok)
+    fail("{}: rope_scaling type '{}' has no GGUF form qjoule writes for {} (default{})", where, rs.type,
+         cfg.architecture,
+         gemma3 ? " and linear"
+         : phi3 ? " and longrope"
+                : ", linear and llama3");
   if (matrix_type == io::GgmlType::q4_0)
     for (const auto& [name, t] : ck.tensors())
       if (is_block_linear(name) && t.shape.size() == 2 && t.shape[1] % io::kQ4_0Block != 0)
         fail("{}: tensor '{}' is {}: Q4_0 holds rows of whole blocks of 32 weights", t.file.string(), name,
              t.shape_string());
-  std::string arch = cfg.arch == DecoderArch::Qwen2 ? "qwen2" : cfg.arch == DecoderArch::Qwen3 ? "qwen3" : "llama";
+  std::string arch = cfg.arch == DecoderArch::Qwen2   ? "qwen2"
+                     : cfg.arch == DecoderArch::Qwen3 ? "qwen3"
+                     : gemma3                         ? "gemma3"
+                     : phi3                           ? "phi3"
+                                                      : "llama";
   return {std::move(ck), std::move(cfg), matrix_type, std::move(arch)};
 }
 
@@ -275,12 +302,30 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
   w.add_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(cfg.num_kv_heads));
   w.add_f32(arch + ".attention.layer_norm_rms_epsilon", cfg.norm_eps);
   w.add_f32(arch + ".rope.freq_base", static_cast<float>(cfg.rope_theta));
-  w.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(cfg.head_dim));
+  const int64_t rotary = cfg.rotary_dim > 0 ? cfg.rotary_dim : cfg.head_dim;  // Phi-3: partial_rotary_factor
+  w.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(rotary));
   if (cfg.head_dim * cfg.num_heads != cfg.hidden_size) {
     w.add_u32(arch + ".attention.key_length", static_cast<uint32_t>(cfg.head_dim));
     w.add_u32(arch + ".attention.value_length", static_cast<uint32_t>(cfg.head_dim));
   }
   w.add_u32(arch + ".vocab_size", static_cast<uint32_t>(cfg.vocab_size));
+  if (arch == "gemma3" && !cfg.layer_window.empty()) {  // the window, which layers have it, their RoPE base
+    std::vector<bool> windowed;
+    for (const int64_t window : cfg.layer_window) windowed.push_back(window > 0);
+    w.add_u32(arch + ".attention.sliding_window",
+              static_cast<uint32_t>(*std::max_element(cfg.layer_window.begin(), cfg.layer_window.end())));
+    w.add_bools(arch + ".attention.sliding_window_pattern", windowed);
+    if (cfg.local_rope_theta > 0.0) w.add_f32(arch + ".rope.freq_base_swa", static_cast<float>(cfg.local_rope_theta));
+  }
+  if (arch == "phi3") {  // LongRoPE: its factors as tensors (below), the switch and the attention factor here
+    w.add_u32(arch + ".attention.sliding_window", 0);
+    if (rs.type == "longrope") {
+      w.add_u32(arch + ".rope.scaling.original_context_length",
+                static_cast<uint32_t>(rs.original_max_position_embeddings));
+      w.add_f32(arch + ".rope.scaling.attn_factor",
+                kernels::make_rope_table(rotary, cfg.rope_theta, rs).attention_factor);
+    }
+  }
   if (rs.type == "linear") {
     w.add_string(arch + ".rope.scaling.type", "linear");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(rs.factor));
@@ -316,13 +361,26 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     w.add_tensor("rope_freqs.weight", {n}, io::GgmlType::f32, store.keep(std::move(factors)));
     ++summary.tensors;
   }
+  if (rs.type == "longrope") {  // llama.cpp's rope_factors_long / _short: one factor a rotated pair
+    const int64_t n = static_cast<int64_t>(rs.long_factor.size());
+    w.add_tensor("rope_factors_long.weight", {n}, io::GgmlType::f32,
+                 store.keep(std::vector<float>(rs.long_factor.begin(), rs.long_factor.end())));
+    w.add_tensor("rope_factors_short.weight", {n}, io::GgmlType::f32,
+                 store.keep(std::vector<float>(rs.short_factor.begin(), rs.short_factor.end())));
+    summary.tensors += 2;
+  }
   const auto total = static_cast<int64_t>(ck.tensors().size());
   int64_t done = 0;
-  for (const auto& [name, t] : ck.tensors()) {
-    if (progress) progress(++done, total, name);
-    const std::string gname = gguf_tensor_name(name);
-    if (gname.empty()) continue;  // rotary buffers and the like
-    const std::string stem = name.substr(0, name.rfind('.'));
+  for (const auto& [stored_name, t] : ck.tensors()) {
+    if (progress) progress(++done, total, stored_name);
+    // As a CausalLM names it (a Gemma3ForConditionalGeneration's text tensors under language_model.); its
+    // vision tower is not llama.cpp's model file.
+    const std::string name = stored_name == cfg.lm_head_tensor     ? std::string("lm_head.weight")
+                             : stored_name.starts_with(cfg.prefix) ? "model." + stored_name.substr(cfg.prefix.size())
+                                                                   : std::string();
+    const std::string gname = name.empty() ? std::string() : gguf_tensor_name(name, arch);
+    if (gname.empty()) continue;                                             // rotary buffers and the like
+    const std::string stem = stored_name.substr(0, stored_name.rfind('.'));  // calibration names it so
     const bool weight = name.ends_with(".weight");
     const bool q_or_k = name.find(".q_proj.") != std::string::npos || name.find(".k_proj.") != std::string::npos;
     const int64_t heads = name.find(".q_proj.") != std::string::npos ? cfg.num_heads : cfg.num_kv_heads;
@@ -345,9 +403,11 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     } else if (calibrated != nullptr && weight && calibrated->norms.count(stem) != 0) {
       values = calibrated->norms.at(stem).gamma;
     } else {
-      values = ck.to_f32(name);
+      values = ck.to_f32(stored_name);
+      if (cfg.norm_offset_one && t.shape.size() == 1 && name.ends_with("norm.weight"))
+        for (float& g : values) g = 1.0f + g;  // Gemma's (1 + w), as qjoule applies it: llama.cpp multiplies by w
     }
-    ck.release(name);
+    ck.release(stored_name);
     if (arch == "llama" && q_or_k)
       values = permute_rows(values, heads, t.shape[0], t.shape.size() == 2 ? t.shape[1] : 1);
     if (t.shape.size() == 1) {

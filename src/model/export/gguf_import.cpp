@@ -23,11 +23,11 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// The Hugging Face name of a llama.cpp tensor that gguf_export writes, "" for rope_freqs (computed from
-// config.json's rope_scaling again).
-std::string hf_name(const std::string& g) {
-  if (g == "rope_freqs.weight") return "";
-  if (auto hf = hf_tensor_name(g)) return *hf;
+// The Hugging Face name of a llama.cpp tensor that gguf_export writes, "" for the RoPE factors (computed
+// from config.json's rope_scaling again).
+std::string hf_name(const std::string& g, const std::string& arch) {
+  if (g == "rope_freqs.weight" || g == "rope_factors_long.weight" || g == "rope_factors_short.weight") return "";
+  if (auto hf = hf_tensor_name(g, arch)) return *hf;
   fail("tensor '{}' is not one that qjoule's GGUF export writes", g);
 }
 
@@ -75,9 +75,12 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
       g.metadata.count("general.architecture") != 0 && g.metadata.at("general.architecture").is_string()
           ? g.metadata.at("general.architecture").get<std::string>()
           : "";
-  if (summary.architecture != "llama" && summary.architecture != "qwen2" && summary.architecture != "qwen3")
-    fail("{}: general.architecture '{}', expected llama, qwen2 or qwen3 (what qjoule's GGUF export writes)",
-         gguf.string(), summary.architecture);
+  const std::string& a = summary.architecture;
+  if (a != "llama" && a != "qwen2" && a != "qwen3" && a != "gemma3" && a != "phi3")
+    fail(
+        "{}: general.architecture '{}', expected llama, qwen2, qwen3, gemma3 or phi3 (what qjoule's GGUF export "
+        "writes)",
+        gguf.string(), summary.architecture);
   const std::string& arch = summary.architecture;
   const int64_t heads = metadata_int(g, arch + ".attention.head_count", gguf);
   const int64_t kv_heads = metadata_int(g, arch + ".attention.head_count_kv", gguf);
@@ -89,8 +92,20 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
     return {owned.back()->data(), owned.back()->size()};
   };
   for (const auto& [name, t] : g.tensors) {
-    const std::string hf = hf_name(name);
+    const std::string hf = hf_name(name, arch);
     if (hf.empty()) continue;
+    // Gemma's norms as transformers stores them (w, applied as 1 + w): a - 1 for the exported a = 1 + w, so
+    // the model read back applies 1 + (a - 1) = a, bit for bit, wherever a >= 0.5 (Sterbenz's lemma).
+    if (arch == "gemma3" && t.ne.size() == 1 && t.type == io::GgmlType::f32 && name.ends_with("norm.weight")) {
+      std::vector<float> w(static_cast<std::size_t>(t.ne[0]));
+      std::memcpy(w.data(), t.data, w.size() * sizeof(float));
+      for (float& value : w) value -= 1.0f;
+      std::vector<std::byte> b(w.size() * sizeof(float));
+      std::memcpy(b.data(), w.data(), b.size());
+      tensors.push_back({hf, io::DType::F32, {t.ne[0]}, keep(std::move(b))});
+      ++summary.tensors;
+      continue;
+    }
     const bool q_or_k = name.find(".attn_q.") != std::string::npos || name.find(".attn_k.") != std::string::npos;
     const int64_t rows = t.ne.size() >= 2 ? t.ne[1] : t.ne[0];
     const uint64_t row_bytes = t.nbytes / static_cast<uint64_t>(rows);

@@ -1,6 +1,7 @@
 #include "model/export/gguf_tensor_names.h"
 
 #include <array>
+#include <span>
 #include <utility>
 
 namespace qjoule::model {
@@ -12,8 +13,7 @@ constexpr std::array<Names, 3> kTop = {{{"model.embed_tokens.weight", "token_emb
                                         {"model.norm.weight", "output_norm.weight"},
                                         {"lm_head.weight", "output.weight"}}};
 // Within block i: "model.layers.i." + first, "blk.i." + second.
-constexpr std::array<Names, 15> kInBlock = {{{"input_layernorm.weight", "attn_norm.weight"},
-                                             {"post_attention_layernorm.weight", "ffn_norm.weight"},
+constexpr std::array<Names, 13> kInBlock = {{{"input_layernorm.weight", "attn_norm.weight"},
                                              {"self_attn.q_proj.weight", "attn_q.weight"},
                                              {"self_attn.k_proj.weight", "attn_k.weight"},
                                              {"self_attn.v_proj.weight", "attn_v.weight"},
@@ -22,34 +22,53 @@ constexpr std::array<Names, 15> kInBlock = {{{"input_layernorm.weight", "attn_no
                                              {"self_attn.k_proj.bias", "attn_k.bias"},
                                              {"self_attn.v_proj.bias", "attn_v.bias"},
                                              {"self_attn.o_proj.bias", "attn_output.bias"},
-                                             {"self_attn.q_norm.weight", "attn_q_norm.weight"},  // Qwen3
+                                             {"self_attn.q_norm.weight", "attn_q_norm.weight"},  // Qwen3, Gemma 3
                                              {"self_attn.k_norm.weight", "attn_k_norm.weight"},
                                              {"mlp.gate_proj.weight", "ffn_gate.weight"},
-                                             {"mlp.up_proj.weight", "ffn_up.weight"},
                                              {"mlp.down_proj.weight", "ffn_down.weight"}}};
+// Llama, Mistral, Qwen2 / Qwen3: one norm before each sublayer.
+constexpr std::array<Names, 2> kLlamaBlock = {
+    {{"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.up_proj.weight", "ffn_up.weight"}}};
+// Gemma 3: a norm before and after each sublayer (transformers' post_attention_layernorm is the one after
+// the attention).
+constexpr std::array<Names, 4> kGemma3Block = {{{"post_attention_layernorm.weight", "post_attention_norm.weight"},
+                                                {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+                                                {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+                                                {"mlp.up_proj.weight", "ffn_up.weight"}}};
+// Phi-3: q | k | v and gate | up as one tensor each (llama.cpp's ffn_up holds both halves).
+constexpr std::array<Names, 3> kPhi3Block = {{{"post_attention_layernorm.weight", "ffn_norm.weight"},
+                                              {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+                                              {"mlp.gate_up_proj.weight", "ffn_up.weight"}}};
+
+std::span<const Names> arch_block(const std::string& arch) {
+  if (arch == "gemma3") return kGemma3Block;
+  if (arch == "phi3") return kPhi3Block;
+  return kLlamaBlock;
+}
 
 // `name` = prefix + digits + "." + a table entry's `side` -> the other side with `other_prefix`.
 std::optional<std::string> translate(const std::string& name, const std::string& prefix,
-                                     const std::string& other_prefix, bool from_hf) {
+                                     const std::string& other_prefix, bool from_hf, const std::string& arch) {
   for (const auto& [hf, gguf] : kTop)
     if (name == (from_hf ? hf : gguf)) return std::string(from_hf ? gguf : hf);
   if (!name.starts_with(prefix)) return std::nullopt;
   const auto dot = name.find('.', prefix.size());
   if (dot == std::string::npos || dot == prefix.size()) return std::nullopt;
   const std::string block = name.substr(prefix.size(), dot - prefix.size()), rest = name.substr(dot + 1);
-  for (const auto& [hf, gguf] : kInBlock)
-    if (rest == (from_hf ? hf : gguf)) return other_prefix + block + "." + (from_hf ? gguf : hf);
+  for (const std::span<const Names> table : {std::span<const Names>(kInBlock), arch_block(arch)})
+    for (const auto& [hf, gguf] : table)
+      if (rest == (from_hf ? hf : gguf)) return other_prefix + block + "." + (from_hf ? gguf : hf);
   return std::nullopt;
 }
 
 }  // namespace
 
-std::string gguf_tensor_name(const std::string& hf) {
-  return translate(hf, "model.layers.", "blk.", true).value_or("");
+std::string gguf_tensor_name(const std::string& hf, const std::string& arch) {
+  return translate(hf, "model.layers.", "blk.", true, arch).value_or("");
 }
 
-std::optional<std::string> hf_tensor_name(const std::string& gguf) {
-  return translate(gguf, "blk.", "model.layers.", false);
+std::optional<std::string> hf_tensor_name(const std::string& gguf, const std::string& arch) {
+  return translate(gguf, "blk.", "model.layers.", false, arch);
 }
 
 }  // namespace qjoule::model

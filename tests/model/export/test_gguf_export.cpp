@@ -142,8 +142,9 @@ TEST(GgufExport, RefusalsAreOneLineBeforeAnythingIsWritten) {
                           "bf16, fp32"));
   EXPECT_THAT(refusal(qjoule::test::decoder_fixture("tiny-gpt2"), "fp16", dir / "b.gguf"),
               HasSubstr("GPT-2 is not exported"));
-  EXPECT_THAT(refusal(qjoule::test::fixtures_dir() / "tiny-bert", "fp16", dir / "c.gguf"),
-              HasSubstr("--to gguf exports a Llama, Mistral, Qwen2 or Qwen3 decoder; this model is not one"));
+  EXPECT_THAT(
+      refusal(qjoule::test::fixtures_dir() / "tiny-bert", "fp16", dir / "c.gguf"),
+      HasSubstr("--to gguf exports a Llama, Mistral, Qwen2, Qwen3, Gemma 3 or Phi-3 decoder; this model is not one"));
   std::ofstream(dir / "exists.gguf") << "x";
   EXPECT_THAT(refusal(llama, "fp16", dir / "exists.gguf"), HasSubstr("exists; export never overwrites a model"));
   EXPECT_FALSE(fs::exists(dir / "a.gguf") || fs::exists(dir / "b.gguf") || fs::exists(dir / "c.gguf"));
