@@ -1,5 +1,6 @@
 #include "bench/roofline_work.h"
 
+#include <algorithm>
 #include <map>
 
 #include "qjoule/model/decoder_lm.h"
@@ -15,6 +16,24 @@ bool is_head(const std::string& name) {
 }
 
 double multiply_adds(const model::LinearReport& l) { return static_cast<double>(l.fp32_bytes) / sizeof(float); }
+
+// The keys the decode steps' attention reads, summed over the layers, a step on average: the step at
+// context c (prompt + 1 .. prompt + steps) reads c keys in a full layer and min(c, w) in a window of w.
+double mean_keys_read(const model::DecoderConfig& cfg, int64_t prompt, int64_t steps) {
+  const double mean_context = static_cast<double>(prompt) + (static_cast<double>(steps) + 1.0) / 2.0;
+  double keys = 0.0;
+  for (int64_t layer = 0; layer < cfg.num_layers; ++layer) {
+    const int64_t w = cfg.window(layer);
+    if (w <= 0 || w >= prompt + steps) {
+      keys += mean_context;
+      continue;
+    }
+    double sum = 0.0;
+    for (int64_t c = prompt + 1; c <= prompt + steps; ++c) sum += static_cast<double>(std::min(c, w));
+    keys += steps > 0 ? sum / static_cast<double>(steps) : static_cast<double>(std::min(prompt + 1, w));
+  }
+  return keys;
+}
 
 // The compute type that did most of the products: the FLOP-weighted majority of the Linears' types.
 limits::ComputeType dominant_type(const std::map<limits::ComputeType, double>& flops) {
@@ -81,9 +100,9 @@ limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq, i
     flops_by_type[prefill_compute_type(l.kernel_path)] += flops;
     w.bytes_per_token += static_cast<double>(l.bytes_held) / static_cast<double>(seq);
   }
-  // Causal attention, in FP32: a token at position i attends to i + 1 keys, (seq + 1) / 2 on average.
-  w.fp32_flops_per_token =
-      4.0 * (static_cast<double>(seq) + 1.0) / 2.0 * static_cast<double>(cfg.q_dim() * cfg.num_layers);
+  // Causal attention, in FP32: a token at position i attends to i + 1 keys ((seq + 1) / 2 on average),
+  // at most a sliding window's.
+  w.fp32_flops_per_token = 4.0 * mean_keys_read(cfg, 0, seq) * static_cast<double>(cfg.q_dim());
   w.flops_per_token += w.fp32_flops_per_token;
   w.compute = dominant_type(flops_by_type);
   return w;
@@ -95,9 +114,8 @@ double decoder_decode_bytes_per_token(const model::DecoderLM& m, int64_t prompt,
   for (const auto& l : m.linear_reports()) bytes += static_cast<double>(l.bytes_held);
   // The token's embedding row, as held.
   bytes += static_cast<double>(cfg.hidden_size) * (m.embeddings_format() == "bf16" ? 2.0 : 4.0);
-  // Keys and values of every earlier position, every layer, FP32: the mean context of the steps.
-  const double mean_context = static_cast<double>(prompt) + (static_cast<double>(steps) + 1.0) / 2.0;
-  bytes += 2.0 * static_cast<double>(cfg.num_layers * cfg.kv_dim()) * mean_context * sizeof(float);
+  // Keys and values of every earlier position a layer reads (a sliding window's last w), FP32.
+  bytes += 2.0 * static_cast<double>(cfg.kv_dim()) * mean_keys_read(cfg, prompt, steps) * sizeof(float);
   return bytes;
 }
 
@@ -105,8 +123,7 @@ double decoder_decode_flops_per_token(const model::DecoderLM& m, int64_t prompt,
   const auto& cfg = m.config();
   double flops = 0.0;
   for (const auto& l : m.linear_reports()) flops += 2.0 * multiply_adds(l);
-  const double mean_context = static_cast<double>(prompt) + (static_cast<double>(steps) + 1.0) / 2.0;
-  return flops + 4.0 * mean_context * static_cast<double>(cfg.q_dim() * cfg.num_layers);
+  return flops + 4.0 * mean_keys_read(cfg, prompt, steps) * static_cast<double>(cfg.q_dim());
 }
 
 }  // namespace qjoule::bench

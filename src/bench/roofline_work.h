@@ -33,7 +33,8 @@ limits::PhaseWork encoder_phase_work(const model::EncoderClassifier& m, int64_t 
 limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq, int64_t logits_rows = 1);
 
 // A decoder's decode steps after a `prompt`-token prefill, `steps` of them: bytes read per generated
-// token (every Linear, one embedding row, the FP32 KV cache of the mean context).
+// token (every Linear, one embedding row, the FP32 keys and values each layer's attention reads: the mean
+// context, or at most a sliding window).
 double decoder_decode_bytes_per_token(const model::DecoderLM& m, int64_t prompt, int64_t steps);
 // Their arithmetic per generated token: every Linear (the lm_head included) and the attention over the
 // mean context.
