@@ -129,7 +129,8 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   record_kernels(r, m.kernel_path_counts());
 
   const auto prompt = decoder_prompt_ids(cfg.vocab_size, 1, n);
-  auto cache = m.make_cache(static_cast<int64_t>(n + steps));
+  // Each decode repetition goes back to the prompt: a sliding-window layer holds its window + the steps.
+  auto cache = m.make_cache(static_cast<int64_t>(n + steps), static_cast<int64_t>(steps));
   std::vector<float> logits(static_cast<std::size_t>(cfg.vocab_size));
   const auto prefill = [&] {
     cache.clear();

@@ -42,18 +42,18 @@ class LinearBytes {
                                               : precision);
     factory_ = model::quantized_linear_factory(*policy_);
   }
-  // head_16bit: a language model's head the checkpoint stores in 16 bits (model::LinearParams::head_16bit).
+  // head_stored: a language model's head the checkpoint stores in 16 bits (model::LinearParams::head_stored).
   std::uint64_t operator()(const std::string& name, int64_t out_features, int64_t in_features, bool bias, bool in_block,
-                           std::optional<quant::Format> head_16bit = std::nullopt) {
+                           std::optional<quant::Format> head_stored = std::nullopt) {
     const auto key =
-        std::make_tuple(policy_->resolve(name, in_block, head_16bit).format, out_features, in_features, bias);
+        std::make_tuple(policy_->resolve(name, in_block, head_stored).format, out_features, in_features, bias);
     auto it = built_.find(key);
     if (it == built_.end()) {
       model::LinearParams sample;
       sample.name = name;
       sample.out_features = out_features;
       sample.in_features = in_features;
-      sample.head_16bit = head_16bit;
+      sample.head_stored = head_stored;
       sample.weight.resize(static_cast<std::size_t>(out_features * in_features));
       for (std::size_t i = 0; i < sample.weight.size(); ++i)
         sample.weight[i] = static_cast<float>(static_cast<int>((i * 2654435761u) % 2001u) - 1000) * 1e-4f;
@@ -64,17 +64,26 @@ class LinearBytes {
       if (linear->kernel_path().find("f32_panel") != std::string::npos &&
           whole <= static_cast<std::uint64_t>(kernels::avx512::kWholePanelMaxBytes))
         whole_panel_bytes_ = std::max(whole_panel_bytes_, whole);
-      it = built_.emplace(key, linear->bytes_held()).first;
+      it = built_.emplace(key, Built{linear->bytes_held(), linear->host_weight_rows().element_bytes}).first;
     }
-    return it->second;
+    last_row_bytes_ = it->second.row_bytes;
+    return it->second.bytes;
   }
+  // The last Linear's weights as plain host rows: 4 (FP32) or 2 (BF16) bytes a value, 0 when held otherwise
+  // (kernels::Linear::host_weight_rows: what a tied model's embeddings can read).
+  int last_host_row_bytes() const { return last_row_bytes_; }
   // The largest whole FP32 panel a prefill of kWholePanelMinRows rows or more keeps (0: none).
   std::uint64_t whole_panel_bytes() const { return whole_panel_bytes_; }
 
  private:
   std::optional<quant::LayerPolicy> policy_;
   model::LinearFactory factory_;
-  std::map<std::tuple<std::string, int64_t, int64_t, bool>, std::uint64_t> built_;
+  struct Built {
+    std::uint64_t bytes;
+    int row_bytes;
+  };
+  std::map<std::tuple<std::string, int64_t, int64_t, bool>, Built> built_;
+  int last_row_bytes_ = 0;
   std::uint64_t whole_panel_bytes_ = 0;
 };
 
@@ -156,7 +165,7 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   LinearBytes bytes(c.precision);
   auto add_linear = [&](const model::LinearParams& p, bool in_block) {
     if (p.out_features == 0) return;
-    out.model_bytes += bytes(p.name, p.out_features, p.in_features, model::with_bias(p), in_block, p.head_16bit);
+    out.model_bytes += bytes(p.name, p.out_features, p.in_features, model::with_bias(p), in_block, p.head_stored);
     // While this Linear is built: its FP32 weights, the stored tensor's mapped pages (a GPT-2 Conv1D
     // weight also its transposed copy) and, as it is built, what it will hold.
     const std::uint64_t fp32 = fp32_of(p);
@@ -169,13 +178,17 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
     for (const auto* p : {&l.qkv, &l.q, &l.k, &l.v, &l.o, &l.gate_up, &l.gate, &l.up, &l.down}) add_linear(*p, true);
   }
   add_linear(params.lm_head, false);
-  std::size_t floats = params.token_embeddings.size() + params.position_embeddings.size() +
+  // A tied model's embeddings read the head's rows where it holds them as plain FP32 or BF16 rows (an FP32
+  // table only unscaled): then held once (model/tied_embeddings.h).
+  const int rows = bytes.last_host_row_bytes();
+  const bool shared = cfg.tie_word_embeddings && (rows == 2 || (rows == 4 && cfg.embedding_scale == 1.0f));
+  std::size_t floats = (shared ? 0 : params.token_embeddings.size()) + params.position_embeddings.size() +
                        params.final_norm.gamma.size() + params.final_norm.beta.size();
   for (const auto& l : params.layers)
     floats += l.attn_norm.gamma.size() + l.attn_norm.beta.size() + l.mlp_norm.gamma.size() + l.mlp_norm.beta.size() +
               l.q_norm.gamma.size() + l.k_norm.gamma.size() + l.attn_post_norm.gamma.size() +
               l.mlp_post_norm.gamma.size();
-  out.model_bytes += float_bytes(floats) + params.token_embeddings_bf16.size() * sizeof(uint16_t);
+  out.model_bytes += float_bytes(floats) + (shared ? 0 : params.token_embeddings_bf16.size() * sizeof(uint16_t));
 
   // The run: KV cache, one prefill's activations (hidden states, Q/K/V, context, the MLP's two FFN-wide
   // buffers, attention scores, the last token's logits), the fidelity logits, per-thread scratch.
@@ -185,8 +198,13 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   const auto qd = static_cast<std::size_t>(cfg.num_heads * cfg.head_dim);
   const auto kvd = static_cast<std::size_t>(cfg.num_kv_heads * cfg.head_dim);
   const auto vocab = static_cast<std::size_t>(cfg.vocab_size);
-  out.run_bytes = float_bytes(2 * static_cast<std::size_t>(cfg.num_layers) * positions * kvd) +
-                  float_bytes(n * (4 * h + 2 * qd + 2 * kvd + 2 * f)) +
+  // The KV cache: every position a layer, a sliding-window layer its window + the decode steps at most.
+  std::size_t cache_rows = 0;
+  for (int64_t l = 0; l < cfg.num_layers; ++l) {
+    const auto w = static_cast<std::size_t>(cfg.window(l));
+    cache_rows += w > 0 ? std::min(positions, w + decode_tokens) : positions;
+  }
+  out.run_bytes = float_bytes(2 * cache_rows * kvd) + float_bytes(n * (4 * h + 2 * qd + 2 * kvd + 2 * f)) +
                   float_bytes(static_cast<std::size_t>(cfg.num_heads) * n * n) +
                   float_bytes(2 * kDecoderFidelityPrompts * vocab + vocab) +
                   static_cast<std::uint64_t>(std::max(1, c.threads)) * kScratchPerThreadBytes;

@@ -67,7 +67,8 @@ void run_generate(const GenerateArgs& a) {
   print_decoder_header(a.model, d, a.quant);
 
   using clock = std::chrono::steady_clock;
-  auto cache = d.model.make_cache(static_cast<int64_t>(prompt.size()) + budget);
+  // No going back: a sliding-window layer holds its window only (KvCache), however long the generation.
+  auto cache = d.model.make_cache(static_cast<int64_t>(prompt.size()) + budget, /*rewind=*/0);
   std::vector<float> logits(static_cast<size_t>(cfg.vocab_size));
   // One untimed prefill and decode step first: kernels are set up (JIT, packing) on their first call.
   d.model.forward(prompt.data(), static_cast<int64_t>(prompt.size()), cache, logits.data(),

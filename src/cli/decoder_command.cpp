@@ -43,9 +43,10 @@ void print_decoder_header(const std::string& dir, const model::LoadedDecoder& d,
   fmt::print("precision  {}{}: {}\n", quant.precision,
              quant.precision_origin.empty() ? "" : " (" + quant.precision_origin + ")", kernel_summary(counts));
   fmt::print("head       {} {}: {}{}\n", head.format, head.kernel_path, human_bytes(double(head.bytes_held)),
-             c.tie_word_embeddings
-                 ? fmt::format(" (tied; the embeddings are held apart, in {})", d.model.embeddings_format())
-                 : "");
+             !c.tie_word_embeddings ? ""
+             : d.model.embeddings_in_head()
+                 ? " (tied; the token embeddings read its rows, held once)"
+                 : fmt::format(" (tied; the embeddings are held apart, in {})", d.model.embeddings_format()));
   if (d.on_gpu)
     fmt::print("device     {} (every weight and the KV cache on the GPU; non-GEMM operations {})\n",
                d.model.device_name(), d.model.nongemm_path());

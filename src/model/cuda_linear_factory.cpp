@@ -11,7 +11,7 @@ namespace qjoule::model {
 
 CudaLinearFormats cuda_linear_formats(const quant::LayerPolicy& policy) {
   return [policy](const LinearParams& p, bool in_block) {
-    const auto format = policy.resolve(p.name, in_block, p.head_16bit).spec;
+    const auto format = policy.resolve(p.name, in_block, p.head_stored).spec;
     kernels::check_cuda_format(format, "tensor '" + p.name + "'");
     return format;
   };

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/streamed_linear_f32.h"
+#include "model/tied_embeddings.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/encoder_ops.h"
 #include "qjoule/kernels/kernel_overrides.h"
@@ -15,18 +16,6 @@
 #include "qjoule/model/unused_tensors.h"
 
 namespace qjoule::model {
-
-KvCache::KvCache(GraphOps& ops, int64_t layers, int64_t capacity, int64_t kv_dim)
-    : layers_(layers),
-      capacity_(capacity),
-      kv_dim_(kv_dim),
-      k_(ops.empty(DType::f32, layers * capacity * kv_dim, "the key cache")),
-      v_(ops.empty(DType::f32, layers * capacity * kv_dim, "the value cache")) {}
-
-void KvCache::truncate(int64_t tokens) {
-  if (tokens < 0 || tokens > size_) fail("KV cache: cannot keep {} tokens of the {} it holds", tokens, size_);
-  size_ = tokens;
-}
 
 DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::shared_ptr<GraphOps> ops)
     : ops_(ops ? std::move(ops) : make_cpu_graph_ops()), config_(std::move(params.config)) {
@@ -133,7 +122,14 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
   }
   lm_head_ = build(params.lm_head, false);
   if (format_mismatch) throw *format_mismatch;
-  if (!params.token_embeddings_bf16.empty()) {  // as stored; scaled when looked up
+  if (config_.tie_word_embeddings && ops_->device().kind == Device::Kind::cpu)  // one matrix: read once held
+    token_embeddings_ = tied_embeddings_view(*lm_head_.linear, params.token_embeddings, params.token_embeddings_bf16,
+                                             config_.embedding_scale);
+  embeddings_in_head_ = !token_embeddings_.empty();
+  if (embeddings_in_head_) {
+    params.token_embeddings = {};
+    params.token_embeddings_bf16 = {};
+  } else if (!params.token_embeddings_bf16.empty()) {  // as stored; scaled when looked up
     token_embeddings_ = ops_->upload_bf16(std::move(params.token_embeddings_bf16), "the token embeddings (BF16)");
   } else {
     if (config_.embedding_scale != 1.0f)  // Gemma: the embeddings' rows scaled, not the tied head
@@ -167,12 +163,20 @@ std::string DecoderLM::nongemm_path() const {
                                                     : "gelu_tanh");
 }
 
-KvCache DecoderLM::make_cache(int64_t capacity) const {
+KvCache DecoderLM::make_cache(int64_t capacity, int64_t rewind) const {
   if (capacity <= 0) capacity = config_.max_positions;
   if (capacity > config_.max_positions)
     fail("a KV cache of {} tokens is longer than the model's max_position_embeddings = {}", capacity,
          config_.max_positions);
-  return KvCache(*ops_, config_.num_layers, capacity, config_.kv_dim());
+  std::vector<int64_t> rows, windows;
+  for (const Layer& layer : layers_) {
+    windows.push_back(layer.window);
+    // A ring where the window (and the rewind) are shorter than the cache; on the CPU, whose attention
+    // reads the ring (decoder_lm_window.cpp).
+    const bool ring = rewind >= 0 && layer.window > 0 && ops_->device().kind == Device::Kind::cpu;
+    rows.push_back(ring ? std::min(capacity, layer.window + rewind) : capacity);
+  }
+  return KvCache(*ops_, config_.num_layers, capacity, config_.kv_dim(), std::move(rows), std::move(windows));
 }
 
 void DecoderLM::linear(const OwnedLinear& l, const Tensor& x, int64_t m, const Tensor& y) const {
@@ -237,9 +241,7 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
   const float scale =
       config_.attention_scale > 0.0f ? config_.attention_scale : 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   for (const Segment& g : segments) {
-    const int64_t layer_floats = g.cache->capacity_ * kvd;
-    const Tensor kc = g.cache->k_.slice(index * layer_floats, layer_floats);
-    const Tensor vc = g.cache->v_.slice(index * layer_floats, layer_floats);
+    const Tensor kc = g.cache->keys(index), vc = g.cache->values(index);
     const int64_t first = g.row * q_stride;  // fused: the segment's first row
     const Tensor q = layer.qkv ? s.qkv.slice(first, g.n * q_stride) : s.qkv.slice(g.row * qd, g.n * qd);
     const Tensor k =
@@ -251,6 +253,15 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
     const bool long_rope =
         !rope_long_inv_freq_.empty() && g.past + g.n > config_.rope_scaling.original_max_position_embeddings;
     const Tensor& inv_freq = layer.local_rope ? rope_local_inv_freq_ : long_rope ? rope_long_inv_freq_ : rope_inv_freq_;
+    const Tensor ctx = s.ctx.slice(g.row * qd, g.n * qd);
+    if (g.cache->ring(index)) {  // keys stored at ring rows, RoPE at their positions: apart
+      if (rope) {
+        ops.rope(q, g.n, q_stride, config_.num_heads, g.past, inv_freq, rope_factor, config_.head_dim);
+        ops.rope(k, g.n, kv_stride, config_.num_kv_heads, g.past, inv_freq, rope_factor, config_.head_dim);
+      }
+      ring_attention(layer, index, s, g, q, q_stride, k, v, kv_stride, scale, ctx);
+      continue;
+    }
     if (rope_stores) {
       ops.rope_store_kv(q, g.n, q_stride, config_.num_heads, config_.num_kv_heads, g.past, inv_freq, rope_factor, kc,
                         vc, kvd);
@@ -262,7 +273,7 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
       ops.store_kv(k, v, kv_stride, kc, vc, kvd, g.past, g.n, kvd);
     }
     ops.causal_attention(q, q_stride, kc, vc, kvd, g.past, g.n, config_.num_heads, config_.num_kv_heads,
-                         config_.head_dim, scale, s.ctx.slice(g.row * qd, g.n * qd), layer.window);
+                         config_.head_dim, scale, ctx, layer.window);
   }
   linear(layer.o, s.ctx, n, s.hn);
   if (!layer.attn_post_norm.gamma.empty()) norm(layer.attn_post_norm, s.hn, n, s.hn);
@@ -309,6 +320,10 @@ void DecoderLM::check_forward(const int32_t* ids, int64_t n, const KvCache& cach
   if (cache.layers_ != config_.num_layers || cache.kv_dim_ != config_.kv_dim())
     fail("{}the KV cache was made for another model ({} layers × {} kv columns, expected {} × {})", of, cache.layers_,
          cache.kv_dim_, config_.num_layers, config_.kv_dim());
+  for (int64_t l = 0; cache.layers_ == config_.num_layers && l < cache.layers_; ++l)
+    if (cache.ring(l) && cache.window_[static_cast<std::size_t>(l)] != layers_[static_cast<std::size_t>(l)].window)
+      fail("{}the KV cache's layer {} is a ring for a window of {}, the model's is {}", of, l,
+           cache.window_[static_cast<std::size_t>(l)], layers_[static_cast<std::size_t>(l)].window);
   if (cache.k_.device() != ops_->device())
     fail("{}the KV cache lives on {}, the model on {}", of, to_string(cache.k_.device()), to_string(ops_->device()));
   if (past + n > config_.max_positions)
@@ -345,7 +360,16 @@ DecoderLM::Scratch DecoderLM::make_scratch(int64_t n) const {
                                     aligned_elements(n * config_.q_dim()) + 2 * aligned_elements(n * config_.kv_dim()));
   const auto [x, hn, qkv, ctx, a, g] =
       carve<6>(*ops_, DType::f32, {n * h, n * h, qkv_size, n * config_.q_dim(), n * f, 2 * n * f}, "the activations");
-  return Scratch{x, hn, qkv, ctx, a, g, {}, {}};
+  Scratch s{x, hn, qkv, ctx, a, g, {}, {}, {}, {}};
+  // A ring layer's window and new rows in position order (make_cache with a rewind, on the CPU).
+  int64_t window = 0;
+  for (const Layer& layer : layers_) window = std::max(window, layer.window);
+  if (window > 0 && ops_->device().kind == Device::Kind::cpu) {
+    const int64_t rows = window - 1 + n;
+    s.wk = ops_->empty(DType::f32, rows * config_.kv_dim(), "a sliding window's keys");
+    s.wv = ops_->empty(DType::f32, rows * config_.kv_dim(), "a sliding window's values");
+  }
+  return s;
 }
 
 void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, std::span<const Segment> segments, const Scratch& s,
@@ -409,8 +433,8 @@ std::map<std::string, int> DecoderLM::kernel_path_counts() const {
 }
 
 std::size_t DecoderLM::bytes_held() const {
-  std::size_t total =
-      token_embeddings_.bytes() + position_embeddings_.bytes() + final_norm_.gamma.bytes() + final_norm_.beta.bytes();
+  std::size_t total = (embeddings_in_head_ ? 0 : token_embeddings_.bytes()) + position_embeddings_.bytes() +
+                      final_norm_.gamma.bytes() + final_norm_.beta.bytes();
   for (const auto& l : layers_)
     total += l.attn_norm.gamma.bytes() + l.attn_norm.beta.bytes() + l.mlp_norm.gamma.bytes() + l.mlp_norm.beta.bytes() +
              l.q_norm.gamma.bytes() + l.k_norm.gamma.bytes() + l.attn_post_norm.gamma.bytes() +
@@ -429,7 +453,11 @@ void DecoderLM::embed_rows(const Tensor& ids, int64_t n, int64_t past, const Ten
 
 std::size_t DecoderLM::fp32_bytes() const {
   std::size_t total = bytes_held();
-  if (token_embeddings_.dtype() == DType::bf16) total += token_embeddings_.bytes();  // 2 more bytes a value
+  // In FP32 the embeddings are 4 bytes a value, and a tied model's are its head's rows unless scaled.
+  const bool shared_in_fp32 =
+      config_.tie_word_embeddings && config_.embedding_scale == 1.0f && ops_->device().kind == Device::Kind::cpu;
+  if (!embeddings_in_head_) total -= token_embeddings_.bytes();
+  if (!shared_in_fp32) total += static_cast<std::size_t>(config_.vocab_size * config_.hidden_size) * sizeof(float);
   for (const auto& l : all_linears_) total = total - l.linear->bytes_held() + l.fp32_bytes;
   return total;
 }

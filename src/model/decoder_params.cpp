@@ -74,13 +74,14 @@ class DecoderParamReader {
     return make(name, out, in, LinearSource{name + ".weight", name + ".bias", true}, {in, out});
   }
 
-  // lm_head: its own weight, or the token embeddings when tied; in 16 bits where the checkpoint stores it so.
+  // lm_head: its own weight, or the token embeddings when tied; held as the checkpoint stores it (16 bits or 32).
   LinearParams lm_head(const std::string& weight_tensor) const {
     auto p = make("lm_head", cfg_.vocab_size, cfg_.hidden_size, LinearSource{weight_tensor, "", false},
                   {cfg_.vocab_size, cfg_.hidden_size});
     const io::DType stored = ck_.at(weight_tensor).dtype;
-    if (stored == io::DType::BF16) p.head_16bit = quant::Format::bf16;
-    if (stored == io::DType::F16) p.head_16bit = quant::Format::fp16;
+    p.head_stored = stored == io::DType::BF16  ? quant::Format::bf16
+                    : stored == io::DType::F16 ? quant::Format::fp16
+                                               : quant::Format::fp32;
     return p;
   }
 

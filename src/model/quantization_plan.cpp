@@ -65,12 +65,12 @@ LinearFactory quantized_linear_factory(const quant::LayerPolicy& policy, Smoothi
                                                     bool in_block) -> std::unique_ptr<kernels::Linear> {
     // The policy decides per checkpoint Linear: a fused one is built only when every part gets the same
     // format and the same SmoothQuant factors (or none), so fusing changes nothing but the call count.
-    if (p.build_prequantized) return build_prequantized_linear(p, policy.resolve(p.name, in_block, p.head_16bit));
+    if (p.build_prequantized) return build_prequantized_linear(p, policy.resolve(p.name, in_block, p.head_stored));
     const std::vector<std::string> names = p.fused_from.empty() ? std::vector<std::string>{p.name} : p.fused_from;
-    const auto format = policy.resolve(names.front(), in_block, p.head_16bit).spec;
+    const auto format = policy.resolve(names.front(), in_block, p.head_stored).spec;
     const std::vector<float>* s = nullptr;
     for (size_t i = 0; i < names.size(); ++i) {
-      const auto format_i = policy.resolve(names[i], in_block, p.head_16bit).spec;
+      const auto format_i = policy.resolve(names[i], in_block, p.head_stored).spec;
       if (format_i != format) return nullptr;
       const std::vector<float>* si = nullptr;
       if (format.format == quant::Format::int8) {

@@ -142,7 +142,7 @@ LayerPolicy LayerPolicy::uniform(const Precision& precision) {
   return policy;
 }
 
-LayerDecision LayerPolicy::resolve_head(std::string_view layer_name, Format head_16bit) const {
+LayerDecision LayerPolicy::resolve_head(std::string_view layer_name, Format head_stored) const {
   if (const std::string hit = first_match(exclude_, layer_name); !hit.empty())
     return {std::string(name(Format::fp32)), fp32_spec_,
             fmt::format("the head, excluded by --quant-exclude '{}'", hit)};
@@ -152,7 +152,10 @@ LayerDecision LayerPolicy::resolve_head(std::string_view layer_name, Format head
   }
   if (precision_spec_.format == Format::fp32)
     return {std::string(name(Format::fp32)), fp32_spec_, "the head, FP32 as the run"};
-  const std::string format(name(head_16bit));
+  if (head_stored == Format::fp32)
+    return {std::string(name(Format::fp32)), fp32_spec_,
+            "the head in the checkpoint's fp32, as stored (--layer-precision 'lm_head=FORMAT' quantizes it)"};
+  const std::string format(name(head_stored));
   FormatSpec defaults = defaults_;
   defaults.emulate = precision_spec_.emulate;  // an emulated run emulates its head too
   return {format, parse_format_spec(format, defaults),
@@ -162,8 +165,8 @@ LayerDecision LayerPolicy::resolve_head(std::string_view layer_name, Format head
 }
 
 LayerDecision LayerPolicy::resolve(std::string_view layer_name, bool is_block_linear,
-                                   std::optional<Format> head_16bit) const {
-  if (!is_block_linear && head_16bit && include_.empty()) return resolve_head(layer_name, *head_16bit);
+                                   std::optional<Format> head_stored) const {
+  if (!is_block_linear && head_stored && include_.empty()) return resolve_head(layer_name, *head_stored);
   std::string candidate_reason;
   if (!include_.empty()) {
     const std::string hit = first_match(include_, layer_name);

@@ -63,12 +63,18 @@ TEST(CliHead, TheConsoleSaysTheHeadAndTheOptionsChangeIt) {
   const auto kept = run_command(common + " --quant-exclude lm_head 2>&1");
   ASSERT_EQ(kept.exit_code, 0) << kept.output;
   EXPECT_THAT(kept.output, HasSubstr("head       fp32 "));
-  // An F32 checkpoint's head stays FP32 (its own type); tied to the embeddings, said so with their format.
+  // An F32 checkpoint's head stays FP32 (its own type); tied, the embeddings read its FP32 rows.
   const auto f32 = run_command(qjoule() + " ppl --model " + decoder("tiny-qwen3") + " --text " +
                                text_file(dir).string() + " --ctx 32 --threads 1 --precision int4:g=32 2>&1");
   ASSERT_EQ(f32.exit_code, 0) << f32.output;
   EXPECT_THAT(f32.output, HasSubstr("head       fp32 "));
-  EXPECT_THAT(f32.output, HasSubstr("(tied; the embeddings are held apart, in fp32)"));
+  EXPECT_THAT(f32.output, HasSubstr("(tied; the token embeddings read its rows, held once)"));
+  // An int8 head holds no such rows: the embeddings apart, in their own format.
+  const auto apart =
+      run_command(qjoule() + " ppl --model " + decoder("tiny-qwen3") + " --text " + text_file(dir).string() +
+                  " --ctx 32 --threads 1 --precision int4:g=32 --layer-precision 'lm_head=int8' 2>&1");
+  ASSERT_EQ(apart.exit_code, 0) << apart.output;
+  EXPECT_THAT(apart.output, HasSubstr("(tied; the embeddings are held apart, in fp32)"));
 }
 
 }  // namespace

@@ -23,6 +23,14 @@ class Linear {
   virtual std::string kernel_path() const = 0;
   // Bytes held in memory for this layer: packed weights + scales + zero points + bias.
   virtual std::size_t bytes_held() const = 0;
+  // The weights when held as plain rows [out, in] in host memory, FP32 (4 bytes a value) or BF16 words
+  // (2): what a tied decoder's token-embedding lookup reads instead of a second copy of the same matrix.
+  // {} for every other layout (packed, quantized, on a GPU).
+  struct HostRows {
+    const void* data = nullptr;
+    int element_bytes = 0;
+  };
+  virtual HostRows host_weight_rows() const { return {}; }
 };
 
 // FP32 weights [out, in] row-major (Hugging Face nn.Linear layout) and an optional bias [out]

@@ -23,27 +23,9 @@
 #include "qjoule/model/decoder_params.h"
 #include "qjoule/model/encoder_classifier.h"
 #include "qjoule/model/graph_ops.h"
+#include "qjoule/model/kv_cache.h"
 
 namespace qjoule::model {
-
-// Keys and values of every layer for the tokens seen so far, FP32, [capacity, kv_dim] per layer, on
-// the model's device (made by DecoderLM::make_cache).
-class KvCache {
- public:
-  KvCache() = default;
-  KvCache(GraphOps& ops, int64_t layers, int64_t capacity, int64_t kv_dim);
-  int64_t size() const { return size_; }  // tokens held
-  int64_t capacity() const { return capacity_; }
-  void clear() { size_ = 0; }
-  // Forgets every token after the first `tokens` (e.g. back to the prompt, to decode again).
-  void truncate(int64_t tokens);
-  std::size_t bytes() const { return k_.bytes() + v_.bytes(); }
-
- private:
-  friend class DecoderLM;
-  int64_t layers_ = 0, capacity_ = 0, kv_dim_ = 0, size_ = 0;
-  Tensor k_, v_;  // [layers, capacity, kv_dim]
-};
 
 // One sequence of a batched forward (DecoderLM::forward_batch): n tokens `ids` continuing its own
 // `cache`; the logits of its tokens logits_from .. n − 1 go to `logits` ([n − logits_from, vocab], host).
@@ -61,8 +43,11 @@ class DecoderLM {
   DecoderLM(DecoderParams params, const LinearFactory& factory, std::shared_ptr<GraphOps> ops = nullptr);
 
   // A cache for up to `capacity` tokens (0: max_position_embeddings); more than the model's positions
-  // is an error naming both numbers.
-  KvCache make_cache(int64_t capacity = 0) const;
+  // is an error naming both numbers. `rewind` >= 0 (CPU): the sliding-window layers hold a ring of their
+  // window + `rewind` rows only (where that is fewer than `capacity`), so a long generation holds its
+  // windows' keys, not the whole context's, and KvCache::truncate can go back `rewind` tokens; -1: every
+  // layer holds `capacity` rows.
+  KvCache make_cache(int64_t capacity = 0, int64_t rewind = -1) const;
 
   // Runs the n tokens `ids` at positions cache.size() .. cache.size() + n − 1 (a prefill when the cache
   // is empty, a decode step when n = 1), appends their keys and values to the cache and writes the
@@ -110,9 +95,11 @@ class DecoderLM {
   LinearReport head_report() const;
   // The token embeddings' format as held: "bf16" (a BF16 checkpoint's, as stored) or "fp32".
   std::string embeddings_format() const { return token_embeddings_.dtype() == DType::bf16 ? "bf16" : "fp32"; }
+  // A tied model whose embedding lookups read the head's rows (model/tied_embeddings.h): held once.
+  bool embeddings_in_head() const { return embeddings_in_head_; }
   // "format kernel_path" -> the checkpoint's Linears that ran it (a fused Linear counts once per part).
   std::map<std::string, int> kernel_path_counts() const;
-  std::size_t bytes_held() const;  // every Linear as packed + embeddings and norms (FP32)
+  std::size_t bytes_held() const;  // every Linear as packed + embeddings (once when tied) and norms
   std::size_t fp32_bytes() const;  // the same model held entirely in FP32
 
  private:
@@ -136,6 +123,7 @@ class DecoderLM {
   struct Scratch {
     Tensor x, hn, qkv, ctx, a, g;  // g: [n, 2·intermediate] (gate | up, or the gate)
     Tensor lx, lhn;                // a batch's rows that give logits, gathered (forward_batch only)
+    Tensor wk, wv;                 // a ring layer's window in position order, then the new rows (CPU, windows)
   };
   // One sequence's rows of a forward: rows row .. row + n − 1 at positions past .. past + n − 1.
   struct Segment {
@@ -152,6 +140,11 @@ class DecoderLM {
   void attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n,
                        std::span<const Segment> segments) const;
   void mlp_block(const Layer& layer, const Scratch& s, int64_t n) const;
+  // The attention of one segment's rows over a sliding-window layer's ring (decoder_lm_window.cpp): q, k
+  // and v its rows (k and v turned by RoPE already), ctx its output rows.
+  void ring_attention(const Layer& layer, int64_t index, const Scratch& s, const Segment& g, const Tensor& q,
+                      int64_t q_stride, const Tensor& k, const Tensor& v, int64_t kv_stride, float scale,
+                      const Tensor& ctx) const;
   // The embeddings of n tokens at positions past .. past + n − 1 into out [n, hidden]: the FP32 table
   // (with GPT-2's positions), or the BF16 one widened as looked up.
   void embed_rows(const Tensor& ids, int64_t n, int64_t past, const Tensor& out) const;
@@ -186,6 +179,7 @@ class DecoderLM {
   std::vector<NamedLinear> all_linears_;
   Gate gate_ = Gate::silu;  // the gated MLP's activation: SwiGLU, or Gemma's GeGLU (config.activation)
   bool decode_graph_on_ = true;
+  bool embeddings_in_head_ = false;                // token_embeddings_ views lm_head_'s rows (tied, held as stored)
   mutable std::shared_ptr<StepGraph> step_graph_;  // made by the first decode step that records
   mutable std::string decode_step_path_;
 };

@@ -36,9 +36,9 @@ struct LinearParams {
   std::function<std::unique_ptr<kernels::Linear>()> build_prequantized;
   quant::FormatSpec prequantized_spec;
   std::string prequantized_from;
-  // A language model's head stored in 16 bits by its checkpoint (bf16 or fp16): the format it is held in
-  // by default below FP32 (quant::LayerPolicy::resolve's head_16bit); nullopt for every other Linear.
-  std::optional<quant::Format> head_16bit;
+  // A language model's head: the format its checkpoint stores it in (bf16, fp16 or fp32), which it is held
+  // in by default below FP32 (quant::LayerPolicy::resolve's head_stored); nullopt for every other Linear.
+  std::optional<quant::Format> head_stored;
 };
 
 // Whether p has a bias: loaded, or to come (deferred weights).

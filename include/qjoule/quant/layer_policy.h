@@ -77,12 +77,12 @@ class LayerPolicy {
   // its text is not a spec.
   static LayerPolicy uniform(const Precision& precision);
 
-  // `head_16bit`: the layer is a language model's head whose checkpoint stores it in this 16-bit format
-  // (bf16 or fp16). Then, unless --quant-include names layers, the head is held as deployed: in that
+  // `head_stored`: the layer is a language model's head whose checkpoint stores it in this format (bf16,
+  // fp16 or fp32). Then, unless --quant-include names layers, the head is held as deployed: in that
   // format whenever --precision is below FP32 (FP32 with --precision fp32), a --layer-precision rule that
   // matches it quantizes it (e.g. 'lm_head=int8'), --quant-exclude keeps it FP32.
   LayerDecision resolve(std::string_view layer_name, bool is_block_linear,
-                        std::optional<Format> head_16bit = std::nullopt) const;
+                        std::optional<Format> head_stored = std::nullopt) const;
 
   const std::string& precision() const { return precision_; }
   const FormatSpec& precision_spec() const { return precision_spec_; }
@@ -91,7 +91,7 @@ class LayerPolicy {
   const std::vector<LayerFormatRule>& rules() const { return rules_; }
 
  private:
-  LayerDecision resolve_head(std::string_view layer_name, Format head_16bit) const;
+  LayerDecision resolve_head(std::string_view layer_name, Format head_stored) const;
 
   std::string precision_ = "fp32";
   FormatSpec precision_spec_, fp32_spec_;

@@ -119,6 +119,10 @@ class LinearBf16 final : public Linear {
     }
     return weight_bits_.size() * sizeof(uint16_t) + bias_.size() * sizeof(float);
   }
+  HostRows host_weight_rows() const override {
+    if (weight_bits_.empty()) return {};  // the avx2 kernel's panels
+    return {weight_bits_.data(), sizeof(uint16_t)};
+  }
 
  private:
   void run_scalar(const float* a, int64_t m, float* y) const {

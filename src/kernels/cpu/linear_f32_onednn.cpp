@@ -41,6 +41,7 @@ class LinearF32OneDnn final : public Linear {
   std::string format() const override { return std::string(quant::name(quant::Format::fp32)); }
   std::string kernel_path() const override { return kernel_path_; }
   std::size_t bytes_held() const override { return (weight_.size() + bias_.size()) * sizeof(float); }
+  HostRows host_weight_rows() const override { return {weight_.data(), sizeof(float)}; }
 
  private:
   int64_t out_, in_;

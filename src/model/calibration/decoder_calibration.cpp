@@ -117,7 +117,7 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
   detail::CalibrationRun run(options);
   const LinearFactory policy_linears = quantized_linear_factory(policy);
   DecoderLM model(std::move(params), [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
-    const auto decision = policy.resolve(p.name, in_block, p.head_16bit);
+    const auto decision = policy.resolve(p.name, in_block, p.head_stored);
     if (in_block && quant::needs_calibration(decision.spec))
       return run.make_linear(p, decision.spec, group_of.count(p.name) != 0 ? group_of.at(p.name) : p.name, load);
     LinearParams full = p;

@@ -78,7 +78,7 @@ DecoderParams synthetic_decoder_params(const SyntheticDecoderSpec& spec) {
   }
   p.final_norm = rms_norm("model.norm", h);
   p.lm_head = linear(rng, "lm_head", spec.vocab_size, h);
-  p.lm_head.head_16bit = quant::Format::bf16;  // as the BF16 checkpoints of such models store it
+  p.lm_head.head_stored = quant::Format::bf16;  // as the BF16 checkpoints of such models store it
   return p;
 }
 
