@@ -17,7 +17,10 @@ int64_t total_rows(const std::vector<int64_t>& rows) {
 
 KvCache::KvCache(GraphOps& ops, int64_t layers, int64_t capacity, int64_t kv_dim, std::vector<int64_t> layer_rows,
                  std::vector<int64_t> layer_window)
-    : layers_(layers), capacity_(capacity), kv_dim_(kv_dim), rows_(std::move(layer_rows)),
+    : layers_(layers),
+      capacity_(capacity),
+      kv_dim_(kv_dim),
+      rows_(std::move(layer_rows)),
       window_(std::move(layer_window)) {
   if (rows_.empty()) rows_.assign(static_cast<std::size_t>(layers), capacity);
   if (window_.empty()) window_.assign(static_cast<std::size_t>(layers), 0);
@@ -26,9 +29,10 @@ KvCache::KvCache(GraphOps& ops, int64_t layers, int64_t capacity, int64_t kv_dim
   for (int64_t l = 0; l < layers; ++l) {
     const int64_t r = rows_[static_cast<std::size_t>(l)], w = window_[static_cast<std::size_t>(l)];
     if (r > capacity || r <= 0 || (r < capacity && (w <= 0 || r < w)))
-      fail("KV cache: layer {} holds {} rows of {} positions with a window of {}; expected all of them, or a ring "
-           "of at least the window",
-           l, r, capacity, w);
+      fail(
+          "KV cache: layer {} holds {} rows of {} positions with a window of {}; expected all of them, or a ring "
+          "of at least the window",
+          l, r, capacity, w);
   }
   offset_.reserve(rows_.size());
   int64_t at = 0;
@@ -60,9 +64,10 @@ void KvCache::truncate(int64_t tokens) {
     if (r < capacity_) earliest = std::max(earliest, size_ - r + w - 1);
   }
   if (tokens > 0 && tokens < earliest)
-    fail("KV cache: cannot go back to {} tokens of the {} it holds: its sliding-window layers keep the last "
-         "positions only, back to {} tokens (make the cache with room to rewind further)",
-         tokens, size_, earliest);
+    fail(
+        "KV cache: cannot go back to {} tokens of the {} it holds: its sliding-window layers keep the last "
+        "positions only, back to {} tokens (make the cache with room to rewind further)",
+        tokens, size_, earliest);
   size_ = tokens;
 }
 

@@ -16,7 +16,7 @@ TEST(DecoderRooflineWork, ASlidingWindowLayerReadsAtMostItsWindowOfKeys) {
   ASSERT_EQ(c.layer_window, (std::vector<int64_t>{8, 8, 0}));
   double linears = 0.0;
   for (const auto& l : m.linear_reports()) linears += static_cast<double>(l.bytes_held);
-  const double row = static_cast<double>(c.hidden_size) * 4.0;  // one FP32 embedding row
+  const double row = static_cast<double>(c.hidden_size) * 4.0;    // one FP32 embedding row
   const double kv = 2.0 * static_cast<double>(c.kv_dim()) * 4.0;  // a key and a value, FP32
   // Steps at contexts 21 .. 24: the windowed layers read 8 keys each, the full one 22.5 on average.
   EXPECT_DOUBLE_EQ(decoder_decode_bytes_per_token(m, 20, 4), linears + row + kv * (8.0 + 8.0 + 22.5));

@@ -77,11 +77,12 @@ TEST(GgufExportArchitectures, Phi3IsLlamaCppsPhi3WithFusedTensorsAndLongRopeFact
   const auto g = qjoule::io::read_gguf(out);
   EXPECT_EQ(g.metadata.at("phi3.rope.dimension_count"), 12);  // partial_rotary_factor 0.75 of 16
   EXPECT_EQ(g.metadata.at("phi3.rope.scaling.original_context_length"), 32);
-  EXPECT_NEAR(g.metadata.at("phi3.rope.scaling.attn_factor").get<double>(), std::sqrt(1 + std::log(4.0) / std::log(32.0)),
-              1e-6);
+  EXPECT_NEAR(g.metadata.at("phi3.rope.scaling.attn_factor").get<double>(),
+              std::sqrt(1 + std::log(4.0) / std::log(32.0)), 1e-6);
   EXPECT_EQ(g.metadata.at("phi3.attention.sliding_window"), 0);
   EXPECT_EQ(f32_of(g.tensors.at("rope_factors_long.weight")), (std::vector<float>{1.0f, 1.5f, 2.5f, 4.0f, 6.0f, 9.0f}));
-  EXPECT_EQ(f32_of(g.tensors.at("rope_factors_short.weight")), (std::vector<float>{1.0f, 1.1f, 1.3f, 1.6f, 2.0f, 2.5f}));
+  EXPECT_EQ(f32_of(g.tensors.at("rope_factors_short.weight")),
+            (std::vector<float>{1.0f, 1.1f, 1.3f, 1.6f, 2.0f, 2.5f}));
   const auto& qkv = g.tensors.at("blk.0.attn_qkv.weight");
   EXPECT_EQ(qkv.type, GgmlType::q4_0);
   EXPECT_EQ(qkv.ne, (std::vector<int64_t>{64, 64 + 2 * 32}));  // q | k | v rows, not permuted (NeoX RoPE)
@@ -116,13 +117,13 @@ TEST(GgufExportArchitectures, WhatLlamaCppWouldReadOtherwiseIsOneLine) {
                                                         [](nlohmann::json& c) { c["sliding_window"] = 16; })),
               HasSubstr("sliding_window = 16 is below the 128 positions, and llama.cpp's phi3 attends to every "
                         "position (Gemma 3's windows are exported)"));
-  EXPECT_THAT(refusal(qjoule::test::edited_decoder_copy(
-                  "tiny-gemma3", "gguf_gemma3_rope",
-                  [](nlohmann::json& c) {
-                    c["query_pre_attn_scalar"] = 32;
-                    c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
-                  })),
-              HasSubstr("rope_scaling"));
+  EXPECT_THAT(
+      refusal(qjoule::test::edited_decoder_copy("tiny-gemma3", "gguf_gemma3_rope",
+                                                [](nlohmann::json& c) {
+                                                  c["query_pre_attn_scalar"] = 32;
+                                                  c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+                                                })),
+      HasSubstr("rope_scaling"));
   EXPECT_FALSE(fs::exists(dir / "x.gguf"));
 }
 
