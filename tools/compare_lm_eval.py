@@ -6,9 +6,9 @@ acc and acc_norm. Prints one line each; exits 1 when an item is beyond the budge
 
 lm-eval's own task for the file is written to a temporary folder (dataset_path json, doc_to_text the
 context, doc_to_choice the choices, doc_to_target the label, acc and acc_norm), so no dataset is fetched.
-qjoule scores as lm-eval's `_encode_pair` does with no BOS (README, "Task accuracy"); lm-eval >= 0.4.10
-leaves BOS to the tokenizer unless `add_bos_token=False` is given, which this script gives (--lm-eval-bos
-keeps lm-eval's default, to see the difference).
+By default qjoule scores as lm-eval's `_encode_pair` does with no BOS (README, "Task accuracy") and this
+script gives lm-eval `add_bos_token=False`; with --special-tokens both encode with the tokenizer's special
+tokens (its BOS): `qjoule score --special-tokens` and lm-eval's own default from 0.4.10.
 
 A model folder without tokenizer_config.json (the fixtures) is copied with one naming <s> / </s> (lm-eval
 needs a prefix token). Beside qjoule, never in CI:
@@ -32,7 +32,8 @@ def main():
     p.add_argument("--model", required=True)
     p.add_argument("--task", required=True, help="a task file in qjoule's rows (context, choices, label)")
     p.add_argument("--budget", type=float, default=1e-4, help="largest |log-likelihood difference| accepted")
-    p.add_argument("--lm-eval-bos", action="store_true", help="lm-eval's default BOS handling (the tokenizer's)")
+    p.add_argument("--special-tokens", action="store_true",
+                   help="both with the tokenizer's BOS (lm-eval's default; qjoule score --special-tokens)")
     a = p.parse_args()
     import lm_eval
 
@@ -61,7 +62,7 @@ metric_list:
   - metric: acc
   - metric: acc_norm
 """)
-        model_args = f"pretrained={model},dtype=float32" + ("" if a.lm_eval_bos else ",add_bos_token=False")
+        model_args = f"pretrained={model},dtype=float32" + ("" if a.special_tokens else ",add_bos_token=False")
         out = os.path.join(tmp, "out")
         subprocess.run([sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", model_args, "--tasks",
                         "qjoule_task", "--include_path", tasks, "--device", "cpu", "--batch_size", "16",
@@ -71,8 +72,8 @@ metric_list:
                          key=lambda s: s["doc_id"])
         results = json.load(open(glob.glob(os.path.join(out, "*", "results_*.json"))[0]))["results"]["qjoule_task"]
         score = os.path.join(tmp, "score.json")
-        subprocess.run([a.qjoule, "score", "--model", a.model, "--task", a.task, "--json", score], check=True,
-                       capture_output=True)
+        subprocess.run([a.qjoule, "score", "--model", a.model, "--task", a.task, "--json", score] +
+                       (["--special-tokens"] if a.special_tokens else []), check=True, capture_output=True)
         q = json.load(open(score))["tasks"][0]
     worst, beyond, same = 0.0, 0, 0
     for s, item in zip(samples, q["per_item"]):
@@ -80,7 +81,7 @@ metric_list:
         d = max(abs(x - y) for x, y in zip(theirs, item["loglik"]))
         worst, beyond = max(worst, d), beyond + (d > a.budget)
         same += max(range(len(theirs)), key=lambda i: theirs[i]) == item["chosen"]
-    print(f"lm-eval {lm_eval.__version__} ({'its default BOS' if a.lm_eval_bos else 'add_bos_token=False'}) vs qjoule, "
+    print(f"lm-eval {lm_eval.__version__} ({'its default: the tokenizer BOS' if a.special_tokens else 'add_bos_token=False'}) vs qjoule, "
           f"{len(samples)} items: max |Δ log-likelihood| {worst:.3g}, {beyond} beyond {a.budget:g}, "
           f"the same choice in {same}")
     print(f"acc lm-eval {results['acc,none']:.4f} qjoule {q['acc']:.4f}; acc_norm lm-eval {results['acc_norm,none']:.4f} "

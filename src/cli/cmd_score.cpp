@@ -35,6 +35,7 @@ struct ScoreArgs {
   std::string json;
   int threads = 0;
   std::string device = "cpu";
+  bool special_tokens = false;
 };
 
 nlohmann::json task_json(const eval::Task& task, const std::string& hash, const eval::TaskScore& s) {
@@ -97,6 +98,7 @@ void run_score(const ScoreArgs& a) {
                fewest == most ? fmt::format("{}", most) : fmt::format("{} to {}", fewest, most));
     std::fflush(stdout);
     eval::TaskScoringOptions options;
+    options.special_tokens = a.special_tokens;
     const auto started = std::chrono::steady_clock::now();
     options.progress = [tty, started](int64_t done, int64_t total) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -126,6 +128,7 @@ void run_score(const ScoreArgs& a) {
                         {"precision", a.quant.precision},
                         {"kernels", d.model.kernel_path_counts()},
                         {"threads", kernels::num_threads()},
+                        {"special_tokens", a.special_tokens},
                         {"tasks", results}};
     if (!d.calibration.empty()) j["calibration"] = d.calibration;
     write_output("--json", a.json, j.dump(2) + "\n");
@@ -159,6 +162,9 @@ void add_score_command(CLI::App& app, CommandContext& /*ctx*/) {
   cmd->add_option("--json", a->json, "Also write the results, item by item, as JSON to this file ('-' for stdout)");
   cmd->add_option("--device", a->device, kDecoderDeviceHelp)->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(in_range(1, kMaxThreads));
+  cmd->add_flag("--special-tokens", a->special_tokens,
+                "Encode with the tokenizer's special tokens (the BOS its template adds), as lm-eval from 0.4.10 "
+                "does by default; without (the default, and bench's task records): as lm-eval's add_bos_token=False");
   cmd->callback([a] {
     default_to_checkpoint_precision(a->quant, a->model);
     run_score(*a);

@@ -28,18 +28,18 @@ struct ContextEncoding {
   std::vector<int32_t> ids;
 };
 
-ContextEncoding encode_context(const tokenize::BpeTokenizer& tokenizer, std::string_view context) {
+ContextEncoding encode_context(const tokenize::BpeTokenizer& tokenizer, std::string_view context, bool special_tokens) {
   ContextEncoding c;
   c.text = std::string(rstrip_ascii_space(context));
   c.moved = std::string(context.substr(c.text.size()));
-  c.ids = tokenizer.encode(c.text, /*add_special_tokens=*/false);
+  c.ids = tokenizer.encode(c.text, special_tokens);
   return c;
 }
 
 // The continuation's tokens: those of encode(context + continuation) past the context's own count.
 std::vector<int32_t> continuation_ids(const tokenize::BpeTokenizer& tokenizer, const ContextEncoding& c,
-                                      std::string_view continuation) {
-  const auto whole = tokenizer.encode(c.text + c.moved + std::string(continuation), /*add_special_tokens=*/false);
+                                      std::string_view continuation, bool special_tokens) {
+  const auto whole = tokenizer.encode(c.text + c.moved + std::string(continuation), special_tokens);
   if (whole.size() <= c.ids.size()) return {};
   return {whole.begin() + static_cast<std::ptrdiff_t>(c.ids.size()), whole.end()};
 }
@@ -52,9 +52,9 @@ int32_t first_max(const std::vector<T>& values) {
 }  // namespace
 
 EncodedPair encode_pair(const tokenize::BpeTokenizer& tokenizer, std::string_view context,
-                        std::string_view continuation) {
-  ContextEncoding c = encode_context(tokenizer, context);
-  auto cont = continuation_ids(tokenizer, c, continuation);
+                        std::string_view continuation, bool special_tokens) {
+  ContextEncoding c = encode_context(tokenizer, context, special_tokens);
+  auto cont = continuation_ids(tokenizer, c, continuation, special_tokens);
   return {std::move(c.ids), std::move(cont)};
 }
 
@@ -81,13 +81,13 @@ struct PreparedItem {
 };
 
 PreparedItem prepare(const tokenize::BpeTokenizer& tokenizer, const TaskItem& item, const std::string& path,
-                     int64_t positions) {
+                     int64_t positions, bool special_tokens) {
   PreparedItem p;
   p.item = &item;
   p.where = fmt::format("{}:{}", path, item.line);
-  p.context = encode_context(tokenizer, item.context);
+  p.context = encode_context(tokenizer, item.context, special_tokens);
   for (std::size_t c = 0; c < item.choices.size(); ++c) {
-    p.conts.push_back(continuation_ids(tokenizer, p.context, " " + item.choices[c]));
+    p.conts.push_back(continuation_ids(tokenizer, p.context, " " + item.choices[c], special_tokens));
     if (p.conts.back().empty())
       fail("{}: choice {} adds no token to its context, expected a continuation of at least one token", p.where, c);
     p.longest = std::max(p.longest, static_cast<int64_t>(p.conts.back().size()));
@@ -215,7 +215,7 @@ TaskScore score_task(const model::DecoderLM& model, const tokenize::BpeTokenizer
     int64_t context_tokens = 0, choice_tokens = 0;
     while (next < task.items.size() &&
            (batch.empty() || (context_tokens < kTaskBatchTokens && choice_tokens < kTaskBatchTokens))) {
-      batch.push_back(prepare(tokenizer, task.items[next++], task.path.string(), positions));
+      batch.push_back(prepare(tokenizer, task.items[next++], task.path.string(), positions, options.special_tokens));
       context_tokens += static_cast<int64_t>(batch.back().context.ids.size());
       choice_tokens += batch.back().longest;
     }

@@ -128,3 +128,33 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<qjoule::test::BadInput>& case_info) { return case_info.param.name; });
 
 }  // namespace
+
+namespace {
+
+// --special-tokens: the tokenizer's BOS before every context (tiny-llama's template adds <s>), as lm-eval
+// from 0.4.10 encodes by default; the JSON says which ran. (tools/compare_lm_eval.py checks both against
+// lm-eval itself.)
+TEST(CliScore, SpecialTokensPutTheTokenizersBosBeforeEachContext) {
+  const auto dir = qjoule::test::temp_dir("cli_score_special_tokens");
+  const auto run = [&](const std::string& flag, const std::string& out) {
+    const auto r = run_command(qjoule() + " score --model " + decoder("tiny-llama").string() + " --task " +
+                               task("tiny_qjoule.jsonl").string() + " --threads 1 " + flag + " --json " +
+                               (dir / out).string() + " 2>&1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return read_json(dir / out);
+  };
+  const auto plain = run("", "plain.json"), bos = run("--special-tokens", "bos.json");
+  EXPECT_EQ(plain["special_tokens"], false);
+  EXPECT_EQ(bos["special_tokens"], true);
+  const auto &a = plain["tasks"][0]["per_item"], &b = bos["tasks"][0]["per_item"];
+  ASSERT_EQ(a.size(), b.size());
+  bool differ = false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i]["context_tokens"].get<int64_t>(), a[i]["context_tokens"].get<int64_t>() + 1) << "item " << i;
+    EXPECT_EQ(b[i]["tokens"], a[i]["tokens"]) << "the same continuation tokens, item " << i;
+    differ = differ || b[i]["loglik"] != a[i]["loglik"];
+  }
+  EXPECT_TRUE(differ) << "conditioned on BOS, the log-likelihoods change";
+}
+
+}  // namespace

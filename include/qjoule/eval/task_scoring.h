@@ -2,7 +2,9 @@
 // log-likelihood tasks (HellaSwag, ARC, PIQA, ...):
 //   - each choice's continuation is " " + choice (the target delimiter) and is tokenized with its context
 //     as lm-eval's _encode_pair does: the context's trailing whitespace moves to the continuation, the
-//     context is encoded alone (no special tokens: no BOS, as lm-eval's Hugging Face models by default),
+//     context is encoded alone (no special tokens: no BOS, as lm-eval's Hugging Face models with
+//     add_bos_token=False, their default before lm-eval 0.4.10; TaskScoringOptions::special_tokens: with
+//     the tokenizer's special tokens, as lm-eval's default from 0.4.10),
 //     and the continuation's tokens are those of encode(context + continuation) past the context's count;
 //   - the model reads context tokens + continuation tokens but the last, and the choice's log-likelihood
 //     is Σ log p(continuation token i | everything before it), log-softmax of the FP32 logits in FP64;
@@ -38,7 +40,7 @@ struct EncodedPair {
 };
 // lm-eval's _encode_pair (above).
 EncodedPair encode_pair(const tokenize::BpeTokenizer& tokenizer, std::string_view context,
-                        std::string_view continuation);
+                        std::string_view continuation, bool special_tokens = false);
 
 struct ChoiceScore {
   double loglik = 0.0;  // natural log
@@ -68,6 +70,9 @@ inline constexpr int64_t kTaskBatchTokens = 512;
 
 struct TaskScoringOptions {
   std::function<void(int64_t done, int64_t total)> progress;  // after each batch of items
+  // Encode with the tokenizer's special tokens (the BOS its template adds), as lm-eval >= 0.4.10 does by
+  // default; false (qjoule's records): as lm-eval's add_bos_token=False.
+  bool special_tokens = false;
 };
 
 // Scores every item of `task`. A choice with no tokens of its own, one longer than the model's positions, or
