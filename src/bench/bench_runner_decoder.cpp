@@ -129,8 +129,9 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   record_kernels(r, m.kernel_path_counts());
 
   const auto prompt = decoder_prompt_ids(cfg.vocab_size, 1, n);
-  // Each decode repetition goes back to the prompt: a sliding-window layer holds its window + the steps.
-  auto cache = m.make_cache(static_cast<int64_t>(n + steps), static_cast<int64_t>(steps));
+  // Every position in every layer: a ring's window would be copied to scratch at each timed decode step
+  // (it goes back to the prompt, so it would hold more than its window), which a whole cache does not pay.
+  auto cache = m.make_cache(static_cast<int64_t>(n + steps));
   std::vector<float> logits(static_cast<std::size_t>(cfg.vocab_size));
   const auto prefill = [&] {
     cache.clear();

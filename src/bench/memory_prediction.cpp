@@ -42,9 +42,15 @@ class LinearBytes {
                                               : precision);
     factory_ = model::quantized_linear_factory(*policy_);
   }
-  // head_stored: a language model's head the checkpoint stores in 16 bits (model::LinearParams::head_stored).
-  std::uint64_t operator()(const std::string& name, int64_t out_features, int64_t in_features, bool bias, bool in_block,
-                           std::optional<quant::Format> head_stored = std::nullopt) {
+  // What one Linear holds: its bytes, and its weights as plain host rows (4: FP32, 2: BF16, 0: held
+  // otherwise; kernels::Linear::host_weight_rows, what a tied model's embeddings can read).
+  struct Held {
+    std::uint64_t bytes;
+    int row_bytes;
+  };
+  // head_stored: a language model's head as its checkpoint stores it (model::LinearParams::head_stored).
+  Held operator()(const std::string& name, int64_t out_features, int64_t in_features, bool bias, bool in_block,
+                  std::optional<quant::Format> head_stored = std::nullopt) {
     const auto key =
         std::make_tuple(policy_->resolve(name, in_block, head_stored).format, out_features, in_features, bias);
     auto it = built_.find(key);
@@ -64,26 +70,17 @@ class LinearBytes {
       if (linear->kernel_path().find("f32_panel") != std::string::npos &&
           whole <= static_cast<std::uint64_t>(kernels::avx512::kWholePanelMaxBytes))
         whole_panel_bytes_ = std::max(whole_panel_bytes_, whole);
-      it = built_.emplace(key, Built{linear->bytes_held(), linear->host_weight_rows().element_bytes}).first;
+      it = built_.emplace(key, Held{linear->bytes_held(), linear->host_weight_rows().element_bytes}).first;
     }
-    last_row_bytes_ = it->second.row_bytes;
-    return it->second.bytes;
+    return it->second;
   }
-  // The last Linear's weights as plain host rows: 4 (FP32) or 2 (BF16) bytes a value, 0 when held otherwise
-  // (kernels::Linear::host_weight_rows: what a tied model's embeddings can read).
-  int last_host_row_bytes() const { return last_row_bytes_; }
   // The largest whole FP32 panel a prefill of kWholePanelMinRows rows or more keeps (0: none).
   std::uint64_t whole_panel_bytes() const { return whole_panel_bytes_; }
 
  private:
   std::optional<quant::LayerPolicy> policy_;
   model::LinearFactory factory_;
-  struct Built {
-    std::uint64_t bytes;
-    int row_bytes;
-  };
-  std::map<std::tuple<std::string, int64_t, int64_t, bool>, Built> built_;
-  int last_row_bytes_ = 0;
+  std::map<std::tuple<std::string, int64_t, int64_t, bool>, Held> built_;
   std::uint64_t whole_panel_bytes_ = 0;
 };
 
@@ -121,12 +118,13 @@ MemoryPrediction predict_encoder_peak_memory(const RunConfig& c, std::uint64_t b
     const auto H = cfg.hidden_size, F = cfg.intermediate_size;
     for (const char* part : {"q", "k", "v", "o"})
       linears += bytes(l + (bert ? std::string("attention.self.") + part : std::string("attention.") + part + "_lin"),
-                       H, H, true, true);
-    linears += bytes(l + (bert ? "intermediate.dense" : "ffn.lin1"), F, H, true, true);
-    linears += bytes(l + (bert ? "output.dense" : "ffn.lin2"), H, F, true, true);
+                       H, H, true, true)
+                     .bytes;
+    linears += bytes(l + (bert ? "intermediate.dense" : "ffn.lin1"), F, H, true, true).bytes;
+    linears += bytes(l + (bert ? "output.dense" : "ffn.lin2"), H, F, true, true).bytes;
   }
-  linears += bytes(bert ? "bert.pooler.dense" : "pre_classifier", cfg.hidden_size, cfg.hidden_size, true, false);
-  linears += bytes("classifier", cfg.num_labels, cfg.hidden_size, true, false);
+  linears += bytes(bert ? "bert.pooler.dense" : "pre_classifier", cfg.hidden_size, cfg.hidden_size, true, false).bytes;
+  linears += bytes("classifier", cfg.num_labels, cfg.hidden_size, true, false).bytes;
   // The built model: the Linears in their formats, embeddings (one token-type row) and norms in FP32.
   const std::size_t kept_floats = embedding_floats - static_cast<std::size_t>(cfg.type_vocab_size) * h +
                                   (cfg.type_vocab_size > 0 ? h : 0) + layers * 4 * h;
@@ -163,9 +161,10 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   const auto params = model::load_decoder_params(ck, cfg, /*defer_linears=*/true);
 
   LinearBytes bytes(c.precision);
-  auto add_linear = [&](const model::LinearParams& p, bool in_block) {
-    if (p.out_features == 0) return;
-    out.model_bytes += bytes(p.name, p.out_features, p.in_features, model::with_bias(p), in_block, p.head_stored);
+  auto add_linear = [&](const model::LinearParams& p, bool in_block) -> LinearBytes::Held {
+    if (p.out_features == 0) return {0, 0};
+    const auto held = bytes(p.name, p.out_features, p.in_features, model::with_bias(p), in_block, p.head_stored);
+    out.model_bytes += held.bytes;
     // While this Linear is built: its FP32 weights, the stored tensor's mapped pages (a GPT-2 Conv1D
     // weight also its transposed copy) and, as it is built, what it will hold.
     const std::uint64_t fp32 = fp32_of(p);
@@ -173,15 +172,16 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
     const std::uint64_t stored = !tensor.empty() && ck.contains(tensor) ? ck.at(tensor).nbytes : fp32_of(p);
     const std::uint64_t transient = fp32 * (cfg.arch == model::DecoderArch::Gpt2 && in_block ? 2 : 1) + stored;
     out.build_transient_bytes = std::max(out.build_transient_bytes, transient);
+    return held;
   };
   for (const auto& l : params.layers) {
     for (const auto* p : {&l.qkv, &l.q, &l.k, &l.v, &l.o, &l.gate_up, &l.gate, &l.up, &l.down}) add_linear(*p, true);
   }
-  add_linear(params.lm_head, false);
-  // A tied model's embeddings read the head's rows where it holds them as plain FP32 or BF16 rows (an FP32
-  // table only unscaled): then held once (model/tied_embeddings.h).
-  const int rows = bytes.last_host_row_bytes();
-  const bool shared = cfg.tie_word_embeddings && (rows == 2 || (rows == 4 && cfg.embedding_scale == 1.0f));
+  const int head_rows = add_linear(params.lm_head, false).row_bytes;
+  // A tied model's embeddings read the head's rows where they are the stored values (model/tied_embeddings.h):
+  // BF16 rows of BF16-stored embeddings, FP32 rows of an unscaled table.
+  const bool shared = cfg.tie_word_embeddings && ((head_rows == 2 && !params.token_embeddings_bf16.empty()) ||
+                                                  (head_rows == 4 && cfg.embedding_scale == 1.0f));
   std::size_t floats = (shared ? 0 : params.token_embeddings.size()) + params.position_embeddings.size() +
                        params.final_norm.gamma.size() + params.final_norm.beta.size();
   for (const auto& l : params.layers)
@@ -198,13 +198,8 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   const auto qd = static_cast<std::size_t>(cfg.num_heads * cfg.head_dim);
   const auto kvd = static_cast<std::size_t>(cfg.num_kv_heads * cfg.head_dim);
   const auto vocab = static_cast<std::size_t>(cfg.vocab_size);
-  // The KV cache: every position a layer, a sliding-window layer its window + the decode steps at most.
-  std::size_t cache_rows = 0;
-  for (int64_t l = 0; l < cfg.num_layers; ++l) {
-    const auto w = static_cast<std::size_t>(cfg.window(l));
-    cache_rows += w > 0 ? std::min(positions, w + decode_tokens) : positions;
-  }
-  out.run_bytes = float_bytes(2 * cache_rows * kvd) + float_bytes(n * (4 * h + 2 * qd + 2 * kvd + 2 * f)) +
+  out.run_bytes = float_bytes(2 * static_cast<std::size_t>(cfg.num_layers) * positions * kvd) +
+                  float_bytes(n * (4 * h + 2 * qd + 2 * kvd + 2 * f)) +
                   float_bytes(static_cast<std::size_t>(cfg.num_heads) * n * n) +
                   float_bytes(2 * kDecoderFidelityPrompts * vocab + vocab) +
                   static_cast<std::uint64_t>(std::max(1, c.threads)) * kScratchPerThreadBytes;

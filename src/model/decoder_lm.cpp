@@ -320,7 +320,7 @@ void DecoderLM::check_forward(const int32_t* ids, int64_t n, const KvCache& cach
   if (cache.layers_ != config_.num_layers || cache.kv_dim_ != config_.kv_dim())
     fail("{}the KV cache was made for another model ({} layers × {} kv columns, expected {} × {})", of, cache.layers_,
          cache.kv_dim_, config_.num_layers, config_.kv_dim());
-  for (int64_t l = 0; cache.layers_ == config_.num_layers && l < cache.layers_; ++l)
+  for (int64_t l = 0; l < cache.layers_; ++l)
     if (cache.ring(l) && cache.window_[static_cast<std::size_t>(l)] != layers_[static_cast<std::size_t>(l)].window)
       fail("{}the KV cache's layer {} is a ring for a window of {}, the model's is {}", of, l,
            cache.window_[static_cast<std::size_t>(l)], layers_[static_cast<std::size_t>(l)].window);
@@ -344,9 +344,10 @@ void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* lo
   GraphOps& ops = *ops_;
   const Tensor id_tensor = ops.empty(DType::i32, n, "the token ids");
   ops.copy_in(ids, id_tensor);
-  const Scratch s = make_scratch(n);
+  Scratch s = make_scratch(n);
   const Tensor out = ops.host_output(logits, (n - logits_from) * config_.vocab_size, "the logits");
   const Segment whole{0, n, cache.size_, &cache, logits_from};
+  add_window_scratch(s, n, std::span(&whole, 1));
   enqueue_forward(id_tensor, n, std::span(&whole, 1), s, out);
   cache.size_ += n;
   ops.copy_out(out, logits);
@@ -360,16 +361,7 @@ DecoderLM::Scratch DecoderLM::make_scratch(int64_t n) const {
                                     aligned_elements(n * config_.q_dim()) + 2 * aligned_elements(n * config_.kv_dim()));
   const auto [x, hn, qkv, ctx, a, g] =
       carve<6>(*ops_, DType::f32, {n * h, n * h, qkv_size, n * config_.q_dim(), n * f, 2 * n * f}, "the activations");
-  Scratch s{x, hn, qkv, ctx, a, g, {}, {}, {}, {}};
-  // A ring layer's window and new rows in position order (make_cache with a rewind, on the CPU).
-  int64_t window = 0;
-  for (const Layer& layer : layers_) window = std::max(window, layer.window);
-  if (window > 0 && ops_->device().kind == Device::Kind::cpu) {
-    const int64_t rows = window - 1 + n;
-    s.wk = ops_->empty(DType::f32, rows * config_.kv_dim(), "a sliding window's keys");
-    s.wv = ops_->empty(DType::f32, rows * config_.kv_dim(), "a sliding window's values");
-  }
-  return s;
+  return Scratch{x, hn, qkv, ctx, a, g, {}, {}, {}, {}};
 }
 
 void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, std::span<const Segment> segments, const Scratch& s,

@@ -46,6 +46,7 @@ void DecoderLM::forward_batch(std::span<const DecoderSequence> sequences) const 
   s.lhn = ops.empty(DType::f32, rows * h, "the rows that give logits");
   std::vector<float> logits(static_cast<std::size_t>(rows * vocab));
   const Tensor out = ops.host_output(logits.data(), rows * vocab, "the logits");
+  add_window_scratch(s, n, segments);
   enqueue_forward(id_tensor, n, segments, s, out);
   for (const Segment& g : segments) g.cache->size_ += g.n;
   ops.copy_out(out, logits.data());

@@ -28,6 +28,18 @@ void ring_runs(int64_t first, int64_t count, int64_t rows, const Copy& copy) {
 
 }  // namespace
 
+void DecoderLM::add_window_scratch(Scratch& s, int64_t n, std::span<const Segment> segments) const {
+  int64_t window = 0;
+  for (const Segment& g : segments)
+    for (int64_t l = 0; l < config_.num_layers; ++l) {
+      const int64_t w = layers_[static_cast<std::size_t>(l)].window;
+      if (g.cache->ring(l) && !(g.n == 1 && g.cache->rows(l) == w)) window = std::max(window, w);
+    }
+  if (window == 0) return;
+  s.wk = ops_->empty(DType::f32, (window - 1 + n) * config_.kv_dim(), "a sliding window's keys");
+  s.wv = ops_->empty(DType::f32, (window - 1 + n) * config_.kv_dim(), "a sliding window's values");
+}
+
 void DecoderLM::ring_attention(const Layer& layer, int64_t index, const Scratch& s, const Segment& g, const Tensor& q,
                                int64_t q_stride, const Tensor& k, const Tensor& v, int64_t kv_stride, float scale,
                                const Tensor& ctx) const {

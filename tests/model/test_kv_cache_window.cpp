@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "decoder_fixtures.h"
+#include "edited_decoder_config.h"
 #include "error_of.h"
 #include "qjoule/model/decoder_lm.h"
 
@@ -73,6 +74,18 @@ TEST(KvCacheWindow, GoingBackIsAsFarAsTheRingHolds) {
                         "positions only, back to 15 tokens"));
   ring.truncate(0);  // always: nothing to read
   EXPECT_EQ(ring.size(), 0);
+}
+
+// A ring made for one window serves no model of another: one line naming the layer and both windows.
+TEST(KvCacheWindow, ARingForAnotherWindowIsOneLine) {
+  const auto m = load_decoder_lm(test::decoder_fixture("tiny-gemma3"));
+  const auto wider = load_decoder_lm(test::edited_decoder_copy("tiny-gemma3", "kv_ring_window_10",
+                                                               [](nlohmann::json& c) { c["sliding_window"] = 10; }));
+  auto ring = m.make_cache(40, 0);
+  const int32_t id = 1;
+  std::vector<float> logits(static_cast<std::size_t>(m.config().vocab_size));
+  EXPECT_THAT(test::error_of([&] { wider.forward(&id, 1, ring, logits.data()); }),
+              HasSubstr("the KV cache's layer 0 is a ring for a window of 8, the model's is 10"));
 }
 
 }  // namespace

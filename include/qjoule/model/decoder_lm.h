@@ -123,7 +123,7 @@ class DecoderLM {
   struct Scratch {
     Tensor x, hn, qkv, ctx, a, g;  // g: [n, 2·intermediate] (gate | up, or the gate)
     Tensor lx, lhn;                // a batch's rows that give logits, gathered (forward_batch only)
-    Tensor wk, wv;                 // a ring layer's window in position order, then the new rows (CPU, windows)
+    Tensor wk, wv;                 // a ring layer's window in position order, then the new rows (add_window_scratch)
   };
   // One sequence's rows of a forward: rows row .. row + n − 1 at positions past .. past + n − 1.
   struct Segment {
@@ -145,6 +145,9 @@ class DecoderLM {
   void ring_attention(const Layer& layer, int64_t index, const Scratch& s, const Segment& g, const Tensor& q,
                       int64_t q_stride, const Tensor& k, const Tensor& v, int64_t kv_stride, float scale,
                       const Tensor& ctx) const;
+  // s.wk / s.wv, where a segment's ring layer reads its window from scratch (every forward but a decode
+  // step over a ring of exactly the window): the window and n new rows. Nothing for whole caches.
+  void add_window_scratch(Scratch& s, int64_t n, std::span<const Segment> segments) const;
   // The embeddings of n tokens at positions past .. past + n − 1 into out [n, hidden]: the FP32 table
   // (with GPT-2's positions), or the BF16 one widened as looked up.
   void embed_rows(const Tensor& ids, int64_t n, int64_t past, const Tensor& out) const;

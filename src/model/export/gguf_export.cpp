@@ -223,18 +223,14 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
   if (cfg.arch == DecoderArch::Gpt2)
     fail("{}: --to gguf: GPT-2 is not exported yet (Llama, Mistral, Qwen2, Qwen3, Gemma 3 and Phi-3 are)", where);
   const bool gemma3 = cfg.arch == DecoderArch::Gemma3, phi3 = cfg.arch == DecoderArch::Phi3;
-  if (!cfg.layer_window.empty()) {
-    if (!gemma3)
-      fail(
-          "{}: --to gguf: sliding_window = {} is below the {} positions, and llama.cpp's {} attends to every "
-          "position (Gemma 3's windows are exported)",
-          where, *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()), cfg.max_positions,
-          phi3 ? "phi3" : "llama");
-    for (const int64_t w : cfg.layer_window)
-      if (w > 0 && w != *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()))
-        fail("{}: --to gguf: the layers' windows differ ({} and {}); llama.cpp's gemma3 holds one sliding_window",
-             where, w, *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()));
-  }
+  // Gemma 3's windows are written (one sliding_window, which layers have it); no other llama.cpp
+  // architecture qjoule writes reads one.
+  if (!cfg.layer_window.empty() && !gemma3)
+    fail(
+        "{}: --to gguf: sliding_window = {} is below the {} positions, and llama.cpp's {} attends to every "
+        "position (Gemma 3's windows are exported)",
+        where, *std::max_element(cfg.layer_window.begin(), cfg.layer_window.end()), cfg.max_positions,
+        phi3 ? "phi3" : "llama");
   // llama.cpp's gemma3 scales the queries by 1/sqrt(head_dim) (its 27B by 1/sqrt(hidden / heads)).
   if (gemma3 && cfg.attention_scale > 0.0f &&
       std::abs(cfg.attention_scale * std::sqrt(static_cast<float>(cfg.head_dim)) - 1.0f) > 1e-6f)

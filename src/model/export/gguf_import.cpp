@@ -75,13 +75,12 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
       g.metadata.count("general.architecture") != 0 && g.metadata.at("general.architecture").is_string()
           ? g.metadata.at("general.architecture").get<std::string>()
           : "";
-  const std::string& a = summary.architecture;
-  if (a != "llama" && a != "qwen2" && a != "qwen3" && a != "gemma3" && a != "phi3")
+  const std::string& arch = summary.architecture;
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3" && arch != "phi3")
     fail(
         "{}: general.architecture '{}', expected llama, qwen2, qwen3, gemma3 or phi3 (what qjoule's GGUF export "
         "writes)",
-        gguf.string(), summary.architecture);
-  const std::string& arch = summary.architecture;
+        gguf.string(), arch);
   const int64_t heads = metadata_int(g, arch + ".attention.head_count", gguf);
   const int64_t kv_heads = metadata_int(g, arch + ".attention.head_count_kv", gguf);
 
@@ -163,6 +162,10 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
   } catch (const json::exception& e) {
     fail("{}: '{}' is not JSON ({})", gguf.string(), kGgufConfigKey, e.what());
   }
+  // A multimodal checkpoint's text part (Gemma3ForConditionalGeneration: its config in text_config) was
+  // exported under CausalLM names; back under its own (transformers 4.50's language_model. prefix).
+  if (config.is_object() && config.contains("text_config"))
+    for (io::TensorToWrite& t : tensors) t.name = "language_model." + t.name;
   if (summary.q4_0 > 0) {
     config["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4},
                                      {"group_size", 32},       {"sym", true},

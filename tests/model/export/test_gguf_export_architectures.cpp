@@ -3,6 +3,7 @@
 // fused q | k | v and gate | up, partial rotary and LongRoPE factors. A configuration llama.cpp would read
 // otherwise is one line. The file read back runs bit for bit what int4:g=32:sym runs on the original.
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,26 @@ using ::testing::HasSubstr;
 fs::path gemma3_as_published() {
   return qjoule::test::edited_decoder_copy("tiny-gemma3", "gguf_gemma3",
                                            [](nlohmann::json& c) { c["query_pre_attn_scalar"] = 32; });
+}
+
+// The same as a Gemma3ForConditionalGeneration checkpoint: config in text_config, tensors under
+// language_model. as transformers 4.50 saved them.
+fs::path gemma3_conditional_generation() {
+  const fs::path src = gemma3_as_published(), dir = qjoule::test::temp_dir("gguf_gemma3_vlm");
+  nlohmann::json text;
+  std::ifstream(src / "config.json") >> text;
+  text.erase("architectures");
+  std::ofstream(dir / "config.json") << nlohmann::json{
+      {"architectures", {"Gemma3ForConditionalGeneration"}},
+      {"model_type", "gemma3"},
+      {"text_config", text}}.dump(2);
+  fs::copy_file(src / "tokenizer.json", dir / "tokenizer.json");
+  const auto ck = qjoule::io::Checkpoint::open(src);
+  std::vector<qjoule::io::TensorToWrite> renamed;
+  for (const auto& [name, t] : ck.tensors())
+    renamed.push_back({"language_model." + name, t.dtype, t.shape, std::span<const std::byte>(t.data, t.nbytes)});
+  qjoule::io::write_safetensors(dir / "model.safetensors", renamed);
+  return dir;
 }
 
 std::vector<float> f32_of(const qjoule::io::GgufTensor& t) {
@@ -91,10 +112,12 @@ TEST(GgufExportArchitectures, Phi3IsLlamaCppsPhi3WithFusedTensorsAndLongRopeFact
 }
 
 TEST(GgufExportArchitectures, ReadBackRunsBitForBitQjoulesOwnInt4G32Sym) {
-  for (const fs::path& src : {gemma3_as_published(), qjoule::test::decoder_fixture("tiny-phi3")}) {
+  for (const fs::path& src :
+       {gemma3_as_published(), gemma3_conditional_generation(), qjoule::test::decoder_fixture("tiny-phi3")}) {
     const auto dir = qjoule::test::temp_dir("gguf_back_" + src.filename().string());
     qjoule::model::export_gguf(src, qjoule::quant::parse_format_spec("int4:g=32:sym"), dir / "m.gguf");
     qjoule::model::import_gguf(dir / "m.gguf", dir / "back");
+    EXPECT_EQ(qjoule::io::read_gguf(dir / "m.gguf").tensors.count("token_embd.weight"), 1u) << "CausalLM names";
     const auto factory = qjoule::test::precision_factory("int4:g=32:sym");
     const auto back = qjoule::model::load_decoder_lm(dir / "back", factory);
     const auto own = qjoule::model::load_decoder_lm(src, factory);
@@ -117,14 +140,34 @@ TEST(GgufExportArchitectures, WhatLlamaCppWouldReadOtherwiseIsOneLine) {
                                                         [](nlohmann::json& c) { c["sliding_window"] = 16; })),
               HasSubstr("sliding_window = 16 is below the 128 positions, and llama.cpp's phi3 attends to every "
                         "position (Gemma 3's windows are exported)"));
-  EXPECT_THAT(
-      refusal(qjoule::test::edited_decoder_copy("tiny-gemma3", "gguf_gemma3_rope",
-                                                [](nlohmann::json& c) {
-                                                  c["query_pre_attn_scalar"] = 32;
-                                                  c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
-                                                })),
-      HasSubstr("rope_scaling"));
+  EXPECT_THAT(refusal(qjoule::test::edited_decoder_copy("tiny-gemma3", "gguf_gemma3_rope",
+                                                        [](nlohmann::json& c) {
+                                                          c["query_pre_attn_scalar"] = 32;
+                                                          c["rope_scaling"] = {
+                                                              {"rope_type", "llama3"},
+                                                              {"factor", 8.0},
+                                                              {"low_freq_factor", 1.0},
+                                                              {"high_freq_factor", 4.0},
+                                                              {"original_max_position_embeddings", 32}};
+                                                        })),
+              HasSubstr("rope_scaling type 'llama3' has no GGUF form qjoule writes for Gemma3ForCausalLM (default and "
+                        "linear)"));
   EXPECT_FALSE(fs::exists(dir / "x.gguf"));
+}
+
+// A GGUF with qjoule's keys whose architecture the export never writes: one line naming it.
+TEST(GgufImportArchitectures, AnArchitectureTheExportDoesNotWriteIsOneLine) {
+  const auto dir = qjoule::test::temp_dir("gguf_import_arch");
+  qjoule::model::export_gguf(qjoule::test::decoder_fixture("tiny-qwen2"), qjoule::quant::parse_format_spec("fp16"),
+                             dir / "m.gguf");
+  std::string bytes(static_cast<std::size_t>(fs::file_size(dir / "m.gguf")), '\0');
+  std::ifstream(dir / "m.gguf", std::ios::binary).read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  for (auto at = bytes.find("qwen2"); at != std::string::npos; at = bytes.find("qwen2", at))
+    bytes.replace(at, 5, "mpt07");
+  std::ofstream(dir / "other.gguf", std::ios::binary) << bytes;
+  EXPECT_THAT(error_of([&] { qjoule::model::import_gguf(dir / "other.gguf", dir / "back"); }),
+              HasSubstr("other.gguf: general.architecture 'mpt07', expected llama, qwen2, qwen3, gemma3 or phi3 "
+                        "(what qjoule's GGUF export writes)"));
 }
 
 }  // namespace
