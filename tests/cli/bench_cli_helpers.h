@@ -1,5 +1,5 @@
-// What the `qjoule bench` CLI tests share: an environment with no energy sensor, and the records of a
-// results.jsonl as JSON.
+// What the CLI tests of `qjoule bench` and the decoder commands share: an environment with no energy
+// sensor, the records of a results.jsonl as JSON, a decoder fixture's folder and a small text to score.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +8,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "test_paths.h"
 
 namespace qjoule::test {
 
@@ -23,6 +25,20 @@ inline std::vector<nlohmann::json> read_records(const std::filesystem::path& pat
   std::string line;
   while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
   return out;
+}
+
+// tests/fixtures/decoders/NAME, as a command-line argument.
+inline std::string decoder_fixture_dir(const std::string& name) {
+  return (fixtures_dir() / "decoders" / name).string();
+}
+
+// DIR/text.txt: 40 short lines of English (a few perplexity windows, a calibration's sequences).
+inline std::filesystem::path write_sample_text(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / "text.txt";
+  std::ofstream out(path);
+  for (int i = 0; i < 40; ++i)
+    out << "The quick brown fox jumps over the lazy dog. It's a small world after all, isn't it? " << i << "\n";
+  return path;
 }
 
 }  // namespace qjoule::test

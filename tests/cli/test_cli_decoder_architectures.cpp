@@ -11,28 +11,21 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "fixture_param_name.h"
 #include "bench_cli_helpers.h"
 #include "run_command.h"
 #include "test_paths.h"
 
 namespace {
 
+using qjoule::test::decoder_fixture_dir;
 using qjoule::test::run_command;
+using qjoule::test::write_sample_text;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
-std::string decoder(const std::string& name) { return (qjoule::test::fixtures_dir() / "decoders" / name).string(); }
 std::string task() { return (qjoule::test::fixtures_dir() / "tasks" / "tiny_qjoule.jsonl").string(); }
-
-// A text long enough for a few windows and a calibration, written once per test.
-fs::path text_file(const fs::path& dir) {
-  const fs::path path = dir / "text.txt";
-  std::ofstream out(path);
-  for (int i = 0; i < 40; ++i)
-    out << "The quick brown fox jumps over the lazy dog. It's a small world after all, isn't it? " << i << "\n";
-  return path;
-}
 
 class DecoderArchitecture : public ::testing::TestWithParam<std::string> {};
 
@@ -43,8 +36,8 @@ int block_linears(const std::string& fixture) {
 
 TEST_P(DecoderArchitecture, PplRunsInEveryCpuFormatAndCalibrated) {
   const auto dir = qjoule::test::temp_dir("cli_arch_ppl_" + GetParam());
-  const std::string common = qjoule() + " ppl --model " + decoder(GetParam()) + " --text " + text_file(dir).string() +
-                             " --ctx 64 --stride 32 --threads 1";
+  const std::string common = qjoule() + " ppl --model " + decoder_fixture_dir(GetParam()) + " --text " +
+                             write_sample_text(dir).string() + " --ctx 64 --stride 32 --threads 1";
   const auto base = run_command(common + " --save-kl-base " + (dir / "fp32.kl").string() + " 2>&1");
   ASSERT_EQ(base.exit_code, 0) << base.output;
   for (const std::string p : {"bf16", "fp16", "int8", "w8", "int4:g=32", "int4:g=32:asym:a8", "nf4", "nf4:dq"}) {
@@ -55,7 +48,7 @@ TEST_P(DecoderArchitecture, PplRunsInEveryCpuFormatAndCalibrated) {
         << p << ": every block Linear in it";
   }
   for (const std::string p : {"int4:g=32:gptq", "int4:g=32:awq"}) {
-    const auto r = run_command(common + " --precision " + p + " --calib " + text_file(dir).string() +
+    const auto r = run_command(common + " --precision " + p + " --calib " + write_sample_text(dir).string() +
                                " --calib-sequences 4 --calib-tokens 32 2>&1");
     ASSERT_EQ(r.exit_code, 0) << p << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("perplexity ")) << p;
@@ -64,18 +57,19 @@ TEST_P(DecoderArchitecture, PplRunsInEveryCpuFormatAndCalibrated) {
 
 TEST_P(DecoderArchitecture, GenerateScoreAndBenchRunIt) {
   const auto dir = qjoule::test::temp_dir("cli_arch_run_" + GetParam());
-  const auto gen = run_command(qjoule() + " generate --model " + decoder(GetParam()) +
+  const auto gen = run_command(qjoule() + " generate --model " + decoder_fixture_dir(GetParam()) +
                                " --prompt 'The quick brown fox' --max-new 8 --precision int4:g=32 --threads 1 2>&1");
   ASSERT_EQ(gen.exit_code, 0) << gen.output;
   EXPECT_THAT(gen.output, HasSubstr("decode"));
-  const auto score = run_command(qjoule() + " score --model " + decoder(GetParam()) + " --task " + task() +
+  const auto score = run_command(qjoule() + " score --model " + decoder_fixture_dir(GetParam()) + " --task " + task() +
                                  " --precision nf4 --threads 1 2>&1");
   ASSERT_EQ(score.exit_code, 0) << score.output;
   EXPECT_THAT(score.output, HasSubstr("acc"));
-  const auto bench = run_command(qjoule::test::no_sensors(dir) + qjoule() + " bench --model " + decoder(GetParam()) +
-                                 " --precisions fp32,int8,int4:g=32 --seq 8 --decode-tokens 4 --threads 1 --warmup 0"
-                                 " --iters 1 --min-time 0 --idle 0 --out " +
-                                 (dir / "bench").string() + " 2>&1");
+  const auto bench =
+      run_command(qjoule::test::no_sensors(dir) + qjoule() + " bench --model " + decoder_fixture_dir(GetParam()) +
+                  " --precisions fp32,int8,int4:g=32 --seq 8 --decode-tokens 4 --threads 1 --warmup 0"
+                  " --iters 1 --min-time 0 --idle 0 --out " +
+                  (dir / "bench").string() + " 2>&1");
   ASSERT_EQ(bench.exit_code, 0) << bench.output;
   const auto records = qjoule::test::read_records(dir / "bench" / "results.jsonl");
   ASSERT_EQ(records.size(), 3u);
@@ -87,13 +81,14 @@ TEST_P(DecoderArchitecture, GenerateScoreAndBenchRunIt) {
 
 TEST_P(DecoderArchitecture, ExportsGptqThatReadsBackAndGguf) {
   const auto dir = qjoule::test::temp_dir("cli_arch_export_" + GetParam());
-  const auto gptq = run_command(qjoule() + " export --model " + decoder(GetParam()) +
+  const auto gptq = run_command(qjoule() + " export --model " + decoder_fixture_dir(GetParam()) +
                                 " --precision int4:g=32:sym --out " + (dir / "gptq").string() + " 2>&1");
   ASSERT_EQ(gptq.exit_code, 0) << gptq.output;
-  const auto back = run_command(qjoule() + " ppl --model " + (dir / "gptq").string() + " --text " +
-                                text_file(dir).string() + " --precision int4:g=32:sym --ctx 64 --threads 1 2>&1");
+  const auto back =
+      run_command(qjoule() + " ppl --model " + (dir / "gptq").string() + " --text " + write_sample_text(dir).string() +
+                  " --precision int4:g=32:sym --ctx 64 --threads 1 2>&1");
   ASSERT_EQ(back.exit_code, 0) << back.output;
-  const auto gguf = run_command(qjoule() + " export --model " + decoder(GetParam()) +
+  const auto gguf = run_command(qjoule() + " export --model " + decoder_fixture_dir(GetParam()) +
                                 " --precision int4:g=32:sym --to gguf --out " + (dir / "m.gguf").string() + " 2>&1");
   if (GetParam() == "tiny-gemma3") {  // its query_pre_attn_scalar (24, head_dim 32) is not llama.cpp's: one line
     EXPECT_NE(gguf.exit_code, 0);
@@ -107,10 +102,6 @@ TEST_P(DecoderArchitecture, ExportsGptqThatReadsBackAndGguf) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderArchitecture,
                          ::testing::Values("tiny-qwen3", "tiny-gemma3", "tiny-phi3", "tiny-llama32"),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         qjoule::test::FixtureParamName());
 
 }  // namespace

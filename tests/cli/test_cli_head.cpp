@@ -16,29 +16,24 @@
 
 namespace {
 
+using qjoule::test::decoder_fixture_dir;
 using qjoule::test::run_command;
+using qjoule::test::write_sample_text;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string qjoule() { return qjoule::test::qjoule_binary().string(); }
-std::string decoder(const std::string& name) { return (qjoule::test::fixtures_dir() / "decoders" / name).string(); }
-
-fs::path text_file(const fs::path& dir) {
-  const fs::path path = dir / "text.txt";
-  std::ofstream out(path);
-  for (int i = 0; i < 20; ++i) out << "The quick brown fox jumps over the lazy dog. " << i << "\n";
-  return path;
-}
 
 // tiny-llama stores its untied head in BF16 (vocab 610 × hidden 128).
 constexpr std::size_t kHeadWeights = 610 * 128;
 
 TEST(CliHead, RecordsSayTheHeadsFormatAndBytesAsHeld) {
   const auto dir = qjoule::test::temp_dir("cli_head_bench");
-  const auto d = run_command(qjoule::test::no_sensors(dir) + qjoule() + " bench --model " + decoder("tiny-llama") +
-                             " --precisions fp32,int4:g=32 --seq 8 --decode-tokens 2 --threads 1 --warmup 0 --iters 1"
-                             " --min-time 0 --idle 0 --out " +
-                             (dir / "b").string() + " 2>&1");
+  const auto d =
+      run_command(qjoule::test::no_sensors(dir) + qjoule() + " bench --model " + decoder_fixture_dir("tiny-llama") +
+                  " --precisions fp32,int4:g=32 --seq 8 --decode-tokens 2 --threads 1 --warmup 0 --iters 1"
+                  " --min-time 0 --idle 0 --out " +
+                  (dir / "b").string() + " 2>&1");
   ASSERT_EQ(d.exit_code, 0) << d.output;
   const auto records = qjoule::test::read_records(dir / "b" / "results.jsonl");
   ASSERT_EQ(records.size(), 2u);
@@ -51,8 +46,8 @@ TEST(CliHead, RecordsSayTheHeadsFormatAndBytesAsHeld) {
 
 TEST(CliHead, TheConsoleSaysTheHeadAndTheOptionsChangeIt) {
   const auto dir = qjoule::test::temp_dir("cli_head_ppl");
-  const std::string common = qjoule() + " ppl --model " + decoder("tiny-llama") + " --text " + text_file(dir).string() +
-                             " --ctx 32 --threads 1 --precision int4:g=32";
+  const std::string common = qjoule() + " ppl --model " + decoder_fixture_dir("tiny-llama") + " --text " +
+                             write_sample_text(dir).string() + " --ctx 32 --threads 1 --precision int4:g=32";
   const auto plain = run_command(common + " 2>&1");
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_THAT(plain.output, HasSubstr("head       bf16 "));
@@ -64,15 +59,15 @@ TEST(CliHead, TheConsoleSaysTheHeadAndTheOptionsChangeIt) {
   ASSERT_EQ(kept.exit_code, 0) << kept.output;
   EXPECT_THAT(kept.output, HasSubstr("head       fp32 "));
   // An F32 checkpoint's head stays FP32 (its own type); tied, the embeddings read its FP32 rows.
-  const auto f32 = run_command(qjoule() + " ppl --model " + decoder("tiny-qwen3") + " --text " +
-                               text_file(dir).string() + " --ctx 32 --threads 1 --precision int4:g=32 2>&1");
+  const auto f32 = run_command(qjoule() + " ppl --model " + decoder_fixture_dir("tiny-qwen3") + " --text " +
+                               write_sample_text(dir).string() + " --ctx 32 --threads 1 --precision int4:g=32 2>&1");
   ASSERT_EQ(f32.exit_code, 0) << f32.output;
   EXPECT_THAT(f32.output, HasSubstr("head       fp32 "));
   EXPECT_THAT(f32.output, HasSubstr("(tied; the token embeddings read its rows, held once)"));
   // An int8 head holds no such rows: the embeddings apart, in their own format.
-  const auto apart =
-      run_command(qjoule() + " ppl --model " + decoder("tiny-qwen3") + " --text " + text_file(dir).string() +
-                  " --ctx 32 --threads 1 --precision int4:g=32 --layer-precision 'lm_head=int8' 2>&1");
+  const auto apart = run_command(qjoule() + " ppl --model " + decoder_fixture_dir("tiny-qwen3") + " --text " +
+                                 write_sample_text(dir).string() +
+                                 " --ctx 32 --threads 1 --precision int4:g=32 --layer-precision 'lm_head=int8' 2>&1");
   ASSERT_EQ(apart.exit_code, 0) << apart.output;
   EXPECT_THAT(apart.output, HasSubstr("(tied; the embeddings are held apart, in fp32)"));
 }

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "fixture_param_name.h"
 #include "../model/decoder_fixtures.h"
 #include "error_of.h"
 #include "qjoule/eval/kl_base.h"
@@ -330,10 +331,6 @@ TEST_P(PerplexityReference, Fp32PerplexityOnWikiText2EqualsPyTorchs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PerplexityReference, ::testing::ValuesIn(qjoule::test::decoder_fixture_names()),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         qjoule::test::FixtureParamName());
 
 }  // namespace

@@ -3,6 +3,7 @@
 // and their reference logits.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "qjoule/io/safetensors.h"
+#include "qjoule/model/decoder_lm.h"
 #include "test_paths.h"
 
 namespace qjoule::test {
@@ -44,6 +46,23 @@ inline DecoderReference read_decoder_reference(const std::string& name) {
 struct GreedyReference {
   std::vector<int32_t> prompt, tokens;
 };
+
+// The `steps` tokens greedy decoding gives after `prompt`: the prompt prefilled, then each token (the argmax,
+// the first on ties) decoded through the KV cache, as transformers' generate(do_sample=False) does.
+inline std::vector<int32_t> greedy_tokens(const model::DecoderLM& m, const std::vector<int32_t>& prompt,
+                                          std::size_t steps) {
+  auto cache = m.make_cache();
+  std::vector<float> logits(static_cast<std::size_t>(m.config().vocab_size));
+  m.forward(prompt.data(), static_cast<int64_t>(prompt.size()), cache, logits.data(),
+            static_cast<int64_t>(prompt.size()) - 1);
+  std::vector<int32_t> tokens;
+  for (std::size_t step = 0; step < steps; ++step) {
+    const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    tokens.push_back(best);
+    m.forward(&best, 1, cache, logits.data());
+  }
+  return tokens;
+}
 
 inline GreedyReference read_greedy_reference(const std::string& name) {
   const auto ck = io::Checkpoint::open(decoder_fixture(name) / "reference.safetensors");

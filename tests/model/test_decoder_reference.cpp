@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fixture_param_name.h"
 #include "decoder_fixtures.h"
 #include "error_of.h"
 #include "qjoule/model/decoder_lm.h"
@@ -145,27 +146,12 @@ TEST(DecoderGreedy, ThirtyTwoGreedyTokensEqualTransformers) {
     const auto ref = qjoule::test::read_greedy_reference(name);
     ASSERT_EQ(ref.tokens.size(), 32u) << name;
     const auto model = load_decoder_lm(decoder_fixture(name));
-    const int64_t v = model.config().vocab_size;
-    auto cache = model.make_cache();
-    std::vector<float> logits(static_cast<size_t>(v));
-    model.forward(ref.prompt.data(), static_cast<int64_t>(ref.prompt.size()), cache, logits.data(),
-                  static_cast<int64_t>(ref.prompt.size()) - 1);
-    std::vector<int32_t> got;
-    for (std::size_t step = 0; step < ref.tokens.size(); ++step) {
-      const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      got.push_back(best);
-      model.forward(&best, 1, cache, logits.data());
-    }
-    EXPECT_EQ(got, ref.tokens) << name;
+    EXPECT_EQ(qjoule::test::greedy_tokens(model, ref.prompt, ref.tokens.size()), ref.tokens) << name;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DecoderReferenceTest, ::testing::ValuesIn(qjoule::test::decoder_fixture_names()),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         qjoule::test::FixtureParamName());
 
 }  // namespace
 
@@ -249,9 +235,8 @@ INSTANTIATE_TEST_SUITE_P(Formats, DecoderFormatTest,
                          ::testing::Combine(::testing::ValuesIn(qjoule::test::decoder_fixture_names()),
                                             ::testing::Values("bf16", "fp16", "int8", "w8", "int4", "nf4")),
                          [](const auto& param_info) {
-                           std::string s = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
+                           return qjoule::test::param_name(std::get<0>(param_info.param) + "_" +
+                                                           std::get<1>(param_info.param));
                          });
 
 }  // namespace

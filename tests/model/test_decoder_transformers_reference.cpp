@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fixture_param_name.h"
 #include "decoder_fixtures.h"
 #include "qjoule/io/safetensors.h"
 #include "qjoule/model/decoder_lm.h"
@@ -49,27 +50,12 @@ TEST_P(TransformersReferenceTest, Fp32LogitsWithin1e4AndTheSameGreedyTokens) {
   float worst = 0.0f;
   for (std::size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, std::abs(logits[i] - ref.logits[i]));
   EXPECT_LE(worst, 1e-4f) << "largest |qjoule - transformers| over " << n << " tokens";
-
-  auto decode = model.make_cache();
-  std::vector<float> last(static_cast<std::size_t>(v));
-  model.forward(ref.prompt.data(), static_cast<int64_t>(ref.prompt.size()), decode, last.data(),
-                static_cast<int64_t>(ref.prompt.size()) - 1);
-  std::vector<int32_t> got;
-  for (std::size_t step = 0; step < ref.greedy.size(); ++step) {
-    const auto best = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
-    got.push_back(best);
-    model.forward(&best, 1, decode, last.data());
-  }
-  EXPECT_EQ(got, ref.greedy);
+  EXPECT_EQ(test::greedy_tokens(model, ref.prompt, ref.greedy.size()), ref.greedy);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TransformersReferenceTest,
                          ::testing::Values("trained-llama", "tiny-llama", "tiny-qwen2", "tiny-gpt2"),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         qjoule::test::FixtureParamName());
 
 }  // namespace
 }  // namespace qjoule::model
