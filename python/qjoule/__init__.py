@@ -20,7 +20,8 @@ from contextlib import contextmanager
 
 from . import _native
 
-__all__ = ["Error", "Measurement", "Meter", "bench", "read_results", "sensors", "to_pandas"]
+__all__ = ["Error", "Measurement", "Meter", "bench", "bench_decoder", "read_results", "record_failed", "sensors",
+           "to_pandas"]
 
 #: Every error qjoule raises: one line naming the argument, file or field, what was found and what
 #: was expected (the CLI's messages).
@@ -249,7 +250,7 @@ class Meter:
 
 def bench(fn, *, name, precision, batch, tokens, out, warmup=2, min_time=2.0, min_iters=3, accuracy=None,
           fidelity=None, model_bytes=None, kernel_path="", device="cpu", model="callable", dataset="",
-          threads=0, meter=None):
+          threads=0, meter=None, engine=""):
     """Times `fn()` as `qjoule bench` times a configuration and appends one record to out/results.jsonl.
 
     batch: sequences per call; tokens: tokens per sequence (the record's `seq`). warmup calls first,
@@ -259,18 +260,17 @@ def bench(fn, *, name, precision, batch, tokens, out, warmup=2, min_time=2.0, mi
     model: a label or a checkpoint folder; with dataset, they must match the folder's sweep (a folder a
     `qjoule bench` wrote: its model and --dataset). A name already in the folder is not run again: its
     record is returned, as `--resume` skips it. The meter's sync (Meter(sync=...)) runs at the window's
-    edges. Returns the record as a dict.
+    edges. engine: the engine that ran and its version ("torch 2.15.0"), the record's `engine`.
+    Returns the record as a dict.
     """
     if not callable(fn):
         raise Error(f"fn {fn!r} is not callable")
     args = {"name": name, "precision": precision, "model": model, "dataset": dataset, "device": device,
-            "kernel_path": kernel_path, "threads": int(threads), "warmup": _count(warmup, "warmup"),
+            "kernel_path": kernel_path, "engine": engine, "threads": int(threads), "warmup": _count(warmup, "warmup"),
             "min_iters": _count(min_iters, "min_iters"), "min_time_s": float(min_time),
             "batch": _count(batch, "batch"), "seq": _count(tokens, "tokens"),
             "model_bytes": None if model_bytes is None else _count(model_bytes, "model_bytes")}
-    for key in ("name", "precision", "model", "dataset", "device", "kernel_path"):
-        if not isinstance(args[key], str):
-            raise Error(f"{key} {args[key]!r} is not a string")
+    _require_strings(args)
     if isinstance(accuracy, (tuple, list)):
         if len(accuracy) != 2:
             raise Error(f"accuracy {accuracy!r}: expected a fraction or (correct, labelled)")
@@ -287,17 +287,89 @@ def bench(fn, *, name, precision, batch, tokens, out, warmup=2, min_time=2.0, mi
             if fidelity.get(key) is not None:
                 args["fidelity_" + key] = float(fidelity[key])
         args["fidelity_examples"] = _count(fidelity.get("examples", 0), "fidelity examples")
-    own = meter is None  # a meter of its own: closed when the bench ends, however it ends
-    chosen = Meter() if own else meter
-    try:
-        text, skipped = _native.bench(fn, args, str(out), chosen._native, chosen._sync)
-    finally:
-        if own:
-            chosen.close()
+    text, skipped = _run(lambda m, s: _native.bench(fn, args, str(out), m, s), meter,
+                         lambda chosen: (chosen._native, chosen._sync))
     record = json.loads(text)
     if skipped:
         print(f"qjoule.bench: {name}: already recorded in {out}, not run again", file=sys.stderr)
     return record
+
+
+def _require_strings(args):
+    for key in ("name", "precision", "model", "dataset", "device", "kernel_path", "engine"):
+        if key in args and not isinstance(args[key], str):
+            raise Error(f"{key} {args[key]!r} is not a string")
+
+
+def _run(native_call, meter, meter_args):
+    own = meter is None  # a meter of its own: closed when the bench ends, however it ends
+    chosen = Meter() if own else meter
+    try:
+        return native_call(*meter_args(chosen))
+    finally:
+        if own:
+            chosen.close()
+
+
+def bench_decoder(prefill, decode, *, name, precision, prompt_tokens, decode_tokens, out, engine, warmup=1,
+                  min_time=2.0, min_iters=3, model_bytes=None, kernel_path="", device="cpu", model="callable",
+                  threads=0, quality=None, notes=(), meter=None):
+    """Times another engine's decoder as `qjoule bench` times one of qjoule's, in two phases with an
+    energy window each, and appends one decoder record to out/results.jsonl (scripts/peers/ runs the peers
+    this way).
+
+    prefill(): one prefill of prompt_tokens tokens. decode(): decode_tokens greedy steps after the
+    prompt (the caller cuts its cache back to the prompt, as `qjoule bench` does). Each phase: warmup
+    calls, then at least min_time seconds and min_iters calls in its window. engine: who ran it and its
+    version ("torchao 0.18.0"), required. quality: the caller's figures on a text, any of lm_text, lm_ctx,
+    lm_stride, lm_scored_tokens, lm_ppl, lm_ppl_stderr, lm_base_ppl, lm_delta_ppl, lm_delta_ppl_stderr,
+    lm_kl_mean, lm_kl_stderr, lm_same_top_rate, recorded as given and labelled so; notes: the caller's
+    sentences ("decode: generate(M) minus a prefill"). A name already in the folder is not run again.
+    Returns the record as a dict.
+    """
+    for fn, what in ((prefill, "prefill"), (decode, "decode")):
+        if not callable(fn):
+            raise Error(f"{what} {fn!r} is not callable")
+    args = _decoder_args(name, precision, prompt_tokens, decode_tokens, engine, model, device, kernel_path, threads,
+                         model_bytes, quality, notes)
+    args.update({"warmup": _count(warmup, "warmup"), "min_iters": _count(min_iters, "min_iters"),
+                 "min_time_s": float(min_time)})
+    text, skipped = _run(lambda m, s: _native.bench_decoder(prefill, decode, args, str(out), m, s), meter,
+                         lambda chosen: (chosen._native, chosen._sync))
+    if skipped:
+        print(f"qjoule.bench_decoder: {name}: already recorded in {out}, not run again", file=sys.stderr)
+    return json.loads(text)
+
+
+def record_failed(*, name, precision, engine, error, out, prompt_tokens=1, decode_tokens=0, model="callable",
+                  device="cpu", kernel_path="", threads=0):
+    """A run that could not be had (a peer that failed to install or to run) as a failed record in
+    out/results.jsonl: status "failed", `error` its one line, nothing measured. Returns the record."""
+    args = _decoder_args(name, precision, prompt_tokens, decode_tokens, engine, model, device, kernel_path, threads,
+                         None, None, ())
+    if not isinstance(error, str):
+        raise Error(f"error {error!r} is not a string")
+    text, _ = _native.record_failed(args, " ".join(error.split()), str(out))
+    return json.loads(text)
+
+
+def _decoder_args(name, precision, prompt_tokens, decode_tokens, engine, model, device, kernel_path, threads,
+                  model_bytes, quality, notes):
+    args = {"name": name, "precision": precision, "model": model, "dataset": "", "device": device,
+            "kernel_path": kernel_path, "engine": engine, "threads": int(threads), "batch": 1,
+            "seq": _count(prompt_tokens, "prompt_tokens"), "decode_tokens": _count(decode_tokens, "decode_tokens"),
+            "model_bytes": None if model_bytes is None else _count(model_bytes, "model_bytes")}
+    _require_strings(args)
+    if quality is not None and not isinstance(quality, dict):
+        raise Error(f"quality {quality!r}: expected a dict of lm_* figures")
+    try:
+        args["quality_json"] = json.dumps(quality or {}, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise Error(f"quality {quality!r}: {e}") from None
+    if isinstance(notes, str) or not all(isinstance(n, str) for n in notes):
+        raise Error(f"notes {notes!r}: expected a list of strings")
+    args["notes"] = list(notes)
+    return args
 
 
 def _count(value, what):

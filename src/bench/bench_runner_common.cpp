@@ -146,6 +146,7 @@ RunRecord BenchRunner::Impl::run(const RunConfig& c) {
   r.run_name = run_name(c);
   r.start_time = iso8601_utc(std::chrono::system_clock::now());
   r.environment = environment;
+  r.engine = "qjoule";
   r.warmup_iters = options.warmup;
   prefetch_limits(c);
   try {
@@ -158,6 +159,7 @@ RunRecord BenchRunner::Impl::run(const RunConfig& c) {
     failed.run_name = r.run_name;
     failed.start_time = r.start_time;
     failed.environment = r.environment;
+    failed.engine = r.engine;
     failed.warmup_iters = r.warmup_iters;
     failed.prefill_tokens = r.prefill_tokens;
     failed.decode_tokens = r.decode_tokens;

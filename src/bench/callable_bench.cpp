@@ -117,6 +117,7 @@ RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timi
     r.notes.push_back(
         fmt::format("threads not given by the caller: recorded as this machine's {} cores", r.config.threads));
   r.environment = run_environment();
+  r.engine = run.engine;
   r.roof_unavailable = "the caller's function: qjoule does not know the work it did";
   if (timing.host) {
     // Against the cached limits' FP32 peak where there are some (never measured here: seconds a call);

@@ -285,6 +285,8 @@ void LmQuality::score(const model::DecoderLM& m, const std::string& model, RunRe
   r.lm_nll_mean = p.nll_mean();
   r.lm_base_ppl = p.kl.base_ppl;
   r.lm_delta_ppl = p.kl.delta_ppl;
+  r.lm_delta_ppl_stderr = p.kl.delta_ppl_stderr;
+  r.lm_kl_stderr = p.kl.kl_stderr;
   r.lm_kl_mean = p.kl.mean_kl;
   r.lm_kl_median = p.kl.median_kl;
   r.lm_kl_p99 = p.kl.p99_kl;

@@ -156,7 +156,10 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
       std::string delta = kMissing;
       if (r.lm_delta_ppl && r.lm_base_ppl && *r.lm_base_ppl > 0) {
         const double pct = *r.lm_delta_ppl / *r.lm_base_ppl * 100.0;
-        delta = fmt::format("{:+.4f} ({:+.2f}%)", *r.lm_delta_ppl, pct);
+        // ± the paired standard error where the record has one (records before version 8 have none).
+        delta = r.lm_delta_ppl_stderr
+                    ? fmt::format("{:+.4f} ± {:.4f} ({:+.2f}%)", *r.lm_delta_ppl, *r.lm_delta_ppl_stderr, pct)
+                    : fmt::format("{:+.4f} ({:+.2f}%)", *r.lm_delta_ppl, pct);
         if (pct > max_ppl_increase_pct + 1e-9) {
           delta += " !";
           table.accuracy_drops.push_back(fmt::format("{}: perplexity {:+.2f}% over FP32 ({:.4f} vs {:.4f}) — try {}",

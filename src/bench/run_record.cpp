@@ -113,6 +113,8 @@ constexpr OptionalNumberField kOptionalNumbers[] = {
     {"lm_nll_mean", &RunRecord::lm_nll_mean, false},
     {"lm_base_ppl", &RunRecord::lm_base_ppl, false},
     {"lm_delta_ppl", &RunRecord::lm_delta_ppl, false},
+    {"lm_delta_ppl_stderr", &RunRecord::lm_delta_ppl_stderr, false},
+    {"lm_kl_stderr", &RunRecord::lm_kl_stderr, false},
     {"lm_kl_mean", &RunRecord::lm_kl_mean, false},
     {"lm_kl_median", &RunRecord::lm_kl_median, false},
     {"lm_kl_p99", &RunRecord::lm_kl_p99, false},
@@ -155,6 +157,7 @@ constexpr OptionalStringField kOptionalStrings[] = {
     {"roof_bound", &RunRecord::roof_bound},
     {"decode_roof_bound", &RunRecord::decode_roof_bound},
     {"head_format", &RunRecord::head_format},
+    {"engine", &RunRecord::engine},
 };
 
 // The number of keys each schema version has (its keys are the first ones of kRunRecordKeys).
@@ -165,6 +168,7 @@ constexpr std::size_t keys_of_version(std::int64_t version) {
          : version == 4 ? kRunRecordKeysV4
          : version == 5 ? kRunRecordKeysV5
          : version == 6 ? kRunRecordKeysV6
+         : version == 7 ? kRunRecordKeysV7
                         : kRunRecordKeys.size();
 }
 

@@ -13,6 +13,7 @@
 #include "qjoule/bench/console_reporter.h"
 #include "qjoule/bench/sweep_identity.h"
 #include "qjoule/error.h"
+#include "qjoule/eval/mean_stderr.h"
 #include "qjoule/eval/task_scoring.h"
 #include "qjoule/eval/text_file.h"
 #include "qjoule/io/safetensors.h"
@@ -201,16 +202,23 @@ void TaskAccuracy::score(const model::DecoderLM& m, const std::string& model, Ru
                         {"fp32_acc", nullptr},
                         {"fp32_acc_norm", nullptr},
                         {"delta_acc", nullptr},
+                        {"delta_acc_stderr", nullptr},
                         {"delta_acc_norm", nullptr},
                         {"changed_share", nullptr},
                         {"reference_unavailable", nullptr}};
     if (ref != references_.end()) {
       const TaskReference& r = ref->second[t];
       std::size_t changed = 0;
-      for (std::size_t i = 0; i < s.items.size(); ++i) changed += s.items[i].chosen != r.chosen[i] ? 1 : 0;
+      std::vector<double> gains;  // item by item: right now (1) or not (0), minus right in FP32 or not
+      for (std::size_t i = 0; i < s.items.size(); ++i) {
+        changed += s.items[i].chosen != r.chosen[i] ? 1 : 0;
+        const int32_t gold = task.items[i].gold;
+        gains.push_back(double(s.items[i].chosen == gold) - double(r.chosen[i] == gold));
+      }
       j["fp32_acc"] = r.acc;
       j["fp32_acc_norm"] = r.acc_norm;
       j["delta_acc"] = s.acc() - r.acc;
+      j["delta_acc_stderr"] = eval::mean_stderr(gains);
       j["delta_acc_norm"] = s.acc_norm() - r.acc_norm;
       j["changed_share"] = double(changed) / double(s.items.size());
     } else {

@@ -116,9 +116,11 @@ void run_ppl(const PplArgs& a) {
                                                forwarded / r.seconds, d.on_gpu)
                            : std::string("no roof: nothing scored"));
   if (r.has_kl) {
-    fmt::print("vs base    ΔPPL {:+.4f} (base PPL {:.4f}, {})\n", r.kl.delta_ppl, r.kl.base_ppl, a.kl_base);
-    fmt::print("KL         mean {:.6f}, median {:.6f}, p99 {:.6f}, max {:.6f} nats per token (KL(base ‖ this))\n",
-               r.kl.mean_kl, r.kl.median_kl, r.kl.p99_kl, r.kl.max_kl);
+    fmt::print("vs base    ΔPPL {:+.4f} ± {:.4f} (paired standard error; base PPL {:.4f}, {})\n", r.kl.delta_ppl,
+               r.kl.delta_ppl_stderr, r.kl.base_ppl, a.kl_base);
+    fmt::print(
+        "KL         mean {:.6f} ± {:.6f}, median {:.6f}, p99 {:.6f}, max {:.6f} nats per token (KL(base ‖ this))\n",
+        r.kl.mean_kl, r.kl.kl_stderr, r.kl.median_kl, r.kl.p99_kl, r.kl.max_kl);
     fmt::print("top token  same as the base's for {:.4f} of tokens (top-1 agreement); RMS Δp {:.6f}\n",
                r.kl.top1_agreement, r.kl.rms_dp);
   }
@@ -149,9 +151,12 @@ void run_ppl(const PplArgs& a) {
                         {"threads", kernels::num_threads()}};
     if (!d.calibration.empty()) j["calibration"] = d.calibration;
     if (r.has_kl)
-      j["kl"] = {{"base", a.kl_base},     {"mean_kl", r.kl.mean_kl},   {"median_kl", r.kl.median_kl},
-                 {"p99_kl", r.kl.p99_kl}, {"max_kl", r.kl.max_kl},     {"top1_agreement", r.kl.top1_agreement},
-                 {"rms_dp", r.kl.rms_dp}, {"base_ppl", r.kl.base_ppl}, {"delta_ppl", r.kl.delta_ppl}};
+      j["kl"] = {{"base", a.kl_base},           {"mean_kl", r.kl.mean_kl},
+                 {"median_kl", r.kl.median_kl}, {"p99_kl", r.kl.p99_kl},
+                 {"max_kl", r.kl.max_kl},       {"top1_agreement", r.kl.top1_agreement},
+                 {"rms_dp", r.kl.rms_dp},       {"base_ppl", r.kl.base_ppl},
+                 {"delta_ppl", r.kl.delta_ppl}, {"delta_ppl_stderr", r.kl.delta_ppl_stderr},
+                 {"kl_stderr", r.kl.kl_stderr}};
     write_output("--json", a.json, j.dump(2) + "\n");
   }
 }

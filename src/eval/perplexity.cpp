@@ -105,7 +105,8 @@ PerplexityResult evaluate_perplexity(const model::DecoderLM& model, const std::v
   std::vector<double> token_kl;
   if (options.kl_base) token_kl.reserve(static_cast<size_t>(r.scored));
   int64_t k = 0;  // scored-token index
-  double kl_sum = 0.0, dp_sq_sum = 0.0;
+  double kl_sum = 0.0, kl_sq_sum = 0.0, dp_sq_sum = 0.0;
+  double base_nll_sum = 0.0, base_nll_sq_sum = 0.0, nll_cross_sum = 0.0;  // the base's NLL, for ΔPPL's error
   int64_t agree = 0;
   for (std::size_t wi = 0; wi < windows.size(); ++wi) {
     const auto& w = windows[wi];
@@ -153,7 +154,12 @@ PerplexityResult evaluate_perplexity(const model::DecoderLM& model, const std::v
                 (static_cast<double>(b) - static_cast<double>(logp[static_cast<size_t>(j)]));
         }
         kl_sum += kl;
+        kl_sq_sum += kl * kl;
         token_kl.push_back(kl);
+        const double base_nll = -static_cast<double>(base[target]);
+        base_nll_sum += base_nll;
+        base_nll_sq_sum += base_nll * base_nll;
+        nll_cross_sum += nll * base_nll;
         r.kl.max_kl = std::max(r.kl.max_kl, kl);
         const double dp = std::exp(static_cast<double>(logp[target])) - std::exp(static_cast<double>(base[target]));
         dp_sq_sum += dp * dp;
@@ -178,6 +184,16 @@ PerplexityResult evaluate_perplexity(const model::DecoderLM& model, const std::v
     r.kl.rms_dp = std::sqrt(dp_sq_sum / n);
     r.kl.base_ppl = options.kl_base->ppl();
     r.kl.delta_ppl = r.ppl() - r.kl.base_ppl;
+    if (r.scored > 1) {
+      // Sample (co)variances of the per-token NLLs; ΔPPL = exp(mean q) − exp(mean p) by the delta method.
+      const double mq = r.nll_sum / n, mp = base_nll_sum / n;
+      const double vq = std::max(0.0, (r.nll_sq_sum - n * mq * mq) / (n - 1));
+      const double vp = std::max(0.0, (base_nll_sq_sum - n * mp * mp) / (n - 1));
+      const double cov = (nll_cross_sum - n * mq * mp) / (n - 1);
+      const double pq = r.ppl(), pp = r.kl.base_ppl;
+      r.kl.delta_ppl_stderr = std::sqrt(std::max(0.0, (pq * pq * vq + pp * pp * vp - 2 * pq * pp * cov) / n));
+      r.kl.kl_stderr = std::sqrt(std::max(0.0, (kl_sq_sum - n * r.kl.mean_kl * r.kl.mean_kl) / (n - 1) / n));
+    }
   }
   return r;
 }

@@ -26,6 +26,7 @@
 
 #include "qjoule/bench/results_csv.h"
 #include "qjoule/bench/callable_bench.h"
+#include "qjoule/bench/decoder_callable_bench.h"
 #include "qjoule/bench/results_store.h"
 #include "qjoule/bench/run_record.h"
 #include "qjoule/bench/sweep_loop.h"
@@ -173,6 +174,7 @@ qjoule::bench::CallableRun callable_run(const py::dict& a) {
   get("min_iters", r.min_iters);
   get("min_time_s", r.min_time_s);
   get("kernel_path", r.kernel_path);
+  get("engine", r.engine);
   get_opt("model_bytes", r.model_bytes);
   get_opt("accuracy", r.accuracy);
   get_opt("accuracy_correct", r.accuracy_correct);
@@ -187,49 +189,106 @@ qjoule::bench::CallableRun callable_run(const py::dict& a) {
 constexpr double kMaxAccuracyDropPt = 1.0;  // the paper table's flag, `qjoule bench`'s default
 constexpr const char* kSyncLabel = "python sync (qjoule.Meter(sync=...))";
 
-// The bench: checks, the folder (store and sweep identity), a name already recorded (returned as it
-// is, with skipped = true), the timed loop around `fn`, the record appended and fsynced.
-// The window's edges run `sync` (the Meter's, e.g. torch.cuda.synchronize) as a synchronize hook of the
-// meter, so the record's energy window names it.
+// The meter's `sync` (e.g. torch.cuda.synchronize) as a synchronize hook of the meter while a bench runs,
+// so the record's energy window names it; removed with the GIL held (the hook holds a Python object).
+class SyncHook {
+ public:
+  SyncHook(EnergyMeter& meter, const py::object& sync) : meter_(meter) {
+    if (sync.is_none()) return;
+    meter_.add_synchronize_hook(kSyncLabel, [sync] {
+      py::gil_scoped_acquire acquire;
+      sync();
+    });
+    added_ = true;
+  }
+  ~SyncHook() {
+    if (added_) meter_.remove_synchronize_hook(kSyncLabel);
+  }
+  SyncHook(const SyncHook&) = delete;
+  SyncHook& operator=(const SyncHook&) = delete;
+
+ private:
+  EnergyMeter& meter_;
+  bool added_ = false;
+};
+
+// The GIL is taken for each call of `fn` only: the loop, the window's edges and its wait run without it.
+std::function<void()> with_gil(const py::function& fn) {
+  return [&fn] {
+    py::gil_scoped_acquire acquire;
+    fn();
+  };
+}
+
+// A record already in the folder under this name (returned as it is, with skipped = true), else none.
+std::optional<std::string> recorded(const qjoule::bench::ResultsStore& store, const std::string& name) {
+  for (const auto& r : store.records())
+    if (r.run_name == name) return qjoule::bench::to_json(r).dump();
+  return std::nullopt;
+}
+
+// The record appended and fsynced, and the folder's projections as `qjoule bench` leaves them:
+// results.csv, summary.md, report.html.
+py::tuple append(qjoule::bench::ResultsStore& store, const qjoule::bench::RunRecord& record, const std::string& out) {
+  store.append(record);
+  qjoule::bench::write_sweep_outputs(store.records(), out, qjoule::report::sweep_html_writer(), kMaxAccuracyDropPt);
+  return py::make_tuple(qjoule::bench::to_json(record).dump(), false);
+}
+
+// The bench: checks, the folder (store and sweep identity), a name already recorded, the timed loop
+// around `fn`, the record appended.
 py::tuple bench(const py::function& fn, const py::dict& args, const std::string& out, NativeMeter& meter,
                 const py::object& sync) {
   const qjoule::bench::CallableRun run = callable_run(args);
   qjoule::bench::check_callable_run(run);
   auto store = qjoule::bench::ResultsStore::open(out);
-  for (const auto& r : store.records())
-    if (r.run_name == run.name) return py::make_tuple(qjoule::bench::to_json(r).dump(), true);
+  if (auto done = recorded(store, run.name)) return py::make_tuple(*done, true);
   qjoule::bench::check_callable_sweep_member(out, run);
-  // The GIL is taken for each call of `fn` only: the loop, the window's edges and its wait run without it.
-  const std::function<void()> body = [&fn] {
-    py::gil_scoped_acquire acquire;
-    fn();
-  };
   EnergyMeter& live = meter.live();
-  struct HookGuard {
-    EnergyMeter& meter;
-    bool added = false;
-    ~HookGuard() {
-      if (added) meter.remove_synchronize_hook(kSyncLabel);  // with the GIL held: the hook holds a Python object
-    }
-  } guard{live};
-  if (!sync.is_none()) {
-    live.add_synchronize_hook(kSyncLabel, [sync] {
-      py::gil_scoped_acquire acquire;
-      sync();
-    });
-    guard.added = true;
-  }
+  const SyncHook hook(live, sync);
   std::optional<qjoule::bench::CallableTiming> timing;
   {
     py::gil_scoped_release release;
-    timing = qjoule::bench::time_callable(body, run, live);
+    timing = qjoule::bench::time_callable(with_gil(fn), run, live);
   }
-  const qjoule::bench::CallableTiming& t = *timing;
-  const qjoule::bench::RunRecord record = qjoule::bench::callable_run_record(run, t);
-  store.append(record);
-  // The folder's projections, as `qjoule bench` leaves them: results.csv, summary.md, report.html.
-  qjoule::bench::write_sweep_outputs(store.records(), out, qjoule::report::sweep_html_writer(), kMaxAccuracyDropPt);
-  return py::make_tuple(qjoule::bench::to_json(record).dump(), false);
+  return append(store, qjoule::bench::callable_run_record(run, *timing), out);
+}
+
+qjoule::bench::DecoderCallableRun decoder_run(const py::dict& args) {
+  qjoule::bench::DecoderCallableRun d;
+  d.run = callable_run(args);
+  if (args.contains("decode_tokens")) d.decode_tokens = args["decode_tokens"].cast<std::size_t>();
+  if (args.contains("notes")) d.notes = args["notes"].cast<std::vector<std::string>>();
+  if (args.contains("quality_json")) d.quality = nlohmann::json::parse(args["quality_json"].cast<std::string>());
+  return d;
+}
+
+// A decoder in two phases, each in its own energy window (qjoule.bench_decoder).
+py::tuple bench_decoder(const py::function& prefill, const py::function& decode, const py::dict& args,
+                        const std::string& out, NativeMeter& meter, const py::object& sync) {
+  const qjoule::bench::DecoderCallableRun d = decoder_run(args);
+  qjoule::bench::check_decoder_callable_run(d);
+  auto store = qjoule::bench::ResultsStore::open(out);
+  if (auto done = recorded(store, d.run.name)) return py::make_tuple(*done, true);
+  qjoule::bench::check_callable_sweep_member(out, d.run);
+  EnergyMeter& live = meter.live();
+  const SyncHook hook(live, sync);
+  std::optional<qjoule::bench::DecoderCallableTiming> timing;
+  {
+    py::gil_scoped_release release;
+    timing = qjoule::bench::time_decoder_callable(with_gil(prefill), with_gil(decode), d, live);
+  }
+  return append(store, qjoule::bench::decoder_callable_run_record(d, *timing), out);
+}
+
+// A run that could not be had, as a failed record (qjoule.record_failed).
+py::tuple record_failed(const py::dict& args, const std::string& error, const std::string& out) {
+  const qjoule::bench::DecoderCallableRun d = decoder_run(args);
+  if (d.run.name.empty()) fail("name is empty: each run needs a name (its record's run_name)");
+  if (d.run.precision.empty()) fail("precision is empty: say which format it was to run");
+  auto store = qjoule::bench::ResultsStore::open(out);
+  if (auto done = recorded(store, d.run.name)) return py::make_tuple(*done, true);
+  return append(store, qjoule::bench::failed_callable_run_record(d.run, error, d.decode_tokens), out);
 }
 
 // {"records": [...], "skipped": ["FILE:LINE: reason", ...]}, the file read as `qjoule report` reads it
@@ -277,6 +336,8 @@ PYBIND11_MODULE(_native, m) {
       .def("idle_json", &NativeMeter::idle_json)
       .def("found_json", &NativeMeter::found_json);
   m.def("bench", &bench);
+  m.def("bench_decoder", &bench_decoder);
+  m.def("record_failed", &record_failed);
   m.def("read_results", &read_results, py::arg("path"), py::arg("strict"));
   m.def("record_schema_version", [] { return qjoule::bench::kRunRecordSchemaVersion; });
   // The figures of each task that results.csv (and to_pandas) gives a column.

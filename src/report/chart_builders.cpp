@@ -79,10 +79,34 @@ json bar_dataset(const std::string& label, json values, std::size_t color_index)
           {"borderColor", color(color_index)}};
 }
 
+namespace {
+
+// One shape's entries per precision (the last run of that precision and shape), null where it has none.
+json shape_values(const std::vector<const RunRecord*>& runs, const std::vector<std::string>& precisions,
+                  const Variation& v, const std::string& shape, const std::function<json(const RunRecord&)>& entry,
+                  bool& any) {
+  json values = json::array();
+  for (const auto& precision : precisions) {
+    json value = nullptr;
+    for (const auto* r : runs)
+      if (r->config.precision == precision && shape_label(*r, v) == shape) value = entry(*r);
+    any = any || !value.is_null();
+    values.push_back(std::move(value));
+  }
+  return values;
+}
+
+std::string series_label(const std::string& shape, const std::string& metric, const std::string& unnamed) {
+  if (shape.empty()) return metric.empty() ? unnamed : metric;
+  return metric.empty() ? shape : shape + " " + metric;
+}
+
+}  // namespace
+
 // Bars: one category per precision, one dataset per shape (the varying keys), value or null (a gap,
 // never a 0-valued bar). Datasets with no value at all are left out.
 json per_precision_data(const std::vector<const RunRecord*>& runs,
-                        const std::vector<std::pair<std::string, Metric>>& metrics) {
+                        const std::vector<std::pair<std::string, Metric>>& metrics, const std::string& unnamed) {
   const Variation v = variation_of(runs);
   const auto precisions = precisions_of(runs);
   const auto shapes =
@@ -91,19 +115,52 @@ json per_precision_data(const std::vector<const RunRecord*>& runs,
   std::size_t color_index = 0;
   for (const auto& shape : shapes) {
     for (const auto& [metric_label, metric] : metrics) {
-      json values = json::array();
       bool any = false;
-      for (const auto& precision : precisions) {
-        std::optional<double> value;
-        for (const auto* r : runs)
-          if (r->config.precision == precision && shape_label(*r, v) == shape) value = metric(*r);
-        any = any || value.has_value();
-        values.push_back(value_or_null(value));
+      json values = shape_values(
+          runs, precisions, v, shape, [&](const RunRecord& r) { return value_or_null(metric(r)); }, any);
+      if (any)
+        datasets.push_back(bar_dataset(series_label(shape, metric_label, unnamed), std::move(values), color_index));
+      ++color_index;
+    }
+  }
+  return {{"labels", precisions}, {"datasets", std::move(datasets)}};
+}
+
+json per_precision_data_with_errors(const std::vector<const RunRecord*>& runs,
+                                    const std::vector<ValueWithError>& series) {
+  const Variation v = variation_of(runs);
+  const auto precisions = precisions_of(runs);
+  const auto shapes =
+      in_first_appearance_order<std::string>(runs, [&](const RunRecord& r) { return shape_label(r, v); });
+  json datasets = json::array();
+  std::size_t color_index = 0;
+  for (const auto& shape : shapes) {
+    for (const auto& s : series) {
+      bool any = false, any_error = false;
+      json values = shape_values(
+          runs, precisions, v, shape, [&](const RunRecord& r) { return value_or_null(s.value(r)); }, any);
+      json whiskers = shape_values(
+          runs, precisions, v, shape,
+          [&](const RunRecord& r) -> json {
+            const auto value = s.value(r), error = s.error(r);
+            if (!value || !error) return nullptr;
+            return json::array({*value - *error, *value + *error});
+          },
+          any_error);
+      const std::string label = series_label(shape, s.label, s.label);
+      const std::string stack = fmt::format("s{}", color_index);
+      if (any) {
+        json bars = bar_dataset(label, std::move(values), color_index);
+        bars["stack"] = stack;
+        datasets.push_back(std::move(bars));
       }
-      const std::string label = shape.empty()          ? metric_label
-                                : metric_label.empty() ? shape
-                                                       : shape + " " + metric_label;
-      if (any) datasets.push_back(bar_dataset(label.empty() ? "value" : label, std::move(values), color_index));
+      if (any && any_error)
+        datasets.push_back({{"label", label + " ± standard error"},
+                            {"data", std::move(whiskers)},
+                            {"stack", stack},
+                            {"barPercentage", 0.12},
+                            {"backgroundColor", "#333333"},
+                            {"borderColor", "#333333"}});
       ++color_index;
     }
   }

@@ -52,9 +52,21 @@ json chart_config(const std::string& type, const std::string& title, json data, 
 json value_or_null(const std::optional<double>& v);
 json bar_dataset(const std::string& label, json values, std::size_t color_index);
 // Bars: one category per precision, one dataset per shape (the varying keys) and metric, value or null.
-// Datasets with no value at all are left out.
+// Datasets with no value at all are left out. A dataset is named by its shape and metric label, or
+// `unnamed` (what the bars are: "tokens/s") where both are empty: never a bare "value".
 json per_precision_data(const std::vector<const RunRecord*>& runs,
-                        const std::vector<std::pair<std::string, Metric>>& metrics);
+                        const std::vector<std::pair<std::string, Metric>>& metrics, const std::string& unnamed);
+// A metric and the standard error drawn as its whisker.
+struct ValueWithError {
+  std::string label;
+  Metric value, error;
+};
+// per_precision_data's bars (one dataset per shape and series), each followed by its whiskers: a thin
+// floating bar [value − error, value + error] in the same stack, so it shares its bar's slot (the chart's
+// value axis must not be stacked: chart_config's y with "stacked": false). A run without an error gets
+// no whisker.
+json per_precision_data_with_errors(const std::vector<const RunRecord*>& runs,
+                                    const std::vector<ValueWithError>& series);
 bool has_values(const json& data);
 
 }  // namespace qjoule::report::chart_builders

@@ -13,7 +13,7 @@ std::vector<ReportChart> decoder_speed_charts(const std::vector<const bench::Run
   const auto chart = [&runs](const char* id, const std::string& title, const std::string& unit,
                              const std::vector<std::pair<std::string, Metric>>& metrics, const char* none) {
     ReportChart c{id, title, nullptr, {}};
-    json data = per_precision_data(runs, metrics);
+    json data = per_precision_data(runs, metrics, unit);
     if (!has_values(data)) {
       c.notes.push_back(none);
       return c;

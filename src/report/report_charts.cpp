@@ -2,7 +2,7 @@
 #include "qjoule/report/roofline_chart.h"
 #include "report/chart_builders.h"
 #include "report/decoder_speed_charts.h"
-#include "report/task_accuracy_chart.h"
+#include "report/quality_delta_charts.h"
 #include "report/unavailable_by_reason.h"
 
 #include <algorithm>
@@ -66,7 +66,7 @@ ReportChart latency_chart(const std::vector<const RunRecord*>& runs) {
 
 ReportChart throughput_chart(const std::vector<const RunRecord*>& runs) {
   ReportChart chart{"chart-throughput", "Throughput per precision (sequences/s)", nullptr, {}};
-  json data = per_precision_data(runs, {{"", [](const RunRecord& r) { return r.sequences_per_s; }}});
+  json data = per_precision_data(runs, {{"", [](const RunRecord& r) { return r.sequences_per_s; }}}, "sequences/s");
   if (!has_values(data)) {
     chart.notes.push_back("No run has a throughput.");
     return chart;
@@ -102,7 +102,7 @@ ReportChart energy_chart(const std::vector<const RunRecord*>& runs) {
   const std::vector<std::string> unavailable = unavailable_by_reason(without);
   std::vector<std::pair<std::string, Metric>> metrics = {{any_net ? "gross" : "", gross}};
   if (any_net) metrics.push_back({"net of idle", net});
-  json data = per_precision_data(runs, metrics);
+  json data = per_precision_data(runs, metrics, "J per sequence");
   const bool drawn = has_values(data);
   if (!drawn || !unavailable.empty())
     chart.notes.push_back(drawn ? "Not drawn (no bar, not 0):"
@@ -126,7 +126,7 @@ ReportChart accuracy_chart(const std::vector<const RunRecord*>& runs, bool by_ac
     const auto value = by_accuracy ? r.accuracy : r.fidelity_top1_agreement;
     return value ? std::optional<double>(*value * 100) : std::nullopt;
   };
-  json data = per_precision_data(runs, {{"", metric}});
+  json data = per_precision_data(runs, {{"", metric}}, by_accuracy ? "accuracy (%)" : "agreement (%)");
   if (!has_values(data)) {
     chart.notes.push_back("No run has an accuracy or an agreement with FP32.");
     return chart;
@@ -134,23 +134,6 @@ ReportChart accuracy_chart(const std::vector<const RunRecord*>& runs, bool by_ac
   chart.config = chart_config("bar", chart.title, std::move(data), axis("precision", "category"),
                               axis(by_accuracy ? "accuracy (%)" : "agreement (%)"));
   return chart;
-}
-
-// A decoder sweep on a text: each precision's perplexity, and its mean KL from FP32, on the text.
-std::vector<ReportChart> text_quality_charts(const std::vector<const RunRecord*>& runs) {
-  std::string text;
-  for (const auto* r : runs)
-    if (r->lm_ppl && text.empty()) text = r->lm_text;
-  ReportChart ppl{
-      "chart-ppl", fmt::format("Perplexity per precision on {} (± standard error in the table)", text), nullptr, {}};
-  ppl.config =
-      chart_config("bar", ppl.title, per_precision_data(runs, {{"", [](const RunRecord& r) { return r.lm_ppl; }}}),
-                   axis("precision", "category"), axis("perplexity"));
-  ReportChart kl{"chart-kl", "Mean KL divergence from FP32 per token (nats), on the same text", nullptr, {}};
-  kl.config =
-      chart_config("bar", kl.title, per_precision_data(runs, {{"", [](const RunRecord& r) { return r.lm_kl_mean; }}}),
-                   axis("precision", "category"), axis("mean KL (nats)"));
-  return {std::move(ppl), std::move(kl)};
 }
 
 // A scatter of every run with the frontier drawn over it as a line.
@@ -361,7 +344,7 @@ std::vector<ReportSection> build_report_charts(const std::vector<RunRecord>& rec
   const bool by_text = std::any_of(runs.begin(), runs.end(), [](const RunRecord* r) { return r->lm_ppl.has_value(); });
   if (is_decoder_sweep(records) && has_task_scores(runs)) {
     auto charts = by_text ? text_quality_charts(runs) : std::vector<ReportChart>{};
-    charts.insert(charts.begin(), task_accuracy_chart(runs));
+    charts.insert(charts.begin(), task_delta_chart(runs));
     sections.push_back({"accuracy", by_text ? "Quality: task accuracy and the text" : "Task accuracy", charts});
   } else if (by_text && is_decoder_sweep(records)) {
     sections.push_back({"accuracy", "Quality on the text", text_quality_charts(runs)});

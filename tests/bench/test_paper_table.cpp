@@ -105,6 +105,7 @@ TEST(BenchPaperTable, ADecoderSweepOnATextIsADecodersTable) {
   const RunRecord fp32 = with_text("fp32", 100.0, 10.0);
   const RunRecord int4 = with_text("int4", 300.0, 10.4);
   RunRecord nf4 = with_text("nf4", 250.0, 10.7);
+  nf4.lm_delta_ppl_stderr = 0.0625;  // the paired error beside ΔPPL where the record has one
   nf4.decode_mj_per_token.reset();
   nf4.decode_energy_unavailable = "no energy sensor: a very long reason that belongs in a footnote";
   const auto table = format_paper_table({fp32, int4, nf4}, 1.0, 5.0);
@@ -114,12 +115,12 @@ TEST(BenchPaperTable, ADecoderSweepOnATextIsADecodersTable) {
                                       "ΔPPL", "mean KL", "same top", "size MiB", "peak MiB", "decode x"}));
   const auto q4 = cells_of(row_of(table, int4.run_name));
   EXPECT_EQ(q4[5], "10.4000 ± 0.2500");
-  EXPECT_EQ(q4[6], "+0.4000 (+4.00%)") << "under 5%: not flagged";
+  EXPECT_EQ(q4[6], "+0.4000 (+4.00%)") << "under 5%: not flagged; no paired error (a record before version 8)";
   EXPECT_EQ(q4[8], "95.00%");
   EXPECT_EQ(q4[11], "3.00x");
   EXPECT_EQ(cells_of(row_of(table, fp32.run_name))[11], "baseline");
   const auto n4 = cells_of(row_of(table, nf4.run_name));
-  EXPECT_EQ(n4[6], "+0.7000 (+7.00%) !");
+  EXPECT_EQ(n4[6], "+0.7000 ± 0.0625 (+7.00%) !");
   EXPECT_EQ(n4[4], "n/a [1]");
   EXPECT_THAT(table, HasSubstr("n/a [1] decode energy unavailable: no energy sensor: a very long reason"));
   EXPECT_THAT(table, HasSubstr("! Perplexity increase above 5%:"));

@@ -132,10 +132,10 @@ TEST(BenchResultsStore, ABadMiddleLineFailsNamingFileAndLine) {
 TEST(BenchResultsStore, RecordsThatDoNotReadFailNamingTheLine) {
   const auto dir = test::temp_dir("bench_store_bad_record");
   auto json = to_json(examples::full_record());
-  json["schema_version"] = 8;
+  json["schema_version"] = 9;
   write_text(dir / "results.jsonl", json.dump() + "\n");
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
-              HasSubstr("results.jsonl:1: run record: schema_version 8, expected 1 to 7"));
+              HasSubstr("results.jsonl:1: run record: schema_version 9, expected 1 to 8"));
 
   write_text(dir / "results.jsonl", line_of(examples::full_record()) + "\n" + line_of(examples::full_record()));
   EXPECT_THAT(error_of([&] { ResultsStore::open(dir); }),
@@ -214,23 +214,24 @@ TEST(BenchResultsCsv, HeaderAndRowsAreTheScalarKeys) {
   // ... and the text-quality columns (version 3) follow those.
   EXPECT_THAT(lines[0], HasSubstr(",decode_energy_j,decode_energy_unavailable,lm_text,lm_text_tokens,"));
   EXPECT_THAT(lines[0], HasSubstr(",lm_rms_dp,lm_kl_base,lm_unavailable,weights_source,roof_flops_per_token,"));
-  // ... then the roofs (version 4), the calibration (version 5) and the head (version 7) last (version 6's
-  // tasks is an object).
+  // ... then the roofs (version 4), the calibration (version 5), the head (version 7) and the engine and
+  // paired errors (version 8) last (version 6's tasks is an object).
   EXPECT_THAT(lines[0], ::testing::EndsWith(",roof_unavailable,decode_roof_flops_per_token,decode_roof_bytes_per_token,"
                                             "decode_roof_gb_per_s,decode_roof_fraction,decode_roof_bound,"
                                             "calibration_tokens,calibration_damp,calibration_seconds,head_format,"
-                                            "head_bytes"));
+                                            "head_bytes,engine,lm_delta_ppl_stderr,lm_kl_stderr"));
   // An encoder run: 12 empty phase cells, 18 empty text-quality cells, no weights_source, 7 empty roof
-  // cells, the reason there is no roof, 5 empty decode-roof cells, 3 empty calibration cells, no head.
+  // cells, the reason there is no roof, 5 empty decode-roof cells, 3 empty calibration cells, no head, no
+  // engine, no paired errors.
   const std::string no_roof = "not measured (no reason recorded)";
-  EXPECT_THAT(lines[1], ::testing::EndsWith(std::string(38, ',') + no_roof + ",,,,,,,,,,"));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(std::string(38, ',') + no_roof + ",,,,,,,,,,,,,"));
   EXPECT_THAT(lines[4],
               HasSubstr(",64,128500.25,3100.5," + to_json(examples::decoder_record())["prefill_mj_per_token"].dump() +
                         ",32,25,7700.125,165.5,0.13,3.25,4.2,"));
-  EXPECT_THAT(lines[4],
-              ::testing::EndsWith(",not measured (no reason recorded)," + std::string(8, ',') + no_roof + ",,,,,,,,,,"))
+  EXPECT_THAT(lines[4], ::testing::EndsWith(",not measured (no reason recorded)," + std::string(8, ',') + no_roof +
+                                            ",,,,,,,,,,,,,"))
       << "a decoder run without a text";
-  EXPECT_THAT(lines[1], HasSubstr("7,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
+  EXPECT_THAT(lines[1], HasSubstr("8,distilbert-base_cpu_int8_w8a8_s128_bs8_t2,2026-11-23T19:45:02Z,"
                                   "distilbert-base,cpu,int8,8,128,2,ok,,false,5,20,20,4.25,0.5,3.5,4.0,5.0,6.0,6.5,"));
   EXPECT_THAT(lines[1], HasSubstr(",int8 onednn:gemm:u8s8s32 x30; fp32 layernorm x13,"));
   // Nulls are empty cells; a cell with commas is quoted.
@@ -259,17 +260,19 @@ TEST(BenchResultsCsv, EachTasksFiguresFollowTheScalarColumns) {
   std::stringstream in(csv);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 4u);
-  // After the scalar columns: arc's nine figures, then hella,swag's (quoted): by name.
-  EXPECT_THAT(lines[0], ::testing::EndsWith(
-                            ",head_format,head_bytes,task.arc.items,task.arc.acc,task.arc.acc_stderr,task.arc.acc_norm,"
-                            "task.arc.acc_norm_stderr,task.arc.fp32_acc,task.arc.delta_acc,task.arc.delta_acc_norm,"
-                            "task.arc.changed_share,\"task.hella,swag.items\",\"task.hella,swag.acc\",\"task.hella,"
-                            "swag.acc_stderr\",\"task.hella,swag.acc_norm\",\"task.hella,swag.acc_norm_stderr\",\"task."
-                            "hella,swag.fp32_acc\",\"task.hella,swag.delta_acc\",\"task.hella,swag.delta_acc_norm\","
-                            "\"task.hella,swag.changed_share\""));
-  EXPECT_THAT(lines[1], ::testing::EndsWith(",20,0.5,0.11,,,0.55,-0.05,," + std::string(9, ',')));
-  EXPECT_THAT(lines[2], ::testing::EndsWith(",20,0.45,,,,,,,,10,0.3,,,,,,,"));
-  EXPECT_THAT(lines[3], ::testing::EndsWith(std::string(18, ',')));
+  // After the scalar columns: arc's ten figures, then hella,swag's (quoted): by name.
+  EXPECT_THAT(
+      lines[0],
+      ::testing::EndsWith(
+          ",lm_kl_stderr,task.arc.items,task.arc.acc,task.arc.acc_stderr,task.arc.acc_norm,"
+          "task.arc.acc_norm_stderr,task.arc.fp32_acc,task.arc.delta_acc,task.arc.delta_acc_stderr,task.arc."
+          "delta_acc_norm,task.arc.changed_share,\"task.hella,swag.items\",\"task.hella,swag.acc\",\"task.hella,"
+          "swag.acc_stderr\",\"task.hella,swag.acc_norm\",\"task.hella,swag.acc_norm_stderr\",\"task."
+          "hella,swag.fp32_acc\",\"task.hella,swag.delta_acc\",\"task.hella,swag.delta_acc_stderr\",\"task.hella,"
+          "swag.delta_acc_norm\",\"task.hella,swag.changed_share\""));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(",20,0.5,0.11,,,0.55,-0.05,,," + std::string(10, ',')));
+  EXPECT_THAT(lines[2], ::testing::EndsWith(",20,0.45,,,,,,,,,10,0.3,,,,,,,,"));
+  EXPECT_THAT(lines[3], ::testing::EndsWith(std::string(20, ',')));
   EXPECT_EQ(format_results_csv({c}).find("task."), std::string::npos) << "no task, no task column";
 }
 

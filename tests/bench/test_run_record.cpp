@@ -282,14 +282,14 @@ TEST(BenchRunRecord, NonFiniteOptionalsBecomeNull) {
 
 TEST(BenchRunRecord, ReadingIsStrict) {
   auto json = to_json(examples::full_record());
-  json["schema_version"] = 8;
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 8, expected 1 to 7"));
+  json["schema_version"] = 9;
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 9, expected 1 to 8"));
   json["schema_version"] = 0;
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 0, expected 1 to 7"));
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version 0, expected 1 to 8"));
   json["schema_version"] = "2";
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version \"2\", expected 1 to 7"));
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("schema_version \"2\", expected 1 to 8"));
   json.erase("schema_version");
-  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("missing key 'schema_version', expected 7"));
+  EXPECT_THAT(error_of([&] { run_record_from_json(json); }), HasSubstr("missing key 'schema_version', expected 8"));
 
   json = to_json(examples::full_record());
   json.erase("latency_p90_ms");

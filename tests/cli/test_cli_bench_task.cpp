@@ -3,6 +3,7 @@
 // OUT/task-base/) Δacc and the share of changed answers; the task table in summary.md; a --resume with
 // other tasks refused; and each bad input as one line.
 #include <filesystem>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -66,8 +67,12 @@ TEST(CliBenchTask, EveryRunScoresEachTaskAgainstFp32sAnswersComputedOnce) {
       EXPECT_TRUE(mine["reference_unavailable"].is_null());
       if (precision == "fp32") {
         EXPECT_EQ(mine["delta_acc"], 0.0);
+        EXPECT_EQ(mine["delta_acc_stderr"], 0.0) << "the same answers item by item: no spread";
         EXPECT_EQ(mine["changed_share"], 0.0);
       }
+      // Paired: at most the share of items whose answer changed, over sqrt(items) (d is -1, 0 or 1).
+      EXPECT_LE(mine["delta_acc_stderr"].get<double>(),
+                std::sqrt(mine["changed_share"].get<double>() / (mine["items"].get<double>() - 1)) + 1e-12);
       EXPECT_NEAR(mine["delta_acc"].get<double>(), mine["acc"].get<double>() - mine["fp32_acc"].get<double>(), 1e-12);
     }
   }
@@ -82,7 +87,8 @@ TEST(CliBenchTask, EveryRunScoresEachTaskAgainstFp32sAnswersComputedOnce) {
   std::getline(csv, header);
   EXPECT_THAT(header, HasSubstr(",task.tiny_qjoule.items,task.tiny_qjoule.acc,"));
   EXPECT_THAT(header, ::testing::EndsWith(",task.tiny_qjoule.delta_acc_norm,task.tiny_qjoule.changed_share"));
-  EXPECT_THAT(header, HasSubstr(",head_format,head_bytes,task.tiny_arc.items,"));
+  EXPECT_THAT(header, HasSubstr(",lm_kl_stderr,task.tiny_arc.items,"));
+  EXPECT_THAT(header, HasSubstr(",task.tiny_arc.delta_acc,task.tiny_arc.delta_acc_stderr,"));
 
   // The same --out with another task list: one line naming --task.
   const auto other =

@@ -91,7 +91,8 @@ TEST(CliBenchText, EveryRecordEqualsQjoulePplOnTheSameTextAndWindows) {
   const auto records = read_records(out / "results.jsonl");
   ASSERT_EQ(records.size(), 8u);
   for (const auto& rec : records) {
-    EXPECT_EQ(rec["schema_version"], 7);
+    EXPECT_EQ(rec["schema_version"], 8);
+    EXPECT_EQ(rec["engine"], "qjoule");
     ASSERT_EQ(rec["status"], "ok") << rec["error"];
     const std::string precision = rec["precision"];
     const auto json = dir / (precision + ".json");
@@ -114,6 +115,8 @@ TEST(CliBenchText, EveryRecordEqualsQjoulePplOnTheSameTextAndWindows) {
         {"lm_nll_mean", ppl["nll_mean"]},
         {"lm_base_ppl", ppl["kl"]["base_ppl"]},
         {"lm_delta_ppl", ppl["kl"]["delta_ppl"]},
+        {"lm_delta_ppl_stderr", ppl["kl"]["delta_ppl_stderr"]},
+        {"lm_kl_stderr", ppl["kl"]["kl_stderr"]},
         {"lm_kl_mean", ppl["kl"]["mean_kl"]},
         {"lm_kl_median", ppl["kl"]["median_kl"]},
         {"lm_kl_p99", ppl["kl"]["p99_kl"]},

@@ -287,7 +287,9 @@ inline std::vector<bench::RunRecord> decoder_records() {
     r.lm_nll_mean = std::log(f.ppl);
     r.lm_base_ppl = 7.7700;
     r.lm_delta_ppl = f.ppl - 7.7700;
+    r.lm_delta_ppl_stderr = 0.02 + (f.ppl - 7.7700) * 0.1;  // paired: far below lm_ppl_stderr
     r.lm_kl_mean = f.kl;
+    r.lm_kl_stderr = f.kl * 0.05;
     r.lm_kl_median = f.kl * 0.6;
     r.lm_kl_p99 = f.kl * 9;
     r.lm_kl_max = f.kl * 30;

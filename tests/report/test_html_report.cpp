@@ -250,20 +250,36 @@ TEST(ReportHtml, ADecoderSweepChartsItsSpeedPerPhase) {
   EXPECT_EQ(charts["chart-decode-throughput"]["options"]["scales"]["y"]["title"]["text"], "tokens/s");
 }
 
-// `bench --task`: each task's acc per precision, drawn in the quality section beside the text's charts.
-TEST(ReportHtml, ADecoderSweepWithTasksChartsEachTasksAccuracy) {
+// `bench --task`: each task's Δacc per precision with its paired whisker, drawn in the quality section
+// beside the text's charts (ΔPPL and KL with theirs); every series named.
+TEST(ReportHtml, ADecoderSweepWithTasksChartsEachTasksDeltaWithWhiskers) {
   auto records = sample::decoder_records();
   for (std::size_t i = 0; i < records.size(); ++i)
-    records[i].tasks = {{"arc", {{"acc", 0.25 + 0.01 * double(i)}}}, {"hellaswag", {{"acc", 0.5}}}};
+    records[i].tasks = {
+        {"arc", {{"acc", 0.25 + 0.01 * double(i)}, {"delta_acc", 0.01 * double(i)}, {"delta_acc_stderr", 0.005}}},
+        {"hellaswag", {{"acc", 0.5}, {"delta_acc", 0.0}}}};
   const auto html = render_html_report(records, options_with_fake_chartjs("report_html_tasks"));
   const auto charts = page_data(html)["charts"];
   ASSERT_TRUE(charts.contains("chart-tasks"));
   const auto& data = charts["chart-tasks"]["data"];
-  ASSERT_EQ(data["datasets"].size(), 2u);
-  EXPECT_EQ(data["datasets"][0]["label"], "arc");
-  EXPECT_EQ(data["datasets"][1]["label"], "hellaswag");
-  EXPECT_DOUBLE_EQ(data["datasets"][0]["data"][2].get<double>(), 27.0);
-  EXPECT_TRUE(charts.contains("chart-ppl")) << "the text's charts stay beside it";
+  ASSERT_EQ(data["datasets"].size(), 3u) << "arc, its whiskers, hellaswag (no error: no whiskers)";
+  EXPECT_EQ(data["datasets"][0]["label"], "arc Δacc");
+  EXPECT_EQ(data["datasets"][1]["label"], "arc Δacc ± standard error");
+  EXPECT_EQ(data["datasets"][2]["label"], "hellaswag Δacc");
+  EXPECT_DOUBLE_EQ(data["datasets"][0]["data"][2].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(data["datasets"][1]["data"][2][0].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(data["datasets"][1]["data"][2][1].get<double>(), 2.5);
+  EXPECT_EQ(data["datasets"][0]["stack"], data["datasets"][1]["stack"]) << "a whisker shares its bar's slot";
+  EXPECT_NE(data["datasets"][0]["stack"], data["datasets"][2]["stack"]);
+  EXPECT_EQ(charts["chart-tasks"]["options"]["scales"]["y"]["stacked"], false) << "whiskers are not added up";
+  ASSERT_TRUE(charts.contains("chart-delta-ppl")) << "the text's charts stay beside it";
+  const auto& ppl = charts["chart-delta-ppl"]["data"]["datasets"];
+  ASSERT_EQ(ppl.size(), 2u);
+  EXPECT_EQ(ppl[0]["label"], "ΔPPL");
+  EXPECT_DOUBLE_EQ(ppl[0]["data"][2].get<double>(), *records[2].lm_delta_ppl);
+  EXPECT_DOUBLE_EQ(ppl[1]["data"][2][1].get<double>(), *records[2].lm_delta_ppl + *records[2].lm_delta_ppl_stderr);
+  EXPECT_EQ(charts["chart-kl"]["data"]["datasets"][0]["label"], "mean KL");
+  EXPECT_THAT(html, Not(HasSubstr("\"label\":\"value\""))) << "every series is named";
   EXPECT_THAT(html, HasSubstr("Quality: task accuracy and the text"));
   // The task table beside the paper table; no FP32 figures in these records: Δacc is a dash.
   EXPECT_THAT(html, HasSubstr("<table id=\"task-table\""));

@@ -147,12 +147,12 @@ TEST(ReportChromium, DecoderSweepDrawsItsTableAndParetoCharts) {
   ASSERT_EQ(read.records.size(), 5u);
   const std::string dom = chromium(dir / "report.html", "--dump-dom");
   expect_page_drew_cleanly(dom, dir / "report.html");
-  for (const char* chart : {"chart-pareto-decode-speed", "chart-pareto-decode-energy", "chart-ppl", "chart-kl",
+  for (const char* chart : {"chart-pareto-decode-speed", "chart-pareto-decode-energy", "chart-delta-ppl", "chart-kl",
                             "chart-phase-latency", "chart-prefill-throughput", "chart-decode-throughput"})
     EXPECT_THAT(dom, HasSubstr(std::string("data-chart=\"") + chart + "\"")) << chart;
   for (const char* header : {"<th>decode tok/s</th>", "<th>PPL</th>", "<th>ΔPPL</th>", "<th>mean KL</th>"})
     EXPECT_THAT(dom, HasSubstr(header));
-  EXPECT_THAT(dom, HasSubstr("+0.5050 (+6.50%) !"));  // nf4:dq over the 5% default
+  EXPECT_THAT(dom, HasSubstr("+0.5050 ± 0.0705 (+6.50%) !"));  // nf4:dq over the 5% default, ± its paired error
   EXPECT_THAT(dom, HasSubstr("Perplexity increase above 5%"));
   const auto table_begin = dom.find("<table id=\"paper-table\"");
   ASSERT_NE(table_begin, std::string::npos);

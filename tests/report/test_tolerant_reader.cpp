@@ -51,7 +51,7 @@ TEST(ReportTolerantReader, SkipsGarbageNewerSchemaAndBadRecordsButReadsTheRest) 
   const auto dir = test::temp_dir("report_reader_mixed");
   const auto records = sample::records();
   auto newer = bench::to_json(records[1]);
-  newer["schema_version"] = 8;
+  newer["schema_version"] = 9;
   auto wrong_type = bench::to_json(records[2]);
   wrong_type["batch"] = "eight";
   const auto file =
@@ -65,7 +65,7 @@ TEST(ReportTolerantReader, SkipsGarbageNewerSchemaAndBadRecordsButReadsTheRest) 
   EXPECT_THAT(results.skipped[0].reason, HasSubstr("not JSON"));
   EXPECT_THAT(results.skipped[0].reason, ::testing::Not(HasSubstr("json.exception")));
   EXPECT_EQ(results.skipped[1].line, 3u);
-  EXPECT_THAT(results.skipped[1].reason, HasSubstr("schema_version 8 is newer"));
+  EXPECT_THAT(results.skipped[1].reason, HasSubstr("schema_version 9 is newer"));
   EXPECT_EQ(results.skipped[2].line, 5u);  // line 4 is blank: ignored, but counted
   EXPECT_THAT(results.skipped[2].reason, HasSubstr("batch"));
   EXPECT_EQ(results.skipped[3].line, 6u);

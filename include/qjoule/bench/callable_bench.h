@@ -37,6 +37,7 @@ struct CallableRun {
   std::size_t warmup = 2, min_iters = 3;
   double min_time_s = 2.0;
   std::string kernel_path;  // the caller's description of what ran (recorded as "caller: ...")
+  std::string engine;       // the engine that ran ("torchao 0.18.0"); "" = not said (the record's null)
   std::optional<std::uint64_t> model_bytes;
   // The caller's figures, recorded as given and labelled so in the notes.
   std::optional<double> accuracy;                                  // 0..1

@@ -19,8 +19,8 @@ std::vector<std::string_view> results_csv_columns();
 // column per task the records hold (by name) and figure; a run without the task
 // or the figure (a failed run, no FP32 reference) has empty cells. qjoule.to_pandas names the same columns.
 inline constexpr std::string_view kResultsCsvTaskFigures[] = {
-    "items",    "acc",       "acc_stderr",     "acc_norm",     "acc_norm_stderr",
-    "fp32_acc", "delta_acc", "delta_acc_norm", "changed_share"};
+    "items",    "acc",       "acc_stderr",       "acc_norm",       "acc_norm_stderr",
+    "fp32_acc", "delta_acc", "delta_acc_stderr", "delta_acc_norm", "changed_share"};
 
 // The header line (results_csv_columns(), then the task columns) and one line per record (RFC 4180
 // quoting; null is an empty cell).

@@ -32,8 +32,9 @@ namespace qjoule::bench {
 // 5 the calibration_* keys (calibrated precisions: int4:...:gptq, int4:...:awq).
 // Older records still read: the keys added since are absent and read as null, and the record reads
 // back as the current version (nothing is lost: version 1 had no decoder runs, version 2 no text,
-// version 3 no roofs, version 4 no calibrated precisions, version 5 no tasks, version 6 no head fields).
-inline constexpr int kRunRecordSchemaVersion = 7;
+// version 3 no roofs, version 4 no calibrated precisions, version 5 no tasks, version 6 no head fields,
+// version 7 no engine and no paired standard errors of ΔPPL and KL).
+inline constexpr int kRunRecordSchemaVersion = 8;
 inline constexpr int kOldestReadableRunRecordSchemaVersion = 1;
 
 // Members are named as their JSON keys (run_record_fields.h), except the groups: `config` (model,
@@ -92,7 +93,9 @@ struct RunRecord {
   std::optional<std::size_t> lm_scored_tokens;               // tokens whose NLL counts
   std::optional<double> lm_ppl, lm_ppl_stderr, lm_nll_mean;  // this run's perplexity, its standard error, nats
   std::optional<double> lm_base_ppl, lm_delta_ppl;           // the FP32 reference's perplexity; lm_ppl − it
+  std::optional<double> lm_delta_ppl_stderr;  // lm_delta_ppl's standard error, paired token by token with FP32's
   std::optional<double> lm_kl_mean, lm_kl_median, lm_kl_p99, lm_kl_max;  // KL(FP32 ‖ run) per token, nats
+  std::optional<double> lm_kl_stderr;                                    // lm_kl_mean's standard error
   std::optional<double> lm_same_top_rate;                                // fraction of tokens with FP32's top token
   std::optional<double> lm_rms_dp;                                       // RMS change of the text token's probability
   std::string lm_kl_base;                                                // the FP32 reference file compared with
@@ -118,6 +121,11 @@ struct RunRecord {
   // model_bytes and the decode bytes a token count. Absent for encoder runs.
   std::string head_format;
   std::optional<std::size_t> head_bytes;
+
+  // The engine whose kernels ran: "qjoule" for qjoule's own runs; a peer's name and version where a
+  // caller of the Python package measured another engine under qjoule's meter ("torchao 0.18.0",
+  // "openvino 2026.4.1"); "" (null) where the caller did not say, and in records before version 8.
+  std::string engine;
 
   // The run against the machine's measured limits (environment.machine_limits; qjoule/limits/roofline.h):
   // the measured phase (an encoder's batches, a decoder's prefill) did roof_flops_per_token arithmetic and
@@ -160,7 +168,10 @@ static_assert(kRunRecordKeys[kRunRecordKeysV5 - 1] == "calibration_seconds");
 // The keys version 6 had: up to and including "tasks".
 inline constexpr std::size_t kRunRecordKeysV6 = 96;
 static_assert(kRunRecordKeys[kRunRecordKeysV6 - 1] == "tasks");
-static_assert(kRunRecordKeys.back() == "head_bytes", "the array's size must match its keys");
+// The keys version 7 had: up to and including "head_bytes".
+inline constexpr std::size_t kRunRecordKeysV7 = 98;
+static_assert(kRunRecordKeys[kRunRecordKeysV7 - 1] == "head_bytes");
+static_assert(kRunRecordKeys.back() == "lm_kl_stderr", "the array's size must match its keys");
 
 // One flat object with every key of kRunRecordKeys. Absent optionals are null; the energy figures
 // also have a sibling reason, "energy_unavailable" (a string when energy_j is null, else null), and

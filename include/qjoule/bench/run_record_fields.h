@@ -21,7 +21,7 @@ struct RunRecordField {
 };
 
 // clang-format off
-inline constexpr std::array<RunRecordField, 98> kRunRecordFields = {{
+inline constexpr std::array<RunRecordField, 101> kRunRecordFields = {{
     {"schema_version", FieldType::integer, false, ""},
     {"run_name", FieldType::string, false, ""},
     {"start_time", FieldType::string, false, ""},
@@ -120,6 +120,9 @@ inline constexpr std::array<RunRecordField, 98> kRunRecordFields = {{
     {"tasks", FieldType::object, true, ""},
     {"head_format", FieldType::string, true, ""},
     {"head_bytes", FieldType::integer, true, "bytes"},
+    {"engine", FieldType::string, true, ""},
+    {"lm_delta_ppl_stderr", FieldType::number, true, ""},
+    {"lm_kl_stderr", FieldType::number, true, "nats"},
 }};
 // clang-format on
 

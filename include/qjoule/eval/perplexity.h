@@ -40,6 +40,10 @@ struct KlStats {
   double rms_dp = 0.0;          // RMS of the text token's probability change
   double base_ppl = 0.0;
   double delta_ppl = 0.0;  // ppl − base_ppl
+  // Standard errors, paired token by token with the base: ΔPPL's by the delta method over the two runs'
+  // per-token NLLs and their covariance (llama.cpp's perplexity tool does the same), the base's NLL of
+  // each token read from its FP16 log-probabilities; mean_kl's as the mean of the per-token KLs.
+  double delta_ppl_stderr = 0.0, kl_stderr = 0.0;
 };
 
 struct PerplexityResult {
