@@ -96,6 +96,24 @@ def bench(args, engine, precision, prefill, decode, *, kernel_path, model_bytes=
     return r
 
 
+def _tensor_bytes(t, seen):
+    """Bytes a torch tensor holds (a tensor subclass such as TorchAO's: its inner tensors), each storage once."""
+    if hasattr(t, "__tensor_flatten__") and type(t).__name__ not in ("Tensor", "Parameter"):
+        names, _ = t.__tensor_flatten__()
+        return sum(_tensor_bytes(getattr(t, n), seen) for n in names)
+    key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))
+    if key in seen:
+        return 0
+    seen.add(key)
+    return t.numel() * t.element_size()
+
+
+def torch_model_bytes(model):
+    """A torch model's parameters and buffers (packed codes, scales and zeros included), tied ones once."""
+    seen = set()
+    return sum(_tensor_bytes(p, seen) for p in list(model.parameters()) + list(model.buffers()))
+
+
 class KlBase:
     """An FP32 reference as `qjoule ppl --save-kl-base` writes it (eval/kl_base.h, version 2)."""
 

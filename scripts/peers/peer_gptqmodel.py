@@ -5,7 +5,8 @@ symmetric, no act-order), its checkpoint scored by GPTQModel itself and run by q
                         first --calib-sequences windows of --calib-tokens tokens of --calib, tokenized whole
                         without special tokens, exactly as `qjoule ... --calib` cuts them
 
-The record: GPTQModel's own decoder on the CPU (speed through its CPU kernel) and its quality on the FP32
+The record: GPTQModel's own decoder on the CPU in FP32 activations (speed through its CPU kernel, named in the
+kernel path) and its quality on the FP32
 reference's tokens and windows (--kl-base, as every peer). Then `qjoule ppl` runs the checkpoint GPTQModel
 wrote (qjoule reads GPTQ checkpoints as published) against the same reference: the two perplexities of one
 checkpoint, printed and kept in the record's notes.
@@ -49,9 +50,17 @@ def calibration_windows(args, tokenizer):
 
 
 def run(args, precision, engine):
+    # GPTQModel's CPU pool takes half the cores by default, and its model loader asks for 2 of them: on a
+    # 2-core machine that is 1 < 2 and it refuses to start.
+    os.environ.setdefault("GPTQMODEL_CPU_WORKERS", str(max(2, args.threads)))
     import torch
+    from pathlib import Path
+
+    import gptqmodel.looper.loop_processor
     from gptqmodel import GPTQModel, QuantizeConfig
     from transformers import AutoTokenizer
+    # GPTQModel writes its quantization log into ./logs (the repository, run from there): into --work instead.
+    gptqmodel.looper.loop_processor._PROJECT_LOG_DIR = Path(args.work) / "gptqmodel-logs"
     torch.set_num_threads(args.threads)
     checkpoint = os.path.join(args.work, common.model_label(args.model) + "-gptqmodel-int4-g128")
     started = time.perf_counter()
@@ -63,7 +72,9 @@ def run(args, precision, engine):
         model.save(checkpoint)
         del model
     quantized_s = time.perf_counter() - started
-    model = GPTQModel.load(checkpoint, device="cpu")
+    # FP32 activations, as the FP32 reference and qjoule's own perplexities are computed (GPTQModel's default
+    # for this checkpoint's BF16 config is BF16 arithmetic, another kernel: TorchCpuAvx512Linear).
+    model = GPTQModel.load(checkpoint, device="cpu", dtype=torch.float32)
     ids = torch.tensor(common.prompt_ids(model.config.vocab_size, args.prompt_tokens))[None]
     state = {}
 
@@ -99,8 +110,9 @@ def run(args, precision, engine):
         notes.append(f"qjoule ppl runs this checkpoint: PPL {ours:.6f}, GPTQModel's own {theirs:.6f} "
                      f"({(ours / theirs - 1) * 100:+.4f}%)")
         print(f"  {notes[-1]}", flush=True)
-    kernel = type(next(m for m in model.model.modules() if "QuantLinear" in type(m).__name__)).__name__
-    common.bench(args, engine, precision, prefill, decode, kernel_path=f"gptqmodel {kernel} (CPU)",
+    kernels = sorted({type(m).__name__ for m in model.model.modules() if hasattr(m, "qweight")})
+    common.bench(args, engine, precision, prefill, decode, model_bytes=common.torch_model_bytes(model.model),
+                 kernel_path=f"gptqmodel {', '.join(kernels) or 'no quantized Linear found'} (CPU, FP32 activations)",
                  quality=quality, notes=notes)
 
 

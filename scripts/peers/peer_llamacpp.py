@@ -9,7 +9,7 @@ machine with GGML_NATIVE), beside qjoule: one record per format.
 Decode: the context cut back to the prompt (Llama.eval removes the cache past n_tokens), then decode-tokens
 greedy steps, each one llama_decode of one token; the prompt's logits: its last position only.
 
-Run by scripts/peers/peers.sh in the llama.cpp environment (requirements-llama-cpp.lock), with QJOULE
+Run by scripts/peers/peers.sh in the llama.cpp environment (requirements-llamacpp.lock), with QJOULE
 naming this build's `qjoule` (it writes the F16 GGUF).
 """
 

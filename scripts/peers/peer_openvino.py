@@ -1,7 +1,7 @@
 """OpenVINO on the CPU (through optimum-intel and NNCF), beside qjoule: one record per format.
 
-  openvino-fp32        the model exported as it is, FP32 weights, INFERENCE_PRECISION_HINT f32 (without the
-                       hint OpenVINO runs BF16 arithmetic on CPUs with AVX512_BF16 or AMX)
+  openvino-fp32        the model exported with FP32 weights (from a BF16 checkpoint too), INFERENCE_PRECISION_HINT
+                       f32 (without the hint OpenVINO runs BF16 arithmetic on CPUs with AVX512_BF16 or AMX)
   openvino-int8wo      NNCF weight compression to INT8 (its default: asymmetric, per output channel);
                        activations in the precision OpenVINO chooses on this CPU (recorded)
   openvino-int4wo-g32  NNCF INT4 symmetric, groups of 32, every Linear it may (ratio 1.0); NNCF keeps the
@@ -42,9 +42,12 @@ def main():
 
 
 def load(args, precision):
+    import torch
     from optimum.intel import OVModelForCausalLM, OVWeightQuantizationConfig
     config = {"INFERENCE_NUM_THREADS": str(args.threads), "PERFORMANCE_HINT": "LATENCY", "CACHE_DIR": ""}
-    kwargs = {}
+    # Exported from FP32 weights whatever the checkpoint's type (a BF16 checkpoint would otherwise give BF16
+    # constants under the fp32 name); the compressed formats start from the same weights.
+    kwargs = {"torch_dtype": torch.float32}
     if precision == "openvino-fp32":
         config["INFERENCE_PRECISION_HINT"] = "f32"
         kwargs["load_in_8bit"] = False  # optimum-intel compresses models over 1B parameters to INT8 by default

@@ -23,23 +23,6 @@ import peer_common as common
 FORMATS = ["transformers-fp32", "transformers-bf16", "torchao-int8wo", "torchao-int8dq", "torchao-int4wo"]
 
 
-def tensor_bytes(t, seen):
-    """Bytes a tensor holds (a TorchAO tensor: its inner tensors), each storage once."""
-    if hasattr(t, "__tensor_flatten__") and type(t).__name__ not in ("Tensor", "Parameter"):
-        names, _ = t.__tensor_flatten__()
-        return sum(tensor_bytes(getattr(t, n), seen) for n in names)
-    key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))
-    if key in seen:
-        return 0
-    seen.add(key)
-    return t.numel() * t.element_size()
-
-
-def model_bytes(model):
-    seen = set()
-    return sum(tensor_bytes(p, seen) for p in list(model.parameters()) + list(model.buffers()))
-
-
 def compile_linears(model, torch):
     # Every Linear shares one code object (Linear.forward), which torch.compile caches per code object, up
     # to its recompile limit (8): without raising it, the 9th Linear on falls back to eager unnoticed.
@@ -138,7 +121,8 @@ def run_format(args, precision, engine, base, torch, AutoModelForCausalLM, Dynam
         quality = common.quality_on(base, log_probs_of, common.base_text(base.path))
     notes.append("prompt: pseudo-random token ids (seed 1234); decode: DynamicCache cut back to the prompt, then "
                  f"{args.decode_tokens} greedy steps")
-    common.bench(args, engine, precision, prefill, decode, kernel_path=kernel, model_bytes=model_bytes(model),
+    common.bench(args, engine, precision, prefill, decode, kernel_path=kernel,
+                 model_bytes=common.torch_model_bytes(model),
                  quality=quality, notes=notes)
 
 

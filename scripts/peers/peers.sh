@@ -48,6 +48,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$model" ] && [ -n "$out" ] || { echo "peers.sh: --model DIR and --out OUT are required (--help)" >&2; exit 2; }
 [ -f "$model/config.json" ] || { echo "peers.sh: --model $model: no config.json, expected a Hugging Face folder" >&2; exit 2; }
+build="$(cd "$build" 2>/dev/null && pwd)" || { echo "peers.sh: --build: no such folder" >&2; exit 2; }
 [ -f "$build/python/qjoule/__init__.py" ] && [ -x "$build/src/cli/qjoule" ] ||
   { echo "peers.sh: no qjoule build in $build (bash scripts/build.sh release first, or --build DIR)" >&2; exit 2; }
 if [ -z "$kl_base" ] && [ -d "$out/kl-base" ]; then

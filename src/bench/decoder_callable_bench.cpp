@@ -73,17 +73,21 @@ void check_decoder_callable_run(const DecoderCallableRun& d) {
   if (!d.quality.is_object()) fail("quality is {}, expected a dict of lm_* figures", d.quality.dump());
   for (const auto& [key, value] : d.quality.items()) {
     if (!is_quality_key(key))
-      fail("quality key '{}' is not one qjoule records, expected any of lm_text, lm_ctx, lm_stride, lm_scored_tokens, "
-           "lm_ppl, lm_ppl_stderr, lm_base_ppl, lm_delta_ppl, lm_delta_ppl_stderr, lm_kl_mean, lm_kl_stderr, "
-           "lm_same_top_rate",
-           key);
+      fail(
+          "quality key '{}' is not one qjoule records, expected any of lm_text, lm_ctx, lm_stride, lm_scored_tokens, "
+          "lm_ppl, lm_ppl_stderr, lm_base_ppl, lm_delta_ppl, lm_delta_ppl_stderr, lm_kl_mean, lm_kl_stderr, "
+          "lm_same_top_rate",
+          key);
     const bool text = key == "lm_text", count = key == "lm_ctx" || key == "lm_stride" || key == "lm_scored_tokens";
-    const bool ok = text    ? value.is_string()
-                    : count ? value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0)
-                            : value.is_number() && std::isfinite(value.get<double>());
+    const bool ok = text ? value.is_string()
+                    : count
+                        ? value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0)
+                        : value.is_number() && std::isfinite(value.get<double>());
     if (!ok)
       fail("quality {} is {}, expected {}", key, value.dump(),
-           text ? "a string" : count ? "a whole number >= 0" : "a finite number");
+           text    ? "a string"
+           : count ? "a whole number >= 0"
+                   : "a finite number");
   }
 }
 

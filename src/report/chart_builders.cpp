@@ -152,12 +152,14 @@ json per_precision_data_with_errors(const std::vector<const RunRecord*>& runs,
       if (any) {
         json bars = bar_dataset(label, std::move(values), color_index);
         bars["stack"] = stack;
+        bars["order"] = 1;  // drawn first: its whisker (order 0) over it
         datasets.push_back(std::move(bars));
       }
       if (any && any_error)
         datasets.push_back({{"label", label + " ± standard error"},
                             {"data", std::move(whiskers)},
                             {"stack", stack},
+                            {"order", 0},
                             {"barPercentage", 0.12},
                             {"backgroundColor", "#333333"},
                             {"borderColor", "#333333"}});

@@ -42,7 +42,7 @@ TEST(DecoderCallableBench, BothPhasesTheirEnergyAndTheCallersFigures) {
   energy::EnergyMeter meter(std::move(found));
   meter.start();
   DecoderCallableRun d = peer_run();
-  d.quality = {{"lm_text", "test.txt"}, {"lm_ppl", 12.5}, {"lm_base_ppl", 12.0}, {"lm_delta_ppl", 0.5},
+  d.quality = {{"lm_text", "test.txt"},       {"lm_ppl", 12.5},     {"lm_base_ppl", 12.0},   {"lm_delta_ppl", 0.5},
                {"lm_delta_ppl_stderr", 0.05}, {"lm_kl_mean", 0.02}, {"lm_kl_stderr", 0.001}, {"lm_ctx", 64}};
   d.notes = {"decode: the peer's own cache cut back"};
   check_decoder_callable_run(d);
@@ -87,13 +87,21 @@ TEST(DecoderCallableBench, BadArgumentsAreOneLine) {
   EXPECT_THAT(message([](DecoderCallableRun& d) { d.decode_tokens = 0; }), HasSubstr("decode_tokens is 0"));
   EXPECT_THAT(message([](DecoderCallableRun& d) { d.run.engine.clear(); }), HasSubstr("engine is empty"));
   EXPECT_THAT(message([](DecoderCallableRun& d) { d.quality = 3; }), HasSubstr("quality is 3, expected a dict"));
-  EXPECT_THAT(message([](DecoderCallableRun& d) { d.quality = {{"ppl", 1.0}}; }),
+  EXPECT_THAT(message([](DecoderCallableRun& d) {
+                d.quality = {{"ppl", 1.0}};
+              }),
               HasSubstr("quality key 'ppl' is not one qjoule records"));
-  EXPECT_THAT(message([](DecoderCallableRun& d) { d.quality = {{"lm_text", 1}}; }),
+  EXPECT_THAT(message([](DecoderCallableRun& d) {
+                d.quality = {{"lm_text", 1}};
+              }),
               HasSubstr("quality lm_text is 1, expected a string"));
-  EXPECT_THAT(message([](DecoderCallableRun& d) { d.quality = {{"lm_stride", -4}}; }),
+  EXPECT_THAT(message([](DecoderCallableRun& d) {
+                d.quality = {{"lm_stride", -4}};
+              }),
               HasSubstr("quality lm_stride is -4, expected a whole number >= 0"));
-  EXPECT_THAT(message([](DecoderCallableRun& d) { d.quality = {{"lm_kl_mean", "x"}}; }),
+  EXPECT_THAT(message([](DecoderCallableRun& d) {
+                d.quality = {{"lm_kl_mean", "x"}};
+              }),
               HasSubstr("quality lm_kl_mean is \"x\", expected a finite number"));
   EXPECT_THAT(message([](DecoderCallableRun& d) { d.run.name.clear(); }), HasSubstr("name is empty"));
 }

@@ -270,6 +270,7 @@ TEST(ReportHtml, ADecoderSweepWithTasksChartsEachTasksDeltaWithWhiskers) {
   EXPECT_DOUBLE_EQ(data["datasets"][1]["data"][2][0].get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(data["datasets"][1]["data"][2][1].get<double>(), 2.5);
   EXPECT_EQ(data["datasets"][0]["stack"], data["datasets"][1]["stack"]) << "a whisker shares its bar's slot";
+  EXPECT_LT(data["datasets"][1]["order"], data["datasets"][0]["order"]) << "and is drawn over it";
   EXPECT_NE(data["datasets"][0]["stack"], data["datasets"][2]["stack"]);
   EXPECT_EQ(charts["chart-tasks"]["options"]["scales"]["y"]["stacked"], false) << "whiskers are not added up";
   ASSERT_TRUE(charts.contains("chart-delta-ppl")) << "the text's charts stay beside it";

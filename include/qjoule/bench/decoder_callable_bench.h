@@ -30,9 +30,8 @@ struct DecoderCallableRun {
 
 // The record keys a caller may supply its own figures for.
 inline constexpr const char* kCallerQualityKeys[] = {
-    "lm_text",      "lm_ctx",        "lm_stride",           "lm_scored_tokens", "lm_ppl",
-    "lm_ppl_stderr", "lm_base_ppl",  "lm_delta_ppl",        "lm_delta_ppl_stderr", "lm_kl_mean",
-    "lm_kl_stderr", "lm_same_top_rate"};
+    "lm_text",     "lm_ctx",       "lm_stride",           "lm_scored_tokens", "lm_ppl",       "lm_ppl_stderr",
+    "lm_base_ppl", "lm_delta_ppl", "lm_delta_ppl_stderr", "lm_kl_mean",       "lm_kl_stderr", "lm_same_top_rate"};
 
 // check_callable_run's lines, and: batch other than 1, decode_tokens 0, no engine, a quality key not
 // in kCallerQualityKeys or of the wrong type (one line naming it).
