@@ -61,7 +61,7 @@ TEST(CliBench, TinyBertSweepWritesRecordsCsvAndTable) {
   EXPECT_EQ(records[0]["run_name"], "tiny-bert_cpu_fp32_s16_bs2_t1");
   EXPECT_EQ(records[1]["run_name"], "tiny-bert_cpu_int8_w8a8_s16_bs2_t1");
   for (const auto& rec : records) {
-    EXPECT_EQ(rec["schema_version"], 7);
+    EXPECT_EQ(rec["schema_version"], 8);
     EXPECT_TRUE(rec["decode_tokens"].is_null()) << "an encoder run has no decode phase";
     EXPECT_EQ(rec["status"], "ok");
     EXPECT_EQ(rec["accuracy_labelled"], 12);
@@ -311,7 +311,7 @@ TEST(CliBench, DecoderPrefillAndDecodeThroughputPerPhase) {
   EXPECT_EQ(records[0]["run_name"], "tiny-llama_cpu_fp32_s16_bs1_t1");
   EXPECT_EQ(records[1]["run_name"], "tiny-llama_cpu_int8_w8a8_s16_bs1_t1");
   for (const auto& rec : records) {
-    EXPECT_EQ(rec["schema_version"], 7);
+    EXPECT_EQ(rec["schema_version"], 8);
     EXPECT_EQ(rec["status"], "ok") << rec["error"];
     EXPECT_EQ(rec["batch"], 1);
     EXPECT_EQ(rec["prefill_tokens"], 16);
