@@ -233,6 +233,59 @@ struct Nf4DqMatrix {
 };
 
 // ================================================================================================
+// mxfp4 / nvfp4 — the FP4 formats: E2M1 elements with a block scale (quantizers: quantize_fp4.h).
+//   E2M1 (OCP MX v1.0 §5.3.3): 1 sign bit, 2 exponent bits (bias 1), 1 mantissa bit; code bits
+//   s ee m; no infinities or NaN. |values|: 0, 0.5, 1, 1.5, 2, 3, 4, 6 (kE2M1Table, codes 0..7; codes
+//   8..15 are their negatives, 8 being −0). Encoding a real x: round to nearest on that grid, ties to
+//   the even mantissa (0.25 → 0, 0.75 → 1, 1.25 → 1, 1.75 → 2, 2.5 → 2, 3.5 → 4, 5 → 4), saturating
+//   at ±6; +0 and −0 both encode as code 0. Nibble order as every 4-bit format here (first element in
+//   the HIGH nibble); gpt-oss's `*_blocks` tensors hold the first element in the LOW nibble.
+//
+// mxfp4 (OCP Microscaling, MXFP4): blocks of 32 weights along the input dim, one E8M0 scale each:
+//   X = 2^(e − 127), e in 0..254 (255 is NaN, never written). Scale as the OCP spec's conversion
+//   (§6.3): e − 127 = floor(log2(max|w|)) − 2 (2 = E2M1's largest exponent), clamped to [−127, 127];
+//   a block of zeros takes e = 0 (codes 0). Codes = E2M1(w / X) as above. Decode W = E2M1[code] · X.
+//   17 bytes per 32 weights: 4.25 bpw.
+//
+// nvfp4 (NVIDIA's NVFP4): blocks of 16 weights, one FP8 E4M3 scale each (OCP FP8 "E4M3FN": bias 7,
+//   no infinities, largest 448, subnormals kept; round to nearest even, saturating at 448), and one
+//   FP32 scale per tensor: s_t = amax(W) / (6 · 448) (1 for an all-zero tensor). Block scale
+//   s_b = E4M3(amax_block / 6 / s_t); codes = E2M1(w / (s_b · s_t)) (codes 0 where s_b is 0). Decode
+//   W = E2M1[code] · s_b · s_t. 9 bytes per 16 weights + 4 bytes per tensor: 4.5 bpw.
+// ================================================================================================
+constexpr int kMxfp4BlockSize = 32;
+constexpr int kNvfp4BlockSize = 16;
+constexpr int kE2M1MaxExponent = 2;  // 6 = 1.5 · 2^2
+constexpr float kE2M1Max = 6.0f;
+constexpr float kE4M3Max = 448.0f;
+inline constexpr std::array<float, 16> kE2M1Table = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                                     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+struct BlockMxfp4 {
+  static constexpr int kSize = kMxfp4BlockSize;
+  uint8_t scale_e8m0;  // X = 2^(scale_e8m0 − 127)
+  uint8_t qs[16];      // E2M1 codes, nibble order above
+};
+static_assert(sizeof(BlockMxfp4) == 17, "BlockMxfp4: E8M0 scale + 16 bytes of nibbles (4.25 bpw)");
+
+struct BlockNvfp4 {
+  static constexpr int kSize = kNvfp4BlockSize;
+  uint8_t scale_e4m3;  // s_b as an FP8 E4M3FN bit pattern
+  uint8_t qs[8];       // E2M1 codes, nibble order above
+};
+static_assert(sizeof(BlockNvfp4) == 9, "BlockNvfp4: E4M3 scale + 8 bytes of nibbles (4.5 bpw)");
+
+constexpr double kMxfp4BitsPerWeight = 8.0 * sizeof(BlockMxfp4) / kMxfp4BlockSize;  // 4.25
+constexpr double kNvfp4BitsPerWeight = 8.0 * sizeof(BlockNvfp4) / kNvfp4BlockSize;  // 4.5 (+ the tensor's FP32)
+
+using Mxfp4Matrix = BlockMatrix<BlockMxfp4>;
+
+struct Nvfp4Matrix : BlockMatrix<BlockNvfp4> {
+  float tensor_scale = 1.0f;  // s_t
+  std::size_t bytes() const { return BlockMatrix<BlockNvfp4>::bytes() + sizeof(float); }
+};
+
+// ================================================================================================
 // q8 activation blocks — the INT8 activations of the `int4` W4A8 path (kernel path "..._s8").
 //   Activations are quantized at run time, per token row, in blocks of 32 along the input dim:
 //   d = max|x| / 127 (FP32), q = clamp(round(x · (1 / d)), -127, 127) (q = 0 when d = 0), and
