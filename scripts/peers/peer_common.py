@@ -77,6 +77,48 @@ def already_recorded(args, precision):
     return any(r["run_name"] == run_name(args, precision) for r in qjoule.read_results(path))
 
 
+def run_formats(args, engine_of, run_one):
+    """Each of --formats: skipped where already recorded, else run_one(precision, engine); a format that
+    fails is a failed record saying why, not a crash."""
+    for precision in args.formats:
+        engine = engine_of(precision)
+        if already_recorded(args, precision):
+            print(f"{engine} {precision}: already recorded in {args.out}")
+            continue
+        try:
+            run_one(precision, engine)
+        except Exception as e:  # noqa: BLE001 (any peer's failure is a record)
+            record_failure(args, engine, precision, f"{type(e).__name__}: {e}".split("\n")[0][:400])
+
+
+def torch_decoder_phases(model, args, torch, new_cache=None, last_logits_only=True):
+    """prefill() and decode() of a transformers-style causal LM, as `qjoule bench` runs a decoder: one
+    prefill of the prompt (the last position's logits only, where the model takes logits_to_keep); decode:
+    the cache cut back to the prompt, then --decode-tokens greedy steps, one forward each."""
+    ids = torch.tensor(prompt_ids(model.config.vocab_size, args.prompt_tokens))[None]
+    state = {}
+
+    @torch.no_grad()
+    def prefill():
+        kwargs = {"past_key_values": new_cache()} if new_cache else {}
+        if last_logits_only:
+            kwargs["logits_to_keep"] = 1
+        out = model(input_ids=ids, use_cache=True, **kwargs)
+        state["cache"], state["first"] = out.past_key_values, out.logits[:, -1:].argmax(-1)
+
+    @torch.no_grad()
+    def decode():
+        cache = state["cache"]
+        extra = cache.get_seq_length() - args.prompt_tokens
+        if extra > 0:
+            cache.crop(-extra)
+        token = state["first"]
+        for _ in range(args.decode_tokens):
+            token = model(input_ids=token, past_key_values=cache, use_cache=True).logits[:, -1:].argmax(-1)
+
+    return prefill, decode
+
+
 def record_failure(args, engine, precision, error):
     """A format the peer could not run: a failed record naming why, and a line on stderr."""
     print(f"{engine} {precision}: {error}", file=sys.stderr)

@@ -30,14 +30,7 @@ def main():
     warnings.filterwarnings("ignore")
     from importlib.metadata import version
     engine = f"gptqmodel {version('gptqmodel')} (torch {version('torch')})"
-    precision = FORMATS[0]
-    if common.already_recorded(args, precision):
-        print(f"{engine} {precision}: already recorded in {args.out}")
-        return
-    try:
-        run(args, precision, engine)
-    except Exception as e:  # a peer that cannot run is a record saying why, not a crash
-        common.record_failure(args, engine, precision, f"{type(e).__name__}: {e}".split("\n")[0][:400])
+    common.run_formats(args, lambda precision: engine, lambda precision, engine: run(args, precision, engine))
 
 
 def calibration_windows(args, tokenizer):
@@ -75,24 +68,7 @@ def run(args, precision, engine):
     # FP32 activations, as the FP32 reference and qjoule's own perplexities are computed (GPTQModel's default
     # for this checkpoint's BF16 config is BF16 arithmetic, another kernel: TorchCpuAvx512Linear).
     model = GPTQModel.load(checkpoint, device="cpu", dtype=torch.float32)
-    ids = torch.tensor(common.prompt_ids(model.config.vocab_size, args.prompt_tokens))[None]
-    state = {}
-
-    @torch.no_grad()
-    def prefill():
-        out = model(input_ids=ids, use_cache=True)
-        state["cache"], state["first"] = out.past_key_values, out.logits[:, -1:].argmax(-1)
-
-    @torch.no_grad()
-    def decode():
-        cache = state["cache"]
-        extra = cache.get_seq_length() - args.prompt_tokens
-        if extra > 0:
-            cache.crop(-extra)
-        token = state["first"]
-        for _ in range(args.decode_tokens):
-            token = model(input_ids=token, past_key_values=cache, use_cache=True).logits[:, -1:].argmax(-1)
-
+    prefill, decode = common.torch_decoder_phases(model, args, torch, last_logits_only=False)
     prefill()
     decode()
     notes = [f"GPTQ by GPTQModel on {args.calib}: {args.calib_sequences} windows of {args.calib_tokens} tokens, "

@@ -55,14 +55,8 @@ def main():
     import llama_cpp
     engine = f"llama.cpp (llama-cpp-python {version('llama-cpp-python')})"
     base = common.KlBase(args.kl_base) if args.kl_base else None
-    for precision in args.formats:
-        if common.already_recorded(args, precision):
-            print(f"{engine} {precision}: already recorded in {args.out}")
-            continue
-        try:
-            run_format(args, precision, engine, base, llama_cpp)
-        except Exception as e:  # a format this peer cannot run is a record saying why, not a crash
-            common.record_failure(args, engine, precision, f"{type(e).__name__}: {e}".split("\n")[0][:400])
+    common.run_formats(args, lambda precision: engine,
+                       lambda precision, engine: run_format(args, precision, engine, base, llama_cpp))
 
 
 def run_format(args, precision, engine, base, llama_cpp):

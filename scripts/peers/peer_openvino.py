@@ -31,14 +31,8 @@ def main():
     from importlib.metadata import version
     engine = f"openvino {version('openvino')} (optimum-intel {version('optimum-intel')}, nncf {version('nncf')})"
     base = common.KlBase(args.kl_base) if args.kl_base else None
-    for precision in args.formats:
-        if common.already_recorded(args, precision):
-            print(f"{engine} {precision}: already recorded in {args.out}")
-            continue
-        try:
-            run_format(args, precision, engine, base)
-        except Exception as e:  # a format this peer cannot run is a record saying why, not a crash
-            common.record_failure(args, engine, precision, f"{type(e).__name__}: {e}".split("\n")[0][:400])
+    common.run_formats(args, lambda precision: engine,
+                       lambda precision, engine: run_format(args, precision, engine, base))
 
 
 def load(args, precision):

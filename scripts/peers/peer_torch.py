@@ -57,16 +57,9 @@ def main():
     except ImportError as e:
         versions["torchao"] = f"torchao (not importable: {e})"
     base = common.KlBase(args.kl_base) if args.kl_base else None
-
-    for precision in args.formats:
-        engine = versions[precision.split("-")[0]]
-        if common.already_recorded(args, precision):
-            print(f"{engine} {precision}: already recorded in {args.out}")
-            continue
-        try:
-            run_format(args, precision, engine, base, torch, AutoModelForCausalLM, DynamicCache)
-        except Exception as e:  # a format this peer cannot run is a record saying why, not a crash
-            common.record_failure(args, engine, precision, f"{type(e).__name__}: {e}".split("\n")[0][:400])
+    common.run_formats(args, lambda precision: versions[precision.split("-")[0]],
+                       lambda precision, engine: run_format(args, precision, engine, base, torch,
+                                                            AutoModelForCausalLM, DynamicCache))
 
 
 def run_format(args, precision, engine, base, torch, AutoModelForCausalLM, DynamicCache):
@@ -87,24 +80,8 @@ def run_format(args, precision, engine, base, torch, AutoModelForCausalLM, Dynam
         kernel = f"torchao {type(config).__name__} on {linears} Linears, torch.compile (inductor, dynamic) each"
         notes.append(f"quantized by TorchAO in {time.perf_counter() - started:.1f} s; Linears compiled on first use "
                      "(during the warm-up, outside the timed windows)")
-    ids = torch.tensor(common.prompt_ids(model.config.vocab_size, args.prompt_tokens))[None]
-    state = {}
-
-    @torch.no_grad()
-    def prefill():
-        cache = DynamicCache(config=model.config)
-        out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-        state["cache"], state["first"] = cache, out.logits[:, -1:].argmax(-1)
-
-    @torch.no_grad()
-    def decode():
-        cache = state["cache"]
-        extra = cache.get_seq_length() - args.prompt_tokens
-        if extra > 0:
-            cache.crop(-extra)
-        token = state["first"]
-        for _ in range(args.decode_tokens):
-            token = model(input_ids=token, past_key_values=cache, use_cache=True).logits[:, -1:].argmax(-1)
+    prefill, decode = common.torch_decoder_phases(model, args, torch,
+                                                  new_cache=lambda: DynamicCache(config=model.config))
 
     with torch.no_grad():  # compiles (TorchAO) and the first prompt's cache, before the bench's own warm-up
         prefill()

@@ -44,9 +44,14 @@ void unpack_values(const Block& b, int64_t t, float scale, float* y) {
 uint8_t e2m1_code(float x) {
   const float a = std::fabs(x);
   // The grid 0, 0.5, 1, 1.5, 2, 3, 4, 6: a midpoint goes to the even mantissa (codes 0, 2, 4, 6).
-  uint8_t code = a <= 0.25f ? 0 : a < 0.75f ? 1 : a <= 1.25f ? 2 : a < 1.75f ? 3 : a <= 2.5f ? 4 : a < 3.5f ? 5
-                 : a <= 5.0f ? 6
-                             : 7;
+  uint8_t code = a <= 0.25f   ? 0
+                 : a < 0.75f  ? 1
+                 : a <= 1.25f ? 2
+                 : a < 1.75f  ? 3
+                 : a <= 2.5f  ? 4
+                 : a < 3.5f   ? 5
+                 : a <= 5.0f  ? 6
+                              : 7;
   if (code != 0 && std::signbit(x)) code |= 0x8;
   return code;
 }
@@ -73,7 +78,8 @@ uint8_t e4m3_bits(float x) {
 float e4m3_value(uint8_t bits) {
   const int e = (bits >> 3) & 0xF, m = bits & 0x7;
   if (e == 15 && m == 7) return std::numeric_limits<float>::quiet_NaN();
-  const float v = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(1.0f + static_cast<float>(m) / 8.0f, e - 7);
+  const float v =
+      e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(1.0f + static_cast<float>(m) / 8.0f, e - 7);
   return (bits & 0x80) != 0 ? -v : v;
 }
 

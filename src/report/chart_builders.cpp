@@ -81,19 +81,41 @@ json bar_dataset(const std::string& label, json values, std::size_t color_index)
 
 namespace {
 
-// One shape's entries per precision (the last run of that precision and shape), null where it has none.
-json shape_values(const std::vector<const RunRecord*>& runs, const std::vector<std::string>& precisions,
-                  const Variation& v, const std::string& shape, const std::function<json(const RunRecord&)>& entry,
-                  bool& any) {
-  json values = json::array();
-  for (const auto& precision : precisions) {
-    json value = nullptr;
-    for (const auto* r : runs)
-      if (r->config.precision == precision && shape_label(*r, v) == shape) value = entry(*r);
-    any = any || !value.is_null();
-    values.push_back(std::move(value));
+// One (shape, series) pair of a per-precision chart: its entries per precision (the last run of that
+// precision and shape), null where it has none.
+struct SeriesSlot {
+  const std::vector<const RunRecord*>& runs;
+  const std::vector<std::string>& precisions;
+  const Variation& v;
+  const std::string& shape;
+  std::size_t series = 0, color = 0;
+
+  json values(const std::function<json(const RunRecord&)>& entry, bool& any) const {
+    json out = json::array();
+    for (const auto& precision : precisions) {
+      json value = nullptr;
+      for (const auto* r : runs)
+        if (r->config.precision == precision && shape_label(*r, v) == shape) value = entry(*r);
+      any = any || !value.is_null();
+      out.push_back(std::move(value));
+    }
+    return out;
   }
-  return values;
+};
+
+// Every shape (the varying keys) × each of `series`, the precisions as categories: `add` appends a pair's
+// datasets; the colour index counts every pair, drawn or not.
+json over_shapes(const std::vector<const RunRecord*>& runs, std::size_t series,
+                 const std::function<void(const SeriesSlot&, json&)>& add) {
+  const Variation v = variation_of(runs);
+  const auto precisions = precisions_of(runs);
+  const auto shapes =
+      in_first_appearance_order<std::string>(runs, [&](const RunRecord& r) { return shape_label(r, v); });
+  json datasets = json::array();
+  std::size_t color = 0;
+  for (const auto& shape : shapes)
+    for (std::size_t i = 0; i < series; ++i) add(SeriesSlot{runs, precisions, v, shape, i, color++}, datasets);
+  return {{"labels", precisions}, {"datasets", std::move(datasets)}};
 }
 
 std::string series_label(const std::string& shape, const std::string& metric, const std::string& unnamed) {
@@ -107,66 +129,43 @@ std::string series_label(const std::string& shape, const std::string& metric, co
 // never a 0-valued bar). Datasets with no value at all are left out.
 json per_precision_data(const std::vector<const RunRecord*>& runs,
                         const std::vector<std::pair<std::string, Metric>>& metrics, const std::string& unnamed) {
-  const Variation v = variation_of(runs);
-  const auto precisions = precisions_of(runs);
-  const auto shapes =
-      in_first_appearance_order<std::string>(runs, [&](const RunRecord& r) { return shape_label(r, v); });
-  json datasets = json::array();
-  std::size_t color_index = 0;
-  for (const auto& shape : shapes) {
-    for (const auto& [metric_label, metric] : metrics) {
-      bool any = false;
-      json values = shape_values(
-          runs, precisions, v, shape, [&](const RunRecord& r) { return value_or_null(metric(r)); }, any);
-      if (any)
-        datasets.push_back(bar_dataset(series_label(shape, metric_label, unnamed), std::move(values), color_index));
-      ++color_index;
-    }
-  }
-  return {{"labels", precisions}, {"datasets", std::move(datasets)}};
+  return over_shapes(runs, metrics.size(), [&](const SeriesSlot& slot, json& datasets) {
+    const auto& [label, metric] = metrics[slot.series];
+    bool any = false;
+    json values = slot.values([&](const RunRecord& r) { return value_or_null(metric(r)); }, any);
+    if (any) datasets.push_back(bar_dataset(series_label(slot.shape, label, unnamed), std::move(values), slot.color));
+  });
 }
 
 json per_precision_data_with_errors(const std::vector<const RunRecord*>& runs,
                                     const std::vector<ValueWithError>& series) {
-  const Variation v = variation_of(runs);
-  const auto precisions = precisions_of(runs);
-  const auto shapes =
-      in_first_appearance_order<std::string>(runs, [&](const RunRecord& r) { return shape_label(r, v); });
-  json datasets = json::array();
-  std::size_t color_index = 0;
-  for (const auto& shape : shapes) {
-    for (const auto& s : series) {
-      bool any = false, any_error = false;
-      json values = shape_values(
-          runs, precisions, v, shape, [&](const RunRecord& r) { return value_or_null(s.value(r)); }, any);
-      json whiskers = shape_values(
-          runs, precisions, v, shape,
-          [&](const RunRecord& r) -> json {
-            const auto value = s.value(r), error = s.error(r);
-            if (!value || !error) return nullptr;
-            return json::array({*value - *error, *value + *error});
-          },
-          any_error);
-      const std::string label = series_label(shape, s.label, s.label);
-      const std::string stack = fmt::format("s{}", color_index);
-      if (any) {
-        json bars = bar_dataset(label, std::move(values), color_index);
-        bars["stack"] = stack;
-        bars["order"] = 1;  // drawn first: its whisker (order 0) over it
-        datasets.push_back(std::move(bars));
-      }
-      if (any && any_error)
-        datasets.push_back({{"label", label + " ± standard error"},
-                            {"data", std::move(whiskers)},
-                            {"stack", stack},
-                            {"order", 0},
-                            {"barPercentage", 0.12},
-                            {"backgroundColor", "#333333"},
-                            {"borderColor", "#333333"}});
-      ++color_index;
-    }
-  }
-  return {{"labels", precisions}, {"datasets", std::move(datasets)}};
+  return over_shapes(runs, series.size(), [&](const SeriesSlot& slot, json& datasets) {
+    const ValueWithError& s = series[slot.series];
+    bool any = false, any_error = false;
+    json values = slot.values([&](const RunRecord& r) { return value_or_null(s.value(r)); }, any);
+    json whiskers = slot.values(
+        [&](const RunRecord& r) -> json {
+          const auto value = s.value(r), error = s.error(r);
+          if (!value || !error) return nullptr;
+          return json::array({*value - *error, *value + *error});
+        },
+        any_error);
+    if (!any) return;
+    const std::string label = series_label(slot.shape, s.label, s.label);
+    const std::string stack = fmt::format("s{}", slot.color);
+    json bars = bar_dataset(label, std::move(values), slot.color);
+    bars["stack"] = stack;
+    bars["order"] = 1;  // drawn first: its whisker (order 0) over it
+    datasets.push_back(std::move(bars));
+    if (any_error)
+      datasets.push_back({{"label", label + " ± standard error"},
+                          {"data", std::move(whiskers)},
+                          {"stack", stack},
+                          {"order", 0},
+                          {"barPercentage", 0.12},
+                          {"backgroundColor", "#333333"},
+                          {"borderColor", "#333333"}});
+  });
 }
 
 bool has_values(const json& data) { return !data["datasets"].empty(); }
