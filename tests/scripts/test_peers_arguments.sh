@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# scripts/peers/peers.sh's bad arguments, each one line naming it and exit 2, before any virtual
+# environment is made (nothing here reaches PyPI): an unknown flag, no --model or --out, a folder without
+# config.json, a peer group that does not exist, GPTQModel without a calibration text, no qjoule build.
+#   tests/scripts/test_peers_arguments.sh REPO BUILD_DIR
+set -euo pipefail
+repo="$1"
+build="$2"
+peers="$repo/scripts/peers/peers.sh"
+model="$repo/tests/fixtures/decoders/trained-llama"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+expect() {  # expect "message" args...: exit 2 and exactly that one line on stderr
+  local want="$1"
+  shift
+  local got status=0
+  got=$(bash "$peers" "$@" 2>&1 >/dev/null) || status=$?
+  [ "$status" = 2 ] || { echo "FAIL: peers.sh $*: exit $status, expected 2"; exit 1; }
+  [ "$got" = "$want" ] || { echo "FAIL: peers.sh $*: '$got', expected '$want'"; exit 1; }
+}
+expect "peers.sh: unknown argument '--bogus' (--help lists them)" --bogus
+expect "peers.sh: --model DIR and --out OUT are required (--help)" --model "$model"
+expect "peers.sh: --model $out: no config.json, expected a Hugging Face folder" --model "$out" --out "$out/r"
+expect "peers.sh: --build: no such folder" --model "$model" --out "$out/r" --build "$out/none"
+expect "peers.sh: no qjoule build in $out (bash scripts/build.sh release first, or --build DIR)" \
+  --model "$model" --out "$out/r" --build "$out"
+expect "peers.sh: --peers tensorrt: expected torch, openvino, llamacpp or gptqmodel" \
+  --model "$model" --out "$out/r" --build "$build" --peers tensorrt
+expect "peers.sh: --peers gptqmodel needs --calib FILE (the text qjoule's GPTQ calibrates on)" \
+  --model "$model" --out "$out/r" --build "$build" --peers gptqmodel
+bash "$peers" --help | grep -q "^The engines a qjoule user would otherwise pick" ||
+  { echo "FAIL: --help does not open with what peers.sh does"; exit 1; }
+echo "peers.sh: every bad argument is one line and exit 2"
