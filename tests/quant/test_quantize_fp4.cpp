@@ -3,6 +3,7 @@
 // NVIDIA definitions (tools/make_fp4_reference.py: nearest value searched in each value list, not this
 // code's arithmetic). Budgets: codes, scales and decoded values exact; a round trip within half a grid step
 // of the block's scale (E2M1's largest gap is 2, from 4 to 6) where nothing saturates.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_of.h"
+#include "qjoule/quant/import_mxfp4.h"
 #include "qjoule/quant/quantize_fp4.h"
 #include "test_paths.h"
 
@@ -126,6 +128,66 @@ TEST(Fp4Formats, ANonFiniteWeightIsOneLine) {
   w[33] = std::numeric_limits<float>::infinity();
   EXPECT_THAT(qjoule::test::error_of([&] { quantize_matrix_nvfp4(w.data(), 2, 20, "w2"); }),
               ::testing::HasSubstr("tensor 'w2': +Inf at [1, 13]; expected finite weights to quantize to nvfp4"));
+}
+
+}  // namespace
+
+namespace {
+
+using namespace qjoule::quant;
+
+// A checkpoint's MXFP4 tensor (gpt-oss's blocks and scales) from qjoule's own: the same codes, element 2i
+// in the low nibble.
+void to_checkpoint(const Mxfp4Matrix& m, std::vector<uint8_t>& blocks, std::vector<uint8_t>& scales) {
+  for (const auto& b : m.blocks) {
+    scales.push_back(b.scale_e8m0);
+    for (const uint8_t byte : b.qs) blocks.push_back(static_cast<uint8_t>((byte << 4) | (byte >> 4)));
+  }
+}
+
+TEST(Fp4Import, ACheckpointsMxfp4TensorReadsAsQjoulesLayout) {
+  std::vector<float> w(2 * 3 * 64);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11f * static_cast<float>(i)) * 0.3f;
+  const Mxfp4Matrix mine = quantize_matrix_mxfp4(w.data(), 6, 64, "w");
+  std::vector<uint8_t> blocks, scales;
+  to_checkpoint(mine, blocks, scales);
+  // As a 3-D expert tensor [experts 2, rows 3, groups 2, 16]: 6 rows of 64.
+  const std::vector<int64_t> bshape = {2, 3, 2, 16}, sshape = {2, 3, 2};
+  const Mxfp4Matrix read = import_mxfp4_tensor("experts.gate_up_proj", blocks.data(), bshape, scales.data(), sshape);
+  ASSERT_EQ(read.rows, 6);
+  ASSERT_EQ(read.cols, 64);
+  for (std::size_t b = 0; b < mine.blocks.size(); ++b) {
+    EXPECT_EQ(read.blocks[b].scale_e8m0, mine.blocks[b].scale_e8m0);
+    EXPECT_TRUE(std::equal(std::begin(read.blocks[b].qs), std::end(read.blocks[b].qs), std::begin(mine.blocks[b].qs)));
+  }
+  // transformers' decode: element 2i from the low nibble, 2i + 1 from the high one, times 2^(s − 127).
+  std::vector<float> back(64);
+  dequantize_row_mxfp4_ref(read.row(4), 64, back.data());
+  for (int i = 0; i < 64; ++i) {
+    const std::size_t b = 4 * 2 + static_cast<std::size_t>(i / 32);
+    const uint8_t byte = blocks[b * 16 + static_cast<std::size_t>(i % 32 / 2)];
+    const uint8_t code = i % 2 == 0 ? byte & 0x0F : byte >> 4;
+    EXPECT_EQ(back[static_cast<std::size_t>(i)], std::ldexp(kE2M1Table[code], scales[b] - 127)) << i;
+  }
+}
+
+TEST(Fp4Import, AMalformedTensorIsOneLine) {
+  std::vector<uint8_t> blocks(2 * 16, 0x11), scales(2, 127);
+  const std::vector<int64_t> bshape = {2, 1, 16}, sshape = {2, 1};
+  const auto error = [&](std::vector<int64_t> b, std::vector<int64_t> s) {
+    return qjoule::test::error_of(
+        [&] { import_mxfp4_tensor("mlp.experts.down_proj", blocks.data(), b, scales.data(), s); });
+  };
+  EXPECT_THAT(
+      error({2, 1, 8}, sshape),
+      ::testing::HasSubstr("tensor 'mlp.experts.down_proj_blocks': shape [2, 1, 8], expected [..., groups, 16]"));
+  EXPECT_THAT(error(bshape, {2, 2}),
+              ::testing::HasSubstr("tensor 'mlp.experts.down_proj_scales': shape [2, 2], expected "
+                                   "[2, 1] (one E8M0 scale a block of"));
+  scales[1] = 0xFF;
+  EXPECT_THAT(error(bshape, sshape),
+              ::testing::HasSubstr("tensor 'mlp.experts.down_proj_scales': NaN scale (E8M0 0xFF) "
+                                   "at [1, 0]; expected a power of two"));
 }
 
 }  // namespace
