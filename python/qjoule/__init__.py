@@ -287,8 +287,7 @@ def bench(fn, *, name, precision, batch, tokens, out, warmup=2, min_time=2.0, mi
             if fidelity.get(key) is not None:
                 args["fidelity_" + key] = float(fidelity[key])
         args["fidelity_examples"] = _count(fidelity.get("examples", 0), "fidelity examples")
-    text, skipped = _run(lambda m, s: _native.bench(fn, args, str(out), m, s), meter,
-                         lambda chosen: (chosen._native, chosen._sync))
+    text, skipped = _with_meter(meter, lambda m: _native.bench(fn, args, str(out), m._native, m._sync))
     record = json.loads(text)
     if skipped:
         print(f"qjoule.bench: {name}: already recorded in {out}, not run again", file=sys.stderr)
@@ -301,11 +300,12 @@ def _require_strings(args):
             raise Error(f"{key} {args[key]!r} is not a string")
 
 
-def _run(native_call, meter, meter_args):
-    own = meter is None  # a meter of its own: closed when the bench ends, however it ends
+def _with_meter(meter, call):
+    """call(meter), with the caller's meter or one of its own, closed when the call ends, however it ends."""
+    own = meter is None
     chosen = Meter() if own else meter
     try:
-        return native_call(*meter_args(chosen))
+        return call(chosen)
     finally:
         if own:
             chosen.close()
@@ -334,8 +334,8 @@ def bench_decoder(prefill, decode, *, name, precision, prompt_tokens, decode_tok
                          model_bytes, quality, notes)
     args.update({"warmup": _count(warmup, "warmup"), "min_iters": _count(min_iters, "min_iters"),
                  "min_time_s": float(min_time)})
-    text, skipped = _run(lambda m, s: _native.bench_decoder(prefill, decode, args, str(out), m, s), meter,
-                         lambda chosen: (chosen._native, chosen._sync))
+    text, skipped = _with_meter(meter, lambda m: _native.bench_decoder(prefill, decode, args, str(out), m._native,
+                                                                       m._sync))
     if skipped:
         print(f"qjoule.bench_decoder: {name}: already recorded in {out}, not run again", file=sys.stderr)
     return json.loads(text)

@@ -216,10 +216,13 @@ def quality_on(base, log_probs_of, text=""):
     d_stderr = math.sqrt(max(0.0, (ppl * ppl * vq + base_ppl * base_ppl * vp - 2 * ppl * base_ppl * cov) / n))
     print(f"  quality: {n} tokens of {os.path.basename(base.path)} in {time.perf_counter() - started:.1f} s",
           flush=True)
-    return {"lm_text": text or base.path, "lm_ctx": int(base.ctx), "lm_stride": int(base.stride),
-            "lm_scored_tokens": int(n), "lm_ppl": ppl, "lm_ppl_stderr": ppl_stderr, "lm_base_ppl": base_ppl,
-            "lm_delta_ppl": ppl - base_ppl, "lm_delta_ppl_stderr": d_stderr, "lm_kl_mean": float(kl.mean()),
-            "lm_kl_stderr": float(kl.std(ddof=1) / math.sqrt(n)), "lm_same_top_rate": same / n}
+    figures = {"lm_ctx": int(base.ctx), "lm_stride": int(base.stride),
+               "lm_scored_tokens": int(n), "lm_ppl": ppl, "lm_ppl_stderr": ppl_stderr, "lm_base_ppl": base_ppl,
+               "lm_delta_ppl": ppl - base_ppl, "lm_delta_ppl_stderr": d_stderr, "lm_kl_mean": float(kl.mean()),
+               "lm_kl_stderr": float(kl.std(ddof=1) / math.sqrt(n)), "lm_same_top_rate": same / n}
+    if text:  # the text the base was computed from, where its identity says (never the base's own path)
+        figures["lm_text"] = text
+    return figures
 
 
 def base_text(path):

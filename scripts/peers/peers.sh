@@ -82,46 +82,58 @@ venv_of() {
   echo "$dir"
 }
 
+# A peer script's FORMATS, comma-separated: read from its source, not imported (its environment may not exist).
+formats_of() {
+  /usr/bin/python3 -c 'import ast, sys
+tree = ast.parse(open(sys.argv[1]).read())
+print(",".join(next(ast.literal_eval(n.value) for n in tree.body
+                    if isinstance(n, ast.Assign) and n.targets[0].id == "FORMATS")))' "$1"
+}
+
 declare -A script=([torch]=peer_torch.py [openvino]=peer_openvino.py [llamacpp]=peer_llamacpp.py
                    [gptqmodel]=peer_gptqmodel.py)
 status=0
 IFS=, read -r -a groups <<< "$peers"
+all_known=""
 for group in "${groups[@]}"; do
   [ -n "${script[$group]:-}" ] ||
     { echo "peers.sh: --peers $group: expected torch, openvino, llamacpp or gptqmodel" >&2; exit 2; }
   if [ "$group" = gptqmodel ] && [ -z "$calib" ]; then
     echo "peers.sh: --peers gptqmodel needs --calib FILE (the text qjoule's GPTQ calibrates on)" >&2; exit 2
   fi
+  all_known="$all_known,$(formats_of "$here/${script[$group]}")"
+done
+# Every --formats entry is one of the chosen peers' (a typo would otherwise run nothing, silently).
+if [ -n "$formats" ]; then
+  for f in ${formats//,/ }; do
+    grep -qFx -- "$f" <(tr , '\n' <<< "$all_known") ||
+      { echo "peers.sh: --formats $f: not a format of --peers $peers (they have ${all_known#,})" >&2; exit 2; }
+  done
+fi
+for group in "${groups[@]}"; do
   args=(--model "$model" --out "$out" --prompt-tokens "$prompt" --decode-tokens "$decode" --threads "$threads"
         --min-time "$min_time" --work "$venvs/work")
   [ -n "$kl_base" ] && args+=(--kl-base "$kl_base")
   [ "$group" = gptqmodel ] && args+=(--calib "$calib")
   # This group's formats among --formats (all of them without it).
+  known="$(formats_of "$here/${script[$group]}")"
   if [ -n "$formats" ]; then
-    mine="$(/usr/bin/python3 - "$here/${script[$group]}" "$formats" <<'EOF'
-import ast, sys
-tree = ast.parse(open(sys.argv[1]).read())
-known = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "FORMATS")
-print(",".join(f for f in sys.argv[2].split(",") if f in known))
-EOF
-)"
+    mine="$(tr , '\n' <<< "$formats" | grep -Fxf <(tr , '\n' <<< "$known") | paste -sd, || true)"
     [ -n "$mine" ] || continue
     args+=(--formats "$mine")
   fi
   echo "== $group" >&2
   if ! dir="$(venv_of "$group")"; then
     # Nothing of this group could run: a failed record per format, written by Debian's Python and this build.
-    /usr/bin/python3 - "$here/${script[$group]}" "$dir" "${args[@]}" <<'EOF' || status=1
-import ast, sys
+    /usr/bin/python3 - "$known" "$group" "$dir" "${args[@]}" <<'EOF' || status=1
+import sys
 import peer_common as common
-tree = ast.parse(open(sys.argv[1]).read())
-known = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "FORMATS")
-why = sys.argv[2]
-sys.argv = [sys.argv[0]] + sys.argv[3:]
-args = common.parse_args("peer", known, calibration="--calib" in sys.argv)
+known, group, why = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
+sys.argv = [sys.argv[0]] + sys.argv[4:]
+args = common.parse_args(group, known, calibration="--calib" in sys.argv)
 for precision in args.formats:
     if not common.already_recorded(args, precision):
-        common.record_failure(args, "not installed", precision, why)
+        common.record_failure(args, f"{group} (not installed)", precision, why)
 EOF
     status=1
     continue

@@ -60,22 +60,6 @@ inline int32_t argmax(const std::vector<float>& logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-// Mean and sample standard deviation (n - 1; 0 for one value).
-inline std::pair<double, double> mean_and_sd(const std::vector<double>& values) {
-  const double n = static_cast<double>(values.size());
-  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
-  double squares = 0.0;
-  for (double v : values) squares += (v - mean) * (v - mean);
-  return {mean, values.size() > 1 ? std::sqrt(squares / (n - 1.0)) : 0.0};
-}
-
-// Tokens/s of each repetition that processed `tokens` tokens in `ms` milliseconds.
-inline std::vector<double> rates(const std::vector<double>& ms, std::size_t tokens) {
-  std::vector<double> out;
-  for (double t : ms) out.push_back(static_cast<double>(tokens) * 1e3 / std::max(t, 1e-9));
-  return out;
-}
-
 // A deliberately slowed kernel, for tests of the roofline's warning only: QJOULE_TEST_SLOW_FORWARD_MS=X
 // sleeps X ms inside every timed forward (encoder batch, prefill, decode step).
 inline void test_slowdown() {

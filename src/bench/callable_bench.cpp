@@ -22,7 +22,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The run's threads: the caller's, else this machine's cores.
+void check_fraction(const std::optional<double>& v, const char* what) {
+  if (v && !(*v >= 0.0 && *v <= 1.0)) fail("{} {} is outside [0, 1]", what, *v);
+}
+
+}  // namespace
+
 int threads_of(const CallableRun& run) {
   return run.threads > 0 ? run.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
@@ -37,12 +42,6 @@ std::optional<int> cuda_index(const std::string& device) {
   }
   return n;
 }
-
-void check_fraction(const std::optional<double>& v, const char* what) {
-  if (v && !(*v >= 0.0 && *v <= 1.0)) fail("{} {} is outside [0, 1]", what, *v);
-}
-
-}  // namespace
 
 void check_callable_run(const CallableRun& run) {
   if (run.name.empty()) fail("name is empty: each run needs a name (its record's run_name)");
@@ -102,11 +101,10 @@ CallableTiming time_callable(const std::function<void()>& body, const CallableRu
   return t;
 }
 
-RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timing) {
-  check_callable_run(run);
+RunRecord callable_record_identity(const CallableRun& run, std::chrono::system_clock::time_point started) {
   RunRecord r;
   r.run_name = run.name;
-  r.start_time = iso8601_utc(timing.started);
+  r.start_time = iso8601_utc(started);
   r.config.model = run.model;
   r.config.device = run.device;
   r.config.precision = run.precision;
@@ -118,6 +116,13 @@ RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timi
         fmt::format("threads not given by the caller: recorded as this machine's {} cores", r.config.threads));
   r.environment = run_environment();
   r.engine = run.engine;
+  r.kernel_paths.push_back("caller: " + (run.kernel_path.empty() ? std::string("not given") : run.kernel_path));
+  return r;
+}
+
+RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timing) {
+  check_callable_run(run);
+  RunRecord r = callable_record_identity(run, timing.started);
   r.roof_unavailable = "the caller's function: qjoule does not know the work it did";
   if (timing.host) {
     // Against the cached limits' FP32 peak where there are some (never measured here: seconds a call);
@@ -130,7 +135,6 @@ RunRecord callable_run_record(const CallableRun& run, const CallableTiming& timi
           "only other processes' CPU time could say the host was busy",
           timing.host->threads, timing.host->threads));
   }
-  r.kernel_paths.push_back("caller: " + (run.kernel_path.empty() ? std::string("not given") : run.kernel_path));
   r.warmup_iters = timing.warmup;
   r.iters = timing.samples_ms.size();
   r.latency = summarize_latency(timing.samples_ms);

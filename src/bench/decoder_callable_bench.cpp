@@ -19,22 +19,6 @@ bool is_quality_key(const std::string& key) {
                      [&](const char* k) { return key == k; });
 }
 
-// Tokens/s of each call that made `tokens` tokens in `ms` milliseconds: their mean and sample spread.
-std::pair<double, double> rate_mean_and_sd(const std::vector<double>& ms, std::size_t tokens) {
-  std::vector<double> rates;
-  for (const double t : ms) rates.push_back(static_cast<double>(tokens) * 1e3 / std::max(t, 1e-9));
-  const auto n = static_cast<double>(rates.size());
-  double mean = 0.0, squares = 0.0;
-  for (const double r : rates) mean += r / n;
-  for (const double r : rates) squares += (r - mean) * (r - mean);
-  return {mean, rates.size() > 1 ? std::sqrt(squares / (n - 1.0)) : 0.0};
-}
-
-std::optional<int> gpu_of(const std::string& device) {
-  if (!device.starts_with("cuda:")) return std::nullopt;
-  return std::atoi(device.c_str() + 5);
-}
-
 void fill_quality(RunRecord& r, const nlohmann::json& q) {
   const auto number = [&](const char* key) -> std::optional<double> {
     return q.contains(key) ? std::optional<double>(q[key].get<double>()) : std::nullopt;
@@ -108,21 +92,22 @@ RunRecord decoder_callable_run_record(const DecoderCallableRun& d, const Decoder
   RunRecord r = callable_run_record(d.run, timing.prefill);
   const std::size_t n = d.run.seq, m = d.decode_tokens;
   r.prefill_tokens = n;
-  const auto [prefill_mean, prefill_sd] = rate_mean_and_sd(timing.prefill.samples_ms, n);
+  const auto [prefill_mean, prefill_sd] = mean_and_sd(rates(timing.prefill.samples_ms, n));
   r.prefill_tokens_per_s_mean = prefill_mean;
   r.prefill_tokens_per_s_std = prefill_sd;
   r.prefill_mj_per_token = r.energy_mj_per_token;
   r.decode_tokens = m;
   r.decode_iters = timing.decode.samples_ms.size();
-  const auto [decode_mean, decode_sd] = rate_mean_and_sd(timing.decode.samples_ms, m);
+  const auto [decode_mean, decode_sd] = mean_and_sd(rates(timing.decode.samples_ms, m));
   r.decode_tokens_per_s_mean = decode_mean;
   r.decode_tokens_per_s_std = decode_sd;
-  double decode_ms = 0.0;
-  for (const double v : timing.decode.samples_ms) decode_ms += v;
-  r.decode_ms_per_token_mean = decode_ms / static_cast<double>(timing.decode.samples_ms.size()) / double(m);
+  r.decode_ms_per_token_mean = mean_and_sd(timing.decode.samples_ms).first / double(m);
+  // Each phase's high-water mark from its warm-up on: the run's is the higher (decode adds the cache).
+  if (timing.prefill.peak_rss_bytes && timing.decode.peak_rss_bytes)
+    r.peak_rss_bytes = std::max(*timing.prefill.peak_rss_bytes, *timing.decode.peak_rss_bytes);
   r.decode_energy_window = energy::to_json(timing.decode.window);
   detail::WindowEnergy de;
-  if (const auto gpu = gpu_of(d.run.device)) {
+  if (const auto gpu = cuda_index(d.run.device)) {
     const std::string id = fmt::format("nvml:gpu{}", *gpu);
     de = detail::window_energy(
         timing.decode.window,
@@ -146,20 +131,10 @@ RunRecord decoder_callable_run_record(const DecoderCallableRun& d, const Decoder
 }
 
 RunRecord failed_callable_run_record(const CallableRun& run, const std::string& error, std::size_t decode_tokens) {
-  RunRecord r;
-  r.run_name = run.name;
-  r.start_time = iso8601_utc(std::chrono::system_clock::now());
-  r.config.model = run.model;
-  r.config.device = run.device;
-  r.config.precision = run.precision;
-  r.config.batch = std::max<std::size_t>(1, run.batch);
-  r.config.seq = std::max<std::size_t>(1, run.seq);
-  r.config.threads = std::max(1, run.threads);
-  r.environment = run_environment();
-  r.engine = run.engine;
+  check_callable_run(run);
+  RunRecord r = callable_record_identity(run, std::chrono::system_clock::now());
   r.status = "failed";
   r.error = error.empty() ? std::string("failed (no reason given)") : error;
-  r.kernel_paths.push_back("caller: " + (run.kernel_path.empty() ? std::string("not given") : run.kernel_path));
   r.roof_unavailable = "the run failed (see error)";
   if (decode_tokens > 0) {
     r.prefill_tokens = r.config.seq;

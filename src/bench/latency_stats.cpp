@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "qjoule/error.h"
 
@@ -40,6 +41,20 @@ LatencyStats summarize_latency(std::vector<double> samples_ms) {
   stats.p90_ms = percentile_of_sorted(samples_ms, 90);
   stats.p99_ms = percentile_of_sorted(samples_ms, 99);
   return stats;
+}
+
+std::pair<double, double> mean_and_sd(const std::vector<double>& values) {
+  const double n = static_cast<double>(values.size());
+  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
+  double squares = 0.0;
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return {mean, values.size() > 1 ? std::sqrt(squares / (n - 1.0)) : 0.0};
+}
+
+std::vector<double> rates(const std::vector<double>& ms, std::size_t tokens) {
+  std::vector<double> out;
+  for (double t : ms) out.push_back(static_cast<double>(tokens) * 1e3 / std::max(t, 1e-9));
+  return out;
 }
 
 }  // namespace qjoule::bench

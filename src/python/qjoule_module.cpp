@@ -284,8 +284,7 @@ py::tuple bench_decoder(const py::function& prefill, const py::function& decode,
 // A run that could not be had, as a failed record (qjoule.record_failed).
 py::tuple record_failed(const py::dict& args, const std::string& error, const std::string& out) {
   const qjoule::bench::DecoderCallableRun d = decoder_run(args);
-  if (d.run.name.empty()) fail("name is empty: each run needs a name (its record's run_name)");
-  if (d.run.precision.empty()) fail("precision is empty: say which format it was to run");
+  qjoule::bench::check_callable_run(d.run);  // the name, precision and shape a record needs
   auto store = qjoule::bench::ResultsStore::open(out);
   if (auto done = recorded(store, d.run.name)) return py::make_tuple(*done, true);
   return append(store, qjoule::bench::failed_callable_run_record(d.run, error, d.decode_tokens), out);

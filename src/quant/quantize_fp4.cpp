@@ -39,6 +39,16 @@ void unpack_values(const Block& b, int64_t t, float scale, float* y) {
   }
 }
 
+// NVFP4 blocks of a row already checked finite (quantize_row_nvfp4_ref, or the whole matrix once).
+void quantize_finite_row_nvfp4(const float* x, int64_t n, float tensor_scale, BlockNvfp4* y) {
+  for (int64_t b = 0; b < block_count<BlockNvfp4>(n); ++b) {
+    const float* xb = x + b * kNvfp4BlockSize;
+    const int64_t t = std::min<int64_t>(kNvfp4BlockSize, n - b * kNvfp4BlockSize);
+    y[b].scale_e4m3 = e4m3_bits(abs_max(xb, t) / kE2M1Max / tensor_scale);
+    pack_codes(xb, t, e4m3_value(y[b].scale_e4m3) * tensor_scale, y[b]);
+  }
+}
+
 }  // namespace
 
 uint8_t e2m1_code(float x) {
@@ -119,12 +129,7 @@ float nvfp4_tensor_scale(const float* w, int64_t n) {
 void quantize_row_nvfp4_ref(const float* x, int64_t n, float tensor_scale, BlockNvfp4* y, std::string_view tensor,
                             int64_t row) {
   require_finite(x, n, tensor, row, "nvfp4");
-  for (int64_t b = 0; b < block_count<BlockNvfp4>(n); ++b) {
-    const float* xb = x + b * kNvfp4BlockSize;
-    const int64_t t = std::min<int64_t>(kNvfp4BlockSize, n - b * kNvfp4BlockSize);
-    y[b].scale_e4m3 = e4m3_bits(abs_max(xb, t) / kE2M1Max / tensor_scale);
-    pack_codes(xb, t, e4m3_value(y[b].scale_e4m3) * tensor_scale, y[b]);
-  }
+  quantize_finite_row_nvfp4(x, n, tensor_scale, y);
 }
 
 void dequantize_row_nvfp4_ref(const BlockNvfp4* x, int64_t n, float tensor_scale, float* y) {
@@ -150,11 +155,12 @@ Nvfp4Matrix quantize_matrix_nvfp4(const float* w, int64_t rows, int64_t cols, st
   Nvfp4Matrix m;
   m.rows = rows;
   m.cols = cols;
+  // Checked once, before the tensor's scale (an Inf would make it Inf), not again row by row.
   for (int64_t r = 0; r < rows; ++r) require_finite(w + r * cols, cols, tensor, r, "nvfp4");
   m.tensor_scale = nvfp4_tensor_scale(w, rows * cols);
   m.blocks.resize(static_cast<std::size_t>(rows * m.blocks_per_row()));
   for (int64_t r = 0; r < rows; ++r)
-    quantize_row_nvfp4_ref(w + r * cols, cols, m.tensor_scale, m.blocks.data() + r * m.blocks_per_row(), tensor, r);
+    quantize_finite_row_nvfp4(w + r * cols, cols, m.tensor_scale, m.blocks.data() + r * m.blocks_per_row());
   return m;
 }
 

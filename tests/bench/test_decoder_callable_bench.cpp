@@ -2,6 +2,7 @@
 // scripts/peers/ run): both phases' rates, each window's energy per token from a sensor of known power,
 // the engine, the caller's quality labelled, a failed record of a peer that could not run, and every bad
 // argument as one line.
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -60,6 +61,9 @@ TEST(DecoderCallableBench, BothPhasesTheirEnergyAndTheCallersFigures) {
   ASSERT_TRUE(r.decode_mj_per_token.has_value()) << r.decode_energy_unavailable;
   EXPECT_NEAR(*r.decode_mj_per_token, 40.0 * *r.decode_ms_per_token_mean, 0.25 * 40.0 * *r.decode_ms_per_token_mean);
   ASSERT_TRUE(r.energy_j.has_value()) << r.energy_unavailable;
+  if (t.prefill.peak_rss_bytes && t.decode.peak_rss_bytes) {  // the run's high-water mark: both phases'
+    EXPECT_EQ(r.peak_rss_bytes, std::max(*t.prefill.peak_rss_bytes, *t.decode.peak_rss_bytes));
+  }
   EXPECT_EQ(r.lm_ppl, 12.5);
   EXPECT_EQ(r.lm_delta_ppl_stderr, 0.05);
   EXPECT_EQ(r.lm_ctx, 64u);
@@ -75,6 +79,12 @@ TEST(DecoderCallableBench, APeerThatCouldNotRunIsAFailedRecord) {
   EXPECT_EQ(r.decode_tokens, 8u);
   EXPECT_FALSE(r.energy_j.has_value());
   EXPECT_FALSE(r.energy_unavailable.empty());
+  EXPECT_EQ(r.config.threads, 2);
+  CallableRun unsaid = peer_run().run;
+  unsaid.threads = 0;  // not given: the machine's cores, said so, as an ok record of the caller's
+  const RunRecord u = failed_callable_run_record(unsaid, "x", 8);
+  EXPECT_EQ(u.config.threads, threads_of(unsaid));
+  EXPECT_THAT(u.notes, ::testing::Contains(HasSubstr("threads not given by the caller")));
 }
 
 TEST(DecoderCallableBench, BadArgumentsAreOneLine) {

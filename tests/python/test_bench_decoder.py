@@ -68,6 +68,14 @@ def test_a_peer_that_could_not_run_is_a_failed_record(tmp_path):
     assert back["run_name"] == "openvino-int4" and back["status"] == "failed"
 
 
+def test_a_failed_record_needs_a_name_a_record_can_have(tmp_path):
+    with pytest.raises(qjoule.Error, match="name 'a/b' holds a path separator") as e:
+        qjoule.record_failed(name="a/b", precision="p", engine="peer 1.0", error="x", out=str(tmp_path))
+    assert "\n" not in str(e.value)
+    with pytest.raises(qjoule.Error, match="precision is empty"):
+        qjoule.record_failed(name="a", precision="", engine="peer 1.0", error="x", out=str(tmp_path))
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"engine": ""}, "engine is empty"),
     ({"decode_tokens": 0}, "decode_tokens is 0"),

@@ -64,6 +64,7 @@ def test_the_reader_and_windows_are_qjoules(bases, tmp_path):
 def test_quality_equals_qjoule_ppl_on_the_same_tokens(bases):
     base, int4_rows, _, int4 = bases
     q = common.quality_on(base, rows_of(int4_rows))
+    assert "lm_text" not in q, "no text named: none recorded (never the base's own path)"
     # The peer's log-probabilities here are int4's rounded to FP16, as the base's are: within that rounding.
     assert q["lm_scored_tokens"] == int4["scored_tokens"]
     assert q["lm_ppl"] == pytest.approx(int4["ppl"], rel=2e-3)

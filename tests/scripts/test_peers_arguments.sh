@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/peers/peers.sh's bad arguments, each one line naming it and exit 2, before any virtual
 # environment is made (nothing here reaches PyPI): an unknown flag, no --model or --out, a folder without
-# config.json, a peer group that does not exist, GPTQModel without a calibration text, no qjoule build.
+# config.json, a peer group that does not exist, a format no chosen peer has, GPTQModel without a
+# calibration text, no qjoule build; and a group whose environment cannot be made is a failed record.
 #   tests/scripts/test_peers_arguments.sh REPO BUILD_DIR
 set -euo pipefail
 repo="$1"
@@ -28,6 +29,22 @@ expect "peers.sh: --peers tensorrt: expected torch, openvino, llamacpp or gptqmo
   --model "$model" --out "$out/r" --build "$build" --peers tensorrt
 expect "peers.sh: --peers gptqmodel needs --calib FILE (the text qjoule's GPTQ calibrates on)" \
   --model "$model" --out "$out/r" --build "$build" --peers gptqmodel
+expect "peers.sh: --formats llamacpp-q3_k: not a format of --peers llamacpp (they have llamacpp-f16,llamacpp-q8_0,llamacpp-q4_0,llamacpp-q4_k_m)" \
+  --model "$model" --out "$out/r" --build "$build" --peers llamacpp --formats llamacpp-q4_0,llamacpp-q3_k
+# A group whose environment cannot be made (here: its lock file gone) leaves a failed record per format,
+# naming why, and peers.sh exits 1; nothing reaches PyPI.
+cp -r "$repo/scripts/peers" "$out/peers"
+rm "$out/peers/requirements-llamacpp.lock"
+status=0
+bash "$out/peers/peers.sh" --model "$model" --out "$out/r" --build "$build" --venvs "$out/venvs" --peers llamacpp \
+  --formats llamacpp-q4_0 > /dev/null 2>&1 || status=$?
+[ "$status" = 1 ] || { echo "FAIL: a group without its environment: exit $status, expected 1"; exit 1; }
+python3 - "$out/r/results.jsonl" <<'PY'
+import json, sys
+[r] = [json.loads(line) for line in open(sys.argv[1])]
+assert r["status"] == "failed" and r["precision"] == "llamacpp-q4_0", r
+assert r["engine"] == "llamacpp (not installed)" and r["error"].startswith("no lock file "), r
+PY
 bash "$peers" --help | grep -q "^The engines a qjoule user would otherwise pick" ||
   { echo "FAIL: --help does not open with what peers.sh does"; exit 1; }
 echo "peers.sh: every bad argument is one line and exit 2"

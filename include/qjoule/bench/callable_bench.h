@@ -46,6 +46,11 @@ struct CallableRun {
   std::size_t fidelity_examples = 0;
 };
 
+// The run's threads: the caller's, else this machine's cores (the record then says so).
+int threads_of(const CallableRun& run);
+// N of a device "cuda:N" (digits only, at most 1000), else none ("cpu", or not a device name).
+std::optional<int> cuda_index(const std::string& device);
+
 // One line naming the argument and what was expected: an empty or unsafe name, an empty precision,
 // batch or seq of 0, a negative or non-finite min_time, an accuracy outside [0, 1], counts without
 // both parts, a device other than cpu / cuda:N.
@@ -65,6 +70,10 @@ struct CallableTiming {
 // least 10 update periods of the slowest counter) and run.min_iters calls have passed. An exception
 // from `body` cancels the window and propagates (nothing is recorded).
 CallableTiming time_callable(const std::function<void()>& body, const CallableRun& run, energy::EnergyMeter& meter);
+
+// What every record of a caller's run holds before anything is measured: its name, start, configuration
+// (threads as threads_of, with a note where the caller gave none), environment, engine and kernel path.
+RunRecord callable_record_identity(const CallableRun& run, std::chrono::system_clock::time_point started);
 
 // The record: environment, latency percentiles, throughput, energy (cpu: the window's total without
 // GPU boards; cuda:N: the nvml:gpuN sensor alone), peak RSS, the caller's figures and notes saying whose

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace qjoule::bench {
@@ -18,5 +19,11 @@ LatencyStats summarize_latency(std::vector<double> samples_ms);
 
 // The percentile p (0..100) of sorted samples, interpolated as above. `sorted_ms` must be non-empty.
 double percentile_of_sorted(const std::vector<double>& sorted_ms, double p);
+
+// Mean and sample standard deviation (n - 1; 0 for one value) of non-empty values.
+std::pair<double, double> mean_and_sd(const std::vector<double>& values);
+
+// Tokens/s of each repetition that processed `tokens` tokens in `ms` milliseconds (a decoder's phases).
+std::vector<double> rates(const std::vector<double>& ms, std::size_t tokens);
 
 }  // namespace qjoule::bench
