@@ -12,6 +12,7 @@
 #include "qjoule/bench/bench_runner.h"
 #include "qjoule/bench/slurm_sweep.h"
 #include "qjoule/build_info.h"
+#include "qjoule/io/huge_pages.h"
 #include "qjoule/kernels/kernel_overrides.h"
 
 namespace qjoule::bench {
@@ -64,6 +65,9 @@ nlohmann::json run_environment() {
   // The kernel choices forced through the environment (qjoule/kernels/kernel_overrides.h), by variable: {}
   // when qjoule chose every kernel itself.
   env["kernel_overrides"] = kernels::kernel_overrides_in_force();
+  // The pages the weights stream from: advised for 2 MiB huge pages (qjoule/io/huge_pages.h), which the
+  // kernel gives only in its "always" and "madvise" modes.
+  env["transparent_hugepages"] = io::transparent_huge_pages_mode();
   // Inside Slurm: the job, array task, node and the CPUs / GPUs it was given; absent elsewhere.
   if (const auto place = slurm_place()) env["slurm"] = *place;
   return env;

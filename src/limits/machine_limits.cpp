@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "qjoule/error.h"
+#include "qjoule/io/huge_pages.h"
 #include "qjoule/limits/cpu_contention.h"
 #include "qjoule/limits/cpu_peak.h"
 #include "qjoule/limits/memory_bandwidth.h"
@@ -74,8 +75,10 @@ std::string machine_fingerprint() {
   std::string kernel = "unknown";
   struct utsname u {};
   if (::uname(&u) == 0) kernel = std::string(u.release) + " " + u.machine;
-  return fmt::format("cpu={}; microcode={}; memory={}; kernel={}", proc_value("/proc/cpuinfo", "model name"),
-                     proc_value("/proc/cpuinfo", "microcode"), proc_value("/proc/meminfo", "MemTotal"), kernel);
+  // The transparent huge page mode too: the bandwidth buffers' pages follow it (up to 1.8x apart).
+  return fmt::format("cpu={}; microcode={}; memory={}; kernel={}; thp={}", proc_value("/proc/cpuinfo", "model name"),
+                     proc_value("/proc/cpuinfo", "microcode"), proc_value("/proc/meminfo", "MemTotal"), kernel,
+                     io::transparent_huge_pages_mode());
 }
 
 MachineLimits measure_machine_limits(int threads) {

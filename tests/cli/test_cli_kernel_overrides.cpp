@@ -12,6 +12,7 @@
 #include "bench_cli_helpers.h"
 #include "run_command.h"
 #include "test_paths.h"
+#include "qjoule/io/huge_pages.h"
 
 namespace {
 
@@ -65,6 +66,8 @@ TEST(CliKernelOverrides, ABenchRecordNamesTheOverridesInForce) {
   const auto plain = qjoule::test::read_records(dir / "chosen" / "results.jsonl");
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_EQ(plain[0]["environment"]["kernel_overrides"], nlohmann::json::object());
+  // And the pages its weights were held on: the kernel's transparent huge page mode.
+  EXPECT_EQ(plain[0]["environment"]["transparent_hugepages"], qjoule::io::transparent_huge_pages_mode());
 }
 
 }  // namespace

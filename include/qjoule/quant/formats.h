@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "qjoule/io/huge_pages.h"
 #include "qjoule/quant/element_math.h"
 
 namespace qjoule::quant {
@@ -51,7 +52,7 @@ constexpr double kFp16BitsPerWeight = 16.0;
 
 struct Fp16Matrix {
   int64_t rows = 0, cols = 0;
-  std::vector<uint16_t> bits;                   // [rows * cols] FP16 bit patterns, row-major
+  io::HugePageVector<uint16_t> bits;            // [rows * cols] FP16 bit patterns, row-major
   int64_t padded_cols() const { return cols; }  // no blocks along cols: kernels run on cols itself
   std::size_t bytes() const { return bits.size() * sizeof(uint16_t); }
 };
@@ -77,7 +78,7 @@ constexpr double int8_bits_per_weight(int64_t cols) { return 8.0 + 32.0 / static
 
 struct Int8Matrix {
   int64_t rows = 0, cols = 0;
-  std::vector<int8_t> q;                        // [rows * cols] codes, row-major
+  io::HugePageVector<int8_t> q;                 // [rows * cols] codes, row-major
   std::vector<float> scales;                    // [rows] FP32 per-row scales
   int64_t padded_cols() const { return cols; }  // no blocks along cols
   std::size_t bytes() const { return q.size() * sizeof(int8_t) + scales.size() * sizeof(float); }
@@ -204,8 +205,8 @@ constexpr uint8_t kDynamicMapZeroCode = 127;
 // ================================================================================================
 template <class Block>
 struct BlockMatrix {
-  int64_t rows = 0, cols = 0;  // any cols > 0; a row's last block may be partial ("Any width" above)
-  std::vector<Block> blocks;   // [rows * blocks_per_row()]; row r starts at r * blocks_per_row()
+  int64_t rows = 0, cols = 0;        // any cols > 0; a row's last block may be partial ("Any width" above)
+  io::HugePageVector<Block> blocks;  // [rows * blocks_per_row()]; row r starts at r * blocks_per_row()
   int64_t blocks_per_row() const { return (cols + Block::kSize - 1) / Block::kSize; }
   int64_t padded_cols() const { return blocks_per_row() * Block::kSize; }  // the width kernels run on
   const Block* row(int64_t r) const { return blocks.data() + r * blocks_per_row(); }
@@ -215,10 +216,10 @@ struct BlockMatrix {
 using Nf4Matrix = BlockMatrix<BlockNf4>;
 
 struct Nf4DqMatrix {
-  int64_t rows = 0, cols = 0;        // any cols > 0, as BlockMatrix
-  std::vector<BlockNf4Dq> blocks;    // as BlockMatrix; flattened block index b = r * blocks_per_row() + c/64
-  std::vector<float> absmax_scales;  // [ceil(blocks / 256)] FP32 scale of each group of 256 absmax codes
-  float absmax_mean = 0.0f;          // FP32 mean of all absmax values, added back when decoding
+  int64_t rows = 0, cols = 0;             // any cols > 0, as BlockMatrix
+  io::HugePageVector<BlockNf4Dq> blocks;  // as BlockMatrix; flattened block index b = r * blocks_per_row() + c/64
+  std::vector<float> absmax_scales;       // [ceil(blocks / 256)] FP32 scale of each group of 256 absmax codes
+  float absmax_mean = 0.0f;               // FP32 mean of all absmax values, added back when decoding
   int64_t blocks_per_row() const { return (cols + kNf4BlockSize - 1) / kNf4BlockSize; }
   int64_t padded_cols() const { return blocks_per_row() * kNf4BlockSize; }
   const BlockNf4Dq* row(int64_t r) const { return blocks.data() + r * blocks_per_row(); }

@@ -20,6 +20,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
+#include "qjoule/io/huge_pages.h"
 
 namespace qjoule::kernels {
 
@@ -40,7 +41,7 @@ class GemmU8S8S32 {
 
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
-  const std::vector<int8_t>& b() const { return b_; }
+  const io::HugePageVector<int8_t>& b() const { return b_; }
 
  private:
   struct Entry {
@@ -51,7 +52,7 @@ class GemmU8S8S32 {
 
   int64_t n_, k_;
   bool gemv_;  // qjoule's VNNI GEMV for m <= kGemvU8S8S32MaxRows
-  std::vector<int8_t> b_;
+  io::HugePageVector<int8_t> b_;
   mutable std::mutex mutex_;
   mutable std::map<int64_t, Entry> cache_;
 };

@@ -10,6 +10,7 @@
 #include "kernels/cpu/linear_bf16_kernels.h"
 #include "kernels/cpu/onednn_matmul_by_rows.h"
 #include "kernels/cpu/weight_only/panel_matmul.h"
+#include "qjoule/io/huge_pages.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/linear_onednn_lowp.h"
@@ -19,8 +20,8 @@ namespace {
 
 using dnnl::memory;
 
-std::vector<uint16_t> to_bf16(const float* v, int64_t count) {
-  std::vector<uint16_t> bits(static_cast<size_t>(count));
+io::HugePageVector<uint16_t> to_bf16(const float* v, int64_t count) {
+  io::HugePageVector<uint16_t> bits(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) bits[static_cast<size_t>(i)] = f32_to_bf16_bits(v[i]);
   return bits;
 }
@@ -140,11 +141,11 @@ class LinearBf16 final : public Linear {
   Bf16Kernel kernel_;
   int64_t out_, in_;
   std::vector<float> bias_;
-  std::vector<uint16_t> weight_bits_;  // onednn and scalar kernels: [out, in] BF16
-  PackedBf16Weights packed_;           // avx2 kernel
-  OneDnnMatmulByRows matmul_;          // onednn kernel (primitives are created on first use only)
-  bool gemv_ = false;                  // onednn kernel: qjoule's AVX512_BF16 GEMV for m <= kGemvDenseMaxRows
-  bool f32_panel_ = false;             // onednn kernel: prefill on FP32 panels (avx512::panel_kind)
+  io::HugePageVector<uint16_t> weight_bits_;  // onednn and scalar kernels: [out, in] BF16
+  PackedBf16Weights packed_;                  // avx2 kernel
+  OneDnnMatmulByRows matmul_;                 // onednn kernel (primitives are created on first use only)
+  bool gemv_ = false;                         // onednn kernel: qjoule's AVX512_BF16 GEMV for m <= kGemvDenseMaxRows
+  bool f32_panel_ = false;                    // onednn kernel: prefill on FP32 panels (avx512::panel_kind)
   std::string kernel_path_;
 };
 

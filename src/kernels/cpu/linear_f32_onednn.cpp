@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/gemv_dense_avx512.h"
 #include "kernels/cpu/onednn_matmul_by_rows.h"
+#include "qjoule/io/huge_pages.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/kernels/linear.h"
 
@@ -45,7 +46,8 @@ class LinearF32OneDnn final : public Linear {
 
  private:
   int64_t out_, in_;
-  std::vector<float> weight_, bias_;
+  io::HugePageVector<float> weight_;  // [out, in], on huge pages (qjoule/io/huge_pages.h)
+  std::vector<float> bias_;
   OneDnnMatmulByRows matmul_;
   bool gemv_;  // qjoule's AVX-512 GEMV for m <= kGemvDenseMaxRows
   std::string kernel_path_;

@@ -121,8 +121,8 @@ Plan validate(const quant::FormatSpec& f, int64_t out, int64_t in, const std::st
   return plan;
 }
 
-template <class T>
-void append_bytes(std::vector<uint8_t>& bytes, const std::vector<T>& values) {
+template <class T, class Allocator>
+void append_bytes(std::vector<uint8_t>& bytes, const std::vector<T, Allocator>& values) {
   static_assert(std::is_trivially_copyable_v<T>);
   const std::size_t at = bytes.size();
   bytes.resize(at + values.size() * sizeof(T));
