@@ -65,8 +65,8 @@ nlohmann::json run_environment() {
   // The kernel choices forced through the environment (qjoule/kernels/kernel_overrides.h), by variable: {}
   // when qjoule chose every kernel itself.
   env["kernel_overrides"] = kernels::kernel_overrides_in_force();
-  // The pages the weights stream from: advised for 2 MiB huge pages (qjoule/io/huge_pages.h), which the
-  // kernel gives only in its "always" and "madvise" modes.
+  // The mode under which the weights were advised for 2 MiB huge pages (qjoule/io/huge_pages.h): the
+  // kernel gives them only in "always" and "madvise", and only where whole free pages exist.
   env["transparent_hugepages"] = io::transparent_huge_pages_mode();
   // Inside Slurm: the job, array task, node and the CPUs / GPUs it was given; absent elsewhere.
   if (const auto place = slurm_place()) env["slurm"] = *place;

@@ -1,7 +1,10 @@
 // io::HugePageAllocator: large allocations start on a 2 MiB boundary and their whole 2 MiB pages are
 // advised for transparent huge pages before they are touched (the VMA says THPeligible where the kernel's
 // mode allows it); small ones are plain; the mode is read from sysfs, a file without one is one line.
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -47,8 +50,14 @@ TEST(HugePages, SmallVectorsArePlainAndARangeWithoutAWholePageIsNotAdvised) {
   EXPECT_EQ(small[999], 1.5f);
   EXPECT_FALSE(advise_huge_pages(nullptr, 0));
   EXPECT_FALSE(advise_huge_pages(small.data(), small.size() * sizeof(float)));
+  const float* buffer = small.data();
   HugePageVector<float> moved = std::move(small);  // the allocator is stateless: moves keep the buffer
+  EXPECT_EQ(moved.data(), buffer);
   EXPECT_EQ(moved.size(), 1000u);
+  HugePageVector<std::uint8_t> large(kHugePageBytes);
+  const std::uint8_t* mapped = large.data();
+  HugePageVector<std::uint8_t> taken = std::move(large);
+  EXPECT_EQ(taken.data(), mapped);
 }
 
 TEST(HugePages, TheModeIsTheBracketedWordOrSaysWhyNot) {
