@@ -37,9 +37,9 @@ TEST(CliKernelOverrides, ABadValueStopsEveryCommandInOneLineButNotHelp) {
 TEST(CliKernelOverrides, InfoKernelsListsEveryOverrideAndItsValueNow) {
   const auto r = run_command("QJOULE_WEIGHT_ONLY_DECODE=x16 " + qjoule() + " info --kernels 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* v :
-       {"QJOULE_WEIGHT_ONLY_DECODE=x16|float", "QJOULE_WEIGHT_ONLY_PANEL=bf16|f32", "QJOULE_FORCE_SCALAR=0|1",
-        "QJOULE_CUDA_GEMV4=split|plain", "QJOULE_DECODE_GRAPH=0|1", "QJOULE_TOKENS_PER_PASS=N", "now: x16"})
+  for (const char* v : {"QJOULE_WEIGHT_ONLY_DECODE=x16|float", "QJOULE_WEIGHT_ONLY_PANEL=bf16|f32",
+                        "QJOULE_FORCE_SCALAR=0|1", "QJOULE_CUDA_GEMV4=split|plain", "QJOULE_DECODE_GRAPH=0|1",
+                        "QJOULE_TOKENS_PER_PASS=N", "QJOULE_WEIGHT_ONLY_LAYOUT=repacked|rows", "now: x16"})
     EXPECT_THAT(r.output, HasSubstr(v));
   const auto both = run_command(qjoule() + " info --kernels --formats 2>&1");
   EXPECT_EQ(both.exit_code, 1);

@@ -25,6 +25,7 @@ enum class KernelOverride : std::uint8_t {
   cuda_gemv4,          // QJOULE_CUDA_GEMV4
   decode_graph,        // QJOULE_DECODE_GRAPH
   tokens_per_pass,     // QJOULE_TOKENS_PER_PASS
+  weight_only_layout,  // QJOULE_WEIGHT_ONLY_LAYOUT
 };
 
 struct KernelOverrideInfo {

@@ -101,9 +101,14 @@ bool cpu_supports_avx512_weight_only();
 // "qjoule:<isa>:<kernel>"; at the avx512 levels the prefill path follows ",m>4:". bf16_decode: the
 // format's avx512_bf16 GEMV multiplies in BF16 (4-bit formats: "qjoule:avx512_bf16:int4_bf16,m>4:...").
 std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool bf16_decode = false);
-// The path of int4:a8 (int4 with INT8 activations) built for `isa` on this CPU: "qjoule:avx512_vnni:int4_s8"
-// at the avx512 levels with AVX512_VNNI, else "qjoule:avx2:int4_s8" / "qjoule:scalar:int4_s8".
-std::string int4_s8_kernel_path(WeightOnlyIsa isa);
+// The path of int4:a8 (int4 with INT8 activations) built for `isa` on this CPU: at the avx512 levels with
+// AVX512_VNNI "qjoule:avx512_vnni:int4_s8_repacked" (weights repacked at load into 16-row panels) or, with
+// `repacked` false (QJOULE_WEIGHT_ONLY_LAYOUT=rows, or a matrix with a NaN / Inf scale),
+// "qjoule:avx512_vnni:int4_s8" on the rows as stored; else "qjoule:avx2:int4_s8" / "qjoule:scalar:int4_s8".
+std::string int4_s8_kernel_path(WeightOnlyIsa isa, bool repacked = true);
+// Whether layers whose kernel has a repacked form repack their weights at load: QJOULE_WEIGHT_ONLY_LAYOUT
+// (repacked, the default, or rows).
+bool weight_only_repacking_on();
 // Whether 4-bit weight-only layers (int4 with FP32 activations, nf4, nf4:dq) built for `isa` can decode
 // (m <= 4) on AVX512_VNNI with the activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:
 // int4_x16", "...:nf4_x16", "...:nf4dq_x16"): the avx512 levels on a CPU with AVX512_VNNI. Whether

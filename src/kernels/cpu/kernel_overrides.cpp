@@ -51,6 +51,13 @@ const std::vector<KernelOverrideInfo>& table() {
        "a positive number of tokens",
        "1024",
        "the tokens of one CPU pass of an encoder classifier's batch"},
+      {KernelOverride::weight_only_layout,
+       "QJOULE_WEIGHT_ONLY_LAYOUT",
+       {"repacked", "rows"},
+       "repacked or rows",
+       "repacked where the layer's kernel has a repacked form (int4:a8 on AVX512_VNNI) and its scales are finite",
+       "the CPU weight-only weights' layout in memory: repacked at load into 16-row panels for the kernel (repacked) "
+       "or the format's rows as formats.h stores them (rows)"},
   };
   return rows;
 }

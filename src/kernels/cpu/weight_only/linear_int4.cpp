@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "kernels/cpu/weight_only/decode_gemv_choice.h"
+#include "kernels/cpu/weight_only/repacked/int4_repacked.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/quant/format.h"
@@ -26,9 +27,14 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
   const WeightOnlyIsa isa = weight_only_isa();
   if (options.int8_activations) {
     if (isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) {
+      if (weight_only_repacking_on() && detail::int4_scales_finite(packed)) {
+        return std::make_unique<detail::WeightOnlyLinear<detail::RepackedInt4<Block>>>(
+            detail::repack_int4(packed), bias, std::string(quant::name(quant::Format::int4)),
+            int4_s8_kernel_path(isa, true), nullptr, &detail::gemm_int4_s8_repacked_avx512_vnni<Block>, tensor_name);
+      }
       return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-          std::move(packed), bias, std::string(quant::name(quant::Format::int4)), int4_s8_kernel_path(isa), nullptr,
-          &detail::gemm_int4_s8_avx512_vnni<Block>, tensor_name);
+          std::move(packed), bias, std::string(quant::name(quant::Format::int4)), int4_s8_kernel_path(isa, false),
+          nullptr, &detail::gemm_int4_s8_avx512_vnni<Block>, tensor_name);
     }
     const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);
     return std::make_unique<detail::WeightOnlyLinear<Packed>>(

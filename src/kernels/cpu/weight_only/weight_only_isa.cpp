@@ -82,6 +82,10 @@ std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel
   return "qjoule:" + std::string(isa_name(isa)) + ":" + kernel;
 }
 
+bool weight_only_repacking_on() {
+  return kernel_override(KernelOverride::weight_only_layout).value_or("repacked") == "repacked";
+}
+
 bool x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni(); }
 
 std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool x16_decode) {
@@ -98,8 +102,10 @@ std::string w8_kernel_path(WeightOnlyIsa isa, bool x16_decode) {
   return "qjoule:avx512:w8_x16" + path.substr(path.find(",m>4:"));
 }
 
-std::string int4_s8_kernel_path(WeightOnlyIsa isa) {
-  if (isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) return "qjoule:avx512_vnni:int4_s8";
+std::string int4_s8_kernel_path(WeightOnlyIsa isa, bool repacked) {
+  if (isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) {
+    return repacked ? "qjoule:avx512_vnni:int4_s8_repacked" : "qjoule:avx512_vnni:int4_s8";
+  }
   return weight_only_kernel_path(isa > WeightOnlyIsa::avx2 ? WeightOnlyIsa::avx2 : isa, "int4_s8");
 }
 

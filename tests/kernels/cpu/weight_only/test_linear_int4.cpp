@@ -104,8 +104,8 @@ TEST(LinearInt4, AnyWidthWithAPartialLastGroupMatchesReference) {
   }
 }
 
-// int4:a8 runs qjoule's VNNI kernel at the avx512 levels where the CPU has AVX512_VNNI (checked here
-// through the compiler's own CPUID reading, not the library's), AVX2 below them.
+// int4:a8 runs qjoule's VNNI kernel (on weights repacked at load) at the avx512 levels where the CPU has
+// AVX512_VNNI (checked here through the compiler's own CPUID reading, not the library's), AVX2 below them.
 TEST(LinearInt4, A8RunsOnAvx512VnniWhereTheCpuHasIt) {
   __builtin_cpu_init();
   if (kernels::weight_only_isa() < kernels::WeightOnlyIsa::avx512 || __builtin_cpu_supports("avx512vnni") == 0) {
@@ -115,7 +115,7 @@ TEST(LinearInt4, A8RunsOnAvx512VnniWhereTheCpuHasIt) {
   {
     test::ScopedIsa scoped(kernels::WeightOnlyIsa::avx512);
     EXPECT_EQ(kernels::make_linear_int4(w.data(), nullptr, 8, 256, {32, false, true}, "t")->kernel_path(),
-              "qjoule:avx512_vnni:int4_s8");
+              "qjoule:avx512_vnni:int4_s8_repacked");
   }
   test::ScopedIsa scoped(kernels::WeightOnlyIsa::avx2);
   EXPECT_EQ(kernels::make_linear_int4(w.data(), nullptr, 8, 256, {32, false, true}, "t")->kernel_path(),
