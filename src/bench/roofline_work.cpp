@@ -59,6 +59,11 @@ limits::ComputeType prefill_compute_type(const std::string& kernel_path) {
     if (prefill.find("cublaslt:e4m3") != std::string::npos) return limits::ComputeType::fp8;
     return limits::ComputeType::fp32;
   }
+  // qjoule's integer kernels: int4 on INT8 activations ("int4_s8", "int4_s8_repacked") and on 16-bit ones at
+  // every m ("int4_x16_repacked": two vpdpbusd a product, so at most half of this roof).
+  if (prefill.starts_with("qjoule:") &&
+      (prefill.find("_s8") != std::string::npos || prefill.ends_with("_x16_repacked")))
+    return limits::ComputeType::int8;
   // oneDNN names the ISA of the implementation that ran: "..._amx" (oneDNN 3: avx512_core_amx) or
   // "..._amx_int8" / "..._amx_bf16" (oneDNN 2: avx512_core_bf16_amx_int8): AMX tiles did the products.
   const bool tiles = prefill.find("_amx") != std::string::npos;

@@ -145,6 +145,12 @@ TEST(PrefillComputeType, FromTheKernelPathThePrefillPartOfIt) {
   EXPECT_EQ(prefill_compute_type("qjoule:avx512_bf16:nf4_bf16,m>4:f32_panel+onednn:brg:avx512_core:f32"),
             ComputeType::fp32);
   EXPECT_EQ(prefill_compute_type("onednn:gemm:jit:f32"), ComputeType::fp32);
+  // qjoule's own integer kernels at every m (int4:a8; int4's x16 kernel on repacked weights).
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:int4_s8_repacked"), ComputeType::int8);
+  EXPECT_EQ(prefill_compute_type("qjoule:avx2:int4_s8"), ComputeType::int8);
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:int4_x16_repacked"), ComputeType::int8);
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:int4_x16,m>4:f32_panel+onednn:brg:avx512_core:f32"),
+            ComputeType::fp32);
   // The CUDA backend's cuBLASLt types; the 4-bit formats' prefill multiplies FP16 panels.
   EXPECT_EQ(prefill_compute_type("cublaslt:f16:tensor_op"), ComputeType::fp16);
   EXPECT_EQ(prefill_compute_type("qjoule:cuda:nf4_gemv+f16_cublaslt"), ComputeType::fp16);

@@ -109,6 +109,11 @@ std::string int4_s8_kernel_path(WeightOnlyIsa isa, bool repacked = true);
 // Whether layers whose kernel has a repacked form repack their weights at load: QJOULE_WEIGHT_ONLY_LAYOUT
 // (repacked, the default, or rows).
 bool weight_only_repacking_on();
+// The path of int4 with FP32 activations built for `isa` on this CPU: where x16_decode_available(isa), the
+// weights repacked (`repacked`) and the x16 GEMV not refused (`x16`: QJOULE_WEIGHT_ONLY_DECODE is not
+// float), "qjoule:avx512_vnni:int4_x16_repacked": 16-bit integer activations per 32-block at every m, one
+// kernel for decode and prefill; otherwise four_bit_kernel_path(isa, "int4_f32", x16).
+std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked = true);
 // Whether 4-bit weight-only layers (int4 with FP32 activations, nf4, nf4:dq) built for `isa` can decode
 // (m <= 4) on AVX512_VNNI with the activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:
 // int4_x16", "...:nf4_x16", "...:nf4dq_x16"): the avx512 levels on a CPU with AVX512_VNNI. Whether

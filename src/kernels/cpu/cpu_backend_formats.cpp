@@ -67,7 +67,9 @@ std::vector<BackendFormat> cpu_builtin_formats() {
                    {"scalar", "qjoule:scalar:w8_f32", "the scalar twin"}},
                   [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
                      const std::string& name, const float*) { return make_linear_w8(W, bias, out, in, name); }});
-  std::vector<KernelVariant> int4 = four_bit_kernels("int4_f32");
+  std::vector<KernelVariant> int4 = {{"avx512_vnni", "qjoule:avx512_vnni:int4_x16_repacked",
+                                      "16-bit integer activations on weights repacked at load, every m"}};
+  for (auto& v : four_bit_kernels("int4_f32")) int4.push_back(std::move(v));
   int4.push_back({"avx512_vnni", "qjoule:avx512_vnni:int4_s8_repacked",
                   "a8: INT8 activations per block, integer dots on weights repacked at load into 16-row panels"});
   for (const char* isa : {"avx512_vnni", "avx2", "scalar"})

@@ -18,7 +18,7 @@ const std::vector<KernelOverrideInfo>& table() {
        "QJOULE_WEIGHT_ONLY_DECODE",
        {"x16", "float"},
        "x16 or float",
-       "measured once per layout and process: the faster of the two on this CPU",
+       "measured once per layout and process: the faster of the two on this CPU (int4 on weights repacked at load: x16)",
        "the CPU weight-only decode GEMV (m <= 4) of int4 / nf4 / w8 on AVX512_VNNI: 16-bit integer activations (x16) or "
        "FP32 / BF16 (float)"},
       {KernelOverride::weight_only_panel,
@@ -55,9 +55,9 @@ const std::vector<KernelOverrideInfo>& table() {
        "QJOULE_WEIGHT_ONLY_LAYOUT",
        {"repacked", "rows"},
        "repacked or rows",
-       "repacked where the layer's kernel has a repacked form (int4:a8 on AVX512_VNNI) and its scales are finite",
+       "repacked where the layer's kernel has a repacked form (int4 and int4:a8 on AVX512_VNNI) and its scales are finite",
        "the CPU weight-only weights' layout in memory: repacked at load into 16-row panels for the kernel (repacked) "
-       "or the format's rows as formats.h stores them (rows)"},
+       "or the format's rows as formats.h stores them (rows; int4 then measures x16 against float decode)"},
   };
   return rows;
 }

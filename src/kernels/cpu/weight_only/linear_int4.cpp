@@ -1,6 +1,7 @@
 // make_linear_int4: INT4 group-wise weights (sym or asym, G = 32/64/128) with FP32 activations
-// ("int4_f32") or INT8 activation blocks and integer dot products ("int4_s8": AVX512_VNNI where the CPU has
-// it and the ISA limit allows AVX-512, AVX2 otherwise).
+// ("int4_f32"; on AVX512_VNNI "int4_x16_repacked": 16-bit integer activations on weights repacked at load)
+// or INT8 activation blocks and integer dot products ("int4_s8": AVX512_VNNI where the CPU has it and the
+// ISA limit allows AVX-512, on weights repacked at load; AVX2 otherwise).
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "kernels/cpu/weight_only/repacked/int4_repacked.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
+#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/quantize_int4.h"
@@ -42,6 +44,15 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
         s8_isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_s8_avx2<Block> : &detail::gemm_int4_s8_scalar<Block>,
         tensor_name);
   }
+  // On AVX512_VNNI the weights repacked for the x16 kernel, decode and prefill alike, unless the rows are
+  // asked for (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float) or a scale is NaN / Inf.
+  if (x16_decode_available(isa) && weight_only_repacking_on() &&
+      kernel_override(KernelOverride::weight_only_decode).value_or("x16") == "x16" &&
+      detail::int4_scales_finite(packed)) {
+    return std::make_unique<detail::WeightOnlyLinear<detail::RepackedInt4<Block>>>(
+        detail::repack_int4(packed), bias, std::string(quant::name(quant::Format::int4)), int4_kernel_path(isa, true),
+        &detail::gemm_int4_x16_repacked_avx512_vnni<Block>, nullptr, tensor_name);
+  }
   auto gemm = detail::gemm_for(isa, &detail::gemm_int4_f32_scalar<Block>, &detail::gemm_int4_f32_avx2<Block>,
                                &detail::gemm_int4_avx512<Block>, &detail::gemm_int4_avx512_bf16<Block>);
   const auto gemm_x16 = isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_int4_avx512_bf16_vnni<Block>
@@ -54,8 +65,8 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
     return detail::x16_measured_faster(sample, gemm_x16, gemm);
   });
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(
-      std::move(packed), bias, std::string(quant::name(quant::Format::int4)),
-      four_bit_kernel_path(isa, "int4_f32", x16), x16 ? gemm_x16 : gemm, nullptr, tensor_name);
+      std::move(packed), bias, std::string(quant::name(quant::Format::int4)), int4_kernel_path(isa, x16, false),
+      x16 ? gemm_x16 : gemm, nullptr, tensor_name);
 }
 
 template <class Block>

@@ -64,6 +64,7 @@ inline double relative_budget(const std::string& kernel_path, int64_t m) {
 // The budget's factors on the activation and weight block maxima (BudgetScale::block_max,
 // weight_block_max) for that path at m rows.
 inline bool x16_decode(const std::string& kernel_path, int64_t m) {
+  if (kernel_path.find("_x16_repacked") != std::string::npos) return true;  // one x16 kernel at every m
   return m <= 4 && kernel_path.substr(0, kernel_path.find(",m>4:")).ends_with("_x16");
 }
 inline double block_max_budget(const std::string& kernel_path, int64_t m) {

@@ -134,12 +134,39 @@ void gemm_int4_s8_repacked_ref(const RepackedInt4<Block>& w, const float* bias, 
   }
 }
 
-#define QJOULE_INT4_REPACKED(BLOCK)                                                                                  \
-  template bool int4_scales_finite<BLOCK>(const quant::BlockMatrix<BLOCK>&);                                        \
-  template RepackedInt4<BLOCK> repack_int4<BLOCK>(const quant::BlockMatrix<BLOCK>&);                                \
-  template quant::BlockMatrix<BLOCK> unpack_int4_repacked<BLOCK>(const RepackedInt4<BLOCK>&);                       \
-  template void gemm_int4_s8_repacked_ref<BLOCK>(const RepackedInt4<BLOCK>&, const float*, const float*, int64_t, \
-                                                 float*, std::string_view);
+template <class Block>
+void gemm_int4_f32_repacked_ref(const RepackedInt4<Block>& w, const float* bias, const float* x, int64_t m, float* y) {
+  constexpr int S = RepackedInt4<Block>::kSubBlocks;
+  const int64_t N = w.rows, K = w.padded_cols();
+  for (int64_t o = 0; o < N; ++o) {
+    const uint8_t* panel = w.panel(o / kRepackedRows);
+    const int64_t lane = o % kRepackedRows;
+    for (int64_t i = 0; i < m; ++i) {
+      float acc = 0.0f;
+      for (int64_t g = 0; g < w.groups(); ++g) {
+        const float d = quant::fp16_bits_to_fp32(scale_bits_of(w, panel, g, lane));
+        int z = quant::kInt4SymZero;
+        if constexpr (RepackedInt4<Block>::kAsym) z = panel[w.zeros_offset() + g * 2 * kRepackedRows + lane];
+        for (int s = 0; s < S; ++s) {
+          for (int e = 0; e < kRepackedBlock; ++e) {
+            const float weight = static_cast<float>(code_of(panel, g * S + s, lane, e) - z) * d;
+            acc += x[i * K + (g * S + s) * kRepackedBlock + e] * weight;
+          }
+        }
+      }
+      y[i * N + o] = acc + (bias != nullptr ? bias[o] : 0.0f);
+    }
+  }
+}
+
+#define QJOULE_INT4_REPACKED(BLOCK)                                                                                \
+  template bool int4_scales_finite<BLOCK>(const quant::BlockMatrix<BLOCK>&);                                       \
+  template RepackedInt4<BLOCK> repack_int4<BLOCK>(const quant::BlockMatrix<BLOCK>&);                               \
+  template quant::BlockMatrix<BLOCK> unpack_int4_repacked<BLOCK>(const RepackedInt4<BLOCK>&);                      \
+  template void gemm_int4_s8_repacked_ref<BLOCK>(const RepackedInt4<BLOCK>&, const float*, const float*, int64_t,  \
+                                                 float*, std::string_view);                                        \
+  template void gemm_int4_f32_repacked_ref<BLOCK>(const RepackedInt4<BLOCK>&, const float*, const float*, int64_t, \
+                                                  float*);
 QJOULE_INT4_REPACKED(quant::BlockInt4Sym<32>)
 QJOULE_INT4_REPACKED(quant::BlockInt4Sym<64>)
 QJOULE_INT4_REPACKED(quant::BlockInt4Sym<128>)

@@ -28,8 +28,8 @@
 
 namespace qjoule::kernels::detail {
 
-constexpr int64_t kRepackedRows = 16;       // rows of a panel: int32 lanes of a 512-bit register
-constexpr int64_t kRepackedBlock = 32;      // weights of a 32-block (the q8 activation block)
+constexpr int64_t kRepackedRows = 16;         // rows of a panel: int32 lanes of a 512-bit register
+constexpr int64_t kRepackedBlock = 32;        // weights of a 32-block (the q8 activation block)
 constexpr int64_t kRepackedBlockBytes = 256;  // a 32-block of a panel: 16 rows × 16 bytes of nibbles
 
 template <class Block>
@@ -79,14 +79,30 @@ template <class Block>
 void gemm_int4_s8_repacked_avx512_vnni(const RepackedInt4<Block>& w, const float* bias, const float* x, int64_t m,
                                        float* y, std::string_view layer);
 
-#define QJOULE_INT4_REPACKED_EXTERN(BLOCK)                                                                            \
-  extern template bool int4_scales_finite<BLOCK>(const quant::BlockMatrix<BLOCK>&);                                  \
-  extern template RepackedInt4<BLOCK> repack_int4<BLOCK>(const quant::BlockMatrix<BLOCK>&);                          \
-  extern template quant::BlockMatrix<BLOCK> unpack_int4_repacked<BLOCK>(const RepackedInt4<BLOCK>&);                 \
-  extern template void gemm_int4_s8_repacked_ref<BLOCK>(const RepackedInt4<BLOCK>&, const float*, const float*,      \
-                                                        int64_t, float*, std::string_view);                          \
-  extern template void gemm_int4_s8_repacked_avx512_vnni<BLOCK>(const RepackedInt4<BLOCK>&, const float*,            \
-                                                                const float*, int64_t, float*, std::string_view);
+// The FP32 twin on the repacked layout: y = x · Wᵀ + bias with W dequantized as formats.h says
+// ((u − z) · d), FP32 products summed in k order (x holds padded_cols() columns; NaN / Inf propagate).
+template <class Block>
+void gemm_int4_f32_repacked_ref(const RepackedInt4<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+
+// int4 with FP32 activations on AVX512_VNNI, any m: the activations as 16-bit integers per 32-block in two
+// INT8 limbs, exact integer block sums (gemm_int4_x16_repacked_avx512_vnni.cpp); a row with a NaN / Inf
+// goes through gemm_int4_f32_repacked_ref.
+template <class Block>
+void gemm_int4_x16_repacked_avx512_vnni(const RepackedInt4<Block>& w, const float* bias, const float* x, int64_t m,
+                                        float* y);
+
+#define QJOULE_INT4_REPACKED_EXTERN(BLOCK)                                                                        \
+  extern template bool int4_scales_finite<BLOCK>(const quant::BlockMatrix<BLOCK>&);                               \
+  extern template RepackedInt4<BLOCK> repack_int4<BLOCK>(const quant::BlockMatrix<BLOCK>&);                       \
+  extern template quant::BlockMatrix<BLOCK> unpack_int4_repacked<BLOCK>(const RepackedInt4<BLOCK>&);              \
+  extern template void gemm_int4_s8_repacked_ref<BLOCK>(const RepackedInt4<BLOCK>&, const float*, const float*,   \
+                                                        int64_t, float*, std::string_view);                       \
+  extern template void gemm_int4_s8_repacked_avx512_vnni<BLOCK>(const RepackedInt4<BLOCK>&, const float*,         \
+                                                                const float*, int64_t, float*, std::string_view); \
+  extern template void gemm_int4_f32_repacked_ref<BLOCK>(const RepackedInt4<BLOCK>&, const float*, const float*,  \
+                                                         int64_t, float*);                                        \
+  extern template void gemm_int4_x16_repacked_avx512_vnni<BLOCK>(const RepackedInt4<BLOCK>&, const float*,        \
+                                                                 const float*, int64_t, float*);
 QJOULE_INT4_REPACKED_EXTERN(quant::BlockInt4Sym<32>)
 QJOULE_INT4_REPACKED_EXTERN(quant::BlockInt4Sym<64>)
 QJOULE_INT4_REPACKED_EXTERN(quant::BlockInt4Sym<128>)

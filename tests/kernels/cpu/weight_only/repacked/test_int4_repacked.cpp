@@ -1,8 +1,10 @@
 // int4 weights repacked into 16-row panels (kernels/cpu/weight_only/repacked/int4_repacked.h): the layout
-// unpacks back bit for bit; its scalar twin equals the row-wise scalar kernel bit for bit (the same
-// integer sums, the same FP32 order); the AVX512_VNNI kernel matches the twin on odd shapes (rows not a
-// multiple of 16, or of the four panels read side by side; partial groups; 1 to 9 activation rows) within
-// 1e-5 · Σ_k |x_k · w_k| (w dequantized: only the FP32 order of the per-block terms and one FMA differ);
+// unpacks back bit for bit; its int8-activation twin equals the row-wise scalar kernel bit for bit (the
+// same integer sums, the same FP32 order), its FP32 twin the row-wise FP32 one within 1e-5 · Σ_k |x_k · w_k|;
+// the AVX512_VNNI kernels match the twins on odd shapes (rows not a multiple of 16, or of the four panels
+// read side by side; partial groups; 1 to 9 activation rows): int4_s8 within 1e-5 · Σ_k |x_k · w_k| (w
+// dequantized: only the FP32 order of the per-block terms and one FMA differ), int4_x16 within that plus
+// 2^-15 · Σ_b max_b |x| · Σ_{k in b} |w_k| (twice the 16-bit activations' bound);
 // and the layer repacks by default, keeps the rows with QJOULE_WEIGHT_ONLY_LAYOUT=rows or a NaN / Inf
 // scale, and says which in its kernel path.
 #include <gmock/gmock.h>
@@ -76,14 +78,32 @@ void check_block(int64_t rows, int64_t cols, unsigned seed) {
     kernels::detail::gemm_int4_s8_scalar(w, bias, x.data(), m, rows_ref.data(), "t");
     kernels::detail::gemm_int4_s8_repacked_ref(r, bias, x.data(), m, ref.data(), "t");
     for (std::size_t k = 0; k < ref.size(); ++k) ASSERT_EQ(ref[k], rows_ref[k]) << k;
-    if (!vnni()) continue;
-    kernels::detail::gemm_int4_s8_repacked_avx512_vnni(r, bias, x.data(), m, y.data(), "t");
+    // The FP32 twins, on the rows and on the panels.
+    std::vector<float> f32_rows(rows_ref.size()), f32_ref(rows_ref.size()), y16(rows_ref.size());
+    kernels::detail::gemm_int4_f32_scalar(w, bias, x.data(), m, f32_rows.data());
+    kernels::detail::gemm_int4_f32_repacked_ref(r, bias, x.data(), m, f32_ref.data());
+    if (vnni()) {
+      kernels::detail::gemm_int4_s8_repacked_avx512_vnni(r, bias, x.data(), m, y.data(), "t");
+      kernels::detail::gemm_int4_x16_repacked_avx512_vnni(r, bias, x.data(), m, y16.data());
+    }
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t o = 0; o < rows; ++o) {
-        double scale = 0.0;
-        for (int64_t k = 0; k < K; ++k) scale += std::fabs(double(x[i * K + k]) * wd[o * K + k]);
+        double products = 0.0, blocks = 0.0;  // Σ|x·w|; Σ_b max_b |x| · Σ_b |w| (x16's budget, twice its bound)
+        for (int64_t b0 = 0; b0 < K; b0 += 32) {
+          double xmax = 0.0, wsum = 0.0;
+          for (int64_t k = b0; k < b0 + 32; ++k) {
+            products += std::fabs(double(x[i * K + k]) * wd[o * K + k]);
+            xmax = std::max(xmax, std::fabs(double(x[i * K + k])));
+            wsum += std::fabs(wd[o * K + k]);
+          }
+          blocks += xmax * wsum;
+        }
         const std::size_t at = static_cast<std::size_t>(i * rows + o);
-        ASSERT_NEAR(y[at], ref[at], 1e-5 * scale + 1e-6) << "row " << i << " out " << o;
+        ASSERT_NEAR(f32_ref[at], f32_rows[at], 1e-5 * products + 1e-6) << "row " << i << " out " << o;
+        if (!vnni()) continue;
+        ASSERT_NEAR(y[at], ref[at], 1e-5 * products + 1e-6) << "s8, row " << i << " out " << o;
+        ASSERT_NEAR(y16[at], f32_ref[at], 1e-5 * products + 0x1p-15 * blocks + 1e-6)
+            << "x16, row " << i << " out " << o;
       }
     }
   }
@@ -103,8 +123,9 @@ TEST(Int4Repacked, RoundTripsAndMatchesItsTwinsOnOddShapes) {
   check_block<quant::BlockInt4Sym<32>>(16, 96, 17);  // a 32-column tail of G = 32
 }
 
-// int4:a8 on AVX512_VNNI repacks by default; QJOULE_WEIGHT_ONLY_LAYOUT=rows and a matrix with a NaN or Inf
-// scale keep the rows (the path says which); a value the variable does not take is one line.
+// int4:a8 and int4 on AVX512_VNNI repack by default; QJOULE_WEIGHT_ONLY_LAYOUT=rows and a matrix with a NaN
+// or Inf scale keep the rows (the path says which), as does QJOULE_WEIGHT_ONLY_DECODE=float for int4; a value
+// the variable does not take is one line.
 TEST(Int4Repacked, TheLayerSaysWhetherItsWeightsWereRepacked) {
   if (!vnni()) GTEST_SKIP() << "this CPU has no AVX-512 with VNNI";
   const auto wf = test::normal_vector(40 * 256, 5, 0.05f);
@@ -119,6 +140,22 @@ TEST(Int4Repacked, TheLayerSaysWhetherItsWeightsWereRepacked) {
   {
     ScopedLayout rows("rows");
     EXPECT_EQ(path(0), "qjoule:avx512_vnni:int4_s8");
+  }
+  // int4 with FP32 activations: the x16 kernel on the panels at every m, unless the rows are asked for.
+  const auto f32_path = [&](uint16_t first_scale) {
+    auto w = quant::quantize_matrix_int4<quant::BlockInt4Asym<128>>(wf.data(), 40, 256, "t.weight");
+    if (first_scale != 0) w.blocks[1].d = first_scale;
+    return kernels::make_linear_int4_packed(std::move(w), nullptr, "t.weight", false)->kernel_path();
+  };
+  EXPECT_EQ(f32_path(0), "qjoule:avx512_vnni:int4_x16_repacked");
+  EXPECT_THAT(f32_path(0x7E00), testing::Not(testing::HasSubstr("repacked")));
+  {
+    ScopedLayout rows("rows");
+    EXPECT_THAT(f32_path(0), testing::Not(testing::HasSubstr("repacked")));
+  }
+  {
+    test::ScopedWeightOnlyDecode decode("float");
+    EXPECT_THAT(f32_path(0), testing::Not(testing::HasSubstr("x16")));
   }
   {
     ScopedLayout bad("tiles");

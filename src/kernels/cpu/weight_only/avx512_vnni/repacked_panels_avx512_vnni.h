@@ -1,0 +1,141 @@
+// What qjoule's kernels on repacked int4 weights share (layout: repacked/int4_repacked.h): the loops over a
+// panel's 32-blocks, the panels side by side, the threads. A kernel supplies its activations as Act:
+//   Act::Block                       one 32-block of one activation row, as the kernel laid it out
+//   Act::Sums Act::start(z, a)       the block's int32 sums before any product (the zero point's term)
+//   Act::add(sums, lo, hi, a, j)     register j's low (elements 8j + t) and high (8j + 4 + t) nibbles
+//   __m512i Act::total(sums)         Σ (u − z)·q of each lane's row, exact in int32
+//   float Act::scale(a)              the block's activation scale (d_w · scale multiplies the total)
+// Int32 lane r of every register is the panel's row r, so a panel's 16 outputs leave in one store, with no
+// horizontal sums. Included only by the gemm_int4_*_repacked_avx512_vnni.cpp files.
+#pragma once
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/weight_only/repacked/int4_repacked.h"
+
+#define QJOULE_TARGET_REPACKED_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")))
+
+namespace qjoule::kernels::detail::repacked {
+
+constexpr int64_t kMaxRowsAtOnce = 4;  // activation rows that share one unpacking of a panel's codes
+// Panels a single activation row's pass reads side by side: four streams a thread. Measured on a Zen 4
+// (2 threads, a 2048 × 5632 layer from memory, medians of 25 rounds): one panel at a time read at 31.6 GB/s
+// where a plain read of the same bytes ran at 51.7 (the instruction window holds too few of one stream's
+// misses); two at 42.5 of 56.6; four at 51.3 of 57.0, and at the plain read's rate whenever the host's
+// memory ran slower (34.3 of 34.2).
+constexpr int kPanelsAtOnceM1 = 4;
+
+QJOULE_TARGET_REPACKED_VNNI inline __m512i broadcast4(const void* p) {
+  int32_t v = 0;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+// y[i, 16p .. 16p + 16 · PR) for MR activation rows (row i's blocks at xa + i * nb32; its outputs at
+// y + i * N): PR panels side by side, so that each broadcast activation meets PR registers of codes and
+// each thread reads PR streams.
+template <class Act, class Block, int MR, int PR>
+QJOULE_TARGET_REPACKED_VNNI void panel_rows(const RepackedInt4<Block>& w, int64_t p0, const typename Act::Block* xa,
+                                            const float* bias, float* y) {
+  constexpr int S = RepackedInt4<Block>::kSubBlocks;
+  const int64_t N = w.rows, nb32 = w.blocks32();
+  const uint8_t* panels[PR];
+  for (int q = 0; q < PR; ++q) panels[q] = w.panel(p0 + q);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[PR][MR];
+  for (int q = 0; q < PR; ++q)
+    for (int i = 0; i < MR; ++i) acc[q][i] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < w.groups(); ++g) {
+    __m512 dw[PR];
+    __m512i z[PR];
+    for (int q = 0; q < PR; ++q) {
+      dw[q] = _mm512_cvtph_ps(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(panels[q] + w.scales_offset() + g * kRepackedRows * 2)));
+      z[q] = _mm512_set1_epi32(quant::kInt4SymZero);
+      if constexpr (RepackedInt4<Block>::kAsym) {
+        z[q] = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(panels[q] + w.zeros_offset() + g * kRepackedRows * 2)));
+      }
+    }
+    for (int s = 0; s < S; ++s) {
+      const int64_t b = g * S + s;
+      typename Act::Sums t[PR][MR];
+      for (int i = 0; i < MR; ++i)
+        for (int q = 0; q < PR; ++q) t[q][i] = Act::start(z[q], xa[i * nb32 + b]);
+      for (int j = 0; j < 4; ++j) {
+        __m512i lo[PR], hi[PR];
+        for (int q = 0; q < PR; ++q) {
+          __m512i codes = _mm512_loadu_si512(panels[q] + b * kRepackedBlockBytes + 64 * j);
+          asm volatile("" : "+v"(codes));  // one load a register, not one per use
+          lo[q] = _mm512_and_si512(codes, low4);
+          hi[q] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), low4);
+        }
+        for (int i = 0; i < MR; ++i)
+          for (int q = 0; q < PR; ++q) Act::add(t[q][i], lo[q], hi[q], xa[i * nb32 + b], j);
+      }
+      for (int i = 0; i < MR; ++i) {
+        const __m512 scale = _mm512_set1_ps(Act::scale(xa[i * nb32 + b]));
+        for (int q = 0; q < PR; ++q) {
+          acc[q][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Act::total(t[q][i])), _mm512_mul_ps(dw[q], scale), acc[q][i]);
+        }
+      }
+    }
+  }
+  for (int q = 0; q < PR; ++q) {
+    const int64_t o = (p0 + q) * kRepackedRows, here = std::min(kRepackedRows, N - o);
+    const __mmask16 mask = static_cast<__mmask16>((uint32_t{1} << here) - 1);
+    const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * N + o, mask, _mm512_add_ps(acc[q][i], b));
+  }
+}
+
+// Panels [p, p + count) for mr activation rows: PR panels at a time, as many as the registers allow.
+template <class Act, class Block>
+void panel_rows_dispatch(int64_t mr, const RepackedInt4<Block>& w, int64_t p, int64_t count,
+                         const typename Act::Block* xa, const float* bias, float* y) {
+  const int64_t end = p + count;
+  if (mr == 1) {
+    for (; p + kPanelsAtOnceM1 <= end; p += kPanelsAtOnceM1) panel_rows<Act, Block, 1, kPanelsAtOnceM1>(w, p, xa, bias, y);
+  }
+  if (mr == 2) {
+    for (; p + 2 <= end; p += 2) panel_rows<Act, Block, 2, 2>(w, p, xa, bias, y);
+  }
+  for (; p < end; ++p) {
+    switch (mr) {
+      case 1: panel_rows<Act, Block, 1, 1>(w, p, xa, bias, y); break;
+      case 2: panel_rows<Act, Block, 2, 1>(w, p, xa, bias, y); break;
+      case 3: panel_rows<Act, Block, 3, 1>(w, p, xa, bias, y); break;
+      default: panel_rows<Act, Block, 4, 1>(w, p, xa, bias, y); break;
+    }
+  }
+}
+
+// y = x · Wᵀ + bias for m activation rows laid out in blocks (row i at xa + i * blocks32), on the OpenMP
+// threads. Decode (m <= 4): the panels split evenly, each read once. Prefill: single panels handed out,
+// each (16 rows, in L1 / L2) meeting every activation row four at a time.
+template <class Act, class Block>
+void run_panels(const RepackedInt4<Block>& w, const typename Act::Block* xa, int64_t m, const float* bias, float* y) {
+  const int64_t N = w.rows, nb32 = w.blocks32(), panels = w.panels();
+  if (m <= kMaxRowsAtOnce) {
+#pragma omp parallel
+    {
+      const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t begin = panels * t / threads, end = panels * (t + 1) / threads;
+      panel_rows_dispatch<Act, Block>(m, w, begin, end - begin, xa, bias, y);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t i0 = 0; i0 < m; i0 += kMaxRowsAtOnce) {
+      panel_rows_dispatch<Act, Block>(std::min(kMaxRowsAtOnce, m - i0), w, p, 1, xa + i0 * nb32, bias, y + i0 * N);
+    }
+  }
+}
+
+}  // namespace qjoule::kernels::detail::repacked
