@@ -54,8 +54,8 @@ QJOULE_TARGET_REPACKED_VNNI void panel_rows(const RepackedInt4<Block>& w, int64_
     __m512 dw[PR];
     __m512i z[PR];
     for (int q = 0; q < PR; ++q) {
-      dw[q] = _mm512_cvtph_ps(_mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(panels[q] + w.scales_offset() + g * kRepackedRows * 2)));
+      dw[q] = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panels[q] + w.scales_offset() + g * kRepackedRows * 2)));
       z[q] = _mm512_set1_epi32(quant::kInt4SymZero);
       if constexpr (RepackedInt4<Block>::kAsym) {
         z[q] = _mm512_cvtepu8_epi32(
@@ -100,7 +100,8 @@ void panel_rows_dispatch(int64_t mr, const RepackedInt4<Block>& w, int64_t p, in
                          const typename Act::Block* xa, const float* bias, float* y) {
   const int64_t end = p + count;
   if (mr == 1) {
-    for (; p + kPanelsAtOnceM1 <= end; p += kPanelsAtOnceM1) panel_rows<Act, Block, 1, kPanelsAtOnceM1>(w, p, xa, bias, y);
+    for (; p + kPanelsAtOnceM1 <= end; p += kPanelsAtOnceM1)
+      panel_rows<Act, Block, 1, kPanelsAtOnceM1>(w, p, xa, bias, y);
   }
   if (mr == 2) {
     for (; p + 2 <= end; p += 2) panel_rows<Act, Block, 2, 2>(w, p, xa, bias, y);
