@@ -36,6 +36,18 @@ uint16_t scale_bits_of(const RepackedInt4<Block>& w, const uint8_t* panel, int64
   return bits;
 }
 
+// Group g's scale (as FP32) and zero point (sym: the implicit 8) of the panel's row `lane`.
+struct GroupScale {
+  float d;
+  int z;
+};
+template <class Block>
+GroupScale group_of(const RepackedInt4<Block>& w, const uint8_t* panel, int64_t g, int64_t lane) {
+  GroupScale out{quant::fp16_bits_to_fp32(scale_bits_of(w, panel, g, lane)), quant::kInt4SymZero};
+  if constexpr (RepackedInt4<Block>::kAsym) out.z = panel[w.zeros_offset() + g * 2 * kRepackedRows + lane];
+  return out;
+}
+
 }  // namespace
 
 template <class Block>
@@ -119,9 +131,7 @@ void gemm_int4_s8_repacked_ref(const RepackedInt4<Block>& w, const float* bias, 
       const quant::BlockQ8Act* xa = xq.data() + i * nb32;
       float acc = 0.0f;
       for (int64_t g = 0; g < w.groups(); ++g) {
-        const float d = quant::fp16_bits_to_fp32(scale_bits_of(w, panel, g, lane));
-        int z = quant::kInt4SymZero;
-        if constexpr (RepackedInt4<Block>::kAsym) z = panel[w.zeros_offset() + g * 2 * kRepackedRows + lane];
+        const auto [d, z] = group_of(w, panel, g, lane);
         for (int s = 0; s < S; ++s) {
           const quant::BlockQ8Act& a = xa[g * S + s];
           int32_t dot = 0;
@@ -144,9 +154,7 @@ void gemm_int4_f32_repacked_ref(const RepackedInt4<Block>& w, const float* bias,
     for (int64_t i = 0; i < m; ++i) {
       float acc = 0.0f;
       for (int64_t g = 0; g < w.groups(); ++g) {
-        const float d = quant::fp16_bits_to_fp32(scale_bits_of(w, panel, g, lane));
-        int z = quant::kInt4SymZero;
-        if constexpr (RepackedInt4<Block>::kAsym) z = panel[w.zeros_offset() + g * 2 * kRepackedRows + lane];
+        const auto [d, z] = group_of(w, panel, g, lane);
         for (int s = 0; s < S; ++s) {
           for (int e = 0; e < kRepackedBlock; ++e) {
             const float weight = static_cast<float>(code_of(panel, g * S + s, lane, e) - z) * d;
