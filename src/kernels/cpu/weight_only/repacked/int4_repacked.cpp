@@ -148,6 +148,7 @@ template <class Block>
 void gemm_int4_f32_repacked_ref(const RepackedInt4<Block>& w, const float* bias, const float* x, int64_t m, float* y) {
   constexpr int S = RepackedInt4<Block>::kSubBlocks;
   const int64_t N = w.rows, K = w.padded_cols();
+#pragma omp parallel for schedule(static)  // the x16 kernel's fallback for a row with a NaN / Inf
   for (int64_t o = 0; o < N; ++o) {
     const uint8_t* panel = w.panel(o / kRepackedRows);
     const int64_t lane = o % kRepackedRows;
