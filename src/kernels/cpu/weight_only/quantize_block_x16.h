@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cfloat>
+#include <cstdint>
 
 namespace qjoule::kernels::detail {
 
@@ -28,6 +29,24 @@ __attribute__((target("avx512f,avx512dq"))) inline BlockX16 quantize_block_x16(c
   b.q0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, iv)), lo), hi);
   b.q1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, iv)), lo), hi);
   return b;
+}
+
+// The two INT8 limbs of 16 lanes of q = 256·h + l (h = q >> 8 signed, l = q & 0xFF unsigned): 16 bytes each.
+__attribute__((target("avx512f"))) inline void store_x16_limbs(__m512i q, int8_t* h, uint8_t* l) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q, 8)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), _mm512_cvtepi32_epi8(_mm512_and_si512(q, _mm512_set1_epi32(0xFF))));
+}
+
+// The negated sums of a block's limbs as two words: −Σl in the low word (Σl <= 32·255), −Σh in the high
+// one (|Σh| <= 32·128), for vpmaddwd with the zero point's words (z, 256·z).
+__attribute__((target("avx512f"))) inline uint32_t x16_neg_limb_sums(const BlockX16& b) {
+  const __m512i byte = _mm512_set1_epi32(0xFF);
+  const int32_t h_total =
+      _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(b.q0, 8), _mm512_srai_epi32(b.q1, 8)));
+  const int32_t l_total =
+      _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_and_si512(b.q0, byte), _mm512_and_si512(b.q1, byte)));
+  return static_cast<uint32_t>(static_cast<uint16_t>(-l_total)) |
+         (static_cast<uint32_t>(static_cast<uint16_t>(-h_total)) << 16);
 }
 
 }  // namespace qjoule::kernels::detail

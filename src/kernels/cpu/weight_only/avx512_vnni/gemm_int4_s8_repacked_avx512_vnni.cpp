@@ -21,6 +21,7 @@ struct Q8Act {
   struct Sums {
     __m512i t;
   };
+  QJOULE_TARGET_REPACKED_VNNI static __m512i zero_words(__m512i z) { return z; }  // words (z, 0)
   // −z·Σq: words (z, 0) · (−Σq, 0); |Σq| <= 32 · 127 fits a word.
   QJOULE_TARGET_REPACKED_VNNI static Sums start(__m512i z, const Block& a) {
     return {_mm512_madd_epi16(z, _mm512_set1_epi32(static_cast<uint16_t>(-a.sum)))};

@@ -30,8 +30,11 @@ struct X16Act {
   struct Sums {
     __m512i th, tl;
   };
-  QJOULE_TARGET_REPACKED_VNNI static Sums start(__m512i z, const Block& a) {
-    const __m512i zz = _mm512_or_si512(z, _mm512_slli_epi32(z, 24));  // words z and 256·z
+  // Words z and 256·z, for the low and the high limbs' sums.
+  QJOULE_TARGET_REPACKED_VNNI static __m512i zero_words(__m512i z) {
+    return _mm512_or_si512(z, _mm512_slli_epi32(z, 24));
+  }
+  QJOULE_TARGET_REPACKED_VNNI static Sums start(__m512i zz, const Block& a) {
     return {_mm512_setzero_si512(), _mm512_madd_epi16(zz, _mm512_set1_epi32(static_cast<int32_t>(a.neg_sums)))};
   }
   QJOULE_TARGET_REPACKED_VNNI static void add(Sums& s, __m512i lo, __m512i hi, const Block& a, int j) {
@@ -46,27 +49,16 @@ struct X16Act {
   static float scale(const Block& a) { return a.s; }
 };
 
-QJOULE_TARGET_REPACKED_VNNI inline void store_limbs(__m512i q, int8_t* h, uint8_t* l) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q, 8)));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), _mm512_cvtepi32_epi8(_mm512_and_si512(q, _mm512_set1_epi32(0xFF))));
-}
-
 // One row of nb32 blocks; false when it holds a NaN or ±Inf.
 QJOULE_TARGET_REPACKED_VNNI bool quantize_row_x16_limbs(const float* x, int64_t nb32, X16Block* out) {
   __mmask16 bad = 0;
-  const __m512i byte = _mm512_set1_epi32(0xFF);
   for (int64_t b = 0; b < nb32; ++b) {
     const BlockX16 block = quantize_block_x16(x + b * kRepackedBlock);
     bad |= block.bad;
     X16Block& o = out[b];
-    store_limbs(block.q0, o.h, o.l);
-    store_limbs(block.q1, o.h + 16, o.l + 16);
-    const int32_t h_total =
-        _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(block.q0, 8), _mm512_srai_epi32(block.q1, 8)));
-    const int32_t l_total =
-        _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_and_si512(block.q0, byte), _mm512_and_si512(block.q1, byte)));
-    o.neg_sums = static_cast<uint32_t>(static_cast<uint16_t>(-l_total)) |
-                 (static_cast<uint32_t>(static_cast<uint16_t>(-h_total)) << 16);
+    store_x16_limbs(block.q0, o.h, o.l);
+    store_x16_limbs(block.q1, o.h + 16, o.l + 16);
+    o.neg_sums = x16_neg_limb_sums(block);
     o.s = block.s;
   }
   return bad == 0;

@@ -31,11 +31,6 @@ struct alignas(64) X16ActQuad {
 };
 static_assert(sizeof(X16ActQuad) == 384);
 
-QJOULE_TARGET_AVX512_VNNI inline void store_limbs(__m512i q, int8_t* h, uint8_t* l) {
-  _mm_store_si128(reinterpret_cast<__m128i*>(h), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q, 8)));
-  _mm_store_si128(reinterpret_cast<__m128i*>(l), _mm512_cvtepi32_epi8(_mm512_and_si512(q, _mm512_set1_epi32(0xFF))));
-}
-
 // One row of nb32 blocks of activations into its quads (blocks past nb32: zeros); false when the row
 // holds a NaN or ±Inf (nothing a quantized integer can stand for).
 QJOULE_TARGET_AVX512_VNNI bool quantize_row_x16(const float* x, int64_t nb32, X16ActQuad* quads) {
@@ -47,19 +42,12 @@ QJOULE_TARGET_AVX512_VNNI bool quantize_row_x16(const float* x, int64_t nb32, X1
     const BlockX16 block = quantize_block_x16(x + b * kBlock);
     bad |= block.bad;
     const __m512i q0 = block.q0, q1 = block.q1;
-    const float s = block.s;
     X16ActQuad& quad = quads[b / kBlocksPerQuad];
     const int j = static_cast<int>(b % kBlocksPerQuad);
-    store_limbs(_mm512_permutex2var_epi32(q0, even, q1), quad.h_even + 16 * j, quad.l_even + 16 * j);
-    store_limbs(_mm512_permutex2var_epi32(q0, odd, q1), quad.h_odd + 16 * j, quad.l_odd + 16 * j);
-    const __m512i byte = _mm512_set1_epi32(0xFF);  // the limbs' own sums: |Σh| <= 32·128, Σl <= 32·255
-    const int32_t h_total =
-        _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(q0, 8), _mm512_srai_epi32(q1, 8)));
-    const int32_t l_total =
-        _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_and_si512(q0, byte), _mm512_and_si512(q1, byte)));
-    for (int l = 0; l < 4; ++l) quad.s[4 * j + l] = s;
-    quad.neg_sums[4 * j] = static_cast<uint32_t>(static_cast<uint16_t>(-l_total)) |
-                           (static_cast<uint32_t>(static_cast<uint16_t>(-h_total)) << 16);
+    store_x16_limbs(_mm512_permutex2var_epi32(q0, even, q1), quad.h_even + 16 * j, quad.l_even + 16 * j);
+    store_x16_limbs(_mm512_permutex2var_epi32(q0, odd, q1), quad.h_odd + 16 * j, quad.l_odd + 16 * j);
+    for (int l = 0; l < 4; ++l) quad.s[4 * j + l] = block.s;
+    quad.neg_sums[4 * j] = x16_neg_limb_sums(block);
   }
   return bad == 0;
 }

@@ -1,7 +1,8 @@
 // What qjoule's kernels on repacked int4 weights share (layout: repacked/int4_repacked.h): the loops over a
 // panel's 32-blocks, the panels side by side, the threads. A kernel supplies its activations as Act:
 //   Act::Block                       one 32-block of one activation row, as the kernel laid it out
-//   Act::Sums Act::start(z, a)       the block's int32 sums before any product (the zero point's term)
+//   __m512i Act::zero_words(z)       the group's zero points (int32 lanes) as start() takes them
+//   Act::Sums Act::start(zw, a)      the block's int32 sums before any product (the zero point's term)
 //   Act::add(sums, lo, hi, a, j)     register j's low (elements 8j + t) and high (8j + 4 + t) nibbles
 //   __m512i Act::total(sums)         Σ (u − z)·q of each lane's row, exact in int32
 //   float Act::scale(a)              the block's activation scale (d_w · scale multiplies the total)
@@ -61,6 +62,7 @@ QJOULE_TARGET_REPACKED_VNNI void panel_rows(const RepackedInt4<Block>& w, int64_
         z[q] = _mm512_cvtepu8_epi32(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(panels[q] + w.zeros_offset() + g * kRepackedRows * 2)));
       }
+      z[q] = Act::zero_words(z[q]);  // once a group, not once a block and row
     }
     for (int s = 0; s < S; ++s) {
       const int64_t b = g * S + s;
