@@ -20,7 +20,16 @@ std::filesystem::path binary_dir() { return QJOULE_BINARY_DIR; }
 std::filesystem::path qjoule_binary() { return binary_dir() / "src" / "cli" / "qjoule"; }
 
 std::filesystem::path temp_dir(const std::string& name) {
-  auto dir = binary_dir() / "test-tmp" / name;
+  // Under the running test's own folder: ctest runs tests side by side, each in its own process, and two
+  // tests asking for the same name (a shared helper's copy of a fixture) must not remove each other's files.
+  auto dir = binary_dir() / "test-tmp";
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info(); info != nullptr) {
+    std::string test = std::string(info->test_suite_name()) + "." + info->name();
+    for (char& c : test)
+      if (c == '/') c = '_';
+    dir /= test;
+  }
+  dir /= name;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir);

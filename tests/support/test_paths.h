@@ -8,11 +8,13 @@
 
 namespace qjoule::test {
 
-std::filesystem::path shared_dir();                       // ../shared beside the checkout (may not exist)
-std::filesystem::path fixtures_dir();                     // tests/fixtures in the repo
-std::filesystem::path binary_dir();                       // the CMake build directory
-std::filesystem::path qjoule_binary();                    // the built `qjoule` executable
-std::filesystem::path temp_dir(const std::string& name);  // fresh, empty, under the build dir
+std::filesystem::path shared_dir();     // ../shared beside the checkout (may not exist)
+std::filesystem::path fixtures_dir();   // tests/fixtures in the repo
+std::filesystem::path binary_dir();     // the CMake build directory
+std::filesystem::path qjoule_binary();  // the built `qjoule` executable
+// Fresh and empty, under the build dir, in a folder of the running test's own (Suite.Name): tests that ctest
+// runs side by side never share one.
+std::filesystem::path temp_dir(const std::string& name);
 
 // Path of a file under shared/data, or empty when shared/ is absent.
 std::filesystem::path shared_data(const std::string& relative);
