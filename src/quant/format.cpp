@@ -14,7 +14,7 @@ namespace {
 constexpr double kInt4G128SymBits = bits_per_weight<BlockInt4Sym<128>>();
 
 // clang-format off
-constexpr std::array<FormatTraits, 9> kFormatTable = {{
+constexpr std::array<FormatTraits, 11> kFormatTable = {{
   // format       name    run token    bits/weight         weight quant. emul-  default options
   //                                                        -only  acts   atable sweep
   {Format::fp32, "fp32", "fp32",      32.0,               false, false, false, true,  "",
@@ -35,6 +35,10 @@ constexpr std::array<FormatTraits, 9> kFormatTable = {{
    "FP32 weights, TF32 tensor cores (sm_80 and newer)"},
   {Format::fp8,  "fp8",  "fp8",       8.0,                false, true,  false, false, "",
    "FP8 E4M3 weights and activations (sm_89 and newer)"},
+  {Format::mxfp4, "mxfp4", "mxfp4",  kMxfp4BitsPerWeight, true, false, true,  false, "",
+   "OCP MXFP4: E2M1 in blocks of 32, E8M0 scales"},
+  {Format::nvfp4, "nvfp4", "nvfp4",  kNvfp4BitsPerWeight, true, false, true,  false, "",
+   "NVFP4: E2M1 in blocks of 16, E4M3 and FP32 scales"},
 }};
 // clang-format on
 

@@ -117,7 +117,7 @@ TEST(ToyFormat, TheRegistryKnowsItWhereItRuns) {
   ASSERT_TRUE(toy.has_value());
   EXPECT_TRUE(kernels::runs_on(kernels::Backend::cpu, *toy));
   EXPECT_FALSE(kernels::runs_on(kernels::Backend::cuda, *toy));
-  EXPECT_THAT(kernels::backend_format_names(kernels::Backend::cpu), HasSubstr("nf4, toy8"));
+  EXPECT_THAT(kernels::backend_format_names(kernels::Backend::cpu), HasSubstr("nf4, mxfp4, nvfp4, toy8"));
   EXPECT_EQ(kernels::default_sweep_precisions(kernels::Backend::cpu), "fp32,bf16,int8,w8,int4,nf4");
   const CliRun info = qjoule({"info", "--formats"});
   ASSERT_EQ(info.exit_code, 0) << info.err;

@@ -29,7 +29,7 @@ TEST(FormatTable, OneRowPerFormatWithUniqueNamesAndTokens) {
     EXPECT_FALSE(t.doc.empty()) << t.name;
     EXPECT_LE(t.doc.size(), 63u) << t.name << ": `qjoule info --formats` fits in 100 columns";
   }
-  EXPECT_EQ(all_formats().size(), 9u);
+  EXPECT_EQ(all_formats().size(), 11u);
   EXPECT_EQ(find_format("int3"), std::nullopt);
   EXPECT_EQ(find_format("INT4"), std::nullopt);  // names are exact
   // Where each runs: tests/kernels/cpu/test_backend_registry.cpp (the backends' registries).
@@ -120,7 +120,7 @@ TEST(FormatSpec, RunTokensKeepTheirNames) {
 TEST(FormatSpec, BadSpecsAreOneLineNamingSpecOptionAndFormat) {
   EXPECT_THAT(error_of([] { parse_format_spec("int3"); }),
               HasSubstr("precision 'int3': unknown format 'int3'; expected one of fp32, bf16, fp16, int8, w8, int4, "
-                        "nf4, tf32, fp8"));
+                        "nf4, tf32, fp8, mxfp4, nvfp4"));
   EXPECT_THAT(error_of([] { parse_format_spec(""); }), HasSubstr("precision '': unknown format ''"));
   EXPECT_THAT(error_of([] { parse_format_spec("int8:g=64"); }),
               HasSubstr("precision 'int8:g=64': option 'g=64' applies to int4 only, not to int8"));

@@ -55,6 +55,12 @@ std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int6
 // the 16-entry table held in two registers. Any `in` (a row's last block may be partial, as int4).
 std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,
                                         const Nf4Options& options, const std::string& tensor_name);
+// format() "mxfp4" / "nvfp4"; kernel "mxfp4_f32" / "nvfp4_f32": E2M1 codes decoded through their 16-entry
+// table, as nf4's, times each block's scale (E8M0; NVFP4: E4M3 times the tensor's FP32 scale). Any `in`.
+std::unique_ptr<Linear> make_linear_mxfp4(const float* W, const float* bias, int64_t out, int64_t in,
+                                          const std::string& tensor_name);
+std::unique_ptr<Linear> make_linear_nvfp4(const float* W, const float* bias, int64_t out, int64_t in,
+                                          const std::string& tensor_name);
 
 // Built from weights already in qjoule's layout (the codes of a pre-quantized checkpoint, repacked
 // without passing through FP32): the same kernels, labels and bytes as the factories above give the
@@ -67,6 +73,10 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const fl
                                                const std::string& tensor_name);
 std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const float* bias,
                                                const std::string& tensor_name);
+std::unique_ptr<Linear> make_linear_mxfp4_packed(quant::Mxfp4Matrix packed, const float* bias,
+                                                 const std::string& tensor_name);
+std::unique_ptr<Linear> make_linear_nvfp4_packed(quant::Nvfp4Matrix packed, const float* bias,
+                                                 const std::string& tensor_name);
 
 // ---- ISA dispatch -------------------------------------------------------------------------------
 // Levels, each a superset of the one before:
@@ -114,13 +124,14 @@ bool weight_only_repacking_on();
 // float), "qjoule:avx512_vnni:int4_x16_repacked": 16-bit integer activations per 32-block at every m, one
 // kernel for decode and prefill; otherwise four_bit_kernel_path(isa, "int4_f32", x16).
 std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked = true);
-// Whether 4-bit weight-only layers (int4 with FP32 activations, nf4, nf4:dq) built for `isa` can decode
-// (m <= 4) on AVX512_VNNI with the activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:
-// int4_x16", "...:nf4_x16", "...:nf4dq_x16"): the avx512 levels on a CPU with AVX512_VNNI. Whether
+// Whether 4-bit weight-only layers (int4 with FP32 activations, nf4, nf4:dq, mxfp4, nvfp4) built for `isa` can
+// decode (m <= 4) on AVX512_VNNI with the activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:
+// int4_x16", "...:nf4_x16", "...:nf4dq_x16", "...:mxfp4_x16", "...:nvfp4_x16"): the avx512 levels on a CPU with AVX512_VNNI. Whether
 // a layout does is measured once per process (the faster GEMV by 3%; src/kernels/cpu/weight_only/
 // decode_gemv_choice.h), or said by QJOULE_WEIGHT_ONLY_DECODE=x16|float (another value: a one-line error).
 bool x16_decode_available(WeightOnlyIsa isa);
-// The path a 4-bit layer built for `isa` reports; kernel: "int4_f32", "nf4_f32" or "nf4dq_f32";
+// The path a 4-bit layer built for `isa` reports; kernel: "int4_f32", "nf4_f32", "nf4dq_f32", "mxfp4_f32" or
+// "nvfp4_f32";
 // x16_decode: its layout decodes on x16 (ignored where x16_decode_available(isa) is false).
 std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool x16_decode);
 // w8 decodes (m <= 4) on 16-bit integer activations per 32-block at the avx512 levels ("qjoule:avx512:
@@ -143,5 +154,9 @@ void linear_int4_ref(const float* x, int64_t m, const float* W, const float* bia
                      const Int4Options& options, const std::string& tensor_name, float* y);
 void linear_nf4_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
                     const Nf4Options& options, const std::string& tensor_name, float* y);
+void linear_mxfp4_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                      const std::string& tensor_name, float* y);
+void linear_nvfp4_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                      const std::string& tensor_name, float* y);
 
 }  // namespace qjoule::kernels

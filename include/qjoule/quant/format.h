@@ -20,7 +20,7 @@
 
 namespace qjoule::quant {
 
-enum class Format : std::uint8_t { fp32, bf16, fp16, int8, w8, int4, nf4, tf32, fp8 };
+enum class Format : std::uint8_t { fp32, bf16, fp16, int8, w8, int4, nf4, tf32, fp8, mxfp4, nvfp4 };
 
 struct FormatTraits {
   Format format;

@@ -92,6 +92,12 @@ std::vector<BackendFormat> cpu_builtin_formats() {
                     o.double_quant = f.nf4_double_quant;
                     return make_linear_nf4(W, bias, out, in, o, name);
                   }});
+  rows.push_back({Format::mxfp4, four_bit_kernels("mxfp4_f32"),
+                  [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
+                     const std::string& name, const float*) { return make_linear_mxfp4(W, bias, out, in, name); }});
+  rows.push_back({Format::nvfp4, four_bit_kernels("nvfp4_f32"),
+                  [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
+                     const std::string& name, const float*) { return make_linear_nvfp4(W, bias, out, in, name); }});
   return rows;
 }
 

@@ -14,6 +14,7 @@
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/quant/quantize_activations_q8.h"
 #include "qjoule/quant/quantize_fp16.h"
+#include "qjoule/quant/quantize_fp4.h"
 #include "qjoule/quant/quantize_int4.h"
 #include "qjoule/quant/quantize_int8.h"
 #include "qjoule/quant/quantize_nf4.h"
@@ -73,6 +74,12 @@ std::vector<float> weight_round_trip(const quant::FormatSpec& f, const float* W,
       const auto m = quant::quantize_matrix_nf4(W, out, in, name);
       for (int64_t r = 0; r < out; ++r) quant::dequantize_row_nf4_ref(m.row(r), in, w.data() + r * in);
     }
+  } else if (p == Format::mxfp4) {
+    const auto m = quant::quantize_matrix_mxfp4(W, out, in, name);
+    for (int64_t r = 0; r < out; ++r) quant::dequantize_row_mxfp4_ref(m.row(r), in, w.data() + r * in);
+  } else if (p == Format::nvfp4) {
+    const auto m = quant::quantize_matrix_nvfp4(W, out, in, name);
+    for (int64_t r = 0; r < out; ++r) quant::dequantize_row_nvfp4_ref(m.row(r), in, m.tensor_scale, w.data() + r * in);
   } else {
     fail("{}: cannot emulate precision '{}'; expected a CPU format other than fp32 ({})", name, p,
          backend_format_names(Backend::cpu));

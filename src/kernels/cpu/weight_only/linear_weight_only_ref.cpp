@@ -10,6 +10,7 @@
 #include "qjoule/quant/fp16_convert.h"
 #include "qjoule/quant/quantize_activations_q8.h"
 #include "qjoule/quant/quantize_fp16.h"
+#include "qjoule/quant/quantize_fp4.h"
 #include "qjoule/quant/quantize_int4.h"
 #include "qjoule/quant/quantize_int8.h"
 #include "qjoule/quant/quantize_nf4.h"
@@ -138,6 +139,21 @@ void linear_nf4_ref(const float* x, int64_t m, const float* W, const float* bias
   const auto w = quant::quantize_matrix_nf4(W, out, in, tensor_name);
   dot_rows_ref(
       x, m, out, in, [&w](int64_t o, float* row) { quant::dequantize_row_nf4_ref(w.row(o), w.cols, row); }, bias, y);
+}
+
+void linear_mxfp4_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                      const std::string& tensor_name, float* y) {
+  const auto w = quant::quantize_matrix_mxfp4(W, out, in, tensor_name);
+  dot_rows_ref(
+      x, m, out, in, [&w](int64_t o, float* row) { quant::dequantize_row_mxfp4_ref(w.row(o), w.cols, row); }, bias, y);
+}
+
+void linear_nvfp4_ref(const float* x, int64_t m, const float* W, const float* bias, int64_t out, int64_t in,
+                      const std::string& tensor_name, float* y) {
+  const auto w = quant::quantize_matrix_nvfp4(W, out, in, tensor_name);
+  dot_rows_ref(
+      x, m, out, in,
+      [&w](int64_t o, float* row) { quant::dequantize_row_nvfp4_ref(w.row(o), w.cols, w.tensor_scale, row); }, bias, y);
 }
 
 }  // namespace qjoule::kernels

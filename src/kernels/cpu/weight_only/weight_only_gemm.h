@@ -81,6 +81,22 @@ void gemm_nf4_f32_scalar(const quant::Nf4Matrix& w, const float* bias, const flo
 void gemm_nf4dq_f32_avx2(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
 
+// mxfp4 / nvfp4 (Packed: quant::Mxfp4Matrix or quant::Nvfp4Matrix), the forms nf4 has: the scalar twin,
+// AVX2, the two AVX-512 levels, and both with decode (m <= 4) on the x16 GEMV where x is finite
+// (gemm_fp4_avx512.cpp; decode_gemv_choice.h says when).
+template <class Packed>
+void gemm_fp4_f32_scalar(const Packed& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Packed>
+void gemm_fp4_f32_avx2(const Packed& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Packed>
+void gemm_fp4_avx512(const Packed& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Packed>
+void gemm_fp4_avx512_bf16(const Packed& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Packed>
+void gemm_fp4_avx512_vnni(const Packed& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Packed>
+void gemm_fp4_avx512_bf16_vnni(const Packed& w, const float* bias, const float* x, int64_t m, float* y);
+
 #define QJOULE_INT4_GEMM_EXTERN(BLOCK)                                                                                 \
   extern template void gemm_int4_f32_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,         \
                                                  int64_t, float*);                                                     \

@@ -4,6 +4,7 @@
 // lane's scale (and zero point) beside it.
 #include <type_traits>
 
+#include "kernels/cpu/weight_only/avx512/nibble_blocks_avx512.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_gemv_x16_avx512.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
@@ -20,38 +21,6 @@ int zero_point(const Block& b) {
     return b.zero;
   } else {
     return quant::kInt4SymZero;
-  }
-}
-
-// The 64 bytes of nibbles of `count` consecutive blocks (count = 128 / block size) as one vector.
-template <class Block>
-QJOULE_TARGET_AVX512 inline __m512i gather_codes(const Block* b) {
-  constexpr int G = Block::kSize;
-  if constexpr (G == 128) {
-    return _mm512_loadu_si512(b[0].qs);
-  } else if constexpr (G == 64) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs))),
-                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)), 1);
-  } else {
-    static_assert(G == 32);
-    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)));
-    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)), 1);
-    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[2].qs)), 2);
-    return _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[3].qs)), 3);
-  }
-}
-
-// Per-lane values from one value per block: lanes 16/count·j .. belong to block j.
-template <int Count>
-QJOULE_TARGET_AVX512 inline __m512 per_block_lanes(const float (&v)[Count]) {
-  if constexpr (Count == 1) {
-    return _mm512_set1_ps(v[0]);
-  } else if constexpr (Count == 2) {
-    return _mm512_insertf32x8(_mm512_set1_ps(v[0]), _mm256_set1_ps(v[1]), 1);
-  } else {
-    static_assert(Count == 4);
-    const __m512 four = _mm512_castps128_ps512(_mm_setr_ps(v[0], v[1], v[2], v[3]));
-    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), four);
   }
 }
 
@@ -102,6 +71,7 @@ inline float nf4_code_at(const uint8_t* qs, int64_t i) {
 struct Nf4Decoder {
   static constexpr bool kNibbles = true;
   static constexpr bool kHasZero = false;
+  static constexpr float kX16TableScale = avx512::kNf4X16TableScale;
   const quant::Nf4Matrix& w;
   int64_t rows() const { return w.rows; }
   int64_t cols() const { return w.padded_cols(); }
@@ -126,6 +96,7 @@ struct Nf4Decoder {
 struct Nf4DqDecoder {
   static constexpr bool kNibbles = true;
   static constexpr bool kHasZero = false;
+  static constexpr float kX16TableScale = avx512::kNf4X16TableScale;
   const quant::Nf4DqMatrix& w;
   int64_t rows() const { return w.rows; }
   int64_t cols() const { return w.padded_cols(); }

@@ -1,11 +1,13 @@
-// The NF4 decode GEMV on AVX512_VNNI with 16-bit integer activations ("qjoule:avx512_vnni:nf4_x16",
-// "...:nf4dq_x16"), for the nibble decoders of gemm_weight_only_avx512.cpp (weight_only_avx512.h states
-// their interface). The weights' table values become 16-bit integers, T16[u] = round(T[u] · 2^13) (|T16|
-// <= 8192, off by at most 2^-14 of the block's absmax, where BF16 keeps 2^-9 of each value); the
+// The table-format decode GEMV on AVX512_VNNI with 16-bit integer activations ("qjoule:avx512_vnni:nf4_x16",
+// "...:nf4dq_x16", "...:mxfp4_x16", "...:nvfp4_x16"), for the nibble decoders of gemm_weight_only_avx512.cpp
+// and gemm_fp4_avx512.cpp (weight_only_avx512.h states their interface; each also gives
+// kX16TableScale). The weights' table values become 16-bit integers, T16[u] = round(T[u] · kX16TableScale):
+// NF4 takes 2^13 (|T16| <= 8192, off by at most 2^-14 of the block's absmax, where BF16 keeps 2^-9 of each
+// value), E2M1 takes 2 (its values are multiples of 0.5: T16 = 2·T is exact, |T16| <= 12); the
 // activations per 32-block as 16-bit integers (quantize_block_x16.h: 2^-16 of the block's largest). Per 32 weights one shift, one vpermw table lookup (as the BF16 GEMV) and one
 // vpdpwssd (int16 pairs into int32, full rate where vdpbf16ps runs at half the FMA rate on Intel cores);
-// per 128-weight chunk and activation row one conversion and one FMA by d · s / 2^13. A lane sums 8
-// products a chunk: |Σ| <= 8 · 8192 · 32767 < 2^31, exact. The activations take the BF16 GEMV's word
+// per 128-weight chunk and activation row one conversion and one FMA by d · s / kX16TableScale. A lane sums
+// 8 products a chunk: |Σ| <= 8 · 8192 · 32767 < 2^31, exact. The activations take the BF16 GEMV's word
 // order (permute_like_chunks_bf16): FP32 lane l of a chunk holds weights 8l .. 8l + 7, activation block
 // l / 4, NF4 block l / 8.
 #pragma once
@@ -22,15 +24,18 @@
 
 namespace qjoule::kernels::avx512 {
 
-constexpr float kX16TableScale = 8192.0f;  // T16 = round(T · 2^13)
+constexpr float kNf4X16TableScale = 8192.0f;  // NF4: T16 = round(T · 2^13)
+constexpr float kE2M1X16TableScale = 2.0f;    // E2M1: T16 = 2·T, exact
 
 struct Int16WordTable {  // in memory, as Bf16WordTable
   alignas(64) int16_t words[32];
 };
 template <class Dec>
 QJOULE_TARGET_AVX512_VNNI_FMA inline Int16WordTable int16_word_table(const Dec& dec) {
-  // round-half-even(T · 2^13): an exact scaling, then the conversion in the default rounding mode.
-  const __m512 scaled = _mm512_mul_ps(dec.table(), _mm512_set1_ps(kX16TableScale));
+  static_assert(Dec::kX16TableScale == kNf4X16TableScale || Dec::kX16TableScale == kE2M1X16TableScale,
+                "the x16 GEMV's sums stay below 2^31 for these two scales (see above)");
+  // round-half-even(T · scale): an exact scaling (a power of 2), then the conversion in the default rounding.
+  const __m512 scaled = _mm512_mul_ps(dec.table(), _mm512_set1_ps(Dec::kX16TableScale));
   const __m256i t16 = _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(scaled));
   Int16WordTable t;
   _mm512_store_si512(t.words, _mm512_inserti64x4(_mm512_castsi256_si512(t16), t16, 1));
@@ -38,12 +43,13 @@ QJOULE_TARGET_AVX512_VNNI_FMA inline Int16WordTable int16_word_table(const Dec& 
 }
 
 // One row of K activations: xq (K int16, the word order of permute_like_chunks_bf16; the last K % 128
-// in natural order) and xs[16c + l] = s of activation block 4c + l / 4, over 2^13. q is a scratch of K
-// int32 (natural order). False when the row holds a NaN or ±Inf.
+// in natural order) and xs[16c + l] = s of activation block 4c + l / 4, over table_scale. q is a scratch
+// of K int32 (natural order). False when the row holds a NaN or ±Inf.
 QJOULE_TARGET_AVX512_VNNI_FMA inline bool quantize_like_chunks_x16(const float* x, int64_t K, int16_t* xq, float* xs,
-                                                                   int32_t* q) {
+                                                                   int32_t* q, float table_scale) {
   __mmask16 bad = 0;
-  const int64_t chunks = K / kChunk, blocks = K / 32;  // K: a multiple of 64 (the formats' padded width)
+  // K: a multiple of 16 (the formats' padded width); a last K % 32 is never read from xq (the FP32 tail).
+  const int64_t chunks = K / kChunk, blocks = K / 32;
   for (int64_t b = 0; b < blocks; ++b) {
     const detail::BlockX16 block = detail::quantize_block_x16(x + 32 * b);
     bad |= block.bad;
@@ -51,7 +57,7 @@ QJOULE_TARGET_AVX512_VNNI_FMA inline bool quantize_like_chunks_x16(const float* 
     _mm512_storeu_si512(q + 32 * b, block.q0);
     _mm512_storeu_si512(q + 32 * b + 16, block.q1);
     if (b / 4 < chunks) {
-      for (int l = 0; l < 4; ++l) xs[16 * (b / 4) + 4 * (b % 4) + l] = s * (1.0f / kX16TableScale);
+      for (int l = 0; l < 4; ++l) xs[16 * (b / 4) + 4 * (b % 4) + l] = s * (1.0f / table_scale);
     }
   }
   const __m512i lanes = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60);
@@ -124,7 +130,9 @@ bool run_gemv_x16(const Dec& dec, const float* bias, const float* x, int64_t m, 
   xs.resize(static_cast<std::size_t>(m * 16 * chunks));
   q.resize(static_cast<std::size_t>(K));
   for (int64_t i = 0; i < m; ++i) {
-    if (!quantize_like_chunks_x16(x + i * K, K, xq.data() + i * K, xs.data() + i * 16 * chunks, q.data())) return false;
+    if (!quantize_like_chunks_x16(x + i * K, K, xq.data() + i * K, xs.data() + i * 16 * chunks, q.data(),
+                                  Dec::kX16TableScale))
+      return false;
   }
   const Int16WordTable table = int16_word_table(dec);
   // Pointers taken here: inside the OpenMP threads the thread_local names are each thread's own vectors.

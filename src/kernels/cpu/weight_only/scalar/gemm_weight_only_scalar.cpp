@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "qjoule/quant/quantize_fp16.h"
+#include "qjoule/quant/quantize_fp4.h"
 #include "qjoule/quant/quantize_int4.h"
 #include "qjoule/quant/quantize_int8.h"
 #include "qjoule/quant/quantize_nf4.h"
@@ -81,6 +82,24 @@ void gemm_nf4dq_f32_scalar(const quant::Nf4DqMatrix& w, const float* bias, const
       y);
 }
 
+template <class Packed>
+void gemm_fp4_f32_scalar(const Packed& w, const float* bias, const float* x, int64_t m, float* y) {
+  run_scalar_gemm(
+      w.rows, w.padded_cols(),
+      [&w](int64_t o, float* row) {
+        if constexpr (std::is_same_v<Packed, quant::Mxfp4Matrix>) {
+          quant::dequantize_row_mxfp4_ref(w.row(o), w.padded_cols(), row);
+        } else {
+          quant::dequantize_row_nvfp4_ref(w.row(o), w.padded_cols(), w.tensor_scale, row);
+        }
+      },
+      bias, x, m, y);
+}
+
+template void gemm_fp4_f32_scalar<quant::Mxfp4Matrix>(const quant::Mxfp4Matrix&, const float*, const float*, int64_t,
+                                                      float*);
+template void gemm_fp4_f32_scalar<quant::Nvfp4Matrix>(const quant::Nvfp4Matrix&, const float*, const float*, int64_t,
+                                                      float*);
 template void gemm_int4_f32_scalar<quant::BlockInt4Sym<32>>(const quant::BlockMatrix<quant::BlockInt4Sym<32>>&,
                                                             const float*, const float*, int64_t, float*);
 template void gemm_int4_f32_scalar<quant::BlockInt4Sym<64>>(const quant::BlockMatrix<quant::BlockInt4Sym<64>>&,

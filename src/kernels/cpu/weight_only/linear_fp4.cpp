@@ -1,0 +1,69 @@
+// make_linear_mxfp4 / make_linear_nvfp4: E2M1 weights with block scales (formats.h), FP32 compute, on the
+// kernels nf4 has (FP32 / BF16 GEMVs and panels, the x16 decode GEMV on AVX512_VNNI where measured faster,
+// AVX2, the scalar twin); labelled "mxfp4_f32" / "nvfp4_f32" and their x16 / bf16 forms.
+#include <type_traits>
+
+#include "kernels/cpu/weight_only/decode_gemv_choice.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
+#include "kernels/cpu/weight_only/weight_only_linear.h"
+#include "qjoule/quant/format.h"
+#include "qjoule/quant/quantize_fp4.h"
+
+namespace qjoule::kernels {
+namespace {
+
+template <class Packed>
+constexpr quant::Format kFormat = std::is_same_v<Packed, quant::Mxfp4Matrix> ? quant::Format::mxfp4
+                                                                              : quant::Format::nvfp4;
+
+template <class Packed>
+Packed quantize_fp4(const float* W, int64_t out, int64_t in, const std::string& tensor_name) {
+  if constexpr (std::is_same_v<Packed, quant::Mxfp4Matrix>) {
+    return quant::quantize_matrix_mxfp4(W, out, in, tensor_name);
+  } else {
+    return quant::quantize_matrix_nvfp4(W, out, in, tensor_name);
+  }
+}
+
+template <class Packed>
+std::unique_ptr<Linear> make_fp4_from(Packed packed, const float* bias, const std::string& tensor_name) {
+  const WeightOnlyIsa isa = weight_only_isa();
+  const std::string name(quant::name(kFormat<Packed>));
+  auto gemm = detail::gemm_for(isa, &detail::gemm_fp4_f32_scalar<Packed>, &detail::gemm_fp4_f32_avx2<Packed>,
+                               &detail::gemm_fp4_avx512<Packed>, &detail::gemm_fp4_avx512_bf16<Packed>);
+  const auto gemm_x16 = isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_fp4_avx512_bf16_vnni<Packed>
+                                                          : &detail::gemm_fp4_avx512_vnni<Packed>;
+  const bool x16 = detail::choose_x16_decode(isa, name, [&] {
+    const auto w = detail::decode_timing_weights();
+    const auto sample =
+        quantize_fp4<Packed>(w.data(), detail::kDecodeTimingRows, detail::kDecodeTimingCols, "decode GEMV timing");
+    return detail::x16_measured_faster(sample, gemm_x16, gemm);
+  });
+  return std::make_unique<detail::WeightOnlyLinear<Packed>>(std::move(packed), bias, name,
+                                                            four_bit_kernel_path(isa, name + "_f32", x16),
+                                                            x16 ? gemm_x16 : gemm, nullptr, tensor_name);
+}
+
+}  // namespace
+
+std::unique_ptr<Linear> make_linear_mxfp4(const float* W, const float* bias, int64_t out, int64_t in,
+                                          const std::string& tensor_name) {
+  return make_fp4_from(quantize_fp4<quant::Mxfp4Matrix>(W, out, in, tensor_name), bias, tensor_name);
+}
+
+std::unique_ptr<Linear> make_linear_nvfp4(const float* W, const float* bias, int64_t out, int64_t in,
+                                          const std::string& tensor_name) {
+  return make_fp4_from(quantize_fp4<quant::Nvfp4Matrix>(W, out, in, tensor_name), bias, tensor_name);
+}
+
+std::unique_ptr<Linear> make_linear_mxfp4_packed(quant::Mxfp4Matrix packed, const float* bias,
+                                                 const std::string& tensor_name) {
+  return make_fp4_from(std::move(packed), bias, tensor_name);
+}
+
+std::unique_ptr<Linear> make_linear_nvfp4_packed(quant::Nvfp4Matrix packed, const float* bias,
+                                                 const std::string& tensor_name) {
+  return make_fp4_from(std::move(packed), bias, tensor_name);
+}
+
+}  // namespace qjoule::kernels

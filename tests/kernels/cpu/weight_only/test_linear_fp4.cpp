@@ -1,0 +1,141 @@
+// make_linear_mxfp4 / make_linear_nvfp4 (kernels mxfp4_f32, nvfp4_f32, their BF16 and x16 decode GEMVs, AVX2
+// and the scalar twin) vs linear_mxfp4_ref / linear_nvfp4_ref, every ISA level and decode GEMV, widths with
+// partial last blocks. Budgets: weight_only_test_util.h (the x16 GEMV's E2M1 table, 2·E2M1, is exact: no
+// weight term). Quantization error vs FP32 weights (Gaussian x and W): relative RMS < 0.13.
+#include <limits>
+
+#include <gmock/gmock.h>
+
+#include "error_of.h"
+
+#include "qjoule/error.h"
+#include "qjoule/quant/quantize_fp4.h"
+#include "weight_only_test_util.h"
+
+namespace {
+
+using namespace qjoule;
+using qjoule::test::Shape;
+
+struct Fp4Case {
+  const char* name;
+  int block;          // weights a block
+  size_t block_bytes;  // bytes a block
+  size_t tensor_bytes;  // bytes a tensor besides its blocks
+  std::unique_ptr<kernels::Linear> (*make)(const float*, const float*, int64_t, int64_t, const std::string&);
+  void (*ref)(const float*, int64_t, const float*, const float*, int64_t, int64_t, const std::string&, float*);
+};
+
+const Fp4Case kCases[] = {
+    {"mxfp4", 32, 17, 0, &kernels::make_linear_mxfp4, &kernels::linear_mxfp4_ref},
+    {"nvfp4", 16, 9, 4, &kernels::make_linear_nvfp4, &kernels::linear_nvfp4_ref},
+};
+
+void expect_matches_reference(const Fp4Case& c, Shape s, unsigned seed) {
+  const auto x = test::normal_vector(size_t(s.m * s.in), seed);
+  const auto w = test::normal_vector(size_t(s.out * s.in), seed + 1, 0.05f);
+  const auto b = test::normal_vector(size_t(s.out), seed + 2);
+  const float* bias = s.out % 2 == 0 ? b.data() : nullptr;
+  std::vector<float> ref(size_t(s.m * s.out));
+  c.ref(x.data(), s.m, w.data(), bias, s.out, s.in, "t.weight", ref.data());
+  const auto scale = test::budget_scale(x, w, bias, s);
+  for (const auto& [isa, decode] : test::isas_and_decodes()) {
+    test::ScopedIsa scoped(isa);
+    test::ScopedWeightOnlyDecode scoped_decode(decode);
+    auto lin = c.make(w.data(), bias, s.out, s.in, "t.weight");
+    std::vector<float> y(ref.size());
+    lin->forward(x.data(), s.m, y.data());
+    test::expect_within_budget(y, ref, scale, s, lin->kernel_path());
+    EXPECT_EQ(lin->format(), c.name);
+    EXPECT_EQ(lin->kernel_path(),
+              kernels::four_bit_kernel_path(isa, std::string(c.name) + "_f32", std::string(decode) == "x16"));
+    const size_t blocks = size_t(s.out * ((s.in + c.block - 1) / c.block));
+    EXPECT_EQ(lin->bytes_held(), blocks * c.block_bytes + c.tensor_bytes + (bias ? size_t(s.out) * 4 : 0));
+  }
+}
+
+TEST(LinearFp4, MatchesReferenceAcrossShapesAndIsas) {
+  for (const auto& c : kCases) {
+    for (Shape s : {Shape{1, 7, 128}, Shape{3, 33, 192}, Shape{64, 50, 320}, Shape{9, 20, 1088}, Shape{300, 6, 64},
+                    Shape{2, 300, 256}, Shape{4, 16, 2048}}) {
+      SCOPED_TRACE(c.name);
+      expect_matches_reference(c, s, 10);
+    }
+  }
+}
+
+// Any width: a row's last block may be partial, and a width need not be a multiple of the 128-weight chunk
+// (the AVX-512 kernels' tail) nor of 64 (the AVX2 kernel's): 16, 48 (NVFP4 blocks only), 100, 331, 2880.
+TEST(LinearFp4, AnyWidthWithAPartialLastBlockMatchesReference) {
+  for (const auto& c : kCases) {
+    for (int64_t in : {16, 48, 96, 100, 331, 2880}) {
+      for (int64_t m : {1, 2, 5}) {
+        SCOPED_TRACE(std::string(c.name) + " in=" + std::to_string(in));
+        expect_matches_reference(c, Shape{m, 6, in}, 41);
+      }
+    }
+  }
+}
+
+// What the kernels multiply by is the format's decoded value (dequantize_row_*_ref): x picking one column
+// gives it back, decode and prefill, every ISA; MXFP4 exactly, and on weights on its grid (E2M1 times a power
+// of two) that is the weight itself; NVFP4 within 4 ULP (its kernels fold the tensor's scale into the
+// block's: one more rounding, fp4_scales.h).
+TEST(LinearFp4, KernelsMultiplyByTheDecodedWeights) {
+  const int64_t out = 4, in = 256;
+  std::vector<float> w(size_t(out * in));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = quant::kE2M1Table[i % 16] * 0.25f;
+  std::vector<float> decoded[2] = {std::vector<float>(w.size()), std::vector<float>(w.size())};
+  const auto mx = quant::quantize_matrix_mxfp4(w.data(), out, in, "t");
+  const auto nv = quant::quantize_matrix_nvfp4(w.data(), out, in, "t");
+  for (int64_t o = 0; o < out; ++o) {
+    quant::dequantize_row_mxfp4_ref(mx.row(o), in, decoded[0].data() + o * in);
+    quant::dequantize_row_nvfp4_ref(nv.row(o), in, nv.tensor_scale, decoded[1].data() + o * in);
+  }
+  EXPECT_EQ(decoded[0], w);
+  std::vector<float> x(size_t(5 * in), 0.0f);
+  for (int64_t i = 0; i < 5; ++i) x[size_t(i * in + i * 3)] = 1.0f;  // picks column 3i of each row of W
+  for (int f = 0; f < 2; ++f) {
+    const auto& c = kCases[f];
+    for (const auto& [isa, decode] : test::isas_and_decodes()) {
+      test::ScopedIsa scoped(isa);
+      test::ScopedWeightOnlyDecode scoped_decode(decode);
+      auto lin = c.make(w.data(), nullptr, out, in, "t.weight");
+      for (int64_t m : {1, 5}) {
+        std::vector<float> y(size_t(m * out));
+        lin->forward(x.data(), m, y.data());
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t o = 0; o < out; ++o) {
+            const float want = decoded[f][size_t(o * in + i * 3)], got = y[size_t(i * out + o)];
+            if (f == 0) {
+              EXPECT_EQ(got, want) << c.name << " " << lin->kernel_path();
+            } else {
+              EXPECT_FLOAT_EQ(got, want) << c.name << " " << lin->kernel_path();
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LinearFp4, QuantizationErrorVsFp32IsThatOf4Bits) {
+  for (const auto& c : kCases) {
+    const double err = test::quantization_error_vs_fp32(
+        [&c](const float* w, int64_t out, int64_t in) { return c.make(w, nullptr, out, in, "t"); });
+    RecordProperty(std::string("relative_rms ") + c.name, std::to_string(err));
+    EXPECT_LT(err, 0.13) << c.name;
+  }
+}
+
+TEST(LinearFp4, ANonFiniteWeightIsOneLineNamingTheTensor) {
+  for (const auto& c : kCases) {
+    std::vector<float> w(4 * 64, 0.1f);
+    w[70] = std::numeric_limits<float>::quiet_NaN();
+    const std::string what = test::error_of([&] { (void)c.make(w.data(), nullptr, 4, 64, "layers.0.mlp.up.weight"); });
+    EXPECT_THAT(what, ::testing::HasSubstr("tensor 'layers.0.mlp.up.weight': NaN at [1, 6]")) << what;
+    EXPECT_THAT(what, ::testing::HasSubstr(std::string("to quantize to ") + c.name)) << what;
+  }
+}
+
+}  // namespace
