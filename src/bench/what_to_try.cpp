@@ -27,6 +27,9 @@ std::string what_to_try(const RunRecord& record) {
   if (format == quant::Format::int4)
     return fmt::format("smaller groups (`--precisions int4:g=64` or `int4:g=32`), `asym`, {}, or {}", w8, exclude);
   if (format == quant::Format::nf4) return fmt::format("{}, `int4:g=32`, or {}", w8, exclude);
+  if (format == quant::Format::mxfp4 || format == quant::Format::nvfp4)
+    return fmt::format("{}`nf4`, `int4:g=32`, {}, or {}",
+                       format == quant::Format::mxfp4 ? "`nvfp4` (finer blocks), " : "", w8, exclude);
   return fmt::format("{}, or {}", w8, exclude);
 }
 
@@ -37,7 +40,8 @@ std::string what_to_try_decoder(const RunRecord& record) {
   const std::string keep =
       "keeping the first and last blocks in higher precision (`--layer-precision` in `qjoule ppl`)";
   const std::string w8 = record.config.device.starts_with("cuda") ? "FP16 (`fp16`)" : "weight-only INT8 (`w8`)";
-  if (format == quant::Format::int4 || format == quant::Format::nf4)
+  if (format == quant::Format::int4 || format == quant::Format::nf4 || format == quant::Format::mxfp4 ||
+      format == quant::Format::nvfp4)
     return fmt::format("smaller groups (`int4:g=32`, `int4:g=64:asym`), {}, or {}", w8, keep);
   return fmt::format("{}, BF16, or {}", w8, keep);
 }

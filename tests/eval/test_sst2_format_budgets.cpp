@@ -1,6 +1,6 @@
 // Accuracy of every CPU format on the SST-2 DistilBERT (../shared), against the budgets:
 // bf16, fp16, w8 (and FP32 with BF16 activations) within 0.5 pt of FP32; int8 (with and without
-// SmoothQuant) within 1.0 pt; int4 and nf4 with top-1 agreement with FP32 of at least 95%.
+// SmoothQuant) within 1.0 pt; int4, nf4, mxfp4 and nvfp4 with top-1 agreement with FP32 of at least 95%.
 // Each format runs in-process with the same tokenization and batches as `qjoule eval`.
 #include <cstdio>
 #include <optional>
@@ -102,7 +102,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, Sst2FormatBudgets,
                                            FormatBudget{"int4", "int4", "f32", -1.0f, -1.0, 0.95},
                                            FormatBudget{"int4_g64_asym", "int4:g64:asym", "f32", -1.0f, -1.0, 0.95},
                                            FormatBudget{"nf4", "nf4", "f32", -1.0f, -1.0, 0.95},
-                                           FormatBudget{"nf4_dq", "nf4:dq", "f32", -1.0f, -1.0, 0.95}),
+                                           FormatBudget{"nf4_dq", "nf4:dq", "f32", -1.0f, -1.0, 0.95},
+                                           FormatBudget{"mxfp4", "mxfp4", "f32", -1.0f, -1.0, 0.95},
+                                           FormatBudget{"nvfp4", "nvfp4", "f32", -1.0f, -1.0, 0.95}),
                          [](const ::testing::TestParamInfo<FormatBudget>& case_info) { return case_info.param.name; });
 
 }  // namespace

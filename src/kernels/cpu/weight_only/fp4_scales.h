@@ -16,9 +16,7 @@ const std::array<float, 256>& e8m0_values();  // 2^(b − 127); NaN for 255
 const std::array<float, 256>& e4m3_values();  // E4M3FN; NaN for 0x7F and 0xFF
 
 // Scale of block b of a row: what its 4-bit codes' table values are multiplied by.
-inline float fp4_block_scale(const quant::BlockMxfp4& b, float /*tensor_scale*/) {
-  return e8m0_values()[b.scale_e8m0];
-}
+inline float fp4_block_scale(const quant::BlockMxfp4& b, float /*tensor_scale*/) { return e8m0_values()[b.scale_e8m0]; }
 inline float fp4_block_scale(const quant::BlockNvfp4& b, float tensor_scale) {
   return e4m3_values()[b.scale_e4m3] * tensor_scale;
 }

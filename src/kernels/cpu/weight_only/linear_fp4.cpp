@@ -13,8 +13,8 @@ namespace qjoule::kernels {
 namespace {
 
 template <class Packed>
-constexpr quant::Format kFormat = std::is_same_v<Packed, quant::Mxfp4Matrix> ? quant::Format::mxfp4
-                                                                              : quant::Format::nvfp4;
+constexpr quant::Format kFormat =
+    std::is_same_v<Packed, quant::Mxfp4Matrix> ? quant::Format::mxfp4 : quant::Format::nvfp4;
 
 template <class Packed>
 Packed quantize_fp4(const float* W, int64_t out, int64_t in, const std::string& tensor_name) {

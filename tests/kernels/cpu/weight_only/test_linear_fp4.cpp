@@ -19,8 +19,8 @@ using qjoule::test::Shape;
 
 struct Fp4Case {
   const char* name;
-  int block;          // weights a block
-  size_t block_bytes;  // bytes a block
+  int block;            // weights a block
+  size_t block_bytes;   // bytes a block
   size_t tensor_bytes;  // bytes a tensor besides its blocks
   std::unique_ptr<kernels::Linear> (*make)(const float*, const float*, int64_t, int64_t, const std::string&);
   void (*ref)(const float*, int64_t, const float*, const float*, int64_t, int64_t, const std::string&, float*);

@@ -28,8 +28,9 @@ struct Fp4Decoder {
     QJOULE_TARGET_AVX2 void lanes64(int64_t k, __m256i& codes, __m256& scale) const {
       const Block* b = blocks + k / G;
       if constexpr (G == 32) {
-        codes = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs))),
-                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)), 1);
+        codes =
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs))),
+                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)), 1);
         scale = _mm256_setr_m128(_mm_set1_ps(fp4_block_scale(b[0], tensor_scale)),
                                  _mm_set1_ps(fp4_block_scale(b[1], tensor_scale)));
       } else {

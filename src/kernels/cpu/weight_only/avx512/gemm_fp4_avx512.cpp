@@ -64,10 +64,10 @@ void gemm_fp4_avx512_bf16_vnni(const Packed& w, const float* bias, const float* 
     gemm_fp4_avx512_bf16(w, bias, x, m, y);
 }
 
-#define QJOULE_FP4_AVX512(PACKED)                                                                              \
-  template void gemm_fp4_avx512<PACKED>(const PACKED&, const float*, const float*, int64_t, float*);           \
-  template void gemm_fp4_avx512_bf16<PACKED>(const PACKED&, const float*, const float*, int64_t, float*);      \
-  template void gemm_fp4_avx512_vnni<PACKED>(const PACKED&, const float*, const float*, int64_t, float*);      \
+#define QJOULE_FP4_AVX512(PACKED)                                                                         \
+  template void gemm_fp4_avx512<PACKED>(const PACKED&, const float*, const float*, int64_t, float*);      \
+  template void gemm_fp4_avx512_bf16<PACKED>(const PACKED&, const float*, const float*, int64_t, float*); \
+  template void gemm_fp4_avx512_vnni<PACKED>(const PACKED&, const float*, const float*, int64_t, float*); \
   template void gemm_fp4_avx512_bf16_vnni<PACKED>(const PACKED&, const float*, const float*, int64_t, float*);
 QJOULE_FP4_AVX512(quant::Mxfp4Matrix)
 QJOULE_FP4_AVX512(quant::Nvfp4Matrix)
