@@ -73,6 +73,8 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const fl
                                                const std::string& tensor_name);
 std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const float* bias,
                                                const std::string& tensor_name);
+// mxfp4 / nvfp4: a NaN block scale (E8M0 0xFF, E4M3 0x7F / 0xFF), a negative E4M3 scale or a tensor scale
+// not finite and > 0 is one line naming the tensor and the block.
 std::unique_ptr<Linear> make_linear_mxfp4_packed(quant::Mxfp4Matrix packed, const float* bias,
                                                  const std::string& tensor_name);
 std::unique_ptr<Linear> make_linear_nvfp4_packed(quant::Nvfp4Matrix packed, const float* bias,

@@ -15,13 +15,15 @@ namespace qjoule::kernels::detail {
 const std::array<float, 256>& e8m0_values();  // 2^(b − 127); NaN for 255
 const std::array<float, 256>& e4m3_values();  // E4M3FN; NaN for 0x7F and 0xFF
 
-// Scale of block b of a row: what its 4-bit codes' table values are multiplied by.
-inline float fp4_block_scale(const quant::BlockMxfp4& b, float /*tensor_scale*/) { return e8m0_values()[b.scale_e8m0]; }
-inline float fp4_block_scale(const quant::BlockNvfp4& b, float tensor_scale) {
-  return e4m3_values()[b.scale_e4m3] * tensor_scale;
-}
+// The stored scale byte of a block, and the table that decodes it for a matrix of such blocks: a kernel
+// takes the table once per row (a call inside its loop would spill its vector registers) and reads block b's
+// scale as table[scale_code(b)] · tensor scale.
+inline uint8_t fp4_scale_code(const quant::BlockMxfp4& b) { return b.scale_e8m0; }
+inline uint8_t fp4_scale_code(const quant::BlockNvfp4& b) { return b.scale_e4m3; }
+inline const float* fp4_scale_table(const quant::Mxfp4Matrix&) { return e8m0_values().data(); }
+inline const float* fp4_scale_table(const quant::Nvfp4Matrix&) { return e4m3_values().data(); }
 
-// The tensor's scale of a packed FP4 matrix (1 for MXFP4, which has none).
+// The tensor's scale of a packed FP4 matrix (1 for MXFP4, which has none: a product by 1 is exact).
 inline float fp4_tensor_scale(const quant::Mxfp4Matrix&) { return 1.0f; }
 inline float fp4_tensor_scale(const quant::Nvfp4Matrix& w) { return w.tensor_scale; }
 

@@ -1,11 +1,13 @@
 // make_linear_mxfp4 / make_linear_nvfp4: E2M1 weights with block scales (formats.h), FP32 compute, on the
 // kernels nf4 has (FP32 / BF16 GEMVs and panels, the x16 decode GEMV on AVX512_VNNI where measured faster,
 // AVX2, the scalar twin); labelled "mxfp4_f32" / "nvfp4_f32" and their x16 / bf16 forms.
+#include <cmath>
 #include <type_traits>
 
 #include "kernels/cpu/weight_only/decode_gemv_choice.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
+#include "qjoule/error.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/quant/quantize_fp4.h"
 
@@ -22,6 +24,28 @@ Packed quantize_fp4(const float* W, int64_t out, int64_t in, const std::string& 
     return quant::quantize_matrix_mxfp4(W, out, in, tensor_name);
   } else {
     return quant::quantize_matrix_nvfp4(W, out, in, tensor_name);
+  }
+}
+
+// A packed matrix from elsewhere (a checkpoint's codes): every block scale a finite, non-negative value, as
+// the quantizers write them (the kernels read E4M3's bits as a magnitude).
+template <class Packed>
+void require_finite_scales(const Packed& w, const std::string& tensor_name) {
+  for (int64_t r = 0; r < w.rows; ++r) {
+    for (int64_t j = 0; j < w.blocks_per_row(); ++j) {
+      const auto& b = w.row(r)[j];
+      if constexpr (std::is_same_v<Packed, quant::Mxfp4Matrix>) {
+        if (b.scale_e8m0 == 0xFF)
+          fail("tensor '{}': NaN block scale (E8M0 0xFF) at [{}, {}]; expected a power of two", tensor_name, r, j);
+      } else if ((b.scale_e4m3 & 0x7F) == 0x7F || (b.scale_e4m3 & 0x80) != 0) {
+        fail("tensor '{}': block scale E4M3 0x{:02X} ({}) at [{}, {}]; expected a finite scale >= 0", tensor_name,
+             b.scale_e4m3, quant::e4m3_value(b.scale_e4m3), r, j);
+      }
+    }
+  }
+  if constexpr (std::is_same_v<Packed, quant::Nvfp4Matrix>) {
+    if (!std::isfinite(w.tensor_scale) || !(w.tensor_scale > 0.0f))
+      fail("tensor '{}': tensor scale {}; expected a finite scale > 0", tensor_name, w.tensor_scale);
   }
 }
 
@@ -58,11 +82,13 @@ std::unique_ptr<Linear> make_linear_nvfp4(const float* W, const float* bias, int
 
 std::unique_ptr<Linear> make_linear_mxfp4_packed(quant::Mxfp4Matrix packed, const float* bias,
                                                  const std::string& tensor_name) {
+  require_finite_scales(packed, tensor_name);
   return make_fp4_from(std::move(packed), bias, tensor_name);
 }
 
 std::unique_ptr<Linear> make_linear_nvfp4_packed(quant::Nvfp4Matrix packed, const float* bias,
                                                  const std::string& tensor_name) {
+  require_finite_scales(packed, tensor_name);
   return make_fp4_from(std::move(packed), bias, tensor_name);
 }
 

@@ -2,6 +2,7 @@
 // and the scalar twin) vs linear_mxfp4_ref / linear_nvfp4_ref, every ISA level and decode GEMV, widths with
 // partial last blocks. Budgets: weight_only_test_util.h (the x16 GEMV's E2M1 table, 2·E2M1, is exact: no
 // weight term). Quantization error vs FP32 weights (Gaussian x and W): relative RMS < 0.13.
+#include <cmath>
 #include <limits>
 
 #include <gmock/gmock.h>
@@ -135,6 +136,96 @@ TEST(LinearFp4, ANonFiniteWeightIsOneLineNamingTheTensor) {
     const std::string what = test::error_of([&] { (void)c.make(w.data(), nullptr, 4, 64, "layers.0.mlp.up.weight"); });
     EXPECT_THAT(what, ::testing::HasSubstr("tensor 'layers.0.mlp.up.weight': NaN at [1, 6]")) << what;
     EXPECT_THAT(what, ::testing::HasSubstr(std::string("to quantize to ") + c.name)) << what;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+using namespace qjoule;
+
+// Packed codes from elsewhere (a checkpoint's): a NaN or negative block scale, or a bad tensor scale, is one
+// line naming the tensor and the block; the kernels never see it.
+TEST(LinearFp4, APackedMatrixWithANanOrNegativeScaleIsOneLine) {
+  std::vector<float> w(4 * 64, 0.1f);
+  auto mx = quant::quantize_matrix_mxfp4(w.data(), 4, 64, "t");
+  mx.blocks[3].scale_e8m0 = 0xFF;
+  EXPECT_THAT(test::error_of([&] { (void)kernels::make_linear_mxfp4_packed(mx, nullptr, "experts.0.w1"); }),
+              ::testing::HasSubstr("tensor 'experts.0.w1': NaN block scale (E8M0 0xFF) at [1, 1]; expected a power "
+                                   "of two"));
+  auto nv = quant::quantize_matrix_nvfp4(w.data(), 4, 64, "t");
+  for (const uint8_t bad : {uint8_t{0x7F}, uint8_t{0xFF}, uint8_t{0xB8}}) {
+    auto copy = nv;
+    copy.blocks[5].scale_e4m3 = bad;
+    const std::string what = test::error_of([&] { (void)kernels::make_linear_nvfp4_packed(copy, nullptr, "t.w"); });
+    EXPECT_THAT(what, ::testing::HasSubstr("tensor 't.w': block scale E4M3 0x")) << what;
+    EXPECT_THAT(what, ::testing::HasSubstr("at [1, 1]; expected a finite scale >= 0")) << what;
+  }
+  nv.tensor_scale = std::numeric_limits<float>::infinity();
+  EXPECT_THAT(test::error_of([&] { (void)kernels::make_linear_nvfp4_packed(nv, nullptr, "t.w"); }),
+              ::testing::HasSubstr("tensor 't.w': tensor scale inf; expected a finite scale > 0"));
+}
+
+// NVFP4's vector decoding of the E4M3 scales equals the table's for every finite non-negative byte, the
+// subnormal ones included: each byte is a scale of its own block.
+TEST(LinearFp4, EveryE4m3ScaleDecodesAsTheReference) {
+  const int64_t out = 1, in = 128 * 16;  // one row of 16 chunks: 128 blocks
+  std::vector<float> w(size_t(in), 0.0f);
+  auto nv = quant::quantize_matrix_nvfp4(w.data(), out, in, "t");
+  for (int64_t j = 0; j < nv.blocks_per_row(); ++j) {
+    nv.blocks[size_t(j)].scale_e4m3 = static_cast<uint8_t>(j % 127);  // 0x00 .. 0x7E
+    for (auto& q : nv.blocks[size_t(j)].qs) q = 0x27;                 // codes 2 and 7: 1 and 6
+  }
+  nv.tensor_scale = 0.75f;
+  std::vector<float> ref(static_cast<size_t>(in));
+  quant::dequantize_row_nvfp4_ref(nv.row(0), in, nv.tensor_scale, ref.data());
+  for (const auto& [isa, decode] : test::isas_and_decodes()) {
+    test::ScopedIsa scoped(isa);
+    test::ScopedWeightOnlyDecode scoped_decode(decode);
+    auto lin = kernels::make_linear_nvfp4_packed(nv, nullptr, "t");
+    for (int64_t k = 0; k < in; k += 37) {
+      std::vector<float> x(size_t(in), 0.0f), y(1);
+      x[size_t(k)] = 1.0f;
+      lin->forward(x.data(), 1, y.data());
+      EXPECT_FLOAT_EQ(y[0], ref[size_t(k)]) << "k=" << k << " " << lin->kernel_path();
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+using namespace qjoule;
+
+// MXFP4's vector decoding of the E8M0 scales equals the reference's, 2^-127 (byte 0, subnormal) included
+// (exactly, but on the x16 GEMV: within 1e-4).
+TEST(LinearFp4, EveryE8m0ScaleDecodesAsTheReference) {
+  const int64_t in = 32 * 232;  // blocks with scale bytes 0 .. 231 (2^-127 .. 2^104: products stay finite)
+  std::vector<float> w(size_t(in), 0.0f);
+  auto mx = quant::quantize_matrix_mxfp4(w.data(), 1, in, "t");
+  for (int64_t j = 0; j < mx.blocks_per_row(); ++j) {
+    mx.blocks[size_t(j)].scale_e8m0 = static_cast<uint8_t>(j);
+    for (auto& q : mx.blocks[size_t(j)].qs) q = 0x2F;  // codes 2 and 15: 1 and −6
+  }
+  std::vector<float> ref(static_cast<size_t>(in));
+  quant::dequantize_row_mxfp4_ref(mx.row(0), in, ref.data());
+  for (const auto& [isa, decode] : test::isas_and_decodes()) {
+    test::ScopedIsa scoped(isa);
+    test::ScopedWeightOnlyDecode scoped_decode(decode);
+    auto lin = kernels::make_linear_mxfp4_packed(mx, nullptr, "t");
+    for (int64_t k = 0; k < in; k += 29) {
+      std::vector<float> x(size_t(in), 0.0f), y(1);
+      x[size_t(k)] = 1.0f;
+      lin->forward(x.data(), 1, y.data());
+      // The x16 GEMV's activation 1 is 32767 · (1 / 32767): not exact, and subnormal results keep fewer bits.
+      if (test::x16_decode(lin->kernel_path(), 1)) {
+        EXPECT_NEAR(y[0], ref[size_t(k)], 1e-4 * std::fabs(ref[size_t(k)])) << "k=" << k << " " << lin->kernel_path();
+      } else {
+        EXPECT_EQ(y[0], ref[size_t(k)]) << "k=" << k << " " << lin->kernel_path();
+      }
+    }
   }
 }
 

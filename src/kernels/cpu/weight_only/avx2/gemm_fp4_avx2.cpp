@@ -23,7 +23,9 @@ struct Fp4Decoder {
   int64_t cols() const { return w.padded_cols(); }
   struct Row {
     const Block* blocks;
+    const float* scales;  // fp4_scale_table
     float tensor_scale;
+    float scale_of(const Block& b) const { return scales[fp4_scale_code(b)] * tensor_scale; }
     // The 32 bytes of nibbles of weights k .. k + 64 as 8 dword lanes, and each lane's block scale.
     QJOULE_TARGET_AVX2 void lanes64(int64_t k, __m256i& codes, __m256& scale) const {
       const Block* b = blocks + k / G;
@@ -31,15 +33,14 @@ struct Fp4Decoder {
         codes =
             _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs))),
                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)), 1);
-        scale = _mm256_setr_m128(_mm_set1_ps(fp4_block_scale(b[0], tensor_scale)),
-                                 _mm_set1_ps(fp4_block_scale(b[1], tensor_scale)));
+        scale = _mm256_setr_m128(_mm_set1_ps(scale_of(b[0])), _mm_set1_ps(scale_of(b[1])));
       } else {
         static_assert(G == 16);
         long long q[4];
         float s[4];
         for (int j = 0; j < 4; ++j) {
           std::memcpy(&q[j], b[j].qs, 8);
-          s[j] = fp4_block_scale(b[j], tensor_scale);
+          s[j] = scale_of(b[j]);
         }
         codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
         scale = _mm256_setr_ps(s[0], s[0], s[1], s[1], s[2], s[2], s[3], s[3]);
@@ -67,10 +68,10 @@ struct Fp4Decoder {
       const Block& b = blocks[k / G];
       const int i = static_cast<int>(k % G);
       const int u = (i % 2 == 0) ? (b.qs[i / 2] >> 4) : (b.qs[i / 2] & 0x0F);
-      return quant::kE2M1Table[static_cast<std::size_t>(u)] * fp4_block_scale(b, tensor_scale);
+      return quant::kE2M1Table[static_cast<std::size_t>(u)] * scale_of(b);
     }
   };
-  Row row(int64_t o) const { return Row{w.row(o), fp4_tensor_scale(w)}; }
+  Row row(int64_t o) const { return Row{w.row(o), fp4_scale_table(w), fp4_tensor_scale(w)}; }
 };
 
 }  // namespace

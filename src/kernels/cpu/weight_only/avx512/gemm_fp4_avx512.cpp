@@ -2,6 +2,8 @@
 // layouts: qjoule/quant/formats.h) and their entry points, on the loops every 4-bit format shares
 // (weight_only_avx512.h, weight_only_gemv_x16_avx512.h). The E2M1 table takes the place of NF4's; a lane's
 // scale is its block's (fp4_scales.h). On the x16 GEMV the table is 2·E2M1, exact integers.
+#include <type_traits>
+
 #include "kernels/cpu/weight_only/avx512/nibble_blocks_avx512.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_gemv_x16_avx512.h"
@@ -24,23 +26,61 @@ struct Fp4Decoder {
   QJOULE_TARGET_AVX512 __m512 table() const { return _mm512_loadu_ps(quant::kE2M1Table.data()); }
   struct Row {
     const Block* blocks;
+    const float* scales;  // fp4_scale_table
     float tensor_scale;
+    float scale_of(const Block& b) const { return scales[fp4_scale_code(b)] * tensor_scale; }
     QJOULE_TARGET_AVX512 void chunk(int64_t c, __m512i& codes, __m512& d, __m512& z) const {
       const Block* b = blocks + c * kCount;
       codes = gather_codes(b);
-      float s[kCount];
-      for (int j = 0; j < kCount; ++j) s[j] = fp4_block_scale(b[j], tensor_scale);
-      d = per_block_lanes<kCount>(s);
+      if constexpr (std::is_same_v<Block, quant::BlockNvfp4>) {
+        d = nvfp4_lane_scales(b);
+      } else {
+        d = mxfp4_lane_scales(b);
+      }
       z = _mm512_setzero_ps();
+    }
+    // MXFP4: the 4 blocks' E8M0 scales in the lanes of their weights: block L's byte is byte 17L of the chunk,
+    // byte L of 128-bit lane L, whose 4 dword lanes hold block L's weights (one vpshufb). 2^(e − 127) is the
+    // FP32 bit pattern e << 23 for e >= 1 and 0x00400000 for e = 0 (2^-127, subnormal); 0xFF (NaN) never
+    // reaches a kernel (make_linear_mxfp4_packed refuses it).
+    QJOULE_TARGET_AVX512 __m512 mxfp4_lane_scales(const Block* b) const {
+      const auto at = [](int i) { return static_cast<int>(0xFFFFFF00u | static_cast<unsigned>(i)); };
+      const __m512i pick = _mm512_set_epi32(at(3), at(3), at(3), at(3), at(2), at(2), at(2), at(2), at(1), at(1), at(1),
+                                            at(1), at(0), at(0), at(0), at(0));
+      const __m512i e = _mm512_shuffle_epi8(_mm512_loadu_si512(b), pick);
+      const __m512i bits = _mm512_mask_mov_epi32(
+          _mm512_slli_epi32(e, 23), _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+      return _mm512_castsi512_ps(bits);
+    }
+    // NVFP4: the 8 blocks' E4M3 scales in the lanes of their weights without 8 scalar lookups. The scale
+    // bytes lie at bytes 9j of the chunk's first 64 (a block is 9 bytes): 128-bit lane L holds blocks 2L and
+    // 2L + 1's at its bytes 2L and 2L + 9, so one vpshufb spreads them over its dword lanes 4L .. 4L + 3.
+    // E4M3 decoded in integers, exactly and with no FP32 subnormal (whatever the MXCSR's DAZ): e = bits 6..3,
+    // m = bits 2..0, value = (e ? (8 + m) << (e − 1) : m) · 2^-9; 0x7F (NaN) never reaches a kernel
+    // (make_linear_nvfp4_packed refuses it). Times the tensor's scale, as scale_of.
+    QJOULE_TARGET_AVX512 __m512 nvfp4_lane_scales(const Block* b) const {
+      const __m512i raw = _mm512_loadu_si512(b);
+      // Dword lane 4L + i takes byte 2L (i < 2) or 2L + 9 of its 128-bit lane; the other 3 bytes zero (0xFF).
+      const auto at = [](int i) { return static_cast<int>(0xFFFFFF00u | static_cast<unsigned>(i)); };
+      const __m512i pick = _mm512_set_epi32(at(15), at(15), at(6), at(6), at(13), at(13), at(4), at(4),  // lanes 3, 2
+                                            at(11), at(11), at(2), at(2), at(9), at(9), at(0), at(0));   // lanes 1, 0
+      const __m512i bits = _mm512_shuffle_epi8(raw, pick);
+      const __m512i e = _mm512_and_si512(_mm512_srli_epi32(bits, 3), _mm512_set1_epi32(0xF));
+      const __m512i m = _mm512_and_si512(bits, _mm512_set1_epi32(7));
+      const __m512i one = _mm512_set1_epi32(1);
+      const __m512i mant = _mm512_or_si512(m, _mm512_slli_epi32(_mm512_min_epu32(e, one), 3));
+      const __m512i shift = _mm512_max_epi32(_mm512_sub_epi32(e, one), _mm512_setzero_si512());
+      const __m512 value = _mm512_cvtepi32_ps(_mm512_sllv_epi32(mant, shift));
+      return _mm512_mul_ps(value, _mm512_set1_ps(0x1p-9f * tensor_scale));
     }
     float at(int64_t k) const {
       const Block& b = blocks[k / Block::kSize];
       const int i = static_cast<int>(k % Block::kSize);
       const int u = (i % 2 == 0) ? (b.qs[i / 2] >> 4) : (b.qs[i / 2] & 0x0F);
-      return quant::kE2M1Table[static_cast<std::size_t>(u)] * fp4_block_scale(b, tensor_scale);
+      return quant::kE2M1Table[static_cast<std::size_t>(u)] * scale_of(b);
     }
   };
-  Row row(int64_t o) const { return Row{w.row(o), fp4_tensor_scale(w)}; }
+  Row row(int64_t o) const { return Row{w.row(o), fp4_scale_table(w), fp4_tensor_scale(w)}; }
 };
 
 }  // namespace
