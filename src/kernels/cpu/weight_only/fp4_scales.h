@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "qjoule/quant/formats.h"
 
@@ -26,5 +27,27 @@ inline const float* fp4_scale_table(const quant::Nvfp4Matrix&) { return e4m3_val
 // The tensor's scale of a packed FP4 matrix (1 for MXFP4, which has none: a product by 1 is exact).
 inline float fp4_tensor_scale(const quant::Mxfp4Matrix&) { return 1.0f; }
 inline float fp4_tensor_scale(const quant::Nvfp4Matrix& w) { return w.tensor_scale; }
+
+// A row cursor of a packed FP4 matrix, as every FP4 decoder's Row starts: its blocks, the scale table, the
+// tensor's scale, a block's scale and one weight (the kernels' tails: W[o, k]).
+template <class Block>
+struct Fp4RowCursor {
+  const Block* blocks;
+  const float* scales;  // fp4_scale_table
+  float tensor_scale;
+  float scale_of(const Block& b) const { return scales[fp4_scale_code(b)] * tensor_scale; }
+  float at(int64_t k) const {
+    const Block& b = blocks[k / Block::kSize];
+    const int i = static_cast<int>(k % Block::kSize);
+    const int u = (i % 2 == 0) ? (b.qs[i / 2] >> 4) : (b.qs[i / 2] & 0x0F);
+    return quant::kE2M1Table[static_cast<std::size_t>(u)] * scale_of(b);
+  }
+};
+
+template <class Packed>
+auto fp4_row_cursor(const Packed& w, int64_t o) {
+  using Block = std::remove_cv_t<std::remove_reference_t<decltype(*w.row(o))>>;
+  return Fp4RowCursor<Block>{w.row(o), fp4_scale_table(w), fp4_tensor_scale(w)};
+}
 
 }  // namespace qjoule::kernels::detail

@@ -21,11 +21,11 @@ struct Fp4Decoder {
   const Packed& w;
   int64_t rows() const { return w.rows; }
   int64_t cols() const { return w.padded_cols(); }
-  struct Row {
-    const Block* blocks;
-    const float* scales;  // fp4_scale_table
-    float tensor_scale;
-    float scale_of(const Block& b) const { return scales[fp4_scale_code(b)] * tensor_scale; }
+  struct Row : Fp4RowCursor<Block> {
+    using Fp4RowCursor<Block>::blocks;
+    using Fp4RowCursor<Block>::tensor_scale;
+    using Fp4RowCursor<Block>::scale_of;
+    using Fp4RowCursor<Block>::at;
     // The 32 bytes of nibbles of weights k .. k + 64 as 8 dword lanes, and each lane's block scale.
     QJOULE_TARGET_AVX2 void lanes64(int64_t k, __m256i& codes, __m256& scale) const {
       const Block* b = blocks + k / G;
@@ -64,14 +64,8 @@ struct Fp4Decoder {
       for (int i = 0; i < 32; ++i) v[i] = at(k + i);
       for (int j = 0; j < 4; ++j) out[j] = _mm256_load_ps(v + 8 * j);
     }
-    QJOULE_TARGET_AVX2 float at(int64_t k) const {
-      const Block& b = blocks[k / G];
-      const int i = static_cast<int>(k % G);
-      const int u = (i % 2 == 0) ? (b.qs[i / 2] >> 4) : (b.qs[i / 2] & 0x0F);
-      return quant::kE2M1Table[static_cast<std::size_t>(u)] * scale_of(b);
-    }
   };
-  Row row(int64_t o) const { return Row{w.row(o), fp4_scale_table(w), fp4_tensor_scale(w)}; }
+  Row row(int64_t o) const { return Row{fp4_row_cursor(w, o)}; }
 };
 
 }  // namespace

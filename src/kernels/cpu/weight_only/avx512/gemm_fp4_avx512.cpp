@@ -13,6 +13,9 @@
 namespace qjoule::kernels::detail {
 namespace {
 
+// A vpshufb control dword: byte i of its 128-bit lane, zero-extended (0xFF bytes write 0).
+constexpr int byte_at(int i) { return static_cast<int>(0xFFFFFF00u | static_cast<unsigned>(i)); }
+
 template <class Packed>
 struct Fp4Decoder {
   using Block = std::remove_cv_t<std::remove_reference_t<decltype(*std::declval<Packed>().blocks.data())>>;
@@ -24,11 +27,10 @@ struct Fp4Decoder {
   int64_t rows() const { return w.rows; }
   int64_t cols() const { return w.padded_cols(); }
   QJOULE_TARGET_AVX512 __m512 table() const { return _mm512_loadu_ps(quant::kE2M1Table.data()); }
-  struct Row {
-    const Block* blocks;
-    const float* scales;  // fp4_scale_table
-    float tensor_scale;
-    float scale_of(const Block& b) const { return scales[fp4_scale_code(b)] * tensor_scale; }
+  struct Row : Fp4RowCursor<Block> {
+    using Fp4RowCursor<Block>::blocks;
+    using Fp4RowCursor<Block>::tensor_scale;
+    using Fp4RowCursor<Block>::scale_of;
     QJOULE_TARGET_AVX512 void chunk(int64_t c, __m512i& codes, __m512& d, __m512& z) const {
       const Block* b = blocks + c * kCount;
       codes = gather_codes(b);
@@ -44,9 +46,9 @@ struct Fp4Decoder {
     // FP32 bit pattern e << 23 for e >= 1 and 0x00400000 for e = 0 (2^-127, subnormal); 0xFF (NaN) never
     // reaches a kernel (make_linear_mxfp4_packed refuses it).
     QJOULE_TARGET_AVX512 __m512 mxfp4_lane_scales(const Block* b) const {
-      const auto at = [](int i) { return static_cast<int>(0xFFFFFF00u | static_cast<unsigned>(i)); };
-      const __m512i pick = _mm512_set_epi32(at(3), at(3), at(3), at(3), at(2), at(2), at(2), at(2), at(1), at(1), at(1),
-                                            at(1), at(0), at(0), at(0), at(0));
+      const __m512i pick = _mm512_set_epi32(byte_at(3), byte_at(3), byte_at(3), byte_at(3), byte_at(2), byte_at(2),
+                                            byte_at(2), byte_at(2), byte_at(1), byte_at(1), byte_at(1), byte_at(1),
+                                            byte_at(0), byte_at(0), byte_at(0), byte_at(0));
       const __m512i e = _mm512_shuffle_epi8(_mm512_loadu_si512(b), pick);
       const __m512i bits = _mm512_mask_mov_epi32(
           _mm512_slli_epi32(e, 23), _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
@@ -60,10 +62,11 @@ struct Fp4Decoder {
     // (make_linear_nvfp4_packed refuses it). Times the tensor's scale, as scale_of.
     QJOULE_TARGET_AVX512 __m512 nvfp4_lane_scales(const Block* b) const {
       const __m512i raw = _mm512_loadu_si512(b);
-      // Dword lane 4L + i takes byte 2L (i < 2) or 2L + 9 of its 128-bit lane; the other 3 bytes zero (0xFF).
-      const auto at = [](int i) { return static_cast<int>(0xFFFFFF00u | static_cast<unsigned>(i)); };
-      const __m512i pick = _mm512_set_epi32(at(15), at(15), at(6), at(6), at(13), at(13), at(4), at(4),  // lanes 3, 2
-                                            at(11), at(11), at(2), at(2), at(9), at(9), at(0), at(0));   // lanes 1, 0
+      // Dword lane 4L + i takes byte 2L (i < 2) or 2L + 9 of its 128-bit lane.
+      const __m512i pick = _mm512_set_epi32(byte_at(15), byte_at(15), byte_at(6), byte_at(6), byte_at(13), byte_at(13),
+                                            byte_at(4), byte_at(4),  // lanes 3, 2
+                                            byte_at(11), byte_at(11), byte_at(2), byte_at(2), byte_at(9), byte_at(9),
+                                            byte_at(0), byte_at(0));  // lanes 1, 0
       const __m512i bits = _mm512_shuffle_epi8(raw, pick);
       const __m512i e = _mm512_and_si512(_mm512_srli_epi32(bits, 3), _mm512_set1_epi32(0xF));
       const __m512i m = _mm512_and_si512(bits, _mm512_set1_epi32(7));
@@ -73,14 +76,8 @@ struct Fp4Decoder {
       const __m512 value = _mm512_cvtepi32_ps(_mm512_sllv_epi32(mant, shift));
       return _mm512_mul_ps(value, _mm512_set1_ps(0x1p-9f * tensor_scale));
     }
-    float at(int64_t k) const {
-      const Block& b = blocks[k / Block::kSize];
-      const int i = static_cast<int>(k % Block::kSize);
-      const int u = (i % 2 == 0) ? (b.qs[i / 2] >> 4) : (b.qs[i / 2] & 0x0F);
-      return quant::kE2M1Table[static_cast<std::size_t>(u)] * scale_of(b);
-    }
   };
-  Row row(int64_t o) const { return Row{w.row(o), fp4_scale_table(w), fp4_tensor_scale(w)}; }
+  Row row(int64_t o) const { return Row{fp4_row_cursor(w, o)}; }
 };
 
 }  // namespace
