@@ -1,6 +1,6 @@
-// Weight-only low-precision linear layers with qjoule's own CPU kernels: FP16 storage, INT8 (w8),
-// INT4 group-wise and bitsandbytes NF4 (layouts: qjoule/quant/formats.h). Weights stay packed in
-// memory; kernels decode them in registers, a few values at a time, and compute in FP32 (or, for
+// Weight-only low-precision linear layers with qjoule's own CPU kernels: FP16 storage, INT8 (w8), INT4
+// group-wise, bitsandbytes NF4 and the FP4 formats MXFP4 / NVFP4 (layouts: qjoule/quant/formats.h). Weights stay
+// packed in memory; kernels decode them in registers, a few values at a time, and compute in FP32 (or, for
 // int4 with int8_activations, with integer dot products on INT8 activation blocks).
 //
 // How the AVX2 and scalar kernels run (multi-threaded with OpenMP over output features; the AVX-512
@@ -128,9 +128,10 @@ bool weight_only_repacking_on();
 std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked = true);
 // Whether 4-bit weight-only layers (int4 with FP32 activations, nf4, nf4:dq, mxfp4, nvfp4) built for `isa` can
 // decode (m <= 4) on AVX512_VNNI with the activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:
-// int4_x16", "...:nf4_x16", "...:nf4dq_x16", "...:mxfp4_x16", "...:nvfp4_x16"): the avx512 levels on a CPU with AVX512_VNNI. Whether
-// a layout does is measured once per process (the faster GEMV by 3%; src/kernels/cpu/weight_only/
-// decode_gemv_choice.h), or said by QJOULE_WEIGHT_ONLY_DECODE=x16|float (another value: a one-line error).
+// int4_x16", "...:nf4_x16", "...:nf4dq_x16", "...:mxfp4_x16", "...:nvfp4_x16"): the avx512 levels on a CPU
+// with AVX512_VNNI. Whether a layout does is measured once per process (the faster GEMV by 3%;
+// src/kernels/cpu/weight_only/decode_gemv_choice.h), or said by QJOULE_WEIGHT_ONLY_DECODE=x16|float (another
+// value: a one-line error).
 bool x16_decode_available(WeightOnlyIsa isa);
 // The path a 4-bit layer built for `isa` reports; kernel: "int4_f32", "nf4_f32", "nf4dq_f32", "mxfp4_f32" or
 // "nvfp4_f32";

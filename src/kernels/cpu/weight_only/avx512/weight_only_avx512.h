@@ -1,5 +1,5 @@
-// The AVX-512 driver shared by the weight-only formats (w8, int4, nf4, nf4:dq): a format supplies a
-// *decoder*, this file (prefill panels, run_gemm) and weight_only_gemv_avx512.h (the GEMVs) supply the
+// The AVX-512 driver shared by the weight-only formats (w8, int4, nf4, nf4:dq, mxfp4, nvfp4): a format
+// supplies a *decoder*, this file (prefill panels, run_gemm) and weight_only_gemv_avx512.h (the GEMVs) supply the
 // loops. Included only by the gemm_*_avx512.cpp files; every function
 // that touches __m512 carries a target attribute, so the build needs no -march flag (dispatch at run
 // time: weight_only_isa()).
