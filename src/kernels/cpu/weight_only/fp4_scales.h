@@ -1,6 +1,7 @@
 // The FP4 formats' block scales as the kernels read them (formats.h, "mxfp4 / nvfp4"): one FP32 value per
 // stored scale byte, from a 256-entry table built once from the scalar references (quant::e8m0_value,
-// quant::e4m3_value), so that every kernel scales by exactly what dequantize_row_*_ref does. NVFP4's
+// quant::e4m3_value), so that the AVX2 kernels and the tails scale by exactly what dequantize_row_*_ref does
+// (the AVX-512 decoders decode a chunk's scale bytes in vectors to the same values, gemm_fp4_avx512.cpp). NVFP4's
 // kernels multiply by s_b · s_t (the tensor's scale folded into the block's: one FP32 rounding that
 // the reference, (E2M1 · s_b) · s_t, does not make; within every kernel's error budget).
 #pragma once

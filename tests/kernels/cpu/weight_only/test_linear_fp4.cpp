@@ -167,6 +167,24 @@ TEST(LinearFp4, APackedMatrixWithANanOrNegativeScaleIsOneLine) {
               ::testing::HasSubstr("tensor 't.w': tensor scale inf; expected a finite scale > 0"));
 }
 
+// Multiplies layer `make()` (built at every ISA level and decode GEMV) by x = e_k for every `step`-th k of
+// its one output row and hands (got, ref[k], kernel path, k) to `expect`.
+template <class Make, class Expect>
+void expect_each_column(const Make& make, const std::vector<float>& ref, int64_t step, const Expect& expect) {
+  const int64_t in = static_cast<int64_t>(ref.size());
+  for (const auto& [isa, decode] : test::isas_and_decodes()) {
+    test::ScopedIsa scoped(isa);
+    test::ScopedWeightOnlyDecode scoped_decode(decode);
+    const auto lin = make();
+    for (int64_t k = 0; k < in; k += step) {
+      std::vector<float> x(size_t(in), 0.0f), y(1);
+      x[size_t(k)] = 1.0f;
+      lin->forward(x.data(), 1, y.data());
+      expect(y[0], ref[size_t(k)], lin->kernel_path(), k);
+    }
+  }
+}
+
 // NVFP4's vector decoding of the E4M3 scales equals the table's for every finite non-negative byte, the
 // subnormal ones included: each byte is a scale of its own block.
 TEST(LinearFp4, EveryE4m3ScaleDecodesAsTheReference) {
@@ -180,24 +198,11 @@ TEST(LinearFp4, EveryE4m3ScaleDecodesAsTheReference) {
   nv.tensor_scale = 0.75f;
   std::vector<float> ref(static_cast<size_t>(in));
   quant::dequantize_row_nvfp4_ref(nv.row(0), in, nv.tensor_scale, ref.data());
-  for (const auto& [isa, decode] : test::isas_and_decodes()) {
-    test::ScopedIsa scoped(isa);
-    test::ScopedWeightOnlyDecode scoped_decode(decode);
-    auto lin = kernels::make_linear_nvfp4_packed(nv, nullptr, "t");
-    for (int64_t k = 0; k < in; k += 37) {
-      std::vector<float> x(size_t(in), 0.0f), y(1);
-      x[size_t(k)] = 1.0f;
-      lin->forward(x.data(), 1, y.data());
-      EXPECT_FLOAT_EQ(y[0], ref[size_t(k)]) << "k=" << k << " " << lin->kernel_path();
-    }
-  }
+  expect_each_column([&] { return kernels::make_linear_nvfp4_packed(nv, nullptr, "t"); }, ref, 37,
+                     [](float got, float want, const std::string& path, int64_t k) {
+                       EXPECT_FLOAT_EQ(got, want) << path << " k=" << k;
+                     });
 }
-
-}  // namespace
-
-namespace {
-
-using namespace qjoule;
 
 // MXFP4's vector decoding of the E8M0 scales equals the reference's, 2^-127 (byte 0, subnormal) included
 // (exactly, but on the x16 GEMV: within 1e-4).
@@ -211,22 +216,16 @@ TEST(LinearFp4, EveryE8m0ScaleDecodesAsTheReference) {
   }
   std::vector<float> ref(static_cast<size_t>(in));
   quant::dequantize_row_mxfp4_ref(mx.row(0), in, ref.data());
-  for (const auto& [isa, decode] : test::isas_and_decodes()) {
-    test::ScopedIsa scoped(isa);
-    test::ScopedWeightOnlyDecode scoped_decode(decode);
-    auto lin = kernels::make_linear_mxfp4_packed(mx, nullptr, "t");
-    for (int64_t k = 0; k < in; k += 29) {
-      std::vector<float> x(size_t(in), 0.0f), y(1);
-      x[size_t(k)] = 1.0f;
-      lin->forward(x.data(), 1, y.data());
-      // The x16 GEMV's activation 1 is 32767 · (1 / 32767): not exact, and subnormal results keep fewer bits.
-      if (test::x16_decode(lin->kernel_path(), 1)) {
-        EXPECT_NEAR(y[0], ref[size_t(k)], 1e-4 * std::fabs(ref[size_t(k)])) << "k=" << k << " " << lin->kernel_path();
-      } else {
-        EXPECT_EQ(y[0], ref[size_t(k)]) << "k=" << k << " " << lin->kernel_path();
-      }
-    }
-  }
+  expect_each_column([&] { return kernels::make_linear_mxfp4_packed(mx, nullptr, "t"); }, ref, 29,
+                     [](float got, float want, const std::string& path, int64_t k) {
+                       // The x16 GEMV's activation 1 is 32767 · (1 / 32767): not exact, and subnormal results keep
+                       // fewer bits.
+                       if (test::x16_decode(path, 1)) {
+                         EXPECT_NEAR(got, want, 1e-4 * std::fabs(want)) << path << " k=" << k;
+                       } else {
+                         EXPECT_EQ(got, want) << path << " k=" << k;
+                       }
+                     });
 }
 
 }  // namespace

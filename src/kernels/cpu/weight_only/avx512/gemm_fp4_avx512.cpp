@@ -30,7 +30,6 @@ struct Fp4Decoder {
   struct Row : Fp4RowCursor<Block> {
     using Fp4RowCursor<Block>::blocks;
     using Fp4RowCursor<Block>::tensor_scale;
-    using Fp4RowCursor<Block>::scale_of;
     QJOULE_TARGET_AVX512 void chunk(int64_t c, __m512i& codes, __m512& d, __m512& z) const {
       const Block* b = blocks + c * kCount;
       codes = gather_codes(b);
