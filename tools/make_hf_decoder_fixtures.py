@@ -22,6 +22,17 @@ re-implementation:
   tiny-llama32 LlamaForCausalLM as Llama 3.2 1B / 3B are laid out: tied head (no lm_head.weight), llama3 RoPE
                scaling (factor 8, low 1, high 4, original_max_position_embeddings 32 of 128), rope_theta 5e5,
                4/2 heads of 16, explicit head_dim; F32; a seed whose greedy tokens vary. Tokenizer: llama3.
+  The mixture-of-experts decoders, smaller (hidden 32) to keep the fixtures' budget, each saved by
+  save_pretrained, which writes the Hub's layout (one tensor per expert and projection):
+  tiny-mixtral MixtralForCausalLM: 4 experts of FFN 32 (block_sparse_moe.experts.{e}.w1 / w2 / w3 and the
+               router block_sparse_moe.gate), top-2, the chosen weights renormalised; 4/2 heads of 8;
+               rope_theta 1e6; untied head.
+  tiny-qwen3-moe Qwen3MoeForCausalLM: 3 layers, layer 1 dense (mlp_only_layers [1], intermediate 48), the
+               others 6 experts of moe_intermediate_size 16 (mlp.experts.{e}.gate_proj / up_proj /
+               down_proj, router mlp.gate), top-3 with norm_topk_prob; Qwen3's per-head q/k norms, head_dim
+               16 (≠ 32 / 4); config.json's "num_experts" as the Hub writes it; tied head.
+  tiny-olmoe   OlmoeForCausalLM: 4 experts of FFN 24, top-2 without renormalising (norm_topk_prob false),
+               q_norm / k_norm over all of q's and k's columns (not per head), 4/4 heads; untied head.
 
 Each folder gets what the tiny decoder fixtures of tools/make_tiny_decoder_fixtures.py have, so that
 every decoder test covers it (tests/model/decoder_fixtures.h):
@@ -43,12 +54,13 @@ weights) so that the logits and the q/k norms are not near-constant; fixed seeds
 Usage (a venv from PyPI, not needed by the build or CI; tested with torch 2.15.0, transformers 5.24.0):
   python3 -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers safetensors
   /tmp/hf/bin/pip install regex   # make_tiny_decoder_fixtures.py, whose perplexity windows this shares
-  /tmp/hf/bin/python tools/make_hf_decoder_fixtures.py [OUT_DIR]
+  /tmp/hf/bin/python tools/make_hf_decoder_fixtures.py [OUT_DIR [NAME ...]]   (NAMEs: those fixtures only)
 """
 import json
 import math
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -61,6 +73,7 @@ from make_tiny_decoder_fixtures import perplexity  # noqa: E402  the same window
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests/fixtures/decoders"
+ONLY = set(sys.argv[2:])
 BPE = ROOT / "tests/fixtures/bpe"
 SHARED = ROOT.parent / "shared"
 TEXT = "data/wikitext2/test.txt"  # under SHARED
@@ -123,6 +136,44 @@ def llama32_config(vocab_size, bos, eos):
     }
 
 
+def mixtral_config(vocab_size, bos, eos):
+    return {
+        "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": bos, "eos_token_id": eos,
+        "hidden_act": "silu", "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 32,
+        "max_position_embeddings": 128, "model_type": "mixtral", "num_attention_heads": 4,
+        "num_experts_per_tok": 2, "num_hidden_layers": 2, "num_key_value_heads": 2, "num_local_experts": 4,
+        "output_router_logits": False, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02,
+        "router_jitter_noise": 0.0, "sliding_window": None, "tie_word_embeddings": False, "torch_dtype": "float32",
+        "use_cache": True, "vocab_size": vocab_size,
+    }
+
+
+def qwen3_moe_config(vocab_size, bos, eos):
+    return {
+        "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "bos_token_id": bos, "decoder_sparse_step": 1, "eos_token_id": eos, "head_dim": 16, "hidden_act": "silu",
+        "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 48, "max_position_embeddings": 128,
+        "max_window_layers": 3, "mlp_only_layers": [1], "model_type": "qwen3_moe", "moe_intermediate_size": 16,
+        "norm_topk_prob": True, "num_attention_heads": 4, "num_experts": 6, "num_experts_per_tok": 3,
+        "num_hidden_layers": 3, "num_key_value_heads": 2, "output_router_logits": False, "rms_norm_eps": 1e-06,
+        "rope_scaling": None, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": None,
+        "tie_word_embeddings": True, "torch_dtype": "float32", "use_cache": True, "use_sliding_window": False,
+        "vocab_size": vocab_size,
+    }
+
+
+def olmoe_config(vocab_size, bos, eos):
+    return {
+        "architectures": ["OlmoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": bos,
+        "clip_qkv": None, "eos_token_id": eos, "hidden_act": "silu", "hidden_size": 32, "initializer_range": 0.02,
+        "intermediate_size": 24, "max_position_embeddings": 128, "model_type": "olmoe", "norm_topk_prob": False,
+        "num_attention_heads": 4, "num_experts": 4, "num_experts_per_tok": 2, "num_hidden_layers": 2,
+        "num_key_value_heads": 4, "output_router_logits": False, "pad_token_id": 1, "rms_norm_eps": 1e-05,
+        "rope_scaling": None, "rope_theta": 10000.0, "router_aux_loss_coef": 0.01, "tie_word_embeddings": False,
+        "torch_dtype": "float32", "use_cache": True, "vocab_size": vocab_size,
+    }
+
+
 MODELS = [
     # name, bpe fixture, BOS, EOS, config, seed, tokens of the reference logits, norm weights' centre
     ("tiny-qwen3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", qwen3_config, 20261128, 24, 1.0),
@@ -130,6 +181,9 @@ MODELS = [
     ("tiny-gemma3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", gemma3_config, 20261129, 40, 0.0),
     ("tiny-phi3", "llama3", "<|begin_of_text|>", "<|end_of_text|>", phi3_config, 20261132, 40, 1.0),
     ("tiny-llama32", "llama3", "<|begin_of_text|>", "<|end_of_text|>", llama32_config, 20261203, 24, 1.0),
+    ("tiny-mixtral", "llama3", "<|begin_of_text|>", "<|end_of_text|>", mixtral_config, 20261204, 24, 1.0),
+    ("tiny-qwen3-moe", "llama3", "<|begin_of_text|>", "<|end_of_text|>", qwen3_moe_config, 20261205, 24, 1.0),
+    ("tiny-olmoe", "llama3", "<|begin_of_text|>", "<|end_of_text|>", olmoe_config, 20261206, 24, 1.0),
 ]
 
 
@@ -152,6 +206,8 @@ def main():
     torch.use_deterministic_algorithms(True)
     text = (SHARED / TEXT).read_text(encoding="utf-8")
     for name, tok_name, bos_token, eos_token, make_config, seed, seq, norm_centre in MODELS:
+        if ONLY and name not in ONLY:
+            continue
         tok_path = BPE / tok_name / "tokenizer.json"
         doc = json.loads(tok_path.read_text(encoding="utf-8"))
         tok = Tokenizer.from_file(str(tok_path))
@@ -172,7 +228,13 @@ def main():
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
         if model.config.tie_word_embeddings:
             state.pop("lm_head.weight", None)  # stored once, as save_pretrained stores a tied head
-        save_file(state, out / "model.safetensors", metadata={"format": "pt"})
+        if "experts" in " ".join(state):
+            # transformers 5 holds the experts as 3-D tensors; save_pretrained writes them one per expert.
+            with tempfile.TemporaryDirectory() as saved:
+                model.save_pretrained(saved)
+                shutil.copyfile(Path(saved) / "model.safetensors", out / "model.safetensors")
+        else:
+            save_file(state, out / "model.safetensors", metadata={"format": "pt"})
         shutil.copyfile(tok_path, out / "tokenizer.json")
 
         ids = tok.encode(SENTENCE, add_special_tokens=True).ids[:12]

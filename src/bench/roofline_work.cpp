@@ -100,7 +100,7 @@ limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq, i
   limits::PhaseWork w;
   const double head_share = static_cast<double>(logits_rows) / static_cast<double>(seq);
   for (const auto& l : m.linear_reports()) {
-    const double flops = 2.0 * multiply_adds(l) * (is_head(l.name) ? head_share : 1.0);
+    const double flops = 2.0 * multiply_adds(l) * (is_head(l.name) ? head_share : l.token_share);
     w.flops_per_token += flops;
     flops_by_type[prefill_compute_type(l.kernel_path)] += flops;
     w.bytes_per_token += static_cast<double>(l.bytes_held) / static_cast<double>(seq);
@@ -116,7 +116,8 @@ limits::PhaseWork decoder_prefill_work(const model::DecoderLM& m, int64_t seq, i
 double decoder_decode_bytes_per_token(const model::DecoderLM& m, int64_t prompt, int64_t steps) {
   const auto& cfg = m.config();
   double bytes = 0.0;
-  for (const auto& l : m.linear_reports()) bytes += static_cast<double>(l.bytes_held);
+  // A mixture's expert Linears: the top-k experts' share of them (token_share), the bytes a step reads.
+  for (const auto& l : m.linear_reports()) bytes += static_cast<double>(l.bytes_held) * l.token_share;
   // The token's embedding row, as held.
   bytes += static_cast<double>(cfg.hidden_size) * (m.embeddings_format() == "bf16" ? 2.0 : 4.0);
   // Keys and values of every earlier position a layer reads (a sliding window's last w), FP32.
@@ -127,7 +128,7 @@ double decoder_decode_bytes_per_token(const model::DecoderLM& m, int64_t prompt,
 double decoder_decode_flops_per_token(const model::DecoderLM& m, int64_t prompt, int64_t steps) {
   const auto& cfg = m.config();
   double flops = 0.0;
-  for (const auto& l : m.linear_reports()) flops += 2.0 * multiply_adds(l);
+  for (const auto& l : m.linear_reports()) flops += 2.0 * multiply_adds(l) * l.token_share;
   return flops + 4.0 * mean_keys_read(cfg, prompt, steps) * static_cast<double>(cfg.q_dim());
 }
 

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config_reconciler.h"
+#include "decoder_moe_config.h"
+#include "decoder_rope_config.h"
 #include "qjoule/error.h"
 #include "qjoule/model/prequantized/checkpoint_quantization.h"
 
@@ -30,7 +32,16 @@ FamilyDefaults family_defaults(DecoderArch arch) {
   FamilyDefaults d;
   if (arch == DecoderArch::Qwen2) d.rope_theta = 1e6;     // Qwen2Config; Qwen3Config and LlamaConfig 1e4
   if (arch == DecoderArch::Phi3) d.max_positions = 4096;  // Phi3Config
-  if (arch == DecoderArch::Gemma3) {                      // Gemma3TextConfig
+  if (arch == DecoderArch::Mixtral) {                     // MixtralConfig
+    d.max_positions = 131072;
+    d.rope_theta = 1e6;
+  }
+  if (arch == DecoderArch::Qwen3Moe) d.max_positions = 32768;  // Qwen3MoeConfig
+  if (arch == DecoderArch::Olmoe) {                            // OlmoeConfig
+    d.heads = 16;
+    d.max_positions = 4096;
+  }
+  if (arch == DecoderArch::Gemma3) {  // Gemma3TextConfig
     d.heads = 8;
     d.head_dim = 256;
     d.max_positions = 131072;
@@ -51,120 +62,13 @@ bool bool_field(const ConfigReconciler& r, const json& config, const char* field
   return model::bool_field(config, field, fallback, r.path() + ": ");
 }
 
-// transformers 5 writes RoPE's theta and scaling in one object, rope_parameters ({"rope_type": "default",
-// "rope_theta": 1e6, ...}); the Hub's checkpoints (transformers 4) write rope_theta and rope_scaling at the
-// top. Either is read; nullptr when config.json has no rope_parameters.
-const json* rope_parameters(const ConfigReconciler& r, const json& config) {
-  const auto it = config.find("rope_parameters");
-  if (it == config.end() || it->is_null()) return nullptr;
-  if (!it->is_object()) fail("{}: rope_parameters is {}, expected an object or null", r.path(), it->dump());
-  return &*it;
-}
-
-// rope_theta from the top of config.json or from rope_parameters; both, and different, is one line.
-double read_rope_theta(const ConfigReconciler& r, const json& config, double fallback) {
-  const double top = r.positive_number_field("rope_theta", fallback);
-  const json* params = rope_parameters(r, config);
-  if (params == nullptr || !params->contains("rope_theta") || (*params)["rope_theta"].is_null()) return top;
-  const json& theta = (*params)["rope_theta"];
-  if (!theta.is_number() || !(theta.get<double>() > 0.0))
-    fail("{}: rope_parameters.rope_theta = {}, expected a positive number", r.path(), theta.dump());
-  if (config.contains("rope_theta") && !config["rope_theta"].is_null() && top != theta.get<double>())
-    fail("{}: rope_theta = {} and rope_parameters.rope_theta = {}; expected one value", r.path(), top,
-         theta.get<double>());
-  return theta.get<double>();
-}
-
-kernels::RopeScaling read_rope_scaling(const ConfigReconciler& r, const json& config, int64_t max_positions,
-                                       bool phi3 = false) {
-  kernels::RopeScaling s;
-  auto it = config.find("rope_scaling");
-  const char* field = "rope_scaling";
-  if (it == config.end() || it->is_null()) {
-    const json* params = rope_parameters(r, config);
-    if (params == nullptr) return s;
-    it = config.find("rope_parameters");
-    field = "rope_parameters";
-  }
-  if (!it->is_object()) fail("{}: {} is {}, expected an object or null", r.path(), field, it->dump());
-  const json& rs = *it;
-  const std::string where = r.path() + ": " + field + ".";
-  s.type = string_field(rs, "rope_type", string_field(rs, "type", "default", where), where);
-  auto number = [&](const char* key, double fallback) {
-    auto f = rs.find(key);
-    if (f == rs.end() || f->is_null()) return fallback;
-    if (!f->is_number()) fail("{}: {}.{} is {}, expected a number", r.path(), field, key, f->dump());
-    return f->get<double>();
-  };
-  s.factor = number("factor", 1.0);
-  s.low_freq_factor = number("low_freq_factor", 1.0);
-  s.high_freq_factor = number("high_freq_factor", 4.0);
-  s.original_max_position_embeddings =
-      static_cast<int64_t>(number("original_max_position_embeddings", static_cast<double>(max_positions)));
-  s.beta_fast = number("beta_fast", 32.0);
-  s.beta_slow = number("beta_slow", 1.0);
-  s.attention_factor = number("attention_factor", 0.0);
-  if (phi3 && (s.type == "su" || s.type == "yarn")) s.type = "longrope";  // Phi3Config's older names for it
-  if (s.type == "longrope") {
-    // Phi-3: original_max_position_embeddings may sit at the top of config.json; factor, when absent, is
-    // the ratio of the positions (transformers' _compute_longrope_parameters).
-    if (!rs.contains("original_max_position_embeddings"))
-      s.original_max_position_embeddings = r.int_field("original_max_position_embeddings").value_or(max_positions);
-    if (!rs.contains("factor") || rs["factor"].is_null())
-      s.factor = static_cast<double>(max_positions) / static_cast<double>(s.original_max_position_embeddings);
-    for (auto [key, values] : {std::pair{"short_factor", &s.short_factor}, std::pair{"long_factor", &s.long_factor}}) {
-      const auto f = rs.find(key);
-      if (f == rs.end() || !f->is_array())
-        fail("{}: {}.{} is {}, expected a list of numbers (type longrope)", r.path(), field, key,
-             f == rs.end() ? "missing" : f->dump().substr(0, 80));
-      for (const json& v : *f) {
-        if (!v.is_number()) fail("{}: {}.{} holds {}, expected numbers", r.path(), field, key, v.dump());
-        values->push_back(v.get<double>());
-      }
-    }
-  }
-  if (s.type != "default" && s.type != "linear" && s.type != "llama3" && s.type != "yarn" && s.type != "longrope")
-    fail("{}: {} type '{}' is not supported; supported: linear, llama3, yarn, longrope (none: default)", r.path(),
-         field, s.type);
-  return s;
-}
-
-// partial_rotary_factor (Phi-3, Phi-4-mini) at the top of config.json or in rope_parameters; 1 when absent.
-double partial_rotary_factor(const ConfigReconciler& r, const json& config) {
-  const json* params = rope_parameters(r, config);
-  if (params != nullptr && params->contains("partial_rotary_factor") && !(*params)["partial_rotary_factor"].is_null()) {
-    const json& f = (*params)["partial_rotary_factor"];
-    if (!f.is_number() || !(f.get<double>() > 0.0) || f.get<double>() > 1.0)
-      fail("{}: rope_parameters.partial_rotary_factor = {}, expected a number in (0, 1]", r.path(), f.dump());
-    return f.get<double>();
-  }
-  const double f = r.positive_number_field("partial_rotary_factor", 1.0);
-  if (f > 1.0) fail("{}: partial_rotary_factor = {}, expected a number in (0, 1]", r.path(), f);
-  return f;
-}
-
-// Whether rope_parameters is split by layer type, as transformers 5 writes Gemma 3's ({"full_attention":
-// {...}, "sliding_attention": {...}}).
-bool rope_split_by_layer_type(const json& config) {
-  const auto it = config.find("rope_parameters");
-  return it != config.end() && it->is_object() && (it->contains("full_attention") || it->contains("sliding_attention"));
-}
-
-// One layer type's rope_parameters as a config of its own that read_rope_theta / read_rope_scaling read;
-// the config itself when rope_parameters is not split.
-json rope_config_of(const json& config, const char* layer_type) {
-  if (!rope_split_by_layer_type(config)) return config;
-  json sub = json::object();
-  if (config["rope_parameters"].contains(layer_type)) sub["rope_parameters"] = config["rope_parameters"][layer_type];
-  return sub;
-}
-
 // Which layers attend through a sliding window and how wide, as transformers decides it: layer_types when
 // config.json has them; else Gemma 3's pattern (every sliding_window_pattern-th layer full), Mistral's every
 // layer, Qwen's layers from max_window_layers on (with use_sliding_window). A window no shorter than the
 // positions is full attention.
 void read_layer_windows(const ConfigReconciler& r, const json& config, DecoderConfig& out) {
-  const bool qwen = out.arch == DecoderArch::Qwen2 || out.arch == DecoderArch::Qwen3;
+  const bool qwen =
+      out.arch == DecoderArch::Qwen2 || out.arch == DecoderArch::Qwen3 || out.arch == DecoderArch::Qwen3Moe;
   std::optional<int64_t> window;
   if (const auto it = config.find("sliding_window"); it == config.end()) {
     // Absent: MistralConfig, Gemma3TextConfig and the Qwen configs default to 4096.
@@ -176,7 +80,7 @@ void read_layer_windows(const ConfigReconciler& r, const json& config, DecoderCo
     fail("{}: sliding_window = {}, expected a positive number of tokens or null", r.path(), *window);
   // Phi-3 windows every layer when sliding_window is set (Phi-3-mini-4k: 2047); Phi3Config's default is none.
   if (qwen && !bool_field(r, config, "use_sliding_window", false)) window.reset();
-  if (out.model_type == "llama") window.reset();  // LlamaForCausalLM attends to every token
+  if (out.model_type == "llama" || out.arch == DecoderArch::Olmoe) window.reset();  // they attend to every token
   std::vector<bool> sliding(static_cast<std::size_t>(out.num_layers), false);
   if (const auto it = config.find("layer_types"); it != config.end() && !it->is_null()) {
     if (!it->is_array() || static_cast<int64_t>(it->size()) != out.num_layers)
@@ -196,7 +100,8 @@ void read_layer_windows(const ConfigReconciler& r, const json& config, DecoderCo
     if (pattern <= 0) fail("{}: sliding_window_pattern = {}, expected a positive number", r.path(), pattern);
     for (int64_t i = 0; i < out.num_layers; ++i) sliding[static_cast<std::size_t>(i)] = (i + 1) % pattern != 0;
   } else if (window) {
-    const int64_t from = qwen ? r.int_field("max_window_layers").value_or(28) : 0;
+    // Qwen3-MoE (transformers 5) windows every layer when use_sliding_window is set.
+    const int64_t from = qwen && out.arch != DecoderArch::Qwen3Moe ? r.int_field("max_window_layers").value_or(28) : 0;
     for (int64_t i = from; i < out.num_layers; ++i) sliding[static_cast<std::size_t>(i)] = true;
   }
   if (!window || *window >= out.max_positions) return;
@@ -267,7 +172,9 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
   const bool phi3 = out.arch == DecoderArch::Phi3;
   out.fused_projections = phi3;
   const std::string gate = l0 + (phi3 ? "mlp.gate_up_proj" : "mlp.gate_proj");
-  if (out.quantization || phi3) {
+  if (is_moe_arch(out.arch)) {
+    read_moe_fields(r, config, ck, out);  // the experts' width and the dense layers'
+  } else if (out.quantization || phi3) {
     const int64_t gate_rows = rows_of(gate) / (phi3 ? 2 : 1);  // gate_up_proj: [gate | up]
     out.intermediate_size =
         r.reconcile_value("intermediate_size", gate_rows,
@@ -360,7 +267,9 @@ void load_llama_family(const std::filesystem::path& path, const json& config, co
   out.qkv_bias = out.arch == DecoderArch::Qwen2 || attention_bias;
   out.o_bias = attention_bias;
   out.mlp_bias = bool_field(r, config, "mlp_bias", false);
-  if (out.arch == DecoderArch::Qwen3) out.qk_norm = true;
+  out.qk_norm = out.arch == DecoderArch::Qwen3 || out.arch == DecoderArch::Qwen3Moe || out.arch == DecoderArch::Olmoe ||
+                out.qk_norm;
+  out.qk_norm_whole = out.arch == DecoderArch::Olmoe;  // q_norm over all of q's columns, k_norm over k's
 
   const int64_t layers = count_layers(ck, out.prefix + "layers.");
   if (auto n = r.int_field("num_hidden_layers"); n && *n != layers)
@@ -427,7 +336,8 @@ void load_gpt2(const std::filesystem::path& path, const json& config, const io::
 std::string supported_decoder_architectures() {
   return "llama (LlamaForCausalLM), mistral (MistralForCausalLM), qwen2 (Qwen2ForCausalLM), qwen3 "
          "(Qwen3ForCausalLM), gemma3_text (Gemma3ForCausalLM), gemma3 (Gemma3ForConditionalGeneration: its text "
-         "part), phi3 (Phi3ForCausalLM: Phi-3, Phi-4-mini), gpt2 (GPT2LMHeadModel)";
+         "part), phi3 (Phi3ForCausalLM: Phi-3, Phi-4-mini), gpt2 (GPT2LMHeadModel), and the mixtures of experts "
+         "mixtral (MixtralForCausalLM), qwen3_moe (Qwen3MoeForCausalLM), olmoe (OlmoeForCausalLM)";
 }
 
 ModelFamily model_family(const std::filesystem::path& dir) {
@@ -435,7 +345,7 @@ ModelFamily model_family(const std::filesystem::path& dir) {
   const std::string type = string_field(config, "model_type", "", (dir / "config.json").string() + ": ");
   if (type == "bert" || type == "distilbert") return ModelFamily::Encoder;
   if (is_llama_type(type) || type == "qwen2" || type == "qwen3" || is_gemma3_type(type) || type == "phi3" ||
-      type == "gpt2")
+      type == "gpt2" || type == "mixtral" || type == "qwen3_moe" || type == "olmoe")
     return ModelFamily::Decoder;
   return ModelFamily::Unknown;
 }
@@ -462,7 +372,10 @@ DecoderConfig load_decoder_config(const std::filesystem::path& dir, const io::Ch
                                      {"gemma3_text", "Gemma3ForCausalLM", DecoderArch::Gemma3},
                                      {"gemma3", "Gemma3ForConditionalGeneration", DecoderArch::Gemma3},
                                      {"phi3", "Phi3ForCausalLM", DecoderArch::Phi3},
-                                     {"gpt2", "GPT2LMHeadModel", DecoderArch::Gpt2}};
+                                     {"gpt2", "GPT2LMHeadModel", DecoderArch::Gpt2},
+                                     {"mixtral", "MixtralForCausalLM", DecoderArch::Mixtral},
+                                     {"qwen3_moe", "Qwen3MoeForCausalLM", DecoderArch::Qwen3Moe},
+                                     {"olmoe", "OlmoeForCausalLM", DecoderArch::Olmoe}};
   const Known* match = nullptr;
   for (const auto& k : kKnown)
     if (out.model_type == k.model_type && (out.architecture.empty() || out.architecture == k.architecture)) match = &k;

@@ -81,6 +81,13 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
     for (LinearParams* p : parts) free_weights(*p);
     return OwnedLinear{std::move(linear), fused.name};
   };
+  if (config_.moe.num_experts > 0 && ops_->device().kind != Device::Kind::cpu)
+    fail(
+        "{} ({} experts, top-{}): mixture-of-experts decoders run on the CPU backend only for now; expected --device cpu",
+        config_.architecture, config_.moe.num_experts, config_.moe.experts_per_token);
+  const double expert_share = config_.moe.num_experts > 0 ? static_cast<double>(config_.moe.experts_per_token) /
+                                                                static_cast<double>(config_.moe.num_experts)
+                                                          : 1.0;
   for (auto& lp : params.layers) {
     Layer layer;
     layer.window = config_.window(static_cast<int64_t>(layers_.size()));
@@ -104,10 +111,23 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
         layer.gate = build(lp.gate, true);
         layer.up = build(lp.up, true);
       }
-    } else {
+    } else if (lp.experts.empty()) {
       layer.up = build(lp.up, true);
     }
-    layer.down = build(lp.down, true);
+    if (lp.experts.empty()) layer.down = build(lp.down, true);
+    if (!lp.experts.empty()) layer.router = build(lp.router, false);  // not a block Linear: FP32 by default
+    for (ExpertParams& ep : lp.experts) {
+      const std::size_t first = all_linears_.size();
+      Expert e;
+      e.gate_up = build_fused({&ep.gate, &ep.up});
+      if (!e.gate_up) {
+        e.gate = build(ep.gate, true);
+        e.up = build(ep.up, true);
+      }
+      e.down = build(ep.down, true);
+      for (std::size_t i = first; i < all_linears_.size(); ++i) all_linears_[i].decode_share = expert_share;
+      layer.experts.push_back(std::move(e));
+    }
     layer.attn_norm = norm(lp.attn_norm);
     layer.mlp_norm = norm(lp.mlp_norm);
     if (config_.qk_norm) {
@@ -150,7 +170,11 @@ std::string DecoderLM::nongemm_path() const {
   const bool fused_rope = !rope_inv_freq_.empty() && !layers_.empty() && layers_.front().qkv;
   const bool geglu = gated && config_.activation != "silu";
   const bool windowed = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) { return l.window > 0; });
-  return fmt::format("{}: {}, {}{}, {}, causal_attention{}, {}", ops_->nongemm_path(),
+  const std::string moe = config_.moe.num_experts == 0
+                              ? ""
+                              : fmt::format(" (mixture: router fp32, top-{} of {} experts, add_scaled)",
+                                            config_.moe.experts_per_token, config_.moe.num_experts);
+  return fmt::format("{}: {}, {}{}, {}, causal_attention{}, {}{}", ops_->nongemm_path(),
                      token_embeddings_.dtype() == DType::bf16 ? "embedding_bf16" : "embedding_sum",
                      rms ? "rms_norm, add_rms_norm" : "add, add_layer_norm", config_.qk_norm ? ", head_rms_norm" : "",
                      fused_rope               ? "rope_store_kv"
@@ -160,7 +184,8 @@ std::string DecoderLM::nongemm_path() const {
                      fused_mlp                      ? (geglu ? "gelu_tanh_mul_rows" : "silu_mul_rows")
                      : gated                        ? (geglu ? "gelu_tanh_mul" : "silu_mul")
                      : config_.activation == "gelu" ? "gelu_erf"
-                                                    : "gelu_tanh");
+                                                    : "gelu_tanh",
+                     moe);
 }
 
 KvCache DecoderLM::make_cache(int64_t capacity, int64_t rewind) const {
@@ -231,10 +256,14 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
     linear(layer.v, s.hn, n, s.qkv.slice(v_at, n * kvd));
   }
   // Qwen3: each head of q and of k RMS-normalized over its head_dim values, before RoPE.
+  // OLMoE: all of q's columns as one vector, and all of k's.
   if (!layer.q_norm.gamma.empty()) {
-    ops.head_rms_norm(s.qkv, n, q_stride, config_.num_heads, config_.head_dim, layer.q_norm.gamma, config_.norm_eps);
+    const bool whole = config_.qk_norm_whole;
+    ops.head_rms_norm(s.qkv, n, q_stride, whole ? 1 : config_.num_heads, whole ? qd : config_.head_dim,
+                      layer.q_norm.gamma, config_.norm_eps);
     ops.head_rms_norm(layer.qkv ? s.qkv.slice(k_at, n * q_stride - k_at) : s.qkv.slice(k_at, n * kvd), n, kv_stride,
-                      config_.num_kv_heads, config_.head_dim, layer.k_norm.gamma, config_.norm_eps);
+                      whole ? 1 : config_.num_kv_heads, whole ? kvd : config_.head_dim, layer.k_norm.gamma,
+                      config_.norm_eps);
   }
   // Each segment's rows over its own cache: q, k and v as views of its rows.
   const float rope_factor = layer.local_rope ? 1.0f : rope_attention_factor_;
@@ -282,6 +311,7 @@ void DecoderLM::attention_block(const Layer& layer, int64_t index, const Scratch
 // Reads the normalized input in s.hn; leaves the down projection in s.hn (the caller adds it to s.x).
 void DecoderLM::mlp_block(const Layer& layer, const Scratch& s, int64_t n) const {
   GraphOps& ops = *ops_;
+  if (!layer.experts.empty()) return moe_block(layer, s, n);
   const int64_t f = config_.intermediate_size;
   const Tensor* act = &s.a;
   if (layer.gate_up) {
@@ -356,12 +386,21 @@ void DecoderLM::forward(const int32_t* ids, int64_t n, KvCache& cache, float* lo
 DecoderLM::Scratch DecoderLM::make_scratch(int64_t n) const {
   // Activations, every one written before it is read, in one uninitialized block. Q, K and V: one
   // [n, q | k | v] tensor from a fused Linear, or three blocks, each starting aligned.
-  const int64_t h = config_.hidden_size, f = config_.intermediate_size;
+  const int64_t h = config_.hidden_size, f = std::max(config_.intermediate_size, config_.moe.expert_intermediate_size);
   const int64_t qkv_size = std::max(n * (config_.q_dim() + 2 * config_.kv_dim()),
                                     aligned_elements(n * config_.q_dim()) + 2 * aligned_elements(n * config_.kv_dim()));
   const auto [x, hn, qkv, ctx, a, g] =
       carve<6>(*ops_, DType::f32, {n * h, n * h, qkv_size, n * config_.q_dim(), n * f, 2 * n * f}, "the activations");
-  return Scratch{x, hn, qkv, ctx, a, g, {}, {}, {}, {}};
+  Scratch s{x, hn, qkv, ctx, a, g, {}, {}, {}, {}, {}, {}, {}, {}};
+  if (config_.moe.num_experts > 0) {
+    const auto moe =
+        carve<4>(*ops_, DType::f32, {n * config_.moe.num_experts, n * h, n * h, n * h}, "the mixture's activations");
+    s.route = moe[0];
+    s.xin = moe[1];
+    s.xe = moe[2];
+    s.ye = moe[3];
+  }
+  return s;
 }
 
 void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, std::span<const Segment> segments, const Scratch& s,
@@ -405,53 +444,12 @@ void DecoderLM::enqueue_forward(const Tensor& ids, int64_t n, std::span<const Se
   linear(lm_head_, x, rows, out);
 }
 
-std::vector<LinearReport> DecoderLM::linear_reports() const {
-  std::vector<LinearReport> out;
-  for (const auto& l : all_linears_)
-    out.push_back({l.name, l.linear->format(), l.linear->kernel_path(), l.linear->bytes_held(), l.fp32_bytes});
-  return out;
-}
-
-LinearReport DecoderLM::head_report() const {
-  const kernels::Linear& l = *lm_head_.linear;
-  const auto fp32 = static_cast<std::size_t>(l.out_features() * l.in_features()) * sizeof(float);
-  return {lm_head_.name, l.format(), l.kernel_path(), l.bytes_held(), fp32};
-}
-
-std::map<std::string, int> DecoderLM::kernel_path_counts() const {
-  std::map<std::string, int> counts;
-  for (const auto& l : all_linears_) counts[l.linear->format() + " " + l.linear->kernel_path()] += l.parts;
-  return counts;
-}
-
-std::size_t DecoderLM::bytes_held() const {
-  std::size_t total = (embeddings_in_head_ ? 0 : token_embeddings_.bytes()) + position_embeddings_.bytes() +
-                      final_norm_.gamma.bytes() + final_norm_.beta.bytes();
-  for (const auto& l : layers_)
-    total += l.attn_norm.gamma.bytes() + l.attn_norm.beta.bytes() + l.mlp_norm.gamma.bytes() + l.mlp_norm.beta.bytes() +
-             l.q_norm.gamma.bytes() + l.k_norm.gamma.bytes() + l.attn_post_norm.gamma.bytes() +
-             l.mlp_post_norm.gamma.bytes();
-  for (const auto& l : all_linears_) total += l.linear->bytes_held();
-  return total;
-}
-
 void DecoderLM::embed_rows(const Tensor& ids, int64_t n, int64_t past, const Tensor& out) const {
   if (token_embeddings_.dtype() == DType::bf16) {
     ops_->embedding_bf16(ids, token_embeddings_, config_.embedding_scale, config_.hidden_size, out);
   } else {
     ops_->embedding_sum(ids, token_embeddings_, position_embeddings_, {}, n, past, config_.hidden_size, out);
   }
-}
-
-std::size_t DecoderLM::fp32_bytes() const {
-  std::size_t total = bytes_held();
-  // In FP32 the embeddings are 4 bytes a value, and a tied model's are its head's rows unless scaled.
-  const bool shared_in_fp32 =
-      config_.tie_word_embeddings && config_.embedding_scale == 1.0f && ops_->device().kind == Device::Kind::cpu;
-  if (!embeddings_in_head_) total -= token_embeddings_.bytes();
-  if (!shared_in_fp32) total += static_cast<std::size_t>(config_.vocab_size * config_.hidden_size) * sizeof(float);
-  for (const auto& l : all_linears_) total = total - l.linear->bytes_held() + l.fp32_bytes;
-  return total;
 }
 
 DecoderLM load_decoder_lm(const std::filesystem::path& dir, const LinearFactory& factory, std::string* unused_tensors,

@@ -69,6 +69,11 @@ class DecoderParamReader {
     return make(name, out, in, LinearSource{name + ".weight", bias ? name + ".bias" : "", false}, {out, in});
   }
 
+  // A mixture's router: its weight as stored, also in a pre-quantized checkpoint (GPTQ and AWQ leave it unquantized).
+  LinearParams router(const std::string& name, int64_t out, int64_t in) const {
+    return make(name, out, in, LinearSource{name + ".weight", "", false}, {out, in});
+  }
+
   // GPT-2's Conv1D: weight stored [in, out], transposed to [out, in].
   LinearParams conv1d(const std::string& name, int64_t out, int64_t in) const {
     return make(name, out, in, LinearSource{name + ".weight", name + ".bias", true}, {in, out});
@@ -144,6 +149,21 @@ class DecoderParamReader {
   std::shared_ptr<std::map<std::string, LinearSource>> sources_;
 };
 
+// A mixture's router ("<block>gate") and experts ("<block>experts.{e}."), under block "…layers.{i}.mlp." or
+// Mixtral's "…block_sparse_moe.".
+void load_experts(const DecoderParamReader& r, const DecoderConfig& c, const std::string& block,
+                  DecoderLayerParams& layer) {
+  const int64_t h = c.hidden_size, f = c.moe.expert_intermediate_size;
+  layer.router = r.router(block + "gate", c.moe.num_experts, h);
+  const bool w = c.moe.mixtral_names;
+  for (int64_t e = 0; e < c.moe.num_experts; ++e) {
+    const std::string x = fmt::format("{}experts.{}.", block, e);
+    layer.experts.push_back({r.linear(x + (w ? "w1" : "gate_proj"), f, h, false),
+                             r.linear(x + (w ? "w3" : "up_proj"), f, h, false),
+                             r.linear(x + (w ? "w2" : "down_proj"), h, f, false)});
+  }
+}
+
 void load_llama_layers(const DecoderParamReader& r, const DecoderConfig& c, DecoderParams& out) {
   const int64_t h = c.hidden_size, f = c.intermediate_size;
   for (int64_t i = 0; i < c.num_layers; ++i) {
@@ -165,15 +185,20 @@ void load_llama_layers(const DecoderParamReader& r, const DecoderConfig& c, Deco
       layer.q = r.linear(l + "self_attn.q_proj", c.q_dim(), h, c.qkv_bias);
       layer.k = r.linear(l + "self_attn.k_proj", c.kv_dim(), h, c.qkv_bias);
       layer.v = r.linear(l + "self_attn.v_proj", c.kv_dim(), h, c.qkv_bias);
-      layer.gate = r.linear(l + "mlp.gate_proj", f, h, c.mlp_bias);
-      layer.up = r.linear(l + "mlp.up_proj", f, h, c.mlp_bias);
+      if (!c.moe_layer(i)) {
+        layer.gate = r.linear(l + "mlp.gate_proj", f, h, c.mlp_bias);
+        layer.up = r.linear(l + "mlp.up_proj", f, h, c.mlp_bias);
+      }
     }
     layer.o = r.linear(l + "self_attn.o_proj", h, c.q_dim(), c.o_bias);
     if (c.qk_norm) {
-      layer.q_norm = r.norm(l + "self_attn.q_norm", false, c.head_dim);
-      layer.k_norm = r.norm(l + "self_attn.k_norm", false, c.head_dim);
+      layer.q_norm = r.norm(l + "self_attn.q_norm", false, c.qk_norm_whole ? c.q_dim() : c.head_dim);
+      layer.k_norm = r.norm(l + "self_attn.k_norm", false, c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     }
-    layer.down = r.linear(l + "mlp.down_proj", h, f, c.mlp_bias);
+    if (c.moe_layer(i))
+      load_experts(r, c, l + c.moe.block, layer);
+    else
+      layer.down = r.linear(l + "mlp.down_proj", h, f, c.mlp_bias);
     out.layers.push_back(std::move(layer));
   }
   out.final_norm = r.norm(c.prefix + "norm", false);

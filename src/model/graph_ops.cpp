@@ -161,6 +161,12 @@ void GraphOps::add(const Tensor& x, const Tensor& y, int64_t n) {
   run_add(x, y, n);
 }
 
+void GraphOps::add_scaled(const Tensor& x, const Tensor& y, float alpha, int64_t n, bool accumulate) {
+  check_tensor(x, device(), DType::f32, n, "weighted add", "the sum");
+  check_tensor(y, device(), DType::f32, n, "weighted add", "the addend");
+  run_add_scaled(x, y, alpha, n, accumulate);
+}
+
 void GraphOps::gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n) {
   const char* op = act == Gate::silu ? "SwiGLU" : "GeGLU";
   check_tensor(gate, device(), DType::f32, n, op, "the gate");

@@ -183,6 +183,18 @@ class CpuGraphOps final : public GraphOps {
     for (int64_t i = 0; i < n; ++i) a[i] += b[i];
   }
 
+  void run_add_scaled(const Tensor& x, const Tensor& y, float alpha, int64_t n, bool accumulate) override {
+    float* a = x.f32();
+    const float* b = y.f32();
+    if (accumulate) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) a[i] += alpha * b[i];
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) a[i] = alpha * b[i];
+    }
+  }
+
   void run_gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n) override {
     run_gated(act, gate.f32(), up.f32(), n);
   }

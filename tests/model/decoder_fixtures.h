@@ -17,9 +17,22 @@
 namespace qjoule::test {
 
 inline const std::vector<std::string>& decoder_fixture_names() {
-  static const std::vector<std::string> names = {"tiny-llama", "tiny-qwen2",   "tiny-qwen3", "tiny-gemma3",
-                                                 "tiny-phi3",  "tiny-llama32", "tiny-gpt2"};
+  static const std::vector<std::string> names = {"tiny-llama",     "tiny-qwen2",   "tiny-qwen3", "tiny-gemma3",
+                                                 "tiny-phi3",      "tiny-llama32", "tiny-gpt2",  "tiny-mixtral",
+                                                 "tiny-qwen3-moe", "tiny-olmoe"};
   return names;
+}
+
+// The mixture-of-experts fixtures: the CPU backend runs them, the CUDA backend says it does not yet.
+inline bool moe_fixture(const std::string& name) {
+  return name == "tiny-mixtral" || name == "tiny-qwen3-moe" || name == "tiny-olmoe";
+}
+
+// How many of the model's layers are a mixture of experts (0 for a dense model).
+inline int64_t moe_layers(const model::DecoderConfig& c) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < c.num_layers; ++i) n += c.moe_layer(i) ? 1 : 0;
+  return n;
 }
 
 inline std::filesystem::path decoder_fixture(const std::string& name) { return fixtures_dir() / "decoders" / name; }

@@ -208,6 +208,10 @@ class RecordingOps final : public GraphOps {
     ++calls["add"];
     cpu->add(x, y, n);
   }
+  void run_add_scaled(const Tensor& x, const Tensor& y, float alpha, int64_t n, bool accumulate) override {
+    ++calls["add_scaled"];
+    cpu->add_scaled(x, y, alpha, n, accumulate);
+  }
   void run_add_rms_norm(const Tensor& x, const Tensor& r, int64_t rows, int64_t cols, const Tensor& g, float eps,
                         const Tensor& out) override {
     ++calls["add_rms_norm"];

@@ -1,4 +1,5 @@
-// Hugging Face config.json for decoder language models (Llama family, Qwen2, Qwen3, Gemma 3, GPT-2), reconciled with
+// Hugging Face config.json for decoder language models (Llama family, Qwen2, Qwen3, Gemma 3, Phi-3, GPT-2, and the
+// mixture-of-experts Mixtral, Qwen3-MoE and OLMoE), reconciled with
 // the checkpoint's tensor shapes: fields missing from config.json are inferred from the tensors where
 // they can be (vocab, hidden, layers, positions, KV heads, intermediate size), and a field that
 // disagrees with the tensors is an error naming both values.
@@ -16,7 +17,24 @@
 
 namespace qjoule::model {
 
-enum class DecoderArch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Gpt2 };
+enum class DecoderArch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Gpt2, Mixtral, Qwen3Moe, Olmoe };
+
+// A mixture-of-experts MLP (Mixtral, Qwen3-MoE, OLMoE): a router Linear (hidden → experts, kept FP32) scores
+// every expert, softmax over them, the top `experts_per_token` chosen, their weights renormalised to sum to 1
+// when `normalize_top_k`; the block's output is the chosen experts' SwiGLU MLPs weighted so.
+struct MoeConfig {
+  int64_t num_experts = 0;  // 0: a dense model
+  int64_t experts_per_token = 0;
+  int64_t expert_intermediate_size = 0;  // each expert's FFN width (Qwen3-MoE: moe_intermediate_size)
+  bool normalize_top_k = true;           // Mixtral always; Qwen3-MoE / OLMoE: norm_topk_prob
+  // Per layer, whether its MLP is the mixture (Qwen3-MoE: not in mlp_only_layers and (i + 1) % decoder_sparse_step
+  // == 0; every layer elsewhere); a dense layer's MLP is intermediate_size wide.
+  std::vector<bool> sparse_layer;
+  // Tensor names under a layer: "block_sparse_moe." (Mixtral: experts.{e}.w1 / w3 / w2, the router gate) or
+  // "mlp." (experts.{e}.gate_proj / up_proj / down_proj, gate).
+  std::string block = "mlp.";
+  bool mixtral_names = false;  // w1 (gate), w3 (up), w2 (down)
+};
 
 struct DecoderConfig {
   DecoderArch arch = DecoderArch::Llama;
@@ -51,6 +69,7 @@ struct DecoderConfig {
   bool o_bias = false;               // attention output has a bias (GPT-2, attention_bias)
   bool mlp_bias = false;             // MLP projections have biases (GPT-2, mlp_bias)
   bool qk_norm = false;              // each head of q and k RMS-normalized before RoPE (Qwen3: q_norm, k_norm)
+  bool qk_norm_whole = false;  // with qk_norm: all of q's columns (and of k's) normalized as one (OLMoE), not per head
   // "silu" (SwiGLU), "gelu_pytorch_tanh" (Gemma's GeGLU) or "gelu_new" (GPT-2, tanh approximation)
   std::string activation;
   bool fused_projections = false;  // Phi-3: one qkv_proj ([q | k | v] rows) and one gate_up_proj ([gate | up])
@@ -63,6 +82,11 @@ struct DecoderConfig {
   // A pre-quantized checkpoint's method and layout (GPTQ / AWQ, Llama family): its Linears are read
   // from their packed tensors (model/prequantized/prequantized_linear.h); nullopt for an unquantized checkpoint.
   std::optional<CheckpointQuantization> quantization;
+  MoeConfig moe;  // num_experts 0: dense
+
+  bool moe_layer(int64_t layer) const {
+    return moe.num_experts > 0 && moe.sparse_layer.at(static_cast<std::size_t>(layer));
+  }
 
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t window(int64_t layer) const {

@@ -1,6 +1,8 @@
-// A decoder language model (Llama / Qwen2 / Qwen3 / Gemma 3 / GPT-2): token (and, for GPT-2, position)
-// embeddings, pre-norm transformer blocks with causal grouped-query attention over a KV cache (through a
-// sliding window in the layers the config names), the final norm and
+// A decoder language model (Llama / Qwen2 / Qwen3 / Gemma 3 / Phi-3 / GPT-2, and the mixtures of experts Mixtral /
+// Qwen3-MoE / OLMoE): token (and, for GPT-2, position) embeddings, pre-norm transformer blocks with causal
+// grouped-query attention over a KV cache (through a sliding window in the layers the config names), a dense MLP
+// or a mixture of experts (decoder_lm_moe.cpp: the router FP32, each expert's Linears reading only the rows of
+// the tokens routed to it), the final norm and
 // lm_head. Each Linear is built by a factory, so the same model runs FP32 or any quantized format;
 // embeddings, norms and lm_head stay FP32 unless the policy names them. The forward graph is written
 // once against GraphOps (graph_ops.h): on the CPU backend (the default), or on the CUDA backend with
@@ -111,8 +113,13 @@ class DecoderLM {
   struct Norm {
     Tensor gamma, beta;  // beta empty: RMSNorm
   };
+  struct Expert {
+    OwnedLinear gate_up, gate, up, down;  // gate_up: [gate | up], or gate and up apart
+  };
   struct Layer {
     OwnedLinear qkv, q, k, v, o, gate_up, gate, up, down;  // qkv: [q | k | v] rows; gate_up: [gate | up]
+    OwnedLinear router;           // a mixture-of-experts layer: [experts, hidden], FP32 unless the policy names it
+    std::vector<Expert> experts;  // empty: the dense MLP above
     Norm attn_norm, mlp_norm;
     Norm q_norm, k_norm;  // config.qk_norm: each head's RMSNorm before RoPE (gamma [head_dim]); else empty
     Norm attn_post_norm, mlp_post_norm;  // config.sandwich_norms: on each block's output; else empty
@@ -124,6 +131,7 @@ class DecoderLM {
     Tensor x, hn, qkv, ctx, a, g;  // g: [n, 2·intermediate] (gate | up, or the gate)
     Tensor lx, lhn;                // a batch's rows that give logits, gathered (forward_batch only)
     Tensor wk, wv;                 // a ring layer's window in position order, then the new rows (add_window_scratch)
+    Tensor route, xin, xe, ye;     // a mixture: router logits [n, experts]; input, an expert's rows in and out [n, h]
   };
   // One sequence's rows of a forward: rows row .. row + n − 1 at positions past .. past + n − 1.
   struct Segment {
@@ -140,6 +148,10 @@ class DecoderLM {
   void attention_block(const Layer& layer, int64_t index, const Scratch& s, int64_t n,
                        std::span<const Segment> segments) const;
   void mlp_block(const Layer& layer, const Scratch& s, int64_t n) const;
+  // A mixture-of-experts MLP (decoder_lm_moe.cpp): reads s.hn, leaves the weighted experts' sum in s.hn.
+  void moe_block(const Layer& layer, const Scratch& s, int64_t n) const;
+  // One expert's SwiGLU MLP of m rows x into y (through s.g and s.a).
+  void expert_mlp(const Expert& e, const Tensor& x, int64_t m, const Tensor& y, const Scratch& s) const;
   // The attention of one segment's rows over a sliding-window layer's ring (decoder_lm_window.cpp): q, k
   // and v its rows (k and v turned by RoPE already), ctx its output rows.
   void ring_attention(const Layer& layer, int64_t index, const Scratch& s, const Segment& g, const Tensor& q,
@@ -176,8 +188,9 @@ class DecoderLM {
   struct NamedLinear {
     std::string name;
     const kernels::Linear* linear;
-    std::size_t fp32_bytes;  // weight + bias as FP32
-    int parts = 1;           // the checkpoint Linears it stands for (fused: 2 or 3)
+    std::size_t fp32_bytes;     // weight + bias as FP32
+    int parts = 1;              // the checkpoint Linears it stands for (fused: 2 or 3)
+    double decode_share = 1.0;  // the share of decode steps that read it: an expert's top-k / experts
   };
   std::vector<NamedLinear> all_linears_;
   Gate gate_ = Gate::silu;  // the gated MLP's activation: SwiGLU, or Gemma's GeGLU (config.activation)

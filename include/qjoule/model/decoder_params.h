@@ -24,8 +24,16 @@ namespace qjoule::model {
 //   Gemma 3: the same with q/k norms, GeGLU (gelu_tanh) for silu, and sandwich norms: attention's output and
 //   the MLP's each RMS-normalized before the residual add (attn_post_norm, mlp_post_norm); every norm's
 //   weight read as 1 + w.
+//   Mixtral / Qwen3-MoE / OLMoE: the MLP a mixture of experts (DecoderConfig::moe) in the layers it names: the
+//   router scores the experts, each token runs its top-k experts' SwiGLU MLPs, weighted by their routing
+//   weights. OLMoE normalizes all of q (and of k) as one vector (q_norm: [q_dim], k_norm: [kv_dim]).
 // GPT-2 block (pre-norm, LayerNorm):
 //   x += o(attention(qkv(n1(x))));  x += down(gelu_tanh(up(n2(x))))      (qkv = c_attn, up = c_fc, down = c_proj)
+// One expert of a mixture: a SwiGLU MLP (Mixtral's w1, w3, w2).
+struct ExpertParams {
+  LinearParams gate, up, down;
+};
+
 struct DecoderLayerParams {
   LayerNormParams attn_norm, mlp_norm;  // beta empty for RMSNorm
   LayerNormParams q_norm, k_norm;       // config.qk_norm only: RMSNorm of each head, gamma [head_dim]
@@ -39,6 +47,10 @@ struct DecoderLayerParams {
   LinearParams o;
   LinearParams gate;  // SwiGLU only (Llama / Qwen2)
   LinearParams up, down;
+  // A mixture-of-experts layer (config.moe_layer): the router [experts, hidden] and the experts; the dense MLP's
+  // Linears above stay empty.
+  LinearParams router;
+  std::vector<ExpertParams> experts;
 };
 
 struct DecoderParams {

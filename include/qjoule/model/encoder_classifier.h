@@ -41,6 +41,9 @@ struct LinearReport {
   std::string kernel_path;
   std::size_t bytes_held = 0;
   std::size_t fp32_bytes = 0;
+  // The share of tokens whose forward reads it: 1, or a mixture's experts_per_token / experts for an expert's
+  // Linear (a decode step reads the chosen experts only).
+  double token_share = 1.0;
 };
 
 // Precision of the activations between operations (`--act-dtype`). With bf16, every activation

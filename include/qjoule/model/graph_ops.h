@@ -167,6 +167,9 @@ class GraphOps {
                      const Tensor& gamma, float eps);
   // x[i] += y[i] for i < n: the residual add.
   void add(const Tensor& x, const Tensor& y, int64_t n);
+  // x[i] = alpha·y[i] (accumulate false: x is not read) or x[i] += alpha·y[i], i < n: an expert's output rows
+  // weighted into a mixture's output.
+  void add_scaled(const Tensor& x, const Tensor& y, float alpha, int64_t n, bool accumulate);
   // gate[i] = act(gate[i]) · up[i] for i < n (act: silu for SwiGLU, gelu_tanh for GeGLU).
   void gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n);
   void silu_mul(const Tensor& gate, const Tensor& up, int64_t n) { gated_mul(Gate::silu, gate, up, n); }
@@ -235,6 +238,7 @@ class GraphOps {
   virtual void run_head_rms_norm(const Tensor& x, int64_t n, int64_t row_stride, int64_t heads, int64_t head_dim,
                                  const Tensor& gamma, float eps) = 0;
   virtual void run_add(const Tensor& x, const Tensor& y, int64_t n) = 0;
+  virtual void run_add_scaled(const Tensor& x, const Tensor& y, float alpha, int64_t n, bool accumulate) = 0;
   virtual void run_gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n) = 0;
   virtual void run_gated_mul_rows(Gate act, const Tensor& gate_up, int64_t rows, int64_t cols, const Tensor& out) = 0;
   virtual void run_store_kv(const Tensor& k, const Tensor& v, int64_t src_stride, const Tensor& k_cache,

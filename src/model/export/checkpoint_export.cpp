@@ -47,13 +47,15 @@ class OutputTensors {
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned_;
 };
 
-// A transformer-block Linear's weight: a decoder's q/k/v/o, gate/up/down_proj, or any 2-D weight of a
-// BERT (encoder.layer.N) or DistilBERT (transformer.layer.N) layer; never embeddings, heads or lm_head.
+// A transformer-block Linear's weight: a decoder's q/k/v/o, gate/up/down_proj (a mixture's experts' too, and
+// Mixtral's w1 / w2 / w3), or any 2-D weight of a BERT (encoder.layer.N) or DistilBERT (transformer.layer.N)
+// layer; never embeddings, heads, lm_head or a mixture's router (mlp.gate, block_sparse_moe.gate).
 bool is_block_linear_weight(const std::string& name, const io::TensorView& t) {
   if (t.shape.size() != 2 || !name.ends_with(".weight")) return false;
   if (name.find("vision_tower.") != std::string::npos) return false;  // a multimodal model's image encoder
   if (name.find(".encoder.layer.") != std::string::npos || name.find(".transformer.layer.") != std::string::npos)
     return true;
+  if (name.find(".block_sparse_moe.experts.") != std::string::npos) return true;
   for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj.",
                            ".qkv_proj.", ".gate_up_proj."})
     if (name.find(part) != std::string::npos) return true;

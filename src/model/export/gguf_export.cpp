@@ -222,6 +222,11 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
          where, cfg.quantization->describe());
   if (cfg.arch == DecoderArch::Gpt2)
     fail("{}: --to gguf: GPT-2 is not exported yet (Llama, Mistral, Qwen2, Qwen3, Gemma 3 and Phi-3 are)", where);
+  if (cfg.moe.num_experts > 0)
+    fail(
+        "{}: --to gguf: {} (a mixture of experts) is not exported yet (Llama, Mistral, Qwen2, Qwen3, Gemma 3 and "
+        "Phi-3 are)",
+        where, cfg.architecture);
   const bool gemma3 = cfg.arch == DecoderArch::Gemma3, phi3 = cfg.arch == DecoderArch::Phi3;
   // Gemma 3's windows are written (one sliding_window, which layers have it); no other llama.cpp
   // architecture qjoule writes reads one.

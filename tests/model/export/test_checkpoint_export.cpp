@@ -48,12 +48,15 @@ TEST_P(CheckpointExport, ImportedBackRunsBitForBitWhatTheOwnFormatRuns) {
   const auto dir = qjoule::test::temp_dir("export_" + p.name);
   const auto spec = qjoule::quant::parse_format_spec(p.precision);
   const auto summary = qjoule::model::export_checkpoint(src, spec, dir / "out");
-  EXPECT_EQ(summary.quantized, 7 * 2);  // two layers of q, k, v, o, gate, up, down
   EXPECT_EQ(summary.bytes, fs::file_size(dir / "out" / "model.safetensors"));
   EXPECT_TRUE(fs::exists(dir / "out" / "tokenizer.json"));
 
   const auto imported = qjoule::model::load_decoder_lm(dir / "out", factory(p.precision));
   const auto own = qjoule::model::load_decoder_lm(src, factory(p.precision));
+  // Every block Linear (q, k, v, o, gate, up, down; each expert's), not the head nor a mixture's routers.
+  int linears = 0;
+  for (const auto& [path, count] : own.kernel_path_counts()) linears += count;
+  EXPECT_EQ(summary.quantized, linears - 1 - qjoule::test::moe_layers(own.config()));
   EXPECT_EQ(imported.kernel_path_counts(), own.kernel_path_counts());
   EXPECT_EQ(imported.bytes_held(), own.bytes_held());
   const auto a = logits_of(imported), b = logits_of(own);
@@ -78,7 +81,10 @@ INSTANTIATE_TEST_SUITE_P(Specs, CheckpointExport,
                                            Case{"int4_g128_sym_partial_group", "tiny-qwen2", "int4:g=128:sym"},
                                            Case{"nf4", "tiny-llama", "nf4"}, Case{"nf4_dq", "tiny-llama", "nf4:dq"},
                                            Case{"nf4_dq_qwen2", "tiny-qwen2", "nf4:dq"},
-                                           Case{"int4_g32_sym_qwen3", "tiny-qwen3", "int4:g=32:sym"}),
+                                           Case{"int4_g32_sym_qwen3", "tiny-qwen3", "int4:g=32:sym"},
+                                           Case{"int4_g32_sym_mixtral", "tiny-mixtral", "int4:g=32:sym"},
+                                           Case{"int4_g32_asym_olmoe", "tiny-olmoe", "int4:g=32:asym"},
+                                           Case{"int4_g32_sym_qwen3_moe", "tiny-qwen3-moe", "int4:g=32:sym"}),
                          [](const ::testing::TestParamInfo<Case>& case_info) { return case_info.param.name; });
 
 // fp16 / bf16: every floating tensor converted; the export loads, and an fp16 run of it is the fp16 run

@@ -142,6 +142,8 @@ TEST(GgufExport, RefusalsAreOneLineBeforeAnythingIsWritten) {
                           "bf16, fp32"));
   EXPECT_THAT(refusal(qjoule::test::decoder_fixture("tiny-gpt2"), "fp16", dir / "b.gguf"),
               HasSubstr("GPT-2 is not exported"));
+  EXPECT_THAT(refusal(qjoule::test::decoder_fixture("tiny-mixtral"), "fp16", dir / "m.gguf"),
+              HasSubstr("--to gguf: MixtralForCausalLM (a mixture of experts) is not exported yet"));
   EXPECT_THAT(
       refusal(qjoule::test::fixtures_dir() / "tiny-bert", "fp16", dir / "c.gguf"),
       HasSubstr("--to gguf exports a Llama, Mistral, Qwen2, Qwen3, Gemma 3 or Phi-3 decoder; this model is not one"));
