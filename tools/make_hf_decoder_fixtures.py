@@ -32,7 +32,8 @@ re-implementation:
                down_proj, router mlp.gate), top-3 with norm_topk_prob; Qwen3's per-head q/k norms, head_dim
                16 (≠ 32 / 4); config.json's "num_experts" as the Hub writes it; tied head.
   tiny-olmoe   OlmoeForCausalLM: 4 experts of FFN 24, top-2 without renormalising (norm_topk_prob false),
-               q_norm / k_norm over all of q's and k's columns (not per head), 4/4 heads; untied head.
+               q_norm / k_norm over all of q's and k's columns (not per head), 4/4 heads; tied head (the
+               fixtures' budget; OLMoE's own is untied, as tiny-mixtral's).
 
 Each folder gets what the tiny decoder fixtures of tools/make_tiny_decoder_fixtures.py have, so that
 every decoder test covers it (tests/model/decoder_fixtures.h):
@@ -169,7 +170,7 @@ def olmoe_config(vocab_size, bos, eos):
         "intermediate_size": 24, "max_position_embeddings": 128, "model_type": "olmoe", "norm_topk_prob": False,
         "num_attention_heads": 4, "num_experts": 4, "num_experts_per_tok": 2, "num_hidden_layers": 2,
         "num_key_value_heads": 4, "output_router_logits": False, "pad_token_id": 1, "rms_norm_eps": 1e-05,
-        "rope_scaling": None, "rope_theta": 10000.0, "router_aux_loss_coef": 0.01, "tie_word_embeddings": False,
+        "rope_scaling": None, "rope_theta": 10000.0, "router_aux_loss_coef": 0.01, "tie_word_embeddings": True,
         "torch_dtype": "float32", "use_cache": True, "vocab_size": vocab_size,
     }
 
