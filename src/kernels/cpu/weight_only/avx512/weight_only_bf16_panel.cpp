@@ -257,14 +257,15 @@ thread_local std::vector<uint16_t> t_whole_bf16;
 
 void release_panel_scratch() {
   const auto release = [] {
-    t_panel = {};
-    t_dense = {};
-    t_scratchpad = {};
-    t_padded_a = {};
-    t_padded_panel = {};
+    // Move-assigned from empty vectors: `v = {}` would clear them and keep their memory.
+    t_panel = std::vector<float>();
+    t_dense = std::vector<float>();
+    t_scratchpad = std::vector<uint8_t>();
+    t_padded_a = std::vector<uint8_t>();
+    t_padded_panel = std::vector<uint8_t>();
   };
-  t_whole = {};
-  t_whole_bf16 = {};
+  t_whole = std::vector<float>();
+  t_whole_bf16 = std::vector<uint16_t>();
   release();  // the calling thread's (its whole-panel products run oneDNN from here)
 #pragma omp parallel
   release();
