@@ -9,9 +9,12 @@
 //            the traffic and understates nothing);
 //   % triad  GB/s over the measured STREAM triad bandwidth (qjoule/limits/memory_bandwidth.h);
 //   prefill  tokens/s of one --prompt token prefill (median of --repeats).
+// --shape mixtral: a Mixtral-shaped mixture (16 layers, 8 experts of FFN 5632, top-2), whose GB/s counts the bytes
+// a token reads (its top-2 experts' Linears, DecoderLM::linear_reports' token_share), not the bytes held.
 // A plain program (not Google Benchmark): about a minute per format on 2 cores at the default sizes.
 //   bench_decode [--formats fp32,bf16,int8,w8,int4,nf4] [--threads 2] [--prompt 128] [--decode 32]
 //                [--layers 22] [--vocab 4096] [--isa avx512_bf16|avx512|avx2|scalar] [--repeats 3]
+//                [--shape tinyllama|mixtral]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -59,14 +62,18 @@ int32_t argmax(const std::vector<float>& v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Decode and prefill speed of a TinyLlama-shaped synthetic decoder per format, vs triad bandwidth"};
-  std::string formats = "fp32,bf16,int8,w8,int4,nf4", isa = "avx512_bf16";
-  int threads = 2, layers = 22, repeats = 3;
+  std::string formats = "fp32,bf16,int8,w8,int4,nf4", isa = "avx512_bf16", shape = "tinyllama";
+  int threads = 2, layers = 0, repeats = 3;
   int64_t prompt = 128, decode = 32, vocab = 4096;
   app.add_option("--formats", formats, "comma-separated precisions")->capture_default_str();
   app.add_option("--threads", threads, "threads")->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--prompt", prompt, "prompt tokens (prefill)")->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--decode", decode, "decode tokens per run")->capture_default_str()->check(CLI::Range(1, 1024));
-  app.add_option("--layers", layers, "layers (TinyLlama: 22)")->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--layers", layers, "layers (default: the shape's; TinyLlama 22, Mixtral-shaped 16)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--shape", shape, "tinyllama, or mixtral (8 experts of FFN 5632, top-2)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tinyllama", "mixtral"}));
   app.add_option("--vocab", vocab, "vocabulary")->capture_default_str()->check(CLI::Range(16, 200000));
   app.add_option("--repeats", repeats, "runs per phase (median)")->capture_default_str()->check(CLI::Range(1, 100));
   app.add_option("--isa", isa, "widest weight-only ISA")
@@ -84,8 +91,9 @@ int main(int argc, char** argv) {
   fmt::print("triad: {:.1f} GB/s on {} threads ({}; arrays of {} MiB, last-level cache {} MiB)\n", triad.gb_per_s,
              threads, qjoule::limits::triad_method(), triad.buffer_bytes >> 20, triad.llc_bytes >> 20);
 
-  auto spec = qjoule::model::tinyllama_shapes_spec(vocab);
-  spec.num_layers = layers;
+  auto spec =
+      shape == "mixtral" ? qjoule::model::mixtral_shapes_spec(vocab) : qjoule::model::tinyllama_shapes_spec(vocab);
+  if (layers > 0) spec.num_layers = layers;
   const auto t_params = Clock::now();
   const qjoule::model::DecoderParams params = qjoule::model::synthetic_decoder_params(spec);
   fmt::print("model: {} layers, hidden {}, FFN {}, {} heads / {} KV heads, vocab {} (random weights, {:.1f} s)\n",
@@ -94,7 +102,7 @@ int main(int argc, char** argv) {
   std::vector<int32_t> ids(static_cast<size_t>(prompt));
   for (int64_t i = 0; i < prompt; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % vocab);
 
-  fmt::print("\n{:<8} {:>10} {:>10} {:>10} {:>8} {:>12}  {}\n", "format", "model MiB", "decode t/s", "GB/s", "% triad",
+  fmt::print("\n{:<8} {:>10} {:>10} {:>10} {:>8} {:>12}  {}\n", "format", "MiB/token", "decode t/s", "GB/s", "% triad",
              "prefill t/s", "kernels (Linears)");
   for (const std::string& format : split(formats)) {
     qjoule::quant::LayerPolicyOptions po;
@@ -121,7 +129,9 @@ int main(int argc, char** argv) {
     }
     const double decode_tps = static_cast<double>(decode) / median(decode_s);
     const double prefill_tps = static_cast<double>(prompt) / median(prefill_s);
-    const double bytes = static_cast<double>(m.bytes_held());
+    // What a decode step reads: every Linear but a mixture's unchosen experts (token_share), embeddings and norms.
+    double bytes = static_cast<double>(m.bytes_held());
+    for (const auto& r : m.linear_reports()) bytes -= static_cast<double>(r.bytes_held) * (1.0 - r.token_share);
     const double gbps = bytes * decode_tps / 1e9;
     std::string kernels;
     for (const auto& [path, count] : m.kernel_path_counts())

@@ -9,7 +9,9 @@
 // `qjoule bench --text FILE` scores a text on it (the perplexity of random weights means nothing; the
 // cost of the FP32 reference and of scoring is the 1B model's). --shape llama-3.2-1b writes Llama 3.2
 // 1B's shapes instead (16 layers, hidden 2048, FFN 8192, 32/8 heads, vocabulary 128,256, tied head:
-// no lm_head.weight), the yardstick of a large vocabulary.
+// no lm_head.weight), the yardstick of a large vocabulary. --shape mixtral writes a Mixtral-shaped mixture of
+// experts (16 layers, hidden 2048, 32/8 heads, 8 experts of FFN 5632, top-2; 8.9 GB in BF16), one expert drawn
+// at a time.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,8 +71,10 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype, "stored dtype of every tensor")
       ->check(CLI::IsMember({"bf16", "f32"}))
       ->capture_default_str();
-  app.add_option("--shape", shape_name, "tinyllama (22 layers, FFN 5632, 32/4 heads, untied) or llama-3.2-1b")
-      ->check(CLI::IsMember({"tinyllama", "llama-3.2-1b"}))
+  app.add_option("--shape", shape_name,
+                 "tinyllama (22 layers, FFN 5632, 32/4 heads, untied), llama-3.2-1b or mixtral (16 layers, 8 experts "
+                 "of FFN 5632, top-2, 32/8 heads)")
+      ->check(CLI::IsMember({"tinyllama", "llama-3.2-1b", "mixtral"}))
       ->capture_default_str();
   app.add_option("--layers", layers, "transformer blocks (default: the shape's)")->check(CLI::Range(1, 64));
   app.add_option("--vocab", vocab, "vocabulary size (default: 4096 for tinyllama, which has 32,000; 128256)")
@@ -82,8 +86,11 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
   try {
-    const bool llama32 = shape_name == "llama-3.2-1b";
-    auto spec = qjoule::model::tinyllama_shapes_spec(vocab > 0 ? vocab : llama32 ? 128256 : 4096);
+    const bool llama32 = shape_name == "llama-3.2-1b", mixtral = shape_name == "mixtral";
+    auto spec = mixtral ? qjoule::model::mixtral_shapes_spec(vocab > 0 ? vocab : 4096)
+                        : qjoule::model::tinyllama_shapes_spec(vocab > 0 ? vocab
+                                                               : llama32 ? 128256
+                                                                         : 4096);
     if (llama32) {
       spec.name = "llama-3.2-1b-shapes";
       spec.num_layers = 16;
@@ -97,15 +104,23 @@ int main(int argc, char** argv) {
     std::vector<Tensor> tensors;
     const auto add = [&](const std::string& name, std::vector<int64_t> shape, std::vector<float>& v) {
       tensors.push_back(convert(name, std::move(shape), v, bf16));
-      v = {};  // one FP32 copy less as we go
+      std::vector<float>().swap(v);  // one FP32 copy less as we go (`v = {}` would keep its memory)
     };
     add("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, p.token_embeddings);
     for (std::size_t i = 0; i < p.layers.size(); ++i) {
       auto& l = p.layers[i];
       add(l.attn_norm.name + ".weight", {c.hidden_size}, l.attn_norm.gamma);
       add(l.mlp_norm.name + ".weight", {c.hidden_size}, l.mlp_norm.gamma);
-      for (auto* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+      for (auto* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down, &l.router}) {
+        if (lin->out_features == 0) continue;  // a mixture's dense MLP, a dense model's router
         add(lin->name + ".weight", {lin->out_features, lin->in_features}, lin->weight);
+      }
+      for (auto& e : l.experts) {
+        for (auto* lin : {&e.gate, &e.up, &e.down}) {
+          p.load_linear(*lin);  // drawn now: one expert's FP32 weights at a time
+          add(lin->name + ".weight", {lin->out_features, lin->in_features}, lin->weight);
+        }
+      }
     }
     add("model.norm.weight", {c.hidden_size}, p.final_norm.gamma);
     if (!llama32) add("lm_head.weight", {c.vocab_size, c.hidden_size}, p.lm_head.weight);  // else tied
@@ -114,23 +129,29 @@ int main(int argc, char** argv) {
     std::vector<qjoule::io::TensorToWrite> views;
     for (const auto& t : tensors) views.push_back({t.name, bf16 ? DType::BF16 : DType::F32, t.shape, t.bytes});
     qjoule::io::write_safetensors(std::filesystem::path(out) / "model.safetensors", views, {{"format", "pt"}});
-    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
-                                   {"model_type", "llama"},
-                                   {"hidden_size", c.hidden_size},
-                                   {"intermediate_size", c.intermediate_size},
-                                   {"num_hidden_layers", c.num_layers},
-                                   {"num_attention_heads", c.num_heads},
-                                   {"num_key_value_heads", c.num_kv_heads},
-                                   {"head_dim", c.head_dim},
-                                   {"vocab_size", c.vocab_size},
-                                   {"max_position_embeddings", c.max_positions},
-                                   {"hidden_act", "silu"},
-                                   {"rms_norm_eps", c.norm_eps},
-                                   {"rope_theta", c.rope_theta},
-                                   {"tie_word_embeddings", llama32},
-                                   {"attention_bias", false},
-                                   {"mlp_bias", false},
-                                   {"torch_dtype", bf16 ? "bfloat16" : "float32"}};
+    nlohmann::json config = {{"architectures", {mixtral ? "MixtralForCausalLM" : "LlamaForCausalLM"}},
+                             {"model_type", mixtral ? "mixtral" : "llama"},
+                             {"hidden_size", c.hidden_size},
+                             {"intermediate_size", c.intermediate_size},
+                             {"num_hidden_layers", c.num_layers},
+                             {"num_attention_heads", c.num_heads},
+                             {"num_key_value_heads", c.num_kv_heads},
+                             {"head_dim", c.head_dim},
+                             {"vocab_size", c.vocab_size},
+                             {"max_position_embeddings", c.max_positions},
+                             {"hidden_act", "silu"},
+                             {"rms_norm_eps", c.norm_eps},
+                             {"rope_theta", c.rope_theta},
+                             {"tie_word_embeddings", llama32},
+                             {"attention_bias", false},
+                             {"mlp_bias", false},
+                             {"torch_dtype", bf16 ? "bfloat16" : "float32"}};
+    if (mixtral) {
+      config["num_local_experts"] = c.moe.num_experts;
+      config["num_experts_per_tok"] = c.moe.experts_per_token;
+      config["sliding_window"] = nullptr;
+      config.erase("mlp_bias");
+    }
     std::ofstream(std::filesystem::path(out) / "config.json") << config.dump(2) << "\n";
     if (!tokenizer.empty()) {
       const auto tok = qjoule::tokenize::BpeTokenizer::from_tokenizer_json(tokenizer);

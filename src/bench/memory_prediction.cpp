@@ -176,6 +176,9 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   };
   for (const auto& l : params.layers) {
     for (const auto* p : {&l.qkv, &l.q, &l.k, &l.v, &l.o, &l.gate_up, &l.gate, &l.up, &l.down}) add_linear(*p, true);
+    add_linear(l.router, false);  // a mixture's: FP32 unless the policy names it
+    for (const auto& e : l.experts)
+      for (const auto* p : {&e.gate, &e.up, &e.down}) add_linear(*p, true);
   }
   const int head_rows = add_linear(params.lm_head, false).row_bytes;
   // A tied model's embeddings read the head's rows where they are the stored values (model/tied_embeddings.h):
@@ -194,15 +197,19 @@ MemoryPrediction predict_peak_memory(const RunConfig& c, std::size_t decode_toke
   // buffers, attention scores, the last token's logits), the fidelity logits, per-thread scratch.
   const auto n = static_cast<std::size_t>(c.seq);
   const auto positions = n + decode_tokens;
-  const auto h = static_cast<std::size_t>(cfg.hidden_size), f = static_cast<std::size_t>(cfg.intermediate_size);
+  const auto h = static_cast<std::size_t>(cfg.hidden_size),
+             f = static_cast<std::size_t>(std::max(cfg.intermediate_size, cfg.moe.expert_intermediate_size));
   const auto qd = static_cast<std::size_t>(cfg.num_heads * cfg.head_dim);
   const auto kvd = static_cast<std::size_t>(cfg.num_kv_heads * cfg.head_dim);
   const auto vocab = static_cast<std::size_t>(cfg.vocab_size);
-  out.run_bytes = float_bytes(2 * static_cast<std::size_t>(cfg.num_layers) * positions * kvd) +
-                  float_bytes(n * (4 * h + 2 * qd + 2 * kvd + 2 * f)) +
-                  float_bytes(static_cast<std::size_t>(cfg.num_heads) * n * n) +
-                  float_bytes(2 * kDecoderFidelityPrompts * vocab + vocab) +
-                  static_cast<std::uint64_t>(std::max(1, c.threads)) * kScratchPerThreadBytes;
+  out.run_bytes =
+      float_bytes(2 * static_cast<std::size_t>(cfg.num_layers) * positions * kvd) +
+      float_bytes(n * (4 * h + 2 * qd + 2 * kvd + 2 * f)) +
+      // a mixture's router logits and its input, gathered and output rows
+      float_bytes(cfg.moe.num_experts > 0 ? n * (static_cast<std::size_t>(cfg.moe.num_experts) + 3 * h) : 0) +
+      float_bytes(static_cast<std::size_t>(cfg.num_heads) * n * n) +
+      float_bytes(2 * kDecoderFidelityPrompts * vocab + vocab) +
+      static_cast<std::uint64_t>(std::max(1, c.threads)) * kScratchPerThreadBytes;
   return out;
 }
 

@@ -23,7 +23,8 @@ void DecoderLM::moe_block(const Layer& layer, const Scratch& s, int64_t n) const
     const auto m = static_cast<int64_t>(chosen.size());
     Tensor x = s.xin;  // every token, in order (a decode step's chosen experts)
     if (m < n) {
-      for (int64_t j = 0; j < m; ++j) ops.copy_rows(s.xe.slice(j * h, h), h, s.xin.slice(chosen[j].token * h, h), h, h, 1);
+      for (int64_t j = 0; j < m; ++j)
+        ops.copy_rows(s.xe.slice(j * h, h), h, s.xin.slice(chosen[j].token * h, h), h, h, 1);
       x = s.xe;
     }
     expert_mlp(layer.experts[static_cast<std::size_t>(e)], x, m, s.ye, s);

@@ -43,7 +43,8 @@ void read_moe_fields(ConfigReconciler& r, const json& config, const io::Checkpoi
   const int64_t layers = count_layers(ck, layers_prefix);
   moe.sparse_layer = sparse_layers(r, config, out, layers);
   int64_t first_sparse = -1, first_dense = -1;
-  for (int64_t i = layers - 1; i >= 0; --i) (moe.sparse_layer[static_cast<std::size_t>(i)] ? first_sparse : first_dense) = i;
+  for (int64_t i = layers - 1; i >= 0; --i)
+    (moe.sparse_layer[static_cast<std::size_t>(i)] ? first_sparse : first_dense) = i;
   if (first_sparse < 0)
     fail("{}: no layer of {} is a mixture of experts (mlp_only_layers / decoder_sparse_step leave none)", r.path(),
          layers);
@@ -56,7 +57,8 @@ void read_moe_fields(ConfigReconciler& r, const json& config, const io::Checkpoi
     fail("{}: num_local_experts = {} and num_experts = {}; expected one expert count", r.path(), *local, *named);
   const char* field = local ? "num_local_experts" : "num_experts";
   moe.num_experts = r.reconcile(field, block + "gate.weight", 0);
-  if (moe.num_experts <= 0) fail("{}: {} = {}, expected a positive number of experts", r.path(), field, moe.num_experts);
+  if (moe.num_experts <= 0)
+    fail("{}: {} = {}, expected a positive number of experts", r.path(), field, moe.num_experts);
   const int64_t stored = count_layers(ck, block + "experts.");
   if (stored != moe.num_experts)
     fail("{}: {} = {}, but the checkpoint holds tensors for {} experts under '{}experts.'", r.path(), field,

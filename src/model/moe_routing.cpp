@@ -9,9 +9,10 @@ namespace qjoule::model {
 std::vector<std::vector<ExpertRoute>> route_top_k(std::span<const float> logits, int64_t tokens, int64_t experts,
                                                   int64_t k, bool normalize) {
   if (experts <= 0 || k <= 0 || k > experts || static_cast<int64_t>(logits.size()) != tokens * experts)
-    fail("mixture routing: {} logits for {} tokens × {} experts, top-{}; expected tokens × experts and 1 <= k <= "
-         "experts",
-         logits.size(), tokens, experts, k);
+    fail(
+        "mixture routing: {} logits for {} tokens × {} experts, top-{}; expected tokens × experts and 1 <= k <= "
+        "experts",
+        logits.size(), tokens, experts, k);
   std::vector<std::vector<ExpertRoute>> routes(static_cast<std::size_t>(experts));
   std::vector<float> p(static_cast<std::size_t>(experts));
   std::vector<char> taken(static_cast<std::size_t>(experts));

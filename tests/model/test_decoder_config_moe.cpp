@@ -70,8 +70,7 @@ TEST(MoeConfig, DecoderSparseStepAndTransformers5sExpertCountAreRead) {
     c["decoder_sparse_step"] = 2;  // layers (i + 1) % 2 == 0: layer 1 only, which stores a dense MLP
     c["num_local_experts"] = c["num_experts"];
   });
-  EXPECT_THAT(error_of([&] { qjoule::model::load_decoder_lm(dir); }),
-              HasSubstr("'model.layers.1.mlp.gate.weight'"));
+  EXPECT_THAT(error_of([&] { qjoule::model::load_decoder_lm(dir); }), HasSubstr("'model.layers.1.mlp.gate.weight'"));
 }
 
 TEST(MoeConfig, MalformedFieldsAreOneLineNamingThem) {
@@ -85,7 +84,10 @@ TEST(MoeConfig, MalformedFieldsAreOneLineNamingThem) {
               HasSubstr("moe_intermediate_size"));
   EXPECT_THAT(config_error("tiny-qwen3-moe", "only", [](json& c) { c["mlp_only_layers"] = {7}; }),
               HasSubstr("mlp_only_layers holds 7, expected layer indices 0 to 2"));
-  EXPECT_THAT(config_error("tiny-qwen3-moe", "none", [](json& c) { c["mlp_only_layers"] = {0, 1, 2}; }),
+  EXPECT_THAT(config_error("tiny-qwen3-moe", "none",
+                           [](json& c) {
+                             c["mlp_only_layers"] = {0, 1, 2};
+                           }),
               HasSubstr("no layer of 3 is a mixture of experts"));
   EXPECT_THAT(config_error("tiny-qwen3-moe", "step0", [](json& c) { c["decoder_sparse_step"] = 0; }),
               HasSubstr("decoder_sparse_step = 0, expected a positive number"));

@@ -1,5 +1,6 @@
 // The synthetic Llama (the decode benchmark's model): deterministic, Hugging Face names and shapes,
-// TinyLlama's shapes by default, it runs in FP32 and in a 4-bit format, and a bad spec is one line.
+// TinyLlama's shapes by default, it runs in FP32 and in a 4-bit format, and a bad spec is one line; with
+// experts, a Mixtral whose experts are drawn as the model builds them.
 #include "qjoule/model/synthetic/synthetic_decoder.h"
 
 #include <cmath>
@@ -79,6 +80,55 @@ TEST(SyntheticDecoder, HeadsThatDoNotDivideTheHiddenSizeAreAnError) {
   s = small_spec();
   s.num_layers = 0;
   EXPECT_THAT([&] { synthetic_decoder_params(s); }, ::testing::ThrowsMessage<Error>(::testing::HasSubstr("layers 0")));
+}
+
+TEST(SyntheticDecoder, MixtralShapes) {
+  const auto s = mixtral_shapes_spec();
+  EXPECT_EQ(s.num_layers, 16);
+  EXPECT_EQ(s.num_experts, 8);
+  EXPECT_EQ(s.experts_per_token, 2);
+  EXPECT_EQ(s.intermediate_size, 5632);
+  EXPECT_EQ(s.num_kv_heads, 8);
+}
+
+// A mixture: Mixtral's names, experts drawn when built (the same weights in any order), a decode step that reads
+// its top-2 experts' bytes (the reports' token_share), and every expert Linear in the run's format.
+TEST(SyntheticDecoder, AMixtureDrawsEachExpertWhenBuiltAndRunsInInt4) {
+  auto spec = small_spec();
+  spec.num_experts = 4;
+  spec.experts_per_token = 2;
+  auto params = synthetic_decoder_params(spec);
+  ASSERT_EQ(params.layers[1].experts.size(), 4u);
+  EXPECT_EQ(params.layers[1].experts[2].up.name, "model.layers.1.block_sparse_moe.experts.2.w3");
+  EXPECT_EQ(params.layers[1].router.name, "model.layers.1.block_sparse_moe.gate");
+  EXPECT_TRUE(params.layers[1].experts[2].up.weight.empty());
+  LinearParams a = params.layers[1].experts[2].up, b = a;
+  params.load_linear(a);
+  params.load_linear(params.layers[0].experts[0].gate);
+  params.load_linear(b);
+  EXPECT_EQ(a.weight.size(), 256u * 128u);
+  EXPECT_EQ(a.weight, b.weight);
+  EXPECT_NE(a.weight, params.layers[0].experts[0].gate.weight);
+
+  quant::LayerPolicyOptions po;
+  po.precision = "int4";
+  const DecoderLM m(synthetic_decoder_params(spec), quantized_linear_factory(quant::LayerPolicy::parse(po), {}));
+  int experts = 0;
+  for (const auto& r : m.linear_reports()) {
+    if (r.name.find(".experts.") == std::string::npos) continue;
+    ++experts;
+    EXPECT_EQ(r.format, "int4");
+    EXPECT_DOUBLE_EQ(r.token_share, 0.5);
+  }
+  EXPECT_EQ(experts, 2 * 4 * 2);  // gate | up fused, down; 4 experts; 2 layers
+  auto cache = m.make_cache(16);
+  const std::vector<int32_t> ids{1, 5, 9, 63};
+  std::vector<float> logits(64);
+  m.forward(ids.data(), 4, cache, logits.data(), 3);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  spec.experts_per_token = 5;
+  EXPECT_THAT([&] { synthetic_decoder_params(spec); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr("4 experts, top-5")));
 }
 
 }  // namespace
