@@ -109,9 +109,14 @@ std::string calibration_summary(const model::CalibratedInt4& c, const std::strin
       c.tokens == c.sequences * c.tokens_per_sequence
           ? fmt::format("{} sequences × {} tokens", c.sequences, c.tokens_per_sequence)
           : fmt::format("{} sequences of up to {} tokens ({} in all)", c.sequences, c.tokens_per_sequence, c.tokens);
-  return fmt::format("{} on {}: {}{}{}, {} Linears in {:.1f} s", c.method, file, sizes,
+  return fmt::format("{} on {}: {}{}{}, {} Linears in {:.1f} s{}", c.method, file, sizes,
                      gptq ? fmt::format(", damp {}", c.damp) : "", c.bf16_products ? ", BF16 recording products" : "",
-                     c.codes.size(), c.seconds);
+                     c.codes.size(), c.seconds,
+                     c.round_to_nearest.empty()
+                         ? ""
+                         : fmt::format("; {} of them round-to-nearest: no calibration token reached them (experts "
+                                       "the router never chose)",
+                                       c.round_to_nearest.size()));
 }
 
 CalibrationCache::CalibrationCache(CalibrationSettings settings, std::filesystem::path out,

@@ -31,7 +31,10 @@ struct CalibratedInt4 {
   // rows), and the norms AWQ's scales were folded into (by the norm's name, "model.layers.0.input_layernorm").
   std::map<std::string, std::vector<float>> biases;
   std::map<std::string, LayerNormParams> norms;
-  std::string method;          // "GPTQ", "AWQ" or "GPTQ + AWQ"
+  std::string method;  // "GPTQ", "AWQ" or "GPTQ + AWQ"
+  // GPTQ Linears that no calibration token reached (a mixture's experts its router never chose for them):
+  // round-to-nearest codes, named here so that the run says so.
+  std::set<std::string> round_to_nearest;
   bool bf16_products = false;  // CalibrationOptions::bf16_products, as it ran
   int64_t sequences = 0;
   int64_t tokens = 0;               // in all the sequences

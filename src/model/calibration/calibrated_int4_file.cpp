@@ -84,7 +84,7 @@ void write_calibrated_int4(const std::filesystem::path& path, const CalibratedIn
                                {"tokens", c.tokens},   {"tokens_per_sequence", c.tokens_per_sequence},
                                {"damp", c.damp},       {"bf16_products", c.bf16_products},
                                {"seconds", c.seconds}, {"linears", linears},
-                               {"norms", norms}};
+                               {"norms", norms},       {"round_to_nearest", c.round_to_nearest}};
   std::filesystem::create_directories(path.parent_path());
   const auto tmp = path.string() + ".tmp";
   io::write_safetensors(tmp, tensors, {{"kind", kKind}, {"identity", identity}, {"calibration", meta.dump()}});
@@ -115,6 +115,7 @@ CalibratedInt4 read_calibrated_int4(const std::filesystem::path& path, const std
     c.damp = meta.at("damp").get<double>();
     c.bf16_products = meta.value("bf16_products", false);
     c.seconds = meta.at("seconds").get<double>();
+    c.round_to_nearest = meta.value("round_to_nearest", std::set<std::string>{});  // files before mixtures: none
     const auto tensor = [&](const std::string& name) -> const io::TensorView& {
       const auto it = file.tensors().find(name);
       if (it == file.tensors().end()) fail("{}: tensor '{}' is missing", path.string(), name);

@@ -58,6 +58,8 @@ class CalibratingLinear final : public kernels::Linear {
   std::vector<float>& weight() { return weight_; }  // [out, in], FP32, between begin() and the codes
   std::vector<float>& bias() { return bias_; }
   InputStatistics& statistics() const;  // fails if no input reached the Linear
+  // Whether any calibration input reached it (a mixture's expert may be chosen for no calibration token).
+  bool has_calibration_input() const { return stats_ != nullptr && stats_->tokens > 0; }
   // The block's last Linear (down): while it records, its outputs only reach the residual stream of the
   // FP32 pass, which is dropped, so it writes zeros instead of computing them.
   void drop_outputs_while_recording() { drop_outputs_ = true; }

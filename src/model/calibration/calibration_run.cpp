@@ -76,7 +76,13 @@ void CalibrationRun::calibrate_block(int64_t i, int64_t blocks, const std::map<s
     }
     quantize_awq(out_);
     for (const auto& [name, l] : here) {
-      if (l->spec().int4_gptq) l->quantize_gptq(options_.damp, out_);
+      if (!l->spec().int4_gptq) continue;
+      if (l->has_calibration_input()) {
+        l->quantize_gptq(options_.damp, out_);
+      } else {  // an expert no calibration token was routed to: no Hessian to fit
+        l->finish_round_to_nearest(out_);
+        out_.round_to_nearest.insert(name);
+      }
     }
   }
   for (auto& x : states) forward(x.data(), static_cast<int64_t>(x.size()) / hidden);

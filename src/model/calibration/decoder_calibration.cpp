@@ -27,10 +27,12 @@ namespace {
 
 using detail::CalibratingLinear;
 
-// Linear name -> the first Linear reading the same input (Q, K, V; gate, up): who shares whose sums.
+// Linear name -> the first Linear reading the same input (Q, K, V; gate, up; each expert's gate, up): who shares
+// whose sums.
 void add_input_groups(const DecoderLayerParams& lp, std::map<std::string, std::string>& group_of) {
-  for (const auto& group :
-       {std::vector<const LinearParams*>{&lp.q, &lp.k, &lp.v}, std::vector<const LinearParams*>{&lp.gate, &lp.up}}) {
+  std::vector<std::vector<const LinearParams*>> groups = {{&lp.q, &lp.k, &lp.v}, {&lp.gate, &lp.up}};
+  for (const ExpertParams& e : lp.experts) groups.push_back({&e.gate, &e.up});
+  for (const auto& group : groups) {
     for (const LinearParams* p : group) {
       if (!p->name.empty()) group_of[p->name] = group.front()->name;
     }
@@ -42,6 +44,8 @@ std::vector<std::string> block_linear_names(const DecoderLayerParams& lp) {
   for (const LinearParams* p : {&lp.qkv, &lp.q, &lp.k, &lp.v, &lp.o, &lp.gate_up, &lp.gate, &lp.up, &lp.down}) {
     if (!p->name.empty()) names.push_back(p->name);
   }
+  for (const ExpertParams& e : lp.experts)
+    for (const LinearParams* p : {&e.gate, &e.up, &e.down}) names.push_back(p->name);
   return names;
 }
 
@@ -64,6 +68,13 @@ detail::AwqBlock awq_roles(const DecoderLayerParams& lp, const std::map<std::str
   b.attn_norm = lp.attn_norm;
   b.mlp_norm = lp.mlp_norm;
   return b;
+}
+
+bool policy_uses_awq(const quant::LayerPolicy& policy) {
+  if (policy.precision_spec().int4_awq) return true;
+  for (const auto& rule : policy.rules())
+    if (rule.spec.int4_awq) return true;
+  return false;
 }
 
 }  // namespace
@@ -104,6 +115,11 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
   const auto ck = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(dir.string()));
   auto config = load_decoder_config(dir.string(), *ck);
   detail::check_calibration_inputs(dir, config.quantization.has_value(), sequences);
+  if (config.moe.num_experts > 0 && policy_uses_awq(policy))
+    fail(
+        "{}: AWQ does not calibrate a mixture of experts yet ({}: its scales would have to span every expert); "
+        "expected :gptq or round-to-nearest int4",
+        dir.string(), config.architecture);
   auto params = load_decoder_params(*ck, config, /*defer_linears=*/true);
   std::function<void(LinearParams&)> load = [ck, inner = std::move(params.load_linear)](LinearParams& p) { inner(p); };
   params.load_linear = nullptr;  // the factory reads what it needs: Q, K, V (and gate, up) built apart
