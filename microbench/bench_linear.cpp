@@ -34,6 +34,7 @@
 
 #include "qjoule/limits/cpu_peak.h"
 #include "qjoule/limits/memory_bandwidth.h"
+#include "qjoule/kernels/linear_weight_only.h"
 #include "qjoule/kernels/make_linear.h"
 #include "qjoule/kernels/threads.h"
 
@@ -80,7 +81,11 @@ const std::vector<std::unique_ptr<Linear>>& layers_for(const std::string& spec, 
 
 bool uses_int8_peak(const std::string& spec) { return spec == "int8" || spec == "int4:a8"; }
 
-void bm_linear(benchmark::State& state, const std::string& spec) {
+void bm_linear(benchmark::State& state, const std::string& name) {
+  // "FORMAT|no_vbmi": the FP4 kernels without AVX512_VBMI's code gather (as on CPUs that lack it).
+  const bool no_vbmi = name.ends_with("|no_vbmi");
+  const std::string spec = no_vbmi ? name.substr(0, name.size() - 8) : name;
+  qjoule::kernels::set_fp4_codes_by_vbmi(!no_vbmi);
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   qjoule::kernels::set_num_threads(threads);
@@ -138,7 +143,8 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext(fmt::format("triad_{}t", t), fmt::format("{:.1f} GB/s", triad.gb_per_s));
   }
   benchmark::AddCustomContext("triad_method", qjoule::limits::triad_method());
-  const std::vector<std::string> specs = {"fp32", "bf16", "fp16", "int8", "w8", "int4", "int4:a8", "nf4"};
+  const std::vector<std::string> specs = {"fp32",    "bf16", "fp16",  "int8",          "w8",    "int4",
+                                          "int4:a8", "nf4",  "mxfp4", "mxfp4|no_vbmi", "nvfp4", "nvfp4|no_vbmi"};
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768},   {768, 3072}, {3072, 768},  // DistilBERT-base
                                                            {2048, 2048}, {2048, 256}, {2048, 5632},
                                                            {5632, 2048}};  // 1B Llama (TinyLlama-1.1B)

@@ -108,6 +108,11 @@ WeightOnlyIsa weight_only_isa();
 void set_force_scalar_kernels(bool force);            // true: limit scalar; false: no limit
 void set_weight_only_isa_limit(WeightOnlyIsa limit);  // e.g. avx2, to compare kernels on one CPU
 std::string_view isa_name(WeightOnlyIsa isa);         // "scalar", "avx2", "avx512", "avx512_bf16"
+// The FP4 formats' AVX-512 kernels pick a chunk's code bytes out of its blocks with one vpermt2b where the CPU
+// has AVX512_VBMI (the same bytes, so the same results bit for bit); false: as on CPUs without it, for tests
+// and benchmarks. Fixed per call.
+void set_fp4_codes_by_vbmi(bool allowed);
+bool fp4_codes_by_vbmi();
 bool cpu_supports_avx2_fma_f16c();
 bool cpu_supports_avx512_weight_only();
 // "qjoule:<isa>:<kernel>"; at the avx512 levels the prefill path follows ",m>4:". bf16_decode: the

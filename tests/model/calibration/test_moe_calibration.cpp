@@ -42,12 +42,13 @@ TEST(MoeCalibration, AnExpertNoTokenReachedKeepsRoundToNearestCodesAndIsNamed) {
 }
 
 TEST(MoeCalibration, AwqOnAMixtureIsOneLine) {
-  EXPECT_THAT([] {
-    model::calibrate_decoder(test::decoder_fixture("tiny-mixtral"), test::policy("int4:g=32:awq"), {{5, 6}}, {});
-  },
-              ::testing::ThrowsMessage<Error>(::testing::HasSubstr(
-                  "AWQ does not calibrate a mixture of experts yet (MixtralForCausalLM: its scales would have to "
-                  "span every expert); expected :gptq or round-to-nearest int4")));
+  EXPECT_THAT(
+      [] {
+        model::calibrate_decoder(test::decoder_fixture("tiny-mixtral"), test::policy("int4:g=32:awq"), {{5, 6}}, {});
+      },
+      ::testing::ThrowsMessage<Error>(::testing::HasSubstr(
+          "AWQ does not calibrate a mixture of experts yet (MixtralForCausalLM: its scales would have to "
+          "span every expert); expected :gptq or round-to-nearest int4")));
 }
 
 }  // namespace

@@ -43,6 +43,17 @@ void set_force_scalar_kernels(bool force) {
 
 void set_weight_only_isa_limit(WeightOnlyIsa limit) { g_limit.store(static_cast<int>(limit)); }
 
+namespace {
+std::atomic<bool> g_fp4_vbmi{true};
+}  // namespace
+
+void set_fp4_codes_by_vbmi(bool allowed) { g_fp4_vbmi.store(allowed); }
+
+bool fp4_codes_by_vbmi() {
+  static const bool vbmi = cpu_supports_avx512_weight_only() && __builtin_cpu_supports("avx512vbmi") != 0;
+  return vbmi && g_fp4_vbmi.load();
+}
+
 WeightOnlyIsa weight_only_isa() {
   if (env_forces_scalar()) return WeightOnlyIsa::scalar;
   const int limit = g_limit.load();

@@ -3,6 +3,7 @@
 // partial last blocks. Budgets: weight_only_test_util.h (the x16 GEMV's E2M1 table, 2·E2M1, is exact: no
 // weight term). Quantization error vs FP32 weights (Gaussian x and W): relative RMS < 0.13.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <gmock/gmock.h>
@@ -10,6 +11,7 @@
 #include "error_of.h"
 
 #include "qjoule/error.h"
+#include "qjoule/kernels/linear_weight_only.h"
 #include "qjoule/quant/quantize_fp4.h"
 #include "weight_only_test_util.h"
 
@@ -226,6 +228,31 @@ TEST(LinearFp4, EveryE8m0ScaleDecodesAsTheReference) {
                          EXPECT_EQ(got, want) << path << " k=" << k;
                        }
                      });
+}
+
+// AVX512_VBMI's code gather (one vpermt2b over a chunk's blocks) reads the same bytes as the loads it replaces:
+// every ISA level and decode GEMV gives the same outputs bit for bit with it and without, on rows whose last
+// chunk is partial (its masked load stops at the row's end) and on matrices of one row (nothing read past it).
+TEST(LinearFp4, TheVbmiCodeGatherGivesThePlainKernelsOutputsBitForBit) {
+  if (!kernels::fp4_codes_by_vbmi()) GTEST_SKIP() << "this CPU has no AVX512_VBMI (or AVX-512)";
+  for (const auto& c : kCases) {
+    for (Shape s : {Shape{1, 1, 128}, Shape{1, 37, 1088}, Shape{3, 20, 2880}, Shape{40, 9, 640}}) {
+      const auto x = test::normal_vector(size_t(s.m * s.in), 5);
+      const auto w = test::normal_vector(size_t(s.out * s.in), 6, 0.05f);
+      for (const auto& [isa, decode] : test::isas_and_decodes()) {
+        test::ScopedIsa scoped(isa);
+        test::ScopedWeightOnlyDecode scoped_decode(decode);
+        auto lin = c.make(w.data(), nullptr, s.out, s.in, "t.weight");
+        std::vector<float> with(size_t(s.m * s.out)), without(with.size());
+        lin->forward(x.data(), s.m, with.data());
+        kernels::set_fp4_codes_by_vbmi(false);
+        lin->forward(x.data(), s.m, without.data());
+        kernels::set_fp4_codes_by_vbmi(true);
+        EXPECT_EQ(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)), 0)
+            << c.name << " " << lin->kernel_path() << " m " << s.m << " out " << s.out << " in " << s.in;
+      }
+    }
+  }
 }
 
 }  // namespace

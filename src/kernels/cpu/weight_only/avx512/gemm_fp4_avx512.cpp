@@ -9,6 +9,7 @@
 #include "kernels/cpu/weight_only/avx512/weight_only_gemv_x16_avx512.h"
 #include "kernels/cpu/weight_only/fp4_scales.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
+#include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::kernels::detail {
 namespace {
@@ -16,7 +17,33 @@ namespace {
 // A vpshufb control dword: byte i of its 128-bit lane, zero-extended (0xFF bytes write 0).
 constexpr int byte_at(int i) { return static_cast<int>(0xFFFFFF00u | static_cast<unsigned>(i)); }
 
-template <class Packed>
+// Where byte k of a chunk's 64 bytes of nibbles lies among its blocks' bytes: block k / (G / 2), after its scale.
+template <class Block>
+struct CodeBytes {
+  alignas(64) uint8_t at[64];
+  constexpr CodeBytes() : at{} {
+    for (int k = 0; k < 64; ++k)
+      at[k] =
+          static_cast<uint8_t>(k / (Block::kSize / 2) * static_cast<int>(sizeof(Block)) + 1 + k % (Block::kSize / 2));
+  }
+};
+
+// The chunk's 64 bytes of nibbles with one vpermt2b (AVX512_VBMI) over its blocks' 68 (MXFP4) or 72 (NVFP4)
+// bytes: the first 64 loaded whole, the rest masked (nothing past the row is read). gather_codes takes 4 or 8
+// loads and inserts (NVFP4's through the stack, whose 8-byte stores a 64-byte load cannot forward). In asm, so
+// that the loop around it keeps its own target: the caller runs it only where fp4_codes_by_vbmi() said so.
+template <class Block>
+QJOULE_TARGET_AVX512 inline __m512i gather_codes_vbmi(const Block* b) {
+  static constexpr CodeBytes<Block> kAt{};
+  constexpr int rest = 128 / Block::kSize * static_cast<int>(sizeof(Block)) - 64;  // 4 or 8
+  __m512i lo = _mm512_loadu_si512(b);
+  const __m512i hi = _mm512_maskz_loadu_epi8((__mmask64{1} << rest) - 1, reinterpret_cast<const char*>(b) + 64);
+  const __m512i at = _mm512_load_si512(kAt.at);
+  __asm__("vpermt2b %[hi], %[at], %[lo]" : [lo] "+v"(lo) : [at] "v"(at), [hi] "v"(hi));
+  return lo;
+}
+
+template <class Packed, bool Vbmi>
 struct Fp4Decoder {
   using Block = std::remove_cv_t<std::remove_reference_t<decltype(*std::declval<Packed>().blocks.data())>>;
   static constexpr bool kNibbles = true;
@@ -32,7 +59,11 @@ struct Fp4Decoder {
     using Fp4RowCursor<Block>::tensor_scale;
     QJOULE_TARGET_AVX512 void chunk(int64_t c, __m512i& codes, __m512& d, __m512& z) const {
       const Block* b = blocks + c * kCount;
-      codes = gather_codes(b);
+      if constexpr (Vbmi) {
+        codes = gather_codes_vbmi(b);
+      } else {
+        codes = gather_codes(b);
+      }
       if constexpr (std::is_same_v<Block, quant::BlockNvfp4>) {
         d = nvfp4_lane_scales(b);
       } else {
@@ -79,24 +110,34 @@ struct Fp4Decoder {
   Row row(int64_t o) const { return Row{fp4_row_cursor(w, o)}; }
 };
 
+// f(decoder): the VBMI decoder where fp4_codes_by_vbmi() allows it.
+template <class Packed, class F>
+auto with_fp4_decoder(const Packed& w, F f) {
+  return fp4_codes_by_vbmi() ? f(Fp4Decoder<Packed, true>{w}) : f(Fp4Decoder<Packed, false>{w});
+}
+
 }  // namespace
 
 template <class Packed>
 void gemm_fp4_avx512(const Packed& w, const float* bias, const float* x, int64_t m, float* y) {
-  avx512::run_gemm<false>(Fp4Decoder<Packed>{w}, bias, x, m, y, [&] { gemm_fp4_f32_avx2(w, bias, x, m, y); });
+  with_fp4_decoder(w, [&](const auto& dec) {
+    avx512::run_gemm<false>(dec, bias, x, m, y, [&] { gemm_fp4_f32_avx2(w, bias, x, m, y); });
+  });
 }
 template <class Packed>
 void gemm_fp4_avx512_bf16(const Packed& w, const float* bias, const float* x, int64_t m, float* y) {
-  avx512::run_gemm<true>(Fp4Decoder<Packed>{w}, bias, x, m, y, [] {});
+  with_fp4_decoder(w, [&](const auto& dec) { avx512::run_gemm<true>(dec, bias, x, m, y, [] {}); });
 }
 template <class Packed>
 void gemm_fp4_avx512_vnni(const Packed& w, const float* bias, const float* x, int64_t m, float* y) {
-  if (m > avx512::kGemvMaxRows || !avx512::run_gemv_x16(Fp4Decoder<Packed>{w}, bias, x, m, y))
+  if (m > avx512::kGemvMaxRows ||
+      !with_fp4_decoder(w, [&](const auto& dec) { return avx512::run_gemv_x16(dec, bias, x, m, y); }))
     gemm_fp4_avx512(w, bias, x, m, y);
 }
 template <class Packed>
 void gemm_fp4_avx512_bf16_vnni(const Packed& w, const float* bias, const float* x, int64_t m, float* y) {
-  if (m > avx512::kGemvMaxRows || !avx512::run_gemv_x16(Fp4Decoder<Packed>{w}, bias, x, m, y))
+  if (m > avx512::kGemvMaxRows ||
+      !with_fp4_decoder(w, [&](const auto& dec) { return avx512::run_gemv_x16(dec, bias, x, m, y); }))
     gemm_fp4_avx512_bf16(w, bias, x, m, y);
 }
 
