@@ -125,7 +125,7 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
         e.up = build(ep.up, true);
       }
       e.down = build(ep.down, true);
-      for (std::size_t i = first; i < all_linears_.size(); ++i) all_linears_[i].decode_share = expert_share;
+      for (std::size_t i = first; i < all_linears_.size(); ++i) all_linears_[i].token_share = expert_share;
       layer.experts.push_back(std::move(e));
     }
     layer.attn_norm = norm(lp.attn_norm);
@@ -164,8 +164,13 @@ std::string DecoderLM::nongemm_path() const {
   // What runs: RMSNorm models add the residual inside the next norm (add_rms_norm); LayerNorm ones add,
   // then norm. Fused gate | up gives silu_mul_rows, separate ones silu_mul.
   const bool rms = final_norm_.beta.empty();
-  const bool fused_mlp = !layers_.empty() && layers_.front().gate_up;
-  const bool gated = !layers_.empty() && (layers_.front().gate || layers_.front().gate_up);
+  // A mixture's layers: their experts' MLPs (SwiGLU, fused gate | up where the factory fused them).
+  const bool experts = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) { return !l.experts.empty(); });
+  const bool fused_experts = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) {
+    return std::any_of(l.experts.begin(), l.experts.end(), [](const Expert& e) { return bool(e.gate_up); });
+  });
+  const bool fused_mlp = experts ? fused_experts : !layers_.empty() && layers_.front().gate_up;
+  const bool gated = experts || (!layers_.empty() && (layers_.front().gate || layers_.front().gate_up));
   // RoPE over fused q | k | v rows stores k and v in the same operation (rope_store_kv).
   const bool fused_rope = !rope_inv_freq_.empty() && !layers_.empty() && layers_.front().qkv;
   const bool geglu = gated && config_.activation != "silu";

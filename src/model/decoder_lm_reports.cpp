@@ -7,7 +7,7 @@ std::vector<LinearReport> DecoderLM::linear_reports() const {
   std::vector<LinearReport> out;
   for (const auto& l : all_linears_)
     out.push_back(
-        {l.name, l.linear->format(), l.linear->kernel_path(), l.linear->bytes_held(), l.fp32_bytes, l.decode_share});
+        {l.name, l.linear->format(), l.linear->kernel_path(), l.linear->bytes_held(), l.fp32_bytes, l.token_share});
   return out;
 }
 

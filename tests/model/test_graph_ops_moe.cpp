@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "decoder_fixtures.h"
@@ -26,6 +27,11 @@ TEST(MoeGraph, APrefillReadsEachExpertOnceAndADecodeStepItsTopK) {
     const DecoderLM cpu = load_decoder_lm(dir);
     const auto& c = cpu.config();
     const int64_t k = c.moe.experts_per_token, sparse = test::moe_layers(c);
+    // The path names the experts' SwiGLU and the routing.
+    EXPECT_NE(cpu.nongemm_path().find(fmt::format(
+                  "silu_mul_rows (mixture: router fp32, top-{} of {} experts, add_scaled)", k, c.moe.num_experts)),
+              std::string::npos)
+        << cpu.nongemm_path();
 
     std::vector<float> a(static_cast<std::size_t>(n * ref.vocab)), b(a.size());
     auto ca = cpu.make_cache(), cb = recorded.make_cache();

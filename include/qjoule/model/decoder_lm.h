@@ -188,9 +188,9 @@ class DecoderLM {
   struct NamedLinear {
     std::string name;
     const kernels::Linear* linear;
-    std::size_t fp32_bytes;     // weight + bias as FP32
-    int parts = 1;              // the checkpoint Linears it stands for (fused: 2 or 3)
-    double decode_share = 1.0;  // the share of decode steps that read it: an expert's top-k / experts
+    std::size_t fp32_bytes;    // weight + bias as FP32
+    int parts = 1;             // the checkpoint Linears it stands for (fused: 2 or 3)
+    double token_share = 1.0;  // the share of decode steps that read it: an expert's top-k / experts
   };
   std::vector<NamedLinear> all_linears_;
   Gate gate_ = Gate::silu;  // the gated MLP's activation: SwiGLU, or Gemma's GeGLU (config.activation)
