@@ -87,9 +87,11 @@ struct Fp4Decoder {
     // NVFP4: the 8 blocks' E4M3 scales in the lanes of their weights without 8 scalar lookups. The scale
     // bytes lie at bytes 9j of the chunk's first 64 (a block is 9 bytes): 128-bit lane L holds blocks 2L and
     // 2L + 1's at its bytes 2L and 2L + 9, so one vpshufb spreads them over its dword lanes 4L .. 4L + 3.
-    // E4M3 decoded in integers, exactly and with no FP32 subnormal (whatever the MXCSR's DAZ): e = bits 6..3,
-    // m = bits 2..0, value = (e ? (8 + m) << (e − 1) : m) · 2^-9; 0x7F (NaN) never reaches a kernel
-    // (make_linear_nvfp4_packed refuses it). Times the tensor's scale, as scale_of.
+    // E4M3 (e = bits 6..3, m = bits 2..0) as FP32 bits, exactly and with no FP32 subnormal (whatever the
+    // MXCSR's DAZ): byte << 20 puts e and m in FP32's exponent and mantissa fields, and + 120 << 23 rebiases
+    // (7 → 127), which is (1 + m/8)·2^(e − 7), the value for e >= 1. For e = 0 that gives (1 + m/8)·2^-7,
+    // and 2·that − 2^-6 = m·2^-9, the subnormal's value, exact in one FMA. 0x7F (NaN) and negative scales
+    // never reach a kernel (make_linear_nvfp4_packed refuses them). Times the tensor's scale, as scale_of.
     QJOULE_TARGET_AVX512 __m512 nvfp4_lane_scales(const Block* b) const {
       const __m512i raw = _mm512_loadu_si512(b);
       // Dword lane 4L + i takes byte 2L (i < 2) or 2L + 9 of its 128-bit lane.
@@ -98,13 +100,11 @@ struct Fp4Decoder {
                                             byte_at(11), byte_at(11), byte_at(2), byte_at(2), byte_at(9), byte_at(9),
                                             byte_at(0), byte_at(0));  // lanes 1, 0
       const __m512i bits = _mm512_shuffle_epi8(raw, pick);
-      const __m512i e = _mm512_and_si512(_mm512_srli_epi32(bits, 3), _mm512_set1_epi32(0xF));
-      const __m512i m = _mm512_and_si512(bits, _mm512_set1_epi32(7));
-      const __m512i one = _mm512_set1_epi32(1);
-      const __m512i mant = _mm512_or_si512(m, _mm512_slli_epi32(_mm512_min_epu32(e, one), 3));
-      const __m512i shift = _mm512_max_epi32(_mm512_sub_epi32(e, one), _mm512_setzero_si512());
-      const __m512 value = _mm512_cvtepi32_ps(_mm512_sllv_epi32(mant, shift));
-      return _mm512_mul_ps(value, _mm512_set1_ps(0x1p-9f * tensor_scale));
+      const __m512 normal =
+          _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(bits, 20), _mm512_set1_epi32(120 << 23)));
+      const __mmask16 subnormal = _mm512_cmplt_epu32_mask(bits, _mm512_set1_epi32(8));
+      const __m512 value = _mm512_mask_fmsub_ps(normal, subnormal, _mm512_set1_ps(2.0f), _mm512_set1_ps(0x1p-6f));
+      return _mm512_mul_ps(value, _mm512_set1_ps(tensor_scale));
     }
   };
   Row row(int64_t o) const { return Row{fp4_row_cursor(w, o)}; }
