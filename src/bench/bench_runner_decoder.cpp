@@ -128,12 +128,11 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   r.head_bytes = head.bytes_held;
   record_kernels(r, m.kernel_path_counts());
   if (cfg.moe.num_experts > 0) {
-    int64_t sparse = 0;
-    for (int64_t i = 0; i < cfg.num_layers; ++i) sparse += cfg.moe_layer(i) ? 1 : 0;
     r.notes.push_back(fmt::format(
         "mixture of experts: {} of {} experts read a token in {} of {} layers (router FP32); the decode roof's "
         "bytes and FLOPs a token count those {} experts' Linears only, a prefill reads each expert once",
-        cfg.moe.experts_per_token, cfg.moe.num_experts, sparse, cfg.num_layers, cfg.moe.experts_per_token));
+        cfg.moe.experts_per_token, cfg.moe.num_experts, cfg.moe_layer_count(), cfg.num_layers,
+        cfg.moe.experts_per_token));
   }
 
   const auto prompt = decoder_prompt_ids(cfg.vocab_size, 1, n);

@@ -55,10 +55,8 @@ void print_decoder_config(const model::DecoderConfig& c) {
     fmt::print("rope          theta {}, scaling {}{}\n", c.rope_theta, c.rope_scaling.type,
                c.rope_scaling.type == "default" ? "" : fmt::format(" (factor {})", c.rope_scaling.factor));
   if (c.moe.num_experts > 0) {
-    int64_t sparse = 0;
-    for (int64_t i = 0; i < c.num_layers; ++i) sparse += c.moe_layer(i) ? 1 : 0;
     fmt::print("experts       {} of FFN {} in {} of {} layers, top-{} a token ({}), router FP32\n", c.moe.num_experts,
-               c.moe.expert_intermediate_size, sparse, c.num_layers, c.moe.experts_per_token,
+               c.moe.expert_intermediate_size, c.moe_layer_count(), c.num_layers, c.moe.experts_per_token,
                c.moe.normalize_top_k ? "weights renormalised" : "softmax weights as they are");
   }
   fmt::print("head          lm_head {}\n", c.tie_word_embeddings ? "tied to the token embeddings" : "its own weights");

@@ -318,21 +318,29 @@ void DecoderLM::mlp_block(const Layer& layer, const Scratch& s, int64_t n) const
   GraphOps& ops = *ops_;
   if (!layer.experts.empty()) return moe_block(layer, s, n);
   const int64_t f = config_.intermediate_size;
-  const Tensor* act = &s.a;
-  if (layer.gate_up) {
-    linear(layer.gate_up, s.hn, n, s.g);
-    ops.gated_mul_rows(gate_, s.g, n, f, s.a);
-  } else if (layer.gate) {
-    linear(layer.up, s.hn, n, s.a);
-    linear(layer.gate, s.hn, n, s.g);
-    ops.gated_mul(gate_, s.g, s.a, n * f);
-    act = &s.g;
+  if (layer.gate_up || layer.gate) {
+    gated_mlp(layer.gate_up, layer.gate, layer.up, layer.down, f, s.hn, n, s.hn, s);
   } else {
     linear(layer.up, s.hn, n, s.a);
     ops.activation(config_.activation == "gelu" ? Activation::gelu_erf : Activation::gelu_tanh, s.a, n * f);
+    linear(layer.down, s.a, n, s.hn);
   }
-  linear(layer.down, *act, n, s.hn);
   if (!layer.mlp_post_norm.gamma.empty()) norm(layer.mlp_post_norm, s.hn, n, s.hn);
+}
+
+void DecoderLM::gated_mlp(const OwnedLinear& gate_up, const OwnedLinear& gate, const OwnedLinear& up,
+                          const OwnedLinear& down, int64_t f, const Tensor& x, int64_t m, const Tensor& y,
+                          const Scratch& s) const {
+  if (gate_up) {
+    linear(gate_up, x, m, s.g);
+    ops_->gated_mul_rows(gate_, s.g, m, f, s.a);
+    linear(down, s.a, m, y);
+  } else {
+    linear(up, x, m, s.a);
+    linear(gate, x, m, s.g);
+    ops_->gated_mul(gate_, s.g, s.a, m * f);
+    linear(down, s.g, m, y);
+  }
 }
 
 double DecoderLM::forward_timed(const int32_t* ids, int64_t n, KvCache& cache, float* logits,

@@ -27,27 +27,14 @@ void DecoderLM::moe_block(const Layer& layer, const Scratch& s, int64_t n) const
         ops.copy_rows(s.xe.slice(j * h, h), h, s.xin.slice(chosen[j].token * h, h), h, h, 1);
       x = s.xe;
     }
-    expert_mlp(layer.experts[static_cast<std::size_t>(e)], x, m, s.ye, s);
+    const Expert& ex = layer.experts[static_cast<std::size_t>(e)];
+    gated_mlp(ex.gate_up, ex.gate, ex.up, ex.down, moe.expert_intermediate_size, x, m, s.ye, s);
     for (int64_t j = 0; j < m; ++j) {
       const int64_t t = chosen[static_cast<std::size_t>(j)].token;
       ops.add_scaled(s.hn.slice(t * h, h), s.ye.slice(j * h, h), chosen[static_cast<std::size_t>(j)].weight, h,
                      written[static_cast<std::size_t>(t)] != 0);
       written[static_cast<std::size_t>(t)] = 1;
     }
-  }
-}
-
-void DecoderLM::expert_mlp(const Expert& e, const Tensor& x, int64_t m, const Tensor& y, const Scratch& s) const {
-  const int64_t f = config_.moe.expert_intermediate_size;
-  if (e.gate_up) {
-    linear(e.gate_up, x, m, s.g);
-    ops_->gated_mul_rows(gate_, s.g, m, f, s.a);
-    linear(e.down, s.a, m, y);
-  } else {
-    linear(e.up, x, m, s.a);
-    linear(e.gate, x, m, s.g);
-    ops_->gated_mul(gate_, s.g, s.a, m * f);
-    linear(e.down, s.g, m, y);
   }
 }
 

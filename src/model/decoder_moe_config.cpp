@@ -37,8 +37,6 @@ bool is_moe_arch(DecoderArch arch) {
 
 void read_moe_fields(ConfigReconciler& r, const json& config, const io::Checkpoint& ck, DecoderConfig& out) {
   MoeConfig& moe = out.moe;
-  moe.mixtral_names = out.arch == DecoderArch::Mixtral;
-  moe.block = moe.mixtral_names ? "block_sparse_moe." : "mlp.";
   const std::string layers_prefix = out.prefix + "layers.";
   const int64_t layers = count_layers(ck, layers_prefix);
   moe.sparse_layer = sparse_layers(r, config, out, layers);
@@ -48,7 +46,7 @@ void read_moe_fields(ConfigReconciler& r, const json& config, const io::Checkpoi
   if (first_sparse < 0)
     fail("{}: no layer of {} is a mixture of experts (mlp_only_layers / decoder_sparse_step leave none)", r.path(),
          layers);
-  const std::string block = fmt::format("{}{}.{}", layers_prefix, first_sparse, moe.block);
+  const std::string block = fmt::format("{}{}.{}", layers_prefix, first_sparse, out.moe_block());
 
   // The expert count: config.json (num_local_experts: Mixtral, and transformers 5's Qwen3-MoE; num_experts:
   // the Hub's Qwen3-MoE and OLMoE) against the router's rows.
@@ -83,7 +81,7 @@ void read_moe_fields(ConfigReconciler& r, const json& config, const io::Checkpoi
   };
   const bool own_width = out.arch == DecoderArch::Qwen3Moe;
   moe.expert_intermediate_size = rows_of(own_width ? "moe_intermediate_size" : "intermediate_size",
-                                         block + (moe.mixtral_names ? "experts.0.w1" : "experts.0.gate_proj"));
+                                         block + (out.moe_mixtral_names() ? "experts.0.w1" : "experts.0.gate_proj"));
   if (!own_width) {
     out.intermediate_size = moe.expert_intermediate_size;
   } else if (first_dense >= 0) {

@@ -155,7 +155,7 @@ void load_experts(const DecoderParamReader& r, const DecoderConfig& c, const std
                   DecoderLayerParams& layer) {
   const int64_t h = c.hidden_size, f = c.moe.expert_intermediate_size;
   layer.router = r.router(block + "gate", c.moe.num_experts, h);
-  const bool w = c.moe.mixtral_names;
+  const bool w = c.moe_mixtral_names();
   for (int64_t e = 0; e < c.moe.num_experts; ++e) {
     const std::string x = fmt::format("{}experts.{}.", block, e);
     layer.experts.push_back({r.linear(x + (w ? "w1" : "gate_proj"), f, h, false),
@@ -196,7 +196,7 @@ void load_llama_layers(const DecoderParamReader& r, const DecoderConfig& c, Deco
       layer.k_norm = r.norm(l + "self_attn.k_norm", false, c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     }
     if (c.moe_layer(i))
-      load_experts(r, c, l + c.moe.block, layer);
+      load_experts(r, c, l + c.moe_block(), layer);
     else
       layer.down = r.linear(l + "mlp.down_proj", h, f, c.mlp_bias);
     out.layers.push_back(std::move(layer));

@@ -29,11 +29,7 @@ inline bool moe_fixture(const std::string& name) {
 }
 
 // How many of the model's layers are a mixture of experts (0 for a dense model).
-inline int64_t moe_layers(const model::DecoderConfig& c) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < c.num_layers; ++i) n += c.moe_layer(i) ? 1 : 0;
-  return n;
-}
+inline int64_t moe_layers(const model::DecoderConfig& c) { return c.moe_layer_count(); }
 
 inline std::filesystem::path decoder_fixture(const std::string& name) { return fixtures_dir() / "decoders" / name; }
 

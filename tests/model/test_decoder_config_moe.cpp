@@ -42,7 +42,7 @@ TEST(MoeConfig, ReadsEachFixtureAsTransformersDoes) {
   EXPECT_EQ(mixtral.moe.experts_per_token, 2);
   EXPECT_EQ(mixtral.moe.expert_intermediate_size, 32);
   EXPECT_TRUE(mixtral.moe.normalize_top_k);  // Mixtral always renormalises
-  EXPECT_EQ(mixtral.moe.block, "block_sparse_moe.");
+  EXPECT_EQ(mixtral.moe_block(), "block_sparse_moe.");
   EXPECT_EQ(mixtral.moe.sparse_layer, (std::vector<bool>{true, true}));
   EXPECT_FALSE(mixtral.qk_norm);
 

@@ -5,6 +5,7 @@
 // disagrees with the tensors is an error naming both values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -30,10 +31,6 @@ struct MoeConfig {
   // Per layer, whether its MLP is the mixture (Qwen3-MoE: not in mlp_only_layers and (i + 1) % decoder_sparse_step
   // == 0; every layer elsewhere); a dense layer's MLP is intermediate_size wide.
   std::vector<bool> sparse_layer;
-  // Tensor names under a layer: "block_sparse_moe." (Mixtral: experts.{e}.w1 / w3 / w2, the router gate) or
-  // "mlp." (experts.{e}.gate_proj / up_proj / down_proj, gate).
-  std::string block = "mlp.";
-  bool mixtral_names = false;  // w1 (gate), w3 (up), w2 (down)
 };
 
 struct DecoderConfig {
@@ -87,6 +84,13 @@ struct DecoderConfig {
   bool moe_layer(int64_t layer) const {
     return moe.num_experts > 0 && moe.sparse_layer.at(static_cast<std::size_t>(layer));
   }
+  int64_t moe_layer_count() const {
+    return moe.num_experts > 0 ? std::count(moe.sparse_layer.begin(), moe.sparse_layer.end(), true) : 0;
+  }
+  // A mixture's tensor names under a layer: Mixtral's "block_sparse_moe." (experts.{e}.w1 / w3 / w2 for gate,
+  // up, down, and the router gate), else "mlp." (experts.{e}.gate_proj / up_proj / down_proj, gate).
+  bool moe_mixtral_names() const { return arch == DecoderArch::Mixtral; }
+  std::string moe_block() const { return moe_mixtral_names() ? "block_sparse_moe." : "mlp."; }
 
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t window(int64_t layer) const {

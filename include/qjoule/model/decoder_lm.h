@@ -150,8 +150,10 @@ class DecoderLM {
   void mlp_block(const Layer& layer, const Scratch& s, int64_t n) const;
   // A mixture-of-experts MLP (decoder_lm_moe.cpp): reads s.hn, leaves the weighted experts' sum in s.hn.
   void moe_block(const Layer& layer, const Scratch& s, int64_t n) const;
-  // One expert's SwiGLU MLP of m rows x into y (through s.g and s.a).
-  void expert_mlp(const Expert& e, const Tensor& x, int64_t m, const Tensor& y, const Scratch& s) const;
+  // A gated MLP (a dense layer's or an expert's) of width f over m rows x into y, through s.g and s.a: gate_up
+  // fused, or gate and up apart. y may be x (its rows are read before down writes them).
+  void gated_mlp(const OwnedLinear& gate_up, const OwnedLinear& gate, const OwnedLinear& up, const OwnedLinear& down,
+                 int64_t f, const Tensor& x, int64_t m, const Tensor& y, const Scratch& s) const;
   // The attention of one segment's rows over a sliding-window layer's ring (decoder_lm_window.cpp): q, k
   // and v its rows (k and v turned by RoPE already), ctx its output rows.
   void ring_attention(const Layer& layer, int64_t index, const Scratch& s, const Segment& g, const Tensor& q,

@@ -104,8 +104,6 @@ DecoderParams synthetic_decoder_params(const SyntheticDecoderSpec& spec) {
     c.moe.experts_per_token = spec.experts_per_token;
     c.moe.expert_intermediate_size = spec.intermediate_size;
     c.moe.sparse_layer.assign(static_cast<std::size_t>(spec.num_layers), true);
-    c.moe.block = "block_sparse_moe.";
-    c.moe.mixtral_names = true;
     p.load_linear = load_experts_lazily(spec.seed);
   }
 
