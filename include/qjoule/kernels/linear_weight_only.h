@@ -131,6 +131,9 @@ bool weight_only_repacking_on();
 // float), "qjoule:avx512_vnni:int4_x16_repacked": 16-bit integer activations per 32-block at every m, one
 // kernel for decode and prefill; otherwise four_bit_kernel_path(isa, "int4_f32", x16).
 std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked = true);
+// The same for the 4-bit formats with such a kernel, `format` "int4", "mxfp4" or "nvfp4":
+// "qjoule:avx512_vnni:<format>_x16_repacked", otherwise four_bit_kernel_path(isa, "<format>_f32", x16).
+std::string repacked_x16_kernel_path(WeightOnlyIsa isa, const std::string& format, bool x16, bool repacked = true);
 // Whether 4-bit weight-only layers (int4 with FP32 activations, nf4, nf4:dq, mxfp4, nvfp4) built for `isa` can
 // decode (m <= 4) on AVX512_VNNI with the activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:
 // int4_x16", "...:nf4_x16", "...:nf4dq_x16", "...:mxfp4_x16", "...:nvfp4_x16"): the avx512 levels on a CPU

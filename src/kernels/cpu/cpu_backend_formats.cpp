@@ -29,6 +29,15 @@ std::vector<KernelVariant> four_bit_kernels(const std::string& k) {
   };
 }
 
+// A 4-bit format whose weights are repacked at load on AVX512_VNNI for one x16 kernel at every m ("int4",
+// "mxfp4", "nvfp4"), then its row-wise kernels (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float).
+std::vector<KernelVariant> repacked_x16_kernels(const std::string& stem) {
+  std::vector<KernelVariant> out = {{"avx512_vnni", "qjoule:avx512_vnni:" + stem + "_x16_repacked",
+                                     "16-bit integer activations on weights repacked at load, every m"}};
+  for (auto& v : four_bit_kernels(stem + "_f32")) out.push_back(std::move(v));
+  return out;
+}
+
 }  // namespace
 
 std::vector<BackendFormat> cpu_builtin_formats() {
@@ -67,9 +76,7 @@ std::vector<BackendFormat> cpu_builtin_formats() {
                    {"scalar", "qjoule:scalar:w8_f32", "the scalar twin"}},
                   [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
                      const std::string& name, const float*) { return make_linear_w8(W, bias, out, in, name); }});
-  std::vector<KernelVariant> int4 = {{"avx512_vnni", "qjoule:avx512_vnni:int4_x16_repacked",
-                                      "16-bit integer activations on weights repacked at load, every m"}};
-  for (auto& v : four_bit_kernels("int4_f32")) int4.push_back(std::move(v));
+  std::vector<KernelVariant> int4 = repacked_x16_kernels("int4");
   int4.push_back({"avx512_vnni", "qjoule:avx512_vnni:int4_s8_repacked",
                   "a8: INT8 activations per block, integer dots on weights repacked at load into 16-row panels"});
   for (const char* isa : {"avx512_vnni", "avx2", "scalar"})
@@ -92,10 +99,10 @@ std::vector<BackendFormat> cpu_builtin_formats() {
                     o.double_quant = f.nf4_double_quant;
                     return make_linear_nf4(W, bias, out, in, o, name);
                   }});
-  rows.push_back({Format::mxfp4, four_bit_kernels("mxfp4_f32"),
+  rows.push_back({Format::mxfp4, repacked_x16_kernels("mxfp4"),
                   [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
                      const std::string& name, const float*) { return make_linear_mxfp4(W, bias, out, in, name); }});
-  rows.push_back({Format::nvfp4, four_bit_kernels("nvfp4_f32"),
+  rows.push_back({Format::nvfp4, repacked_x16_kernels("nvfp4"),
                   [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,
                      const std::string& name, const float*) { return make_linear_nvfp4(W, bias, out, in, name); }});
   return rows;

@@ -1,13 +1,18 @@
-// make_linear_mxfp4 / make_linear_nvfp4: E2M1 weights with block scales (formats.h), FP32 compute, on the
-// kernels nf4 has (FP32 / BF16 GEMVs and panels, the x16 decode GEMV on AVX512_VNNI where measured faster,
-// AVX2, the scalar twin); labelled "mxfp4_f32" / "nvfp4_f32" and their x16 / bf16 forms.
+// make_linear_mxfp4 / make_linear_nvfp4: E2M1 weights with block scales (formats.h), FP32 activations. On
+// AVX512_VNNI the weights repacked at load into 16-row panels for one x16 kernel, decode and prefill alike
+// ("mxfp4_x16_repacked" / "nvfp4_x16_repacked": fp4_repacked.h), unless the rows are asked for
+// (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float); otherwise the kernels nf4 has (FP32 /
+// BF16 GEMVs and panels, the row-wise x16 decode GEMV where measured faster, AVX2, the scalar twin), labelled
+// "mxfp4_f32" / "nvfp4_f32" and their x16 / bf16 forms.
 #include <cmath>
 #include <type_traits>
 
 #include "kernels/cpu/weight_only/decode_gemv_choice.h"
+#include "kernels/cpu/weight_only/repacked/fp4_repacked.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/error.h"
+#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/quant/quantize_fp4.h"
 
@@ -53,6 +58,12 @@ template <class Packed>
 std::unique_ptr<Linear> make_fp4_from(Packed packed, const float* bias, const std::string& tensor_name) {
   const WeightOnlyIsa isa = weight_only_isa();
   const std::string name(quant::name(kFormat<Packed>));
+  if (x16_decode_available(isa) && weight_only_repacking_on() &&
+      kernel_override(KernelOverride::weight_only_decode).value_or("x16") == "x16") {
+    return std::make_unique<detail::WeightOnlyLinear<detail::RepackedFp4<Packed>>>(
+        detail::repack_fp4(packed), bias, name, repacked_x16_kernel_path(isa, name, true),
+        &detail::gemm_fp4_x16_repacked_avx512_vnni<Packed>, nullptr, tensor_name);
+  }
   auto gemm = detail::gemm_for(isa, &detail::gemm_fp4_f32_scalar<Packed>, &detail::gemm_fp4_f32_avx2<Packed>,
                                &detail::gemm_fp4_avx512<Packed>, &detail::gemm_fp4_avx512_bf16<Packed>);
   const auto gemm_x16 = isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_fp4_avx512_bf16_vnni<Packed>
@@ -64,7 +75,7 @@ std::unique_ptr<Linear> make_fp4_from(Packed packed, const float* bias, const st
     return detail::x16_measured_faster(sample, gemm_x16, gemm);
   });
   return std::make_unique<detail::WeightOnlyLinear<Packed>>(std::move(packed), bias, name,
-                                                            four_bit_kernel_path(isa, name + "_f32", x16),
+                                                            repacked_x16_kernel_path(isa, name, x16, false),
                                                             x16 ? gemm_x16 : gemm, nullptr, tensor_name);
 }
 

@@ -105,9 +105,13 @@ std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, b
   return "qjoule:avx512_vnni:" + kernel.substr(0, kernel.size() - 4) + "_x16" + path.substr(path.find(",m>4:"));
 }
 
+std::string repacked_x16_kernel_path(WeightOnlyIsa isa, const std::string& format, bool x16, bool repacked) {
+  if (x16 && repacked && x16_decode_available(isa)) return "qjoule:avx512_vnni:" + format + "_x16_repacked";
+  return four_bit_kernel_path(isa, format + "_f32", x16);
+}
+
 std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked) {
-  if (x16 && repacked && x16_decode_available(isa)) return "qjoule:avx512_vnni:int4_x16_repacked";
-  return four_bit_kernel_path(isa, "int4_f32", x16);
+  return repacked_x16_kernel_path(isa, "int4", x16, repacked);
 }
 
 bool w8_x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx512; }

@@ -1,5 +1,5 @@
-// make_linear_mxfp4 / make_linear_nvfp4 (kernels mxfp4_f32, nvfp4_f32, their BF16 and x16 decode GEMVs, AVX2
-// and the scalar twin) vs linear_mxfp4_ref / linear_nvfp4_ref, every ISA level and decode GEMV, widths with
+// make_linear_mxfp4 / make_linear_nvfp4 (kernels mxfp4_f32, nvfp4_f32, their BF16 GEMVs, the x16 kernel on
+// repacked panels, AVX2 and the scalar twin; the rows' x16 GEMV: test_fp4_repacked.cpp) vs linear_mxfp4_ref / linear_nvfp4_ref, every ISA level and decode GEMV, widths with
 // partial last blocks. Budgets: weight_only_test_util.h (the x16 GEMV's E2M1 table, 2·E2M1, is exact: no
 // weight term). Quantization error vs FP32 weights (Gaussian x and W): relative RMS < 0.13.
 #include <cmath>
@@ -50,8 +50,7 @@ void expect_matches_reference(const Fp4Case& c, Shape s, unsigned seed) {
     lin->forward(x.data(), s.m, y.data());
     test::expect_within_budget(y, ref, scale, s, lin->kernel_path());
     EXPECT_EQ(lin->format(), c.name);
-    EXPECT_EQ(lin->kernel_path(),
-              kernels::four_bit_kernel_path(isa, std::string(c.name) + "_f32", std::string(decode) == "x16"));
+    EXPECT_EQ(lin->kernel_path(), kernels::repacked_x16_kernel_path(isa, c.name, std::string(decode) == "x16"));
     const size_t blocks = size_t(s.out * ((s.in + c.block - 1) / c.block));
     EXPECT_EQ(lin->bytes_held(), blocks * c.block_bytes + c.tensor_bytes + (bias ? size_t(s.out) * 4 : 0));
   }

@@ -24,6 +24,7 @@
 
 #include "random_data.h"
 
+#include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::test {
@@ -92,6 +93,20 @@ class ScopedWeightOnlyDecode {
   ScopedWeightOnlyDecode(const ScopedWeightOnlyDecode&) = delete;
   ScopedWeightOnlyDecode& operator=(const ScopedWeightOnlyDecode&) = delete;
 };
+
+// Sets QJOULE_WEIGHT_ONLY_LAYOUT (repacked or rows) for one scope.
+class ScopedWeightOnlyLayout {
+ public:
+  explicit ScopedWeightOnlyLayout(const char* layout) { ::setenv("QJOULE_WEIGHT_ONLY_LAYOUT", layout, 1); }
+  ~ScopedWeightOnlyLayout() { ::unsetenv("QJOULE_WEIGHT_ONLY_LAYOUT"); }
+  ScopedWeightOnlyLayout(const ScopedWeightOnlyLayout&) = delete;
+  ScopedWeightOnlyLayout& operator=(const ScopedWeightOnlyLayout&) = delete;
+};
+
+// Whether this CPU runs the kernels on repacked panels: an AVX-512 level with AVX512_VNNI.
+inline bool repacked_kernels_run() {
+  return kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512 && kernels::cpu_supports_avx512_vnni();
+}
 
 struct Shape {
   int64_t m, out, in;

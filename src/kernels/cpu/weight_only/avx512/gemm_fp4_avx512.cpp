@@ -4,6 +4,7 @@
 // scale is its block's (fp4_scales.h). On the x16 GEMV the table is 2·E2M1, exact integers.
 #include <type_traits>
 
+#include "kernels/cpu/weight_only/avx512/fp4_scale_lanes_avx512.h"
 #include "kernels/cpu/weight_only/avx512/nibble_blocks_avx512.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_gemv_x16_avx512.h"
@@ -72,26 +73,17 @@ struct Fp4Decoder {
       z = _mm512_setzero_ps();
     }
     // MXFP4: the 4 blocks' E8M0 scales in the lanes of their weights: block L's byte is byte 17L of the chunk,
-    // byte L of 128-bit lane L, whose 4 dword lanes hold block L's weights (one vpshufb). 2^(e − 127) is the
-    // FP32 bit pattern e << 23 for e >= 1 and 0x00400000 for e = 0 (2^-127, subnormal); 0xFF (NaN) never
-    // reaches a kernel (make_linear_mxfp4_packed refuses it).
+    // byte L of 128-bit lane L, whose 4 dword lanes hold block L's weights (one vpshufb); decoded by e8m0_lanes.
     QJOULE_TARGET_AVX512 __m512 mxfp4_lane_scales(const Block* b) const {
       const __m512i pick = _mm512_set_epi32(byte_at(3), byte_at(3), byte_at(3), byte_at(3), byte_at(2), byte_at(2),
                                             byte_at(2), byte_at(2), byte_at(1), byte_at(1), byte_at(1), byte_at(1),
                                             byte_at(0), byte_at(0), byte_at(0), byte_at(0));
-      const __m512i e = _mm512_shuffle_epi8(_mm512_loadu_si512(b), pick);
-      const __m512i bits = _mm512_mask_mov_epi32(
-          _mm512_slli_epi32(e, 23), _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
-      return _mm512_castsi512_ps(bits);
+      return e8m0_lanes(_mm512_shuffle_epi8(_mm512_loadu_si512(b), pick));
     }
     // NVFP4: the 8 blocks' E4M3 scales in the lanes of their weights without 8 scalar lookups. The scale
     // bytes lie at bytes 9j of the chunk's first 64 (a block is 9 bytes): 128-bit lane L holds blocks 2L and
-    // 2L + 1's at its bytes 2L and 2L + 9, so one vpshufb spreads them over its dword lanes 4L .. 4L + 3.
-    // E4M3 (e = bits 6..3, m = bits 2..0) as FP32 bits, exactly and with no FP32 subnormal (whatever the
-    // MXCSR's DAZ): byte << 20 puts e and m in FP32's exponent and mantissa fields, and + 120 << 23 rebiases
-    // (7 → 127), which is (1 + m/8)·2^(e − 7), the value for e >= 1. For e = 0 that gives (1 + m/8)·2^-7,
-    // and 2·that − 2^-6 = m·2^-9, the subnormal's value, exact in one FMA. 0x7F (NaN) and negative scales
-    // never reach a kernel (make_linear_nvfp4_packed refuses them). Times the tensor's scale, as scale_of.
+    // 2L + 1's at its bytes 2L and 2L + 9, so one vpshufb spreads them over its dword lanes 4L .. 4L + 3;
+    // decoded by e4m3_lanes, times the tensor's scale, as scale_of.
     QJOULE_TARGET_AVX512 __m512 nvfp4_lane_scales(const Block* b) const {
       const __m512i raw = _mm512_loadu_si512(b);
       // Dword lane 4L + i takes byte 2L (i < 2) or 2L + 9 of its 128-bit lane.
@@ -99,12 +91,7 @@ struct Fp4Decoder {
                                             byte_at(4), byte_at(4),  // lanes 3, 2
                                             byte_at(11), byte_at(11), byte_at(2), byte_at(2), byte_at(9), byte_at(9),
                                             byte_at(0), byte_at(0));  // lanes 1, 0
-      const __m512i bits = _mm512_shuffle_epi8(raw, pick);
-      const __m512 normal =
-          _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(bits, 20), _mm512_set1_epi32(120 << 23)));
-      const __mmask16 subnormal = _mm512_cmplt_epu32_mask(bits, _mm512_set1_epi32(8));
-      const __m512 value = _mm512_mask_fmsub_ps(normal, subnormal, _mm512_set1_ps(2.0f), _mm512_set1_ps(0x1p-6f));
-      return _mm512_mul_ps(value, _mm512_set1_ps(tensor_scale));
+      return _mm512_mul_ps(e4m3_lanes(_mm512_shuffle_epi8(raw, pick)), _mm512_set1_ps(tensor_scale));
     }
   };
   Row row(int64_t o) const { return Row{fp4_row_cursor(w, o)}; }

@@ -7,7 +7,8 @@
 //   __m512i Act::total(sums)         Σ (u − z)·q of each lane's row, exact in int32
 //   float Act::scale(a)              the block's activation scale (d_w · scale multiplies the total)
 // Int32 lane r of every register is the panel's row r, so a panel's 16 outputs leave in one store, with no
-// horizontal sums. Included only by the gemm_int4_*_repacked_avx512_vnni.cpp files.
+// horizontal sums. Included only by the gemm_*_repacked_avx512_vnni.cpp files (the FP4 panels share the
+// threads' loops: dispatch_panel_rows, for_panels).
 #pragma once
 
 #include <immintrin.h>
@@ -96,49 +97,60 @@ QJOULE_TARGET_REPACKED_VNNI void panel_rows(const RepackedInt4<Block>& w, int64_
   }
 }
 
-// Panels [p, p + count) for mr activation rows: PR panels at a time, as many as the registers allow.
-template <class Act, class Block>
-void panel_rows_dispatch(int64_t mr, const RepackedInt4<Block>& w, int64_t p, int64_t count,
-                         const typename Act::Block* xa, const float* bias, float* y) {
+// Panels [p, p + count) for mr activation rows: rows.template operator()<MR, PR>(first panel) runs PR panels
+// side by side for MR rows, as many panels at a time as the registers allow (shared with the FP4 panels).
+template <class Rows>
+void dispatch_panel_rows(int64_t mr, int64_t p, int64_t count, const Rows& rows) {
   const int64_t end = p + count;
   if (mr == 1) {
-    for (; p + kPanelsAtOnceM1 <= end; p += kPanelsAtOnceM1)
-      panel_rows<Act, Block, 1, kPanelsAtOnceM1>(w, p, xa, bias, y);
+    for (; p + kPanelsAtOnceM1 <= end; p += kPanelsAtOnceM1) rows.template operator()<1, kPanelsAtOnceM1>(p);
   }
   if (mr == 2) {
-    for (; p + 2 <= end; p += 2) panel_rows<Act, Block, 2, 2>(w, p, xa, bias, y);
+    for (; p + 2 <= end; p += 2) rows.template operator()<2, 2>(p);
   }
   for (; p < end; ++p) {
     switch (mr) {
-      case 1: panel_rows<Act, Block, 1, 1>(w, p, xa, bias, y); break;
-      case 2: panel_rows<Act, Block, 2, 1>(w, p, xa, bias, y); break;
-      case 3: panel_rows<Act, Block, 3, 1>(w, p, xa, bias, y); break;
-      default: panel_rows<Act, Block, 4, 1>(w, p, xa, bias, y); break;
+      case 1: rows.template operator()<1, 1>(p); break;
+      case 2: rows.template operator()<2, 1>(p); break;
+      case 3: rows.template operator()<3, 1>(p); break;
+      default: rows.template operator()<4, 1>(p); break;
     }
   }
 }
 
-// y = x · Wᵀ + bias for m activation rows laid out in blocks (row i at xa + i * blocks32), on the OpenMP
-// threads. Decode (m <= 4): the panels split evenly, each read once. Prefill: single panels handed out,
-// each (16 rows, in L1 / L2) meeting every activation row four at a time.
-template <class Act, class Block>
-void run_panels(const RepackedInt4<Block>& w, const typename Act::Block* xa, int64_t m, const float* bias, float* y) {
-  const int64_t N = w.rows, nb32 = w.blocks32(), panels = w.panels();
+// y (N outputs a row) for m activation rows laid out in blocks (row i at xa + i * nb32), on the OpenMP
+// threads, by panel_range(mr, first panel, panels, xa of the rows, y of the rows). Decode (m <= 4): the
+// panels split evenly, each read once. Prefill: single panels handed out, each (16 rows, in L1 / L2) meeting
+// every activation row four at a time.
+template <class XBlock, class PanelRange>
+void for_panels(int64_t N, int64_t panels, int64_t nb32, const XBlock* xa, int64_t m, float* y,
+                const PanelRange& panel_range) {
   if (m <= kMaxRowsAtOnce) {
 #pragma omp parallel
     {
       const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
       const int64_t begin = panels * t / threads, end = panels * (t + 1) / threads;
-      panel_rows_dispatch<Act, Block>(m, w, begin, end - begin, xa, bias, y);
+      panel_range(m, begin, end - begin, xa, y);
     }
     return;
   }
 #pragma omp parallel for schedule(dynamic)
   for (int64_t p = 0; p < panels; ++p) {
     for (int64_t i0 = 0; i0 < m; i0 += kMaxRowsAtOnce) {
-      panel_rows_dispatch<Act, Block>(std::min(kMaxRowsAtOnce, m - i0), w, p, 1, xa + i0 * nb32, bias, y + i0 * N);
+      panel_range(std::min(kMaxRowsAtOnce, m - i0), p, int64_t{1}, xa + i0 * nb32, y + i0 * N);
     }
   }
+}
+
+// y = x · Wᵀ + bias for m activation rows laid out in blocks (row i at xa + i * blocks32).
+template <class Act, class Block>
+void run_panels(const RepackedInt4<Block>& w, const typename Act::Block* xa, int64_t m, const float* bias, float* y) {
+  for_panels(w.rows, w.panels(), w.blocks32(), xa, m, y,
+             [&](int64_t mr, int64_t p, int64_t count, const typename Act::Block* xr, float* yr) {
+               dispatch_panel_rows(mr, p, count, [&]<int MR, int PR>(int64_t p0) {
+                 panel_rows<Act, Block, MR, PR>(w, p0, xr, bias, yr);
+               });
+             });
 }
 
 }  // namespace qjoule::kernels::detail::repacked

@@ -12,19 +12,8 @@
 namespace qjoule::kernels::detail {
 namespace {
 
-// Byte offset, within a panel's codes, of the byte holding element e (0..31) of 32-block b of row r, and
-// whether e sits in its high nibble.
-struct NibbleAt {
-  int64_t byte;
-  bool high;
-};
-inline NibbleAt nibble_at(int64_t b, int64_t r, int e) {
-  const int j = e / 8, t = e % 8 % 4;
-  return {b * kRepackedBlockBytes + j * 64 + r * 4 + t, e % 8 >= 4};
-}
-
 inline int code_of(const uint8_t* panel, int64_t b, int64_t r, int e) {
-  const NibbleAt at = nibble_at(b, r, e);
+  const RepackedNibble at = repacked_nibble_at(b, r, e);
   const uint8_t byte = panel[at.byte];
   return at.high ? byte >> 4 : byte & 0x0F;
 }
@@ -79,7 +68,7 @@ RepackedInt4<Block> repack_int4(const quant::BlockMatrix<Block>& w) {
       for (int s = 0; s < S; ++s) {
         for (int e = 0; e < kRepackedBlock; ++e) {
           const int u = quant::int4_nibble(row[g].qs, s * kRepackedBlock + e);
-          const NibbleAt at = nibble_at(g * S + s, lane, e);
+          const RepackedNibble at = repacked_nibble_at(g * S + s, lane, e);
           panel[at.byte] = static_cast<uint8_t>(panel[at.byte] | (at.high ? u << 4 : u));
         }
       }

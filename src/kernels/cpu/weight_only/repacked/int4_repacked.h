@@ -32,6 +32,17 @@ constexpr int64_t kRepackedRows = 16;         // rows of a panel: int32 lanes of
 constexpr int64_t kRepackedBlock = 32;        // weights of a 32-block (the q8 activation block)
 constexpr int64_t kRepackedBlockBytes = 256;  // a 32-block of a panel: 16 rows × 16 bytes of nibbles
 
+// Byte offset, within a panel's codes, of the byte holding element e (0..31) of 32-block b of the panel's
+// row r, and whether e sits in its high nibble (the codes' order above; the FP4 panels share it).
+struct RepackedNibble {
+  int64_t byte;
+  bool high;
+};
+inline RepackedNibble repacked_nibble_at(int64_t b, int64_t r, int e) {
+  const int j = e / 8, t = e % 8 % 4;
+  return {b * kRepackedBlockBytes + j * 64 + r * 4 + t, e % 8 >= 4};
+}
+
 template <class Block>
 struct RepackedInt4 {
   static constexpr int kGroup = Block::kSize;

@@ -26,19 +26,6 @@ namespace {
 using namespace qjoule;
 using kernels::detail::RepackedInt4;
 
-// Sets QJOULE_WEIGHT_ONLY_LAYOUT for one scope.
-class ScopedLayout {
- public:
-  explicit ScopedLayout(const char* layout) { ::setenv("QJOULE_WEIGHT_ONLY_LAYOUT", layout, 1); }
-  ~ScopedLayout() { ::unsetenv("QJOULE_WEIGHT_ONLY_LAYOUT"); }
-  ScopedLayout(const ScopedLayout&) = delete;
-  ScopedLayout& operator=(const ScopedLayout&) = delete;
-};
-
-bool vnni() {
-  return kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512 && kernels::cpu_supports_avx512_vnni();
-}
-
 template <class Block>
 std::vector<float> dequantized(const quant::BlockMatrix<Block>& w) {
   std::vector<float> out(static_cast<std::size_t>(w.rows * w.padded_cols()));
@@ -82,7 +69,7 @@ void check_block(int64_t rows, int64_t cols, unsigned seed) {
     std::vector<float> f32_rows(rows_ref.size()), f32_ref(rows_ref.size()), y16(rows_ref.size());
     kernels::detail::gemm_int4_f32_scalar(w, bias, x.data(), m, f32_rows.data());
     kernels::detail::gemm_int4_f32_repacked_ref(r, bias, x.data(), m, f32_ref.data());
-    if (vnni()) {
+    if (test::repacked_kernels_run()) {
       kernels::detail::gemm_int4_s8_repacked_avx512_vnni(r, bias, x.data(), m, y.data(), "t");
       kernels::detail::gemm_int4_x16_repacked_avx512_vnni(r, bias, x.data(), m, y16.data());
     }
@@ -100,7 +87,7 @@ void check_block(int64_t rows, int64_t cols, unsigned seed) {
         }
         const std::size_t at = static_cast<std::size_t>(i * rows + o);
         ASSERT_NEAR(f32_ref[at], f32_rows[at], 1e-5 * products + 1e-6) << "row " << i << " out " << o;
-        if (!vnni()) continue;
+        if (!test::repacked_kernels_run()) continue;
         ASSERT_NEAR(y[at], ref[at], 1e-5 * products + 1e-6) << "s8, row " << i << " out " << o;
         ASSERT_NEAR(y16[at], f32_ref[at], 1e-5 * products + 0x1p-15 * blocks + 1e-6)
             << "x16, row " << i << " out " << o;
@@ -127,7 +114,7 @@ TEST(Int4Repacked, RoundTripsAndMatchesItsTwinsOnOddShapes) {
 // or Inf scale keep the rows (the path says which), as does QJOULE_WEIGHT_ONLY_DECODE=float for int4; a value
 // the variable does not take is one line.
 TEST(Int4Repacked, TheLayerSaysWhetherItsWeightsWereRepacked) {
-  if (!vnni()) GTEST_SKIP() << "this CPU has no AVX-512 with VNNI";
+  if (!test::repacked_kernels_run()) GTEST_SKIP() << "this CPU has no AVX-512 with VNNI";
   const auto wf = test::normal_vector(40 * 256, 5, 0.05f);
   const auto path = [&](uint16_t first_scale) {
     auto w = quant::quantize_matrix_int4<quant::BlockInt4Sym<32>>(wf.data(), 40, 256, "t.weight");
@@ -138,7 +125,7 @@ TEST(Int4Repacked, TheLayerSaysWhetherItsWeightsWereRepacked) {
   EXPECT_EQ(path(0x7E00), "qjoule:avx512_vnni:int4_s8");  // NaN
   EXPECT_EQ(path(0x7C00), "qjoule:avx512_vnni:int4_s8");  // +Inf
   {
-    ScopedLayout rows("rows");
+    test::ScopedWeightOnlyLayout rows("rows");
     EXPECT_EQ(path(0), "qjoule:avx512_vnni:int4_s8");
   }
   // int4 with FP32 activations: the x16 kernel on the panels at every m, unless the rows are asked for.
@@ -150,7 +137,7 @@ TEST(Int4Repacked, TheLayerSaysWhetherItsWeightsWereRepacked) {
   EXPECT_EQ(f32_path(0), "qjoule:avx512_vnni:int4_x16_repacked");
   EXPECT_THAT(f32_path(0x7E00), testing::Not(testing::HasSubstr("repacked")));
   {
-    ScopedLayout rows("rows");
+    test::ScopedWeightOnlyLayout rows("rows");
     EXPECT_THAT(f32_path(0), testing::Not(testing::HasSubstr("repacked")));
   }
   {
@@ -158,15 +145,15 @@ TEST(Int4Repacked, TheLayerSaysWhetherItsWeightsWereRepacked) {
     EXPECT_THAT(f32_path(0), testing::Not(testing::HasSubstr("x16")));
   }
   {
-    ScopedLayout bad("tiles");
+    test::ScopedWeightOnlyLayout bad("tiles");
     EXPECT_EQ(test::error_of([&] { (void)path(0); }), "QJOULE_WEIGHT_ONLY_LAYOUT=tiles: expected repacked or rows");
   }
 }
 
 // The rows path, kept by the override, still matches the twin (the layer tests run the repacked one).
 TEST(Int4Repacked, TheRowsLayoutStillMatchesTheReference) {
-  if (!vnni()) GTEST_SKIP() << "this CPU has no AVX-512 with VNNI";
-  ScopedLayout rows("rows");
+  if (!test::repacked_kernels_run()) GTEST_SKIP() << "this CPU has no AVX-512 with VNNI";
+  test::ScopedWeightOnlyLayout rows("rows");
   for (int64_t m : {1, 5}) {
     const test::Shape s{m, 33, 331};
     const auto x = test::normal_vector(size_t(s.m * s.in), 7);
