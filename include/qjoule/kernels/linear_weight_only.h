@@ -126,6 +126,9 @@ std::string int4_s8_kernel_path(WeightOnlyIsa isa, bool repacked = true);
 // Whether layers whose kernel has a repacked form repack their weights at load: QJOULE_WEIGHT_ONLY_LAYOUT
 // (repacked, the default, or rows).
 bool weight_only_repacking_on();
+// Whether a 4-bit layer with FP32 activations built for `isa` repacks its weights for the x16 kernel (int4,
+// mxfp4, nvfp4): x16_decode_available(isa), repacking on, and QJOULE_WEIGHT_ONLY_DECODE not float.
+bool repacked_x16_on(WeightOnlyIsa isa);
 // The path of int4 with FP32 activations built for `isa` on this CPU: where x16_decode_available(isa), the
 // weights repacked (`repacked`) and the x16 GEMV not refused (`x16`: QJOULE_WEIGHT_ONLY_DECODE is not
 // float), "qjoule:avx512_vnni:int4_x16_repacked": 16-bit integer activations per 32-block at every m, one

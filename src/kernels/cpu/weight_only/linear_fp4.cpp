@@ -12,7 +12,6 @@
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
 #include "qjoule/error.h"
-#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/quant/quantize_fp4.h"
 
@@ -58,8 +57,7 @@ template <class Packed>
 std::unique_ptr<Linear> make_fp4_from(Packed packed, const float* bias, const std::string& tensor_name) {
   const WeightOnlyIsa isa = weight_only_isa();
   const std::string name(quant::name(kFormat<Packed>));
-  if (x16_decode_available(isa) && weight_only_repacking_on() &&
-      kernel_override(KernelOverride::weight_only_decode).value_or("x16") == "x16") {
+  if (repacked_x16_on(isa)) {
     return std::make_unique<detail::WeightOnlyLinear<detail::RepackedFp4<Packed>>>(
         detail::repack_fp4(packed), bias, name, repacked_x16_kernel_path(isa, name, true),
         &detail::gemm_fp4_x16_repacked_avx512_vnni<Packed>, nullptr, tensor_name);

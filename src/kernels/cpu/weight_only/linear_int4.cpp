@@ -11,7 +11,6 @@
 #include "kernels/cpu/weight_only/repacked/int4_repacked.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "kernels/cpu/weight_only/weight_only_linear.h"
-#include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/quant/format.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/quantize_int4.h"
@@ -46,9 +45,7 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
   }
   // On AVX512_VNNI the weights repacked for the x16 kernel, decode and prefill alike, unless the rows are
   // asked for (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float) or a scale is NaN / Inf.
-  if (x16_decode_available(isa) && weight_only_repacking_on() &&
-      kernel_override(KernelOverride::weight_only_decode).value_or("x16") == "x16" &&
-      detail::int4_scales_finite(packed)) {
+  if (repacked_x16_on(isa) && detail::int4_scales_finite(packed)) {
     return std::make_unique<detail::WeightOnlyLinear<detail::RepackedInt4<Block>>>(
         detail::repack_int4(packed), bias, std::string(quant::name(quant::Format::int4)), int4_kernel_path(isa, true),
         &detail::gemm_int4_x16_repacked_avx512_vnni<Block>, nullptr, tensor_name);

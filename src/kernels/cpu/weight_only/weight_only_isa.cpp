@@ -99,6 +99,11 @@ bool weight_only_repacking_on() {
 
 bool x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni(); }
 
+bool repacked_x16_on(WeightOnlyIsa isa) {
+  return x16_decode_available(isa) && weight_only_repacking_on() &&
+         kernel_override(KernelOverride::weight_only_decode).value_or("x16") == "x16";
+}
+
 std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool x16_decode) {
   std::string path = weight_only_kernel_path(isa, kernel, true);
   if (!x16_decode || !x16_decode_available(isa) || !kernel.ends_with("_f32")) return path;

@@ -84,28 +84,51 @@ class ScopedIsa {
   ScopedIsa& operator=(const ScopedIsa&) = delete;
 };
 
-// Sets QJOULE_WEIGHT_ONLY_DECODE (x16 or float: which GEMV int4 layers built inside its scope decode on) and
-// unsets it on leaving.
-class ScopedWeightOnlyDecode {
+// Sets an environment variable for one scope and unsets it on leaving.
+class ScopedEnv {
  public:
-  explicit ScopedWeightOnlyDecode(const char* decode) { ::setenv("QJOULE_WEIGHT_ONLY_DECODE", decode, 1); }
-  ~ScopedWeightOnlyDecode() { ::unsetenv("QJOULE_WEIGHT_ONLY_DECODE"); }
-  ScopedWeightOnlyDecode(const ScopedWeightOnlyDecode&) = delete;
-  ScopedWeightOnlyDecode& operator=(const ScopedWeightOnlyDecode&) = delete;
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
 };
 
-// Sets QJOULE_WEIGHT_ONLY_LAYOUT (repacked or rows) for one scope.
-class ScopedWeightOnlyLayout {
- public:
-  explicit ScopedWeightOnlyLayout(const char* layout) { ::setenv("QJOULE_WEIGHT_ONLY_LAYOUT", layout, 1); }
-  ~ScopedWeightOnlyLayout() { ::unsetenv("QJOULE_WEIGHT_ONLY_LAYOUT"); }
-  ScopedWeightOnlyLayout(const ScopedWeightOnlyLayout&) = delete;
-  ScopedWeightOnlyLayout& operator=(const ScopedWeightOnlyLayout&) = delete;
+// QJOULE_WEIGHT_ONLY_DECODE (x16 or float: which GEMV 4-bit layers built inside its scope decode on).
+struct ScopedWeightOnlyDecode : ScopedEnv {
+  explicit ScopedWeightOnlyDecode(const char* decode) : ScopedEnv("QJOULE_WEIGHT_ONLY_DECODE", decode) {}
+};
+
+// QJOULE_WEIGHT_ONLY_LAYOUT (repacked or rows).
+struct ScopedWeightOnlyLayout : ScopedEnv {
+  explicit ScopedWeightOnlyLayout(const char* layout) : ScopedEnv("QJOULE_WEIGHT_ONLY_LAYOUT", layout) {}
 };
 
 // Whether this CPU runs the kernels on repacked panels: an AVX-512 level with AVX512_VNNI.
 inline bool repacked_kernels_run() {
   return kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512 && kernels::cpu_supports_avx512_vnni();
+}
+
+// The repacked kernels' budget terms for output (i, o), x and w (dequantized) rows of K columns, K a multiple
+// of 32: Σ_k |x_k · w_k| and Σ_b max_{k in b} |x_k| · Σ_{k in b} |w_k| over the 32-blocks b (the x16
+// activations' term, to be taken at 2^-15: twice their bound).
+struct X16BudgetTerms {
+  double products = 0.0, blocks = 0.0;
+};
+inline X16BudgetTerms x16_budget_terms(const float* x, const float* w, int64_t K) {
+  X16BudgetTerms t;
+  for (int64_t b0 = 0; b0 < K; b0 += 32) {
+    double xmax = 0.0, wsum = 0.0;
+    for (int64_t k = b0; k < b0 + 32; ++k) {
+      t.products += std::fabs(double(x[k]) * w[k]);
+      xmax = std::max(xmax, std::fabs(double(x[k])));
+      wsum += std::fabs(w[k]);
+    }
+    t.blocks += xmax * wsum;
+  }
+  return t;
 }
 
 struct Shape {

@@ -75,16 +75,7 @@ void check_block(int64_t rows, int64_t cols, unsigned seed) {
     }
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t o = 0; o < rows; ++o) {
-        double products = 0.0, blocks = 0.0;  // Σ|x·w|; Σ_b max_b |x| · Σ_b |w| (x16's budget, twice its bound)
-        for (int64_t b0 = 0; b0 < K; b0 += 32) {
-          double xmax = 0.0, wsum = 0.0;
-          for (int64_t k = b0; k < b0 + 32; ++k) {
-            products += std::fabs(double(x[i * K + k]) * wd[o * K + k]);
-            xmax = std::max(xmax, std::fabs(double(x[i * K + k])));
-            wsum += std::fabs(wd[o * K + k]);
-          }
-          blocks += xmax * wsum;
-        }
+        const auto [products, blocks] = test::x16_budget_terms(x.data() + i * K, wd.data() + o * K, K);
         const std::size_t at = static_cast<std::size_t>(i * rows + o);
         ASSERT_NEAR(f32_ref[at], f32_rows[at], 1e-5 * products + 1e-6) << "row " << i << " out " << o;
         if (!test::repacked_kernels_run()) continue;
