@@ -123,9 +123,12 @@ GgufFile read_gguf(const std::filesystem::path& path) {
     }
     const auto type = c.get<uint32_t>("tensor '" + t.name + "' type");
     t.type = static_cast<GgmlType>(type);
-    if (t.type != GgmlType::f32 && t.type != GgmlType::f16 && t.type != GgmlType::bf16 && t.type != GgmlType::q4_0)
-      fail("{}: tensor '{}' has ggml type {}; qjoule reads F32 (0), F16 (1), Q4_0 (2) and BF16 (30)", path.string(),
-           t.name, type);
+    if (t.type != GgmlType::f32 && t.type != GgmlType::f16 && t.type != GgmlType::bf16 && t.type != GgmlType::q4_0 &&
+        t.type != GgmlType::mxfp4 && t.type != GgmlType::nvfp4)
+      fail(
+          "{}: tensor '{}' has ggml type {}; qjoule reads F32 (0), F16 (1), Q4_0 (2), BF16 (30), MXFP4 (39) and NVFP4 "
+          "(40)",
+          path.string(), t.name, type);
     t.nbytes = ggml_tensor_bytes(t.type, t.ne[0], rows, t.name);
     offsets.push_back(c.get<uint64_t>("tensor '" + t.name + "' offset"));
     infos.push_back(std::move(t));

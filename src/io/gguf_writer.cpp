@@ -47,8 +47,19 @@ const char* ggml_type_name(GgmlType type) {
     case GgmlType::f16: return "F16";
     case GgmlType::q4_0: return "Q4_0";
     case GgmlType::bf16: return "BF16";
+    case GgmlType::mxfp4: return "MXFP4";
+    case GgmlType::nvfp4: return "NVFP4";
   }
   return "?";
+}
+
+int64_t ggml_block_size(GgmlType type) {
+  switch (type) {
+    case GgmlType::q4_0: return kQ4_0Block;
+    case GgmlType::mxfp4: return kGgmlMxfp4Block;
+    case GgmlType::nvfp4: return kGgmlNvfp4Block;
+    default: return 1;
+  }
 }
 
 uint64_t ggml_tensor_bytes(GgmlType type, int64_t ne0, int64_t rows, const std::string& name) {
@@ -58,9 +69,16 @@ uint64_t ggml_tensor_bytes(GgmlType type, int64_t ne0, int64_t rows, const std::
     case GgmlType::f16:
     case GgmlType::bf16: return n * 2;
     case GgmlType::q4_0:
-      if (ne0 % kQ4_0Block != 0)
-        fail("tensor '{}': {} weights per row do not fill Q4_0 blocks of {}", name, ne0, kQ4_0Block);
-      return static_cast<uint64_t>(ne0 / kQ4_0Block) * kQ4_0BlockBytes * static_cast<uint64_t>(rows);
+    case GgmlType::mxfp4:
+    case GgmlType::nvfp4: {
+      const int64_t block = ggml_block_size(type);
+      const int64_t bytes = type == GgmlType::q4_0    ? kQ4_0BlockBytes
+                            : type == GgmlType::mxfp4 ? kGgmlMxfp4BlockBytes
+                                                      : kGgmlNvfp4BlockBytes;
+      if (ne0 % block != 0)
+        fail("tensor '{}': {} weights per row do not fill {} blocks of {}", name, ne0, ggml_type_name(type), block);
+      return static_cast<uint64_t>(ne0 / block) * static_cast<uint64_t>(bytes) * static_cast<uint64_t>(rows);
+    }
   }
   fail("tensor '{}': unknown ggml type {}", name, static_cast<uint32_t>(type));
 }

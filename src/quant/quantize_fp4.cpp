@@ -151,17 +151,31 @@ Mxfp4Matrix quantize_matrix_mxfp4(const float* w, int64_t rows, int64_t cols, st
   return m;
 }
 
-Nvfp4Matrix quantize_matrix_nvfp4(const float* w, int64_t rows, int64_t cols, std::string_view tensor) {
+namespace {
+
+// Rows checked finite already (before the tensor's scale: an Inf would make it Inf), not again row by row.
+Nvfp4Matrix quantize_finite_matrix_nvfp4(const float* w, int64_t rows, int64_t cols, float tensor_scale) {
   Nvfp4Matrix m;
   m.rows = rows;
   m.cols = cols;
-  // Checked once, before the tensor's scale (an Inf would make it Inf), not again row by row.
-  for (int64_t r = 0; r < rows; ++r) require_finite(w + r * cols, cols, tensor, r, "nvfp4");
-  m.tensor_scale = nvfp4_tensor_scale(w, rows * cols);
+  m.tensor_scale = tensor_scale;
   m.blocks.resize(static_cast<std::size_t>(rows * m.blocks_per_row()));
   for (int64_t r = 0; r < rows; ++r)
     quantize_finite_row_nvfp4(w + r * cols, cols, m.tensor_scale, m.blocks.data() + r * m.blocks_per_row());
   return m;
+}
+
+}  // namespace
+
+Nvfp4Matrix quantize_matrix_nvfp4(const float* w, int64_t rows, int64_t cols, std::string_view tensor) {
+  for (int64_t r = 0; r < rows; ++r) require_finite(w + r * cols, cols, tensor, r, "nvfp4");
+  return quantize_finite_matrix_nvfp4(w, rows, cols, nvfp4_tensor_scale(w, rows * cols));
+}
+
+Nvfp4Matrix quantize_matrix_nvfp4(const float* w, int64_t rows, int64_t cols, std::string_view tensor,
+                                  float tensor_scale) {
+  for (int64_t r = 0; r < rows; ++r) require_finite(w + r * cols, cols, tensor, r, "nvfp4");
+  return quantize_finite_matrix_nvfp4(w, rows, cols, tensor_scale);
 }
 
 }  // namespace qjoule::quant

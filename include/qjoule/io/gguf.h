@@ -8,8 +8,14 @@
 //     Hugging Face [out, in] weight is ne = {in, out}), u32 ggml type, u64 offset into the data)*;
 //   padding to general.alignment (32 when absent), then the tensor data, each tensor at its offset
 //   (a multiple of the alignment).
-// Tensor types written: F32, F16, BF16 and Q4_0 (blocks of 32 weights: FP16 scale d, 16 bytes of codes,
-// byte j holding weight j in its low nibble and weight j + 16 in its high nibble; w = (q − 8) · d).
+// Tensor types written (ggml's ggml-common.h and ggml-quants.c's dequantize_row_*), a block along ne[0]:
+//   Q4_0   32 weights: FP16 scale d, 16 bytes of codes, byte j holding weight j in its low nibble and
+//          weight j + 16 in its high nibble; w = (q − 8) · d.
+//   MXFP4  32 weights: E8M0 scale e, then 16 bytes of E2M1 codes in Q4_0's nibble order; w = E2M1 · 2^(e − 127).
+//   NVFP4  64 weights: 4 UE4M3 scales (one per 16), then 32 bytes of E2M1 codes, 8 a 16-weight sub-block in
+//          Q4_0's nibble order within it (byte j: weight j low, j + 8 high); w = E2M1 · E4M3(d); the FP32 tensor
+//          scale is a tensor of its own, "<name>.scale" ({1}, or {experts}), that multiplies the product.
+//   F32, F16, BF16.
 #pragma once
 
 #include <cstdint>
@@ -46,14 +52,18 @@ enum class GgufValueType : uint32_t {
   f64 = 12
 };
 
-enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, bf16 = 30 };
-inline constexpr int64_t kQ4_0Block = 32;       // weights per Q4_0 block
-inline constexpr int64_t kQ4_0BlockBytes = 18;  // FP16 d + 16 bytes of codes
+enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, bf16 = 30, mxfp4 = 39, nvfp4 = 40 };
+inline constexpr int64_t kQ4_0Block = 32;                                  // weights per Q4_0 block
+inline constexpr int64_t kQ4_0BlockBytes = 18;                             // FP16 d + 16 bytes of codes
+inline constexpr int64_t kGgmlMxfp4Block = 32, kGgmlMxfp4BlockBytes = 17;  // E8M0 + 16 bytes of codes
+inline constexpr int64_t kGgmlNvfp4Block = 64, kGgmlNvfp4BlockBytes = 36;  // 4 UE4M3 + 32 bytes of codes
 
-// "F32", "F16", "BF16", "Q4_0".
+// "F32", "F16", "BF16", "Q4_0", "MXFP4", "NVFP4".
 const char* ggml_type_name(GgmlType type);
+// Weights a block of `type` holds (1 for F32, F16, BF16).
+int64_t ggml_block_size(GgmlType type);
 // Bytes of a tensor of `type` whose contiguous dimension is ne0 and that has `rows` rows; one line when
-// ne0 does not fill whole Q4_0 blocks.
+// ne0 does not fill whole blocks.
 uint64_t ggml_tensor_bytes(GgmlType type, int64_t ne0, int64_t rows, const std::string& name);
 
 class GgufWriter {

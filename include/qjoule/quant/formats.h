@@ -250,7 +250,8 @@ struct Nf4DqMatrix {
 //
 // nvfp4 (NVIDIA's NVFP4): blocks of 16 weights, one FP8 E4M3 scale each (OCP FP8 "E4M3FN": bias 7,
 //   no infinities, largest 448, subnormals kept; round to nearest even, saturating at 448), and one
-//   FP32 scale per tensor: s_t = amax(W) / (6 · 448) (1 for an all-zero tensor). Block scale
+//   FP32 scale per tensor: s_t = amax(W) / (6 · 448) (1 for an all-zero tensor). A Linear qjoule runs
+//   fused (Q | K | V, gate | up: decoder_lm's build_fused) is one tensor: its parts share one s_t. Block scale
 //   s_b = E4M3(amax_block / 6 / s_t); codes = E2M1(w / (s_b · s_t)) (codes 0 where s_b is 0). Decode
 //   W = E2M1[code] · s_b · s_t. 9 bytes per 16 weights + 4 bytes per tensor: 4.5 bpw.
 // ================================================================================================

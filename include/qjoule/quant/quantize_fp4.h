@@ -37,5 +37,8 @@ float nvfp4_tensor_scale(const float* w, int64_t n);
 // Whole matrices [rows, cols], any cols > 0.
 Mxfp4Matrix quantize_matrix_mxfp4(const float* w, int64_t rows, int64_t cols, std::string_view tensor);
 Nvfp4Matrix quantize_matrix_nvfp4(const float* w, int64_t rows, int64_t cols, std::string_view tensor);
+// With a given tensor scale: a part of a Linear run fused (Q | K | V, gate | up) takes the whole one's.
+Nvfp4Matrix quantize_matrix_nvfp4(const float* w, int64_t rows, int64_t cols, std::string_view tensor,
+                                  float tensor_scale);
 
 }  // namespace qjoule::quant

@@ -7,13 +7,16 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "model/config_reconciler.h"
+#include "model/export/gguf_blocks.h"
 #include "model/export/gguf_tensor_names.h"
+#include "model/export/gguf_tokenizer.h"
 #include "qjoule/error.h"
 #include "qjoule/io/output_folder.h"
 #include "qjoule/io/gguf.h"
@@ -21,6 +24,7 @@
 #include "qjoule/model/decoder_config.h"
 #include "qjoule/quant/element_math.h"
 #include "qjoule/quant/fp16_convert.h"
+#include "qjoule/quant/quantize_fp4.h"
 #include "qjoule/quant/quantize_int4.h"
 
 namespace qjoule::model {
@@ -29,8 +33,19 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// llama.cpp's token types (llama_token_type).
-enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+// A matrix as GGUF holds it: its type, its bytes and (NVFP4) the FP32 tensor scale written beside it.
+struct Encoded {
+  io::GgmlType type = io::GgmlType::f32;
+  std::vector<uint8_t> bytes;
+  float tensor_scale = 1.0f;
+};
+
+template <class T>
+std::vector<uint8_t> as_bytes(const std::vector<T>& values) {
+  std::vector<uint8_t> out(values.size() * sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
 
 // The bytes of every tensor written, owned until the file is.
 class Store {
@@ -63,22 +78,6 @@ std::vector<T> permute_rows(const std::vector<T>& w, int64_t heads, int64_t rows
   return out;
 }
 
-// Q4_0 from qjoule's int4:g=32:sym blocks (round-to-nearest's of some weights, or calibration's): the
-// same FP16 scale and codes u = q + 8; qjoule keeps weight 2i in the high nibble of byte i, Q4_0 weight j
-// in the low nibble of byte j and weight j + 16 in its high nibble.
-std::vector<uint8_t> q4_0_of(const quant::BlockMatrix<quant::BlockInt4Sym<32>>& m) {
-  std::vector<uint8_t> out(m.blocks.size() * io::kQ4_0BlockBytes);
-  std::size_t at = 0;
-  for (const auto& b : m.blocks) {
-    std::memcpy(out.data() + at, &b.d, 2);
-    for (int j = 0; j < 16; ++j)
-      out[at + 2 + static_cast<std::size_t>(j)] =
-          static_cast<uint8_t>(quant::int4_nibble(b.qs, j) | (quant::int4_nibble(b.qs, j + 16) << 4));
-    at += io::kQ4_0BlockBytes;
-  }
-  return out;
-}
-
 std::vector<uint16_t> bits_of(const std::vector<float>& w, io::GgmlType type) {
   std::vector<uint16_t> out(w.size());
   for (std::size_t i = 0; i < w.size(); ++i)
@@ -86,104 +85,28 @@ std::vector<uint16_t> bits_of(const std::vector<float>& w, io::GgmlType type) {
   return out;
 }
 
-struct Tokenizer {
-  std::string model;  // "gpt2" or "llama"
-  std::string pre;    // gpt2: llama.cpp's pre-tokenizer ("gpt-2", "llama3", "qwen2", "default")
-  std::vector<std::string> tokens;
-  std::vector<int32_t> types;
-  std::vector<float> scores;        // llama
-  std::vector<std::string> merges;  // gpt2
-  std::optional<int32_t> unk;
-};
-
-// tokenizer.json's BPE as llama.cpp's vocabulary of `vocab_size` tokens (the rows of the embeddings;
-// ids the tokenizer does not name are "[PAD<id>]", unused).
-Tokenizer read_tokenizer(const fs::path& dir, int64_t vocab_size) {
-  const auto path = dir / "tokenizer.json";
-  std::ifstream in(path);
-  if (!in)
-    fail("{}: not found; GGUF carries the tokenizer, export --to gguf reads it from tokenizer.json", path.string());
-  json t;
-  try {
-    in >> t;
-  } catch (const json::exception& e) {
-    fail("{}: not JSON ({})", path.string(), e.what());
-  }
-  const json& model = t.value("model", json::object());
-  if (model.value("type", std::string()) != "BPE" || !model.contains("vocab") || !model["vocab"].is_object())
-    fail("{}: model.type is {}, expected a BPE tokenizer with a vocab (GGUF's gpt2 and llama tokenizers)",
-         path.string(), model.value("type", json("absent")).dump());
-  Tokenizer tok;
-  const bool byte_fallback = model.value("byte_fallback", false);
-  tok.model = byte_fallback ? "llama" : "gpt2";
-  tok.tokens.assign(static_cast<std::size_t>(vocab_size), "");
-  tok.types.assign(static_cast<std::size_t>(vocab_size), kUnused);
-  const auto set = [&](int64_t id, const std::string& text, int32_t type) {
-    if (id < 0 || id >= vocab_size)
-      fail("{}: token '{}' has id {}, outside the model's vocabulary of {}", path.string(), text, id, vocab_size);
-    tok.tokens[static_cast<std::size_t>(id)] = text;
-    tok.types[static_cast<std::size_t>(id)] = type;
-  };
-  for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer())
-      fail("{}: vocab entry '{}' has id {}, expected an integer", path.string(), text, id.dump());
-    const bool byte = byte_fallback && text.size() == 6 && text.starts_with("<0x") && text.ends_with(">");
-    set(id.get<int64_t>(), text, byte ? kByte : kNormal);
-  }
-  if (model.contains("unk_token") && model["unk_token"].is_string() && model["vocab"].contains(model["unk_token"])) {
-    tok.unk = model["vocab"][model["unk_token"].get<std::string>()].get<int32_t>();
-    tok.types[static_cast<std::size_t>(*tok.unk)] = kUnknown;
-  }
-  for (const auto& added : t.value("added_tokens", json::array()))
-    if (added.contains("id") && added["id"].is_number_integer() && added.contains("content"))
-      set(added["id"].get<int64_t>(), added["content"].get<std::string>(),
-          added.value("special", false) ? kControl : kUserDefined);
-  for (int64_t id = 0; id < vocab_size; ++id)
-    if (tok.tokens[static_cast<std::size_t>(id)].empty())
-      tok.tokens[static_cast<std::size_t>(id)] = fmt::format("[PAD{}]", id);
-  // Merges: "a b" strings, or [a, b] pairs in newer files.
-  std::vector<std::string> merges;
-  for (const auto& m : model.value("merges", json::array())) {
-    if (m.is_string())
-      merges.push_back(m.get<std::string>());
-    else if (m.is_array() && m.size() == 2)
-      merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
-    else
-      fail("{}: a merge is {}, expected \"a b\" or [a, b]", path.string(), m.dump());
-  }
-  if (tok.model == "gpt2") {
-    tok.merges = std::move(merges);
-    // The pre-tokenizer llama.cpp must split text with: GPT-2's regex (ByteLevel's own), Llama 3's (digits
-    // in threes), Qwen2's (single digits); "default" otherwise (llama.cpp warns that it guessed).
-    const json& pre = t.value("pre_tokenizer", json::object());
-    const std::string text = pre.is_null() ? std::string() : pre.dump();
-    tok.pre = "default";
-    if (pre.is_object() && pre.value("type", std::string()) == "ByteLevel" && pre.value("use_regex", true))
-      tok.pre = "gpt-2";
-    else if (text.find("\\p{N}{1,3}") != std::string::npos)
-      tok.pre = "llama3";
-    else if (text.find("|\\p{N}|") != std::string::npos)
-      tok.pre = "qwen2";
-  } else {
-    // SentencePiece scores: the token a merge makes is worth more the earlier the merge (llama.cpp's SPM
-    // tokenizer merges the best-scored pair first, as BPE applies merges in rank order).
-    tok.scores.assign(static_cast<std::size_t>(vocab_size), 0.0f);
-    std::map<std::string, int64_t> id_of;
-    for (int64_t id = 0; id < vocab_size; ++id) id_of[tok.tokens[static_cast<std::size_t>(id)]] = id;
-    for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-      const auto space = merges[rank].find(' ');
-      if (space == std::string::npos) continue;
-      const auto it = id_of.find(merges[rank].substr(0, space) + merges[rank].substr(space + 1));
-      if (it != id_of.end() && tok.scores[static_cast<std::size_t>(it->second)] == 0.0f)
-        tok.scores[static_cast<std::size_t>(it->second)] = -static_cast<float>(rank + 1);
-    }
-  }
-  return tok;
+// The parts qjoule runs as one Linear (Q | K | V, gate | up; decoder_lm's build_fused), `hf` among them, or
+// `hf` alone.
+std::vector<std::string> fused_parts(const std::string& hf) {
+  static const std::vector<std::vector<std::string>> kGroups = {
+      {".self_attn.q_proj.weight", ".self_attn.k_proj.weight", ".self_attn.v_proj.weight"},
+      {".gate_proj.weight", ".up_proj.weight"},  // dense, and Qwen3-MoE's and OLMoE's experts
+      {".w1.weight", ".w3.weight"}};             // Mixtral's experts' gate and up
+  for (const auto& group : kGroups)
+    for (const std::string& suffix : group)
+      if (hf.ends_with(suffix)) {
+        const std::string base = hf.substr(0, hf.size() - suffix.size());
+        std::vector<std::string> parts;
+        for (const std::string& other : group) parts.push_back(base + other);
+        return parts;
+      }
+  return {hf};
 }
 
+// The Linears the run's format quantizes: attention's, the MLP's and every expert's (not a mixture's router).
 bool is_block_linear(const std::string& hf_name) {
   for (const char* part : {".q_proj.", ".k_proj.", ".v_proj.", ".o_proj.", ".gate_proj.", ".up_proj.", ".down_proj.",
-                           ".qkv_proj.", ".gate_up_proj."})
+                           ".qkv_proj.", ".gate_up_proj.", ".experts."})
     if (hf_name.find(part) != std::string::npos && hf_name.ends_with(".weight")) return true;
   return false;
 }
@@ -194,11 +117,33 @@ io::GgmlType gguf_matrix_type(const quant::FormatSpec& spec) {
   if (rtn.format == quant::Format::int4 && rtn.group_size == 32 && !rtn.int4_asymmetric && !rtn.int4_int8_activations &&
       !rtn.emulate)
     return io::GgmlType::q4_0;
+  if (rtn.format == quant::Format::mxfp4 && !rtn.emulate) return io::GgmlType::mxfp4;
+  if (rtn.format == quant::Format::nvfp4 && !rtn.emulate) return io::GgmlType::nvfp4;
   if (rtn.format == quant::Format::fp16 && !rtn.emulate) return io::GgmlType::f16;
   if (rtn.format == quant::Format::bf16 && !rtn.emulate) return io::GgmlType::bf16;
   if (rtn.format == quant::Format::fp32) return io::GgmlType::f32;
   fail("--precision {} --to gguf: no GGUF type holds it bit for bit; qjoule writes {}", quant::to_string(spec),
        kGgufExportableSpecs);
+}
+
+// A mixture as llama.cpp's llama (Mixtral), qwen3moe and olmoe run it: experts in every layer, the chosen
+// weights renormalised (llama, qwen3moe) or not (olmoe), OLMoE's k_norm as wide as its q_norm.
+void check_mixture(const DecoderConfig& cfg, const std::string& where) {
+  if (cfg.moe.num_experts == 0) return;
+  const bool olmoe = cfg.arch == DecoderArch::Olmoe;
+  const char* arch = olmoe ? "olmoe" : cfg.arch == DecoderArch::Qwen3Moe ? "qwen3moe" : "llama";
+  for (int64_t layer = 0; layer < cfg.num_layers; ++layer)
+    if (!cfg.moe_layer(layer))
+      fail(
+          "{}: --to gguf: layer {} has a dense MLP (mlp_only_layers / decoder_sparse_step), and llama.cpp's {} has "
+          "experts in every layer",
+          where, layer, arch);
+  if (cfg.moe.normalize_top_k == olmoe)
+    fail("{}: --to gguf: norm_topk_prob = {}, and llama.cpp's {} {} the chosen experts' weights", where,
+         cfg.moe.normalize_top_k, arch, olmoe ? "never renormalises" : "always renormalises");
+  if (olmoe && cfg.num_kv_heads != cfg.num_heads)
+    fail("{}: --to gguf: {} key-value heads of {}, and llama.cpp's olmoe reads a k_norm as wide as the hidden size",
+         where, cfg.num_kv_heads, cfg.num_heads);
 }
 
 struct Checked {
@@ -213,8 +158,10 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
   if (fs::exists(out)) fail("--out {}: exists; export never overwrites a model (give a new file name)", out.string());
   const std::string where = (model / "config.json").string();
   if (model_family(model) != ModelFamily::Decoder)
-    fail("{}: --to gguf exports a Llama, Mistral, Qwen2, Qwen3, Gemma 3 or Phi-3 decoder; this model is not one",
-         where);
+    fail(
+        "{}: --to gguf exports a Llama, Mistral, Qwen2, Qwen3, Gemma 3, Phi-3, Mixtral, Qwen3-MoE or OLMoE decoder; "
+        "this model is not one",
+        where);
   auto ck = io::Checkpoint::open(model);
   DecoderConfig cfg = load_decoder_config(model, ck);
   if (cfg.quantization)
@@ -222,11 +169,7 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
          where, cfg.quantization->describe());
   if (cfg.arch == DecoderArch::Gpt2)
     fail("{}: --to gguf: GPT-2 is not exported yet (Llama, Mistral, Qwen2, Qwen3, Gemma 3 and Phi-3 are)", where);
-  if (cfg.moe.num_experts > 0)
-    fail(
-        "{}: --to gguf: {} (a mixture of experts) is not exported yet (Llama, Mistral, Qwen2, Qwen3, Gemma 3 and "
-        "Phi-3 are)",
-        where, cfg.architecture);
+  check_mixture(cfg, where);
   const bool gemma3 = cfg.arch == DecoderArch::Gemma3, phi3 = cfg.arch == DecoderArch::Phi3;
   // Gemma 3's windows are written (one sliding_window, which layers have it); no other llama.cpp
   // architecture qjoule writes reads one.
@@ -252,16 +195,18 @@ Checked check_export(const fs::path& model, const quant::FormatSpec& spec, const
          gemma3 ? " and linear"
          : phi3 ? " and longrope"
                 : ", linear and llama3");
-  if (matrix_type == io::GgmlType::q4_0)
+  if (const int64_t block = io::ggml_block_size(matrix_type); block > 1)
     for (const auto& [name, t] : ck.tensors())
-      if (is_block_linear(name) && t.shape.size() == 2 && t.shape[1] % io::kQ4_0Block != 0)
-        fail("{}: tensor '{}' is {}: Q4_0 holds rows of whole blocks of 32 weights", t.file.string(), name,
-             t.shape_string());
-  std::string arch = cfg.arch == DecoderArch::Qwen2   ? "qwen2"
-                     : cfg.arch == DecoderArch::Qwen3 ? "qwen3"
-                     : gemma3                         ? "gemma3"
-                     : phi3                           ? "phi3"
-                                                      : "llama";
+      if (is_block_linear(name) && t.shape.size() == 2 && t.shape[1] % block != 0)
+        fail("{}: tensor '{}' is {}: {} holds rows of whole blocks of {} weights", t.file.string(), name,
+             t.shape_string(), io::ggml_type_name(matrix_type), block);
+  std::string arch = cfg.arch == DecoderArch::Qwen2      ? "qwen2"
+                     : cfg.arch == DecoderArch::Qwen3    ? "qwen3"
+                     : cfg.arch == DecoderArch::Qwen3Moe ? "qwen3moe"
+                     : cfg.arch == DecoderArch::Olmoe    ? "olmoe"
+                     : gemma3                            ? "gemma3"
+                     : phi3                              ? "phi3"
+                                                         : "llama";  // Llama, Mistral, Mixtral
   return {std::move(ck), std::move(cfg), matrix_type, std::move(arch)};
 }
 
@@ -278,9 +223,9 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     fail("--precision {}: {}'s codes come from calibration; expected --calib FILE (or {}, round-to-nearest)",
          quant::to_string(spec), quant::calibration_method(spec), quant::to_string(quant::round_to_nearest(spec)));
   const auto [ck, cfg, matrix_type, arch] = check_export(model, spec, out);
-  const bool q4_0 = matrix_type == io::GgmlType::q4_0;
+  const bool quantized = io::ggml_block_size(matrix_type) > 1;
   const auto& rs = cfg.rope_scaling;
-  const Tokenizer tok = read_tokenizer(model, cfg.vocab_size);
+  const GgufTokenizer tok = read_gguf_tokenizer(model, cfg.vocab_size);
 
   io::GgufWriter w;
   GgufExportSummary summary;
@@ -290,15 +235,26 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
   w.add_string("general.architecture", arch);
   w.add_string("general.name",
                model.filename().empty() ? model.parent_path().filename().string() : model.filename().string());
-  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_BF16 32.
-  w.add_u32("general.file_type", q4_0                                ? 2
-                                 : matrix_type == io::GgmlType::f16  ? 1
-                                 : matrix_type == io::GgmlType::bf16 ? 32
-                                                                     : 0);
+  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_BF16 32, MOSTLY_MXFP4_MOE 38, MOSTLY_NVFP4 39.
+  w.add_u32("general.file_type", matrix_type == io::GgmlType::q4_0    ? 2
+                                 : matrix_type == io::GgmlType::f16   ? 1
+                                 : matrix_type == io::GgmlType::bf16  ? 32
+                                 : matrix_type == io::GgmlType::mxfp4 ? 38
+                                 : matrix_type == io::GgmlType::nvfp4 ? 39
+                                                                      : 0);
   w.add_u32(arch + ".context_length", static_cast<uint32_t>(cfg.max_positions));
   w.add_u32(arch + ".embedding_length", static_cast<uint32_t>(cfg.hidden_size));
   w.add_u32(arch + ".block_count", static_cast<uint32_t>(cfg.num_layers));
-  w.add_u32(arch + ".feed_forward_length", static_cast<uint32_t>(cfg.intermediate_size));
+  // A mixture: its experts' width (Qwen3-MoE's dense width beside it), how many, how many a token reads.
+  const int64_t expert_ffn =
+      cfg.moe.expert_intermediate_size > 0 ? cfg.moe.expert_intermediate_size : cfg.intermediate_size;
+  w.add_u32(arch + ".feed_forward_length",
+            static_cast<uint32_t>(cfg.moe.num_experts > 0 && arch != "qwen3moe" ? expert_ffn : cfg.intermediate_size));
+  if (cfg.moe.num_experts > 0) {
+    w.add_u32(arch + ".expert_count", static_cast<uint32_t>(cfg.moe.num_experts));
+    w.add_u32(arch + ".expert_used_count", static_cast<uint32_t>(cfg.moe.experts_per_token));
+    if (arch == "qwen3moe") w.add_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(expert_ffn));
+  }
   w.add_u32(arch + ".attention.head_count", static_cast<uint32_t>(cfg.num_heads));
   w.add_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(cfg.num_kv_heads));
   w.add_f32(arch + ".attention.layer_norm_rms_epsilon", cfg.norm_eps);
@@ -370,6 +326,90 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
                  store.keep(std::vector<float>(rs.short_factor.begin(), rs.short_factor.end())));
     summary.tensors += 2;
   }
+  // NVFP4's tensor scale of a Linear as qjoule runs it: the fused parts' one (formats.h), each part's GGUF tensor
+  // carrying it.
+  std::map<std::string, float> fused_scales;
+  const auto nvfp4_scale = [&](const std::string& hf) {
+    const auto parts = fused_parts(hf);
+    if (const auto it = fused_scales.find(parts.front()); it != fused_scales.end()) return it->second;
+    std::vector<float> all;
+    for (const std::string& part : parts) {
+      const auto values = ck.to_f32(cfg.prefix + part.substr(std::string("model.").size()));
+      all.insert(all.end(), values.begin(), values.end());
+    }
+    return fused_scales[parts.front()] = quant::nvfp4_tensor_scale(all.data(), static_cast<int64_t>(all.size()));
+  };
+  // One matrix in the file's type for it: the run's format for the block Linears, the others as stored in a
+  // quantized file (so that reading it back gives the model qjoule's own format runs, bit for bit) or in
+  // the file's type; a mixture's router F32 always (qjoule keeps it FP32).
+  const auto encode = [&](std::vector<float> values, const io::TensorView& t, const std::string& name) {
+    Encoded e;
+    const int64_t rows = t.shape[0], cols = t.shape[1];
+    const bool router = name.ends_with(".gate.weight");
+    e.type = quantized && is_block_linear(name) ? matrix_type
+             : router                           ? io::GgmlType::f32
+             : !quantized                       ? matrix_type
+             : t.dtype == io::DType::F16        ? io::GgmlType::f16
+             : t.dtype == io::DType::BF16       ? io::GgmlType::bf16
+                                                : io::GgmlType::f32;
+    switch (e.type) {
+      case io::GgmlType::q4_0:
+        e.bytes = as_bytes(
+            ggml_q4_0_of(quant::quantize_matrix_int4<quant::BlockInt4Sym<32>>(values.data(), rows, cols, name)));
+        break;
+      case io::GgmlType::mxfp4:
+        e.bytes = as_bytes(ggml_mxfp4_of(quant::quantize_matrix_mxfp4(values.data(), rows, cols, name)));
+        break;
+      case io::GgmlType::nvfp4: {
+        const auto m = quant::quantize_matrix_nvfp4(values.data(), rows, cols, name, nvfp4_scale(name));
+        e.bytes = as_bytes(ggml_nvfp4_of(m, name));
+        e.tensor_scale = m.tensor_scale;
+        break;
+      }
+      case io::GgmlType::f32: e.bytes = as_bytes(values); break;
+      default: e.bytes = as_bytes(bits_of(values, e.type));
+    }
+    return e;
+  };
+  // Calibration's int4:g=32:sym codes of a Linear as they are (Q4_0), nullopt where it has none.
+  const auto calibrated_codes = [&](const std::string& stem) -> std::optional<Encoded> {
+    if (calibrated == nullptr || calibrated->codes.count(stem) == 0) return std::nullopt;
+    const auto* m = std::get_if<quant::BlockMatrix<quant::BlockInt4Sym<32>>>(&calibrated->codes.at(stem));
+    if (m == nullptr) fail("{}: its calibrated codes are not int4:g=32:sym blocks, which Q4_0 holds", stem);
+    return Encoded{io::GgmlType::q4_0, as_bytes(ggml_q4_0_of(*m)), 1.0f};
+  };
+  const auto add = [&](const std::string& gname, std::vector<int64_t> ne, Encoded e, std::vector<float> scales) {
+    w.add_tensor(gname, std::move(ne), e.type, store.keep(std::move(e.bytes)));
+    ++summary.tensors;
+    if (e.type == io::GgmlType::q4_0 || e.type == io::GgmlType::mxfp4 || e.type == io::GgmlType::nvfp4)
+      ++summary.quantized;
+    if (e.type == io::GgmlType::nvfp4) {  // the tensor scale(s) beside it, as llama.cpp reads them
+      const int64_t n = static_cast<int64_t>(scales.size());
+      w.add_tensor(gname.substr(0, gname.size() - std::string("weight").size()) + "scale", {n}, io::GgmlType::f32,
+                   store.keep(std::move(scales)));
+      ++summary.tensors;
+    }
+  };
+  // A mixture's experts: one tensor per projection and layer, ne = {in, out, experts}.
+  std::set<std::string> stacked;
+  const auto add_experts = [&](const std::string& gname) {
+    Encoded all;
+    std::vector<float> scales;
+    std::vector<int64_t> ne;
+    for (int64_t e = 0; e < cfg.moe.num_experts; ++e) {
+      const std::string hf = *hf_expert_tensor_name(gname, e, arch);
+      const std::string stored = cfg.prefix + hf.substr(std::string("model.").size());
+      const io::TensorView& t = ck.at(stored);
+      auto one = calibrated_codes(stored.substr(0, stored.rfind('.')));
+      if (!one) one = encode(ck.to_f32(stored), t, hf);
+      ck.release(stored);
+      ne = {t.shape[1], t.shape[0], cfg.moe.num_experts};
+      all.type = one->type;
+      all.bytes.insert(all.bytes.end(), one->bytes.begin(), one->bytes.end());
+      scales.push_back(one->tensor_scale);
+    }
+    add(gname, ne, std::move(all), std::move(scales));
+  };
   const auto total = static_cast<int64_t>(ck.tensors().size());
   int64_t done = 0;
   for (const auto& [stored_name, t] : ck.tensors()) {
@@ -379,22 +419,22 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     const std::string name = stored_name == cfg.lm_head_tensor     ? std::string("lm_head.weight")
                              : stored_name.starts_with(cfg.prefix) ? "model." + stored_name.substr(cfg.prefix.size())
                                                                    : std::string();
+    if (const auto expert = name.empty() ? std::nullopt : gguf_expert_tensor(name)) {
+      if (stacked.insert(expert->gguf).second) add_experts(expert->gguf);
+      continue;
+    }
     const std::string gname = name.empty() ? std::string() : gguf_tensor_name(name, arch);
     if (gname.empty()) continue;                                             // rotary buffers and the like
     const std::string stem = stored_name.substr(0, stored_name.rfind('.'));  // calibration names it so
     const bool weight = name.ends_with(".weight");
     const bool q_or_k = name.find(".q_proj.") != std::string::npos || name.find(".k_proj.") != std::string::npos;
     const int64_t heads = name.find(".q_proj.") != std::string::npos ? cfg.num_heads : cfg.num_kv_heads;
-    std::vector<int64_t> ne(t.shape.rbegin(), t.shape.rend());                    // contiguous first
-    if (calibrated != nullptr && weight && calibrated->codes.count(stem) != 0) {  // calibration's codes as they are
-      const auto* m = std::get_if<quant::BlockMatrix<quant::BlockInt4Sym<32>>>(&calibrated->codes.at(stem));
-      if (m == nullptr) fail("{}: its calibrated codes are not int4:g=32:sym blocks, which Q4_0 holds", stem);
-      auto bytes = q4_0_of(*m);
+    std::vector<int64_t> ne(t.shape.rbegin(), t.shape.rend());  // contiguous first
+    if (auto codes = weight ? calibrated_codes(stem) : std::nullopt) {
       if (arch == "llama" && q_or_k)
-        bytes = permute_rows(bytes, heads, t.shape[0], static_cast<int64_t>(bytes.size()) / t.shape[0]);
-      w.add_tensor(gname, ne, io::GgmlType::q4_0, store.keep(std::move(bytes)));
-      ++summary.quantized;
-      ++summary.tensors;
+        codes->bytes =
+            permute_rows(codes->bytes, heads, t.shape[0], static_cast<int64_t>(codes->bytes.size()) / t.shape[0]);
+      add(gname, ne, std::move(*codes), {});
       continue;
     }
     // AWQ's changes: a bias with O's scales folded into V's rows, a norm with Q/K/V's or gate/up's.
@@ -412,25 +452,14 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     if (arch == "llama" && q_or_k)
       values = permute_rows(values, heads, t.shape[0], t.shape.size() == 2 ? t.shape[1] : 1);
     if (t.shape.size() == 1) {
-      w.add_tensor(gname, ne, io::GgmlType::f32, store.keep(std::move(values)));
-    } else if (q4_0 && is_block_linear(name)) {
-      w.add_tensor(gname, ne, io::GgmlType::q4_0,
-                   store.keep(q4_0_of(quant::quantize_matrix_int4<quant::BlockInt4Sym<32>>(values.data(), t.shape[0],
-                                                                                           t.shape[1], name))));
-      ++summary.quantized;
-    } else {
-      // Q4_0 files: the other matrices (embeddings, lm_head) as stored (F16, BF16 or F32), so that reading
-      // the file back gives the model qjoule's own int4:g=32:sym runs, bit for bit.
-      const io::GgmlType type = !q4_0                        ? matrix_type
-                                : t.dtype == io::DType::F16  ? io::GgmlType::f16
-                                : t.dtype == io::DType::BF16 ? io::GgmlType::bf16
-                                                             : io::GgmlType::f32;
-      if (type == io::GgmlType::f32)
-        w.add_tensor(gname, ne, type, store.keep(std::move(values)));
-      else
-        w.add_tensor(gname, ne, type, store.keep(bits_of(values, type)));
+      add(gname, ne, Encoded{io::GgmlType::f32, as_bytes(values), 1.0f}, {});
+      continue;
     }
-    ++summary.tensors;
+    Encoded e = encode(std::move(values), t, name);
+    const float scale = e.tensor_scale;
+    // OLMoE's head is a tensor of its own in llama.cpp's olmoe, tied or not.
+    if (gname == "token_embd.weight" && arch == "olmoe" && cfg.tie_word_embeddings) add("output.weight", ne, e, {});
+    add(gname, ne, std::move(e), {scale});
   }
   if (out.has_parent_path()) io::create_output_folder(out.parent_path(), "--out");
   w.write(out);

@@ -76,13 +76,23 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
           ? g.metadata.at("general.architecture").get<std::string>()
           : "";
   const std::string& arch = summary.architecture;
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3" && arch != "phi3")
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3" && arch != "phi3" &&
+      arch != "qwen3moe" && arch != "olmoe")
     fail(
-        "{}: general.architecture '{}', expected llama, qwen2, qwen3, gemma3 or phi3 (what qjoule's GGUF export "
-        "writes)",
+        "{}: general.architecture '{}', expected llama, qwen2, qwen3, gemma3, phi3, qwen3moe or olmoe (what qjoule's "
+        "GGUF export writes)",
         gguf.string(), arch);
   const int64_t heads = metadata_int(g, arch + ".attention.head_count", gguf);
   const int64_t kv_heads = metadata_int(g, arch + ".attention.head_count_kv", gguf);
+
+  json config;
+  try {
+    config = json::parse(config_text);
+  } catch (const json::exception& e) {
+    fail("{}: '{}' is not JSON ({})", gguf.string(), kGgufConfigKey, e.what());
+  }
+  // olmoe's head is written out when tied (llama.cpp's olmoe reads no tied one): tied again here.
+  const bool tied = config.is_object() && config.value("tie_word_embeddings", false);
 
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned;
   std::vector<io::TensorToWrite> tensors;
@@ -90,36 +100,22 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
     owned.push_back(std::make_unique<std::vector<std::byte>>(std::move(bytes)));
     return {owned.back()->data(), owned.back()->size()};
   };
-  for (const auto& [name, t] : g.tensors) {
-    const std::string hf = hf_name(name, arch);
-    if (hf.empty()) continue;
-    // Gemma's norms as transformers stores them (w, applied as 1 + w): a - 1 for the exported a = 1 + w, so
-    // the model read back applies 1 + (a - 1) = a, bit for bit, wherever a >= 0.5 (Sterbenz's lemma).
-    if (arch == "gemma3" && t.ne.size() == 1 && t.type == io::GgmlType::f32 && name.ends_with("norm.weight")) {
-      std::vector<float> w(static_cast<std::size_t>(t.ne[0]));
-      std::memcpy(w.data(), t.data, w.size() * sizeof(float));
-      for (float& value : w) value -= 1.0f;
-      std::vector<std::byte> b(w.size() * sizeof(float));
-      std::memcpy(b.data(), w.data(), b.size());
-      tensors.push_back({hf, io::DType::F32, {t.ne[0]}, keep(std::move(b))});
-      ++summary.tensors;
-      continue;
-    }
-    const bool q_or_k = name.find(".attn_q.") != std::string::npos || name.find(".attn_k.") != std::string::npos;
-    const int64_t rows = t.ne.size() >= 2 ? t.ne[1] : t.ne[0];
-    const uint64_t row_bytes = t.nbytes / static_cast<uint64_t>(rows);
-    std::span<const std::byte> bytes(t.data, t.nbytes);
-    if (arch == "llama" && q_or_k)
-      bytes = keep(unpermute(t.data, rows, row_bytes, name.find(".attn_q.") != std::string::npos ? heads : kv_heads));
-    const std::vector<int64_t> shape =
-        t.ne.size() >= 2 ? std::vector<int64_t>{t.ne[1], t.ne[0]} : std::vector<int64_t>{t.ne[0]};
+  for (const auto& [name, t] : g.tensors)
+    if (t.type == io::GgmlType::mxfp4 || t.type == io::GgmlType::nvfp4)
+      fail(
+          "{}: tensor '{}' is {}: qjoule reads back its Q4_0, F16, BF16 and F32 exports (no checkpoint format "
+          "it reads holds {}); run the file in llama.cpp",
+          gguf.string(), name, io::ggml_type_name(t.type), io::ggml_type_name(t.type));
+  // One matrix [out, in] under its Hugging Face name: as stored, or a Q4_0 one as GPTQ's tensors.
+  const auto add_matrix = [&](const std::string& hf, const std::vector<int64_t>& shape, io::GgmlType type,
+                              std::span<const std::byte> bytes) {
     ++summary.tensors;
-    if (t.type != io::GgmlType::q4_0) {
-      const io::DType dtype = t.type == io::GgmlType::f16    ? io::DType::F16
-                              : t.type == io::GgmlType::bf16 ? io::DType::BF16
-                                                             : io::DType::F32;
+    if (type != io::GgmlType::q4_0) {
+      const io::DType dtype = type == io::GgmlType::f16    ? io::DType::F16
+                              : type == io::GgmlType::bf16 ? io::DType::BF16
+                                                           : io::DType::F32;
       tensors.push_back({hf, dtype, shape, bytes});
-      continue;
+      return;
     }
     // Q4_0 [out, in] -> GPTQ (gptq_v2, sym, group 32): code u of input i, output o in bits 4·(i % 8) of
     // qweight[i / 8, o]; every zero 8; scales [groups, out] the blocks' d.
@@ -127,7 +123,7 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
     const int64_t out_f = shape[0], in_f = shape[1], groups = in_f / io::kQ4_0Block;
     if (out_f % 8 != 0 || in_f % 8 != 0)
       fail("{}: tensor '{}' is [{}, {}]: GPTQ packs 8 codes per int32, so both must be multiples of 8", gguf.string(),
-           name, out_f, in_f);
+           hf, out_f, in_f);
     std::vector<uint32_t> qweight(static_cast<std::size_t>(in_f / 8 * out_f), 0);
     std::vector<uint16_t> scales(static_cast<std::size_t>(groups * out_f));
     for (int64_t o = 0; o < out_f; ++o)
@@ -155,12 +151,42 @@ GgufImportSummary import_gguf(const fs::path& gguf, const fs::path& out) {
     tensors.push_back({linear + ".qzeros", io::DType::I32, {groups, out_f / 8}, as_bytes(qzeros)});
     tensors.push_back({linear + ".scales", io::DType::F16, {groups, out_f}, as_bytes(scales)});
     tensors.push_back({linear + ".g_idx", io::DType::I32, {in_f}, as_bytes(g_idx)});
-  }
-  json config;
-  try {
-    config = json::parse(config_text);
-  } catch (const json::exception& e) {
-    fail("{}: '{}' is not JSON ({})", gguf.string(), kGgufConfigKey, e.what());
+  };
+  for (const auto& [name, t] : g.tensors) {
+    if (arch == "olmoe" && tied && name == "output.weight") continue;
+    if (t.ne.size() == 3) {  // a mixture's experts, stacked: one tensor each again
+      const uint64_t each = t.nbytes / static_cast<uint64_t>(t.ne[2]);
+      for (int64_t e = 0; e < t.ne[2]; ++e) {
+        const auto hf = hf_expert_tensor_name(name, e, arch);
+        if (!hf) fail("{}: tensor '{}' has 3 dimensions and is not a mixture's experts", gguf.string(), name);
+        add_matrix(*hf, {t.ne[1], t.ne[0]}, t.type,
+                   std::span<const std::byte>(t.data + static_cast<uint64_t>(e) * each, each));
+      }
+      continue;
+    }
+    const std::string hf = hf_name(name, arch);
+    if (hf.empty()) continue;
+    // Gemma's norms as transformers stores them (w, applied as 1 + w): a - 1 for the exported a = 1 + w, so
+    // the model read back applies 1 + (a - 1) = a, bit for bit, wherever a >= 0.5 (Sterbenz's lemma).
+    if (arch == "gemma3" && t.ne.size() == 1 && t.type == io::GgmlType::f32 && name.ends_with("norm.weight")) {
+      std::vector<float> w(static_cast<std::size_t>(t.ne[0]));
+      std::memcpy(w.data(), t.data, w.size() * sizeof(float));
+      for (float& value : w) value -= 1.0f;
+      std::vector<std::byte> b(w.size() * sizeof(float));
+      std::memcpy(b.data(), w.data(), b.size());
+      tensors.push_back({hf, io::DType::F32, {t.ne[0]}, keep(std::move(b))});
+      ++summary.tensors;
+      continue;
+    }
+    const bool q_or_k = name.find(".attn_q.") != std::string::npos || name.find(".attn_k.") != std::string::npos;
+    const int64_t rows = t.ne.size() >= 2 ? t.ne[1] : t.ne[0];
+    const uint64_t row_bytes = t.nbytes / static_cast<uint64_t>(rows);
+    std::span<const std::byte> bytes(t.data, t.nbytes);
+    if (arch == "llama" && q_or_k)
+      bytes = keep(unpermute(t.data, rows, row_bytes, name.find(".attn_q.") != std::string::npos ? heads : kv_heads));
+    const std::vector<int64_t> shape =
+        t.ne.size() >= 2 ? std::vector<int64_t>{t.ne[1], t.ne[0]} : std::vector<int64_t>{t.ne[0]};
+    add_matrix(hf, shape, t.type, bytes);
   }
   // A multimodal checkpoint's text part (Gemma3ForConditionalGeneration: its config in text_config) was
   // exported under CausalLM names; back under its own (transformers 4.50's language_model. prefix).

@@ -26,9 +26,34 @@ constexpr std::array<Names, 13> kInBlock = {{{"input_layernorm.weight", "attn_no
                                              {"self_attn.k_norm.weight", "attn_k_norm.weight"},
                                              {"mlp.gate_proj.weight", "ffn_gate.weight"},
                                              {"mlp.down_proj.weight", "ffn_down.weight"}}};
-// Llama, Mistral, Qwen2 / Qwen3: one norm before each sublayer.
-constexpr std::array<Names, 2> kLlamaBlock = {
-    {{"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.up_proj.weight", "ffn_up.weight"}}};
+// Llama, Mistral, Qwen2 / Qwen3: one norm before each sublayer; Mixtral's router.
+constexpr std::array<Names, 3> kLlamaBlock = {{{"post_attention_layernorm.weight", "ffn_norm.weight"},
+                                               {"mlp.up_proj.weight", "ffn_up.weight"},
+                                               {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"}}};
+// Qwen3-MoE, OLMoE: the router under mlp.
+constexpr std::array<Names, 2> kMlpMoeBlock = {
+    {{"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.gate.weight", "ffn_gate_inp.weight"}}};
+// An expert's projections: {Hugging Face's (Mixtral's), llama.cpp's stacked tensor}.
+struct ExpertNames {
+  const char* hf;
+  const char* mixtral;
+  const char* gguf;
+};
+constexpr std::array<ExpertNames, 3> kExperts = {{{"gate_proj.weight", "w1.weight", "ffn_gate_exps.weight"},
+                                                  {"up_proj.weight", "w3.weight", "ffn_up_exps.weight"},
+                                                  {"down_proj.weight", "w2.weight", "ffn_down_exps.weight"}}};
+
+// "<digits>." at name[at], its value and where the rest begins; nullopt otherwise.
+std::optional<std::pair<int64_t, std::size_t>> index_at(const std::string& name, std::size_t at) {
+  const auto dot = name.find('.', at);
+  if (dot == std::string::npos || dot == at || dot - at > 9) return std::nullopt;
+  int64_t value = 0;
+  for (std::size_t i = at; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    value = value * 10 + (name[i] - '0');
+  }
+  return std::pair{value, dot + 1};
+}
 // Gemma 3: a norm before and after each sublayer (transformers' post_attention_layernorm is the one after
 // the attention).
 constexpr std::array<Names, 4> kGemma3Block = {{{"post_attention_layernorm.weight", "post_attention_norm.weight"},
@@ -43,6 +68,7 @@ constexpr std::array<Names, 3> kPhi3Block = {{{"post_attention_layernorm.weight"
 std::span<const Names> arch_block(const std::string& arch) {
   if (arch == "gemma3") return kGemma3Block;
   if (arch == "phi3") return kPhi3Block;
+  if (arch == "qwen3moe" || arch == "olmoe") return kMlpMoeBlock;
   return kLlamaBlock;
 }
 
@@ -69,6 +95,37 @@ std::string gguf_tensor_name(const std::string& hf, const std::string& arch) {
 
 std::optional<std::string> hf_tensor_name(const std::string& gguf, const std::string& arch) {
   return translate(gguf, "blk.", "model.layers.", false, arch);
+}
+
+std::optional<GgufExpertTensor> gguf_expert_tensor(const std::string& hf) {
+  const std::string layers = "model.layers.";
+  if (!hf.starts_with(layers)) return std::nullopt;
+  const auto layer = index_at(hf, layers.size());
+  if (!layer) return std::nullopt;
+  for (const std::string block : {"block_sparse_moe.experts.", "mlp.experts."}) {
+    if (hf.compare(layer->second, block.size(), block) != 0) continue;
+    const auto expert = index_at(hf, layer->second + block.size());
+    if (!expert) return std::nullopt;
+    const std::string rest = hf.substr(expert->second);
+    for (const auto& e : kExperts)
+      if (rest == (block.starts_with("block_sparse_moe") ? e.mixtral : e.hf))
+        return GgufExpertTensor{"blk." + std::to_string(layer->first) + "." + e.gguf, expert->first};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> hf_expert_tensor_name(const std::string& gguf, int64_t expert, const std::string& arch) {
+  if (!gguf.starts_with("blk.")) return std::nullopt;
+  const auto layer = index_at(gguf, 4);
+  if (!layer) return std::nullopt;
+  const std::string rest = gguf.substr(layer->second);
+  const bool mixtral = arch == "llama";
+  for (const auto& e : kExperts)
+    if (rest == e.gguf)
+      return "model.layers." + std::to_string(layer->first) +
+             (mixtral ? ".block_sparse_moe.experts." : ".mlp.experts.") + std::to_string(expert) + "." +
+             (mixtral ? e.mixtral : e.hf);
+  return std::nullopt;
 }
 
 }  // namespace qjoule::model

@@ -138,15 +138,13 @@ TEST(GgufExport, RefusalsAreOneLineBeforeAnythingIsWritten) {
   const auto llama = qjoule::test::decoder_fixture("tiny-llama");
   for (const char* spec : {"int4:g=128:sym", "int4:g=32:asym", "nf4", "int8"})
     EXPECT_THAT(refusal(llama, spec, dir / "a.gguf"),
-                HasSubstr("--to gguf: no GGUF type holds it bit for bit; qjoule writes int4:g=32:sym (Q4_0), fp16, "
-                          "bf16, fp32"));
+                HasSubstr("--to gguf: no GGUF type holds it bit for bit; qjoule writes int4:g=32:sym (Q4_0), mxfp4 "
+                          "(MXFP4), nvfp4 (NVFP4), fp16, bf16, fp32"));
   EXPECT_THAT(refusal(qjoule::test::decoder_fixture("tiny-gpt2"), "fp16", dir / "b.gguf"),
               HasSubstr("GPT-2 is not exported"));
-  EXPECT_THAT(refusal(qjoule::test::decoder_fixture("tiny-mixtral"), "fp16", dir / "m.gguf"),
-              HasSubstr("--to gguf: MixtralForCausalLM (a mixture of experts) is not exported yet"));
-  EXPECT_THAT(
-      refusal(qjoule::test::fixtures_dir() / "tiny-bert", "fp16", dir / "c.gguf"),
-      HasSubstr("--to gguf exports a Llama, Mistral, Qwen2, Qwen3, Gemma 3 or Phi-3 decoder; this model is not one"));
+  EXPECT_THAT(refusal(qjoule::test::fixtures_dir() / "tiny-bert", "fp16", dir / "c.gguf"),
+              HasSubstr("--to gguf exports a Llama, Mistral, Qwen2, Qwen3, Gemma 3, Phi-3, Mixtral, Qwen3-MoE or OLMoE "
+                        "decoder; this model is not one"));
   std::ofstream(dir / "exists.gguf") << "x";
   EXPECT_THAT(refusal(llama, "fp16", dir / "exists.gguf"), HasSubstr("exists; export never overwrites a model"));
   EXPECT_FALSE(fs::exists(dir / "a.gguf") || fs::exists(dir / "b.gguf") || fs::exists(dir / "c.gguf"));

@@ -166,8 +166,8 @@ TEST(GgufImportArchitectures, AnArchitectureTheExportDoesNotWriteIsOneLine) {
     bytes.replace(at, 5, "mpt07");
   std::ofstream(dir / "other.gguf", std::ios::binary) << bytes;
   EXPECT_THAT(error_of([&] { qjoule::model::import_gguf(dir / "other.gguf", dir / "back"); }),
-              HasSubstr("other.gguf: general.architecture 'mpt07', expected llama, qwen2, qwen3, gemma3 or phi3 "
-                        "(what qjoule's GGUF export writes)"));
+              HasSubstr("other.gguf: general.architecture 'mpt07', expected llama, qwen2, qwen3, gemma3, phi3, "
+                        "qwen3moe or olmoe (what qjoule's GGUF export writes)"));
 }
 
 }  // namespace
