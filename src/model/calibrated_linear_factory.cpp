@@ -43,6 +43,14 @@ LinearFactory calibrated_linear_factory(LinearFactory fallback, std::shared_ptr<
                                         Int4CodesLinear build) {
   return [fallback = std::move(fallback), calibrated, build = std::move(build)](
              const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
+    if (const auto it = calibrated->fp32_weights.find(p.name); it != calibrated->fp32_weights.end()) {
+      if (static_cast<int64_t>(it->second.size()) != p.out_features * p.in_features)
+        fail("{}: calibrated FP32 weights of {} values; expected {} × {}", p.name, it->second.size(), p.out_features,
+             p.in_features);
+      LinearParams changed = p;  // a mixture's router with AWQ's scales in its columns
+      changed.weight = it->second;
+      return fallback(changed, in_block);
+    }
     const std::vector<std::string> names = p.fused_from.empty() ? std::vector<std::string>{p.name} : p.fused_from;
     std::size_t found = 0;
     for (const auto& n : names) found += calibrated->codes.count(n);

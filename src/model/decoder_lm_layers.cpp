@@ -53,4 +53,16 @@ void DecoderLM::replace_norms(int64_t index, const LayerNormParams& attn, const 
   replace(layer.mlp_norm, mlp);
 }
 
+void DecoderLM::replace_router(int64_t index, std::unique_ptr<kernels::Linear> router) {
+  if (index < 0 || index >= static_cast<int64_t>(layers_.size()))
+    fail("layer {} of a model with {} layers", index, layers_.size());
+  Layer& layer = layers_[static_cast<std::size_t>(index)];
+  if (!layer.router.linear || !router || router->out_features() != layer.router.linear->out_features() ||
+      router->in_features() != layer.router.linear->in_features())
+    fail("layer {}: a router to replace takes the shape of the one it replaces", index);
+  for (auto& report : all_linears_)
+    if (report.linear == layer.router.linear.get()) report.linear = router.get();
+  layer.router.linear = std::move(router);
+}
+
 }  // namespace qjoule::model

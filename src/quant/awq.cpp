@@ -78,6 +78,9 @@ AwqScales search_awq_scales(const std::vector<AwqMember>& members, int64_t cols,
   if (static_cast<int64_t>(mean_abs.size()) != cols || static_cast<int64_t>(H.size()) != cols * cols)
     fail("AWQ: {} channel means and a {}-value H for {} columns; expected {} and {}", mean_abs.size(), H.size(), cols,
          cols, cols * cols);
+  for (const AwqMember& m : members)
+    if (m.H != nullptr && static_cast<int64_t>(m.H->size()) != cols * cols)
+      fail("AWQ: a member's {}-value H for {} columns; expected {}", m.H->size(), cols, cols * cols);
   AwqScales best;
   best.error = std::numeric_limits<double>::infinity();
   // Each member's rows the error is measured on: all, or search_rows of them evenly strided.
@@ -112,7 +115,7 @@ AwqScales search_awq_scales(const std::vector<AwqMember>& members, int64_t cols,
       for (std::size_t k = 0; k < n; ++k) scaled[k] = m.w[k] * s[k % size_t(cols)];
       m.round_trip(scaled.data(), m.rows, cols, back.data());
       for (std::size_t k = 0; k < n; ++k) d[k] = m.w[k] - back[k] / s[k % size_t(cols)];
-      error += quadratic_form_rows(d.data(), m.rows, cols, H.data(), cols, scratch);
+      error += quadratic_form_rows(d.data(), m.rows, cols, (m.H != nullptr ? *m.H : H).data(), cols, scratch);
     }
     if (i == 0) best.rtn_error = error;
     if (error < best.error) {

@@ -31,6 +31,9 @@ struct CalibratedInt4 {
   // rows), and the norms AWQ's scales were folded into (by the norm's name, "model.layers.0.input_layernorm").
   std::map<std::string, std::vector<float>> biases;
   std::map<std::string, LayerNormParams> norms;
+  // FP32 Linears whose weights AWQ's scales changed, by name: a mixture's router, its columns times the scales
+  // folded into the norm before it ([out, in] as the checkpoint stores it).
+  std::map<std::string, std::vector<float>> fp32_weights;
   std::string method;  // "GPTQ", "AWQ" or "GPTQ + AWQ"
   // GPTQ Linears that no calibration token reached (a mixture's experts its router never chose for them):
   // round-to-nearest codes, named here so that the run says so.

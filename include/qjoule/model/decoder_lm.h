@@ -90,6 +90,8 @@ class DecoderLM {
   void forward_layer(int64_t index, float* x, int64_t n) const;
   // Layer `index`'s norms from now on (AWQ folds its scales into them), FP32, shaped as before.
   void replace_norms(int64_t index, const LayerNormParams& attn, const LayerNormParams& mlp);
+  // Layer `index`'s router from now on (a mixture: AWQ's scales in its columns), shaped as before.
+  void replace_router(int64_t index, std::unique_ptr<kernels::Linear> router);
 
   const DecoderConfig& config() const { return config_; }
   std::vector<LinearReport> linear_reports() const;

@@ -51,6 +51,9 @@ struct AwqMember {
   const float* w = nullptr;
   int64_t rows = 0;
   std::function<void(const float* w, int64_t rows, int64_t cols, float* out)> round_trip;
+  // Its own Σ x xᵀ [cols, cols] where the members read the same input on different tokens (a mixture's
+  // experts, each on the tokens routed to it); nullptr: the group's H.
+  const std::vector<float>* H = nullptr;
 };
 
 struct AwqScales {
@@ -61,7 +64,7 @@ struct AwqScales {
 };
 
 // The scales of the group `members` (each [rows_i, cols]) from mean_abs [cols] (mean |x| of each input
-// channel over the calibration tokens) and H [cols, cols].
+// channel over the calibration tokens) and H [cols, cols] (or each member's own).
 AwqScales search_awq_scales(const std::vector<AwqMember>& members, int64_t cols, const std::vector<float>& mean_abs,
                             const std::vector<float>& H, const AwqOptions& options = {});
 

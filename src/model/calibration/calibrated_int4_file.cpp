@@ -53,7 +53,8 @@ std::vector<float> floats_of(const io::TensorView& t) {
 }  // namespace
 
 void write_calibrated_int4(const std::filesystem::path& path, const CalibratedInt4& c, const std::string& identity) {
-  nlohmann::json linears = nlohmann::json::object(), norms = nlohmann::json::array();
+  nlohmann::json linears = nlohmann::json::object(), norms = nlohmann::json::array(),
+                 fp32_linears = nlohmann::json::array();
   std::vector<io::TensorToWrite> tensors;
   for (const auto& [name, codes] : c.codes) {
     std::visit(
@@ -80,11 +81,21 @@ void write_calibrated_int4(const std::filesystem::path& path, const CalibratedIn
       tensors.push_back(
           {name + ".bias", io::DType::F32, {static_cast<int64_t>(norm.beta.size())}, bytes_of(norm.beta)});
   }
-  const nlohmann::json meta = {{"method", c.method},   {"sequences", c.sequences},
-                               {"tokens", c.tokens},   {"tokens_per_sequence", c.tokens_per_sequence},
-                               {"damp", c.damp},       {"bf16_products", c.bf16_products},
-                               {"seconds", c.seconds}, {"linears", linears},
-                               {"norms", norms},       {"round_to_nearest", c.round_to_nearest}};
+  for (const auto& [name, w] : c.fp32_weights) {  // a mixture's router with AWQ's scales
+    fp32_linears.push_back(name);
+    tensors.push_back({name + ".weight", io::DType::F32, {static_cast<int64_t>(w.size())}, bytes_of(w)});
+  }
+  const nlohmann::json meta = {{"method", c.method},
+                               {"sequences", c.sequences},
+                               {"tokens", c.tokens},
+                               {"tokens_per_sequence", c.tokens_per_sequence},
+                               {"damp", c.damp},
+                               {"bf16_products", c.bf16_products},
+                               {"seconds", c.seconds},
+                               {"linears", linears},
+                               {"norms", norms},
+                               {"round_to_nearest", c.round_to_nearest},
+                               {"fp32_linears", fp32_linears}};
   std::filesystem::create_directories(path.parent_path());
   const auto tmp = path.string() + ".tmp";
   io::write_safetensors(tmp, tensors, {{"kind", kKind}, {"identity", identity}, {"calibration", meta.dump()}});
@@ -137,6 +148,8 @@ CalibratedInt4 read_calibrated_int4(const std::filesystem::path& path, const std
       if (file.tensors().count(name + ".bias") != 0) p.beta = floats_of(tensor(name + ".bias"));
       c.norms.emplace(name, std::move(p));
     }
+    for (const auto& n : meta.value("fp32_linears", nlohmann::json::array()))  // files before AWQ on mixtures: none
+      c.fp32_weights.emplace(n.get<std::string>(), floats_of(tensor(n.get<std::string>() + ".weight")));
   } catch (const nlohmann::json::exception& e) {
     fail("{}: calibration metadata: {}; expected the fields qjoule's calibration writes", path.string(), e.what());
   }

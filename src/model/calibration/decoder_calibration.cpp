@@ -65,6 +65,7 @@ detail::AwqBlock awq_roles(const DecoderLayerParams& lp, const std::map<std::str
   b.gate_up_fused = lp.gate_up.out_features > 0;  // Phi-3's gate_up_proj in the role of up
   b.o = awq(lp.o), b.gate = b.gated ? awq(lp.gate) : nullptr, b.down = awq(lp.down);
   b.up = b.gate_up_fused ? awq(lp.gate_up) : awq(lp.up);
+  for (const ExpertParams& e : lp.experts) b.experts.push_back({awq(e.gate), awq(e.up), awq(e.down)});
   b.attn_norm = lp.attn_norm;
   b.mlp_norm = lp.mlp_norm;
   return b;
@@ -115,11 +116,6 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
   const auto ck = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(dir.string()));
   auto config = load_decoder_config(dir.string(), *ck);
   detail::check_calibration_inputs(dir, config.quantization.has_value(), sequences);
-  if (config.moe.num_experts > 0 && policy_uses_awq(policy))
-    fail(
-        "{}: AWQ does not calibrate a mixture of experts yet ({}: its scales would have to span every expert); "
-        "expected :gptq or round-to-nearest int4",
-        dir.string(), config.architecture);
   auto params = load_decoder_params(*ck, config, /*defer_linears=*/true);
   std::function<void(LinearParams&)> load = [ck, inner = std::move(params.load_linear)](LinearParams& p) { inner(p); };
   params.load_linear = nullptr;  // the factory reads what it needs: Q, K, V (and gate, up) built apart
@@ -131,6 +127,7 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
     add_input_groups(lp, group_of);
   }
   detail::CalibrationRun run(options);
+  const bool uses_awq = policy_uses_awq(policy);
   const LinearFactory policy_linears = quantized_linear_factory(policy);
   DecoderLM model(std::move(params), [&](const LinearParams& p, bool in_block) -> std::unique_ptr<kernels::Linear> {
     const auto decision = policy.resolve(p.name, in_block, p.head_stored);
@@ -153,9 +150,17 @@ CalibratedInt4 calibrate_decoder(const std::filesystem::path& dir, const quant::
         [&](float* x, int64_t tokens) { model.forward_layer(i, x, tokens); },
         [&](CalibratedInt4& out) {
           auto awq = awq_roles(shape, here);
+          if (!awq.experts.empty() && uses_awq) {  // the router reads what the experts' gate and up read
+            awq.router = shape.router;
+            load(awq.router);
+          }
           const bool norms_changed = detail::scale_awq_block(awq, quant::AwqOptions{});
           detail::finish_awq_block(awq, norms_changed, /*clip=*/true, quant::AwqOptions{}, out);
           if (norms_changed) model.replace_norms(i, awq.attn_norm, awq.mlp_norm);
+          if (awq.router_changed) {
+            LinearParams router = awq.router;
+            model.replace_router(i, policy_linears(router, false));
+          }
         });
   }
   return run.finish(sequences);

@@ -254,6 +254,9 @@ ExportSummary export_checkpoint(const fs::path& model, const quant::FormatSpec& 
     if (calibrated != nullptr && weight && calibrated->codes.count(stem) != 0) {  // calibrated codes as they are
       std::visit([&](const auto& m) { add_gptq_codes(tensors, stem, m); }, calibrated->codes.at(stem));
       ++summary.quantized;
+    } else if (calibrated != nullptr && weight && calibrated->fp32_weights.count(stem) != 0) {
+      tensors.add(name, io::DType::F32, t.shape, calibrated->fp32_weights.at(stem));  // a router with AWQ's scales
+      ++summary.copied;
     } else if (calibrated != nullptr && bias && calibrated->biases.count(stem) != 0) {
       tensors.add(name, io::DType::F32, t.shape, calibrated->biases.at(stem));  // AWQ's scales in V's / up's rows
       ++summary.copied;

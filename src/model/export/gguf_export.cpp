@@ -443,6 +443,8 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
       values = calibrated->biases.at(stem);
     } else if (calibrated != nullptr && weight && calibrated->norms.count(stem) != 0) {
       values = calibrated->norms.at(stem).gamma;
+    } else if (calibrated != nullptr && weight && calibrated->fp32_weights.count(stem) != 0) {
+      values = calibrated->fp32_weights.at(stem);  // a mixture's router with AWQ's scales in its columns
     } else {
       values = ck.to_f32(stored_name);
       if (cfg.norm_offset_one && t.shape.size() == 1 && name.ends_with("norm.weight"))

@@ -35,7 +35,8 @@ model::CalibratedInt4 sample() {
   c.method = "AWQ + GPTQ";
   c.sequences = 8, c.tokens = 500, c.tokens_per_sequence = 64, c.damp = 0.01, c.seconds = 1.25;
   c.bf16_products = true;
-  c.round_to_nearest = {"a.o_proj"};  // an expert no calibration token reached
+  c.round_to_nearest = {"a.o_proj"};                                      // an expert no calibration token reached
+  c.fp32_weights["a.block_sparse_moe.gate"] = {0.5f, -2.0f, 4.0f, 1.0f};  // a router AWQ scaled
   return c;
 }
 
@@ -54,6 +55,7 @@ TEST(CalibratedInt4File, ReadsBackWhatWasWritten) {
   EXPECT_EQ(back.int8_activations, c.int8_activations);
   EXPECT_EQ(back.biases, c.biases);
   EXPECT_EQ(back.round_to_nearest, c.round_to_nearest);
+  EXPECT_EQ(back.fp32_weights, c.fp32_weights);
   ASSERT_EQ(back.norms.size(), 2u);
   EXPECT_EQ(back.norms.at("a.ln_2").beta, std::vector<float>{-0.5f});
   EXPECT_EQ(back.norms.at("a.input_layernorm").gamma, (std::vector<float>{1.0f, 2.0f, 3.0f}));

@@ -95,6 +95,31 @@ TEST(CalibratedGgufExport, ReadBackRunsBitForBitWhatTheCalibratedPrecisionRuns) 
   }
 }
 
+// AWQ on a mixture changes the router (the scales folded into the norm before it go into its columns): the GPTQ
+// folder and the GGUF file carry the changed router, and both read back run bit for bit what AWQ runs.
+TEST(CalibratedExport, AMixturesAwqRouterGoesWithItsCodes) {
+  const auto src = test::decoder_fixture("tiny-mixtral");
+  const auto dir = test::temp_dir("calibrated_export_mixtral_awq");
+  const auto policy = test::policy("int4:g=32:sym:awq");
+  const auto calibrated = model::calibrate_decoder(src, policy, test::text_like_sequences(16, 32, 256, 5), {});
+  ASSERT_EQ(calibrated.fp32_weights.size(), 2u);
+  const auto spec = quant::parse_format_spec("int4:g=32:sym:awq");
+  EXPECT_EQ(model::export_checkpoint(src, spec, dir / "gptq", {}, &calibrated).quantized, 2 * (4 + 4 * 3));
+  model::export_gguf(src, spec, dir / "m.gguf", {}, &calibrated);
+  model::import_gguf(dir / "m.gguf", dir / "back");
+  const auto own = model::load_decoder(src, -1, policy, std::make_shared<model::CalibratedInt4>(calibrated));
+  const auto b = test::prompt_logits(own.model);
+  for (const auto& folder : {dir / "gptq", dir / "back"}) {
+    const auto ck = io::Checkpoint::open(folder);
+    EXPECT_EQ(ck.to_f32("model.layers.0.block_sparse_moe.gate.weight"),
+              calibrated.fp32_weights.at("model.layers.0.block_sparse_moe.gate"))
+        << folder;
+    const auto a = test::prompt_logits(model::load_decoder_lm(folder, test::precision_factory("int4:g=32:sym")));
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << folder << ": bit for bit";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Specs, CalibratedExport,
                          ::testing::Values(Case{"gptq_g32_sym", "tiny-llama", "int4:g=32:sym:gptq"},
                                            Case{"gptq_g64_asym_actorder", "tiny-qwen2", "int4:g=64:asym:gptq:actorder"},

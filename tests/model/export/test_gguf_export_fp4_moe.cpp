@@ -110,7 +110,8 @@ TEST(GgufExportFp4, Mxfp4AndNvfp4DecodeByGgmlsDefinitionsToQjoulesOwnWeights) {
       return all;
     };
     const std::string l0 = "model.layers.0.", l1 = "model.layers.1.";
-    const auto qkv = concat({l0 + "self_attn.q_proj.weight", l0 + "self_attn.k_proj.weight", l0 + "self_attn.v_proj.weight"});
+    const auto qkv =
+        concat({l0 + "self_attn.q_proj.weight", l0 + "self_attn.k_proj.weight", l0 + "self_attn.v_proj.weight"});
     const auto gate_up = concat({l1 + "mlp.gate_proj.weight", l1 + "mlp.up_proj.weight"});
     for (const auto& [hf, gg, whole] : std::vector<std::tuple<std::string, std::string, std::vector<float>>>{
              {l0 + "self_attn.q_proj.weight", "blk.0.attn_q", qkv},
