@@ -98,12 +98,30 @@ QJOULE_TARGET_REPACKED_VNNI void decode_panel_scales(const RepackedFp4<Packed>& 
     for (int s = 0; s < S; ++s) _mm512_storeu_ps(out + (b * S + s) * kRepackedRows, block_scales(w, w.panel(p), b, s));
 }
 
+// The panel's code bytes t (CodeBytes: low and high nibbles of each register, [nb32][4][2]), looked up once
+// for the activation rows that meet it in turn (prefill).
+struct alignas(64) Zmm {
+  uint8_t bytes[64];
+};
+template <class Packed>
+QJOULE_TARGET_REPACKED_VNNI void decode_panel_code_bytes(const RepackedFp4<Packed>& w, int64_t p, Zmm* out) {
+  const CodeBytes code_bytes;
+  const uint8_t* panel = w.panel(p);
+  for (int64_t r = 0; r < w.blocks32() * 4; ++r) {
+    __m512i lo, hi;
+    code_bytes(_mm512_loadu_si512(panel + 64 * r), lo, hi);
+    _mm512_store_si512(out[2 * r].bytes, lo);
+    _mm512_store_si512(out[2 * r + 1].bytes, hi);
+  }
+}
+
 // y[i, 16p .. 16p + 16 · PR) for MR activation rows, PR panels side by side (repacked_panels_avx512_vnni.h);
-// `scales`: the one panel's decode_panel_scales (PR = 1), or nullptr to decode them here. Per 32-block, a
-// row's FP32 term is Σ_s total_s · scale_s (NVFP4's two halves), then times the row's factor in one FMA.
+// `scales` and `bytes`: the one panel's decode_panel_scales and decode_panel_code_bytes (PR = 1), or nullptr
+// to decode them here. Per 32-block, a row's FP32 term is Σ_s total_s · scale_s (NVFP4's two halves), then
+// times the row's factor in one FMA.
 template <class Packed, int MR, int PR>
 QJOULE_TARGET_REPACKED_VNNI void fp4_panel_rows(const RepackedFp4<Packed>& w, int64_t p0, const Fp4X16Block* xa,
-                                                const float* bias, float* y, const float* scales) {
+                                                const float* bias, float* y, const float* scales, const Zmm* bytes) {
   constexpr int S = RepackedFp4<Packed>::kScalesPerBlock32, kRegs = 4 / S;
   const int64_t N = w.rows, nb32 = w.blocks32();
   const uint8_t* panels[PR];
@@ -126,6 +144,11 @@ QJOULE_TARGET_REPACKED_VNNI void fp4_panel_rows(const RepackedFp4<Packed>& w, in
       for (int j = s * kRegs; j < (s + 1) * kRegs; ++j) {
         __m512i lo[PR], hi[PR];
         for (int q = 0; q < PR; ++q) {
+          if (bytes != nullptr) {
+            lo[q] = _mm512_load_si512(bytes[2 * (4 * b + j)].bytes);
+            hi[q] = _mm512_load_si512(bytes[2 * (4 * b + j) + 1].bytes);
+            continue;
+          }
           __m512i codes = _mm512_loadu_si512(panels[q] + b * kRepackedBlockBytes + 64 * j);
           asm volatile("" : "+v"(codes));  // one load a register, not one per use
           code_bytes(codes, lo[q], hi[q]);
@@ -165,7 +188,8 @@ QJOULE_TARGET_REPACKED_VNNI void fp4_panel_rows(const RepackedFp4<Packed>& w, in
 }
 
 // Decode (m <= 4): the shared loops, panels side by side. Prefill: a thread takes one panel at a time, decodes
-// its scales once and meets every activation row with it, four rows at a time.
+// its scales and looks its code bytes up once (in its L2: K / 32 · 512 bytes), and meets every activation row
+// with them, four rows at a time.
 template <class Packed>
 void run_fp4_panels(const RepackedFp4<Packed>& w, const Fp4X16Block* xa, int64_t m, const float* bias, float* y) {
   const int64_t N = w.rows, nb32 = w.blocks32();
@@ -173,7 +197,7 @@ void run_fp4_panels(const RepackedFp4<Packed>& w, const Fp4X16Block* xa, int64_t
     repacked::for_panels(N, w.panels(), nb32, xa, m, y,
                          [&](int64_t mr, int64_t p, int64_t count, const Fp4X16Block* xr, float* yr) {
                            repacked::dispatch_panel_rows(mr, p, count, [&]<int MR, int PR>(int64_t p0) {
-                             fp4_panel_rows<Packed, MR, PR>(w, p0, xr, bias, yr, nullptr);
+                             fp4_panel_rows<Packed, MR, PR>(w, p0, xr, bias, yr, nullptr, nullptr);
                            });
                          });
     return;
@@ -181,18 +205,21 @@ void run_fp4_panels(const RepackedFp4<Packed>& w, const Fp4X16Block* xa, int64_t
 #pragma omp parallel
   {
     thread_local std::vector<float> scales;
+    thread_local std::vector<Zmm> bytes;
     scales.resize(static_cast<std::size_t>(nb32 * RepackedFp4<Packed>::kScalesPerBlock32 * kRepackedRows));
+    bytes.resize(static_cast<std::size_t>(nb32 * 4 * 2));
 #pragma omp for schedule(dynamic)
     for (int64_t p = 0; p < w.panels(); ++p) {
       decode_panel_scales(w, p, scales.data());
+      decode_panel_code_bytes(w, p, bytes.data());
       for (int64_t i0 = 0; i0 < m; i0 += repacked::kMaxRowsAtOnce) {
         const Fp4X16Block* xr = xa + i0 * nb32;
         float* yr = y + i0 * N;
         switch (std::min(repacked::kMaxRowsAtOnce, m - i0)) {
-          case 1: fp4_panel_rows<Packed, 1, 1>(w, p, xr, bias, yr, scales.data()); break;
-          case 2: fp4_panel_rows<Packed, 2, 1>(w, p, xr, bias, yr, scales.data()); break;
-          case 3: fp4_panel_rows<Packed, 3, 1>(w, p, xr, bias, yr, scales.data()); break;
-          default: fp4_panel_rows<Packed, 4, 1>(w, p, xr, bias, yr, scales.data()); break;
+          case 1: fp4_panel_rows<Packed, 1, 1>(w, p, xr, bias, yr, scales.data(), bytes.data()); break;
+          case 2: fp4_panel_rows<Packed, 2, 1>(w, p, xr, bias, yr, scales.data(), bytes.data()); break;
+          case 3: fp4_panel_rows<Packed, 3, 1>(w, p, xr, bias, yr, scales.data(), bytes.data()); break;
+          default: fp4_panel_rows<Packed, 4, 1>(w, p, xr, bias, yr, scales.data(), bytes.data()); break;
         }
       }
     }
