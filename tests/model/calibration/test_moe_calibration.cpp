@@ -6,6 +6,7 @@
 #include "calibration_test_util.h"
 #include "decoder_fixtures.h"
 #include "qjoule/error.h"
+#include "qjoule/model/calibrated_linear_factory.h"
 #include "qjoule/model/calibration/decoder_calibration.h"
 #include "qjoule/model/decoder_loading.h"
 
@@ -66,6 +67,22 @@ TEST(MoeCalibration, AwqScalesEveryExpertAndTheRouterAndIsCloserToFp32ThanRoundT
   EXPECT_EQ(awq.codes->norms.count("model.layers.0.post_attention_layernorm"), 1u);
   RecordProperty("kl_awq_over_rtn", std::to_string(awq.kl_over_rtn));
   EXPECT_LT(awq.kl_over_rtn, 1.0);  // 0.41 here (the router left unscaled: 0.43)
+}
+
+// A .qjcal whose router weights are not the router's shape (a damaged file): one line naming the Linear.
+TEST(MoeCalibration, ARouterOfAnotherShapeIsOneLine) {
+  auto calibrated = std::make_shared<model::CalibratedInt4>();
+  calibrated->fp32_weights["model.layers.0.block_sparse_moe.gate"] = std::vector<float>(5, 1.0f);
+  const auto factory = model::calibrated_linear_factory(
+      [](const model::LinearParams&, bool) -> std::unique_ptr<kernels::Linear> { return nullptr; }, calibrated,
+      model::cpu_int4_codes_linear());
+  model::LinearParams router;
+  router.name = "model.layers.0.block_sparse_moe.gate";
+  router.out_features = 4;
+  router.in_features = 32;
+  EXPECT_THAT([&] { factory(router, false); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr(
+                  "model.layers.0.block_sparse_moe.gate: calibrated FP32 weights of 5 values; expected 4 × 32")));
 }
 
 }  // namespace

@@ -242,6 +242,30 @@ TEST(GgufExportMoe, ReadBackRunsBitForBitWhatTheOriginalRuns) {
   }
 }
 
+// tiny-olmoe with 2 key-value heads of 4: K and V's first 16 rows, k_norm's first 16 values.
+fs::path olmoe_with_gqa() {
+  const fs::path dir = qjoule::test::edited_decoder_copy("tiny-olmoe", "gguf_olmoe_gqa",
+                                                         [](nlohmann::json& c) { c["num_key_value_heads"] = 2; });
+  const auto ck = qjoule::io::Checkpoint::open(qjoule::test::decoder_fixture("tiny-olmoe"));
+  std::vector<std::vector<float>> values;
+  std::vector<qjoule::io::TensorToWrite> tensors;
+  for (const auto& [name, t] : ck.tensors()) {
+    values.push_back(ck.to_f32(name));
+    std::vector<int64_t> shape = t.shape;
+    if (name.find(".k_proj.") != std::string::npos || name.find(".v_proj.") != std::string::npos ||
+        name.find(".k_norm.") != std::string::npos) {
+      shape[0] = 16;
+      values.back().resize(static_cast<std::size_t>(16 * (shape.size() == 2 ? shape[1] : 1)));
+    }
+    tensors.push_back({name, qjoule::io::DType::F32, shape,
+                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(values.back().data()),
+                                                  values.back().size() * 4)});
+  }
+  fs::remove(dir / "model.safetensors");
+  qjoule::io::write_safetensors(dir / "model.safetensors", tensors);
+  return dir;
+}
+
 TEST(GgufExportMoe, WhatLlamaCppWouldRunOtherwiseIsOneLine) {
   const auto dir = qjoule::test::temp_dir("gguf_moe_refusals");
   const auto refusal = [&](const fs::path& model, const char* spec = "fp32") {
@@ -261,12 +285,30 @@ TEST(GgufExportMoe, WhatLlamaCppWouldRunOtherwiseIsOneLine) {
                                                         [](nlohmann::json& c) { c["norm_topk_prob"] = true; })),
               HasSubstr("--to gguf: norm_topk_prob = true, and llama.cpp's olmoe never renormalises the chosen "
                         "experts' weights"));
+  EXPECT_THAT(refusal(olmoe_with_gqa()),
+              HasSubstr("--to gguf: 2 key-value heads of 4, and llama.cpp's olmoe reads a k_norm as wide as the "
+                        "hidden size"));
   EXPECT_THAT(refusal(qjoule::test::decoder_fixture("tiny-olmoe"), "mxfp4"),
               HasSubstr("tensor 'model.layers.0.mlp.experts.0.down_proj.weight' is [32, 24]: MXFP4 holds rows of whole "
                         "blocks of 32 weights"));
   EXPECT_THAT(refusal(qjoule::test::decoder_fixture("tiny-mixtral"), "nvfp4"),
               HasSubstr("is [32, 32]: NVFP4 holds rows of whole blocks of 64 weights"));
   EXPECT_FALSE(fs::exists(dir / "x.gguf"));
+}
+
+// A 3-D tensor whose name is not a stacked expert projection (another tool's, or a damaged file): one line.
+TEST(GgufImportMoe, A3dTensorThatIsNoMixturesExpertsIsOneLine) {
+  const auto dir = qjoule::test::temp_dir("gguf_import_3d");
+  qjoule::model::export_gguf(qjoule::test::decoder_fixture("tiny-mixtral"), qjoule::quant::parse_format_spec("fp16"),
+                             dir / "m.gguf");
+  std::string bytes(static_cast<std::size_t>(fs::file_size(dir / "m.gguf")), '\0');
+  std::ifstream(dir / "m.gguf", std::ios::binary).read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  for (auto at = bytes.find("ffn_up_exps"); at != std::string::npos; at = bytes.find("ffn_up_exps", at))
+    bytes.replace(at, 11, "ffn_up_expz");
+  std::ofstream(dir / "other.gguf", std::ios::binary) << bytes;
+  EXPECT_THAT(error_of([&] { qjoule::model::import_gguf(dir / "other.gguf", dir / "back"); }),
+              HasSubstr("other.gguf: tensor 'blk.0.ffn_up_expz.weight' has 3 dimensions and is not a mixture's "
+                        "experts"));
 }
 
 }  // namespace
