@@ -121,6 +121,9 @@ GgufFile read_gguf(const std::filesystem::path& path) {
         rows *= static_cast<int64_t>(n);
       }
     }
+    // At most 2^48 weights (ggml_tensor_bytes' products stay far below 2^64).
+    if (t.ne[0] > (int64_t{1} << 48) / rows)
+      fail("{}: tensor '{}' has {} × {} weights, more than 2^48", path.string(), t.name, t.ne[0], rows);
     const auto type = c.get<uint32_t>("tensor '" + t.name + "' type");
     t.type = static_cast<GgmlType>(type);
     if (t.type != GgmlType::f32 && t.type != GgmlType::f16 && t.type != GgmlType::bf16 && t.type != GgmlType::q4_0 &&

@@ -168,6 +168,14 @@ TEST(GgufReader, BrokenFilesAreOneLine) {
   EXPECT_THAT(with("version.gguf", v9), HasSubstr("GGUF version 9, expected 2 or 3"));
   EXPECT_THAT(with("truncated.gguf", bytes.substr(0, 200)), HasSubstr("but the file ends at 200"));
   EXPECT_THAT(with("short_data.gguf", bytes.substr(0, bytes.size() - 64)), HasSubstr("runs past the end of the data"));
+  // A tensor of 2^40 × 2^40 F32 weights: its byte count would wrap a 64-bit integer to 0.
+  std::string huge;
+  const auto put = [&](auto v) { huge.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  put(uint32_t{0x46554747}), put(uint32_t{3}), put(uint64_t{1}), put(uint64_t{0});  // header: 1 tensor, no metadata
+  put(uint64_t{1}), huge += "w", put(uint32_t{2}), put(uint64_t{1} << 40), put(uint64_t{1} << 40), put(uint32_t{0}),
+      put(uint64_t{0});
+  EXPECT_THAT(with("huge.gguf", huge),
+              HasSubstr("tensor 'w' has 1099511627776 × 1099511627776 weights, more than 2^48"));
 }
 
 TEST(GgufImport, AQ4_0FileReadBackRunsBitForBitQjoulesOwnInt4G32Sym) {
