@@ -329,13 +329,14 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
   // NVFP4's tensor scale of a Linear as qjoule runs it: the fused parts' one (formats.h), each part's GGUF tensor
   // carrying it.
   std::map<std::string, float> fused_scales;
-  const auto nvfp4_scale = [&](const std::string& hf) {
+  const auto nvfp4_scale = [&](const std::string& hf, const std::vector<float>& values) {
     const auto parts = fused_parts(hf);
+    if (parts.size() == 1) return quant::nvfp4_tensor_scale(values.data(), static_cast<int64_t>(values.size()));
     if (const auto it = fused_scales.find(parts.front()); it != fused_scales.end()) return it->second;
     std::vector<float> all;
     for (const std::string& part : parts) {
-      const auto values = ck.to_f32(cfg.prefix + part.substr(std::string("model.").size()));
-      all.insert(all.end(), values.begin(), values.end());
+      const auto part_values = ck.to_f32(cfg.prefix + part.substr(std::string("model.").size()));
+      all.insert(all.end(), part_values.begin(), part_values.end());
     }
     return fused_scales[parts.front()] = quant::nvfp4_tensor_scale(all.data(), static_cast<int64_t>(all.size()));
   };
@@ -361,7 +362,7 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
         e.bytes = as_bytes(ggml_mxfp4_of(quant::quantize_matrix_mxfp4(values.data(), rows, cols, name)));
         break;
       case io::GgmlType::nvfp4: {
-        const auto m = quant::quantize_matrix_nvfp4(values.data(), rows, cols, name, nvfp4_scale(name));
+        const auto m = quant::quantize_matrix_nvfp4(values.data(), rows, cols, name, nvfp4_scale(name, values));
         e.bytes = as_bytes(ggml_nvfp4_of(m, name));
         e.tensor_scale = m.tensor_scale;
         break;
@@ -379,10 +380,10 @@ GgufExportSummary export_gguf(const fs::path& model, const quant::FormatSpec& sp
     return Encoded{io::GgmlType::q4_0, as_bytes(ggml_q4_0_of(*m)), 1.0f};
   };
   const auto add = [&](const std::string& gname, std::vector<int64_t> ne, Encoded e, std::vector<float> scales) {
+    const int64_t linears = ne.size() == 3 ? ne[2] : 1;  // a stacked tensor: its experts
     w.add_tensor(gname, std::move(ne), e.type, store.keep(std::move(e.bytes)));
     ++summary.tensors;
-    if (e.type == io::GgmlType::q4_0 || e.type == io::GgmlType::mxfp4 || e.type == io::GgmlType::nvfp4)
-      ++summary.quantized;
+    if (io::ggml_block_size(e.type) > 1) summary.quantized += linears;
     if (e.type == io::GgmlType::nvfp4) {  // the tensor scale(s) beside it, as llama.cpp reads them
       const int64_t n = static_cast<int64_t>(scales.size());
       w.add_tensor(gname.substr(0, gname.size() - std::string("weight").size()) + "scale", {n}, io::GgmlType::f32,

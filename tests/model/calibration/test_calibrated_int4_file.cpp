@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "qjoule/error.h"
+#include "qjoule/io/safetensors.h"
 #include "qjoule/model/calibration/calibrated_int4_file.h"
 #include "qjoule/quant/quantize_int4.h"
 #include "test_paths.h"
@@ -81,6 +82,18 @@ TEST(CalibratedInt4File, AnotherCalibrationOrADamagedFileIsOneLine) {
   EXPECT_THAT([&] { model::read_calibrated_int4(path, "id 2"); },
               ::testing::ThrowsMessage<Error>(::testing::AllOf(
                   HasSubstr("c.qjcal: calibrated from id 1; expected id 2"), ::testing::Not(HasSubstr("\n")))));
+  // The router AWQ scaled is named in the metadata but its tensor is gone.
+  {
+    const auto file = io::SafetensorsFile::open(path);
+    std::vector<io::TensorToWrite> kept;
+    for (const auto& [name, t] : file.tensors())
+      if (name != "a.block_sparse_moe.gate.weight")
+        kept.push_back({name, t.dtype, t.shape, std::span<const std::byte>(t.data, t.nbytes)});
+    io::write_safetensors(dir / "no_router.qjcal", kept, file.metadata());
+  }
+  EXPECT_THAT([&] { model::read_calibrated_int4(dir / "no_router.qjcal", "id 1"); },
+              ::testing::ThrowsMessage<Error>(
+                  HasSubstr("no_router.qjcal: tensor 'a.block_sparse_moe.gate.weight' is missing")));
   std::ofstream(dir / "junk.qjcal") << "not a safetensors file";
   EXPECT_THAT([&] { model::read_calibrated_int4(dir / "junk.qjcal", "id 1"); },
               ::testing::ThrowsMessage<Error>(HasSubstr("junk.qjcal")));

@@ -149,6 +149,8 @@ TEST(GgufExportMoe, MixtralIsLlamaCppsLlamaWithStackedExpertsAndAnF32Router) {
     const auto out = qjoule::test::temp_dir(std::string("gguf_mixtral_") + spec[0] + spec[1]) / "m.gguf";
     const auto summary = qjoule::model::export_gguf(src, qjoule::quant::parse_format_spec(spec), out);
     EXPECT_EQ(summary.architecture, "llama");
+    // 2 layers × (q, k, v, o + 4 experts × gate, up, down), the experts in 3 stacked tensors a layer.
+    EXPECT_EQ(summary.quantized, std::string(spec) == "fp16" ? 0 : 2 * (4 + 4 * 3)) << spec;
     const auto g = qjoule::io::read_gguf(out);
     EXPECT_EQ(g.metadata.at("llama.expert_count"), 4);
     EXPECT_EQ(g.metadata.at("llama.expert_used_count"), 2);

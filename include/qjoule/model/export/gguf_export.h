@@ -45,7 +45,8 @@ struct GgufExportSummary {
   std::string architecture;  // "llama", "qwen2"
   std::string tensor_type;   // "Q4_0", "F16", ...
   std::string tokenizer;     // "gpt2", "llama"
-  int64_t tensors = 0, quantized = 0;
+  int64_t tensors = 0;
+  int64_t quantized = 0;  // Linears in a quantized type (a stacked tensor's experts each)
   uint64_t bytes = 0;
 };
 

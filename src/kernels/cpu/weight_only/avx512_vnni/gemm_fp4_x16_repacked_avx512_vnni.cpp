@@ -179,12 +179,7 @@ QJOULE_TARGET_REPACKED_VNNI void fp4_panel_rows(const RepackedFp4<Packed>& w, in
       for (int q = 0; q < PR; ++q) acc[q][i] = _mm512_fmadd_ps(term[q][i], factor, acc[q][i]);
     }
   }
-  for (int q = 0; q < PR; ++q) {
-    const int64_t o = (p0 + q) * kRepackedRows, here = std::min(kRepackedRows, N - o);
-    const __mmask16 mask = static_cast<__mmask16>((uint32_t{1} << here) - 1);
-    const __m512 bv = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
-    for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * N + o, mask, _mm512_add_ps(acc[q][i], bv));
-  }
+  repacked::store_panel_outputs<MR, PR>(acc, p0, N, bias, y);
 }
 
 // Decode (m <= 4): the shared loops, panels side by side. Prefill: a thread takes one panel at a time, decodes
@@ -232,15 +227,14 @@ template <class Packed>
 void gemm_fp4_x16_repacked_avx512_vnni(const RepackedFp4<Packed>& w, const float* bias, const float* x, int64_t m,
                                        float* y) {
   if (m <= 0 || w.rows <= 0) return;
-  const int64_t K = w.padded_cols(), nb32 = w.blocks32();
+  const int64_t nb32 = w.blocks32();
   thread_local std::vector<Fp4X16Block> xa;  // reused: no allocation per decode step
   xa.resize(static_cast<std::size_t>(m * nb32));
   Fp4X16Block* blocks = xa.data();
   const float factor = fp4_activation_factor(w);
-  int finite = 1;
-#pragma omp parallel for schedule(static) reduction(& : finite) if (m >= 8)
-  for (int64_t i = 0; i < m; ++i) finite &= quantize_row_fp4_x16(x + i * K, nb32, factor, blocks + i * nb32) ? 1 : 0;
-  if (finite == 0) {
+  if (!repacked::quantize_activation_rows(x, m, nb32, blocks, [&](const float* row, Fp4X16Block* out) {
+        return quantize_row_fp4_x16(row, nb32, factor, out);
+      })) {
     gemm_fp4_f32_repacked_ref(w, bias, x, m, y);
     return;
   }

@@ -70,14 +70,13 @@ template <class Block>
 void gemm_int4_x16_repacked_avx512_vnni(const RepackedInt4<Block>& w, const float* bias, const float* x, int64_t m,
                                         float* y) {
   if (m <= 0 || w.rows <= 0) return;
-  const int64_t K = w.padded_cols(), nb32 = w.blocks32();
+  const int64_t nb32 = w.blocks32();
   thread_local std::vector<X16Block> xa;  // reused: no allocation per decode step
   xa.resize(static_cast<std::size_t>(m * nb32));
   X16Block* blocks = xa.data();
-  int finite = 1;
-#pragma omp parallel for schedule(static) reduction(& : finite) if (m >= 8)
-  for (int64_t i = 0; i < m; ++i) finite &= quantize_row_x16_limbs(x + i * K, nb32, blocks + i * nb32) ? 1 : 0;
-  if (finite == 0) {
+  if (!repacked::quantize_activation_rows(x, m, nb32, blocks, [&](const float* row, X16Block* out) {
+        return quantize_row_x16_limbs(row, nb32, out);
+      })) {
     gemm_int4_f32_repacked_ref(w, bias, x, m, y);
     return;
   }

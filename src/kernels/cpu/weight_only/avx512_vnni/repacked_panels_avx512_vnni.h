@@ -38,6 +38,31 @@ QJOULE_TARGET_REPACKED_VNNI inline __m512i broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
+// The outputs of PR panels for MR activation rows (acc[q][i]: panel p0 + q, row i; rows past N not stored) plus
+// the bias.
+template <int MR, int PR>
+QJOULE_TARGET_REPACKED_VNNI void store_panel_outputs(const __m512 (&acc)[PR][MR], int64_t p0, int64_t N,
+                                                     const float* bias, float* y) {
+  for (int q = 0; q < PR; ++q) {
+    const int64_t o = (p0 + q) * kRepackedRows, here = std::min(kRepackedRows, N - o);
+    const __mmask16 mask = static_cast<__mmask16>((uint32_t{1} << here) - 1);
+    const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * N + o, mask, _mm512_add_ps(acc[q][i], b));
+  }
+}
+
+// The m activation rows of x (nb32 32-blocks each, padded) into blocks (row i at blocks + i · nb32) by
+// quantize_row(x row, its blocks), false where the row holds a NaN or Inf; on the threads from 8 rows on.
+// False where any row does.
+template <class XBlock, class QuantizeRow>
+bool quantize_activation_rows(const float* x, int64_t m, int64_t nb32, XBlock* blocks,
+                              const QuantizeRow& quantize_row) {
+  int finite = 1;
+#pragma omp parallel for schedule(static) reduction(& : finite) if (m >= 8)
+  for (int64_t i = 0; i < m; ++i) finite &= quantize_row(x + i * nb32 * kRepackedBlock, blocks + i * nb32) ? 1 : 0;
+  return finite != 0;
+}
+
 // y[i, 16p .. 16p + 16 · PR) for MR activation rows (row i's blocks at xa + i * nb32; its outputs at
 // y + i * N): PR panels side by side, so that each broadcast activation meets PR registers of codes and
 // each thread reads PR streams.
@@ -89,12 +114,7 @@ QJOULE_TARGET_REPACKED_VNNI void panel_rows(const RepackedInt4<Block>& w, int64_
       }
     }
   }
-  for (int q = 0; q < PR; ++q) {
-    const int64_t o = (p0 + q) * kRepackedRows, here = std::min(kRepackedRows, N - o);
-    const __mmask16 mask = static_cast<__mmask16>((uint32_t{1} << here) - 1);
-    const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
-    for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * N + o, mask, _mm512_add_ps(acc[q][i], b));
-  }
+  store_panel_outputs<MR, PR>(acc, p0, N, bias, y);
 }
 
 // Panels [p, p + count) for mr activation rows: rows.template operator()<MR, PR>(first panel) runs PR panels

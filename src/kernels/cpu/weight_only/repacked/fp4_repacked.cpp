@@ -25,12 +25,6 @@ Fp4Element<Packed> element_at(const RepackedFp4<Packed>& r, int64_t lane, int64_
 }
 
 template <class Packed>
-int code_at(const uint8_t* panel, const Fp4Element<Packed>& el) {
-  const uint8_t byte = panel[el.at.byte];
-  return el.at.high ? byte >> 4 : byte & 0x0F;
-}
-
-template <class Packed>
 Packed empty_like(const RepackedFp4<Packed>& r) {
   Packed w;
   w.rows = r.rows;
@@ -58,7 +52,7 @@ RepackedFp4<Packed> repack_fp4(const Packed& w) {
       for (int e = 0; e < Block::kSize; ++e) {
         const auto el = element_at(r, lane, j * Block::kSize + e);
         const int u = element::nibble_of_bytes(row[j].qs, e);
-        panel[el.at.byte] = static_cast<uint8_t>(panel[el.at.byte] | (el.at.high ? u << 4 : u));
+        put_repacked_code(panel, el.at, u);
         if (e == 0) panel[el.scale_byte] = fp4_scale_code(row[j]);
       }
     }
@@ -78,7 +72,7 @@ Packed unpack_fp4_repacked(const RepackedFp4<Packed>& r) {
     for (int64_t j = 0; j < w.blocks_per_row(); ++j) {
       for (int e = 0; e < Block::kSize; e += 2) {
         const auto hi = element_at(r, lane, j * Block::kSize + e), lo = element_at(r, lane, j * Block::kSize + e + 1);
-        row[j].qs[e / 2] = static_cast<uint8_t>(code_at(panel, hi) << 4 | code_at(panel, lo));
+        row[j].qs[e / 2] = static_cast<uint8_t>(repacked_code(panel, hi.at) << 4 | repacked_code(panel, lo.at));
         if (e == 0) {
           if constexpr (RepackedFp4<Packed>::kNv) {
             row[j].scale_e4m3 = panel[hi.scale_byte];
@@ -104,7 +98,7 @@ void gemm_fp4_f32_repacked_ref(const RepackedFp4<Packed>& w, const float* bias, 
       float acc = 0.0f;
       for (int64_t k = 0; k < w.cols; ++k) {
         const auto el = element_at(w, lane, k);
-        const float weight = quant::kE2M1Table[static_cast<std::size_t>(code_at(panel, el))] *
+        const float weight = quant::kE2M1Table[static_cast<std::size_t>(repacked_code(panel, el.at))] *
                              (table[panel[el.scale_byte]] * w.tensor_scale);
         acc += x[i * K + k] * weight;
       }

@@ -13,9 +13,7 @@ namespace qjoule::kernels::detail {
 namespace {
 
 inline int code_of(const uint8_t* panel, int64_t b, int64_t r, int e) {
-  const RepackedNibble at = repacked_nibble_at(b, r, e);
-  const uint8_t byte = panel[at.byte];
-  return at.high ? byte >> 4 : byte & 0x0F;
+  return repacked_code(panel, repacked_nibble_at(b, r, e));
 }
 
 template <class Block>
@@ -68,8 +66,7 @@ RepackedInt4<Block> repack_int4(const quant::BlockMatrix<Block>& w) {
       for (int s = 0; s < S; ++s) {
         for (int e = 0; e < kRepackedBlock; ++e) {
           const int u = quant::int4_nibble(row[g].qs, s * kRepackedBlock + e);
-          const RepackedNibble at = repacked_nibble_at(g * S + s, lane, e);
-          panel[at.byte] = static_cast<uint8_t>(panel[at.byte] | (at.high ? u << 4 : u));
+          put_repacked_code(panel, repacked_nibble_at(g * S + s, lane, e), u);
         }
       }
     }

@@ -42,6 +42,13 @@ inline RepackedNibble repacked_nibble_at(int64_t b, int64_t r, int e) {
   const int j = e / 8, t = e % 8 % 4;
   return {b * kRepackedBlockBytes + j * 64 + r * 4 + t, e % 8 >= 4};
 }
+// The code (0..15) at `at` of a panel's codes, and its writing into a zeroed nibble.
+inline int repacked_code(const uint8_t* codes, RepackedNibble at) {
+  return at.high ? codes[at.byte] >> 4 : codes[at.byte] & 0x0F;
+}
+inline void put_repacked_code(uint8_t* codes, RepackedNibble at, int u) {
+  codes[at.byte] = static_cast<uint8_t>(codes[at.byte] | (at.high ? u << 4 : u));
+}
 
 template <class Block>
 struct RepackedInt4 {
