@@ -13,5 +13,11 @@ target_include_directories(qjoule_options INTERFACE
 if(QJOULE_SANITIZE)
   set(QJOULE_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   target_compile_options(qjoule_options INTERFACE "$<$<COMPILE_LANGUAGE:CXX>:${QJOULE_SANITIZE_FLAGS}>")
+  # A test's own code (QJOULE_TEST_CODE, tests/CMakeLists.txt: checks, fixtures, commands run) keeps ASan and
+  # UBSan but not UBSan's null and alignment checks on every pointer use, which doubled its compile time
+  # (test_run_record.cpp: 15.0 -> 9.4 s); a null pointer used there still stops ASan. The code under test
+  # keeps them all.
+  target_compile_options(qjoule_options INTERFACE
+    "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:$<TARGET_PROPERTY:QJOULE_TEST_CODE>>>:-fno-sanitize=null,alignment>")
   target_link_options(qjoule_options INTERFACE -fsanitize=address,undefined)
 endif()
