@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/causal_attention_avx512.h"
 #include "kernels/cpu/onednn_engine.h"
 #include "qjoule/error.h"
 #include "qjoule/kernels/decoder_ops.h"
@@ -128,11 +129,10 @@ void check_attention(int64_t past, int64_t n_new, int64_t heads, int64_t kv_head
 }
 
 // One query row of one head against cache rows [0, n_keys): scores = q·k·scale, softmax (max subtracted),
-// out = Σ p·v. Always inlined into an AVX-512 wrapper and a baseline one, so the same loops are compiled
-// for both and chosen at run time.
-__attribute__((always_inline)) inline void attend_row(const float* q, const float* k, const float* v, int64_t kv_stride,
-                                                      int64_t n_keys, int64_t head_dim, float scale, float* scores,
-                                                      float* out) {
+// out = Σ p·v. The baseline build's loops, for CPUs without AVX-512 and heads wider than
+// kAttentionAvx512MaxHeadDim (causal_attention_avx512.h has the AVX-512 kernel).
+void attend_row_baseline(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_keys,
+                         int64_t head_dim, float scale, float* scores, float* out) {
   float max_score = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < n_keys; ++j) {
     const float* kr = k + j * kv_stride;
@@ -159,28 +159,9 @@ __attribute__((always_inline)) inline void attend_row(const float* q, const floa
   for (int64_t d = 0; d < head_dim; ++d) out[d] *= inv;
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void attend_row_avx512(const float* q, const float* k,
-                                                                                     const float* v, int64_t kv_stride,
-                                                                                     int64_t n_keys, int64_t head_dim,
-                                                                                     float scale, float* scores,
-                                                                                     float* out) {
-  attend_row(q, k, v, kv_stride, n_keys, head_dim, scale, scores, out);
-}
-
-void attend_row_baseline(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_keys,
-                         int64_t head_dim, float scale, float* scores, float* out) {
-  attend_row(q, k, v, kv_stride, n_keys, head_dim, scale, scores, out);
-}
-
 // The first key a query at `position` reads: position − window + 1 with a window, else 0.
 int64_t first_key(int64_t position, int64_t window) {
   return window > 0 && position + 1 > window ? position + 1 - window : 0;
-}
-
-bool cpu_has_avx512() {
-  static const bool has =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return has;
 }
 
 }  // namespace
@@ -190,9 +171,13 @@ void causal_attention_f32(const float* q, int64_t q_stride, const float* k_cache
                           int64_t head_dim, float scale, float* ctx, int64_t window) {
   check_attention(past, n_new, heads, kv_heads, head_dim, window);
   if (n_new == 0) return;
+  if (head_dim <= kAttentionAvx512MaxHeadDim && cpu_supports_attention_avx512()) {
+    causal_attention_f32_avx512(q, q_stride, k_cache, v_cache, kv_stride, past, n_new, heads, kv_heads, head_dim, scale,
+                                ctx, window);
+    return;
+  }
   const int64_t group = heads / kv_heads;
   const int64_t ctx_stride = heads * head_dim;
-  const auto row = cpu_has_avx512() ? attend_row_avx512 : attend_row_baseline;
 #pragma omp parallel if (heads * n_new * (past + n_new) * head_dim > kParallelElements)
   {
     std::vector<float> scores(static_cast<size_t>(past + n_new));
@@ -201,8 +186,8 @@ void causal_attention_f32(const float* q, int64_t q_stride, const float* k_cache
       for (int64_t t = 0; t < n_new; ++t) {
         const int64_t first = first_key(past + t, window);
         const int64_t kv_offset = first * kv_stride + (h / group) * head_dim;
-        row(q + t * q_stride + h * head_dim, k_cache + kv_offset, v_cache + kv_offset, kv_stride, past + t + 1 - first,
-            head_dim, scale, scores.data(), ctx + t * ctx_stride + h * head_dim);
+        attend_row_baseline(q + t * q_stride + h * head_dim, k_cache + kv_offset, v_cache + kv_offset, kv_stride,
+                            past + t + 1 - first, head_dim, scale, scores.data(), ctx + t * ctx_stride + h * head_dim);
       }
     }
   }
