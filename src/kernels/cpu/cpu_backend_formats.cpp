@@ -79,7 +79,7 @@ std::vector<BackendFormat> cpu_builtin_formats() {
   std::vector<KernelVariant> int4 = repacked_x16_kernels("int4");
   int4.push_back({"avx512_vnni", "qjoule:avx512_vnni:int4_s8_repacked",
                   "a8: INT8 activations per block, integer dots on weights repacked at load into 16-row panels"});
-  for (const char* isa : {"avx512_vnni", "avx2", "scalar"})
+  for (const char* isa : {"avx512_vnni", "avx_vnni", "avx2", "scalar"})
     int4.push_back({isa, fmt::format("qjoule:{}:int4_s8", isa), "a8: INT8 activations per block, integer dots"});
   rows.push_back({Format::int4, std::move(int4),
                   [](const quant::FormatSpec& f, const float* W, const float* bias, int64_t out, int64_t in,

@@ -51,8 +51,8 @@ Cache make_cache(const Shape& s, int64_t tokens, unsigned seed, float q_sigma = 
 using Attention = void (*)(const float*, int64_t, const float*, const float*, int64_t, int64_t, int64_t, int64_t,
                            int64_t, int64_t, float, float*, int64_t);
 
-std::vector<float> run(Attention attention, const Shape& s, const Cache& c, int64_t past, int64_t n_new,
-                       int64_t window, float scale) {
+std::vector<float> run(Attention attention, const Shape& s, const Cache& c, int64_t past, int64_t n_new, int64_t window,
+                       float scale) {
   std::vector<float> ctx(static_cast<size_t>(n_new * s.heads * s.head_dim), std::nanf(""));
   attention(c.q.data() + past * c.q_stride, c.q_stride, c.k.data(), c.v.data(), c.kv_stride, past, n_new, s.heads,
             s.kv_heads, s.head_dim, scale, ctx.data(), window);
@@ -73,8 +73,8 @@ class AttentionAvx512 : public testing::Test {
 };
 
 TEST_F(AttentionAvx512, MatchesTheReferenceOnOddShapes) {
-  const Shape shapes[] = {{1, 1, 8},  {4, 1, 24},  {6, 2, 64},  {32, 4, 64}, {5, 5, 80},
-                          {8, 2, 100}, {16, 8, 128}, {6, 3, 96},  {4, 1, 256}, {3, 1, 16}};
+  const Shape shapes[] = {{1, 1, 8},   {4, 1, 24},   {6, 2, 64}, {32, 4, 64}, {5, 5, 80},
+                          {8, 2, 100}, {16, 8, 128}, {6, 3, 96}, {4, 1, 256}, {3, 1, 16}};
   struct Step {
     int64_t past, n_new, window;
   };
@@ -168,7 +168,8 @@ TEST_F(AttentionAvx512, ExpIsWithinTwoUlpOfExpf) {
   k::exp_ps_avx512_for_test(x.data(), y.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i + 3 < x.size(); ++i) {
     const float want = std::exp(x[i]);
-    ASSERT_LE(std::fabs(y[i] - want), 2.0f * (std::nextafter(want, std::numeric_limits<float>::infinity()) - want)) << "x = " << x[i];
+    ASSERT_LE(std::fabs(y[i] - want), 2.0f * (std::nextafter(want, std::numeric_limits<float>::infinity()) - want))
+        << "x = " << x[i];
   }
   EXPECT_EQ(y[x.size() - 3], 1.0f);
   EXPECT_TRUE(std::isnan(y[x.size() - 2]));

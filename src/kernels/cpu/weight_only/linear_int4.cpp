@@ -38,10 +38,12 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
           nullptr, &detail::gemm_int4_s8_avx512_vnni<Block>, tensor_name);
     }
     const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);
+    const auto gemm_s8 = s8_isa != WeightOnlyIsa::avx2     ? &detail::gemm_int4_s8_scalar<Block>
+                         : detail::cpu_supports_avx_vnni() ? &detail::gemm_int4_s8_avx_vnni<Block>
+                                                           : &detail::gemm_int4_s8_avx2<Block>;
     return std::make_unique<detail::WeightOnlyLinear<Packed>>(
         std::move(packed), bias, std::string(quant::name(quant::Format::int4)), int4_s8_kernel_path(s8_isa), nullptr,
-        s8_isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_s8_avx2<Block> : &detail::gemm_int4_s8_scalar<Block>,
-        tensor_name);
+        gemm_s8, tensor_name);
   }
   // On AVX512_VNNI the weights repacked for the x16 kernel, decode and prefill alike, unless the rows are
   // asked for (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float) or a scale is NaN / Inf.

@@ -34,6 +34,16 @@ void gemm_int4_s8_avx2(const quant::BlockMatrix<Block>& w, const float* bias, co
 template <class Block>
 void gemm_int4_s8_scalar(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
                          std::string_view layer);
+// The AVX2 kernel with one vpdpbusd a 32-block in place of vpmaddubsw + vpmaddwd, on CPUs with AVX-VNNI (the
+// VEX form, without AVX-512: cpu_supports_avx_vnni()); the same bits. Its twin on the EVEX form (AVX512_VNNI +
+// VL) runs the same code where AVX-VNNI is absent, for the tests.
+bool cpu_supports_avx_vnni();
+template <class Block>
+void gemm_int4_s8_avx_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
+                           std::string_view layer);
+template <class Block>
+void gemm_int4_s8_avx512vl_vnni_for_test(const quant::BlockMatrix<Block>& w, const float* bias, const float* x,
+                                         int64_t m, float* y, std::string_view layer);
 // The same arithmetic on AVX512_VNNI (cpu_supports_avx512_vnni()), every m: vpdpbusd on the stored
 // codes, four activation rows per pass over the weights (gemm_int4_s8_avx512_vnni.cpp).
 template <class Block>
@@ -114,6 +124,10 @@ void gemm_fp4_avx512_bf16_vnni(const Packed& w, const float* bias, const float* 
                                                 float*, std::string_view);                                             \
   extern template void gemm_int4_s8_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,        \
                                                   int64_t, float*, std::string_view);                                  \
+  extern template void gemm_int4_s8_avx_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,      \
+                                                    int64_t, float*, std::string_view);                                \
+  extern template void gemm_int4_s8_avx512vl_vnni_for_test<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*,      \
+                                                                  const float*, int64_t, float*, std::string_view);    \
   extern template void gemm_int4_s8_avx512_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,   \
                                                        int64_t, float*, std::string_view);                             \
   extern template bool gemv_int4_x16_avx512_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,  \

@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"
+#include "kernels/cpu/weight_only/weight_only_gemm.h"
 #include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
@@ -131,6 +132,7 @@ std::string int4_s8_kernel_path(WeightOnlyIsa isa, bool repacked) {
   if (isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) {
     return repacked ? "qjoule:avx512_vnni:int4_s8_repacked" : "qjoule:avx512_vnni:int4_s8";
   }
+  if (isa >= WeightOnlyIsa::avx2 && detail::cpu_supports_avx_vnni()) return "qjoule:avx_vnni:int4_s8";
   return weight_only_kernel_path(isa > WeightOnlyIsa::avx2 ? WeightOnlyIsa::avx2 : isa, "int4_s8");
 }
 

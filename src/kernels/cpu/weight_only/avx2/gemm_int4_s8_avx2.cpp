@@ -1,9 +1,10 @@
 // int4 weights × INT8 activations (W4A8): activations are quantized per row in blocks of 32
 // (quant::BlockQ8Act, bit-identical to quant::quantize_row_q8_act_ref); for each 32-block the 32
 // unsigned weight nibbles u (unpacked in registers) and the 32 signed activation codes q meet in
-// vpmaddubsw (u8 × s8 → pairs summed in s16: at most 2·15·127, no saturation) and vpmaddwd (→ s32);
-// the zero point comes off in integers (Σ (u − z)·q = Σ u·q − z·Σ q), and the exact block sum is
-// scaled by d_w · d_x into an FP32 accumulator.
+// vpmaddubsw (u8 × s8 → pairs summed in s16: at most 2·15·127, no saturation) and vpmaddwd (→ s32), or in one
+// vpdpbusd where the CPU has AVX-VNNI (the VEX form: Alder Lake and later client cores, Sierra Forest): the same
+// s32 sums of four products, so both give the same bits; the zero point comes off in integers
+// (Σ (u − z)·q = Σ u·q − z·Σ q), and the exact block sum is scaled by d_w · d_x into an FP32 accumulator.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -28,53 +29,43 @@ int zero_point(const Block& b) {
   }
 }
 
-// y[i, o] for i < MR rows of quantized activations (xa + i * nb32), o in [o_begin, o_end).
-template <class Block, int MR>
-QJOULE_TARGET_AVX2 void int4_s8_rows(const quant::BlockMatrix<Block>& w, const BlockQ8Act* xa, const float* bias,
-                                     float* y, int64_t o_begin, int64_t o_end) {
-  constexpr int G = Block::kSize, S = G / kQ8ActBlockSize;
-  const int64_t N = w.rows, groups = w.blocks_per_row(), nb32 = w.padded_cols() / kQ8ActBlockSize;
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    const Block* wb = w.row(o);
-    __m256 acc[MR];
-    for (int i = 0; i < MR; ++i) acc[i] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < groups; ++g) {
-      const float d = _cvtsh_ss(wb[g].d);
-      const int z = zero_point(wb[g]);
-      for (int s = 0; s < S; ++s) {
-        __m128i lo, hi;
-        avx2::unpack_nibbles32(wb[g].qs + 16 * s, lo, hi);
-        const __m256i u = _mm256_set_m128i(hi, lo);
-        for (int i = 0; i < MR; ++i) {
-          const BlockQ8Act& a = xa[i * nb32 + g * S + s];
-          const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-          __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(u, qa), ones);
-          dot = _mm256_sub_epi32(dot, _mm256_setr_epi32(z * a.sum, 0, 0, 0, 0, 0, 0, 0));
-          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * a.d), acc[i]);
-        }
-      }
-    }
-    for (int i = 0; i < MR; ++i) y[i * N + o] = avx2::hsum(acc[i]) + (bias != nullptr ? bias[o] : 0.0f);
-  }
+// The s32 sums of four u8 × s8 products, one namespace an instruction: vpmaddubsw + vpmaddwd on AVX2, one
+// vpdpbusd on AVX-VNNI, and the EVEX form of AVX512_VNNI + VL, which runs the AVX-VNNI kernel's code on CPUs
+// without AVX-VNNI (test_int4_s8_avx_vnni).
+namespace dot_avx2 {
+#define QJOULE_S8_TARGET QJOULE_TARGET_AVX2
+QJOULE_TARGET_AVX2 __attribute__((always_inline)) inline __m256i dot4(__m256i u, __m256i q) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), _mm256_set1_epi16(1));
 }
+#include "kernels/cpu/weight_only/avx2/int4_s8_rows.inc"
+#undef QJOULE_S8_TARGET
+}  // namespace dot_avx2
+
+namespace dot_avx_vnni {
+#define QJOULE_S8_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
+QJOULE_S8_TARGET __attribute__((always_inline)) inline __m256i dot4(__m256i u, __m256i q) {
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, q);
+}
+#include "kernels/cpu/weight_only/avx2/int4_s8_rows.inc"
+#undef QJOULE_S8_TARGET
+}  // namespace dot_avx_vnni
+
+namespace dot_avx512vl_vnni {
+#define QJOULE_S8_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+QJOULE_S8_TARGET __attribute__((always_inline)) inline __m256i dot4(__m256i u, __m256i q) {
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, q);
+}
+#include "kernels/cpu/weight_only/avx2/int4_s8_rows.inc"
+#undef QJOULE_S8_TARGET
+}  // namespace dot_avx512vl_vnni
 
 template <class Block>
-QJOULE_TARGET_AVX2 void int4_s8_rows_dispatch(int64_t mr, const quant::BlockMatrix<Block>& w, const BlockQ8Act* xa,
-                                              const float* bias, float* y, int64_t o_begin, int64_t o_end) {
-  switch (mr) {
-    case 1: int4_s8_rows<Block, 1>(w, xa, bias, y, o_begin, o_end); break;
-    case 2: int4_s8_rows<Block, 2>(w, xa, bias, y, o_begin, o_end); break;
-    case 3: int4_s8_rows<Block, 3>(w, xa, bias, y, o_begin, o_end); break;
-    default: int4_s8_rows<Block, 4>(w, xa, bias, y, o_begin, o_end); break;
-  }
-}
-
-}  // namespace
+using RowsFn = void (*)(int64_t, const quant::BlockMatrix<Block>&, const BlockQ8Act*, const float*, float*, int64_t,
+                        int64_t);
 
 template <class Block>
-void gemm_int4_s8_avx2(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
-                       std::string_view layer) {
+void run_int4_s8(RowsFn<Block> rows, const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m,
+                 float* y, std::string_view layer) {
   const int64_t N = w.rows, K = w.padded_cols(), nb32 = K / kQ8ActBlockSize;
   if (m <= 0 || N <= 0) return;
   std::vector<BlockQ8Act> xq(static_cast<std::size_t>(m * nb32));
@@ -86,27 +77,50 @@ void gemm_int4_s8_avx2(const quant::BlockMatrix<Block>& w, const float* bias, co
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t o_begin = c * chunk, o_end = std::min(N, o_begin + chunk);
     for (int64_t i0 = 0; i0 < m; i0 += avx2::kMr) {
-      int4_s8_rows_dispatch(std::min<int64_t>(avx2::kMr, m - i0), w, xq.data() + i0 * nb32, bias, y + i0 * N, o_begin,
-                            o_end);
+      rows(std::min<int64_t>(avx2::kMr, m - i0), w, xq.data() + i0 * nb32, bias, y + i0 * N, o_begin, o_end);
     }
   }
 }
 
-template void gemm_int4_s8_avx2<quant::BlockInt4Sym<32>>(const quant::BlockMatrix<quant::BlockInt4Sym<32>>&,
-                                                         const float*, const float*, int64_t, float*, std::string_view);
-template void gemm_int4_s8_avx2<quant::BlockInt4Sym<64>>(const quant::BlockMatrix<quant::BlockInt4Sym<64>>&,
-                                                         const float*, const float*, int64_t, float*, std::string_view);
-template void gemm_int4_s8_avx2<quant::BlockInt4Sym<128>>(const quant::BlockMatrix<quant::BlockInt4Sym<128>>&,
-                                                          const float*, const float*, int64_t, float*,
-                                                          std::string_view);
-template void gemm_int4_s8_avx2<quant::BlockInt4Asym<32>>(const quant::BlockMatrix<quant::BlockInt4Asym<32>>&,
-                                                          const float*, const float*, int64_t, float*,
-                                                          std::string_view);
-template void gemm_int4_s8_avx2<quant::BlockInt4Asym<64>>(const quant::BlockMatrix<quant::BlockInt4Asym<64>>&,
-                                                          const float*, const float*, int64_t, float*,
-                                                          std::string_view);
-template void gemm_int4_s8_avx2<quant::BlockInt4Asym<128>>(const quant::BlockMatrix<quant::BlockInt4Asym<128>>&,
-                                                           const float*, const float*, int64_t, float*,
-                                                           std::string_view);
+}  // namespace
+
+template <class Block>
+void gemm_int4_s8_avx2(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
+                       std::string_view layer) {
+  run_int4_s8<Block>(&dot_avx2::rows<Block>, w, bias, x, m, y, layer);
+}
+
+template <class Block>
+void gemm_int4_s8_avx_vnni(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y,
+                           std::string_view layer) {
+  run_int4_s8<Block>(&dot_avx_vnni::rows<Block>, w, bias, x, m, y, layer);
+}
+
+template <class Block>
+void gemm_int4_s8_avx512vl_vnni_for_test(const quant::BlockMatrix<Block>& w, const float* bias, const float* x,
+                                         int64_t m, float* y, std::string_view layer) {
+  run_int4_s8<Block>(&dot_avx512vl_vnni::rows<Block>, w, bias, x, m, y, layer);
+}
+
+bool cpu_supports_avx_vnni() {
+  static const bool has =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avxvnni");
+  return has;
+}
+
+#define QJOULE_INT4_S8_AVX2(BLOCK)                                                                                  \
+  template void gemm_int4_s8_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t,     \
+                                         float*, std::string_view);                                                 \
+  template void gemm_int4_s8_avx_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \
+                                             float*, std::string_view);                                             \
+  template void gemm_int4_s8_avx512vl_vnni_for_test<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*,          \
+                                                           const float*, int64_t, float*, std::string_view);
+QJOULE_INT4_S8_AVX2(quant::BlockInt4Sym<32>)
+QJOULE_INT4_S8_AVX2(quant::BlockInt4Sym<64>)
+QJOULE_INT4_S8_AVX2(quant::BlockInt4Sym<128>)
+QJOULE_INT4_S8_AVX2(quant::BlockInt4Asym<32>)
+QJOULE_INT4_S8_AVX2(quant::BlockInt4Asym<64>)
+QJOULE_INT4_S8_AVX2(quant::BlockInt4Asym<128>)
+#undef QJOULE_INT4_S8_AVX2
 
 }  // namespace qjoule::kernels::detail
