@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "error_of.h"
 #include "random_data.h"
+#include "vector_diff.h"
 #include "test_paths.h"
 
 #include "qjoule/kernels/decoder_ops.h"
@@ -25,16 +25,9 @@ namespace {
 
 namespace k = qjoule::kernels;
 using qjoule::test::error_of;
+using qjoule::test::max_abs_diff;
 using qjoule::test::random_vector;
-
-std::string sci(double v) { return fmt::format("{:.3g}", v); }
-
-// Largest |a - b| over two equal-length vectors.
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
-  return m;
-}
+using qjoule::test::sci;
 
 // ---------------------------------------------------------------------------------------------------
 // RMSNorm. Budget: max abs error ≤ 1e-5 at cols 64..4096 (N(0,1) inputs, N(1, 0.5²) gamma; FP32
@@ -392,127 +385,6 @@ TEST(ApplyRope, RejectsAMismatchedRow) {
   const auto table = k::make_rope_table(64, 10000.0, {});
   std::vector<float> x(100);
   EXPECT_NE(error_of([&] { k::apply_rope_f32(x.data(), 1, 100, 2, 0, table); }).find("row_stride"), std::string::npos);
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Causal attention. Budget: max abs error ≤ 1e-5 vs the double reference (N(0,1) q/k/v, scale
-// 1/√head_dim); decode vs prefill rows ≤ 1e-6 (the same loops, so expected bit-identical).
-
-struct AttnShape {
-  int64_t heads, kv_heads, head_dim;
-};
-
-struct KvData {
-  int64_t q_stride, kv_stride;
-  std::vector<float> q, k, v;
-};
-
-// q rows carry padding past heads·head_dim, the cache rows too, as fused layouts do.
-KvData make_kv(const AttnShape& s, int64_t tokens, unsigned seed, float q_sigma = 1.0f) {
-  KvData d;
-  d.q_stride = s.heads * s.head_dim + 3;
-  d.kv_stride = s.kv_heads * s.head_dim + 7;
-  d.q = random_vector(tokens * d.q_stride, seed, q_sigma);
-  d.k = random_vector(tokens * d.kv_stride, seed + 1);
-  d.v = random_vector(tokens * d.kv_stride, seed + 2);
-  return d;
-}
-
-TEST(CausalAttention, MatchesReferencePrefillAndDecode) {
-  for (const AttnShape& s : {AttnShape{8, 2, 16}, AttnShape{8, 2, 64}, AttnShape{4, 4, 16}, AttnShape{4, 4, 64}}) {
-    const int64_t total = 18;
-    const auto d = make_kv(s, total, unsigned(s.heads * 100 + s.kv_heads * 10 + s.head_dim));
-    const float scale = 1.0f / std::sqrt(float(s.head_dim));
-    const int64_t ctx_cols = s.heads * s.head_dim;
-    struct Step {
-      int64_t past, n_new;
-    };
-    for (const Step& st : {Step{0, 17}, Step{17, 1}, Step{0, 18}, Step{5, 13}}) {
-      SCOPED_TRACE(testing::Message() << "heads " << s.heads << "/" << s.kv_heads << " head_dim " << s.head_dim
-                                      << " past " << st.past << " n_new " << st.n_new);
-      std::vector<float> ctx(st.n_new * ctx_cols), ref(ctx.size());
-      const float* q = d.q.data() + st.past * d.q_stride;
-      k::causal_attention_f32(q, d.q_stride, d.k.data(), d.v.data(), d.kv_stride, st.past, st.n_new, s.heads,
-                              s.kv_heads, s.head_dim, scale, ctx.data());
-      k::causal_attention_f32_ref(q, d.q_stride, d.k.data(), d.v.data(), d.kv_stride, st.past, st.n_new, s.heads,
-                                  s.kv_heads, s.head_dim, scale, ref.data());
-      const double err = max_abs_diff(ctx, ref);
-      EXPECT_LE(err, 1e-5);
-      RecordProperty("attn_max_abs_err_h" + std::to_string(s.heads) + "_kv" + std::to_string(s.kv_heads) + "_d" +
-                         std::to_string(s.head_dim) + "_past" + std::to_string(st.past),
-                     sci(err));
-    }
-  }
-}
-
-TEST(CausalAttention, DecodeEqualsTheRowsOfALongerPrefill) {
-  for (const AttnShape& s : {AttnShape{8, 2, 16}, AttnShape{8, 2, 64}, AttnShape{4, 4, 16}, AttnShape{4, 4, 64}}) {
-    SCOPED_TRACE(testing::Message() << "heads " << s.heads << "/" << s.kv_heads << " head_dim " << s.head_dim);
-    const int64_t total = 18, ctx_cols = s.heads * s.head_dim;
-    const auto d = make_kv(s, total, unsigned(7 + s.head_dim + s.kv_heads));
-    const float scale = 1.0f / std::sqrt(float(s.head_dim));
-    for (bool use_ref : {false, true}) {
-      auto attn = use_ref ? k::causal_attention_f32_ref : k::causal_attention_f32;
-      std::vector<float> full(total * ctx_cols), prefill(17 * ctx_cols), decode(ctx_cols);
-      attn(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, total, s.heads, s.kv_heads, s.head_dim,
-           scale, full.data(), 0);
-      attn(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, 17, s.heads, s.kv_heads, s.head_dim, scale,
-           prefill.data(), 0);
-      attn(d.q.data() + 17 * d.q_stride, d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 17, 1, s.heads, s.kv_heads,
-           s.head_dim, scale, decode.data(), 0);
-      for (int64_t i = 0; i < 17 * ctx_cols; ++i)
-        ASSERT_NEAR(prefill[i], full[i], 1e-6) << "ref " << use_ref << " " << i;
-      for (int64_t i = 0; i < ctx_cols; ++i)
-        ASSERT_NEAR(decode[i], full[17 * ctx_cols + i], 1e-6) << "ref " << use_ref << " " << i;
-    }
-  }
-}
-
-TEST(CausalAttention, GroupedQueryHeadsShareTheirKvHead) {
-  // heads 8 / kv 2: query heads 0..3 read kv head 0, 4..7 read kv head 1. With identical queries in every
-  // head, the outputs of heads in one group are identical and the two groups differ.
-  const AttnShape s{8, 2, 16};
-  const int64_t tokens = 6;
-  auto d = make_kv(s, tokens, 77);
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t h = 1; h < s.heads; ++h)
-      for (int64_t c = 0; c < s.head_dim; ++c) d.q[t * d.q_stride + h * s.head_dim + c] = d.q[t * d.q_stride + c];
-  std::vector<float> ctx(tokens * s.heads * s.head_dim);
-  k::causal_attention_f32(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, tokens, s.heads, s.kv_heads,
-                          s.head_dim, 0.25f, ctx.data());
-  auto at = [&](int64_t t, int64_t h, int64_t c) { return ctx[(t * s.heads + h) * s.head_dim + c]; };
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t h = 0; h < s.heads; ++h)
-      for (int64_t c = 0; c < s.head_dim; ++c) ASSERT_EQ(at(t, h, c), at(t, h < 4 ? 0 : 4, c));
-  EXPECT_NE(at(tokens - 1, 0, 0), at(tokens - 1, 4, 0));
-  // The first token attends only to itself: its output is its value row.
-  for (int64_t c = 0; c < s.head_dim; ++c) EXPECT_NEAR(at(0, 5, c), d.v[s.head_dim + c], 1e-6);
-}
-
-TEST(CausalAttention, LargeScoresStayFinite) {
-  // q scaled ×40 gives scores of ~±300: softmax with the max subtracted stays finite. Budget 1e-5 abs
-  // (the probabilities are near one-hot, ctx ≈ one value row).
-  const AttnShape s{4, 2, 64};
-  const int64_t tokens = 18;
-  const auto d = make_kv(s, tokens, 99, 40.0f);
-  std::vector<float> ctx(tokens * s.heads * s.head_dim), ref(ctx.size());
-  k::causal_attention_f32(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, tokens, s.heads, s.kv_heads,
-                          s.head_dim, 0.125f, ctx.data());
-  k::causal_attention_f32_ref(d.q.data(), d.q_stride, d.k.data(), d.v.data(), d.kv_stride, 0, tokens, s.heads,
-                              s.kv_heads, s.head_dim, 0.125f, ref.data());
-  for (float v : ctx) ASSERT_TRUE(std::isfinite(v));
-  EXPECT_LE(max_abs_diff(ctx, ref), 1e-5);
-}
-
-TEST(CausalAttention, HeadsNotAMultipleOfKvHeadsIsAnError) {
-  std::vector<float> buf(1024);
-  const std::string msg = error_of(
-      [&] { k::causal_attention_f32(buf.data(), 96, buf.data(), buf.data(), 32, 0, 1, 6, 4, 16, 0.25f, buf.data()); });
-  EXPECT_NE(msg.find("heads = 6, kv_heads = 4"), std::string::npos) << msg;
-  const std::string ref_msg = error_of([&] {
-    k::causal_attention_f32_ref(buf.data(), 96, buf.data(), buf.data(), 32, 0, 1, 6, 4, 16, 0.25f, buf.data());
-  });
-  EXPECT_EQ(ref_msg, msg);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 
 #include "error_of.h"
 #include "random_data.h"
+#include "vector_diff.h"
 
 #include "qjoule/error.h"
 #include "qjoule/kernels/decoder_ops.h"
@@ -19,17 +20,13 @@
 namespace {
 
 namespace k = qjoule::kernels;
+using qjoule::test::max_abs_diff;
 using qjoule::test::random_vector;
+using qjoule::test::sci;
 
 struct Shape {
   int64_t heads, kv_heads, head_dim;
 };
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
-  return m;
-}
 
 // Budget: 2e-6 absolute (N(0,1) q, k, v; FP32 scores and sums vs the twin's double).
 TEST(SlidingWindowAttention, MatchesReferenceForEveryWindow) {

@@ -26,8 +26,7 @@ template <class Block>
 void expect_same_bits_as_avx2(Gemm<Block> vnni, const char* what) {
   for (const int64_t m : {1, 2, 3, 4, 5}) {
     for (const auto& [out, in] : {std::pair<int64_t, int64_t>{7, 128}, {33, 384}, {16, 256}}) {
-      SCOPED_TRACE(testing::Message() << what << " G=" << Block::kSize << " m " << m << " out " << out << " in "
-                                      << in);
+      SCOPED_TRACE(testing::Message() << what << " G=" << Block::kSize << " m " << m << " out " << out << " in " << in);
       const auto x = qjoule::test::normal_vector(size_t(m * in), unsigned(m + out));
       const auto w = qjoule::test::normal_vector(size_t(out * in), unsigned(in), 0.05f);
       const auto b = qjoule::test::normal_vector(size_t(out), 3);
@@ -65,8 +64,7 @@ TEST(Int4S8AvxVnni, TheAvx2LevelNamesTheKernelItRuns) {
   qjoule::test::ScopedIsa scoped(k::WeightOnlyIsa::avx2);
   const auto w = qjoule::test::normal_vector(64 * 128, 1, 0.05f);
   auto lin = k::make_linear_int4(w.data(), nullptr, 64, 128, k::Int4Options{32, false, true}, "t.weight");
-  EXPECT_EQ(lin->kernel_path(),
-            k::detail::cpu_supports_avx_vnni() ? "qjoule:avx_vnni:int4_s8" : "qjoule:avx2:int4_s8");
+  EXPECT_EQ(lin->kernel_path(), k::detail::cpu_supports_avx_vnni() ? "qjoule:avx_vnni:int4_s8" : "qjoule:avx2:int4_s8");
 }
 
 }  // namespace
