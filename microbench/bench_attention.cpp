@@ -7,6 +7,7 @@
 // Short run: bench_attention --benchmark_min_time=0.05
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>

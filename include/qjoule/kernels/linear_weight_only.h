@@ -121,8 +121,12 @@ std::string weight_only_kernel_path(WeightOnlyIsa isa, const std::string& kernel
 // The path of int4:a8 (int4 with INT8 activations) built for `isa` on this CPU: at the avx512 levels with
 // AVX512_VNNI "qjoule:avx512_vnni:int4_s8_repacked" (weights repacked at load into 16-row panels) or, with
 // `repacked` false (QJOULE_WEIGHT_ONLY_LAYOUT=rows, or a matrix with a NaN / Inf scale),
-// "qjoule:avx512_vnni:int4_s8" on the rows as stored; else "qjoule:avx2:int4_s8" / "qjoule:scalar:int4_s8".
+// "qjoule:avx512_vnni:int4_s8" on the rows as stored; where int4_s8_avx_vnni_on(isa) "qjoule:avx_vnni:int4_s8";
+// else "qjoule:avx2:int4_s8" / "qjoule:scalar:int4_s8".
 std::string int4_s8_kernel_path(WeightOnlyIsa isa, bool repacked = true);
+// Whether int4:a8 built for `isa` runs the AVX2 kernel's AVX-VNNI form (one VEX vpdpbusd a 32-block): the avx2
+// level or above, a CPU with AVX-VNNI, and no AVX512_VNNI kernel taking it first.
+bool int4_s8_avx_vnni_on(WeightOnlyIsa isa);
 // Whether layers whose kernel has a repacked form repack their weights at load: QJOULE_WEIGHT_ONLY_LAYOUT
 // (repacked, the default, or rows).
 bool weight_only_repacking_on();

@@ -138,10 +138,6 @@ QJOULE_TARGET_ATTENTION void weighted_values(const float* const* p, const float*
   }
 }
 
-int64_t first_key(int64_t position, int64_t window) {
-  return window > 0 && position + 1 > window ? position + 1 - window : 0;
-}
-
 template <int C>
 QJOULE_TARGET_ATTENTION void attend(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
                                     int64_t past, int64_t n_new, int64_t heads, int64_t kv_heads, float scale,
@@ -159,7 +155,7 @@ QJOULE_TARGET_ATTENTION void attend(const float* q, int64_t q_stride, const floa
     if (weights.size() < static_cast<size_t>(H * row)) weights.resize(static_cast<size_t>(H * row));
     const int64_t t = task % n_new, gs = task / n_new, g = gs / subgroups, h0 = g * group + (gs % subgroups) * H;
     const int nh = static_cast<int>(std::min<int64_t>(H, (g + 1) * group - h0));
-    const int64_t first = first_key(past + t, window), n_keys = past + t + 1 - first;
+    const int64_t first = first_attended_key(past + t, window), n_keys = past + t + 1 - first;
     const float* k = k_cache + first * d.kv_stride + g * d.head_dim;
     const float* v = v_cache + first * d.kv_stride + g * d.head_dim;
     const float* p[H] = {};

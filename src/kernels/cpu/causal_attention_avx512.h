@@ -15,6 +15,12 @@ namespace qjoule::kernels {
 
 constexpr int64_t kAttentionAvx512MaxHeadDim = 256;
 
+// The first cache row a query at `position` reads: position − window + 1 with a sliding window > 0 (Hugging Face's
+// mask: position − key < window), else 0. The generic loop (decoder_ops.cpp) and this kernel both start there.
+inline int64_t first_attended_key(int64_t position, int64_t window) {
+  return window > 0 && position + 1 > window ? position + 1 - window : 0;
+}
+
 // AVX512F + AVX512BW + AVX512VL, checked once.
 bool cpu_supports_attention_avx512();
 

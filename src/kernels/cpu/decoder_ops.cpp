@@ -159,11 +159,6 @@ void attend_row_baseline(const float* q, const float* k, const float* v, int64_t
   for (int64_t d = 0; d < head_dim; ++d) out[d] *= inv;
 }
 
-// The first key a query at `position` reads: position − window + 1 with a window, else 0.
-int64_t first_key(int64_t position, int64_t window) {
-  return window > 0 && position + 1 > window ? position + 1 - window : 0;
-}
-
 }  // namespace
 
 void causal_attention_f32(const float* q, int64_t q_stride, const float* k_cache, const float* v_cache,
@@ -184,7 +179,7 @@ void causal_attention_f32(const float* q, int64_t q_stride, const float* k_cache
 #pragma omp for collapse(2) schedule(static)
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t t = 0; t < n_new; ++t) {
-        const int64_t first = first_key(past + t, window);
+        const int64_t first = first_attended_key(past + t, window);
         const int64_t kv_offset = first * kv_stride + (h / group) * head_dim;
         attend_row_baseline(q + t * q_stride + h * head_dim, k_cache + kv_offset, v_cache + kv_offset, kv_stride,
                             past + t + 1 - first, head_dim, scale, scores.data(), ctx + t * ctx_stride + h * head_dim);

@@ -255,6 +255,24 @@ TEST_F(AttentionAvx512, LargeScoresStayFiniteWithinTheirRoundingBudget) {
   RecordProperty("large_scores_err_over_budget", std::to_string(err / budget));
 }
 
+// A NaN in one key row is NaN in the outputs of every head and later token that reads it, never a finite number
+// made from it; the heads of the other KV head and the tokens before it stay finite. Both kernels: the AVX-512
+// one (head_dim 64) and the generic loop (264).
+TEST_F(AttentionAvx512, ANanKeyMakesTheRowsThatReadItNan) {
+  for (const AttnShape& s : {AttnShape{4, 2, 64}, AttnShape{4, 2, 264}}) {
+    SCOPED_TRACE(testing::Message() << "head_dim " << s.head_dim);
+    auto c = make_kv(s, 12, 21);
+    c.k[5 * c.kv_stride + 3] = std::nanf("");  // key 5 of KV head 0 (query heads 0 and 1)
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    const auto ctx = run(k::causal_attention_f32, s, c, 0, 12, 0, scale);
+    for (int64_t t = 0; t < 12; ++t)
+      for (int64_t h = 0; h < s.heads; ++h) {
+        const float v = ctx[(t * s.heads + h) * s.head_dim];
+        EXPECT_EQ(std::isnan(v), t >= 5 && h < 2) << "token " << t << " head " << h;
+      }
+  }
+}
+
 // exp over [−87, 88]: within 2 ulp of expf; e^0 = 1 exactly; NaN stays NaN; below −87.3 a tiny positive value.
 TEST_F(AttentionAvx512, ExpIsWithinTwoUlpOfExpf) {
   std::vector<float> x;

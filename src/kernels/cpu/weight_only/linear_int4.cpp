@@ -38,9 +38,9 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
           nullptr, &detail::gemm_int4_s8_avx512_vnni<Block>, tensor_name);
     }
     const WeightOnlyIsa s8_isa = detail::at_most_avx2(isa);
-    const auto gemm_s8 = s8_isa != WeightOnlyIsa::avx2     ? &detail::gemm_int4_s8_scalar<Block>
-                         : detail::cpu_supports_avx_vnni() ? &detail::gemm_int4_s8_avx_vnni<Block>
-                                                           : &detail::gemm_int4_s8_avx2<Block>;
+    const auto gemm_s8 = int4_s8_avx_vnni_on(s8_isa)     ? &detail::gemm_int4_s8_avx_vnni<Block>
+                         : s8_isa == WeightOnlyIsa::avx2 ? &detail::gemm_int4_s8_avx2<Block>
+                                                         : &detail::gemm_int4_s8_scalar<Block>;
     return std::make_unique<detail::WeightOnlyLinear<Packed>>(
         std::move(packed), bias, std::string(quant::name(quant::Format::int4)), int4_s8_kernel_path(s8_isa), nullptr,
         gemm_s8, tensor_name);

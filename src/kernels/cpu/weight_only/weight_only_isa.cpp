@@ -132,8 +132,13 @@ std::string int4_s8_kernel_path(WeightOnlyIsa isa, bool repacked) {
   if (isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) {
     return repacked ? "qjoule:avx512_vnni:int4_s8_repacked" : "qjoule:avx512_vnni:int4_s8";
   }
-  if (isa >= WeightOnlyIsa::avx2 && detail::cpu_supports_avx_vnni()) return "qjoule:avx_vnni:int4_s8";
+  if (int4_s8_avx_vnni_on(isa)) return "qjoule:avx_vnni:int4_s8";
   return weight_only_kernel_path(isa > WeightOnlyIsa::avx2 ? WeightOnlyIsa::avx2 : isa, "int4_s8");
+}
+
+bool int4_s8_avx_vnni_on(WeightOnlyIsa isa) {
+  return isa >= WeightOnlyIsa::avx2 && !(isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni()) &&
+         detail::cpu_supports_avx_vnni();
 }
 
 }  // namespace qjoule::kernels

@@ -103,8 +103,9 @@ void gemm_int4_s8_avx512vl_vnni_for_test(const quant::BlockMatrix<Block>& w, con
 }
 
 bool cpu_supports_avx_vnni() {
-  static const bool has =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avxvnni");
+  // The target's every extension: the FP16 scales convert by F16C.
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avxvnni");
   return has;
 }
 
