@@ -5,6 +5,7 @@
 #                                 in QJOULE_CUDA_ARCHS, default sm_75, 80, 86, 89 and 90 + PTX 90)
 #   scripts/build.sh asan      -> build/asan    (AddressSanitizer + UndefinedBehaviorSanitizer; without the
 #                                               CUDA backend, so that CI builds both configurations)
+#   scripts/build.sh debug     -> build/debug   (-O0 -g, every source file compiled alone: no unity batches)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour="${1:-release}"
@@ -17,7 +18,7 @@ case "$flavour" in
   asan)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                  -DQJOULE_WERROR=ON -DQJOULE_SANITIZE=ON -DQJOULE_BUILD_BENCH=OFF -DQJOULE_BUILD_PYTHON=OFF
                  -DQJOULE_CUDA=OFF) ;;
-  debug)   args=(-DCMAKE_BUILD_TYPE=Debug) ;;
+  debug)   args=(-DCMAKE_BUILD_TYPE=Debug -DQJOULE_UNITY_BUILD=OFF) ;;
   *) echo "build.sh: unknown flavour '$flavour' (expected release, asan or debug)" >&2; exit 2 ;;
 esac
 cmake -S . -B "build/$flavour" -G Ninja "${args[@]}" >/dev/null

@@ -47,6 +47,9 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
+# Start a batch job as soon as the node frees (the default waits up to 3 s): a test sweep's tasks run one
+# after another (--exclusive), and took 3 s each where they ran for 0.3 s.
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 ReturnToService=2
@@ -59,6 +62,8 @@ EOF
 }
 
 is_up() {
+  # No controller here: say so at once (sinfo retries for 9 s before it gives up).
+  pgrep -x slurmctld >/dev/null || return 1
   local states  # captured first: with pipefail, `sinfo | grep -q` fails when sinfo gets SIGPIPE
   states=$(sinfo -h -o '%T' 2>/dev/null) || return 1
   grep -qE '^(idle|mixed|allocated)' <<< "$states"
@@ -87,6 +92,11 @@ stop() {
   pkill -x slurmd 2>/dev/null || true
   pkill -x slurmctld 2>/dev/null || true
   pkill -x munged 2>/dev/null || true
+  # Until they are gone (slurmctld saves its state first): a start right after must not find a dying one.
+  for _ in $(seq 1 50); do
+    pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || pgrep -x munged >/dev/null || break
+    sleep 0.2
+  done
   say "stopped"
 }
 

@@ -2,11 +2,9 @@
 
 #include <algorithm>
 
-namespace qjoule::energy {
+#include "energy/nanoseconds.h"
 
-namespace {
-constexpr double kNsPerS = 1e9;
-}
+namespace qjoule::energy {
 
 Cumulative interpolate(const Cumulative& prev, const Cumulative& next, std::int64_t time_ns, std::int64_t max_gap_ns) {
   Cumulative at = prev;

@@ -8,14 +8,13 @@
 #include <fmt/format.h>
 
 #include "energy/cpu_utilisation.h"
+#include "energy/nanoseconds.h"
 #include "energy/sampler.h"
 #include "qjoule/error.h"
 
 namespace qjoule::energy {
 
 namespace {
-
-constexpr double kNsPerS = 1e9;
 
 std::string join_absences(const std::vector<SensorAbsence>& absent) {
   std::string text;

@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "energy/nanoseconds.h"
 #include "qjoule/error.h"
 
 namespace qjoule::energy {
 
 namespace {
-
-constexpr double kNsPerS = 1e9;
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / kNsPerS; }
 

@@ -14,18 +14,11 @@
 #include "qjoule/error.h"
 #include "qjoule/quant/fp16_convert.h"
 #include "qjoule/quant/quantize_int4.h"
+#include "random_data.h"
 
 namespace {
 
 using namespace qjoule::quant;
-
-std::vector<float> normal(size_t n, unsigned seed, float sigma = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 template <class Block>
 constexpr bool kIsSym = std::is_same_v<Block, BlockInt4Sym<Block::kSize>>;
@@ -60,7 +53,7 @@ TYPED_TEST_SUITE(QuantizeInt4, Int4Blocks);
 TYPED_TEST(QuantizeInt4, RoundTripWithinBudget) {
   using Block = TypeParam;
   constexpr int G = Block::kSize;
-  auto x = normal(G * 6, 11, 0.02f);
+  auto x = qjoule::test::random_vector(G * 6, 11, 0.02f);
   for (int i = 0; i < G; ++i) x[static_cast<size_t>(G + i)] = std::fabs(x[static_cast<size_t>(G + i)]);  // all >= 0
   for (int i = 0; i < G; ++i)
     x[static_cast<size_t>(2 * G + i)] = -std::fabs(x[static_cast<size_t>(2 * G + i)]);  // all <= 0
@@ -172,7 +165,7 @@ TYPED_TEST(QuantizeInt4, APartialLastGroupHasTheScaleOfWhatItHoldsAndZeroPadding
   constexpr int G = Block::kSize;
   for (int64_t cols : {int64_t{G + 16}, int64_t{2 * G + 1}, int64_t{331}, int64_t{G - 1}}) {
     const int64_t rows = 3, nb = (cols + G - 1) / G, t = cols - (nb - 1) * G;
-    auto w = normal(size_t(rows * cols), 9);
+    auto w = qjoule::test::random_vector(size_t(rows * cols), 9);
     w[size_t(cols - 1)] = 3.0f;  // the largest weight of row 0 sits in its partial group
     const auto m = quantize_matrix_int4<Block>(w.data(), rows, cols, "k.weight");
     ASSERT_EQ(m.blocks_per_row(), nb);
@@ -215,7 +208,7 @@ TYPED_TEST(QuantizeInt4, APartialLastGroupHasTheScaleOfWhatItHoldsAndZeroPadding
 TYPED_TEST(QuantizeInt4, MatrixLayoutAndBitsPerWeight) {
   using Block = TypeParam;
   constexpr int G = Block::kSize;
-  const auto w = normal(3 * G * 2, 5);
+  const auto w = qjoule::test::random_vector(3 * G * 2, 5);
   const auto m = quantize_matrix_int4<Block>(w.data(), 3, G * 2, "t");
   EXPECT_EQ(m.blocks.size(), 6u);
   EXPECT_EQ(m.bytes(), 6 * sizeof(Block));

@@ -10,18 +10,11 @@
 
 #include "qjoule/error.h"
 #include "qjoule/quant/quantize_int8.h"
+#include "random_data.h"
 
 namespace {
 
 using namespace qjoule::quant;
-
-std::vector<float> normal(size_t n, unsigned seed, float sigma = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 std::vector<float> round_trip(const std::vector<float>& x, float* scale_out = nullptr) {
   std::vector<int8_t> q(x.size());
@@ -33,7 +26,7 @@ std::vector<float> round_trip(const std::vector<float>& x, float* scale_out = nu
 }
 
 TEST(QuantizeInt8, RoundTripWithinHalfAStep) {
-  const auto x = normal(777, 1, 0.05f);
+  const auto x = qjoule::test::random_vector(777, 1, 0.05f);
   float scale = 0.0f;
   const auto y = round_trip(x, &scale);
   float amax = 0.0f;
@@ -102,7 +95,7 @@ TEST(QuantizeInt8, NanAndInfAreRejectedNamingTensorAndIndex) {
 }
 
 TEST(QuantizeInt8, MatrixHasOneScalePerRow) {
-  const auto w = normal(5 * 33, 3);
+  const auto w = qjoule::test::random_vector(5 * 33, 3);
   const Int8Matrix m = quantize_matrix_int8(w.data(), 5, 33, "t");
   EXPECT_EQ(m.scales.size(), 5u);
   EXPECT_EQ(m.bytes(), 5u * 33 + 5 * 4);

@@ -13,6 +13,7 @@
 #include "qjoule/error.h"
 #include "qjoule/quant/quantize_dynamic8.h"
 #include "qjoule/quant/quantize_nf4.h"
+#include "random_data.h"
 
 namespace {
 
@@ -51,14 +52,6 @@ double distance_to_midpoint(double v) {
   return d;
 }
 
-std::vector<float> normal(size_t n, unsigned seed, float sigma = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
 int code_at(const BlockNf4& b, int i) { return (i % 2 == 0) ? (b.qs[i / 2] >> 4) : (b.qs[i / 2] & 0x0F); }
 
 TEST(Nf4, TableIsThePublishedOne) {
@@ -82,7 +75,7 @@ TEST(Nf4, CodeIsTheNearestPublishedValueAcrossMinusOneToOne) {
 }
 
 TEST(Nf4, FixedVectorCodesAbsmaxAndNibbleOrderMatchTheTableDerivation) {
-  const auto x = normal(64 * 3, 42, 0.03f);
+  const auto x = qjoule::test::random_vector(64 * 3, 42, 0.03f);
   std::vector<BlockNf4> blocks(3);
   quantize_row_nf4_ref(x.data(), 64 * 3, blocks.data(), "t", 0);
   for (int b = 0; b < 3; ++b) {
@@ -116,7 +109,7 @@ TEST(Nf4, TableValuesTimesAbsmaxEncodeToTheirOwnIndices) {
 }
 
 TEST(Nf4, RoundTripWithinHalfTheLargestTableGap) {
-  const auto x = normal(64 * 20, 3, 0.02f);
+  const auto x = qjoule::test::random_vector(64 * 20, 3, 0.02f);
   std::vector<BlockNf4> blocks(20);
   quantize_row_nf4_ref(x.data(), 64 * 20, blocks.data(), "t", 0);
   std::vector<float> y(x.size());
@@ -243,7 +236,7 @@ TEST(DynamicMap, BinarySearchCodeIsTheNearestEntry) {
 
 TEST(Nf4DoubleQuant, AbsmaxCodesScalesAndMeanMatchTheDerivation) {
   const int64_t rows = 5, cols = 64 * 60;  // 300 blocks: one full group of 256 and a partial one
-  auto w = normal(static_cast<size_t>(rows * cols), 9, 0.02f);
+  auto w = qjoule::test::random_vector(static_cast<size_t>(rows * cols), 9, 0.02f);
   for (int64_t c = 0; c < 64; ++c) w[static_cast<size_t>(2 * cols + c)] = 0.0f;  // one all-zero block
   const Nf4Matrix single = quantize_matrix_nf4(w.data(), rows, cols, "t");
   const Nf4DqMatrix dq = quantize_matrix_nf4_double(w.data(), rows, cols, "t");

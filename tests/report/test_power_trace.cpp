@@ -16,14 +16,14 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-fs::path write(const fs::path& path, const std::string& text) {
+fs::path write_trace_file(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
 
 TEST(ReportPowerTrace, ReadsMeasuredPowerAndDerivesItFromCounters) {
   const auto dir = test::temp_dir("report_trace");
-  const auto trace = read_power_trace(write(dir / "t.csv", test::report_sample::int8_bs1_trace_csv()));
+  const auto trace = read_power_trace(write_trace_file(dir / "t.csv", test::report_sample::int8_bs1_trace_csv()));
   ASSERT_EQ(trace.series.size(), 2u);
   EXPECT_EQ(trace.series[0].sensor, "rapl:package-0");
   EXPECT_TRUE(trace.series[0].derived_from_energy);
@@ -40,7 +40,7 @@ TEST(ReportPowerTrace, SkipsMalformedRowsAndThinsLongSeries) {
   std::string text = "time_s,sensor,energy_j,power_w\r\nnot,a,row\n,nvml:gpu0,,5\n";
   for (int i = 0; i < 100; ++i) text += std::to_string(i * 0.1) + ",nvml:gpu0,," + std::to_string(100 + i) + "\n";
   text += "1.0,nvml:gpu1,,\n";
-  const auto trace = read_power_trace(write(dir / "t.csv", text), 10);
+  const auto trace = read_power_trace(write_trace_file(dir / "t.csv", text), 10);
   ASSERT_EQ(trace.series.size(), 1u);
   EXPECT_EQ(trace.series[0].power_w.size(), 10u);
   EXPECT_DOUBLE_EQ(trace.series[0].power_w.front(), 100);
@@ -53,7 +53,7 @@ TEST(ReportPowerTrace, SkipsMalformedRowsAndThinsLongSeries) {
 
 TEST(ReportPowerTrace, AFileThatIsNotATraceFailsNamingIt) {
   const auto dir = test::temp_dir("report_trace_bad");
-  const auto path = write(dir / "t.csv", "timestamp_s,watts\n0,5\n");
+  const auto path = write_trace_file(dir / "t.csv", "timestamp_s,watts\n0,5\n");
   try {
     read_power_trace(path);
     FAIL() << "expected an error";

@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 namespace sample = test::report_sample;
 
-fs::path write(const fs::path& path, const std::string& text) {
+fs::path write_results_file(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
@@ -26,7 +26,7 @@ std::string line_of(const bench::RunRecord& r) { return bench::to_json(r).dump()
 
 TEST(ReportTolerantReader, ReadsEveryRecordOfACleanFile) {
   const auto dir = test::temp_dir("report_reader_clean");
-  const auto results = read_results_tolerantly({write(dir / "results.jsonl", sample::results_jsonl())});
+  const auto results = read_results_tolerantly({write_results_file(dir / "results.jsonl", sample::results_jsonl())});
   EXPECT_EQ(results.records.size(), sample::records().size());
   EXPECT_TRUE(results.skipped.empty());
   ASSERT_EQ(results.sources.size(), results.records.size());
@@ -37,7 +37,7 @@ TEST(ReportTolerantReader, SkipsATruncatedLastLine) {
   const auto dir = test::temp_dir("report_reader_torn");
   const auto records = sample::records();
   const std::string torn = line_of(records[1]).substr(0, 120);  // a bench killed mid-write
-  const auto file = write(dir / "results.jsonl", line_of(records[0]) + torn);
+  const auto file = write_results_file(dir / "results.jsonl", line_of(records[0]) + torn);
   const auto results = read_results_tolerantly({file});
   ASSERT_EQ(results.records.size(), 1u);
   ASSERT_EQ(results.skipped.size(), 1u);
@@ -54,9 +54,9 @@ TEST(ReportTolerantReader, SkipsGarbageNewerSchemaAndBadRecordsButReadsTheRest) 
   newer["schema_version"] = 9;
   auto wrong_type = bench::to_json(records[2]);
   wrong_type["batch"] = "eight";
-  const auto file =
-      write(dir / "results.jsonl", line_of(records[0]) + "this is not json\n" + newer.dump() + "\n" + "\n" +
-                                       wrong_type.dump() + "\n[1, 2]\n" + line_of(records[0]) + line_of(records[3]));
+  const auto file = write_results_file(
+      dir / "results.jsonl", line_of(records[0]) + "this is not json\n" + newer.dump() + "\n" + "\n" +
+                                 wrong_type.dump() + "\n[1, 2]\n" + line_of(records[0]) + line_of(records[3]));
   const auto results = read_results_tolerantly({file});
   ASSERT_EQ(results.records.size(), 2u);
   EXPECT_EQ(results.records[1].run_name, records[3].run_name);
@@ -102,7 +102,7 @@ TEST(ReportTolerantReader, AnOlderSchemaVersionIsSkippedWithTheReadersReason) {
   auto older = bench::to_json(records[1]);
   older["schema_version"] = 0;
   const auto results =
-      read_results_tolerantly({write(dir / "results.jsonl", line_of(records[0]) + older.dump() + "\n")});
+      read_results_tolerantly({write_results_file(dir / "results.jsonl", line_of(records[0]) + older.dump() + "\n")});
   ASSERT_EQ(results.skipped.size(), 1u);
   EXPECT_THAT(results.skipped[0].reason, HasSubstr("schema_version"));
 }
@@ -111,8 +111,8 @@ TEST(ReportTolerantReader, SeveralFilesAndAFolderStandingForItsResults) {
   const auto dir = test::temp_dir("report_reader_many");
   const auto records = sample::records();
   fs::create_directories(dir / "a");
-  write(dir / "a" / "results.jsonl", line_of(records[0]));
-  const auto b = write(dir / "b.jsonl", line_of(records[1]) + line_of(records[0]));
+  write_results_file(dir / "a" / "results.jsonl", line_of(records[0]));
+  const auto b = write_results_file(dir / "b.jsonl", line_of(records[1]) + line_of(records[0]));
   const auto results = read_results_tolerantly({dir / "a", b});
   ASSERT_EQ(results.records.size(), 2u);
   EXPECT_EQ(results.sources[0], dir / "a" / "results.jsonl");
@@ -124,7 +124,7 @@ TEST(ReportTolerantReader, SeveralFilesAndAFolderStandingForItsResults) {
 TEST(ReportTolerantReader, FailsClearlyWithoutAnyValidRecord) {
   const auto dir = test::temp_dir("report_reader_none");
   try {
-    read_results_tolerantly({write(dir / "bad.jsonl", "garbage\n{\"schema_version\": 9}\n")});
+    read_results_tolerantly({write_results_file(dir / "bad.jsonl", "garbage\n{\"schema_version\": 9}\n")});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("no valid run records in"));
@@ -132,7 +132,7 @@ TEST(ReportTolerantReader, FailsClearlyWithoutAnyValidRecord) {
     EXPECT_THAT(e.what(), HasSubstr("bad.jsonl:1"));
   }
   try {
-    read_results_tolerantly({write(dir / "empty.jsonl", "")});
+    read_results_tolerantly({write_results_file(dir / "empty.jsonl", "")});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("no run records in"));

@@ -32,13 +32,13 @@ TEST(BertBaseUncased, VocabTxtAndTokenizerJsonAgree) {
   QJOULE_REQUIRE_SHARED(kDir);
   const auto dir = test::shared_data(kDir);
   const auto txt = WordPieceTokenizer::from_vocab_txt(dir / "vocab.txt");
-  const auto json = WordPieceTokenizer::from_tokenizer_json(dir / "tokenizer.json");
+  const auto from_json = WordPieceTokenizer::from_tokenizer_json(dir / "tokenizer.json");
   for (const std::string text : {"The quick brown fox, naïvely—«jumped» over 3.14 lazy dogs!",
                                  "Ünïcödé ÅNGSTRÖM İstanbul ΟΔΟΣ Москва 東京 서울 مرحبا",
                                  "tab\there\r\nnew\u2028line \u00ADsoft\u200bzero [SEP] x[CLS]y",
                                  "antidisestablishmentarianism supercalifragilisticexpialidocious",
                                  "emoji 😀👍🏽 and symbols ©®™ €£¥ ½ ¼"}) {
-    EXPECT_EQ(txt.encode(text, 512).ids, json.encode(text, 512).ids) << text;
+    EXPECT_EQ(txt.encode(text, 512).ids, from_json.encode(text, 512).ids) << text;
   }
 }
 

@@ -11,6 +11,7 @@
 #include "qjoule/error.h"
 #include "qjoule/tokenize/wordpiece_tokenizer.h"
 #include "tiny_vocab.h"
+#include "error_of.h"
 
 namespace qjoule::tokenize {
 namespace {
@@ -22,16 +23,6 @@ using Pieces = std::vector<std::string>;
 std::string test_dir_name() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   return std::string("tokenize-files-") + info->name();
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 json tiny_tokenizer_json() {
@@ -92,26 +83,26 @@ TEST(VocabTxt, MissingSpecialTokenNamesFileAndToken) {
   std::vector<std::string> tokens = test::tiny_vocab_tokens();
   tokens.erase(tokens.begin() + 3);  // [SEP]
   const auto path = test::write_vocab_txt(test_dir_name(), tokens);
-  const std::string message = error_of([&] { WordPieceTokenizer::from_vocab_txt(path); });
+  const std::string message = test::error_of([&] { WordPieceTokenizer::from_vocab_txt(path); });
   EXPECT_THAT(message, HasSubstr(path.string() + ": vocabulary has no \"[SEP]\" token"));
   EXPECT_THAT(message, HasSubstr("expected the BERT special tokens [CLS], [SEP], [PAD] and [UNK]"));
 }
 
 TEST(VocabTxt, MissingFileIsNamed) {
   const auto path = test::temp_dir(test_dir_name()) / "nope" / "vocab.txt";
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_vocab_txt(path); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_vocab_txt(path); }),
               HasSubstr(path.string() + ": vocabulary file not found"));
 }
 
 TEST(VocabTxt, EmptyFileIsAnError) {
   const auto path = write_file(test::temp_dir(test_dir_name()) / "vocab.txt", "");
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_vocab_txt(path); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_vocab_txt(path); }),
               HasSubstr(path.string() + ": empty vocabulary, expected one token per line"));
 }
 
 TEST(VocabTxt, InvalidUtf8NamesFileAndLine) {
   const auto path = write_file(test::temp_dir(test_dir_name()) / "vocab.txt", "[PAD]\n[UNK]\nab\xC3\n");
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_vocab_txt(path); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_vocab_txt(path); }),
               HasSubstr(path.string() + ":3: invalid UTF-8 at byte offset 2"));
 }
 
@@ -156,38 +147,38 @@ TEST(TokenizerJson, RejectsNonWordPieceModel) {
   json doc = tiny_tokenizer_json();
   doc["model"]["type"] = "BPE";
   const auto path = write_tokenizer_json(doc);
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_tokenizer_json(path); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_tokenizer_json(path); }),
               HasSubstr(path.string() + ": model.type is 'BPE', expected 'WordPiece'"));
 }
 
 TEST(TokenizerJson, RejectsBadVocabEntries) {
   json doc = tiny_tokenizer_json();
   doc["model"]["vocab"]["hello"] = "ten";
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
               HasSubstr("model.vocab[\"hello\"] is \"ten\" (a JSON string), expected an integer in 0..34"));
   doc["model"]["vocab"]["hello"] = 11;  // same id as "world"
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
               HasSubstr("model.vocab gives id 11 to both"));
 }
 
 TEST(TokenizerJson, RejectsUnsupportedPipelineParts) {
   json doc = tiny_tokenizer_json();
   doc["pre_tokenizer"] = {{"type", "Whitespace"}};
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
               HasSubstr("pre_tokenizer is 'Whitespace', expected 'BertPreTokenizer'"));
   doc = tiny_tokenizer_json();
   doc["normalizer"] = {{"type", "Sequence"}, {"normalizers", json::array()}};
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
               HasSubstr("normalizer.type is 'Sequence', expected 'BertNormalizer'"));
   doc = tiny_tokenizer_json();
   doc["post_processor"]["single"].erase(0);
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_tokenizer_json(write_tokenizer_json(doc)); }),
               HasSubstr("post_processor makes '$A [SEP]' for a single text, expected '[CLS] $A [SEP]'"));
 }
 
 TEST(TokenizerJson, MalformedJsonIsOneLine) {
   const auto path = write_file(test::temp_dir(test_dir_name()) / "tokenizer.json", "{\"model\": {\n");
-  const std::string message = error_of([&] { WordPieceTokenizer::from_tokenizer_json(path); });
+  const std::string message = test::error_of([&] { WordPieceTokenizer::from_tokenizer_json(path); });
   EXPECT_THAT(message, HasSubstr(path.string() + ": malformed JSON ("));
   EXPECT_THAT(message, HasSubstr("expected a Hugging Face tokenizer.json"));
   EXPECT_EQ(message.find('\n'), std::string::npos);
@@ -197,7 +188,7 @@ TEST(TokenizerJson, MalformedJsonIsOneLine) {
 TEST(TokenizerJson, NumberTooLargeForADoubleIsOneLine) {
   const auto path = write_file(test::temp_dir(test_dir_name()) / "tokenizer.json",
                                R"({"model": {"type": "WordPiece", "vocab": {"a": 1E400}}})");
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_tokenizer_json(path); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_tokenizer_json(path); }),
               HasSubstr(path.string() + ": malformed JSON (number overflow parsing '1E400')"));
 }
 
@@ -225,20 +216,20 @@ TEST(ModelDir, FallsBackToVocabTxtWithTokenizerConfig) {
   EXPECT_EQ(cased.source(), dir / "vocab.txt");
   EXPECT_EQ(cased.tokenize("Hello café"), (Pieces{"Hello", "café"}));
   write_file(dir / "tokenizer_config.json", R"({"do_lower_case": "yes"})");
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
               HasSubstr("tokenizer_config.json: 'do_lower_case' is \"yes\" (a JSON string), expected true or false"));
   // A number too large for a double is nlohmann's out_of_range, not a parse_error: still one line.
   write_file(dir / "tokenizer_config.json", R"({"model_max_length": 1E400})");
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
               HasSubstr("tokenizer_config.json: malformed JSON (number overflow parsing '1E400')"));
 }
 
 TEST(ModelDir, SaysWhatItLookedFor) {
   const auto dir = test::temp_dir(test_dir_name());
   EXPECT_THAT(
-      error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
+      test::error_of([&] { WordPieceTokenizer::from_model_dir(dir); }),
       HasSubstr(dir.string() + ": no tokenizer found, expected tokenizer.json (a WordPiece model) or vocab.txt"));
-  EXPECT_THAT(error_of([&] { WordPieceTokenizer::from_model_dir(dir / "missing"); }),
+  EXPECT_THAT(test::error_of([&] { WordPieceTokenizer::from_model_dir(dir / "missing"); }),
               HasSubstr("missing: model directory not found"));
 }
 

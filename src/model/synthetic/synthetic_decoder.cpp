@@ -12,7 +12,7 @@ namespace {
 
 using detail::SyntheticRng;
 
-LinearParams linear(SyntheticRng& rng, std::string name, int64_t out, int64_t in) {
+LinearParams linear_without_bias(SyntheticRng& rng, std::string name, int64_t out, int64_t in) {
   return detail::synthetic_linear(rng, std::move(name), out, in, false);  // Llama's Linears have no bias
 }
 
@@ -115,26 +115,26 @@ DecoderParams synthetic_decoder_params(const SyntheticDecoderSpec& spec) {
     DecoderLayerParams layer;
     layer.attn_norm = rms_norm(l + "input_layernorm", h);
     layer.mlp_norm = rms_norm(l + "post_attention_layernorm", h);
-    layer.q = linear(rng, l + "self_attn.q_proj", c.q_dim(), h);
-    layer.k = linear(rng, l + "self_attn.k_proj", c.kv_dim(), h);
-    layer.v = linear(rng, l + "self_attn.v_proj", c.kv_dim(), h);
-    layer.o = linear(rng, l + "self_attn.o_proj", h, c.q_dim());
+    layer.q = linear_without_bias(rng, l + "self_attn.q_proj", c.q_dim(), h);
+    layer.k = linear_without_bias(rng, l + "self_attn.k_proj", c.kv_dim(), h);
+    layer.v = linear_without_bias(rng, l + "self_attn.v_proj", c.kv_dim(), h);
+    layer.o = linear_without_bias(rng, l + "self_attn.o_proj", h, c.q_dim());
     if (moe) {
-      layer.router = linear(rng, l + "block_sparse_moe.gate", spec.num_experts, h);
+      layer.router = linear_without_bias(rng, l + "block_sparse_moe.gate", spec.num_experts, h);
       for (int64_t e = 0; e < spec.num_experts; ++e) {
         const std::string x = fmt::format("{}block_sparse_moe.experts.{}.", l, e);
         layer.experts.push_back(
             {deferred_linear(x + "w1", f, h), deferred_linear(x + "w3", f, h), deferred_linear(x + "w2", h, f)});
       }
     } else {
-      layer.gate = linear(rng, l + "mlp.gate_proj", f, h);
-      layer.up = linear(rng, l + "mlp.up_proj", f, h);
-      layer.down = linear(rng, l + "mlp.down_proj", h, f);
+      layer.gate = linear_without_bias(rng, l + "mlp.gate_proj", f, h);
+      layer.up = linear_without_bias(rng, l + "mlp.up_proj", f, h);
+      layer.down = linear_without_bias(rng, l + "mlp.down_proj", h, f);
     }
     p.layers.push_back(std::move(layer));
   }
   p.final_norm = rms_norm("model.norm", h);
-  p.lm_head = linear(rng, "lm_head", spec.vocab_size, h);
+  p.lm_head = linear_without_bias(rng, "lm_head", spec.vocab_size, h);
   p.lm_head.head_stored = quant::Format::bf16;  // as the BF16 checkpoints of such models store it
   return p;
 }

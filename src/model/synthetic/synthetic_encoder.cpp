@@ -16,7 +16,7 @@ std::vector<float> normal_vector(Rng& rng, int64_t n, float stddev) {
   return detail::synthetic_normal_vector(rng, n, stddev);
 }
 
-LinearParams linear(Rng& rng, std::string name, int64_t out, int64_t in) {
+LinearParams linear_with_bias(Rng& rng, std::string name, int64_t out, int64_t in) {
   return detail::synthetic_linear(rng, std::move(name), out, in, true);
 }
 
@@ -66,18 +66,18 @@ EncoderParams synthetic_encoder_params(const SyntheticEncoderSpec& spec) {
   for (int64_t i = 0; i < spec.num_layers; ++i) {
     const std::string l = fmt::format("distilbert.transformer.layer.{}.", i);
     EncoderLayerParams layer;
-    layer.q = linear(rng, l + "attention.q_lin", h, h);
-    layer.k = linear(rng, l + "attention.k_lin", h, h);
-    layer.v = linear(rng, l + "attention.v_lin", h, h);
-    layer.o = linear(rng, l + "attention.out_lin", h, h);
+    layer.q = linear_with_bias(rng, l + "attention.q_lin", h, h);
+    layer.k = linear_with_bias(rng, l + "attention.k_lin", h, h);
+    layer.v = linear_with_bias(rng, l + "attention.v_lin", h, h);
+    layer.o = linear_with_bias(rng, l + "attention.out_lin", h, h);
     layer.attn_norm = norm(l + "sa_layer_norm", h);
-    layer.ffn_in = linear(rng, l + "ffn.lin1", f, h);
-    layer.ffn_out = linear(rng, l + "ffn.lin2", h, f);
+    layer.ffn_in = linear_with_bias(rng, l + "ffn.lin1", f, h);
+    layer.ffn_out = linear_with_bias(rng, l + "ffn.lin2", h, f);
     layer.ffn_norm = norm(l + "output_layer_norm", h);
     p.layers.push_back(std::move(layer));
   }
-  p.head_dense = linear(rng, "pre_classifier", h, h);
-  p.classifier = linear(rng, "classifier", spec.num_labels, h);
+  p.head_dense = linear_with_bias(rng, "pre_classifier", h, h);
+  p.classifier = linear_with_bias(rng, "classifier", spec.num_labels, h);
   return p;
 }
 
