@@ -218,7 +218,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option(
          "--device", a->device,
          "cpu, or cuda / cuda:N: the whole model (a decoder with its KV cache) on GPU N (fp32, tf32, fp16, "
-         "bf16, int8, fp8, int4, nf4; without --precisions: fp32,bf16,int8,int4,nf4), latency from CUDA events, "
+         "bf16, int8, fp8, int4, nf4, mxfp4, nvfp4; without --precisions: fp32,bf16,int8,int4,nf4), latency from "
+         "CUDA events, "
          "energy from that GPU's NVML sensor")
       ->capture_default_str();
   cmd->add_option("--warmup", a->settings.runner.warmup, "Batches run before timing")

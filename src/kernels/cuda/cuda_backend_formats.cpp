@@ -17,7 +17,7 @@ using cuda_detail::GemmKind;
 using quant::Format;
 
 // clang-format off
-constexpr std::array<CudaFormatPlan, 8> kPlans = {{
+constexpr std::array<CudaFormatPlan, 10> kPlans = {{
   // format      packed gemm             sm   cuBLASLt path               decode GEMV
   {Format::fp32, false, GemmKind::f32,  75, "cublaslt:f32",             "f32"},
   {Format::bf16, false, GemmKind::bf16, 80, "cublaslt:bf16:tensor_op",  "bf16"},
@@ -27,6 +27,8 @@ constexpr std::array<CudaFormatPlan, 8> kPlans = {{
   {Format::nf4,  true,  GemmKind::f32,  75, "",                         ""},
   {Format::tf32, false, GemmKind::tf32, 80, "cublaslt:tf32:tensor_op",  ""},
   {Format::fp8,  false, GemmKind::e4m3, 89, "cublaslt:e4m3:tensor_op",  ""},
+  {Format::mxfp4, true, GemmKind::f32,  75, "",                         ""},
+  {Format::nvfp4, true, GemmKind::f32,  75, "",                         ""},
 }};
 // clang-format on
 
@@ -46,12 +48,15 @@ std::vector<BackendFormat> cuda_builtin_formats() {
     row.format = p.format;
     const std::string sm = fmt::format("sm_{}+", p.min_compute);
     if (p.packed) {
-      for (const char* kind :
-           p.format == Format::int4 ? std::vector<const char*>{"int4"} : std::vector<const char*>{"nf4", "nf4dq"}) {
+      const std::vector<std::string> kinds = p.format == Format::nf4
+                                                 ? std::vector<std::string>{"nf4", "nf4dq"}
+                                                 : std::vector<std::string>{std::string(quant::name(p.format))};
+      for (const std::string& kind : kinds) {
         row.kernels.push_back({sm, fmt::format("qjoule:cuda:{}_gemv_split+f16_cublaslt", kind),
                                "decode: 4-bit GEMV split along K; prefill: FP16 cuBLASLt"});
-        row.kernels.push_back(
-            {sm, fmt::format("qjoule:cuda:{}_gemv+f16_cublaslt", kind), "QJOULE_CUDA_GEMV4=plain: a block a row"});
+        if (p.format != Format::nvfp4)  // its 16-weight blocks: the split GEMV only
+          row.kernels.push_back(
+              {sm, fmt::format("qjoule:cuda:{}_gemv+f16_cublaslt", kind), "QJOULE_CUDA_GEMV4=plain: a block a row"});
       }
     } else {
       if (!p.gemv.empty())

@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kGemvThreads)
 //  * F::values8 decodes a word: int4 puts each code in the mantissa of 2^23 (one byte permute) and
 //    subtracts 2^23 + z (exactly c − z, without I2F, a quarter-rate instruction); nf4 reads its
 //    table in shared memory.
-// Each word's group scale is its own (a group of G ≥ 32 holds 4 or more whole words); the sum over a
+// Each word's group scale is its own (a group of G ≥ 16 holds 2 or more whole words); the sum over a
 // word's 8 codes is then scaled, as gemv_kernel scales a lane's 32. The warps' sums meet in shared
 // memory and are added in warp order (the same order every run).
 constexpr int kSplitThreads = 256;

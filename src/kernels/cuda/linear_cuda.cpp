@@ -21,6 +21,7 @@
 #include "qjoule/kernels/cuda_gemm_bench.h"
 #include "qjoule/kernels/kernel_overrides.h"
 #include "qjoule/quant/formats.h"
+#include "qjoule/quant/quantize_fp4.h"
 
 #if QJOULE_HAVE_CUDA
 #include "kernels/cpu/bf16.h"
@@ -38,6 +39,10 @@ bool cuda_detail::gemv4_split() { return kernel_override(KernelOverride::cuda_ge
 
 namespace {
 
+int fp4_block_size(quant::Format f) {
+  return f == quant::Format::mxfp4 ? quant::kMxfp4BlockSize : quant::kNvfp4BlockSize;
+}
+
 // What a validated format runs as.
 struct Plan {
   bool packed = false;
@@ -45,7 +50,7 @@ struct Plan {
   cuda_detail::PackedKind four_bit = cuda_detail::PackedKind::int4_sym;
   int min_compute = 75;  // compute capability × 10 the kernels need
   std::string kernel_path;
-  std::string packed_name;  // "int4", "nf4", "nf4dq"
+  std::string packed_name;  // "int4", "nf4", "nf4dq", "mxfp4", "nvfp4"
   std::string packed_gemv;  // "int4_gemv_split", or "int4_gemv" (cuda_detail::gemv4_split)
   std::string lt_path;      // dense: the cuBLASLt path of products above the GEMV's rows
   std::string gemv_name;    // dense formats with a decode GEMV (gemv_dense_cuda.h): "f32", "f16", "bf16", "s8"
@@ -86,9 +91,14 @@ Plan validate_format(const quant::FormatSpec& f, const std::string& who) {
   } else if (p == Format::nf4) {
     plan.four_bit = f.nf4_double_quant ? cuda_detail::PackedKind::nf4dq : cuda_detail::PackedKind::nf4;
     plan.packed_name = std::string(quant::name(p)) + (f.nf4_double_quant ? "dq" : "");
+  } else if (p == Format::mxfp4 || p == Format::nvfp4) {
+    plan.four_bit = p == Format::mxfp4 ? cuda_detail::PackedKind::mxfp4 : cuda_detail::PackedKind::nvfp4;
+    plan.packed_name = quant::name(p);
   }
   if (plan.packed) {
-    plan.packed_gemv = plan.packed_name + (cuda_detail::gemv4_split() ? "_gemv_split" : "_gemv");
+    // nvfp4's 16-weight blocks are finer than the plain GEMV's 32 codes a lane: always the split GEMV.
+    const bool split = cuda_detail::gemv4_split() || p == Format::nvfp4;
+    plan.packed_gemv = plan.packed_name + (split ? "_gemv_split" : "_gemv");
     plan.kernel_path = "qjoule:cuda:" + plan.packed_gemv + "+f16_cublaslt";
   }
   plan.lt_path = plan.kernel_path;
@@ -113,6 +123,11 @@ Plan validate(const quant::FormatSpec& f, int64_t out, int64_t in, const std::st
         "tensor '{}': in_features {} is not a multiple of the nf4 block size 64; the CUDA kernels need whole blocks "
         "(the CPU kernels take a partial last block)",
         tensor, in);
+  if ((f.format == quant::Format::mxfp4 || f.format == quant::Format::nvfp4) && in % fp4_block_size(f.format) != 0)
+    fail(
+        "tensor '{}': in_features {} is not a multiple of the {} block size {}; the CUDA kernels need whole blocks "
+        "(the CPU kernels take a partial last block)",
+        tensor, in, f.format, fp4_block_size(f.format));
   // A width the GEMV's 16-byte loads do not cover runs every product in cuBLASLt.
   if (!plan.packed && !plan.gemv_name.empty() && !cuda_detail::dense_gemv_applies(plan.gemm, 1, in)) {
     plan.gemv_name.clear();
@@ -139,6 +154,11 @@ cuda_detail::PackedWeights packed_header(const Plan& plan, int group_size, int64
   w.in = in;
   w.nf4_table.assign(quant::kNf4Table.begin(), quant::kNf4Table.end());
   w.dynamic_map.assign(quant::dynamic_map_signed().begin(), quant::dynamic_map_signed().end());
+  w.e2m1_table.assign(quant::kE2M1Table.begin(), quant::kE2M1Table.end());
+  for (int b = 0; b < 256; ++b) {
+    w.e8m0_map.push_back(quant::e8m0_value(static_cast<uint8_t>(b)));
+    w.e4m3_map.push_back(quant::e4m3_value(static_cast<uint8_t>(b)));
+  }
   return w;
 }
 
@@ -215,10 +235,12 @@ void int4_blocks(const float* W, int64_t out, int64_t in, const std::string& ten
 
 PackedWeights packed_weights(const Plan& plan, const quant::FormatSpec& f, const float* W, int64_t out, int64_t in,
                              const std::string& tensor) {
+  const bool int4 = plan.four_bit == PackedKind::int4_sym || plan.four_bit == PackedKind::int4_asym;
+  const bool fp4 = plan.four_bit == PackedKind::mxfp4 || plan.four_bit == PackedKind::nvfp4;
   PackedWeights w = packed_header(plan,
-                                  plan.four_bit == PackedKind::int4_sym || plan.four_bit == PackedKind::int4_asym
-                                      ? f.group_size
-                                      : quant::kNf4BlockSize,
+                                  int4  ? f.group_size
+                                  : fp4 ? fp4_block_size(f.format)
+                                        : quant::kNf4BlockSize,
                                   out, in);
   switch (plan.four_bit) {
     case PackedKind::int4_sym:
@@ -242,6 +264,13 @@ PackedWeights packed_weights(const Plan& plan, const quant::FormatSpec& f, const
       append_bytes(w.blocks, m.blocks);
       w.absmax_scales = m.absmax_scales;
       w.absmax_mean = m.absmax_mean;
+      break;
+    }
+    case PackedKind::mxfp4: append_bytes(w.blocks, quant::quantize_matrix_mxfp4(W, out, in, tensor).blocks); break;
+    case PackedKind::nvfp4: {
+      const quant::Nvfp4Matrix m = quant::quantize_matrix_nvfp4(W, out, in, tensor);
+      append_bytes(w.blocks, m.blocks);
+      w.tensor_scale = m.tensor_scale;
       break;
     }
   }

@@ -27,7 +27,7 @@ enum class GemmKind { f32, tf32, f16, bf16, s8, e4m3 };
 
 // 4-bit weight-only formats (layouts: qjoule/quant/formats.h), uploaded exactly as the quantizers
 // write them.
-enum class PackedKind { int4_sym, int4_asym, nf4, nf4dq };
+enum class PackedKind { int4_sym, int4_asym, nf4, nf4dq, mxfp4, nvfp4 };
 
 struct DeviceInfo {
   std::string name;
@@ -53,14 +53,19 @@ struct DenseWeights {
 // Weights of a 4-bit weight-only layer.
 struct PackedWeights {
   PackedKind kind = PackedKind::int4_sym;
-  int group_size = 0;  // weights per block along `in`: int4 32 / 64 / 128, nf4 64
+  int group_size = 0;  // weights per block along `in`: int4 32 / 64 / 128, nf4 64, mxfp4 32, nvfp4 16
   int64_t out = 0, in = 0;
   std::vector<uint8_t> blocks;       // the BlockMatrix's blocks, byte for byte
   std::vector<float> absmax_scales;  // nf4dq: one FP32 scale per 256 absmax codes
   float absmax_mean = 0.0f;          // nf4dq
-  std::vector<float> nf4_table;      // nf4, nf4dq: quant::kNf4Table (16 values)
-  std::vector<float> dynamic_map;    // nf4dq: quant::dynamic_map_signed() (256 values)
-  bool split_gemv = true;            // decode through gemv_split_kernel, else gemv_kernel (gemv4_split)
+  float tensor_scale = 1.0f;         // nvfp4: s_t
+  // The tables every device gets once (ensure_tables), whatever the first layer's format:
+  std::vector<float> nf4_table;    // quant::kNf4Table (16 values)
+  std::vector<float> dynamic_map;  // quant::dynamic_map_signed() (256 values)
+  std::vector<float> e2m1_table;   // quant::kE2M1Table (16 values)
+  std::vector<float> e8m0_map;     // quant::e8m0_value of each byte (256 values; 255 is NaN, never written)
+  std::vector<float> e4m3_map;     // quant::e4m3_value of each byte (256 values)
+  bool split_gemv = true;          // decode through gemv_split_kernel, else gemv_kernel (gemv4_split; never nvfp4)
 };
 
 class DeviceLinear {

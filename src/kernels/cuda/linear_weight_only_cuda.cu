@@ -1,11 +1,15 @@
 // The 4-bit weight-only layers (int4 sym / asym with G = 32, 64, 128; nf4; nf4 with double-quantized
-// absmax) on the GPU. The codes and scales are the CPU quantizers' output (qjoule/quant/formats.h),
-// every byte kept, rearranged into planes on upload (Planar, to_planar) so that 128-bit loads read them.
+// absmax; mxfp4; nvfp4) on the GPU. The codes and scales are the CPU quantizers' output
+// (qjoule/quant/formats.h), every byte kept, rearranged into planes on upload (Planar, to_planar) so that
+// 128-bit loads read them.
 //
-//  * m ≤ kGemvMaxRows (decode): gemv_kernel. Each warp computes kGemvRowsPerWarp consecutive outputs
-//    for all m rows; each lane reads 16 bytes (32 codes) of each of its rows per step, four steps in
-//    flight, decodes them in registers and multiplies them into the m activation rows (FP32 FMA, the
-//    group's scale once per 32 codes); the warp reduces through shuffles. Nothing but y is written.
+//  * m ≤ kGemvMaxRows (decode): gemv_split_kernel (gemv_packed.cuh: a row's words split across a block's
+//    warps, each word scaled by its own block's scale), or with QJOULE_CUDA_GEMV4=plain gemv_kernel: each
+//    warp computes kGemvRowsPerWarp consecutive outputs for all m rows; each lane reads 16 bytes (32 codes)
+//    of each of its rows per step, four steps in flight, decodes them in registers and multiplies them into
+//    the m activation rows (FP32 FMA, the group's scale once per 32 codes); the warp reduces through
+//    shuffles. nvfp4 never takes gemv_kernel: its 16-weight blocks are finer than a lane's 32 codes.
+//    Nothing but y is written.
 //  * m > kGemvMaxRows (prefill / batch): the activations are converted to FP16 once, then for each
 //    panel of weight_panel_rows() output rows dequant_panel_kernel writes the panel's weights as FP16
 //    [rows, in] (each value the CPU reference's dequantized FP32 weight, rounded to nearest FP16) and
@@ -71,27 +75,34 @@ std::string ensure_tables(const PackedWeights& w) {
   if (err != cudaSuccess) return describe(err, "cudaGetDevice");
   std::lock_guard<std::mutex> lock(mutex);
   if (done[device]) return {};
-  if (w.nf4_table.size() != 16 || w.dynamic_map.size() != 256)
-    return "internal: the NF4 table or dynamic map is missing";
+  if (w.nf4_table.size() != 16 || w.dynamic_map.size() != 256 || w.e2m1_table.size() != 16 ||
+      w.e8m0_map.size() != 256 || w.e4m3_map.size() != 256)
+    return "internal: the NF4 / FP4 tables or maps are missing";
   err = cudaMemcpyToSymbol(c_nf4_table, w.nf4_table.data(), 16 * sizeof(float));
   if (err == cudaSuccess) err = cudaMemcpyToSymbol(c_dynamic_map, w.dynamic_map.data(), 256 * sizeof(float));
-  if (err != cudaSuccess) return describe(err, "cudaMemcpyToSymbol of the NF4 tables");
+  if (err == cudaSuccess) err = cudaMemcpyToSymbol(c_e2m1_table, w.e2m1_table.data(), 16 * sizeof(float));
+  if (err == cudaSuccess) err = cudaMemcpyToSymbol(c_e8m0_map, w.e8m0_map.data(), 256 * sizeof(float));
+  if (err == cudaSuccess) err = cudaMemcpyToSymbol(c_e4m3_map, w.e4m3_map.data(), 256 * sizeof(float));
+  if (err != cudaSuccess) return describe(err, "cudaMemcpyToSymbol of the NF4 / FP4 tables");
   done[device] = true;
   return {};
 }
 
 // formats.h's blocks → the planes of Planar: codes [out, in / 2], scales [out, in / G] of
 // scale_bytes each, zeros [out, in / G] (int4 asym). Every code and scale byte is copied, none changed.
+// A block's header (the bytes before its codes): int4 sym d (2); int4 asym d, zero, reserved (4); nf4 absmax
+// (4); nf4dq its code (1); mxfp4 E8M0 (1); nvfp4 E4M3 (1).
 struct PlanarHost {
   std::vector<uint8_t> codes, scales, zeros;
 };
 std::string to_planar(const PackedWeights& w, PlanarHost& planar) {
   const bool asym = w.kind == PackedKind::int4_asym;
-  const int header = w.kind == PackedKind::int4_sym ? 2 : w.kind == PackedKind::nf4dq ? 1 : 4;
+  const bool one_byte = w.kind == PackedKind::nf4dq || w.kind == PackedKind::mxfp4 || w.kind == PackedKind::nvfp4;
+  const int header = w.kind == PackedKind::int4_sym ? 2 : one_byte ? 1 : 4;
   const int scale_bytes = w.kind == PackedKind::int4_sym || asym ? 2 : header;
   const int64_t block_bytes = header + w.group_size / 2;
   const int64_t groups = w.out * (w.in / w.group_size);
-  if (w.group_size < 32 || w.in % w.group_size != 0 || static_cast<int64_t>(w.blocks.size()) != groups * block_bytes)
+  if (w.group_size < 16 || w.in % w.group_size != 0 || static_cast<int64_t>(w.blocks.size()) != groups * block_bytes)
     return "internal: the 4-bit blocks do not match the layer's shape";
   planar.codes.resize(static_cast<std::size_t>(groups * (w.group_size / 2)));
   planar.scales.resize(static_cast<std::size_t>(groups * scale_bytes));
@@ -114,6 +125,7 @@ class PackedLinear final : public LockedDeviceLinear {
     out_ = w.out;
     in_ = w.in;
     mean_ = w.absmax_mean;
+    tensor_scale_ = w.tensor_scale;
     split_ = w.split_gemv;
     panel_rows_ = weight_panel_rows(out_, in_);
     DeviceGuard guard(device);
@@ -131,7 +143,8 @@ class PackedLinear final : public LockedDeviceLinear {
                                     "cudaMemcpy of the absmax scales");
     if (error.empty() && !bias.empty())
       error = bias_.upload(bias.data(), bias.size() * sizeof(float), "cudaMemcpy of the bias");
-    extra_bytes_ = kind_ == PackedKind::nf4dq ? sizeof(float) : 0;  // the absmax mean, a kernel argument
+    // nf4dq's absmax mean and nvfp4's tensor scale: a kernel argument each.
+    extra_bytes_ = kind_ == PackedKind::nf4dq || kind_ == PackedKind::nvfp4 ? sizeof(float) : 0;
     return error;
   }
 
@@ -154,6 +167,8 @@ class PackedLinear final : public LockedDeviceLinear {
         return run<Int4Format<128, true>>(x, m, y, s);
       case PackedKind::nf4: return run<Nf4Format>(x, m, y, s);
       case PackedKind::nf4dq: return run<Nf4DqFormat>(x, m, y, s);
+      case PackedKind::mxfp4: return run<Mxfp4Format>(x, m, y, s);
+      case PackedKind::nvfp4: return run<Nvfp4Format>(x, m, y, s);
     }
     return "unknown 4-bit format";
   }
@@ -165,10 +180,11 @@ class PackedLinear final : public LockedDeviceLinear {
                    zeros_.bytes() > 0 ? zeros_.as<uint8_t>() : nullptr,
                    absmax_scales_.bytes() > 0 ? absmax_scales_.as<float>() : nullptr,
                    mean_,
-                   in_ / F::kGroup};
+                   in_ / F::kGroup,
+                   tensor_scale_};
     const float* bias = bias_.bytes() > 0 ? bias_.as<float>() : nullptr;
     if (m <= kGemvMaxRows) {
-      if (split_) {
+      if (split_ || F::kGroup < 32) {  // gemv_kernel scales a lane's 32 codes by one group's scale
         const auto grid = static_cast<unsigned>((out_ + kSplitRows - 1) / kSplitRows);
         switch (gemv_rows_variant(m)) {
           case 1: gemv_split_kernel<F, 1><<<grid, kSplitThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
@@ -228,6 +244,7 @@ class PackedLinear final : public LockedDeviceLinear {
   int group_ = 0;
   int64_t panel_rows_ = 0;
   float mean_ = 0.0f;
+  float tensor_scale_ = 1.0f;
   bool split_ = true;
   std::size_t extra_bytes_ = 0;
   LtContext* context_ = nullptr;

@@ -29,7 +29,7 @@ using ::testing::HasSubstr;
 
 TEST(BackendRegistry, NamesAndSweepsComeFromTheRows) {
   EXPECT_EQ(backend_format_names(Backend::cpu), "fp32, bf16, fp16, int8, w8, int4, nf4, mxfp4, nvfp4");
-  EXPECT_EQ(backend_format_names(Backend::cuda), "fp32, bf16, fp16, int8, int4, nf4, tf32, fp8");
+  EXPECT_EQ(backend_format_names(Backend::cuda), "fp32, bf16, fp16, int8, int4, nf4, tf32, fp8, mxfp4, nvfp4");
   EXPECT_EQ(default_sweep_precisions(Backend::cpu), "fp32,bf16,int8,w8,int4,nf4");
   EXPECT_EQ(default_sweep_precisions(Backend::cuda), "fp32,bf16,int8,int4,nf4");  // w8 has no CUDA kernel
   EXPECT_FALSE(runs_on(Backend::cpu, quant::Format::fp8));

@@ -26,6 +26,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cuda_linear_checks.h"
 #include "error_of.h"
 #include "kernels/cuda/gemv_dense_cuda.h"
 #include "kernels/cuda/linear_cuda_device.h"
@@ -60,7 +61,8 @@ std::vector<std::string> cuda_format_list() {
 // ---- everywhere: the factory's checks ---------------------------------------------------------------
 
 TEST(CudaLinear, SupportedPrecisions) {
-  EXPECT_THAT(cuda_format_list(), ::testing::ElementsAre("fp32", "bf16", "fp16", "int8", "int4", "nf4", "tf32", "fp8"));
+  EXPECT_THAT(cuda_format_list(),
+              ::testing::ElementsAre("fp32", "bf16", "fp16", "int8", "int4", "nf4", "tf32", "fp8", "mxfp4", "nvfp4"));
 }
 
 TEST(CudaLinear, FormatsWithoutACudaKernelAreOneLineErrorsNamingTheTensor) {
@@ -105,7 +107,7 @@ TEST(CudaLinear, WithoutAGpuTheFactorySaysWhy) {
 TEST(CudaLinear, BadWeightsAreRejectedBeforeTheGpuIsNeeded) {
   std::vector<float> w(4 * 128, 0.5f);
   w[2 * 128 + 5] = std::numeric_limits<float>::quiet_NaN();
-  for (const std::string p : {"fp32", "tf32", "bf16", "fp16", "int8", "fp8", "int4", "nf4"}) {
+  for (const std::string p : {"fp32", "tf32", "bf16", "fp16", "int8", "fp8", "int4", "nf4", "mxfp4", "nvfp4"}) {
     EXPECT_THAT(
         error_of([&] { make_linear_cuda(precision(p), w.data(), nullptr, 4, 128, "enc.2.attn.q.weight"); }),
         AllOf(HasSubstr("enc.2.attn.q.weight"), ::testing::AnyOf(HasSubstr("[2, 5]"), HasSubstr("row 2 column 5"))))
@@ -267,51 +269,7 @@ TEST(CudaGemmPeak, MedianOfTimes) {
 
 #if QJOULE_HAVE_CUDA
 
-#define QJOULE_REQUIRE_GPU()                                                  \
-  do {                                                                        \
-    const CudaDeviceStatus& status_ = cuda_device_status();                   \
-    if (!status_.usable) GTEST_SKIP() << "no usable GPU: " << status_.reason; \
-  } while (false)
-
-struct Shape {
-  int64_t m, out, in;
-};
-
-std::string describe(const std::string& what, const Shape& s) {
-  return what + " m=" + std::to_string(s.m) + " out=" + std::to_string(s.out) + " in=" + std::to_string(s.in);
-}
-
-// S = Σ_k |x_k · w_k| + |b| per output.
-std::vector<double> budget_scale(const std::vector<float>& x, const std::vector<float>& w, const float* bias,
-                                 const Shape& s) {
-  std::vector<double> scale(static_cast<std::size_t>(s.m * s.out));
-  for (int64_t i = 0; i < s.m; ++i)
-    for (int64_t o = 0; o < s.out; ++o) {
-      double v = bias != nullptr ? std::fabs(double(bias[o])) : 0.0;
-      for (int64_t k = 0; k < s.in; ++k)
-        v += std::fabs(double(x[static_cast<std::size_t>(i * s.in + k)]) * w[static_cast<std::size_t>(o * s.in + k)]);
-      scale[static_cast<std::size_t>(i * s.out + o)] = v;
-    }
-  return scale;
-}
-
-void expect_within(const std::vector<float>& y, const std::vector<float>& ref, const std::vector<double>& scale,
-                   double rel, const std::string& what) {
-  ASSERT_EQ(y.size(), ref.size());
-  for (std::size_t at = 0; at < y.size(); ++at) {
-    ASSERT_TRUE(std::isfinite(y[at])) << what << " at " << at << " not written or not finite";
-    ASSERT_LE(std::fabs(double(y[at]) - ref[at]), rel * scale[at] + 1e-30)
-        << what << " at " << at << ": " << y[at] << " vs " << ref[at];
-  }
-}
-
-std::vector<float> run_layer(const CudaLinear& layer, const std::vector<float>& x, const Shape& s) {
-  std::vector<float> y(static_cast<std::size_t>(s.m * s.out), std::numeric_limits<float>::quiet_NaN());
-  layer.forward(x.data(), s.m, y.data());
-  return y;
-}
-
-int compute_capability() { return cuda_gpu_info(0).major * 10 + cuda_gpu_info(0).minor; }
+// QJOULE_REQUIRE_GPU, Shape, budget_scale, expect_within, run_layer: cuda_linear_checks.h.
 
 // The product of x and W in double after rounding both through `round`.
 template <class Round>
@@ -441,99 +399,6 @@ TEST(CudaLinearGpu, DenseFormatsMatchTheirCpuReferences) {
         EXPECT_LT(relative_rms(y, f32), 0.1);  // E4M3: 3 mantissa bits on both operands
       }
     }
-  }
-}
-
-struct FourBit {
-  std::string name;
-  quant::FormatSpec format;
-};
-
-std::vector<FourBit> four_bit_formats() {
-  std::vector<FourBit> all;
-  for (int g : {32, 64, 128})
-    for (bool asym : {false, true}) {
-      quant::FormatSpec f = precision("int4");
-      f.group_size = g;
-      f.int4_asymmetric = asym;
-      all.push_back({"int4 g" + std::to_string(g) + (asym ? " asym" : " sym"), f});
-    }
-  for (bool dq : {false, true}) {
-    quant::FormatSpec f = precision("nf4");
-    f.nf4_double_quant = dq;
-    all.push_back({dq ? "nf4 dq" : "nf4", f});
-  }
-  return all;
-}
-
-std::vector<float> four_bit_reference(const quant::FormatSpec& f, const std::vector<float>& x,
-                                      const std::vector<float>& w, const float* bias, const Shape& s) {
-  std::vector<float> ref(static_cast<std::size_t>(s.m * s.out));
-  if (f.format == quant::Format::int4) {
-    linear_int4_ref(x.data(), s.m, w.data(), bias, s.out, s.in, Int4Options{f.group_size, f.int4_asymmetric, false},
-                    "t.weight", ref.data());
-  } else {
-    linear_nf4_ref(x.data(), s.m, w.data(), bias, s.out, s.in, Nf4Options{f.nf4_double_quant}, "t.weight", ref.data());
-  }
-  return ref;
-}
-
-std::size_t packed_bytes(const quant::FormatSpec& f, const Shape& s) {
-  if (f.format == quant::Format::int4) {
-    // The device keeps d (FP16), the zero point (asym) and the codes; not asym's reserved byte.
-    const std::size_t block = std::size_t(f.int4_asymmetric ? 3 : 2) + std::size_t(f.group_size / 2);
-    return static_cast<std::size_t>(s.out * (s.in / f.group_size)) * block;
-  }
-  const auto blocks = static_cast<std::size_t>(s.out * s.in / 64);
-  return f.nf4_double_quant ? blocks * 33 + (blocks + 255) / 256 * 4 + 4 : blocks * 36;
-}
-
-TEST(CudaLinearGpu, FourBitFormatsMatchTheirCpuReferencesOnBothPaths) {
-  QJOULE_REQUIRE_GPU();
-  // (2, 40, 5632): a 1.1B down projection's width, 5½ steps of the GEMVs' 1,024 codes.
-  const std::vector<Shape> shapes = {{1, 64, 256},    {7, 64, 256},     {64, 64, 256}, {1, 1000, 4096},
-                                     {7, 1000, 4096}, {64, 1000, 4096}, {2, 40, 5632}};
-  for (const FourBit& fb : four_bit_formats()) {
-    for (const Shape& s : shapes) {
-      const auto x = test::random_vector(static_cast<std::size_t>(s.m * s.in), 41);
-      const auto w = test::random_vector(static_cast<std::size_t>(s.out * s.in), 42, 0.05f);
-      const auto bv = test::random_vector(static_cast<std::size_t>(s.out), 43);
-      const float* bias = s.m % 2 == 1 ? bv.data() : nullptr;
-      SCOPED_TRACE(describe(fb.name, s));
-      const auto layer = make_linear_cuda(fb.format, w.data(), bias, s.out, s.in, "t.weight");
-      const std::string name(quant::name(fb.format.format));
-      const std::string short_name =
-          fb.format.format == quant::Format::nf4 && fb.format.nf4_double_quant ? "nf4dq" : name;
-      EXPECT_EQ(layer->format(), name);
-      // QJOULE_CUDA_GEMV4=plain (the ctest run CudaLinearGpu.FourBitPlain) names the other GEMV.
-      const std::string gemv_name = short_name + (cuda_detail::gemv4_split() ? "_gemv_split" : "_gemv");
-      EXPECT_EQ(layer->kernel_path(), "qjoule:cuda:" + gemv_name + "+f16_cublaslt");
-      const bool gemv = s.m <= cuda_detail::kGemvMaxRows;
-      EXPECT_EQ(layer->kernel_path_for(s.m), gemv
-                                                 ? "qjoule:cuda:" + gemv_name
-                                                 : "qjoule:cuda:" + short_name + "_dequant_f16+cublaslt:f16:tensor_op");
-      EXPECT_EQ(layer->bytes_held(), packed_bytes(fb.format, s) + (bias ? static_cast<std::size_t>(s.out) * 4 : 0));
-      const auto y = run_layer(*layer, x, s);
-      expect_within(y, four_bit_reference(fb.format, x, w, bias, s), budget_scale(x, w, bias, s), gemv ? 2e-5 : 2e-3,
-                    layer->kernel_path_for(s.m));
-    }
-  }
-}
-
-// m = 9 is the first panel-path size, and in = 16384 makes 1100 output rows two panels (1024 + 76).
-TEST(CudaLinearGpu, FourBitPanelPathAcrossSeveralPanels) {
-  QJOULE_REQUIRE_GPU();
-  const Shape s{9, 1100, 16384};
-  ASSERT_EQ(cuda_detail::weight_panel_rows(s.out, s.in), 1024);
-  const auto x = test::random_vector(static_cast<std::size_t>(s.m * s.in), 51);
-  const auto w = test::random_vector(static_cast<std::size_t>(s.out * s.in), 52, 0.05f);
-  const auto bv = test::random_vector(static_cast<std::size_t>(s.out), 53);
-  for (const FourBit& fb : four_bit_formats()) {
-    if (fb.name != "int4 g128 sym" && fb.name != "nf4 dq") continue;
-    SCOPED_TRACE(describe(fb.name, s));
-    const auto layer = make_linear_cuda(fb.format, w.data(), bv.data(), s.out, s.in, "t.weight");
-    expect_within(run_layer(*layer, x, s), four_bit_reference(fb.format, x, w, bv.data(), s),
-                  budget_scale(x, w, bv.data(), s), 2e-3, layer->kernel_path_for(s.m));
   }
 }
 
