@@ -9,8 +9,10 @@
 #                   ctest -E regex, default none)
 #   CHECK_GEMV      cuda_gemm_peak --gemv-formats (default int4,nf4,int8,fp16; add plain for the rows
 #                   of QJOULE_CUDA_GEMV4=plain)
-#   CHECK_DECODE    decode bench formats    (default int4,nf4,int8,fp16,bf16,fp32)
-#   CHECK_DECODE_PLAIN  the same with QJOULE_CUDA_GEMV4=plain, the other 4-bit GEMV (default int4,nf4)
+#   CHECK_DECODE    decode bench formats    (default int4,nf4,mxfp4,nvfp4,int8,fp16,bf16,fp32: the FP4 layers had
+#                   not run on a GPU when they were written, issue 60)
+#   CHECK_DECODE_PLAIN  the same with QJOULE_CUDA_GEMV4=plain, the other 4-bit GEMV (default int4,nf4,mxfp4;
+#                   nvfp4 has only the split one)
 #   CHECK_PROFILE   formats profiled by ncu (default int4,fp16): a 2-layer model of the same widths,
 #                   a 1-token prompt and 8 decode tokens, so every forward is a decode step
 set -uo pipefail
@@ -22,8 +24,8 @@ t0=$SECONDS
 say() { echo "gpu-decode-check: [$((SECONDS - t0)) s] $*"; }
 tests=${CHECK_TESTS-CudaLinearGpu|CudaDecoderOps|DecoderGpu}
 gemv=${CHECK_GEMV-int4,nf4,int8,fp16}
-decode=${CHECK_DECODE-int4,nf4,int8,fp16,bf16,fp32}
-decode_plain=${CHECK_DECODE_PLAIN-int4,nf4}
+decode=${CHECK_DECODE-int4,nf4,mxfp4,nvfp4,int8,fp16,bf16,fp32}
+decode_plain=${CHECK_DECODE_PLAIN-int4,nf4,mxfp4}
 profile=${CHECK_PROFILE-int4,fp16}
 status=0
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || true
