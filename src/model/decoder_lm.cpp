@@ -81,10 +81,6 @@ DecoderLM::DecoderLM(DecoderParams params, const LinearFactory& factory, std::sh
     for (LinearParams* p : parts) free_weights(*p);
     return OwnedLinear{std::move(linear), fused.name};
   };
-  if (config_.moe.num_experts > 0 && ops_->device().kind != Device::Kind::cpu)
-    fail(
-        "{} ({} experts, top-{}): mixture-of-experts decoders run on the CPU backend only for now; expected --device cpu",
-        config_.architecture, config_.moe.num_experts, config_.moe.experts_per_token);
   const double expert_share = config_.moe.num_experts > 0 ? static_cast<double>(config_.moe.experts_per_token) /
                                                                 static_cast<double>(config_.moe.num_experts)
                                                           : 1.0;

@@ -28,6 +28,13 @@ bool DecoderLM::decode_step_graph(int32_t id, KvCache& cache, float* logits) con
     decode_step_path_ = "kernel by kernel: the decode graph is off (QJOULE_DECODE_GRAPH=0 or set_decode_graph(false))";
     return false;
   }
+  if (config_.moe.num_experts > 0) {
+    decode_step_path_ = fmt::format(
+        "kernel by kernel: a mixture's router chooses each token's {} of {} experts on the host, between kernels, "
+        "which one recording cannot follow",
+        config_.moe.experts_per_token, config_.moe.num_experts);
+    return false;
+  }
   if (!rope_long_inv_freq_.empty() && cache.capacity_ > config_.rope_scaling.original_max_position_embeddings) {
     decode_step_path_ = fmt::format(
         "kernel by kernel: LongRoPE turns to its long factors past {} positions, which one recording cannot follow "

@@ -310,9 +310,8 @@ class CudaGraphOps final : public GraphOps {
     launched(cd::add_cuda(x.f32(), y.f32(), n, s_->stream), "residual add");
   }
 
-  // Mixture-of-experts decoders run on the CPU backend (DecoderLM refuses them here before any forward).
-  void run_add_scaled(const Tensor&, const Tensor&, float, int64_t, bool) override {
-    fail("the weighted add of a mixture's experts has no CUDA kernel yet; mixture-of-experts decoders run on the CPU");
+  void run_add_scaled(const Tensor& x, const Tensor& y, float alpha, int64_t n, bool accumulate) override {
+    launched(cd::add_scaled_cuda(x.f32(), y.f32(), alpha, n, accumulate, s_->stream), "weighted add of an expert");
   }
 
   void run_gated_mul(Gate act, const Tensor& gate, const Tensor& up, int64_t n) override {

@@ -134,6 +134,17 @@ __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ y, i
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) x[i] += y[i];
 }
 
+// x[i] = α·y[i] (the first expert a token meets) or x[i] += α·y[i], as the CPU backend's loop writes it: one
+// product, then one add (no FMA: __fmul_rn / __fadd_rn keep nvcc from contracting them).
+__global__ void add_scaled_kernel(float* __restrict__ x, const float* __restrict__ y, float alpha, int64_t n,
+                                  bool accumulate) {
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float scaled = __fmul_rn(alpha, y[i]);
+    x[i] = accumulate ? __fadd_rn(x[i], scaled) : scaled;
+  }
+}
+
 template <bool kGelu>
 __global__ void gated_mul_kernel(float* __restrict__ gate, const float* __restrict__ up, int64_t n) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
@@ -281,6 +292,12 @@ std::string add_cuda(float* x, const float* y, int64_t n, CUstream_st* stream) {
   if (n <= 0) return {};
   add_kernel<<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(x, y, n);
   return launch_error("add_kernel");
+}
+
+std::string add_scaled_cuda(float* x, const float* y, float alpha, int64_t n, bool accumulate, CUstream_st* stream) {
+  if (n <= 0) return {};
+  add_scaled_kernel<<<grid_for(n, kElementThreads), kElementThreads, 0, stream>>>(x, y, alpha, n, accumulate);
+  return launch_error("add_scaled_kernel");
 }
 
 std::string silu_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream) {

@@ -42,6 +42,9 @@ std::string store_kv_cuda(const float* k, const float* v, int64_t src_stride, fl
 
 // x[i] += y[i]; gate[i] = silu(gate[i]) · up[i] (element::silu_mul).
 std::string add_cuda(float* x, const float* y, int64_t n, CUstream_st* stream);
+// A mixture's weighted sum of its experts' rows: x[i] = α·y[i] (accumulate false) or x[i] += α·y[i], one
+// FP32 product and one add as the CPU backend's GraphOps::add_scaled.
+std::string add_scaled_cuda(float* x, const float* y, float alpha, int64_t n, bool accumulate, CUstream_st* stream);
 std::string silu_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream);
 // gate[i] = gelu_tanh(gate[i]) · up[i] (GeGLU).
 std::string gelu_tanh_mul_cuda(float* gate, const float* up, int64_t n, CUstream_st* stream);

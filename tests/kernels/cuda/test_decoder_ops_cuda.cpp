@@ -148,6 +148,28 @@ TEST(CudaDecoderOps, AddRmsNormAddsTheResidualThenNormalizes) {
   }
 }
 
+// A mixture's weighted add of an expert's rows (GraphOps::add_scaled): the CPU backend's one product and one
+// add, bit for bit, on both forms (the first expert a token meets writes, the next ones add).
+TEST(CudaDecoderOps, AddScaledIsTheCpuBackendsProductThenAdd) {
+  REQUIRE_GPU();
+  for (const int64_t n : {1, 37, 4099}) {
+    const auto x = test::random_vector(static_cast<std::size_t>(n), 7);
+    const auto y = test::random_vector(static_cast<std::size_t>(n), 8);
+    const float alpha = 0.3719f;
+    for (const bool accumulate : {false, true}) {
+      std::vector<float> want(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const float scaled = alpha * y[i];
+        want[i] = accumulate ? x[i] + scaled : scaled;
+      }
+      Dev<float> dx(x), dy(y);
+      ASSERT_EQ(cuda_detail::add_scaled_cuda(dx.get(), dy.get(), alpha, n, accumulate, nullptr), "");
+      const auto got = dx.back();
+      for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], want[i]) << n << " " << accumulate << " at " << i;
+    }
+  }
+}
+
 // Qwen3's per-head RMSNorm: every head of fused q | k | v rows (the v part untouched) and of a plain
 // block of heads, against head_rms_norm_f32_ref, float4 and scalar paths (head_dim 128, 32; 13).
 TEST(CudaDecoderOps, HeadRmsNormNormalizesEveryHeadInPlace) {
