@@ -94,10 +94,10 @@ stop() {
   pkill -x munged 2>/dev/null || true
   # Until they are gone (slurmctld saves its state first): a start right after must not find a dying one.
   for _ in $(seq 1 50); do
-    pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || pgrep -x munged >/dev/null || break
+    pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || pgrep -x munged >/dev/null || { say "stopped"; return 0; }
     sleep 0.2
   done
-  say "stopped"
+  say "signalled; still exiting after 10 s: $(pgrep -x -l 'slurmd|munged' | tr '\n' ' ')$(pgrep -x -l slurmctld | tr '\n' ' ')"
 }
 
 status() {

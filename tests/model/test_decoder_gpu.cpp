@@ -51,6 +51,17 @@ int32_t argmax(const std::vector<float>& v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
+// GPU vs CPU: max |want − got| within `rel` of max |want| (the budgets above).
+void expect_within_budget(const std::vector<float>& want, const std::vector<float>& got, double rel,
+                          const std::string& what) {
+  float max_ref = 0.0f, max_diff = 0.0f;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(want[i]));
+    max_diff = std::max(max_diff, std::fabs(want[i] - got[i]));
+  }
+  EXPECT_LE(max_diff, rel * max_ref) << what;
+}
+
 // Prefill, then `steps` greedy decode steps; the logits of every decode step.
 std::vector<std::vector<float>> greedy(const DecoderLM& m, const std::vector<int32_t>& prompt, int steps) {
   const auto vocab = static_cast<std::size_t>(m.config().vocab_size);
@@ -106,13 +117,7 @@ TEST(DecoderGpu, GraphDecodeEqualsKernelByKernelAndTheCpuInEveryFormat) {
       EXPECT_THAT(plain.decode_step_path(), HasSubstr("kernel by kernel"));
 
       const DecoderLM cpu = load_decoder_lm(dir, quantized_linear_factory(policy(p)));
-      const auto c = greedy(cpu, prompt, 1);
-      float max_ref = 0.0f, max_diff = 0.0f;
-      for (std::size_t i = 0; i < c[0].size(); ++i) {
-        max_ref = std::max(max_ref, std::fabs(c[0][i]));
-        max_diff = std::max(max_diff, std::fabs(c[0][i] - a[0][i]));
-      }
-      EXPECT_LE(max_diff, budget(p) * max_ref) << "GPU vs CPU, first decode step";
+      expect_within_budget(greedy(cpu, prompt, 1)[0], a[0], budget(p), "GPU vs CPU, first decode step");
     }
   }
 }
@@ -140,16 +145,8 @@ TEST(DecoderGpu, BatchedForwardGivesEachSequenceTheCpusLogits) {
       gpu.forward_batch(batch);
       cpu.forward(a.data(), 6, ca, want_a.data(), 5);
       cpu.forward(b.data() + 4, 3, cb, want_b.data(), 0);
-      const auto within_budget = [&](const std::vector<float>& got, const std::vector<float>& want) {
-        float max_ref = 0.0f, max_diff = 0.0f;
-        for (std::size_t i = 0; i < want.size(); ++i) {
-          max_ref = std::max(max_ref, std::fabs(want[i]));
-          max_diff = std::max(max_diff, std::fabs(want[i] - got[i]));
-        }
-        EXPECT_LE(max_diff, budget(p) * max_ref);
-      };
-      within_budget(got_a, want_a);
-      within_budget(got_b, want_b);
+      expect_within_budget(want_a, got_a, budget(p), "the 6-token prefill, batched");
+      expect_within_budget(want_b, got_b, budget(p), "3 tokens after 4 cached, batched");
       EXPECT_EQ(ga.size(), 6);
       EXPECT_EQ(gb.size(), 7);
     }
@@ -174,13 +171,7 @@ TEST(DecoderGpu, AMixtureOfExpertsRunsKernelByKernelWithinTheCpusBudget) {
       const auto g = greedy(gpu, prompt, 2);
       EXPECT_THAT(gpu.decode_step_path(), HasSubstr("kernel by kernel: a mixture's router chooses"));
       const DecoderLM cpu = load_decoder_lm(dir, quantized_linear_factory(policy(p)));
-      const auto c = greedy(cpu, prompt, 1);
-      float max_ref = 0.0f, max_diff = 0.0f;
-      for (std::size_t i = 0; i < c[0].size(); ++i) {
-        max_ref = std::max(max_ref, std::fabs(c[0][i]));
-        max_diff = std::max(max_diff, std::fabs(c[0][i] - g[0][i]));
-      }
-      EXPECT_LE(max_diff, budget(p) * max_ref) << "GPU vs CPU, first decode step";
+      expect_within_budget(greedy(cpu, prompt, 1)[0], g[0], budget(p), "GPU vs CPU, first decode step");
     }
   }
 }

@@ -20,14 +20,15 @@
 #include "qjoule/kernels/cuda_device.h"
 #include "qjoule/kernels/cuda_gemm_bench.h"
 #include "qjoule/kernels/kernel_overrides.h"
+#include "kernels/cpu/weight_only/fp4_scales.h"
 #include "qjoule/quant/formats.h"
-#include "qjoule/quant/quantize_fp4.h"
 
 #if QJOULE_HAVE_CUDA
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/quantize_symmetric_rows.h"
 #include "kernels/cuda/cuda_bench_device.h"
 #include "qjoule/quant/quantize_fp16.h"
+#include "qjoule/quant/quantize_fp4.h"
 #include "qjoule/quant/quantize_int4.h"
 #include "qjoule/quant/quantize_nf4.h"
 #include "qjoule/quant/require_finite.h"
@@ -39,8 +40,14 @@ bool cuda_detail::gemv4_split() { return kernel_override(KernelOverride::cuda_ge
 
 namespace {
 
-int fp4_block_size(quant::Format f) {
-  return f == quant::Format::mxfp4 ? quant::kMxfp4BlockSize : quant::kNvfp4BlockSize;
+// The block of the table formats (nf4, mxfp4, nvfp4: formats.h), 0 for the others.
+int table_block_size(quant::Format f) {
+  switch (f) {
+    case quant::Format::nf4: return quant::kNf4BlockSize;
+    case quant::Format::mxfp4: return quant::kMxfp4BlockSize;
+    case quant::Format::nvfp4: return quant::kNvfp4BlockSize;
+    default: return 0;
+  }
 }
 
 // What a validated format runs as.
@@ -118,16 +125,11 @@ Plan validate(const quant::FormatSpec& f, int64_t out, int64_t in, const std::st
         "tensor '{}': in_features {} is not a multiple of the int4 group size {}; the CUDA kernels need whole groups "
         "(the CPU kernels take a partial last group)",
         tensor, in, f.group_size);
-  if (f.format == quant::Format::nf4 && in % 64 != 0)
-    fail(
-        "tensor '{}': in_features {} is not a multiple of the nf4 block size 64; the CUDA kernels need whole blocks "
-        "(the CPU kernels take a partial last block)",
-        tensor, in);
-  if ((f.format == quant::Format::mxfp4 || f.format == quant::Format::nvfp4) && in % fp4_block_size(f.format) != 0)
+  if (const int block = table_block_size(f.format); block > 0 && in % block != 0)
     fail(
         "tensor '{}': in_features {} is not a multiple of the {} block size {}; the CUDA kernels need whole blocks "
         "(the CPU kernels take a partial last block)",
-        tensor, in, f.format, fp4_block_size(f.format));
+        tensor, in, f.format, block);
   // A width the GEMV's 16-byte loads do not cover runs every product in cuBLASLt.
   if (!plan.packed && !plan.gemv_name.empty() && !cuda_detail::dense_gemv_applies(plan.gemm, 1, in)) {
     plan.gemv_name.clear();
@@ -155,10 +157,8 @@ cuda_detail::PackedWeights packed_header(const Plan& plan, int group_size, int64
   w.nf4_table.assign(quant::kNf4Table.begin(), quant::kNf4Table.end());
   w.dynamic_map.assign(quant::dynamic_map_signed().begin(), quant::dynamic_map_signed().end());
   w.e2m1_table.assign(quant::kE2M1Table.begin(), quant::kE2M1Table.end());
-  for (int b = 0; b < 256; ++b) {
-    w.e8m0_map.push_back(quant::e8m0_value(static_cast<uint8_t>(b)));
-    w.e4m3_map.push_back(quant::e4m3_value(static_cast<uint8_t>(b)));
-  }
+  w.e8m0_map.assign(detail::e8m0_values().begin(), detail::e8m0_values().end());  // the CPU kernels' scale tables
+  w.e4m3_map.assign(detail::e4m3_values().begin(), detail::e4m3_values().end());
   return w;
 }
 
@@ -236,12 +236,7 @@ void int4_blocks(const float* W, int64_t out, int64_t in, const std::string& ten
 PackedWeights packed_weights(const Plan& plan, const quant::FormatSpec& f, const float* W, int64_t out, int64_t in,
                              const std::string& tensor) {
   const bool int4 = plan.four_bit == PackedKind::int4_sym || plan.four_bit == PackedKind::int4_asym;
-  const bool fp4 = plan.four_bit == PackedKind::mxfp4 || plan.four_bit == PackedKind::nvfp4;
-  PackedWeights w = packed_header(plan,
-                                  int4  ? f.group_size
-                                  : fp4 ? fp4_block_size(f.format)
-                                        : quant::kNf4BlockSize,
-                                  out, in);
+  PackedWeights w = packed_header(plan, int4 ? f.group_size : table_block_size(f.format), out, in);
   switch (plan.four_bit) {
     case PackedKind::int4_sym:
     case PackedKind::int4_asym: {

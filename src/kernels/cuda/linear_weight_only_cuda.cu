@@ -127,6 +127,9 @@ class PackedLinear final : public LockedDeviceLinear {
     mean_ = w.absmax_mean;
     tensor_scale_ = w.tensor_scale;
     split_ = w.split_gemv;
+    // gemv_kernel scales a lane's 32 codes by one block's scale: nvfp4's 16-weight blocks take the split GEMV
+    // only (the plan names it so: linear_cuda.cpp).
+    if (kind_ == PackedKind::nvfp4 && !split_) return "internal: nvfp4 runs the split 4-bit GEMV only";
     panel_rows_ = weight_panel_rows(out_, in_);
     DeviceGuard guard(device);
     std::string error = guard.error();
@@ -184,7 +187,7 @@ class PackedLinear final : public LockedDeviceLinear {
                    tensor_scale_};
     const float* bias = bias_.bytes() > 0 ? bias_.as<float>() : nullptr;
     if (m <= kGemvMaxRows) {
-      if (split_ || F::kGroup < 32) {  // gemv_kernel scales a lane's 32 codes by one group's scale
+      if (split_) {
         const auto grid = static_cast<unsigned>((out_ + kSplitRows - 1) / kSplitRows);
         switch (gemv_rows_variant(m)) {
           case 1: gemv_split_kernel<F, 1><<<grid, kSplitThreads, 0, s>>>(w, x, m, out_, in_, bias, y); break;
