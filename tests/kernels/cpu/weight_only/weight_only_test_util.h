@@ -71,8 +71,11 @@ inline bool x16_decode(const std::string& kernel_path, int64_t m) {
 inline double block_max_budget(const std::string& kernel_path, int64_t m) {
   return x16_decode(kernel_path, m) ? 0x1p-15 : 0.0;
 }
+// NF4's x16 kernels round the table's values: to 2^-14 of the absmax in the rows' GEMV (round(T · 2^13)),
+// to 2^-13 in the repacked kernel (round(T · 2^12)); the budget is twice that.
 inline double weight_block_max_budget(const std::string& kernel_path, int64_t m) {
-  return x16_decode(kernel_path, m) && kernel_path.find(":nf4") != std::string::npos ? 0x1p-13 : 0.0;
+  if (!x16_decode(kernel_path, m) || kernel_path.find(":nf4") == std::string::npos) return 0.0;
+  return kernel_path.find("_x16_repacked") != std::string::npos ? 0x1p-12 : 0x1p-13;
 }
 
 // Makes layers built inside its scope use `isa` at most.
