@@ -51,9 +51,11 @@ def cell(v, spec):  # a figure the run has, else why not: never 0 for a missing 
 for line in open(sys.argv[1]):
     r = json.loads(line)
     step = next((n for n in r.get("notes") or [] if n.startswith("decode step: ")), "")
+    windows = next((n for n in r.get("notes") or [] if n.startswith("decode energy in ")), "")
+    spread = windows[windows.find("(spread"):] if "(spread" in windows else ""
     print(f"{sys.argv[2]:>12} {r.get('precision'):>6}: decode {cell(r.get('decode_tokens_per_s_mean'), '8.1f')} tok/s "
           f"{cell(r.get('decode_ms_per_token_mean'), '6.3f')} ms/token, roof {cell(r.get('decode_roof_fraction'), '.2f')}, "
-          f"{cell(r.get('decode_mj_per_token'), '7.1f')} mJ/token, prefill {cell(r.get('tokens_per_s'), '.0f')} tok/s "
+          f"{cell(r.get('decode_mj_per_token'), '7.1f')} mJ/token {spread}, prefill {cell(r.get('tokens_per_s'), '.0f')} tok/s "
           f"{r.get('error') or ''} {step}")
 PY
     say "$name $f done"

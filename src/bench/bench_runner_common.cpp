@@ -99,7 +99,9 @@ void BenchRunner::Impl::fill_device_energy(RunRecord& r, const energy::Measureme
 }
 
 std::vector<double> BenchRunner::Impl::time_self_timed_repetitions(const std::function<std::optional<double>()>& body,
-                                                                   double min_s, double& seconds) const {
+                                                                   double min_s, double& seconds,
+                                                                   std::optional<std::size_t> count,
+                                                                   std::size_t min_reps) const {
   std::vector<double> samples_ms;
   const auto start = Clock::now();
   while (true) {
@@ -108,12 +110,31 @@ std::vector<double> BenchRunner::Impl::time_self_timed_repetitions(const std::fu
     const auto t1 = Clock::now();
     samples_ms.push_back(own_ms ? *own_ms : std::chrono::duration<double, std::milli>(t1 - t0).count());
     const double elapsed = std::chrono::duration<double>(t1 - start).count();
-    if (options.iters ? samples_ms.size() >= *options.iters
-                      : (elapsed >= min_s && samples_ms.size() >= options.min_iters)) {
+    if (count ? samples_ms.size() >= *count : (elapsed >= min_s && samples_ms.size() >= min_reps)) {
       seconds = elapsed;
       return samples_ms;
     }
   }
+}
+
+BenchRunner::Impl::WindowedRepetitions BenchRunner::Impl::time_in_energy_windows(
+    const std::function<std::optional<double>()>& body, double min_s, const std::string& name) {
+  const std::size_t windows = std::max<std::size_t>(
+      1, options.iters ? std::min(options.decode_energy_windows, *options.iters) : options.decode_energy_windows);
+  WindowedRepetitions out;
+  for (std::size_t w = 0; w < windows; ++w) {
+    energy::Window window = meter.begin_window(fmt::format("{}#{}", name, w + 1));
+    double seconds = 0;
+    std::optional<std::size_t> count;
+    if (options.iters) count = detail::repetitions_of_window(*options.iters, windows, w);
+    // The run's min_iters over all its windows: each takes its share, at least one.
+    const std::size_t min_reps = std::max<std::size_t>(1, (options.min_iters + windows - 1) / windows);
+    const std::vector<double> samples = time_self_timed_repetitions(body, min_s, seconds, count, min_reps);
+    out.windows.push_back(meter.end_window(window));
+    out.repetitions.push_back(samples.size());
+    out.samples_ms.insert(out.samples_ms.end(), samples.begin(), samples.end());
+  }
+  return out;
 }
 
 void BenchRunner::Impl::record_peak_rss(RunRecord& r, bool rss_reset, const MemoryPrediction& predicted) {

@@ -183,9 +183,9 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   first = argmax(logits);
   for (std::size_t i = 0; i < options.warmup; ++i) decode();
   energy::Window decode_window = meter.begin_window(r.run_name + ":decode");
-  double decode_seconds = 0;
-  const std::vector<double> decode_ms = time_self_timed_repetitions(timed(decode), min_s, decode_seconds);
+  const WindowedRepetitions decode_run = time_in_energy_windows(timed(decode), min_s, r.run_name + ":decode");
   const energy::Measurement decode_energy = meter.end_window(decode_window);
+  const std::vector<double>& decode_ms = decode_run.samples_ms;
   if (on_gpu && !m.decode_step_path().empty()) r.notes.push_back("decode step: " + m.decode_step_path());
   const auto host_measured = host ? std::optional(host->finish()) : std::nullopt;
 
@@ -223,10 +223,26 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
     if (host_measured) record_host_capacity(r, *host_measured, *roofs);
   }
   r.decode_energy_window = energy::to_json(decode_energy);
-  std::string gpu_reason;
-  WindowEnergy de = on_gpu ? window_energy(decode_energy, gpu_total(decode_energy, gpu_index, gpu_reason), false)
-                           : window_energy(decode_energy);
-  if (on_gpu && !de.energy_j) de.unavailable = gpu_reason;
+  // The decode phase's energy, and each window's: a GPU run's board alone, a CPU run's window total; none
+  // where a counted sensor's window was too short for its updates.
+  const auto energy_of = [&](const energy::Measurement& window) {
+    std::string gpu_reason;
+    const energy::EnergyTotal total = on_gpu ? gpu_total(window, gpu_index, gpu_reason) : window.total;
+    WindowEnergy e = window_energy(window, total, !on_gpu);
+    if (on_gpu && !e.energy_j) e.unavailable = gpu_reason;
+    const std::string too_short = short_window_reason(window, total.sensor_ids);
+    if (!too_short.empty()) e = WindowEnergy{std::nullopt, std::nullopt, too_short};
+    return e;
+  };
+  const WindowEnergy de = energy_of(decode_energy);
+  if (decode_run.windows.size() > 1) {
+    std::vector<WindowPerToken> per_window;
+    for (std::size_t w = 0; w < decode_run.windows.size(); ++w) {
+      const double tokens = static_cast<double>(decode_run.repetitions[w]) * static_cast<double>(steps);
+      per_window.push_back(window_per_token(energy_of(decode_run.windows[w]), tokens));
+    }
+    if (de.basis_j) r.notes.push_back(windows_note(per_window, min_s));
+  }
   if (on_gpu) {
     const auto sensor = options.gpu_energy_sensors.find(gpu_index);
     if (sensor != options.gpu_energy_sensors.end())

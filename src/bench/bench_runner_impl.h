@@ -15,6 +15,7 @@
 #include <thread>
 #include <fmt/format.h>
 #include "bench/bench_inputs.h"
+#include "bench/energy_windows.h"
 #include "bench/peak_rss.h"
 #include "bench/record_roofline.h"
 #include "bench/roofline_work.h"
@@ -49,10 +50,14 @@ namespace runner_detail {
 using Clock = std::chrono::steady_clock;
 using detail::decoder_prompt_ids;
 using detail::is_synthetic;
+using detail::short_window_reason;
 using detail::timing_token_ids;
 using detail::total_over;
 using detail::window_energy;
+using detail::window_per_token;
 using detail::WindowEnergy;
+using detail::WindowPerToken;
+using detail::windows_note;
 
 inline std::string kernel_line(const std::string& path, int count) { return fmt::format("{} x{}", path, count); }
 
@@ -166,7 +171,24 @@ struct BenchRunner::Impl {
   // The same where `body` may time itself (CUDA events): its milliseconds are the sample when it
   // returns them, the host's wall clock around it otherwise.
   std::vector<double> time_self_timed_repetitions(const std::function<std::optional<double>()>& body, double min_s,
-                                                  double& seconds) const;
+                                                  double& seconds) const {
+    return time_self_timed_repetitions(body, min_s, seconds, options.iters, options.min_iters);
+  }
+  // The same for `count` repetitions when given, else until min_s seconds and min_reps repetitions.
+  std::vector<double> time_self_timed_repetitions(const std::function<std::optional<double>()>& body, double min_s,
+                                                  double& seconds, std::optional<std::size_t> count,
+                                                  std::size_t min_reps) const;
+
+  // A decoder run's decode phase: its repetitions in options.decode_energy_windows back-to-back energy windows
+  // named `name`#1, #2, ... (each at least min_s and one repetition, or its share of options.iters), opened
+  // inside the phase's own window.
+  struct WindowedRepetitions {
+    std::vector<double> samples_ms;
+    std::vector<energy::Measurement> windows;
+    std::vector<std::size_t> repetitions;  // of each window
+  };
+  WindowedRepetitions time_in_energy_windows(const std::function<std::optional<double>()>& body, double min_s,
+                                             const std::string& name);
 
   // The run's peak RSS since the reset (or why there is none), and the prediction beside it.
   static void record_peak_rss(RunRecord& r, bool rss_reset, const MemoryPrediction& predicted);

@@ -178,10 +178,11 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
       "the plots, one self-contained page) are written at the end.\n"
       "Without --model, an embedded DistilBERT-base-shaped model with random weights is used (fidelity only).\n"
       "A decoder model (Llama, Qwen2 or GPT-2 folder) runs batch 1: each run times the prefill of --seq prompt\n"
-      "tokens and, in a second energy window, --decode-tokens greedy decode steps; the record has prefill and\n"
-      "decode tokens/s (mean ± sd over repetitions) and mJ/token of each phase (docs/bench-records.md); with\n"
-      "--text it also scores the text as `qjoule ppl` does: perplexity, and against the FP32 reference (computed\n"
-      "once per sweep, kept in OUT/kl-base/, reused by --resume and by --kl-base) KL divergence and top tokens.\n"
+      "tokens and, in a second energy window (of --decode-windows parts), --decode-tokens greedy decode steps;\n"
+      "the record has prefill and decode tokens/s (mean ± sd over repetitions) and mJ/token of each phase\n"
+      "(docs/bench-records.md); with --text it also scores the text as `qjoule ppl` does: perplexity, and\n"
+      "against the FP32 reference (computed once per sweep, kept in OUT/kl-base/, reused by --resume and by\n"
+      "--kl-base) KL divergence and top tokens.\n"
       "Sweep file: {\"defaults\": {\"seq\": 128}, \"sweep\": {\"precision\": [\"fp32\", \"int8\"], \"batch\": [1, 8]},\n"
       "             \"mode\": \"cross_product\"}   (or \"one_at_a_time\")\n"
       "Examples:\n"
@@ -214,6 +215,12 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
                   "prompt; --seq + this must fit max_position_embeddings")
       ->capture_default_str()
       ->check(in_range(1, 1e6));
+  cmd->add_option("--decode-windows", a->settings.runner.decode_energy_windows,
+                  "Decoder models: the decode phase timed in N back-to-back energy windows, each at least --min-time "
+                  "(or its share of --iters); the record's decode energy is their whole, a note gives each window's "
+                  "mJ/token and their spread")
+      ->capture_default_str()
+      ->check(in_range(1, 100));
   auto* threads = cmd->add_option("--threads", a->threads, "CPU thread counts, comma-separated (default: all cores)");
   cmd->add_option(
          "--device", a->device,

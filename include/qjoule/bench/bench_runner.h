@@ -67,6 +67,10 @@ struct BenchOptions {
   std::size_t fidelity_examples = 32;                // synthetic sequences compared with FP32 when there is no dataset
   std::size_t min_iters = 3;                         // never fewer timed batches than this (percentiles need samples)
   std::size_t decode_tokens = kDefaultDecodeTokens;  // decoder models: greedy steps per decode repetition
+  // Decoder models: the decode phase timed in this many back-to-back energy windows, each at least min_time_s
+  // (and 10 counter updates) or its share of iters; the record's decode energy is their whole, a note gives
+  // each window's mJ/token and their spread.
+  std::size_t decode_energy_windows = 3;
   // Where each run's power trace goes (<trace_dir>/<run name>.csv, see qjoule/energy/trace_csv.h);
   // empty = no traces. The meter must keep a trace (MeterOptions::trace_capacity > 0).
   std::filesystem::path trace_dir;

@@ -1,0 +1,113 @@
+// A decoder run's decode phase in back-to-back energy windows (src/bench/energy_windows.h): the split of a
+// fixed count of repetitions, the windows' spread and note, and on the runner with a scripted sensor: the
+// note beside the whole phase's energy, and a window too short for its sensor's updates giving no number,
+// only the reason.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bench/energy_windows.h"
+#include "qjoule/bench/bench_runner.h"
+#include "qjoule/energy/energy_meter.h"
+#include "scripted_sensors.h"
+#include "test_paths.h"
+
+namespace qjoule::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(DecodeEnergyWindows, AFixedCountSplitsEvenlyAndWhole) {
+  for (std::size_t count : {1, 2, 3, 7, 10}) {
+    for (std::size_t windows : {1, 2, 3}) {
+      if (windows > count) continue;
+      std::size_t total = 0;
+      for (std::size_t w = 0; w < windows; ++w) {
+        const std::size_t n = detail::repetitions_of_window(count, windows, w);
+        EXPECT_GE(n, count / windows);
+        EXPECT_LE(n, count / windows + 1);
+        total += n;
+      }
+      EXPECT_EQ(total, count) << count << " over " << windows;
+    }
+  }
+}
+
+TEST(DecodeEnergyWindows, TheSpreadIsTheRangeOverTheMedianOfWhatWasMeasured) {
+  using W = detail::WindowPerToken;
+  EXPECT_FALSE(detail::windows_spread({W{40.0, ""}}));
+  EXPECT_FALSE(detail::windows_spread({W{40.0, ""}, W{std::nullopt, "no sensor"}}));
+  EXPECT_DOUBLE_EQ(*detail::windows_spread({W{40.0, ""}, W{42.0, ""}, W{41.0, ""}}), 2.0 / 41.0);
+  EXPECT_DOUBLE_EQ(*detail::windows_spread({W{40.0, ""}, W{44.0, ""}}), 4.0 / 42.0);
+  EXPECT_EQ(detail::windows_note({W{40.0, ""}, W{std::nullopt, "x"}, W{42.0, ""}}, 2.0),
+            "decode energy in 3 windows of >= 2 s each: 40, unavailable, 42 mJ/token (spread 4.9% of the median)");
+  EXPECT_EQ(detail::window_per_token(detail::WindowEnergy{5.0, 4.0, ""}, 100.0).mj_per_token, 40.0);
+  EXPECT_EQ(detail::window_per_token(detail::WindowEnergy{std::nullopt, std::nullopt, "no sensor"}, 100.0).unavailable,
+            "no sensor");
+}
+
+RunConfig windowed_decoder_config() {
+  RunConfig c;
+  c.model = (test::fixtures_dir() / "decoders" / "tiny-llama").string();
+  c.precision = "fp32";
+  c.batch = 1;
+  c.seq = 8;
+  c.threads = 1;
+  return c;
+}
+
+// A scripted 25 W package: the decode phase's energy is its whole window's, and the note gives the three
+// windows' mJ/token.
+TEST(DecodeEnergyWindows, TheRecordKeepsTheWholePhaseAndNotesEachWindow) {
+  energy::SensorDiscovery found;
+  found.sensors.push_back(std::make_unique<test::ScriptedSensor>("rapl:package-0", true, false, 25.0));
+  energy::MeterOptions meter_options;
+  meter_options.period = std::chrono::milliseconds(1);
+  energy::EnergyMeter meter(std::move(found), meter_options);
+  meter.start();
+  BenchOptions options;
+  options.warmup = 1;
+  options.decode_tokens = 4;
+  options.min_time_s = 0.05;
+  const RunRecord r = BenchRunner(options, meter).run(windowed_decoder_config());
+  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_TRUE(r.decode_energy_j) << r.decode_energy_unavailable;
+  EXPECT_GE(*r.decode_iters, 3u);
+  EXPECT_GE(r.decode_energy_window.at("duration_s").get<double>(), 3 * 0.05);
+  EXPECT_DOUBLE_EQ(*r.decode_mj_per_token, *r.decode_energy_j * 1e3 / (static_cast<double>(*r.decode_iters) * 4));
+  int notes = 0;
+  for (const auto& note : r.notes) notes += note.starts_with("decode energy in 3 windows of >= 0.05 s each: ") ? 1 : 0;
+  EXPECT_EQ(notes, 1) << ::testing::PrintToString(r.notes);
+}
+
+// A counter that moves once a joule (every 40 ms at 25 W) and three decode repetitions of 4 tokens: the decode
+// window spans fewer than 10 of its updates, so its energy is no number, only why.
+TEST(DecodeEnergyWindows, AWindowTooShortForItsCounterIsUnavailableWithTheReason) {
+  energy::SensorDiscovery found;
+  auto sensor = std::make_unique<test::ScriptedSensor>("rapl:package-0", true, false, 25.0);
+  sensor->mutable_info().counter_unit_j = 1.0;
+  found.sensors.push_back(std::move(sensor));
+  energy::MeterOptions meter_options;
+  meter_options.period = std::chrono::milliseconds(1);
+  energy::EnergyMeter meter(std::move(found), meter_options);
+  meter.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the counter's updates observed
+  BenchOptions options;
+  options.warmup = 1;
+  options.iters = 3;
+  options.decode_tokens = 4;
+  const RunRecord r = BenchRunner(options, meter).run(windowed_decoder_config());
+  ASSERT_EQ(r.status, "ok") << r.error;
+  EXPECT_FALSE(r.decode_energy_j);
+  EXPECT_FALSE(r.decode_mj_per_token);
+  EXPECT_THAT(r.decode_energy_unavailable, HasSubstr("too short for its counter"));
+  EXPECT_THAT(r.decode_energy_unavailable, HasSubstr("rapl:package-0"));
+  EXPECT_THAT(r.decode_energy_unavailable, HasSubstr(":decode`"));
+}
+
+}  // namespace
+}  // namespace qjoule::bench
