@@ -60,20 +60,28 @@ RunConfig windowed_decoder_config() {
   return c;
 }
 
+// A started meter (sampled every 1 ms) over one scripted 25 W package whose counter counts `unit_j` joules.
+std::unique_ptr<energy::EnergyMeter> scripted_package_meter(double unit_j) {
+  energy::SensorDiscovery found;
+  auto sensor = std::make_unique<test::ScriptedSensor>("rapl:package-0", true, false, 25.0);
+  sensor->mutable_info().counter_unit_j = unit_j;
+  found.sensors.push_back(std::move(sensor));
+  energy::MeterOptions meter_options;
+  meter_options.period = std::chrono::milliseconds(1);
+  auto meter = std::make_unique<energy::EnergyMeter>(std::move(found), meter_options);
+  meter->start();
+  return meter;
+}
+
 // A scripted 25 W package: the decode phase's energy is its whole window's, and the note gives the three
 // windows' mJ/token.
 TEST(DecodeEnergyWindows, TheRecordKeepsTheWholePhaseAndNotesEachWindow) {
-  energy::SensorDiscovery found;
-  found.sensors.push_back(std::make_unique<test::ScriptedSensor>("rapl:package-0", true, false, 25.0));
-  energy::MeterOptions meter_options;
-  meter_options.period = std::chrono::milliseconds(1);
-  energy::EnergyMeter meter(std::move(found), meter_options);
-  meter.start();
+  const auto meter = scripted_package_meter(1e-6);
   BenchOptions options;
   options.warmup = 1;
   options.decode_tokens = 4;
   options.min_time_s = 0.05;
-  const RunRecord r = BenchRunner(options, meter).run(windowed_decoder_config());
+  const RunRecord r = BenchRunner(options, *meter).run(windowed_decoder_config());
   ASSERT_EQ(r.status, "ok") << r.error;
   ASSERT_TRUE(r.decode_energy_j) << r.decode_energy_unavailable;
   EXPECT_GE(*r.decode_iters, 3u);
@@ -87,20 +95,13 @@ TEST(DecodeEnergyWindows, TheRecordKeepsTheWholePhaseAndNotesEachWindow) {
 // A counter that moves once a joule (every 40 ms at 25 W) and three decode repetitions of 4 tokens: the decode
 // window spans fewer than 10 of its updates, so its energy is no number, only why.
 TEST(DecodeEnergyWindows, AWindowTooShortForItsCounterIsUnavailableWithTheReason) {
-  energy::SensorDiscovery found;
-  auto sensor = std::make_unique<test::ScriptedSensor>("rapl:package-0", true, false, 25.0);
-  sensor->mutable_info().counter_unit_j = 1.0;
-  found.sensors.push_back(std::move(sensor));
-  energy::MeterOptions meter_options;
-  meter_options.period = std::chrono::milliseconds(1);
-  energy::EnergyMeter meter(std::move(found), meter_options);
-  meter.start();
+  const auto meter = scripted_package_meter(1.0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the counter's updates observed
   BenchOptions options;
   options.warmup = 1;
   options.iters = 3;
   options.decode_tokens = 4;
-  const RunRecord r = BenchRunner(options, meter).run(windowed_decoder_config());
+  const RunRecord r = BenchRunner(options, *meter).run(windowed_decoder_config());
   ASSERT_EQ(r.status, "ok") << r.error;
   EXPECT_FALSE(r.decode_energy_j);
   EXPECT_FALSE(r.decode_mj_per_token);

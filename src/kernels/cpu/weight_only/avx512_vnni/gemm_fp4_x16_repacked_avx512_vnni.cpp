@@ -228,17 +228,11 @@ void gemm_fp4_x16_repacked_avx512_vnni(const RepackedFp4<Packed>& w, const float
                                        float* y) {
   if (m <= 0 || w.rows <= 0) return;
   const int64_t nb32 = w.blocks32();
-  thread_local std::vector<Fp4X16Block> xa;  // reused: no allocation per decode step
-  xa.resize(static_cast<std::size_t>(m * nb32));
-  Fp4X16Block* blocks = xa.data();
   const float factor = fp4_activation_factor(w);
-  if (!repacked::quantize_activation_rows(x, m, nb32, blocks, [&](const float* row, Fp4X16Block* out) {
-        return quantize_row_fp4_x16(row, nb32, factor, out);
-      })) {
-    gemm_fp4_f32_repacked_ref(w, bias, x, m, y);
-    return;
-  }
-  run_fp4_panels<Packed>(w, blocks, m, bias, y);
+  repacked::quantize_then_run_panels<Fp4X16Block>(
+      x, m, nb32, [&](const float* row, Fp4X16Block* out) { return quantize_row_fp4_x16(row, nb32, factor, out); },
+      [&](const Fp4X16Block* blocks) { run_fp4_panels<Packed>(w, blocks, m, bias, y); },
+      [&] { gemm_fp4_f32_repacked_ref(w, bias, x, m, y); });
 }
 
 template void gemm_fp4_x16_repacked_avx512_vnni<quant::Mxfp4Matrix>(const RepackedFp4<quant::Mxfp4Matrix>&,

@@ -71,16 +71,10 @@ void gemm_int4_x16_repacked_avx512_vnni(const RepackedInt4<Block>& w, const floa
                                         float* y) {
   if (m <= 0 || w.rows <= 0) return;
   const int64_t nb32 = w.blocks32();
-  thread_local std::vector<X16Block> xa;  // reused: no allocation per decode step
-  xa.resize(static_cast<std::size_t>(m * nb32));
-  X16Block* blocks = xa.data();
-  if (!repacked::quantize_activation_rows(x, m, nb32, blocks, [&](const float* row, X16Block* out) {
-        return quantize_row_x16_limbs(row, nb32, out);
-      })) {
-    gemm_int4_f32_repacked_ref(w, bias, x, m, y);
-    return;
-  }
-  repacked::run_panels<X16Act>(w, blocks, m, bias, y);
+  repacked::quantize_then_run_panels<X16Block>(
+      x, m, nb32, [&](const float* row, X16Block* out) { return quantize_row_x16_limbs(row, nb32, out); },
+      [&](const X16Block* blocks) { repacked::run_panels<X16Act>(w, blocks, m, bias, y); },
+      [&] { gemm_int4_f32_repacked_ref(w, bias, x, m, y); });
 }
 
 #define QJOULE_INT4_X16_REPACKED(BLOCK)                                                                           \

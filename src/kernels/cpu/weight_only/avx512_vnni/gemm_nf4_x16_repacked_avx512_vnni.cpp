@@ -179,16 +179,10 @@ void run_nf4_panels(const RepackedNf4& w, const Nf4X16Block* xa, int64_t m, cons
 void gemm_nf4_x16_repacked_avx512_vnni(const RepackedNf4& w, const float* bias, const float* x, int64_t m, float* y) {
   if (m <= 0 || w.rows <= 0) return;
   const int64_t nb32 = w.blocks32();
-  thread_local std::vector<Nf4X16Block> xa;  // reused: no allocation per decode step
-  xa.resize(static_cast<std::size_t>(m * nb32));
-  Nf4X16Block* blocks = xa.data();
-  if (!repacked::quantize_activation_rows(x, m, nb32, blocks, [&](const float* row, Nf4X16Block* out) {
-        return quantize_row_nf4_x16(row, nb32, out);
-      })) {
-    gemm_nf4_f32_repacked_ref(w, bias, x, m, y);
-    return;
-  }
-  run_nf4_panels(w, blocks, m, bias, y);
+  repacked::quantize_then_run_panels<Nf4X16Block>(
+      x, m, nb32, [&](const float* row, Nf4X16Block* out) { return quantize_row_nf4_x16(row, nb32, out); },
+      [&](const Nf4X16Block* blocks) { run_nf4_panels(w, blocks, m, bias, y); },
+      [&] { gemm_nf4_f32_repacked_ref(w, bias, x, m, y); });
 }
 
 }  // namespace qjoule::kernels::detail

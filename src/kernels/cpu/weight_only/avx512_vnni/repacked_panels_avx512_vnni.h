@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/weight_only/repacked/int4_repacked.h"
 
@@ -61,6 +62,18 @@ bool quantize_activation_rows(const float* x, int64_t m, int64_t nb32, XBlock* b
 #pragma omp parallel for schedule(static) reduction(& : finite) if (m >= 8)
   for (int64_t i = 0; i < m; ++i) finite &= quantize_row(x + i * nb32 * kRepackedBlock, blocks + i * nb32) ? 1 : 0;
   return finite != 0;
+}
+
+// What every x16 kernel on repacked weights does first: the m activation rows quantized into XBlocks (a
+// thread-local buffer: no allocation per decode step), then panels(blocks); where a row holds a NaN or
+// Inf, twin() instead (the FP32 twin on the repacked layout, as IEEE arithmetic has it).
+template <class XBlock, class QuantizeRow, class Panels, class Twin>
+void quantize_then_run_panels(const float* x, int64_t m, int64_t nb32, const QuantizeRow& quantize_row,
+                              const Panels& panels, const Twin& twin) {
+  thread_local std::vector<XBlock> xa;
+  xa.resize(static_cast<std::size_t>(m * nb32));
+  if (!quantize_activation_rows(x, m, nb32, xa.data(), quantize_row)) return twin();
+  panels(static_cast<const XBlock*>(xa.data()));
 }
 
 // y[i, 16p .. 16p + 16 · PR) for MR activation rows (row i's blocks at xa + i * nb32; its outputs at

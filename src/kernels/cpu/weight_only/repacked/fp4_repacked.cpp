@@ -43,10 +43,7 @@ RepackedFp4<Packed> repack_fp4(const Packed& w) {
   r.cols = w.cols;
   r.tensor_scale = fp4_tensor_scale(w);
   r.data.assign(static_cast<std::size_t>(r.panels() * r.panel_stride()), 0);
-#pragma omp parallel for schedule(static)
-  for (int64_t o = 0; o < w.rows; ++o) {  // a panel's 16 rows fill their own bytes: any split of rows is safe
-    uint8_t* panel = r.data.data() + (o / kRepackedRows) * r.panel_stride();
-    const int64_t lane = o % kRepackedRows;
+  for_each_panel_row(r.data.data(), w.rows, r.panel_stride(), [&](uint8_t* panel, int64_t lane, int64_t o) {
     const Block* row = w.row(o);
     for (int64_t j = 0; j < w.blocks_per_row(); ++j) {
       for (int e = 0; e < Block::kSize; ++e) {
@@ -56,7 +53,7 @@ RepackedFp4<Packed> repack_fp4(const Packed& w) {
         if (e == 0) panel[el.scale_byte] = fp4_scale_code(row[j]);
       }
     }
-  }
+  });
   return r;
 }
 

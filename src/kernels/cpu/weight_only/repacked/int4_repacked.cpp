@@ -52,10 +52,7 @@ RepackedInt4<Block> repack_int4(const quant::BlockMatrix<Block>& w) {
   r.rows = w.rows;
   r.cols = w.cols;
   r.data.assign(static_cast<std::size_t>(r.panels() * r.panel_stride()), 0);
-#pragma omp parallel for schedule(static)
-  for (int64_t o = 0; o < w.rows; ++o) {  // a panel's 16 rows fill their own bytes: any split of rows is safe
-    uint8_t* panel = r.data.data() + (o / kRepackedRows) * r.panel_stride();
-    const int64_t lane = o % kRepackedRows;
+  for_each_panel_row(r.data.data(), w.rows, r.panel_stride(), [&](uint8_t* panel, int64_t lane, int64_t o) {
     const Block* row = w.row(o);
     for (int64_t g = 0; g < r.groups(); ++g) {
       std::memcpy(panel + r.scales_offset() + (g * kRepackedRows + lane) * 2, &row[g].d, sizeof(row[g].d));
@@ -70,7 +67,7 @@ RepackedInt4<Block> repack_int4(const quant::BlockMatrix<Block>& w) {
         }
       }
     }
-  }
+  });
   return r;
 }
 

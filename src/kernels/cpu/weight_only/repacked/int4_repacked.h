@@ -50,6 +50,14 @@ inline void put_repacked_code(uint8_t* codes, RepackedNibble at, int u) {
   codes[at.byte] = static_cast<uint8_t>(codes[at.byte] | (at.high ? u << 4 : u));
 }
 
+// fill(panel, lane, o) for every row o < rows of panels `panel_stride` bytes apart from `data`, on the OpenMP
+// threads (the repacking of every layout): a panel's 16 rows fill their own bytes, so any split of rows is safe.
+template <class Fill>
+void for_each_panel_row(uint8_t* data, int64_t rows, int64_t panel_stride, const Fill& fill) {
+#pragma omp parallel for schedule(static)
+  for (int64_t o = 0; o < rows; ++o) fill(data + (o / kRepackedRows) * panel_stride, o % kRepackedRows, o);
+}
+
 template <class Block>
 struct RepackedInt4 {
   static constexpr int kGroup = Block::kSize;

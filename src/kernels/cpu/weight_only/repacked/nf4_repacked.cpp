@@ -36,17 +36,14 @@ RepackedNf4 repack_nf4(const quant::Nf4Matrix& w) {
   r.rows = w.rows;
   r.cols = w.cols;
   r.data.assign(static_cast<std::size_t>(r.panels() * r.panel_stride()), 0);
-#pragma omp parallel for schedule(static)
-  for (int64_t o = 0; o < w.rows; ++o) {  // a panel's 16 rows fill their own bytes: any split of rows is safe
-    uint8_t* panel = r.data.data() + (o / kRepackedRows) * r.panel_stride();
-    const int64_t lane = o % kRepackedRows;
+  for_each_panel_row(r.data.data(), w.rows, r.panel_stride(), [&](uint8_t* panel, int64_t lane, int64_t o) {
     const quant::BlockNf4* row = w.row(o);
     for (int64_t g = 0; g < r.blocks64(); ++g) {
       std::memcpy(panel + r.absmax_offset() + (g * kRepackedRows + lane) * 4, &row[g].absmax, sizeof(float));
       for (int e = 0; e < kBlock; ++e)
         put_repacked_code(panel, nibble_of(g, lane, e), element::nibble_of_bytes(row[g].qs, e));
     }
-  }
+  });
   return r;
 }
 
