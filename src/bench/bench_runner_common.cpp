@@ -91,9 +91,9 @@ void BenchRunner::Impl::fill_device_energy(RunRecord& r, const energy::Measureme
   fill_energy(r, m, total, false, sequences, tokens);
   for (const std::string& w : energy::clock_limit_warnings(m, total.sensor_ids))
     r.notes.push_back(fmt::format("window `{}`: {}", m.name, w));
-  if (total.energy_j) {
+  if (r.energy_j) {
     r.energy_method += fmt::format("; GPU {}'s board only, the host's sensors are in energy_window", gpu_index);
-  } else {
+  } else if (!total.energy_j) {
     r.energy_unavailable = reason;  // not the CPU's sensors, nor a CPU-utilisation estimate: neither is the GPU's
   }
 }

@@ -229,9 +229,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
     std::string gpu_reason;
     const energy::EnergyTotal total = on_gpu ? gpu_total(window, gpu_index, gpu_reason) : window.total;
     WindowEnergy e = window_energy(window, total, !on_gpu);
-    if (on_gpu && !e.energy_j) e.unavailable = gpu_reason;
-    const std::string too_short = short_window_reason(window, total.sensor_ids);
-    if (!too_short.empty()) e = WindowEnergy{std::nullopt, std::nullopt, too_short};
+    if (on_gpu && !e.energy_j && !total.energy_j) e.unavailable = gpu_reason;
     return e;
   };
   const WindowEnergy de = energy_of(decode_energy);

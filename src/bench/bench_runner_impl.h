@@ -50,7 +50,6 @@ namespace runner_detail {
 using Clock = std::chrono::steady_clock;
 using detail::decoder_prompt_ids;
 using detail::is_synthetic;
-using detail::short_window_reason;
 using detail::timing_token_ids;
 using detail::total_over;
 using detail::window_energy;

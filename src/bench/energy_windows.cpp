@@ -10,18 +10,6 @@ std::size_t repetitions_of_window(std::size_t count, std::size_t windows, std::s
   return count * (w + 1) / windows - count * w / windows;
 }
 
-std::string short_window_reason(const energy::Measurement& m, const std::vector<std::string>& sensor_ids) {
-  for (const energy::SensorEnergy& e : m.sensors) {
-    if (!e.validity.short_window || std::find(sensor_ids.begin(), sensor_ids.end(), e.sensor_id) == sensor_ids.end())
-      continue;
-    return fmt::format(
-        "the window `{}` lasted {:.3g} s, under {:g} updates of {} (one every {:.3g} s): too short for its counter "
-        "(a longer --min-time, or no --iters, gives it time)",
-        m.name, m.duration_s, energy::kMinUpdatePeriodsPerWindow, e.sensor_id, e.update_period_s.value_or(0.0));
-  }
-  return "";
-}
-
 WindowPerToken window_per_token(const WindowEnergy& e, double tokens) {
   if (!e.basis_j) return {std::nullopt, e.unavailable};
   if (!(tokens > 0)) return {std::nullopt, "the window processed no tokens"};

@@ -1,7 +1,7 @@
 // A decoder run's decode phase measured in several back-to-back energy windows (issue 55: a counter that
 // updates every ~100 ms gave 247 and 302 mJ/token in two 0.5 s windows of the same decode): how the timed
 // repetitions split over them, each window's energy per token and their spread, and the rule that a window
-// too short for a counted sensor's updates has no energy number, only its reason.
+// too short for a counted sensor's updates has no energy number, only its reason (window_energy.h).
 #pragma once
 
 #include <cstddef>
@@ -17,10 +17,6 @@ namespace qjoule::bench::detail {
 // Repetitions window w (0 .. windows − 1) takes of a fixed count split evenly over `windows` (the first
 // ones take one fewer where it does not divide).
 std::size_t repetitions_of_window(std::size_t count, std::size_t windows, std::size_t w);
-
-// "" when every sensor of `sensor_ids` in m spans at least 10 of its updates; else why the window's
-// energy is no number: its duration, the sensor and its update period.
-std::string short_window_reason(const energy::Measurement& m, const std::vector<std::string>& sensor_ids);
 
 // One window's energy per token: basis over tokens, or why there is none.
 struct WindowPerToken {

@@ -7,9 +7,23 @@
 
 namespace qjoule::bench::detail {
 
+std::string short_window_reason(const energy::Measurement& m, const std::vector<std::string>& sensor_ids) {
+  for (const energy::SensorEnergy& e : m.sensors) {
+    if (!e.validity.short_window || std::find(sensor_ids.begin(), sensor_ids.end(), e.sensor_id) == sensor_ids.end())
+      continue;
+    return fmt::format(
+        "the window `{}` lasted {:.3g} s, under {:g} updates of {} (one every {:.3g} s): too short for its counter "
+        "(a longer --min-time, or no --iters, gives it time)",
+        m.name, m.duration_s, energy::kMinUpdatePeriodsPerWindow, e.sensor_id, e.update_period_s.value_or(0.0));
+  }
+  return "";
+}
+
 WindowEnergy window_energy(const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate) {
   WindowEnergy e;
-  if (total.energy_j) {
+  if (std::string too_short = short_window_reason(m, total.sensor_ids); !too_short.empty()) {
+    e.unavailable = std::move(too_short);
+  } else if (total.energy_j) {
     e.energy_j = total.energy_j;
     e.basis_j = m.idle_subtracted && total.net_energy_j ? total.net_energy_j : total.energy_j;
   } else if (m.estimate && allow_estimate) {
@@ -66,7 +80,7 @@ void fill_record_energy(RunRecord& r, const energy::Measurement& m, const energy
   r.energy_window = energy::to_json(m);
   const WindowEnergy e = window_energy(m, total, allow_estimate);
   const std::optional<double> energy_for_per_inference = e.basis_j;
-  if (total.energy_j) {
+  if (total.energy_j && e.energy_j) {
     r.energy_j = total.energy_j;
     r.energy_net_j = total.net_energy_j;
     std::string ids;
@@ -85,7 +99,7 @@ void fill_record_energy(RunRecord& r, const energy::Measurement& m, const energy
       peak = s.peak_power_w;
     }
     if (counted == 1) r.energy_peak_power_w = peak;
-  } else if (m.estimate && allow_estimate) {
+  } else if (!total.energy_j && m.estimate && allow_estimate) {
     r.energy_j = m.estimate->energy_j;
     r.energy_method = "estimated: " + m.estimate->method;
     r.energy_mean_power_w = m.estimate->energy_j / m.duration_s;

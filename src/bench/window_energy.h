@@ -18,8 +18,14 @@ struct WindowEnergy {
   std::string unavailable;
 };
 
+// "" when every sensor of `sensor_ids` in m spans at least 10 of its updates; else why the window's
+// energy is no number (principle 1: a window too short for its counter is no measurement): its name and
+// duration, the sensor and its update period.
+std::string short_window_reason(const energy::Measurement& m, const std::vector<std::string>& sensor_ids);
+
 // From `total` (the window's own total, or one over a subset: total_over); the estimate only when
-// allow_estimate and the measurement carries one.
+// allow_estimate and the measurement carries one. None, with short_window_reason, where a sensor of the
+// total spans fewer than 10 of its updates.
 WindowEnergy window_energy(const energy::Measurement& m, const energy::EnergyTotal& total, bool allow_estimate);
 WindowEnergy window_energy(const energy::Measurement& m);  // the window's own total, estimate allowed
 

@@ -1,7 +1,7 @@
 // A decoder run's decode phase in back-to-back energy windows (src/bench/energy_windows.h): the split of a
 // fixed count of repetitions, the windows' spread and note, and on the runner with a scripted sensor: the
 // note beside the whole phase's energy, and a window too short for its sensor's updates giving no number,
-// only the reason.
+// only the reason (window_energy.h, for every window).
 #include <chrono>
 #include <memory>
 #include <string>
@@ -92,8 +92,8 @@ TEST(DecodeEnergyWindows, TheRecordKeepsTheWholePhaseAndNotesEachWindow) {
   EXPECT_EQ(notes, 1) << ::testing::PrintToString(r.notes);
 }
 
-// A counter that moves once a joule (every 40 ms at 25 W) and three decode repetitions of 4 tokens: the decode
-// window spans fewer than 10 of its updates, so its energy is no number, only why.
+// A counter that moves once a joule (every 40 ms at 25 W) and three repetitions a phase: the prefill and decode
+// windows span fewer than 10 of its updates, so their energy is no number, only why.
 TEST(DecodeEnergyWindows, AWindowTooShortForItsCounterIsUnavailableWithTheReason) {
   const auto meter = scripted_package_meter(1.0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the counter's updates observed
@@ -108,6 +108,11 @@ TEST(DecodeEnergyWindows, AWindowTooShortForItsCounterIsUnavailableWithTheReason
   EXPECT_THAT(r.decode_energy_unavailable, HasSubstr("too short for its counter"));
   EXPECT_THAT(r.decode_energy_unavailable, HasSubstr("rapl:package-0"));
   EXPECT_THAT(r.decode_energy_unavailable, HasSubstr(":decode`"));
+  // The prefill window alike (every window: window_energy.h).
+  EXPECT_FALSE(r.energy_j);
+  EXPECT_FALSE(r.prefill_mj_per_token);
+  EXPECT_THAT(r.energy_unavailable, HasSubstr("too short for its counter"));
+  EXPECT_THAT(r.energy_unavailable, HasSubstr(":prefill`"));
 }
 
 }  // namespace

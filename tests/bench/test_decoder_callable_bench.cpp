@@ -30,7 +30,7 @@ DecoderCallableRun peer_run() {
   d.run.threads = 2;
   d.run.warmup = 1;
   d.run.min_iters = 3;
-  d.run.min_time_s = 0.05;
+  d.run.min_time_s = 0.15;  // over 10 updates of a sensor the default 10 ms sampler reads: else no energy
   d.decode_tokens = 8;
   return d;
 }
