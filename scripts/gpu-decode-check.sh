@@ -13,6 +13,8 @@
 #                   not run on a GPU when they were written, issue 60)
 #   CHECK_DECODE_PLAIN  the same with QJOULE_CUDA_GEMV4=plain, the other 4-bit GEMV (default int4,nf4,mxfp4;
 #                   nvfp4 has only the split one)
+#   CHECK_ENERGY    formats whose decode energy is measured twice over 3 windows of >= 2 s each (default int4:
+#                   issue 55 asks two runs' mJ/token within 5%), each pair's ratio printed
 #   CHECK_PROFILE   formats profiled by ncu (default int4,fp16): a 2-layer model of the same widths,
 #                   a 1-token prompt and 8 decode tokens, so every forward is a decode step
 set -uo pipefail
@@ -26,6 +28,7 @@ tests=${CHECK_TESTS-CudaLinearGpu|CudaDecoderOps|DecoderGpu}
 gemv=${CHECK_GEMV-int4,nf4,int8,fp16}
 decode=${CHECK_DECODE-int4,nf4,mxfp4,nvfp4,int8,fp16,bf16,fp32}
 decode_plain=${CHECK_DECODE_PLAIN-int4,nf4,mxfp4}
+energy=${CHECK_ENERGY-int4}
 profile=${CHECK_PROFILE-int4,fp16}
 status=0
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || true
@@ -37,13 +40,13 @@ if [ -n "$tests" ]; then
 fi
 model_dir=$(mktemp -d)
 trap 'rm -rf "$model_dir"' EXIT
-decode_bench() {  # NAME FORMATS [ENV=VALUE]: one bench a format, each printed as it ends
-  local name=$1 formats=$2 f
-  shift 2
+decode_bench() {  # NAME FORMATS MIN_TIME [ENV=VALUE]: one bench a format, each printed as it ends
+  local name=$1 formats=$2 min_time=$3 f
+  shift 3
   for f in ${formats//,/ }; do
     rm -rf "$out/$name-$f"
     env "$@" "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda --precisions "$f" \
-      --seq 128 --decode-tokens 64 --min-time 0.5 --idle 1 --out "$out/$name-$f" > "$out/$name-$f.log" 2>&1 || status=1
+      --seq 128 --decode-tokens 64 --min-time "$min_time" --idle 1 --out "$out/$name-$f" > "$out/$name-$f.log" 2>&1 || status=1
     python3 - "$out/$name-$f/results.jsonl" "$name" <<'PY' || tail -3 "$out/$name-$f.log"
 import json, sys
 def cell(v, spec):  # a figure the run has, else why not: never 0 for a missing one
@@ -61,10 +64,22 @@ PY
     say "$name $f done"
   done
 }
-if [ -n "$decode$decode_plain" ]; then
+if [ -n "$decode$decode_plain$energy" ]; then
   "$build/microbench/write_synthetic_decoder" "$model_dir/tinyllama-shapes" > /dev/null
-  [ -n "$decode" ] && decode_bench decode "$decode" QJOULE_CUDA_GEMV4=split
-  [ -n "$decode_plain" ] && decode_bench decode-plain "$decode_plain" QJOULE_CUDA_GEMV4=plain
+  [ -n "$decode" ] && decode_bench decode "$decode" 0.5 QJOULE_CUDA_GEMV4=split
+  [ -n "$decode_plain" ] && decode_bench decode-plain "$decode_plain" 0.5 QJOULE_CUDA_GEMV4=plain
+fi
+if [ -n "$energy" ]; then
+  decode_bench energy-a "$energy" 2
+  decode_bench energy-b "$energy" 2
+  for f in ${energy//,/ }; do
+    python3 - "$out/energy-a-$f/results.jsonl" "$out/energy-b-$f/results.jsonl" "$f" <<'PY' || true
+import json, os, sys
+a, b = (json.loads(open(p).readline()).get("decode_mj_per_token") if os.path.exists(p) else None
+        for p in sys.argv[1:3])
+print(f"energy {sys.argv[3]}: two runs {a} and {b} mJ/token" + (f", ratio {b / a:.3f}" if a and b else " (unavailable)"))
+PY
+  done
 fi
 if [ -n "$gemv" ]; then
   say "GEMV table ($gemv):"
