@@ -15,6 +15,11 @@
 #                   nvfp4 has only the split one)
 #   CHECK_ENERGY    formats whose decode energy is measured twice over 3 windows of >= 2 s each (default int4:
 #                   issue 55 asks two runs' mJ/token within 5%), each pair's ratio printed
+#   CHECK_7B        formats decoded on Llama-2-7B shapes (hidden 4096, 32 layers, FFN 11008, vocabulary 32000),
+#                   written here by write_synthetic_decoder (13.5 GB on disk, 27 GB of memory while it is drawn,
+#                   about a minute; issue 55: int4 >= 3x fp16's
+#                   tok/s), one bench for all of them (one FP32 reference), printed at its end (default
+#                   fp16,int8,int4)
 #   CHECK_PROFILE   formats profiled by ncu (default int4,fp16): a 2-layer model of the same widths,
 #                   a 1-token prompt and 8 decode tokens, so every forward is a decode step
 set -uo pipefail
@@ -29,6 +34,7 @@ gemv=${CHECK_GEMV-int4,nf4,int8,fp16}
 decode=${CHECK_DECODE-int4,nf4,mxfp4,nvfp4,int8,fp16,bf16,fp32}
 decode_plain=${CHECK_DECODE_PLAIN-int4,nf4,mxfp4}
 energy=${CHECK_ENERGY-int4}
+sevenb=${CHECK_7B-fp16,int8,int4}
 profile=${CHECK_PROFILE-int4,fp16}
 status=0
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || true
@@ -40,14 +46,8 @@ if [ -n "$tests" ]; then
 fi
 model_dir=$(mktemp -d)
 trap 'rm -rf "$model_dir"' EXIT
-decode_bench() {  # NAME FORMATS MIN_TIME [ENV=VALUE]: one bench a format, each printed as it ends
-  local name=$1 formats=$2 min_time=$3 f
-  shift 3
-  for f in ${formats//,/ }; do
-    rm -rf "$out/$name-$f"
-    env "$@" "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda --precisions "$f" \
-      --seq 128 --decode-tokens 64 --min-time "$min_time" --idle 1 --out "$out/$name-$f" > "$out/$name-$f.log" 2>&1 || status=1
-    python3 - "$out/$name-$f/results.jsonl" "$name" <<'PY' || tail -3 "$out/$name-$f.log"
+print_records() {  # RESULTS_JSONL NAME: a line a record, each figure or "unavailable"
+  python3 - "$1" "$2" <<'PY'
 import json, sys
 def cell(v, spec):  # a figure the run has, else why not: never 0 for a missing one
     return "unavailable" if v is None else format(v, spec)
@@ -61,6 +61,15 @@ for line in open(sys.argv[1]):
           f"{cell(r.get('decode_mj_per_token'), '7.1f')} mJ/token {spread}, prefill {cell(r.get('tokens_per_s'), '.0f')} tok/s "
           f"{r.get('error') or ''} {step}")
 PY
+}
+decode_bench() {  # NAME FORMATS MIN_TIME [ENV=VALUE]: one bench a format, each printed as it ends
+  local name=$1 formats=$2 min_time=$3 f
+  shift 3
+  for f in ${formats//,/ }; do
+    rm -rf "$out/$name-$f"
+    env "$@" "$build/src/cli/qjoule" bench --model "$model_dir/tinyllama-shapes" --device cuda --precisions "$f" \
+      --seq 128 --decode-tokens 64 --min-time "$min_time" --idle 1 --out "$out/$name-$f" > "$out/$name-$f.log" 2>&1 || status=1
+    print_records "$out/$name-$f/results.jsonl" "$name" || tail -3 "$out/$name-$f.log"
     say "$name $f done"
   done
 }
@@ -84,6 +93,18 @@ fi
 if [ -n "$gemv" ]; then
   say "GEMV table ($gemv):"
   "$build/microbench/cuda_gemm_peak" --gemv-only --gemv-formats "$gemv" --reps 10 2>&1 | tee "$out/gemv.txt" || status=1
+fi
+if [ -n "$sevenb" ]; then
+  say "writing the Llama-2-7B-shaped decoder"
+  "$build/microbench/write_synthetic_decoder" --shape llama-2-7b "$model_dir/llama2-7b-shapes" || status=1
+  say "7B-shaped decode ($sevenb):"
+  rm -rf "$out/7b"
+  "$build/src/cli/qjoule" bench --model "$model_dir/llama2-7b-shapes" --device cuda --precisions "$sevenb" \
+    --seq 128 --decode-tokens 64 --min-time 0.5 --decode-windows 1 --idle 1 --out "$out/7b" > "$out/7b.log" 2>&1 ||
+    status=1
+  print_records "$out/7b/results.jsonl" 7b || tail -3 "$out/7b.log"
+  rm -rf "$model_dir/llama2-7b-shapes"
+  say "7B-shaped decode done"
 fi
 if [ -n "$profile" ]; then
   if command -v ncu > /dev/null; then
