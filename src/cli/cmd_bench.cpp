@@ -235,7 +235,8 @@ void add_bench_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--iters", a->iters, "Timed batches per run (default: as many as fit --min-time)")
       ->check(in_range(1, 1e9));
   cmd->add_option("--min-time", a->settings.runner.min_time_s,
-                  "Seconds of timed batches per run, at least (and at least 10 energy-counter updates)")
+                  "Seconds of timed batches per run, at least (and at least 10 energy-counter updates); a decoder's "
+                  "decode phase takes this for each of its --decode-windows")
       ->capture_default_str()
       ->check(in_range(0, 86400));
   cmd->add_option("--idle", a->settings.meter.idle_s,
