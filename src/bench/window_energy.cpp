@@ -42,6 +42,8 @@ WindowEnergy window_energy(const energy::Measurement& m, const energy::EnergyTot
       // With no sensor at all, the total's reason already lists every absent source.
       if (e.unavailable.find(absence) == std::string::npos) e.unavailable += "; " + absence;
     }
+    // The estimate asked for (--energy-estimate) and why it could not be made for this window.
+    if (allow_estimate && !m.estimate_unavailable.empty()) e.unavailable += "; estimate: " + m.estimate_unavailable;
   }
   return e;
 }

@@ -1,5 +1,5 @@
 // A decoder run's decode phase in back-to-back energy windows (src/bench/energy_windows.h): the split of a
-// fixed count of repetitions, the windows' spread and note, and on the runner with a scripted sensor: the
+// fixed count of repetitions, the windows' spread and note, an estimate a window could not give, and on the runner with a scripted sensor: the
 // note beside the whole phase's energy, and a window too short for its sensor's updates giving no number,
 // only the reason (window_energy.h, for every window).
 #include <chrono>
@@ -48,6 +48,18 @@ TEST(DecodeEnergyWindows, TheSpreadIsTheRangeOverTheMedianOfWhatWasMeasured) {
   EXPECT_EQ(detail::window_per_token(detail::WindowEnergy{5.0, 4.0, ""}, 100.0).mj_per_token, 40.0);
   EXPECT_EQ(detail::window_per_token(detail::WindowEnergy{std::nullopt, std::nullopt, "no sensor"}, 100.0).unavailable,
             "no sensor");
+}
+
+// Asked for an estimate that a window could not give (shorter than /proc/stat's 10 ms tick): the reason says so
+// beside the sensors' absence.
+TEST(DecodeEnergyWindows, AnEstimateTheWindowCouldNotGiveSaysWhy) {
+  energy::Measurement m;
+  m.name = "run:decode";
+  m.total.unavailable = "no energy sensor: rapl: none here";
+  m.estimate_unavailable = "no CPU time passed in /proc/stat during the window (shorter than its 10 ms tick)";
+  EXPECT_THAT(detail::window_energy(m).unavailable,
+              HasSubstr("no energy sensor: rapl: none here; estimate: no CPU time passed in /proc/stat"));
+  EXPECT_THAT(detail::window_energy(m, m.total, false).unavailable, ::testing::Not(HasSubstr("estimate")));
 }
 
 RunConfig windowed_decoder_config() {
