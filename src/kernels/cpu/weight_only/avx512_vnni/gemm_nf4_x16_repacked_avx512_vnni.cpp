@@ -44,11 +44,19 @@ struct Nf4X16Block {
   float s;  // the block's scale over kTableScale
 };
 
+// vpermw's indices from a block's 32 words in element order to Nf4X16Block::pairs: word n of the pairs is
+// element 8j + a_p + 2h (j = n / 8, p = n / 2 % 4, h = n % 2, a = 0, 4, 1, 5).
+struct PairOrder {
+  alignas(64) int16_t words[32]{};
+  constexpr PairOrder() {
+    constexpr int kFirst[4] = {0, 4, 1, 5};
+    for (int n = 0; n < 32; ++n) words[n] = static_cast<int16_t>(8 * (n / 8) + kFirst[n / 2 % 4] + 2 * (n % 2));
+  }
+};
+constexpr PairOrder kPairOrder{};
+
 QJOULE_TARGET_REPACKED_VNNI bool quantize_row_nf4_x16(const float* x, int64_t nb32, Nf4X16Block* out) {
-  static constexpr int kFirst[4] = {0, 4, 1, 5};  // a_p; b_p = a_p + 2
-  alignas(64) int16_t order[32];
-  for (int n = 0; n < 32; ++n) order[n] = static_cast<int16_t>(8 * (n / 8) + kFirst[n / 2 % 4] + 2 * (n % 2));
-  const __m512i idx = _mm512_load_si512(order);
+  const __m512i idx = _mm512_load_si512(kPairOrder.words);
   __mmask16 bad = 0;
   for (int64_t b = 0; b < nb32; ++b) {
     const BlockX16 block = quantize_block_x16(x + b * kRepackedBlock);
