@@ -143,8 +143,9 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext(fmt::format("triad_{}t", t), fmt::format("{:.1f} GB/s", triad.gb_per_s));
   }
   benchmark::AddCustomContext("triad_method", qjoule::limits::triad_method());
-  const std::vector<std::string> specs = {"fp32",    "bf16", "fp16",  "int8",          "w8",    "int4",
-                                          "int4:a8", "nf4",  "mxfp4", "mxfp4|no_vbmi", "nvfp4", "nvfp4|no_vbmi"};
+  const std::vector<std::string> specs = {"fp32",          "bf16",    "fp16",         "int8",   "w8",
+                                          "int4",          "int4:a8", "nf4",          "nf4:dq", "mxfp4",
+                                          "mxfp4|no_vbmi", "nvfp4",   "nvfp4|no_vbmi"};
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768},   {768, 3072}, {3072, 768},  // DistilBERT-base
                                                            {2048, 2048}, {2048, 256}, {2048, 5632},
                                                            {5632, 2048}};  // 1B Llama (TinyLlama-1.1B)

@@ -52,8 +52,8 @@ std::unique_ptr<Linear> make_linear_w8(const float* W, const float* bias, int64_
 std::unique_ptr<Linear> make_linear_int4(const float* W, const float* bias, int64_t out, int64_t in,
                                          const Int4Options& options, const std::string& tensor_name);
 // format() "nf4"; kernel "nf4_f32" (or "nf4dq_f32" with double quantization): codes decoded through
-// the 16-entry table held in two registers; on AVX512_VNNI plain nf4's weights are repacked at load for one
-// x16 kernel at every m ("nf4_x16_repacked"). Any `in` (a row's last block may be partial, as int4).
+// the 16-entry table held in two registers; on AVX512_VNNI the weights are repacked at load for one x16 kernel
+// at every m ("nf4_x16_repacked", "nf4dq_x16_repacked"). Any `in` (a row's last block may be partial, as int4).
 std::unique_ptr<Linear> make_linear_nf4(const float* W, const float* bias, int64_t out, int64_t in,
                                         const Nf4Options& options, const std::string& tensor_name);
 // format() "mxfp4" / "nvfp4"; kernel "mxfp4_f32" / "nvfp4_f32": E2M1 codes decoded through their 16-entry

@@ -30,7 +30,7 @@ std::vector<KernelVariant> four_bit_kernels(const std::string& k) {
 }
 
 // A 4-bit format whose weights are repacked at load on AVX512_VNNI for one x16 kernel at every m ("int4",
-// "nf4" without double quantization, "mxfp4", "nvfp4"), then its row-wise kernels (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float).
+// "nf4", "nf4dq", "mxfp4", "nvfp4"), then its row-wise kernels (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float).
 std::vector<KernelVariant> repacked_x16_kernels(const std::string& stem) {
   std::vector<KernelVariant> out = {{"avx512_vnni", "qjoule:avx512_vnni:" + stem + "_x16_repacked",
                                      "16-bit integer activations on weights repacked at load, every m"}};
@@ -91,7 +91,7 @@ std::vector<BackendFormat> cpu_builtin_formats() {
                     return make_linear_int4(W, bias, out, in, o, name);
                   }});
   std::vector<KernelVariant> nf4 = repacked_x16_kernels("nf4");
-  for (auto& v : four_bit_kernels("nf4dq_f32")) nf4.push_back(std::move(v));
+  for (auto& v : repacked_x16_kernels("nf4dq")) nf4.push_back(std::move(v));
   rows.push_back({Format::nf4, std::move(nf4),
                   [](const quant::FormatSpec& f, const float* W, const float* bias, int64_t out, int64_t in,
                      const std::string& name, const float*) {

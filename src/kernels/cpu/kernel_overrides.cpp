@@ -55,8 +55,8 @@ const std::vector<KernelOverrideInfo>& table() {
        "QJOULE_WEIGHT_ONLY_LAYOUT",
        {"repacked", "rows"},
        "repacked or rows",
-       "repacked where the layer's kernel has a repacked form (int4, int4:a8, nf4, mxfp4 and nvfp4 on AVX512_VNNI) and its "
-       "scales are finite",
+       "repacked where the layer's kernel has a repacked form (int4, int4:a8, nf4, nf4:dq, mxfp4 and nvfp4 on "
+       "AVX512_VNNI) and its scales are finite",
        "the CPU weight-only weights' layout in memory: repacked at load into 16-row panels for the kernel (repacked) "
        "or the format's rows as formats.h stores them (rows; int4 then measures x16 against float decode)"},
   };

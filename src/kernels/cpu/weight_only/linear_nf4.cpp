@@ -1,8 +1,8 @@
 // make_linear_nf4: bitsandbytes NF4 weights (optionally with double-quantized absmax), FP32 compute
 // (BF16 panel compute for prefill on AVX-512 BF16 CPUs, 16-bit integer decode on AVX512_VNNI; labelled). On
 // AVX512_VNNI plain nf4 is repacked at load into 16-row panels for one x16 kernel, decode and prefill alike
-// ("nf4_x16_repacked": nf4_repacked.h), unless the rows are asked for (QJOULE_WEIGHT_ONLY_LAYOUT=rows,
-// QJOULE_WEIGHT_ONLY_DECODE=float) or an absmax is NaN / Inf; nf4:dq keeps its rows.
+// ("nf4_x16_repacked": nf4_repacked.h), nf4:dq with its 8-bit absmax codes ("nf4dq_x16_repacked"), unless the
+// rows are asked for (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float) or an absmax is NaN / Inf.
 #include "kernels/cpu/weight_only/decode_gemv_choice.h"
 #include "kernels/cpu/weight_only/repacked/nf4_repacked.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
@@ -15,6 +15,11 @@ namespace qjoule::kernels {
 std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const float* bias,
                                                const std::string& tensor_name) {
   const WeightOnlyIsa isa = weight_only_isa();
+  if (repacked_x16_on(isa) && detail::nf4dq_repackable(packed)) {
+    return std::make_unique<detail::WeightOnlyLinear<detail::RepackedNf4>>(
+        detail::repack_nf4(packed), bias, std::string(quant::name(quant::Format::nf4)),
+        repacked_x16_kernel_path(isa, "nf4dq", true), &detail::gemm_nf4_x16_repacked_avx512_vnni, nullptr, tensor_name);
+  }
   using Packed = quant::Nf4DqMatrix;
   auto gemm = detail::gemm_for(isa, &detail::gemm_nf4dq_f32_scalar, &detail::gemm_nf4dq_f32_avx2,
                                &detail::gemm_nf4dq_avx512, &detail::gemm_nf4dq_avx512_bf16);

@@ -1,4 +1,4 @@
-// make_linear_nf4 (kernels nf4_f32, nf4dq_f32, their BF16 and x16 decode GEMVs, nf4's repacked x16 kernel:
+// make_linear_nf4 (kernels nf4_f32, nf4dq_f32, their BF16 and x16 decode GEMVs, the repacked x16 kernel:
 // test_nf4_repacked.cpp) vs linear_nf4_ref, with and without double quantization, every ISA level and decode
 // GEMV. Budgets: weight_only_test_util.h. Quantization error vs FP32 weights (quantization_error_vs_fp32:
 // Gaussian x and W): relative RMS < 0.11.
@@ -32,8 +32,7 @@ TEST(LinearNf4, MatchesReferenceAcrossShapesDoubleQuantAndIsas) {
         test::expect_within_budget(y, ref, scale, s, lin->kernel_path());
         EXPECT_EQ(lin->format(), "nf4");
         const bool x16 = std::string(decode) == "x16";
-        EXPECT_EQ(lin->kernel_path(), dq ? kernels::four_bit_kernel_path(isa, "nf4dq_f32", x16)
-                                         : kernels::repacked_x16_kernel_path(isa, "nf4", x16));
+        EXPECT_EQ(lin->kernel_path(), kernels::repacked_x16_kernel_path(isa, dq ? "nf4dq" : "nf4", x16));
         const size_t blocks = size_t(s.out * s.in / 64);
         const size_t packed = dq ? blocks * 33 + (blocks + 255) / 256 * 4 + 4 : blocks * 36;
         EXPECT_EQ(lin->bytes_held(), packed + (bias ? size_t(s.out) * 4 : 0));

@@ -8,8 +8,12 @@
 // values of element pairs (0, 2), (4, 6), (1, 3), (5, 7) of every row, each met by one vpdpwssd with that
 // pair of activations broadcast. A lane sums 16 products before one conversion: |Σ| <= 16 · 4096 · 32767 <
 // 2^31, exact. Per 32-block and activation row, the two halves' sums are converted, added and scaled by the
-// block's activation scale; per 64-block, one FMA by the rows' absmax. A row holding a NaN or Inf is
+// block's activation scale; per 64-block, one FMA by the rows' absmax. nf4:dq ("nf4dq_x16_repacked") decodes
+// the 16 rows' absmax there as formats.h does, map[code] · scale + mean (a product, then a sum: no FMA), the map
+// value by one gather, the group scale by one permute (PanelAbsmax; the 1 KiB map and the scales, 1/16 of the
+// codes' bytes, stay in the caches); prefill decodes a panel's absmax once. A row holding a NaN or Inf is
 // multiplied by the FP32 twin (gemm_nf4_f32_repacked_ref), as IEEE arithmetic has it.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -74,29 +78,92 @@ QJOULE_TARGET_REPACKED_VNNI inline __m512i lookup(__m512i codes, __m512i table, 
   return _mm512_permutexvar_epi16(_mm512_srli_epi16(codes, 4 * k), table);
 }
 
+// 0, 1, ..., 15: a panel's rows.
+QJOULE_TARGET_REPACKED_VNNI inline __m512i panel_lanes() {
+  return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+// The 16 rows' absmax of 64-block g of a panel. nf4:dq: the flattened block index row · nb64 + g (first_block:
+// the rows' row · nb64) picks the group scale. Where a row holds at most 256 blocks, the panel's 16 rows span at
+// most 16 groups from lane 0's, so one permute of the 16 scales from there picks each lane's (the load masked at
+// the array's end); wider rows gather them. The padding rows' lanes get some group's (finite) scale or 0: their
+// outputs are not stored.
+struct PanelAbsmax {
+  const RepackedNf4& w;
+  const float* map;  // quant::dynamic_map_signed()
+  static_assert(quant::kNf4DoubleQuantGroup == 256, "the group index is the block index shifted by 8");
+
+  template <bool kDq>
+  QJOULE_TARGET_REPACKED_VNNI __m512 at(const uint8_t* panel, __m512i first_block, int64_t g) const {
+    if constexpr (!kDq) {
+      return _mm512_loadu_ps(w.absmax(panel, g));
+    } else {
+      const __m512i codes =
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.absmax_codes(panel, g))));
+      const __m512 value = _mm512_i32gather_ps(codes, map, 4);
+      const __m512i group = _mm512_srli_epi32(_mm512_add_epi32(first_block, _mm512_set1_epi32(static_cast<int>(g))), 8);
+      __m512 scale;
+      if (w.blocks64() <= 256) {
+        const int64_t first = _mm_cvtsi128_si32(_mm512_castsi512_si128(group));  // lane 0's group
+        const int64_t left = static_cast<int64_t>(w.absmax_scales.size()) - first;
+        const __m512 window = _mm512_maskz_loadu_ps(static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1),
+                                                    w.absmax_scales.data() + first);
+        scale = _mm512_permutexvar_ps(_mm512_sub_epi32(group, _mm512_set1_epi32(static_cast<int>(first))), window);
+      } else {
+        const __mmask16 in_range = _mm512_cmplt_epi32_mask(
+            group, _mm512_set1_epi32(static_cast<int>(w.absmax_scales.size())));  // not the padding rows past it
+        scale = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in_range, group, w.absmax_scales.data(), 4);
+      }
+      return _mm512_add_ps(_mm512_mul_ps(value, scale), _mm512_set1_ps(w.absmax_mean));
+    }
+  }
+};
+
 struct alignas(64) Zmm {
   int16_t words[32];
 };
 
-// The panel's looked-up values ([nb32][4 registers][4 lookups]), once for the activation rows that meet it in
-// turn (prefill).
-QJOULE_TARGET_REPACKED_VNNI void lookup_panel(const RepackedNf4& w, int64_t p, Zmm* out) {
+// A panel's looked-up values ([nb32][4 registers][4 lookups]) and its rows' absmax ([nb64][16], nf4:dq's
+// decoded), once for the activation rows that meet it in turn (prefill).
+struct LookedUpPanel {
+  std::vector<Zmm> values;
+  std::vector<float> absmax;
+};
+
+template <bool kDq>
+QJOULE_TARGET_REPACKED_VNNI void lookup_panel(const RepackedNf4& w, int64_t p, const PanelAbsmax& absmax_of,
+                                              LookedUpPanel& out) {
   const __m512i table = _mm512_load_si512(nf4_words().w);
   const uint8_t* panel = w.panel(p);
+  out.values.resize(static_cast<std::size_t>(w.blocks32() * 16));
+  out.absmax.resize(static_cast<std::size_t>(w.blocks64() * kRepackedRows));
   for (int64_t r = 0; r < w.blocks32() * 4; ++r) {
     const __m512i codes = _mm512_loadu_si512(panel + 64 * r);
-    for (int k = 0; k < 4; ++k) _mm512_store_si512(out[4 * r + k].words, lookup(codes, table, k));
+    for (int k = 0; k < 4; ++k)
+      _mm512_store_si512(out.values[static_cast<std::size_t>(4 * r + k)].words, lookup(codes, table, k));
   }
+  const __m512i first_block =
+      _mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(p * kRepackedRows)), panel_lanes()),
+                         _mm512_set1_epi32(static_cast<int>(w.blocks64())));
+  for (int64_t g = 0; g < w.blocks64(); ++g)
+    _mm512_storeu_ps(out.absmax.data() + g * kRepackedRows, absmax_of.at<kDq>(panel, first_block, g));
 }
 
 // y[i, 16p .. 16p + 16 · PR) for MR activation rows, PR panels side by side (repacked_panels_avx512_vnni.h);
-// `looked_up`: the one panel's lookup_panel (PR = 1), or nullptr to look the values up here.
-template <int MR, int PR>
+// `looked_up`: the one panel's lookup_panel (PR = 1), or nullptr to look the values up and decode the absmax here.
+template <bool kDq, int MR, int PR>
 QJOULE_TARGET_REPACKED_VNNI void nf4_panel_rows(const RepackedNf4& w, int64_t p0, const Nf4X16Block* xa,
-                                                const float* bias, float* y, const Zmm* looked_up) {
+                                                const float* bias, float* y, const LookedUpPanel* looked_up) {
   const int64_t N = w.rows, nb32 = w.blocks32();
   const uint8_t* panels[PR];
-  for (int q = 0; q < PR; ++q) panels[q] = w.panel(p0 + q);
+  __m512i first_block[PR];
+  for (int q = 0; q < PR; ++q) {
+    panels[q] = w.panel(p0 + q);
+    const int64_t o = (p0 + q) * kRepackedRows;
+    first_block[q] = _mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(o)), panel_lanes()),
+                                        _mm512_set1_epi32(static_cast<int>(w.blocks64())));
+  }
+  const PanelAbsmax absmax_of{w, quant::dynamic_map_signed().data()};
   const __m512i table = _mm512_load_si512(nf4_words().w);
   __m512 acc[PR][MR];
   for (int q = 0; q < PR; ++q)
@@ -118,8 +185,10 @@ QJOULE_TARGET_REPACKED_VNNI void nf4_panel_rows(const RepackedNf4& w, int64_t p0
               asm volatile("" : "+v"(codes));  // one load a register, not one per lookup
             }
             for (int k = 0; k < 4; ++k) {
-              const __m512i v = looked_up != nullptr ? _mm512_load_si512(looked_up[16 * b + 4 * j + k].words)
-                                                     : lookup(codes, table, k);
+              const __m512i v =
+                  looked_up != nullptr
+                      ? _mm512_load_si512(looked_up->values[static_cast<std::size_t>(16 * b + 4 * j + k)].words)
+                      : lookup(codes, table, k);
               for (int i = 0; i < MR; ++i) {
                 t[q][i][k & 1] =
                     _mm512_dpwssd_epi32(t[q][i][k & 1], v, _mm512_set1_epi32(xa[i * nb32 + b].pairs[4 * j + k]));
@@ -142,7 +211,8 @@ QJOULE_TARGET_REPACKED_VNNI void nf4_panel_rows(const RepackedNf4& w, int64_t p0
       }
     }
     for (int q = 0; q < PR; ++q) {
-      const __m512 absmax = _mm512_loadu_ps(w.absmax(panels[q], g));
+      const __m512 absmax = looked_up != nullptr ? _mm512_loadu_ps(looked_up->absmax.data() + g * kRepackedRows)
+                                                 : absmax_of.at<kDq>(panels[q], first_block[q], g);
       for (int i = 0; i < MR; ++i) acc[q][i] = _mm512_fmadd_ps(block_sum[q][i], absmax, acc[q][i]);
     }
   }
@@ -150,32 +220,35 @@ QJOULE_TARGET_REPACKED_VNNI void nf4_panel_rows(const RepackedNf4& w, int64_t p0
 }
 
 // Decode (m <= 4): the shared loops, panels side by side. Prefill: a thread takes one panel at a time, looks its
-// values up once (in its L2: K / 32 · 1 KiB) and meets every activation row with them, four rows at a time.
+// values up and decodes its absmax once (in its L2: K / 32 · 1 KiB) and meets every activation row with them,
+// four rows at a time.
+template <bool kDq>
 void run_nf4_panels(const RepackedNf4& w, const Nf4X16Block* xa, int64_t m, const float* bias, float* y) {
   const int64_t N = w.rows, nb32 = w.blocks32();
   if (m <= repacked::kMaxRowsAtOnce) {
-    repacked::for_panels(
-        N, w.panels(), nb32, xa, m, y, [&](int64_t mr, int64_t p, int64_t count, const Nf4X16Block* xr, float* yr) {
-          repacked::dispatch_panel_rows(
-              mr, p, count, [&]<int MR, int PR>(int64_t p0) { nf4_panel_rows<MR, PR>(w, p0, xr, bias, yr, nullptr); });
-        });
+    repacked::for_panels(N, w.panels(), nb32, xa, m, y,
+                         [&](int64_t mr, int64_t p, int64_t count, const Nf4X16Block* xr, float* yr) {
+                           repacked::dispatch_panel_rows(mr, p, count, [&]<int MR, int PR>(int64_t p0) {
+                             nf4_panel_rows<kDq, MR, PR>(w, p0, xr, bias, yr, nullptr);
+                           });
+                         });
     return;
   }
 #pragma omp parallel
   {
-    thread_local std::vector<Zmm> looked_up;
-    looked_up.resize(static_cast<std::size_t>(nb32 * 16));
+    thread_local LookedUpPanel looked_up;
+    const PanelAbsmax absmax_of{w, quant::dynamic_map_signed().data()};
 #pragma omp for schedule(dynamic)
     for (int64_t p = 0; p < w.panels(); ++p) {
-      lookup_panel(w, p, looked_up.data());
+      lookup_panel<kDq>(w, p, absmax_of, looked_up);
       for (int64_t i0 = 0; i0 < m; i0 += repacked::kMaxRowsAtOnce) {
         const Nf4X16Block* xr = xa + i0 * nb32;
         float* yr = y + i0 * N;
         switch (std::min(repacked::kMaxRowsAtOnce, m - i0)) {
-          case 1: nf4_panel_rows<1, 1>(w, p, xr, bias, yr, looked_up.data()); break;
-          case 2: nf4_panel_rows<2, 1>(w, p, xr, bias, yr, looked_up.data()); break;
-          case 3: nf4_panel_rows<3, 1>(w, p, xr, bias, yr, looked_up.data()); break;
-          default: nf4_panel_rows<4, 1>(w, p, xr, bias, yr, looked_up.data()); break;
+          case 1: nf4_panel_rows<kDq, 1, 1>(w, p, xr, bias, yr, &looked_up); break;
+          case 2: nf4_panel_rows<kDq, 2, 1>(w, p, xr, bias, yr, &looked_up); break;
+          case 3: nf4_panel_rows<kDq, 3, 1>(w, p, xr, bias, yr, &looked_up); break;
+          default: nf4_panel_rows<kDq, 4, 1>(w, p, xr, bias, yr, &looked_up); break;
         }
       }
     }
@@ -189,7 +262,13 @@ void gemm_nf4_x16_repacked_avx512_vnni(const RepackedNf4& w, const float* bias, 
   const int64_t nb32 = w.blocks32();
   repacked::quantize_then_run_panels<Nf4X16Block>(
       x, m, nb32, [&](const float* row, Nf4X16Block* out) { return quantize_row_nf4_x16(row, nb32, out); },
-      [&](const Nf4X16Block* blocks) { run_nf4_panels(w, blocks, m, bias, y); },
+      [&](const Nf4X16Block* blocks) {
+        if (w.double_quant) {
+          run_nf4_panels<true>(w, blocks, m, bias, y);
+        } else {
+          run_nf4_panels<false>(w, blocks, m, bias, y);
+        }
+      },
       [&] { gemm_nf4_f32_repacked_ref(w, bias, x, m, y); });
 }
 
