@@ -1,7 +1,7 @@
 // A decoder run's decode phase in back-to-back energy windows (src/bench/energy_windows.h): the split of a
-// fixed count of repetitions, the windows' spread and note, an estimate a window could not give, and on the runner with a scripted sensor: the
-// note beside the whole phase's energy, and a window too short for its sensor's updates giving no number,
-// only the reason (window_energy.h, for every window).
+// fixed count of repetitions, the windows' spread and note, an estimate a window could not give, and on the
+// runner with a scripted sensor: the note beside the whole phase's energy, and a window too short for its
+// sensor's updates giving no number, only the reason (window_energy.h, for every window).
 #include <chrono>
 #include <memory>
 #include <string>

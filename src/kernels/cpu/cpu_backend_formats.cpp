@@ -30,7 +30,8 @@ std::vector<KernelVariant> four_bit_kernels(const std::string& k) {
 }
 
 // A 4-bit format whose weights are repacked at load on AVX512_VNNI for one x16 kernel at every m ("int4",
-// "nf4", "nf4dq", "mxfp4", "nvfp4"), then its row-wise kernels (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float).
+// "nf4", "nf4dq", "mxfp4", "nvfp4"), then its row-wise kernels (QJOULE_WEIGHT_ONLY_LAYOUT=rows,
+// QJOULE_WEIGHT_ONLY_DECODE=float).
 std::vector<KernelVariant> repacked_x16_kernels(const std::string& stem) {
   std::vector<KernelVariant> out = {{"avx512_vnni", "qjoule:avx512_vnni:" + stem + "_x16_repacked",
                                      "16-bit integer activations on weights repacked at load, every m"}};

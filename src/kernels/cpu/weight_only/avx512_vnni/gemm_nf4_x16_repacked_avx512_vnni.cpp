@@ -78,20 +78,24 @@ QJOULE_TARGET_REPACKED_VNNI inline __m512i lookup(__m512i codes, __m512i table, 
   return _mm512_permutexvar_epi16(_mm512_srli_epi16(codes, 4 * k), table);
 }
 
-// 0, 1, ..., 15: a panel's rows.
-QJOULE_TARGET_REPACKED_VNNI inline __m512i panel_lanes() {
-  return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-}
-
-// The 16 rows' absmax of 64-block g of a panel. nf4:dq: the flattened block index row · nb64 + g (first_block:
-// the rows' row · nb64) picks the group scale. Where a row holds at most 256 blocks, the panel's 16 rows span at
-// most 16 groups from lane 0's, so one permute of the 16 scales from there picks each lane's (the load masked at
-// the array's end); wider rows gather them. The padding rows' lanes get some group's (finite) scale or 0: their
-// outputs are not stored.
+// The 16 rows' absmax of 64-block g of a panel, made once a call. nf4:dq: the flattened block index row · nb64
+// + g (first_blocks(p): the rows' row · nb64) picks the group scale. Where a row holds at most 256 blocks, the
+// panel's 16 rows span at most 16 groups from lane 0's, so one permute of the 16 scales from there picks each
+// lane's (the load masked at the array's end); wider rows gather them. The padding rows' lanes get some group's
+// (finite) scale or 0: their outputs are not stored.
 struct PanelAbsmax {
-  const RepackedNf4& w;
-  const float* map;  // quant::dynamic_map_signed()
   static_assert(quant::kNf4DoubleQuantGroup == 256, "the group index is the block index shifted by 8");
+  const RepackedNf4& w;
+  const float* map = quant::dynamic_map_signed().data();
+  const float* scales = w.absmax_scales.data();
+  const int64_t scale_count = static_cast<int64_t>(w.absmax_scales.size());
+  const bool window = w.blocks64() <= 256;  // the scales by one permute, not a gather
+
+  QJOULE_TARGET_REPACKED_VNNI __m512i first_blocks(int64_t p) const {
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return _mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(p * kRepackedRows)), lanes),
+                              _mm512_set1_epi32(static_cast<int>(w.blocks64())));
+  }
 
   template <bool kDq>
   QJOULE_TARGET_REPACKED_VNNI __m512 at(const uint8_t* panel, __m512i first_block, int64_t g) const {
@@ -103,16 +107,16 @@ struct PanelAbsmax {
       const __m512 value = _mm512_i32gather_ps(codes, map, 4);
       const __m512i group = _mm512_srli_epi32(_mm512_add_epi32(first_block, _mm512_set1_epi32(static_cast<int>(g))), 8);
       __m512 scale;
-      if (w.blocks64() <= 256) {
+      if (window) {
         const int64_t first = _mm_cvtsi128_si32(_mm512_castsi512_si128(group));  // lane 0's group
-        const int64_t left = static_cast<int64_t>(w.absmax_scales.size()) - first;
-        const __m512 window = _mm512_maskz_loadu_ps(static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1),
-                                                    w.absmax_scales.data() + first);
-        scale = _mm512_permutexvar_ps(_mm512_sub_epi32(group, _mm512_set1_epi32(static_cast<int>(first))), window);
+        const int64_t left = scale_count - first;
+        const __m512 from_first =
+            _mm512_maskz_loadu_ps(static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1), scales + first);
+        scale = _mm512_permutexvar_ps(_mm512_sub_epi32(group, _mm512_set1_epi32(static_cast<int>(first))), from_first);
       } else {
         const __mmask16 in_range = _mm512_cmplt_epi32_mask(
-            group, _mm512_set1_epi32(static_cast<int>(w.absmax_scales.size())));  // not the padding rows past it
-        scale = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in_range, group, w.absmax_scales.data(), 4);
+            group, _mm512_set1_epi32(static_cast<int>(scale_count)));  // not the padding rows past it
+        scale = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in_range, group, scales, 4);
       }
       return _mm512_add_ps(_mm512_mul_ps(value, scale), _mm512_set1_ps(w.absmax_mean));
     }
@@ -142,9 +146,7 @@ QJOULE_TARGET_REPACKED_VNNI void lookup_panel(const RepackedNf4& w, int64_t p, c
     for (int k = 0; k < 4; ++k)
       _mm512_store_si512(out.values[static_cast<std::size_t>(4 * r + k)].words, lookup(codes, table, k));
   }
-  const __m512i first_block =
-      _mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(p * kRepackedRows)), panel_lanes()),
-                         _mm512_set1_epi32(static_cast<int>(w.blocks64())));
+  const __m512i first_block = absmax_of.first_blocks(p);
   for (int64_t g = 0; g < w.blocks64(); ++g)
     _mm512_storeu_ps(out.absmax.data() + g * kRepackedRows, absmax_of.at<kDq>(panel, first_block, g));
 }
@@ -152,18 +154,16 @@ QJOULE_TARGET_REPACKED_VNNI void lookup_panel(const RepackedNf4& w, int64_t p, c
 // y[i, 16p .. 16p + 16 · PR) for MR activation rows, PR panels side by side (repacked_panels_avx512_vnni.h);
 // `looked_up`: the one panel's lookup_panel (PR = 1), or nullptr to look the values up and decode the absmax here.
 template <bool kDq, int MR, int PR>
-QJOULE_TARGET_REPACKED_VNNI void nf4_panel_rows(const RepackedNf4& w, int64_t p0, const Nf4X16Block* xa,
+QJOULE_TARGET_REPACKED_VNNI void nf4_panel_rows(const PanelAbsmax& absmax_of, int64_t p0, const Nf4X16Block* xa,
                                                 const float* bias, float* y, const LookedUpPanel* looked_up) {
+  const RepackedNf4& w = absmax_of.w;
   const int64_t N = w.rows, nb32 = w.blocks32();
   const uint8_t* panels[PR];
   __m512i first_block[PR];
   for (int q = 0; q < PR; ++q) {
     panels[q] = w.panel(p0 + q);
-    const int64_t o = (p0 + q) * kRepackedRows;
-    first_block[q] = _mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(o)), panel_lanes()),
-                                        _mm512_set1_epi32(static_cast<int>(w.blocks64())));
+    if constexpr (kDq) first_block[q] = absmax_of.first_blocks(p0 + q);
   }
-  const PanelAbsmax absmax_of{w, quant::dynamic_map_signed().data()};
   const __m512i table = _mm512_load_si512(nf4_words().w);
   __m512 acc[PR][MR];
   for (int q = 0; q < PR; ++q)
@@ -225,11 +225,12 @@ QJOULE_TARGET_REPACKED_VNNI void nf4_panel_rows(const RepackedNf4& w, int64_t p0
 template <bool kDq>
 void run_nf4_panels(const RepackedNf4& w, const Nf4X16Block* xa, int64_t m, const float* bias, float* y) {
   const int64_t N = w.rows, nb32 = w.blocks32();
+  const PanelAbsmax absmax_of{w};
   if (m <= repacked::kMaxRowsAtOnce) {
     repacked::for_panels(N, w.panels(), nb32, xa, m, y,
                          [&](int64_t mr, int64_t p, int64_t count, const Nf4X16Block* xr, float* yr) {
                            repacked::dispatch_panel_rows(mr, p, count, [&]<int MR, int PR>(int64_t p0) {
-                             nf4_panel_rows<kDq, MR, PR>(w, p0, xr, bias, yr, nullptr);
+                             nf4_panel_rows<kDq, MR, PR>(absmax_of, p0, xr, bias, yr, nullptr);
                            });
                          });
     return;
@@ -237,7 +238,6 @@ void run_nf4_panels(const RepackedNf4& w, const Nf4X16Block* xa, int64_t m, cons
 #pragma omp parallel
   {
     thread_local LookedUpPanel looked_up;
-    const PanelAbsmax absmax_of{w, quant::dynamic_map_signed().data()};
 #pragma omp for schedule(dynamic)
     for (int64_t p = 0; p < w.panels(); ++p) {
       lookup_panel<kDq>(w, p, absmax_of, looked_up);
@@ -245,10 +245,10 @@ void run_nf4_panels(const RepackedNf4& w, const Nf4X16Block* xa, int64_t m, cons
         const Nf4X16Block* xr = xa + i0 * nb32;
         float* yr = y + i0 * N;
         switch (std::min(repacked::kMaxRowsAtOnce, m - i0)) {
-          case 1: nf4_panel_rows<kDq, 1, 1>(w, p, xr, bias, yr, &looked_up); break;
-          case 2: nf4_panel_rows<kDq, 2, 1>(w, p, xr, bias, yr, &looked_up); break;
-          case 3: nf4_panel_rows<kDq, 3, 1>(w, p, xr, bias, yr, &looked_up); break;
-          default: nf4_panel_rows<kDq, 4, 1>(w, p, xr, bias, yr, &looked_up); break;
+          case 1: nf4_panel_rows<kDq, 1, 1>(absmax_of, p, xr, bias, yr, &looked_up); break;
+          case 2: nf4_panel_rows<kDq, 2, 1>(absmax_of, p, xr, bias, yr, &looked_up); break;
+          case 3: nf4_panel_rows<kDq, 3, 1>(absmax_of, p, xr, bias, yr, &looked_up); break;
+          default: nf4_panel_rows<kDq, 4, 1>(absmax_of, p, xr, bias, yr, &looked_up); break;
         }
       }
     }
