@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Prefill of the weight-only formats whose weights are repacked at load (AVX512_VNNI: one x16 kernel at every
-# m) against the same formats on their rows (QJOULE_WEIGHT_ONLY_LAYOUT=rows: BF16 or FP32 panels for oneDNN's
-# matmul, on the AMX tiles where Linux grants them), back to back, so that a session on a new CPU (an Intel
-# Xeon with AMX above all) sees in one command whether repacking costs its prefill:
+# Prefill of the weight-only formats whose weights are repacked at load (AVX512_VNNI) three ways, back to back:
+# on the rows' BF16 or FP32 panels decoded from the repacked layout for oneDNN's matmul
+# (QJOULE_REPACKED_PREFILL=panels: what qjoule runs where those panels run on AMX tiles), on the x16 kernel at
+# every m (QJOULE_REPACKED_PREFILL=x16: what it runs elsewhere), and on the format's rows
+# (QJOULE_WEIGHT_ONLY_LAYOUT=rows), so that a session on a new CPU (an Intel Xeon with AMX above all) sees in one
+# command what each prefill costs:
 #   scripts/repacked-prefill-check.sh [--rounds N] [--m M] [--formats "int4 nf4 nf4:dq mxfp4 nvfp4"]
 #                                     [--shapes "2048x5632 5632x2048 768x3072"] [--threads T] [--min-time S]
-# --shapes: K x N (in × out); --threads: default all the CPUs. Each round times every format and shape in both
-# layouts (repacked first, then rows) with build/release/microbench/bench_linear; the table gives µs a call,
-# each layout's kernel path and rows ÷ repacked (below 1: the rows' prefill is faster). Not in CI (a benchmark).
+# --shapes: K x N (in × out); --threads: default all the CPUs. Each round times every format and shape in the
+# three ways (panels, x16, rows) with build/release/microbench/bench_linear; the table gives µs a call, the panels'
+# and the rows' kernel paths, and x16 ÷ panels and rows ÷ panels (below 1: that way is faster). The panels need
+# the avx512_bf16 level (AVX512_BF16); below it both repacked ways run x16. Not in CI (a benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=2 m=128 formats="int4 nf4 nf4:dq mxfp4 nvfp4" shapes="2048x5632 5632x2048 768x3072" threads="$(nproc)" min_time=0.3
@@ -38,9 +41,11 @@ filter="linear/($fmt_re)/M:$m/($shape_re)/threads:$threads/"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 for r in $(seq 1 "$rounds"); do
-  for layout in repacked rows; do
-    QJOULE_WEIGHT_ONLY_LAYOUT=$layout "$bench" --benchmark_filter="$filter" --benchmark_min_time="$min_time" \
-      --benchmark_format=csv 2>/dev/null > "$out/$r-$layout.csv"
+  for layout in panels x16 rows; do
+    QJOULE_WEIGHT_ONLY_LAYOUT=$([ "$layout" = rows ] && echo rows || echo repacked) \
+      QJOULE_REPACKED_PREFILL=$([ "$layout" = x16 ] && echo x16 || echo panels) "$bench" \
+      --benchmark_filter="$filter" --benchmark_min_time="$min_time" --benchmark_format=csv 2>/dev/null \
+      > "$out/$r-$layout.csv"
     [ "$(wc -l < "$out/$r-$layout.csv")" -gt 1 ] || { echo "repacked-prefill-check: bench_linear ran nothing for '$filter' (M and shapes must be ones it registers)" >&2; exit 2; }
   done
 done
@@ -49,18 +54,21 @@ import csv, os, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
 times, paths = {}, {}
 for r in range(1, rounds + 1):
-    for layout in ("repacked", "rows"):
+    for layout in ("panels", "x16", "rows"):
         with open(os.path.join(out, f"{r}-{layout}.csv")) as f:
             for row in csv.DictReader(f):
                 name = row["name"].replace("/real_time", "").replace("linear/", "")
                 times.setdefault((name, layout), []).append(float(row["real_time"]))
                 paths[(name, layout)] = row["label"].split(" | ")[0]
 names = sorted({n for n, _ in times})
-print(f"| format / shape | repacked µs | rows µs | rows ÷ repacked | repacked path | rows path |")
-print("|---|---:|---:|---:|---|---|")
+print("| format / shape | panels µs | x16 µs | rows µs | x16 ÷ panels | rows ÷ panels | panels path | rows path |")
+print("|---|---:|---:|---:|---:|---:|---|---|")
 for n in names:
-    rep, rows = times.get((n, "repacked"), []), times.get((n, "rows"), [])
-    ratio = ", ".join(f"{b / a:.2f}" for a, b in zip(rep, rows))
-    print(f"| {n} | {', '.join(f'{t:.0f}' for t in rep)} | {', '.join(f'{t:.0f}' for t in rows)} | {ratio} | "
-          f"{paths.get((n, 'repacked'), '')} | {paths.get((n, 'rows'), '')} |")
+    rep, x16, rows = (times.get((n, layout), []) for layout in ("panels", "x16", "rows"))
+    def ratios(other):
+        return ", ".join(f"{b / a:.2f}" for a, b in zip(rep, other))
+    def us(ts):
+        return ", ".join(f"{t:.0f}" for t in ts)
+    print(f"| {n} | {us(rep)} | {us(x16)} | {us(rows)} | {ratios(x16)} | {ratios(rows)} | "
+          f"{paths.get((n, 'panels'), '')} | {paths.get((n, 'rows'), '')} |")
 EOF

@@ -62,7 +62,8 @@ limits::ComputeType prefill_compute_type(const std::string& kernel_path) {
   // qjoule's integer kernels: int4 on INT8 activations ("int4_s8", "int4_s8_repacked") and on 16-bit ones at
   // every m ("int4_x16_repacked", "mxfp4_x16_repacked", "nvfp4_x16_repacked": two vpdpbusd a product;
   // "nf4_x16_repacked", "nf4dq_x16_repacked": one vpdpwssd a pair, as many products an instruction; so at most
-  // half of this roof).
+  // half of this roof). At the avx512_bf16 level a repacked layer's prefill runs panels instead
+  // ("..._x16_repacked,m>4:bf16_panel+...": the text after "m>4:", counted below).
   if (prefill.starts_with("qjoule:") &&
       (prefill.find("_s8") != std::string::npos || prefill.ends_with("_x16_repacked")))
     return limits::ComputeType::int8;

@@ -149,6 +149,15 @@ TEST(PrefillComputeType, FromTheKernelPathThePrefillPartOfIt) {
   EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:int4_s8_repacked"), ComputeType::int8);
   EXPECT_EQ(prefill_compute_type("qjoule:avx2:int4_s8"), ComputeType::int8);
   EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:int4_x16_repacked"), ComputeType::int8);
+  // The avx512_bf16 level's repacked layers prefill on the rows' panels: the panels' type counts.
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:nf4_x16_repacked,m>4:bf16_panel+onednn:brg:avx512_core_bf16:"
+                                 "bf16bf16f32"),
+            ComputeType::bf16);
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:int4_x16_repacked,m>4:bf16_panel+onednn:brg:avx512_core_amx:"
+                                 "bf16bf16f32"),
+            ComputeType::amx_bf16);
+  EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:int4_x16_repacked,m>4:f32_panel+onednn:brg:avx512_core:f32"),
+            ComputeType::fp32);
   EXPECT_EQ(prefill_compute_type("qjoule:avx512_vnni:int4_x16,m>4:f32_panel+onednn:brg:avx512_core:f32"),
             ComputeType::fp32);
   // The CUDA backend's cuBLASLt types; the 4-bit formats' prefill multiplies FP16 panels.

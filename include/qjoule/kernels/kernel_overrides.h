@@ -26,6 +26,7 @@ enum class KernelOverride : std::uint8_t {
   decode_graph,        // QJOULE_DECODE_GRAPH
   tokens_per_pass,     // QJOULE_TOKENS_PER_PASS
   weight_only_layout,  // QJOULE_WEIGHT_ONLY_LAYOUT
+  repacked_prefill,    // QJOULE_REPACKED_PREFILL
 };
 
 struct KernelOverrideInfo {

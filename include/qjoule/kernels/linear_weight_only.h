@@ -134,14 +134,24 @@ bool weight_only_repacking_on();
 // Whether a 4-bit layer with FP32 activations built for `isa` repacks its weights for the x16 kernel (int4,
 // mxfp4, nvfp4): x16_decode_available(isa), repacking on, and QJOULE_WEIGHT_ONLY_DECODE not float.
 bool repacked_x16_on(WeightOnlyIsa isa);
+// Whether such a repacked layer built for `isa` multiplies its prefill (m > 4) on the panels of the rows'
+// prefill, decoded from the repacked layout, on oneDNN's matmul: at the avx512_bf16 level with AVX512_VNNI, where
+// the panels' matmul runs on AMX tiles (avx512::panel_kernel_path() names them); elsewhere the x16 kernel at
+// every m (on a Zen 4 without AMX it took 0.69-0.92 of the BF16 panels' time at 32 rows, 0.92-1.18 at 128).
+// QJOULE_REPACKED_PREFILL=panels|x16 decides instead. A rule, not a timing: the same model gives the same numbers
+// in every process on a CPU.
+bool repacked_prefill_on_panels(WeightOnlyIsa isa);
 // The path of int4 with FP32 activations built for `isa` on this CPU: where x16_decode_available(isa), the
 // weights repacked (`repacked`) and the x16 GEMV not refused (`x16`: QJOULE_WEIGHT_ONLY_DECODE is not
-// float), "qjoule:avx512_vnni:int4_x16_repacked": 16-bit integer activations per 32-block at every m, one
-// kernel for decode and prefill; otherwise four_bit_kernel_path(isa, "int4_f32", x16).
-std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked = true);
-// The same for the 4-bit formats with such a kernel, `format` "int4", "mxfp4" or "nvfp4":
-// "qjoule:avx512_vnni:<format>_x16_repacked", otherwise four_bit_kernel_path(isa, "<format>_f32", x16).
-std::string repacked_x16_kernel_path(WeightOnlyIsa isa, const std::string& format, bool x16, bool repacked = true);
+// float), "qjoule:avx512_vnni:int4_x16_repacked": 16-bit integer activations per 32-block, decode and, unless
+// `prefill_panels` (then ",m>4:" and the panels' path follow), prefill; otherwise
+// four_bit_kernel_path(isa, "int4_f32", x16).
+std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked = true, bool prefill_panels = false);
+// The same for the 4-bit formats with such a kernel, `format` "int4", "nf4", "nf4dq", "mxfp4" or "nvfp4":
+// "qjoule:avx512_vnni:<format>_x16_repacked[,m>4:<panels>]", otherwise four_bit_kernel_path(isa,
+// "<format>_f32", x16).
+std::string repacked_x16_kernel_path(WeightOnlyIsa isa, const std::string& format, bool x16, bool repacked = true,
+                                     bool prefill_panels = false);
 // Whether 4-bit weight-only layers (int4 with FP32 activations, nf4, nf4:dq, mxfp4, nvfp4) built for `isa` can
 // decode (m <= 4) on AVX512_VNNI with the activations as 16-bit integers per 32-block ("qjoule:avx512_vnni:
 // int4_x16", "...:nf4_x16", "...:nf4dq_x16", "...:mxfp4_x16", "...:nvfp4_x16"): the avx512 levels on a CPU

@@ -96,7 +96,11 @@ QJOULE_HOST_DEVICE inline float nf4_dq_absmax(float map_value, float group_scale
 #if defined(__CUDA_ARCH__)
   return __fadd_rn(__fmul_rn(map_value, group_scale), mean);
 #else
-  return map_value * group_scale + mean;  // ISO C++ (-std=c++20): GCC does not contract it into an FMA
+  // GCC contracts a · b + c into an FMA in C++ (-ffp-contract=fast is its default outside ISO C) wherever the
+  // caller's target has FMA (the AVX2 / AVX-512 kernels); the empty asm keeps the product rounded on its own.
+  float product = map_value * group_scale;
+  __asm__("" : "+x"(product));
+  return product + mean;
 #endif
 }
 

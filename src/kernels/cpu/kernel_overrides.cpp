@@ -59,6 +59,13 @@ const std::vector<KernelOverrideInfo>& table() {
        "AVX512_VNNI) and its scales are finite",
        "the CPU weight-only weights' layout in memory: repacked at load into 16-row panels for the kernel (repacked) "
        "or the format's rows as formats.h stores them (rows; int4 then measures x16 against float decode)"},
+      {KernelOverride::repacked_prefill,
+       "QJOULE_REPACKED_PREFILL",
+       {"panels", "x16"},
+       "panels or x16",
+       "panels where oneDNN's BF16 matmul runs on AMX tiles (the avx512_bf16 level's panels), x16 elsewhere",
+       "the prefill (m > 4) of 4-bit weights repacked at load: the rows' BF16 / FP32 panels decoded from the repacked "
+       "layout for oneDNN's matmul (panels; AMX tiles where granted) or the x16 integer kernel (x16)"},
   };
   return rows;
 }

@@ -49,7 +49,7 @@ TEST(KernelOverrides, OneRowPerOverrideInEnumOrderWithItsDocumentation) {
     EXPECT_FALSE(row.unset.empty()) << row.variable;
     EXPECT_FALSE(row.doc.empty()) << row.variable;
   }
-  EXPECT_EQ(variables.size(), 7u);
+  EXPECT_EQ(variables.size(), 8u);
 }
 
 TEST(KernelOverrides, ReadsTheValueItTakesAndNothingElse) {

@@ -1,6 +1,7 @@
 // make_linear_mxfp4 / make_linear_nvfp4: E2M1 weights with block scales (formats.h), FP32 activations. On
-// AVX512_VNNI the weights repacked at load into 16-row panels for one x16 kernel, decode and prefill alike
-// ("mxfp4_x16_repacked" / "nvfp4_x16_repacked": fp4_repacked.h), unless the rows are asked for
+// AVX512_VNNI the weights repacked at load into 16-row panels for the x16 kernel ("mxfp4_x16_repacked" /
+// "nvfp4_x16_repacked": fp4_repacked.h; the avx512_bf16 level's prefill on the rows' panels decoded from
+// them on AMX tiles), unless the rows are asked for
 // (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float); otherwise the kernels nf4 has (FP32 /
 // BF16 GEMVs and panels, the row-wise x16 decode GEMV where measured faster, AVX2, the scalar twin), labelled
 // "mxfp4_f32" / "nvfp4_f32" and their x16 / bf16 forms.
@@ -58,9 +59,12 @@ std::unique_ptr<Linear> make_fp4_from(Packed packed, const float* bias, const st
   const WeightOnlyIsa isa = weight_only_isa();
   const std::string name(quant::name(kFormat<Packed>));
   if (repacked_x16_on(isa)) {
+    const bool panels = repacked_prefill_on_panels(isa);
     return std::make_unique<detail::WeightOnlyLinear<detail::RepackedFp4<Packed>>>(
-        detail::repack_fp4(packed), bias, name, repacked_x16_kernel_path(isa, name, true),
-        &detail::gemm_fp4_x16_repacked_avx512_vnni<Packed>, nullptr, tensor_name);
+        detail::repack_fp4(packed), bias, name, repacked_x16_kernel_path(isa, name, true, true, panels),
+        panels ? &detail::gemm_fp4_repacked_avx512_bf16_vnni<Packed>
+               : &detail::gemm_fp4_x16_repacked_avx512_vnni<Packed>,
+        nullptr, tensor_name);
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_fp4_f32_scalar<Packed>, &detail::gemm_fp4_f32_avx2<Packed>,
                                &detail::gemm_fp4_avx512<Packed>, &detail::gemm_fp4_avx512_bf16<Packed>);

@@ -45,12 +45,17 @@ std::unique_ptr<Linear> make_int4_from(quant::BlockMatrix<Block> packed, const f
         std::move(packed), bias, std::string(quant::name(quant::Format::int4)), int4_s8_kernel_path(s8_isa), nullptr,
         gemm_s8, tensor_name);
   }
-  // On AVX512_VNNI the weights repacked for the x16 kernel, decode and prefill alike, unless the rows are
-  // asked for (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float) or a scale is NaN / Inf.
+  // On AVX512_VNNI the weights repacked for the x16 kernel (decode, and prefill unless the rows' panels decoded
+  // from them run on AMX tiles: repacked_prefill_on_panels), unless the rows are asked for
+  // (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float) or a scale is NaN / Inf.
   if (repacked_x16_on(isa) && detail::int4_scales_finite(packed)) {
+    const bool panels = repacked_prefill_on_panels(isa);
     return std::make_unique<detail::WeightOnlyLinear<detail::RepackedInt4<Block>>>(
-        detail::repack_int4(packed), bias, std::string(quant::name(quant::Format::int4)), int4_kernel_path(isa, true),
-        &detail::gemm_int4_x16_repacked_avx512_vnni<Block>, nullptr, tensor_name);
+        detail::repack_int4(packed), bias, std::string(quant::name(quant::Format::int4)),
+        int4_kernel_path(isa, true, true, panels),
+        panels ? &detail::gemm_int4_repacked_avx512_bf16_vnni<Block>
+               : &detail::gemm_int4_x16_repacked_avx512_vnni<Block>,
+        nullptr, tensor_name);
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_int4_f32_scalar<Block>, &detail::gemm_int4_f32_avx2<Block>,
                                &detail::gemm_int4_avx512<Block>, &detail::gemm_int4_avx512_bf16<Block>);

@@ -1,8 +1,9 @@
 // make_linear_nf4: bitsandbytes NF4 weights (optionally with double-quantized absmax), FP32 compute
 // (BF16 panel compute for prefill on AVX-512 BF16 CPUs, 16-bit integer decode on AVX512_VNNI; labelled). On
-// AVX512_VNNI plain nf4 is repacked at load into 16-row panels for one x16 kernel, decode and prefill alike
-// ("nf4_x16_repacked": nf4_repacked.h), nf4:dq with its 8-bit absmax codes ("nf4dq_x16_repacked"), unless the
-// rows are asked for (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float) or an absmax is NaN / Inf.
+// AVX512_VNNI plain nf4 is repacked at load into 16-row panels for the x16 kernel ("nf4_x16_repacked":
+// nf4_repacked.h; the prefill on the rows' panels decoded from them where those run on AMX tiles), nf4:dq with
+// its 8-bit absmax codes ("nf4dq_x16_repacked"), unless the rows are asked for (QJOULE_WEIGHT_ONLY_LAYOUT=rows,
+// QJOULE_WEIGHT_ONLY_DECODE=float) or an absmax is NaN / Inf.
 #include "kernels/cpu/weight_only/decode_gemv_choice.h"
 #include "kernels/cpu/weight_only/repacked/nf4_repacked.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
@@ -11,14 +12,28 @@
 #include "qjoule/quant/quantize_nf4.h"
 
 namespace qjoule::kernels {
+namespace {
+
+// A layer on the repacked weights: the x16 kernel at every m, or at m <= 4 with the prefill on the panels
+// (repacked_prefill_on_panels).
+template <class Packed>
+std::unique_ptr<Linear> make_repacked_nf4(const Packed& packed, const float* bias, WeightOnlyIsa isa,
+                                          const std::string& kernel, const std::string& tensor_name) {
+  const bool panels = repacked_prefill_on_panels(isa);
+  return std::make_unique<detail::WeightOnlyLinear<detail::RepackedNf4>>(
+      detail::repack_nf4(packed), bias, std::string(quant::name(quant::Format::nf4)),
+      repacked_x16_kernel_path(isa, kernel, true, true, panels),
+      panels ? &detail::gemm_nf4_repacked_avx512_bf16_vnni : &detail::gemm_nf4_x16_repacked_avx512_vnni, nullptr,
+      tensor_name);
+}
+
+}  // namespace
 
 std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const float* bias,
                                                const std::string& tensor_name) {
   const WeightOnlyIsa isa = weight_only_isa();
   if (repacked_x16_on(isa) && detail::nf4dq_repackable(packed)) {
-    return std::make_unique<detail::WeightOnlyLinear<detail::RepackedNf4>>(
-        detail::repack_nf4(packed), bias, std::string(quant::name(quant::Format::nf4)),
-        repacked_x16_kernel_path(isa, "nf4dq", true), &detail::gemm_nf4_x16_repacked_avx512_vnni, nullptr, tensor_name);
+    return make_repacked_nf4(packed, bias, isa, "nf4dq", tensor_name);
   }
   using Packed = quant::Nf4DqMatrix;
   auto gemm = detail::gemm_for(isa, &detail::gemm_nf4dq_f32_scalar, &detail::gemm_nf4dq_f32_avx2,
@@ -41,9 +56,7 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const fl
   const WeightOnlyIsa isa = weight_only_isa();
   using Packed = quant::Nf4Matrix;
   if (repacked_x16_on(isa) && detail::nf4_absmax_finite(packed)) {
-    return std::make_unique<detail::WeightOnlyLinear<detail::RepackedNf4>>(
-        detail::repack_nf4(packed), bias, std::string(quant::name(quant::Format::nf4)),
-        repacked_x16_kernel_path(isa, "nf4", true), &detail::gemm_nf4_x16_repacked_avx512_vnni, nullptr, tensor_name);
+    return make_repacked_nf4(packed, bias, isa, "nf4", tensor_name);
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_nf4_f32_scalar, &detail::gemm_nf4_f32_avx2, &detail::gemm_nf4_avx512,
                                &detail::gemm_nf4_avx512_bf16);

@@ -111,13 +111,23 @@ std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, b
   return "qjoule:avx512_vnni:" + kernel.substr(0, kernel.size() - 4) + "_x16" + path.substr(path.find(",m>4:"));
 }
 
-std::string repacked_x16_kernel_path(WeightOnlyIsa isa, const std::string& format, bool x16, bool repacked) {
-  if (x16 && repacked && x16_decode_available(isa)) return "qjoule:avx512_vnni:" + format + "_x16_repacked";
+bool repacked_prefill_on_panels(WeightOnlyIsa isa) {
+  if (isa != WeightOnlyIsa::avx512_bf16 || !x16_decode_available(isa)) return false;
+  if (const auto forced = kernel_override(KernelOverride::repacked_prefill)) return *forced == "panels";
+  return avx512::panel_kernel_path().find("_amx") != std::string::npos;  // oneDNN's BF16 matmul on AMX tiles
+}
+
+std::string repacked_x16_kernel_path(WeightOnlyIsa isa, const std::string& format, bool x16, bool repacked,
+                                     bool prefill_panels) {
+  if (x16 && repacked && x16_decode_available(isa)) {
+    const std::string decode = "qjoule:avx512_vnni:" + format + "_x16_repacked";
+    return prefill_panels ? decode + ",m>4:" + avx512::panel_kernel_path() : decode;
+  }
   return four_bit_kernel_path(isa, format + "_f32", x16);
 }
 
-std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked) {
-  return repacked_x16_kernel_path(isa, "int4", x16, repacked);
+std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked, bool prefill_panels) {
+  return repacked_x16_kernel_path(isa, "int4", x16, repacked, prefill_panels);
 }
 
 bool w8_x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx512; }

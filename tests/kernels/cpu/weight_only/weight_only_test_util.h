@@ -25,6 +25,7 @@
 #include "random_data.h"
 
 #include "kernels/cpu/gemv_u8s8s32_avx512_vnni.h"
+#include "kernels/cpu/weight_only/panel_matmul.h"
 #include "qjoule/kernels/linear_weight_only.h"
 
 namespace qjoule::test {
@@ -65,8 +66,10 @@ inline double relative_budget(const std::string& kernel_path, int64_t m) {
 // The budget's factors on the activation and weight block maxima (BudgetScale::block_max,
 // weight_block_max) for that path at m rows.
 inline bool x16_decode(const std::string& kernel_path, int64_t m) {
-  if (kernel_path.find("_x16_repacked") != std::string::npos) return true;  // one x16 kernel at every m
-  return m <= 4 && kernel_path.substr(0, kernel_path.find(",m>4:")).ends_with("_x16");
+  const std::string path = kernel_path.substr(0, kernel_path.find(' '));  // what may follow the path: " dq"
+  const std::string decode = path.substr(0, path.find(",m>4:"));
+  if (decode == path && decode.ends_with("_x16_repacked")) return true;  // one x16 kernel at every m
+  return m <= 4 && (decode.ends_with("_x16") || decode.ends_with("_x16_repacked"));
 }
 inline double block_max_budget(const std::string& kernel_path, int64_t m) {
   return x16_decode(kernel_path, m) ? 0x1p-15 : 0.0;
@@ -112,6 +115,14 @@ struct ScopedWeightOnlyLayout : ScopedEnv {
 // Whether this CPU runs the kernels on repacked panels: an AVX-512 level with AVX512_VNNI.
 inline bool repacked_kernels_run() {
   return kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512 && kernels::cpu_supports_avx512_vnni();
+}
+
+// Whether `path` is that of a layer of `format` ("int4", "nf4", "nf4dq", "mxfp4", "nvfp4") repacked for the x16
+// kernel: where its prefill (m > 4) multiplies the rows' panels (on AMX tiles), their path follows.
+inline bool is_repacked_x16_path(const std::string& path, const std::string& format) {
+  const std::string x16 = "qjoule:avx512_vnni:" + format + "_x16_repacked";
+  if (!kernels::repacked_prefill_on_panels(kernels::weight_only_isa())) return path == x16;
+  return path == x16 + ",m>4:" + kernels::avx512::panel_kernel_path();
 }
 
 // The repacked kernels' budget terms for output (i, o), x and w (dequantized) rows of K columns, K a multiple

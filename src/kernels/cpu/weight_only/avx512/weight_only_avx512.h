@@ -212,6 +212,67 @@ inline Scratch& scratch() {
   return s;
 }
 
+// The prefill (m > kGemvMaxRows) of the avx512_bf16 level, on the panels panel_kind() chose for this CPU, of a
+// weight whose rows [o_begin, o_end) (whole 16-row blocks) `fill_bf16` / `fill_f32` decode into a BF16 / FP32
+// panel in the GEMVs' order (kChunked, the 4-bit formats: chunk order, matched by permute_like_chunks on the
+// activations) and `fill_f32_natural` into an FP32 panel in W's own order (the whole-panel product, whose
+// activations are then used as they are). The rows' prefill (run_gemm) and the repacked layouts' share it.
+template <bool kChunked, class FillBf16, class FillF32, class FillF32Natural>
+void panel_prefill(const float* x_in, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                   const FillBf16& fill_bf16, const FillF32& fill_f32, const FillF32Natural& fill_f32_natural) {
+  Scratch& s = scratch();
+  if (panel_kind() == PanelKind::f32) {
+    if (whole_panel_applies(m, N, K)) {  // one panel of W in its own order: the activations as they are
+      f32_whole_panel_gemm(x_in, m, N, K, bias, y, fill_f32_natural);
+      return;
+    }
+    // The activations as they are (4-bit formats: permuted into the panel's chunk order); each thread
+    // dequantizes its panels of whole 16-row blocks into FP32 scratch and multiplies them right away.
+    float* a = s.xp.get(m * K);
+    if constexpr (kChunked) {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < m; ++i) permute_like_chunks(x_in + i * K, K, a + i * K, nullptr);
+    } else {
+      a = const_cast<float*>(x_in);
+    }
+    f32_panel_gemm(a, m, N, K, bias, y, fill_f32);
+    return;
+  }
+  // The activations rounded to BF16, rows split over the threads; for 4-bit formats first permuted
+  // into the panel's chunk order (in the calling thread's scratch: each OpenMP thread has its own).
+  uint16_t* a = s.a.get(m * K);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x_in + i * K;
+    if constexpr (kChunked) {
+      float* row = scratch().xp.get(K);
+      permute_like_chunks(xi, K, row, nullptr);
+      xi = row;
+    }
+    to_bf16(xi, K, a + i * K);
+  }
+  if (whole_panel_applies(m, N, K, sizeof(uint16_t))) {  // one panel of W, in the activations' (chunk) order
+    bf16_whole_panel_gemm(a, m, N, K, bias, y, fill_bf16);
+    return;
+  }
+  // Panels of whole 16-row blocks within kPanelBytes, as many as a multiple of the thread count (a
+  // balanced static split); each thread dequantizes its panels into its own scratch, which stays in its
+  // L2, and multiplies them right away: no barrier between the two steps, no panel through L3.
+  const int64_t panel_rows = panel_rows_for(N, K, kPanelBytes / int64_t{sizeof(uint16_t)});
+  const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
+  ParallelErrors errors;  // a panel product oneDNN cannot run as the path names throws: after the region
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < panel_count; ++p) {
+    errors.run([&] {
+      const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
+      uint16_t* panel = scratch().panel.get(panel_rows * K);
+      fill_bf16(n0, n0 + n, panel);
+      bf16_panel_matmul(a, m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+    });
+  }
+  errors.rethrow();
+}
+
 // The whole product y[m, N] = x[m, K] · Wᵀ + bias. kBf16 (the avx512_bf16 level): BF16 GEMV for 4-bit
 // formats and the BF16 panel prefill; otherwise FP32 GEMVs, and `fallback` (the AVX2 kernel) runs
 // products of more than kGemvMaxRows rows.
@@ -271,62 +332,13 @@ void run_gemm(const Dec& dec, const float* bias, const float* x_in, int64_t m, f
     return;
   }
   if constexpr (kBf16) {
-    if (panel_kind() == PanelKind::f32) {
-      if (whole_panel_applies(m, N, K)) {  // one panel of W in its own order: the activations as they are
-        f32_whole_panel_gemm(x_in, m, N, K, bias, y, [&dec](int64_t o_begin, int64_t o_end, float* panel) {
+    panel_prefill<Dec::kNibbles>(
+        x_in, m, N, K, bias, y,
+        [&dec](int64_t o_begin, int64_t o_end, uint16_t* panel) { dequantize_rows_bf16(dec, o_begin, o_end, panel); },
+        [&dec](int64_t o_begin, int64_t o_end, float* panel) { dequantize_rows_f32(dec, o_begin, o_end, panel); },
+        [&dec](int64_t o_begin, int64_t o_end, float* panel) {
           dequantize_rows_f32<Dec, /*kNatural=*/true>(dec, o_begin, o_end, panel);
         });
-        return;
-      }
-      // The activations as they are (4-bit formats: permuted into the panel's chunk order); each thread
-      // dequantizes its panels of whole 16-row blocks into FP32 scratch and multiplies them right away.
-      float* a = s.xp.get(m * K);
-      if constexpr (Dec::kNibbles) {
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < m; ++i) permute_like_chunks(x_in + i * K, K, a + i * K, nullptr);
-      } else {
-        a = const_cast<float*>(x_in);
-      }
-      f32_panel_gemm(a, m, N, K, bias, y, [&dec](int64_t o_begin, int64_t o_end, float* panel) {
-        dequantize_rows_f32(dec, o_begin, o_end, panel);
-      });
-      return;
-    }
-    // The activations rounded to BF16, rows split over the threads; for 4-bit formats first permuted
-    // into the panel's chunk order (in the calling thread's scratch: each OpenMP thread has its own).
-    uint16_t* a = s.a.get(m * K);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < m; ++i) {
-      const float* xi = x_in + i * K;
-      if constexpr (Dec::kNibbles) {
-        float* row = scratch().xp.get(K);
-        permute_like_chunks(xi, K, row, nullptr);
-        xi = row;
-      }
-      to_bf16(xi, K, a + i * K);
-    }
-    if (whole_panel_applies(m, N, K, sizeof(uint16_t))) {  // one panel of W, in the activations' (chunk) order
-      bf16_whole_panel_gemm(a, m, N, K, bias, y, [&dec](int64_t o_begin, int64_t o_end, uint16_t* panel) {
-        dequantize_rows_bf16(dec, o_begin, o_end, panel);
-      });
-      return;
-    }
-    // Panels of whole 16-row blocks within kPanelBytes, as many as a multiple of the thread count (a
-    // balanced static split); each thread dequantizes its panels into its own scratch, which stays in its
-    // L2, and multiplies them right away: no barrier between the two steps, no panel through L3.
-    const int64_t panel_rows = panel_rows_for(N, K, kPanelBytes / int64_t{sizeof(uint16_t)});
-    const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
-    ParallelErrors errors;  // a panel product oneDNN cannot run as the path names throws: after the region
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < panel_count; ++p) {
-      errors.run([&] {
-        const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
-        uint16_t* panel = scratch().panel.get(panel_rows * K);
-        dequantize_rows_bf16(dec, n0, n0 + n, panel);
-        bf16_panel_matmul(a, m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
-      });
-    }
-    errors.rethrow();
   }
 }
 

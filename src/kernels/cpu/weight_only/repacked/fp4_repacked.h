@@ -73,13 +73,21 @@ template <class Packed>
 void gemm_fp4_x16_repacked_avx512_vnni(const RepackedFp4<Packed>& w, const float* bias, const float* x, int64_t m,
                                        float* y);
 
+// The avx512_bf16 level's entry (gemm_repacked_avx512_bf16.cpp): the x16 kernel at m <= 4; above, the rows'
+// prefill panels decoded from the repacked layout, multiplied by oneDNN.
+template <class Packed>
+void gemm_fp4_repacked_avx512_bf16_vnni(const RepackedFp4<Packed>& w, const float* bias, const float* x, int64_t m,
+                                        float* y);
+
 #define QJOULE_FP4_REPACKED_EXTERN(PACKED)                                                                       \
   extern template RepackedFp4<PACKED> repack_fp4<PACKED>(const PACKED&);                                         \
   extern template PACKED unpack_fp4_repacked<PACKED>(const RepackedFp4<PACKED>&);                                \
   extern template void gemm_fp4_f32_repacked_ref<PACKED>(const RepackedFp4<PACKED>&, const float*, const float*, \
                                                          int64_t, float*);                                       \
   extern template void gemm_fp4_x16_repacked_avx512_vnni<PACKED>(const RepackedFp4<PACKED>&, const float*,       \
-                                                                 const float*, int64_t, float*);
+                                                                 const float*, int64_t, float*);                 \
+  extern template void gemm_fp4_repacked_avx512_bf16_vnni<PACKED>(const RepackedFp4<PACKED>&, const float*,      \
+                                                                  const float*, int64_t, float*);
 QJOULE_FP4_REPACKED_EXTERN(quant::Mxfp4Matrix)
 QJOULE_FP4_REPACKED_EXTERN(quant::Nvfp4Matrix)
 #undef QJOULE_FP4_REPACKED_EXTERN

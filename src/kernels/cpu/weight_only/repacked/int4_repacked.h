@@ -117,6 +117,12 @@ template <class Block>
 void gemm_int4_x16_repacked_avx512_vnni(const RepackedInt4<Block>& w, const float* bias, const float* x, int64_t m,
                                         float* y);
 
+// The avx512_bf16 level's entry (gemm_repacked_avx512_bf16.cpp): the x16 kernel at m <= 4; above, the rows'
+// prefill panels decoded from the repacked layout (repacked_panel_rows_avx512.h), multiplied by oneDNN.
+template <class Block>
+void gemm_int4_repacked_avx512_bf16_vnni(const RepackedInt4<Block>& w, const float* bias, const float* x, int64_t m,
+                                         float* y);
+
 #define QJOULE_INT4_REPACKED_EXTERN(BLOCK)                                                                        \
   extern template bool int4_scales_finite<BLOCK>(const quant::BlockMatrix<BLOCK>&);                               \
   extern template RepackedInt4<BLOCK> repack_int4<BLOCK>(const quant::BlockMatrix<BLOCK>&);                       \
@@ -128,7 +134,9 @@ void gemm_int4_x16_repacked_avx512_vnni(const RepackedInt4<Block>& w, const floa
   extern template void gemm_int4_f32_repacked_ref<BLOCK>(const RepackedInt4<BLOCK>&, const float*, const float*,  \
                                                          int64_t, float*);                                        \
   extern template void gemm_int4_x16_repacked_avx512_vnni<BLOCK>(const RepackedInt4<BLOCK>&, const float*,        \
-                                                                 const float*, int64_t, float*);
+                                                                 const float*, int64_t, float*);                  \
+  extern template void gemm_int4_repacked_avx512_bf16_vnni<BLOCK>(const RepackedInt4<BLOCK>&, const float*,       \
+                                                                  const float*, int64_t, float*);
 QJOULE_INT4_REPACKED_EXTERN(quant::BlockInt4Sym<32>)
 QJOULE_INT4_REPACKED_EXTERN(quant::BlockInt4Sym<64>)
 QJOULE_INT4_REPACKED_EXTERN(quant::BlockInt4Sym<128>)

@@ -80,4 +80,8 @@ void gemm_nf4_f32_repacked_ref(const RepackedNf4& w, const float* bias, const fl
 // decodes it); a row with a NaN / Inf goes through gemm_nf4_f32_repacked_ref.
 void gemm_nf4_x16_repacked_avx512_vnni(const RepackedNf4& w, const float* bias, const float* x, int64_t m, float* y);
 
+// The avx512_bf16 level's entry (gemm_repacked_avx512_bf16.cpp): the x16 kernel at m <= 4; above, the rows'
+// prefill panels decoded from the repacked layout, multiplied by oneDNN.
+void gemm_nf4_repacked_avx512_bf16_vnni(const RepackedNf4& w, const float* bias, const float* x, int64_t m, float* y);
+
 }  // namespace qjoule::kernels::detail

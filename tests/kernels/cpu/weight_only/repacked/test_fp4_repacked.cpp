@@ -135,8 +135,7 @@ TEST(Fp4Repacked, TheLayerSaysWhetherItsWeightsWereRepacked) {
       {"nvfp4", &kernels::make_linear_nvfp4, &kernels::linear_nvfp4_ref}};
   for (const auto& [name, make, ref_of] : kinds) {
     const std::string format(name);
-    EXPECT_EQ(make(w.data(), nullptr, s.out, s.in, "t")->kernel_path(),
-              "qjoule:avx512_vnni:" + format + "_x16_repacked");
+    EXPECT_TRUE(test::is_repacked_x16_path(make(w.data(), nullptr, s.out, s.in, "t")->kernel_path(), format));
     {
       test::ScopedWeightOnlyDecode decode("float");
       EXPECT_THAT(make(w.data(), nullptr, s.out, s.in, "t")->kernel_path(), testing::Not(testing::HasSubstr("x16")));

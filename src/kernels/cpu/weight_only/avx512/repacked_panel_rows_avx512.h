@@ -1,0 +1,184 @@
+// The rows' prefill panels (weight_only_avx512.h: panel_prefill) decoded from weights repacked at load into
+// 16-row panels (repacked/int4_repacked.h's codes, which nf4's and the FP4 formats' panels share): panel row j
+// = W[o_begin + j, :] in the order the rows' decoders write it (chunk order, or W's own), each weight computed
+// as theirs are, (T[u] − z) · d in FP32, then rounded to BF16 to nearest even. So a repacked matrix's prefill
+// multiplies the very panels its rows' prefill would, on the same oneDNN matmul.
+//
+// A 128-weight chunk of a panel is 1,024 contiguous bytes: sixteen 64-byte registers i = 4·(32-block within
+// the chunk) + j whose int32 lane r is row r. One 16 × 16 transpose of those dwords gives each row the chunk's
+// codes as the rows' decoders hold them (lane l: weights 8l .. 8l + 7), with the nibbles in the repacked
+// order: shift 4s holds weight s / 2 + 4·(s & 1) of its lane. The scales are decoded once a panel, for its
+// 16 rows at a time, into a row-major table of the thread's (kScaleBlock weights a scale). Everything here
+// runs at the avx512_bf16 level only (panel_prefill's), so it all carries that target.
+//
+// A layout supplies:
+//   int64_t rows(), cols()                 // cols: the padded width, a multiple of kScaleBlock
+//   static constexpr int kScaleBlock;      // 16, 32, 64 or 128
+//   static constexpr bool kHasZero;        // weight = (T[u] − z) · d, else T[u] · d
+//   __m512 table() const; float table_at(int u) const;
+//   const uint8_t* codes(int64_t p) const  // panel p's codes
+//   void scales(int64_t p, int64_t s, int64_t live, __m512& d, __m512& z) const
+//       // lane r: scale block s of panel p's row r (z: only where kHasZero); rows from `live` on are padding
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/weight_only/avx512/weight_only_avx512.h"
+#include "kernels/cpu/weight_only/repacked/int4_repacked.h"
+
+namespace qjoule::kernels::detail::repacked_rows {
+
+using avx512::kChunk;
+
+// out[j] lane i = r[i] lane j, for the 16 × 16 dwords of r (in place).
+QJOULE_TARGET_AVX512_BF16 inline void transpose_16x16_epi32(__m512i (&r)[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  __m512i u[16];  // u[4g + k], 128-bit lane q: column 4q + k of rows 4g .. 4g + 3
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {  // the 4 × 4 transpose of 128-bit lanes among u[k], u[4 + k], u[8 + k], u[12 + k]
+    const __m512i a = _mm512_shuffle_i32x4(u[k], u[4 + k], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i b = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i c = _mm512_shuffle_i32x4(u[k], u[4 + k], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i d = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], _MM_SHUFFLE(3, 2, 3, 2));
+    r[k] = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    r[4 + k] = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    r[8 + k] = _mm512_shuffle_i32x4(c, d, _MM_SHUFFLE(2, 0, 2, 0));
+    r[12 + k] = _mm512_shuffle_i32x4(c, d, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// The weight of its lane that nibble shift 4s holds in a repacked dword.
+constexpr int weight_at_shift(int s) { return s / 2 + 4 * (s & 1); }
+
+// Panel p's scales, row-major: d[r · blocks + s] (and z) for its 16 rows and the row's `blocks` scale blocks.
+struct PanelScaleTable {
+  std::vector<float> d, z;
+  int64_t blocks = 0;
+};
+inline PanelScaleTable& panel_scale_table() {
+  thread_local PanelScaleTable t;
+  return t;
+}
+
+// The table from the layout's vectors of 16 rows' scales, one scatter (a column of the table) a scale block.
+template <class L>
+QJOULE_TARGET_AVX512_BF16 void fill_panel_scales(const L& l, int64_t p, int64_t live, PanelScaleTable& t) {
+  t.blocks = l.cols() / L::kScaleBlock;
+  t.d.resize(static_cast<std::size_t>(kRepackedRows * t.blocks));
+  if constexpr (L::kHasZero) t.z.resize(static_cast<std::size_t>(kRepackedRows * t.blocks));
+  const __m512i column = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(static_cast<int>(t.blocks)));
+  for (int64_t s = 0; s < t.blocks; ++s) {
+    __m512 d, z;
+    l.scales(p, s, live, d, z);
+    _mm512_i32scatter_ps(t.d.data() + s, column, d, 4);
+    if constexpr (L::kHasZero) _mm512_i32scatter_ps(t.z.data() + s, column, z, 4);
+  }
+}
+
+// emit(j, c, v): row j's chunk c, v[w] lane l = weight 8l + w of the chunk, decoded; tail(j, k, value): the
+// weights past the last whole chunk, in W's order.
+template <class L, class Emit, class Tail>
+QJOULE_TARGET_AVX512_BF16 void decode_panels(const L& l, int64_t o_begin, int64_t o_end, const Emit& emit,
+                                             const Tail& tail) {
+  constexpr int kSpc = static_cast<int>(kChunk) / L::kScaleBlock;  // scale blocks a chunk
+  const int64_t K = l.cols(), chunks = K / kChunk;
+  PanelScaleTable& t = panel_scale_table();
+  const __m512 table = l.table();
+  const __mmask16 spc_mask = static_cast<__mmask16>((1u << kSpc) - 1);
+  const __m512i lane_scale = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                               __builtin_ctz(16 / kSpc));  // lane l: scale block l / (16 / kSpc)
+  for (int64_t p = o_begin / kRepackedRows; p * kRepackedRows < o_end; ++p) {
+    const int64_t first = p * kRepackedRows, live = std::min(kRepackedRows, l.rows() - first);
+    const int64_t here = std::min(kRepackedRows, o_end - first);
+    fill_panel_scales(l, p, live, t);
+    const uint8_t* codes = l.codes(p);
+    for (int64_t c = 0; c < chunks; ++c) {
+      __m512i rows[16];
+      for (int i = 0; i < 16; ++i) rows[i] = _mm512_loadu_si512(codes + c * 1024 + 64 * i);
+      transpose_16x16_epi32(rows);
+      for (int64_t r = 0; r < here; ++r) {
+        const float* dr = t.d.data() + r * t.blocks + c * kSpc;
+        const __m512 d = _mm512_permutexvar_ps(lane_scale, _mm512_maskz_loadu_ps(spc_mask, dr));
+        [[maybe_unused]] __m512 z = _mm512_setzero_ps();
+        if constexpr (L::kHasZero) {
+          z = _mm512_permutexvar_ps(lane_scale, _mm512_maskz_loadu_ps(spc_mask, t.z.data() + r * t.blocks + c * kSpc));
+        }
+        __m512 v[8];
+#pragma GCC unroll 8
+        for (int s = 0; s < 8; ++s) {
+          __m512 w = _mm512_permutexvar_ps(_mm512_srli_epi32(rows[r], 4 * s), table);
+          if constexpr (L::kHasZero) w = _mm512_sub_ps(w, z);
+          v[weight_at_shift(s)] = _mm512_mul_ps(w, d);
+        }
+        emit(first + r - o_begin, c, v);
+      }
+    }
+    for (int64_t r = 0; r < here; ++r) {
+      for (int64_t k = chunks * kChunk; k < K; ++k) {
+        const int64_t sb = r * t.blocks + k / L::kScaleBlock;
+        const int u = repacked_code(codes, repacked_nibble_at(k / kRepackedBlock, r, static_cast<int>(k % 32)));
+        float w = l.table_at(u);
+        if constexpr (L::kHasZero) w -= t.z[static_cast<std::size_t>(sb)];
+        tail(first + r - o_begin, k, w * t.d[static_cast<std::size_t>(sb)]);
+      }
+    }
+  }
+}
+
+// The three panels of panel_prefill, from a repacked layout (rows [o_begin, o_end): o_begin a multiple of 16).
+template <class L>
+QJOULE_TARGET_AVX512_BF16 void dequantize_rows_bf16(const L& l, int64_t o_begin, int64_t o_end, uint16_t* panel) {
+  const int64_t K = l.cols();
+  decode_panels(
+      l, o_begin, o_end,
+      [&](int64_t j, int64_t c, const __m512(&v)[8]) QJOULE_TARGET_AVX512_BF16 {
+        // Chunk order: position 16s + l holds weight 8l + (s ^ 1); a pair of positions is one cvtne2ps.
+        for (int s = 0; s < 8; s += 2) {
+          const __m512bh pair = _mm512_cvtne2ps_pbh(v[s], v[s + 1]);
+          _mm512_storeu_si512(panel + j * K + c * kChunk + 16 * s, reinterpret_cast<const __m512i&>(pair));
+        }
+      },
+      [&](int64_t j, int64_t k, float w) QJOULE_TARGET_AVX512_BF16 { panel[j * K + k] = f32_to_bf16_bits(w); });
+}
+
+template <class L, bool kNatural>
+QJOULE_TARGET_AVX512_BF16 void dequantize_rows_f32(const L& l, int64_t o_begin, int64_t o_end, float* panel) {
+  const int64_t K = l.cols();
+  decode_panels(
+      l, o_begin, o_end,
+      [&](int64_t j, int64_t c, const __m512(&v)[8]) QJOULE_TARGET_AVX512_BF16 {
+        float* out = panel + j * K + c * kChunk;
+        if constexpr (kNatural) {
+          avx512::store_transposed_8x16(v, out);
+        } else {
+          for (int w = 0; w < 8; ++w) _mm512_storeu_ps(out + 16 * (w ^ 1), v[w]);
+        }
+      },
+      [&](int64_t j, int64_t k, float w) QJOULE_TARGET_AVX512_BF16 { panel[j * K + k] = w; });
+}
+
+// y = x · Wᵀ + bias for m > 4 rows of x (l.cols() columns) on the rows' prefill panels.
+template <class L>
+void panel_prefill(const L& l, const float* bias, const float* x, int64_t m, float* y) {
+  avx512::panel_prefill</*kChunked=*/true>(
+      x, m, l.rows(), l.cols(), bias, y,
+      [&l](int64_t o_begin, int64_t o_end, uint16_t* panel) { dequantize_rows_bf16(l, o_begin, o_end, panel); },
+      [&l](int64_t o_begin, int64_t o_end, float* panel) { dequantize_rows_f32<L, false>(l, o_begin, o_end, panel); },
+      [&l](int64_t o_begin, int64_t o_end, float* panel) { dequantize_rows_f32<L, true>(l, o_begin, o_end, panel); });
+}
+
+}  // namespace qjoule::kernels::detail::repacked_rows
