@@ -30,6 +30,7 @@ struct Int4Layout {
   }
   float table_at(int u) const { return static_cast<float>(kHasZero ? u : u - quant::kInt4SymZero); }
   const uint8_t* codes(int64_t p) const { return w.panel(p); }
+  int64_t panel_bytes() const { return w.panel_stride(); }
   QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t g, int64_t, __m512& d, __m512& z) const {
     const uint8_t* panel = w.panel(p);
     d = _mm512_cvtph_ps(
@@ -54,6 +55,7 @@ struct Nf4Layout {
   QJOULE_TARGET_AVX512_BF16 __m512 table() const { return _mm512_loadu_ps(quant::kNf4Table.data()); }
   float table_at(int u) const { return quant::kNf4Table[static_cast<std::size_t>(u)]; }
   const uint8_t* codes(int64_t p) const { return w.panel(p); }
+  int64_t panel_bytes() const { return w.panel_stride(); }
   // nf4:dq: map[code] by one gather, the group scale of each row's block (p · 16 + r) · blocks64 + g by another
   // (the padding rows' masked off: their blocks lie past the scales), then a product and a sum, as formats.h.
   QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t g, int64_t live, __m512& d, __m512&) const {
@@ -89,6 +91,7 @@ struct Fp4Layout {
   QJOULE_TARGET_AVX512_BF16 __m512 table() const { return _mm512_loadu_ps(quant::kE2M1Table.data()); }
   float table_at(int u) const { return quant::kE2M1Table[static_cast<std::size_t>(u)]; }
   const uint8_t* codes(int64_t p) const { return w.panel(p); }
+  int64_t panel_bytes() const { return w.panel_stride(); }
   QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t s, int64_t, __m512& d, __m512&) const {
     const uint8_t* bytes = w.scale_bytes(w.panel(p), s / Repacked::kScalesPerBlock32, s % Repacked::kScalesPerBlock32);
     const __m512i codes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));

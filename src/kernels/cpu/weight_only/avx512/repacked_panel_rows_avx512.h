@@ -17,6 +17,7 @@
 //   static constexpr bool kHasZero;        // weight = (T[u] − z) · d, else T[u] · d
 //   __m512 table() const; float table_at(int u) const;
 //   const uint8_t* codes(int64_t p) const  // panel p's codes
+//   int64_t panel_bytes() const            // a panel's bytes (codes, then scales)
 //   void scales(int64_t p, int64_t s, int64_t live, __m512& d, __m512& z) const
 //       // lane r: scale block s of panel p's row r (z: only where kHasZero); rows from `live` on are padding
 #pragma once
@@ -67,25 +68,35 @@ constexpr int weight_at_shift(int s) { return s / 2 + 4 * (s & 1); }
 struct PanelScaleTable {
   std::vector<float> d, z;
   int64_t blocks = 0;
+  std::vector<uint8_t> row_codes;  // the panel's codes in the rows' order
 };
 inline PanelScaleTable& panel_scale_table() {
   thread_local PanelScaleTable t;
   return t;
 }
 
-// The table from the layout's vectors of 16 rows' scales, one scatter (a column of the table) a scale block.
+// The table from the layout's vectors of 16 rows' scales, sixteen scale blocks at a time transposed in registers.
 template <class L>
 QJOULE_TARGET_AVX512_BF16 void fill_panel_scales(const L& l, int64_t p, int64_t live, PanelScaleTable& t) {
   t.blocks = l.cols() / L::kScaleBlock;
   t.d.resize(static_cast<std::size_t>(kRepackedRows * t.blocks));
   if constexpr (L::kHasZero) t.z.resize(static_cast<std::size_t>(kRepackedRows * t.blocks));
-  const __m512i column = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(static_cast<int>(t.blocks)));
-  for (int64_t s = 0; s < t.blocks; ++s) {
-    __m512 d, z;
-    l.scales(p, s, live, d, z);
-    _mm512_i32scatter_ps(t.d.data() + s, column, d, 4);
-    if constexpr (L::kHasZero) _mm512_i32scatter_ps(t.z.data() + s, column, z, 4);
+  for (int64_t s0 = 0; s0 < t.blocks; s0 += 16) {
+    const int64_t count = std::min<int64_t>(16, t.blocks - s0);
+    __m512i d[16], z[16];
+    for (int i = 0; i < 16; ++i) {
+      __m512 di = _mm512_setzero_ps(), zi = _mm512_setzero_ps();
+      if (i < count) l.scales(p, s0 + i, live, di, zi);
+      d[i] = _mm512_castps_si512(di);
+      z[i] = _mm512_castps_si512(zi);
+    }
+    transpose_16x16_epi32(d);  // d[r] lane i: scale block s0 + i of row r
+    const __mmask16 mask = static_cast<__mmask16>((uint32_t{1} << count) - 1);
+    for (int r = 0; r < 16; ++r) _mm512_mask_storeu_epi32(t.d.data() + r * t.blocks + s0, mask, d[r]);
+    if constexpr (L::kHasZero) {
+      transpose_16x16_epi32(z);
+      for (int r = 0; r < 16; ++r) _mm512_mask_storeu_epi32(t.z.data() + r * t.blocks + s0, mask, z[r]);
+    }
   }
 }
 
@@ -98,6 +109,9 @@ QJOULE_TARGET_AVX512_BF16 void decode_panels(const L& l, int64_t o_begin, int64_
   const int64_t K = l.cols(), chunks = K / kChunk;
   PanelScaleTable& t = panel_scale_table();
   const __m512 table = l.table();
+  if (t.row_codes.size() < static_cast<std::size_t>(kRepackedRows * chunks * 64)) {
+    t.row_codes.resize(static_cast<std::size_t>(kRepackedRows * chunks * 64));
+  }
   const __mmask16 spc_mask = static_cast<__mmask16>((1u << kSpc) - 1);
   const __m512i lane_scale = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                __builtin_ctz(16 / kSpc));  // lane l: scale block l / (16 / kSpc)
@@ -106,21 +120,37 @@ QJOULE_TARGET_AVX512_BF16 void decode_panels(const L& l, int64_t o_begin, int64_
     const int64_t here = std::min(kRepackedRows, o_end - first);
     fill_panel_scales(l, p, live, t);
     const uint8_t* codes = l.codes(p);
+    // The panel's codes transposed, chunk by chunk, into the rows' order (row r's chunk c: 64 bytes at
+    // row_codes + (r · chunks + c) · 64), then decoded row by row: each row's panel output written in order.
     for (int64_t c = 0; c < chunks; ++c) {
       __m512i rows[16];
       for (int i = 0; i < 16; ++i) rows[i] = _mm512_loadu_si512(codes + c * 1024 + 64 * i);
       transpose_16x16_epi32(rows);
-      for (int64_t r = 0; r < here; ++r) {
-        const float* dr = t.d.data() + r * t.blocks + c * kSpc;
-        const __m512 d = _mm512_permutexvar_ps(lane_scale, _mm512_maskz_loadu_ps(spc_mask, dr));
-        [[maybe_unused]] __m512 z = _mm512_setzero_ps();
-        if constexpr (L::kHasZero) {
-          z = _mm512_permutexvar_ps(lane_scale, _mm512_maskz_loadu_ps(spc_mask, t.z.data() + r * t.blocks + c * kSpc));
+      for (int r = 0; r < 16; ++r) _mm512_storeu_si512(t.row_codes.data() + (r * chunks + c) * 64, rows[r]);
+    }
+    // The next panel prefetched while this one is decoded, two lines a row's chunk (its codes have one line a
+    // row's chunk; its scales, fewer bytes than its codes, follow them), so that the transposes and the scales
+    // above read from the caches, not from memory.
+    const char* next = (p + 1) * kRepackedRows < l.rows() ? reinterpret_cast<const char*>(l.codes(p + 1)) : nullptr;
+    const int64_t next_lines = l.panel_bytes() / 64, code_lines = kRepackedRows * chunks;
+    for (int64_t r = 0; r < here; ++r) {
+      const float* dr = t.d.data() + r * t.blocks;
+      [[maybe_unused]] const float* zr = L::kHasZero ? t.z.data() + r * t.blocks : nullptr;
+      for (int64_t c = 0; c < chunks; ++c) {
+        if (next != nullptr) {
+          const int64_t line = r * chunks + c;
+          _mm_prefetch(next + line * 64, _MM_HINT_T0);
+          if (code_lines + line < next_lines) _mm_prefetch(next + (code_lines + line) * 64, _MM_HINT_T0);
         }
+        const __m512i row = _mm512_loadu_si512(t.row_codes.data() + (r * chunks + c) * 64);
+        const __m512 d = _mm512_permutexvar_ps(lane_scale, _mm512_maskz_loadu_ps(spc_mask, dr + c * kSpc));
+        [[maybe_unused]] __m512 z = _mm512_setzero_ps();
+        if constexpr (L::kHasZero)
+          z = _mm512_permutexvar_ps(lane_scale, _mm512_maskz_loadu_ps(spc_mask, zr + c * kSpc));
         __m512 v[8];
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
-          __m512 w = _mm512_permutexvar_ps(_mm512_srli_epi32(rows[r], 4 * s), table);
+          __m512 w = _mm512_permutexvar_ps(_mm512_srli_epi32(row, 4 * s), table);
           if constexpr (L::kHasZero) w = _mm512_sub_ps(w, z);
           v[weight_at_shift(s)] = _mm512_mul_ps(w, d);
         }
