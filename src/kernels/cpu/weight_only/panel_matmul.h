@@ -81,7 +81,7 @@ int64_t panel_rows_for(int64_t N, int64_t K, int64_t max_elements);
 // oneDNN's threaded matmul multiplies it.
 void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                     const std::function<void(int64_t, int64_t, float*)>& fill);
-// Frees the panels and buffers kept from one product to the next (each OpenMP thread's FP32 panel,
+// Frees the panels and buffers kept from one product to the next (each OpenMP thread's FP32 and BF16 panels,
 // dense output, oneDNN scratchpad and padded operands, and the calling thread's whole panel of up to
 // 16 MiB), so that a benchmark run does not start holding the previous run's (qjoule bench calls it
 // before each run's peak memory is reset).
@@ -95,6 +95,10 @@ constexpr bool whole_panel_applies(int64_t m, int64_t N, int64_t K, int64_t elem
 // scratch (kept), then oneDNN's threaded FP32 matmul multiplies it.
 void f32_whole_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
                           const std::function<void(int64_t, int64_t, float*)>& fill);
+// The same on BF16 panels (kPanelBytes), a: [m, K] BF16, and from kWholePanelMinRows rows on, where W fits
+// kWholePanelMaxBytes in BF16, one whole panel (bf16_whole_panel_gemm).
+void bf16_panel_gemm(const uint16_t* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                     const std::function<void(int64_t, int64_t, uint16_t*)>& fill);
 // The same for BF16 panels (where panel_kind() is bf16: AMX), where whole_panel_applies(m, N, K, 2): the
 // threads fill one whole BF16 panel and oneDNN's threaded BF16 matmul multiplies it, instead of each
 // thread multiplying a narrow panel of N / threads rows (16 rows of a 256-wide layer on 16 threads)

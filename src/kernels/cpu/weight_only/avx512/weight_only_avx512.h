@@ -55,7 +55,6 @@
 
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/weight_only/panel_matmul.h"
-#include "kernels/cpu/parallel_errors.h"
 #include "kernels/cpu/weight_only/avx512/weight_only_gemv_avx512.h"
 
 namespace qjoule::kernels::avx512 {
@@ -205,7 +204,7 @@ class ScratchBuffer {
 // Per-thread scratch of the calls below, reused across calls.
 struct Scratch {
   ScratchBuffer<float> xp, xs;
-  ScratchBuffer<uint16_t> a, panel;
+  ScratchBuffer<uint16_t> a;
 };
 inline Scratch& scratch() {
   thread_local Scratch s;
@@ -251,26 +250,7 @@ void panel_prefill(const float* x_in, int64_t m, int64_t N, int64_t K, const flo
     }
     to_bf16(xi, K, a + i * K);
   }
-  if (whole_panel_applies(m, N, K, sizeof(uint16_t))) {  // one panel of W, in the activations' (chunk) order
-    bf16_whole_panel_gemm(a, m, N, K, bias, y, fill_bf16);
-    return;
-  }
-  // Panels of whole 16-row blocks within kPanelBytes, as many as a multiple of the thread count (a
-  // balanced static split); each thread dequantizes its panels into its own scratch, which stays in its
-  // L2, and multiplies them right away: no barrier between the two steps, no panel through L3.
-  const int64_t panel_rows = panel_rows_for(N, K, kPanelBytes / int64_t{sizeof(uint16_t)});
-  const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
-  ParallelErrors errors;  // a panel product oneDNN cannot run as the path names throws: after the region
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < panel_count; ++p) {
-    errors.run([&] {
-      const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
-      uint16_t* panel = scratch().panel.get(panel_rows * K);
-      fill_bf16(n0, n0 + n, panel);
-      bf16_panel_matmul(a, m, K, panel, n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
-    });
-  }
-  errors.rethrow();
+  bf16_panel_gemm(a, m, N, K, bias, y, fill_bf16);  // one whole panel from kWholePanelMinRows rows on
 }
 
 // The whole product y[m, N] = x[m, K] · Wᵀ + bias. kBf16 (the avx512_bf16 level): BF16 GEMV for 4-bit

@@ -251,6 +251,7 @@ namespace {
 // Each thread's FP32 panel, and the calling thread's whole panel (up to kWholePanelMaxBytes: filled by
 // every thread, then multiplied), kept from one product to the next; release_panel_scratch() frees them.
 thread_local std::vector<float> t_panel;
+thread_local std::vector<uint16_t> t_panel_bf16;
 thread_local std::vector<float> t_whole;
 thread_local std::vector<uint16_t> t_whole_bf16;
 }  // namespace
@@ -259,6 +260,7 @@ void release_panel_scratch() {
   const auto release = [] {
     // Move-assigned from empty vectors: `v = {}` would clear them and keep their memory.
     t_panel = std::vector<float>();
+    t_panel_bf16 = std::vector<uint16_t>();
     t_dense = std::vector<float>();
     t_scratchpad = std::vector<uint8_t>();
     t_padded_a = std::vector<uint8_t>();
@@ -271,23 +273,45 @@ void release_panel_scratch() {
   release();
 }
 
-void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
-                    const std::function<void(int64_t, int64_t, float*)>& fill) {
-  if (whole_panel_applies(m, N, K)) return f32_whole_panel_gemm(a, m, N, K, bias, y, fill);
-  const int64_t panel_rows = panel_rows_for(N, K, kF32PanelBytes / int64_t{sizeof(float)});
+namespace {
+// The panels of either type: whole 16-row blocks within `max_elements` weights, as many as a multiple of the thread
+// count (a balanced static split); each thread fills its panels into its own scratch (`panel`, the thread's
+// vector), which stays in its L2, and `matmul` multiplies them right away: no barrier between the two steps.
+template <class T, class Matmul>
+void split_panel_gemm(std::vector<T>& (*panel)(), const T* a, int64_t m, int64_t N, int64_t K, const float* bias,
+                      float* y, int64_t max_elements, const std::function<void(int64_t, int64_t, T*)>& fill,
+                      Matmul matmul) {
+  const int64_t panel_rows = panel_rows_for(N, K, max_elements);
   const int64_t panel_count = (N + panel_rows - 1) / panel_rows;
   ParallelErrors errors;  // a panel product oneDNN cannot run as the path names throws: after the region
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < panel_count; ++p) {
     errors.run([&] {
       const int64_t n0 = p * panel_rows, n = std::min(panel_rows, N - n0);
-      if (t_panel.size() < static_cast<std::size_t>(panel_rows * K))
-        t_panel.resize(static_cast<std::size_t>(panel_rows * K));
-      fill(n0, n0 + n, t_panel.data());
-      f32_panel_matmul(a, m, K, t_panel.data(), n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
+      std::vector<T>& own = panel();
+      if (own.size() < static_cast<std::size_t>(panel_rows * K)) own.resize(static_cast<std::size_t>(panel_rows * K));
+      fill(n0, n0 + n, own.data());
+      matmul(a, m, K, own.data(), n, bias != nullptr ? bias + n0 : nullptr, y + n0, N);
     });
   }
   errors.rethrow();
+}
+std::vector<float>& f32_panel_of_thread() { return t_panel; }
+std::vector<uint16_t>& bf16_panel_of_thread() { return t_panel_bf16; }
+}  // namespace
+
+void f32_panel_gemm(const float* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                    const std::function<void(int64_t, int64_t, float*)>& fill) {
+  if (whole_panel_applies(m, N, K)) return f32_whole_panel_gemm(a, m, N, K, bias, y, fill);
+  split_panel_gemm(f32_panel_of_thread, a, m, N, K, bias, y, kF32PanelBytes / int64_t{sizeof(float)}, fill,
+                   f32_panel_matmul);
+}
+
+void bf16_panel_gemm(const uint16_t* a, int64_t m, int64_t N, int64_t K, const float* bias, float* y,
+                     const std::function<void(int64_t, int64_t, uint16_t*)>& fill) {
+  if (whole_panel_applies(m, N, K, sizeof(uint16_t))) return bf16_whole_panel_gemm(a, m, N, K, bias, y, fill);
+  split_panel_gemm(bf16_panel_of_thread, a, m, N, K, bias, y, kPanelBytes / int64_t{sizeof(uint16_t)}, fill,
+                   bf16_panel_matmul);
 }
 
 namespace {
