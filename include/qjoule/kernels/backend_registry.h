@@ -32,7 +32,7 @@ enum class Backend : std::uint8_t { cpu, cuda };
 [[nodiscard]] std::string_view name(Backend backend);  // "cpu", "cuda"
 
 struct KernelVariant {
-  std::string isa;          // CPU: "avx512_vnni", "avx512_bf16", "avx512", "avx2", "scalar", "any"; CUDA: "sm_80+"
+  std::string isa;  // CPU: "amx", "avx512_vnni", "avx512_bf16", "avx512", "avx2", "scalar", "any"; CUDA: "sm_80+"
   std::string kernel_path;  // what kernel_path() names when it runs; `*` matches any text
   std::string doc;          // one short line: what it computes in
 };

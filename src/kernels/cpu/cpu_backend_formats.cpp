@@ -30,13 +30,14 @@ std::vector<KernelVariant> four_bit_kernels(const std::string& k) {
 }
 
 // A 4-bit format whose weights are repacked at load on AVX512_VNNI for the x16 kernel ("int4", "nf4", "nf4dq",
-// "mxfp4", "nvfp4"): at the avx512_bf16 level its prefill on the rows' panels decoded from them, below it (or with
-// QJOULE_REPACKED_PREFILL=x16) the x16 kernel at every m; then its row-wise kernels (QJOULE_WEIGHT_ONLY_LAYOUT=rows,
-// QJOULE_WEIGHT_ONLY_DECODE=float).
+// "mxfp4", "nvfp4"): where the rows' BF16 panels run on AMX tiles its prefill on those panels decoded from them,
+// elsewhere (or with QJOULE_REPACKED_PREFILL=x16) the x16 kernel at every m; then its row-wise kernels
+// (QJOULE_WEIGHT_ONLY_LAYOUT=rows, QJOULE_WEIGHT_ONLY_DECODE=float).
 std::vector<KernelVariant> repacked_x16_kernels(const std::string& stem) {
   std::vector<KernelVariant> out = {
-      {"avx512_bf16", "qjoule:avx512_vnni:" + stem + "_x16_repacked,m>4:*",
-       "decode: 16-bit integer activations on weights repacked at load; prefill: panels decoded from them"},
+      {"amx", "qjoule:avx512_vnni:" + stem + "_x16_repacked,m>4:*",
+       "decode: 16-bit integer activations on weights repacked at load; prefill: BF16 panels decoded from them, "
+       "on AMX tiles"},
       {"avx512_vnni", "qjoule:avx512_vnni:" + stem + "_x16_repacked",
        "16-bit integer activations on weights repacked at load, every m"}};
   for (auto& v : four_bit_kernels(stem + "_f32")) out.push_back(std::move(v));
