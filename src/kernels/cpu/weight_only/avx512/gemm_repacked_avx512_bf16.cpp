@@ -4,9 +4,7 @@
 // as panel_kind() chose; kernel path "qjoule:avx512_vnni:<format>_x16_repacked,m>4:bf16_panel+onednn:...".
 // Each layout below decodes its scales as the rows' decoders do (gemm_weight_only_avx512.cpp, gemm_fp4_avx512.cpp),
 // so the panels are theirs, weight for weight.
-#include <cstring>
-#include <type_traits>
-
+#include "kernels/cpu/weight_only/avx512/nf4_panel_absmax_avx512.h"
 #include "kernels/cpu/weight_only/avx512/repacked_panel_rows_avx512.h"
 #include "kernels/cpu/weight_only/fp4_scales.h"
 #include "kernels/cpu/weight_only/repacked/fp4_repacked.h"
@@ -31,7 +29,7 @@ struct Int4Layout {
   float table_at(int u) const { return static_cast<float>(kHasZero ? u : u - quant::kInt4SymZero); }
   const uint8_t* codes(int64_t p) const { return w.panel(p); }
   int64_t panel_bytes() const { return w.panel_stride(); }
-  QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t g, int64_t, __m512& d, __m512& z) const {
+  QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t g, __m512& d, __m512& z) const {
     const uint8_t* panel = w.panel(p);
     d = _mm512_cvtph_ps(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + w.scales_offset() + g * kRepackedRows * 2)));
@@ -42,39 +40,21 @@ struct Int4Layout {
   }
 };
 
-// nf4 and nf4:dq (kDq: the absmax decoded from its 8-bit code as formats.h decodes it, RepackedNf4::absmax_of).
-static_assert(quant::kNf4DoubleQuantGroup == 256, "nf4:dq's group index is the block index shifted by 8");
-
+// nf4 and nf4:dq (kDq: the absmax decoded from its 8-bit code, PanelAbsmax, as the x16 kernel decodes it).
 template <bool kDq>
 struct Nf4Layout {
   static constexpr int kScaleBlock = static_cast<int>(quant::kNf4BlockSize);
   static constexpr bool kHasZero = false;
   const RepackedNf4& w;
+  PanelAbsmax absmax{w};
   int64_t rows() const { return w.rows; }
   int64_t cols() const { return w.padded_cols(); }
   QJOULE_TARGET_AVX512_BF16 __m512 table() const { return _mm512_loadu_ps(quant::kNf4Table.data()); }
   float table_at(int u) const { return quant::kNf4Table[static_cast<std::size_t>(u)]; }
   const uint8_t* codes(int64_t p) const { return w.panel(p); }
   int64_t panel_bytes() const { return w.panel_stride(); }
-  // nf4:dq: map[code] by one gather, the group scale of each row's block (p · 16 + r) · blocks64 + g by another
-  // (the padding rows' masked off: their blocks lie past the scales), then a product and a sum, as formats.h.
-  QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t g, int64_t live, __m512& d, __m512&) const {
-    if constexpr (kDq) {
-      const __mmask16 rows = static_cast<__mmask16>((1u << live) - 1);
-      const __m512i codes =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.absmax_codes(w.panel(p), g))));
-      const __m512 map = _mm512_i32gather_ps(codes, quant::dynamic_map_signed().data(), 4);
-      const int64_t first = p * kRepackedRows * w.blocks64() + g;  // row 0's block; the rows nb64 apart
-      const __m512i block =
-          _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(first)),
-                           _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                              _mm512_set1_epi32(static_cast<int>(w.blocks64()))));
-      const __m512 scale =
-          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows, _mm512_srli_epi32(block, 8), w.absmax_scales.data(), 4);
-      d = _mm512_maskz_add_ps(rows, _mm512_mul_ps(map, scale), _mm512_set1_ps(w.absmax_mean));
-    } else {
-      d = _mm512_loadu_ps(w.absmax(w.panel(p), g));
-    }
+  QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t g, __m512& d, __m512&) const {
+    d = absmax.at<kDq>(w.panel(p), kDq ? absmax.first_blocks(p) : _mm512_setzero_si512(), g);
   }
 };
 
@@ -92,7 +72,7 @@ struct Fp4Layout {
   float table_at(int u) const { return quant::kE2M1Table[static_cast<std::size_t>(u)]; }
   const uint8_t* codes(int64_t p) const { return w.panel(p); }
   int64_t panel_bytes() const { return w.panel_stride(); }
-  QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t s, int64_t, __m512& d, __m512&) const {
+  QJOULE_TARGET_AVX512_BF16 void scales(int64_t p, int64_t s, __m512& d, __m512&) const {
     const uint8_t* bytes = w.scale_bytes(w.panel(p), s / Repacked::kScalesPerBlock32, s % Repacked::kScalesPerBlock32);
     const __m512i codes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
     d = _mm512_mul_ps(_mm512_i32gather_ps(codes, scale_values, 4), _mm512_set1_ps(w.tensor_scale));
@@ -118,8 +98,7 @@ template <class Packed>
 void gemm_fp4_repacked_avx512_bf16_vnni(const RepackedFp4<Packed>& w, const float* bias, const float* x, int64_t m,
                                         float* y) {
   if (m <= avx512::kGemvMaxRows) return gemm_fp4_x16_repacked_avx512_vnni(w, bias, x, m, y);
-  const float* values = std::is_same_v<Packed, quant::Nvfp4Matrix> ? e4m3_values().data() : e8m0_values().data();
-  repacked_rows::panel_prefill(Fp4Layout<Packed>{w, values}, bias, x, m, y);
+  repacked_rows::panel_prefill(Fp4Layout<Packed>{w, fp4_scale_table(Packed{})}, bias, x, m, y);
 }
 
 #define QJOULE_INT4_REPACKED_BF16(BLOCK)                                                                           \

@@ -18,8 +18,9 @@
 //   __m512 table() const; float table_at(int u) const;
 //   const uint8_t* codes(int64_t p) const  // panel p's codes
 //   int64_t panel_bytes() const            // a panel's bytes (codes, then scales)
-//   void scales(int64_t p, int64_t s, int64_t live, __m512& d, __m512& z) const
-//       // lane r: scale block s of panel p's row r (z: only where kHasZero); rows from `live` on are padding
+//   void scales(int64_t p, int64_t s, __m512& d, __m512& z) const
+//       // lane r: scale block s of panel p's row r (z: only where kHasZero; the padding rows' lanes: any finite
+//       // value, never stored)
 #pragma once
 
 #include <immintrin.h>
@@ -64,20 +65,21 @@ QJOULE_TARGET_AVX512_BF16 inline void transpose_16x16_epi32(__m512i (&r)[16]) {
 // The weight of its lane that nibble shift 4s holds in a repacked dword.
 constexpr int weight_at_shift(int s) { return s / 2 + 4 * (s & 1); }
 
-// Panel p's scales, row-major: d[r · blocks + s] (and z) for its 16 rows and the row's `blocks` scale blocks.
-struct PanelScaleTable {
+// A thread's scratch for the panel it decodes: its scales row-major, d[r · blocks + s] (and z) for its 16 rows and
+// a row's `blocks` scale blocks, and its codes in the rows' order.
+struct PanelScratch {
   std::vector<float> d, z;
   int64_t blocks = 0;
-  std::vector<uint8_t> row_codes;  // the panel's codes in the rows' order
+  std::vector<uint8_t> row_codes;
 };
-inline PanelScaleTable& panel_scale_table() {
-  thread_local PanelScaleTable t;
+inline PanelScratch& panel_scratch() {
+  thread_local PanelScratch t;
   return t;
 }
 
 // The table from the layout's vectors of 16 rows' scales, sixteen scale blocks at a time transposed in registers.
 template <class L>
-QJOULE_TARGET_AVX512_BF16 void fill_panel_scales(const L& l, int64_t p, int64_t live, PanelScaleTable& t) {
+QJOULE_TARGET_AVX512_BF16 void fill_panel_scales(const L& l, int64_t p, PanelScratch& t) {
   t.blocks = l.cols() / L::kScaleBlock;
   t.d.resize(static_cast<std::size_t>(kRepackedRows * t.blocks));
   if constexpr (L::kHasZero) t.z.resize(static_cast<std::size_t>(kRepackedRows * t.blocks));
@@ -86,7 +88,7 @@ QJOULE_TARGET_AVX512_BF16 void fill_panel_scales(const L& l, int64_t p, int64_t 
     __m512i d[16], z[16];
     for (int i = 0; i < 16; ++i) {
       __m512 di = _mm512_setzero_ps(), zi = _mm512_setzero_ps();
-      if (i < count) l.scales(p, s0 + i, live, di, zi);
+      if (i < count) l.scales(p, s0 + i, di, zi);
       d[i] = _mm512_castps_si512(di);
       z[i] = _mm512_castps_si512(zi);
     }
@@ -107,7 +109,7 @@ QJOULE_TARGET_AVX512_BF16 void decode_panels(const L& l, int64_t o_begin, int64_
                                              const Tail& tail) {
   constexpr int kSpc = static_cast<int>(kChunk) / L::kScaleBlock;  // scale blocks a chunk
   const int64_t K = l.cols(), chunks = K / kChunk;
-  PanelScaleTable& t = panel_scale_table();
+  PanelScratch& t = panel_scratch();
   const __m512 table = l.table();
   if (t.row_codes.size() < static_cast<std::size_t>(kRepackedRows * chunks * 64)) {
     t.row_codes.resize(static_cast<std::size_t>(kRepackedRows * chunks * 64));
@@ -116,9 +118,8 @@ QJOULE_TARGET_AVX512_BF16 void decode_panels(const L& l, int64_t o_begin, int64_
   const __m512i lane_scale = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                __builtin_ctz(16 / kSpc));  // lane l: scale block l / (16 / kSpc)
   for (int64_t p = o_begin / kRepackedRows; p * kRepackedRows < o_end; ++p) {
-    const int64_t first = p * kRepackedRows, live = std::min(kRepackedRows, l.rows() - first);
-    const int64_t here = std::min(kRepackedRows, o_end - first);
-    fill_panel_scales(l, p, live, t);
+    const int64_t first = p * kRepackedRows, here = std::min(kRepackedRows, o_end - first);
+    fill_panel_scales(l, p, t);
     const uint8_t* codes = l.codes(p);
     // The panel's codes transposed, chunk by chunk, into the rows' order (row r's chunk c: 64 bytes at
     // row_codes + (r · chunks + c) · 64), then decoded row by row: each row's panel output written in order.
