@@ -164,7 +164,7 @@ void BenchRunner::Impl::run_decoder(const RunConfig& c, RunRecord& r) {
   // Prefill phase, in its own window.
   for (std::size_t i = 0; i < options.warmup; ++i) prefill();
   std::optional<limits::HostCapacityProbe> host;  // around both phases, outside their energy windows
-  if (!on_gpu) host.emplace(static_cast<int>(c.threads));
+  if (!on_gpu) host.emplace(static_cast<int>(c.threads), /*read_bandwidth=*/true);
   energy::Window prefill_window = meter.begin_window(r.run_name + ":prefill");
   // On a GPU each repetition is timed by CUDA events (DecoderLM::timed_ms); on the CPU by the loop.
   const auto timed = [&](const std::function<void()>& body) {

@@ -1,5 +1,7 @@
 #include "bench/record_roofline.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace qjoule::bench {
@@ -55,6 +57,23 @@ void record_host_capacity(RunRecord& r, const limits::HostCapacity& measured, co
     r.notes.push_back("busy host: " + busy + " (this run's speed and % roof figures may be low for that reason)");
   if (const std::string low = limits::low_peak_line(h); !low.empty())
     r.notes.push_back("machine limits: " + low + " (`qjoule limits --refresh` on a quiet machine)");
+  record_decode_read_beside(r, h, limits);
+}
+
+void record_decode_read_beside(RunRecord& r, const limits::HostCapacity& h, const limits::MachineLimits& limits) {
+  const auto beside = limits::read_beside(h);
+  if (!beside || !r.decode_roof_gb_per_s || !(*beside > 0.0)) return;
+  const double fraction = *r.decode_roof_gb_per_s / *beside;
+  r.environment["host_capacity"]["decode_roof_fraction_beside"] = fraction;
+  const double limit = limits.read_gb_per_s.value_or(0.0);
+  if (!(limit > 0.0) || std::abs(*beside / limit - 1.0) <= kReadBesideTolerance) return;
+  const auto probe = [](const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); };
+  r.notes.push_back(fmt::format(
+      "decode read {:.1f} GB/s: {:.0f}% of the limits' read bandwidth ({:.1f} GB/s) and {:.0f}% of the {:.1f} GB/s the "
+      "host gave beside this run (read probes {} / {} GB/s right before / after its windows): the host's memory ran "
+      "{} than when the limits were measured",
+      *r.decode_roof_gb_per_s, 100.0 * *r.decode_roof_gb_per_s / limit, limit, 100.0 * fraction, *beside,
+      probe(h.read_gb_per_s_before), probe(h.read_gb_per_s_after), *beside > limit ? "faster" : "slower"));
 }
 
 }  // namespace qjoule::bench

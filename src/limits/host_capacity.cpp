@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "qjoule/limits/cpu_peak.h"
+#include "qjoule/limits/memory_bandwidth.h"
 #include "test_knob.h"
 
 namespace qjoule::limits {
@@ -27,9 +28,21 @@ std::optional<double> higher(const std::optional<double>& a, const std::optional
   return a ? a : b;
 }
 
+// QJOULE_TEST_HOST_READ_GBPS=X: the read probes read X GB/s (not measured: a test knows what they read).
+std::optional<double> read_now(int threads) {
+  if (const auto forced = number_knob(
+          "QJOULE_TEST_HOST_READ_GBPS", [](double x) { return x > 0.0; }, "a read bandwidth in GB/s, > 0"))
+    return forced;
+  return read_rate_now(threads);
+}
+
 std::string gflops_or_dash(const std::optional<double>& v) { return v ? fmt::format("{:.0f}", *v) : "-"; }
 
 }  // namespace
+
+std::optional<double> read_beside(const HostCapacity& h) {
+  return higher(h.read_gb_per_s_before, h.read_gb_per_s_after);
+}
 
 std::optional<double> delivered_fraction(const HostCapacity& h) {
   std::optional<double> share;
@@ -72,15 +85,22 @@ nlohmann::json to_json(const HostCapacity& h) {
           {"contending_cores", h.contending_cores},
           {"delivered_fraction", opt(delivered_fraction(h))},
           {"busy", busy_host_line(h)},
+          {"read_gb_per_s_before", opt(h.read_gb_per_s_before)},
+          {"read_gb_per_s_after", opt(h.read_gb_per_s_after)},
           {"method",
            "right before and right after the timed windows: the fp32 peak's FMA loop on the run's threads, median "
-           "of 5 trials of ~2 ms; over the windows: other processes' and the hypervisor's CPU time (/proc/stat) "
-           "beyond the cores the run left free; delivered_fraction = min(lower probe / fp32 peak, 1 - "
-           "contending_cores / threads)"}};
+           "of 5 trials of ~2 ms, and for a decoder " +
+               read_now_method() +
+               "; over the windows: other processes' and the hypervisor's CPU time (/proc/stat) beyond the cores the "
+               "run left free; delivered_fraction = min(lower probe / fp32 peak, 1 - contending_cores / threads)"}};
 }
 
-HostCapacityProbe::HostCapacityProbe(int threads)
-    : threads_(threads), before_gflops_(fp32_rate_now(threads)), before_times_(read_cpu_times()) {}
+HostCapacityProbe::HostCapacityProbe(int threads, bool read_bandwidth)
+    : threads_(threads),
+      read_bandwidth_(read_bandwidth),
+      before_read_(read_bandwidth ? read_now(threads) : std::nullopt),
+      before_gflops_(fp32_rate_now(threads)),
+      before_times_(read_cpu_times()) {}
 
 HostCapacity HostCapacityProbe::finish() const {
   HostCapacity h;
@@ -88,6 +108,10 @@ HostCapacity HostCapacityProbe::finish() const {
   const auto after_times = read_cpu_times();
   h.fp32_gflops_after = fp32_rate_now(threads_);
   h.fp32_gflops_before = before_gflops_;
+  if (read_bandwidth_) {
+    h.read_gb_per_s_before = before_read_;
+    h.read_gb_per_s_after = read_now(threads_);
+  }
   if (before_times_ && after_times) h.contending_cores = contending_cores(*before_times_, *after_times, threads_);
   return h;
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 
 #include "qjoule/io/huge_pages.h"
 
@@ -113,16 +114,14 @@ MemoryBandwidth measure_triad(int threads) {
   return t;
 }
 
-MemoryBandwidth measure_read(int threads) {
-  MemoryBandwidth r;
-  r.llc_bytes = last_level_cache_bytes();
-  r.buffer_bytes = 2 * buffer_bytes_for(r.llc_bytes);  // as many bytes as the triad's two read arrays
-  const std::int64_t n = r.buffer_bytes / static_cast<std::int64_t>(sizeof(std::uint64_t));
+// The best of `passes` timed reads of a buffer of `buffer_bytes` on `threads` threads, each thread's part read
+// as one stream and as kStreams interleaved streams, taking turns pass by pass (the plain loop: one stream).
+double read_gb_per_s(int threads, std::int64_t buffer_bytes, int passes) {
+  const std::int64_t n = buffer_bytes / static_cast<std::int64_t>(sizeof(std::uint64_t));
   const HugePageArray<std::uint64_t> buffer(n);
   std::uint64_t* pa = buffer.get();
   using Sum = std::uint64_t (*)(const std::uint64_t*, std::int64_t);
   const bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
-  // One stream a thread, then four (the plain loop: one), taking turns pass by pass; the best pass.
   const Sum sums[2] = {avx512 ? sum_avx512<1>
                        : avx2 ? sum_avx2<1>
                               : sum_plain,
@@ -141,7 +140,7 @@ MemoryBandwidth measure_read(int threads) {
   }
   double best = 1e30;
   volatile std::uint64_t sink = 0;  // the sums are used: the loads cannot be dropped
-  for (int pass = 0; pass < 2 * kPasses; ++pass) {
+  for (int pass = 0; pass < passes; ++pass) {
     const Sum sum = sums[pass % 2];
     std::uint64_t total = 0;
     const auto t0 = std::chrono::steady_clock::now();
@@ -155,7 +154,14 @@ MemoryBandwidth measure_read(int threads) {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     sink = sink + total;
   }
-  r.gb_per_s = static_cast<double>(r.buffer_bytes) / best / 1e9;
+  return static_cast<double>(n * static_cast<std::int64_t>(sizeof(std::uint64_t))) / best / 1e9;
+}
+
+MemoryBandwidth measure_read(int threads) {
+  MemoryBandwidth r;
+  r.llc_bytes = last_level_cache_bytes();
+  r.buffer_bytes = 2 * buffer_bytes_for(r.llc_bytes);  // as many bytes as the triad's two read arrays
+  r.gb_per_s = read_gb_per_s(threads, r.buffer_bytes, 2 * kPasses);
   return r;
 }
 
@@ -188,9 +194,24 @@ std::int64_t last_level_cache_bytes() {
 const MemoryBandwidth& measured_triad(int threads) { return cached<measure_triad>(threads); }
 const MemoryBandwidth& measured_read(int threads) { return cached<measure_read>(threads); }
 
+std::optional<double> read_rate_now(int threads) {
+  if (threads < 1) return std::nullopt;
+  try {
+    const std::int64_t bytes = std::max(4 * last_level_cache_bytes(), kReadNowMinBytes);
+    return read_gb_per_s(threads, bytes, 4);
+  } catch (const std::bad_alloc&) {
+    return std::nullopt;  // no room beside the model: not measured
+  }
+}
+
 std::string triad_method() {
   return "STREAM triad a = b + s*c, FP64 arrays each >= 2x the last-level cache (>= 128 MiB) on 2 MiB huge pages "
          "where the kernel gives them (as the weights), best of 5 passes, 24 bytes per element";
+}
+
+std::string read_now_method() {
+  return "the read's streaming sum over 4x the last-level cache (>= 128 MiB) on 2 MiB huge pages, 1 and 4 interleaved "
+         "streams, best of 4 passes";
 }
 
 std::string read_method() {

@@ -1,5 +1,5 @@
 // What the host delivered around a run: the share against the limits' fp32 peak, when it counts as
-// busy and the line that says so, its JSON, the test knob, and the probes on this CPU.
+// busy and the line that says so, its JSON, the test knobs, and the probes (FMA, read) on this CPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include "error_of.h"
 #include "qjoule/limits/cpu_peak.h"
 #include "qjoule/limits/host_capacity.h"
+#include "qjoule/limits/memory_bandwidth.h"
 
 namespace qjoule::limits {
 namespace {
@@ -98,6 +99,35 @@ TEST(HostCapacity, TheProbesRunOnThisCpuAndReadAPositiveRate) {
   EXPECT_GT(*h.fp32_gflops_after, 0.0);
   EXPECT_FALSE(h.fp32_peak_gflops);  // set by compared_with
   EXPECT_GE(h.contending_cores, 0.0);
+}
+
+TEST(HostCapacity, ADecoderProbeReadsTheBandwidthBesideItsWindowsAndTheBetterReadStands) {
+  ::setenv("QJOULE_TEST_HOST_READ_GBPS", "41.5", 1);
+  const HostCapacity h = HostCapacityProbe(1, /*read_bandwidth=*/true).finish();
+  ::unsetenv("QJOULE_TEST_HOST_READ_GBPS");
+  EXPECT_EQ(h.read_gb_per_s_before, 41.5);
+  EXPECT_EQ(h.read_gb_per_s_after, 41.5);
+  EXPECT_EQ(to_json(h)["read_gb_per_s_after"], 41.5);
+  HostCapacity two;
+  two.read_gb_per_s_before = 30.0;
+  two.read_gb_per_s_after = 45.0;
+  EXPECT_EQ(read_beside(two), 45.0);
+  two.read_gb_per_s_after.reset();
+  EXPECT_EQ(read_beside(two), 30.0);
+  const HostCapacity no_read = HostCapacityProbe(1).finish();  // an encoder's: no read probe
+  EXPECT_FALSE(no_read.read_gb_per_s_before || no_read.read_gb_per_s_after || read_beside(no_read));
+  EXPECT_TRUE(to_json(no_read)["read_gb_per_s_before"].is_null());
+  ::setenv("QJOULE_TEST_HOST_READ_GBPS", "fast", 1);
+  EXPECT_THAT(error_of([] { HostCapacityProbe(1, true); }),
+              HasSubstr("QJOULE_TEST_HOST_READ_GBPS=fast: expected a read bandwidth in GB/s, > 0 (a test knob)"));
+  ::unsetenv("QJOULE_TEST_HOST_READ_GBPS");
+}
+
+TEST(HostCapacity, TheReadProbeRunsOnThisMachineAndReadsAPositiveRate) {
+  const auto gb_per_s = read_rate_now(2);
+  ASSERT_TRUE(gb_per_s);
+  EXPECT_GT(*gb_per_s, 0.1);
+  EXPECT_FALSE(read_rate_now(0));
 }
 
 }  // namespace

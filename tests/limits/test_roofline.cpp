@@ -80,6 +80,34 @@ TEST(Roofline, ADecodeAboveTheReadBandwidthSaysWhyItCanBe) {
             "(`qjoule limits --refresh` on a quiet machine), or the weights were in the caches");
 }
 
+TEST(Roofline, ADecodeComparedWithTheReadBesideItSaysSoWhereTheHostsMemoryMovedFromTheLimits) {
+  bench::RunRecord r;
+  bench::record_decode_roofline(r, machine(), 2e9, 1e9, 30.0);  // 30 GB/s of the limits' 40
+  limits::HostCapacity h;
+  h.read_gb_per_s_before = 44.0;  // within 15% of 40: the fraction kept, no note
+  h.read_gb_per_s_after = 42.0;
+  bench::record_decode_read_beside(r, h, machine());
+  EXPECT_DOUBLE_EQ(r.environment["host_capacity"]["decode_roof_fraction_beside"].get<double>(), 30.0 / 44.0);
+  EXPECT_TRUE(r.notes.empty());
+  h.read_gb_per_s_before = 60.0;
+  h.read_gb_per_s_after.reset();
+  bench::record_decode_read_beside(r, h, machine());
+  EXPECT_DOUBLE_EQ(r.environment["host_capacity"]["decode_roof_fraction_beside"].get<double>(), 0.5);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0],
+            "decode read 30.0 GB/s: 75% of the limits' read bandwidth (40.0 GB/s) and 50% of the 60.0 GB/s the host "
+            "gave beside this run (read probes 60.0 / - GB/s right before / after its windows): the host's memory ran "
+            "faster than when the limits were measured");
+  h.read_gb_per_s_before = 20.0;
+  bench::record_decode_read_beside(r, h, machine());
+  ASSERT_EQ(r.notes.size(), 2u);
+  EXPECT_THAT(r.notes[1], HasSubstr("and 150% of the 20.0 GB/s the host gave beside this run"));
+  EXPECT_THAT(r.notes[1], HasSubstr("ran slower than when the limits were measured"));
+  bench::RunRecord encoder;  // no decode: nothing to compare
+  bench::record_decode_read_beside(encoder, h, machine());
+  EXPECT_FALSE(encoder.environment.contains("host_capacity"));
+}
+
 TEST(Roofline, WhatCannotBeComparedSaysWhy) {
   std::string why;
   EXPECT_FALSE(roof_point({1e9, 1e6, ComputeType::bf16}, 10.0, machine(), why));

@@ -4,8 +4,9 @@
 // can get half of that, and its low figure would then blame qjoule's kernel for the host's load. So a
 // CPU run measures, right before and right after its timed windows, the FP32 FMA rate its cores give
 // (cpu_peak.h's fp32_rate_now) and, over the windows, the CPU time that other processes and the
-// hypervisor's steal took (cpu_contention.h). The run's figures stay as measured; what this changes is
-// what a below-the-line figure is blamed on.
+// hypervisor's steal took (cpu_contention.h); a decoder run also the memory's read bandwidth then
+// (memory_bandwidth.h's read_rate_now), which on a shared host moves as much as the FMA rate. The run's
+// figures stay as measured; what this changes is what a below-the-line figure is blamed on.
 #pragma once
 
 #include <optional>
@@ -22,7 +23,12 @@ struct HostCapacity {
   std::optional<double> fp32_gflops_before, fp32_gflops_after;  // fp32_rate_now around the windows
   std::optional<double> fp32_peak_gflops;                       // the limits' fp32 peak it is compared with
   double contending_cores = 0.0;                                // others' CPU time in the windows, in cores
+  // Decoder runs: read_rate_now around the windows (memory_bandwidth.h), the bandwidth the decode had.
+  std::optional<double> read_gb_per_s_before, read_gb_per_s_after;
 };
+
+// The better of the two read probes (the bandwidth the host gave beside the run); nullopt when neither ran.
+std::optional<double> read_beside(const HostCapacity& h);
 
 // The share of its measured compute the host delivered to the run: the lower of (the lower probe ÷
 // the fp32 peak) and (1 − contending cores ÷ threads), at most 1; nullopt when neither was measured.
@@ -46,17 +52,21 @@ inline constexpr double kLowPeakMultiple = 1.15;
 std::string low_peak_line(const HostCapacity& h);
 
 // {"threads", "fp32_gflops_before", "fp32_gflops_after", "fp32_peak_gflops", "contending_cores",
-//  "delivered_fraction", "busy", "method"}: what a record keeps in environment.host_capacity.
+//  "delivered_fraction", "busy", "read_gb_per_s_before", "read_gb_per_s_after", "method"}: what a record
+// keeps in environment.host_capacity.
 nlohmann::json to_json(const HostCapacity& h);
 
-// Measures when constructed (before a run's timed windows) and again in finish() (right after them).
+// Measures when constructed (before a run's timed windows) and again in finish() (right after them);
+// with read_bandwidth also the read probe (QJOULE_TEST_HOST_READ_GBPS=X: it reads X GB/s, not measured).
 class HostCapacityProbe {
  public:
-  explicit HostCapacityProbe(int threads);
+  explicit HostCapacityProbe(int threads, bool read_bandwidth = false);
   HostCapacity finish() const;  // fp32_peak_gflops not set: compared_with sets it
 
  private:
   int threads_;
+  bool read_bandwidth_;
+  std::optional<double> before_read_;
   std::optional<double> before_gflops_;
   std::optional<CpuTimes> before_times_;
 };

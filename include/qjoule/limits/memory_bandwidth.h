@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace qjoule::limits {
@@ -25,6 +26,14 @@ const MemoryBandwidth& measured_read(int threads);
 
 std::string triad_method();
 std::string read_method();
+
+// A short read probe (~40-80 ms over 4x the last-level cache, at least 128 MiB: at 2x a 32 MiB L3 read
+// 65-97 GB/s where 4x, 8x and 16x read 50-64 as measured_read did, Zen 4 VM), for the bandwidth the host
+// gives at one moment, beside a run's timed windows, where measured_read is the best it gave once;
+// nullopt where the buffer cannot be allocated.
+inline constexpr std::int64_t kReadNowMinBytes = std::int64_t{128} << 20;
+std::optional<double> read_rate_now(int threads);
+std::string read_now_method();
 
 // The largest cache of cpu0 (the L3 where there is one), from sysfs; 0 when unreadable.
 std::int64_t last_level_cache_bytes();
