@@ -12,14 +12,13 @@
 #include <fmt/ranges.h>
 
 #include "io/atomic_file.h"
+#include "bench/paper_table_roofs.h"
 #include "bench/what_to_try.h"
 #include "qjoule/error.h"
 #include "qjoule/quant/format_spec.h"
 
 namespace qjoule::bench {
 namespace {
-
-constexpr const char* kMissing = "—";
 
 // Display width of UTF-8 text: code points, so "—" and "Δ" count as one column.
 std::size_t display_width(const std::string& text) {
@@ -77,40 +76,6 @@ std::string footnote(std::vector<std::string>& reasons, const std::string& reaso
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
 
-// "47%" of the roof, or "—".
-std::string roof_cell(const std::optional<double>& fraction) {
-  return fraction ? fmt::format("{:.0f}%", *fraction * 100.0) : std::string(kMissing);
-}
-
-// Flags a phase below the warning fraction of its roof: on qjoule's kernel, or on the host where it was
-// busy around the run. Not in proportion to the share it delivered: threads that meet at a barrier run
-// at the pace of the one whose core is shared (the SST-2 model's int8 batches fell to a fifth of their
-// quiet speed beside one spinning process, with the host at 46%), so no share tells a slow kernel from a
-// busy host.
-void warn_below_roof(PaperTable& table, const RunRecord& r, const char* phase, const std::optional<double>& fraction,
-                     const std::string& bound) {
-  if (!fraction || *fraction >= limits::kRoofWarningFraction) return;
-  const std::string head =
-      fmt::format("{}: {} at {:.0f}% of the machine's limit ({})", r.run_name, phase, *fraction * 100.0, bound);
-  const std::string host = busy_host(r);
-  table.roof_warnings.push_back(
-      host.empty()
-          ? head + ": this figure is limited by qjoule's kernel, not by the hardware or the format"
-          : head + ", on a busy host: " + host + "; re-run on a quiet machine before reading it as the kernel's");
-}
-
-bool any_roof(const std::vector<RunRecord>& records) {
-  return std::any_of(records.begin(), records.end(), [](const RunRecord& r) {
-    return r.status == "ok" && (r.roof_fraction || r.decode_roof_fraction);
-  });
-}
-
-constexpr const char* kRoofLegend =
-    "% roof: the phase's achieved rate over the limit measured on the run's device (environment.machine_limits, "
-    "`qjoule limits`): the lower of its GEMMs' compute peak (with attention's FP32 work at the FP32 peak beside "
-    "other types) and intensity × memory bandwidth (CPU: read with the run's threads; GPU: device copy); decode: "
-    "bytes read per token × tok/s over that bandwidth.";
-
 // The decoder table: every successful run is a decoder run (build_paper_table's doc).
 PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max_accuracy_drop_pt,
                                const std::string& baseline_precision, double max_ppl_increase_pct) {
@@ -127,7 +92,7 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
     table.columns.push_back({"decode % roof", true});
   }
   table.energy_column = 4;
-  bool any_text = false, any_agreement = false, any_emulated = false, any_estimated = false;
+  bool any_text = false, any_agreement = false, any_emulated = false, any_estimated = false, any_beside = false;
   std::vector<std::string> without_baseline, texts;
   for (std::size_t index = 0; index < records.size(); ++index) {
     const RunRecord& r = records[index];
@@ -201,7 +166,8 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
     }
     if (roofs) {
       row.push_back(roof_cell(r.roof_fraction));
-      row.push_back(roof_cell(r.decode_roof_fraction));
+      row.push_back(decode_roof_cell(r));
+      any_beside = any_beside || decode_beside_apart(r);
       warn_below_roof(table, r, "prefill", r.roof_fraction, r.roof_bound);
       warn_below_roof(table, r, "decode", r.decode_roof_fraction, r.decode_roof_bound);
     }
@@ -214,6 +180,7 @@ PaperTable build_decoder_table(const std::vector<RunRecord>& records, double max
     table.legend.push_back(fmt::format("n/a [{}] decode energy unavailable: {}", i + 1, table.energy_footnotes[i]));
   if (any_emulated) table.legend.push_back("`*` emulated format: its speed and energy are not representative.");
   if (roofs) table.legend.push_back(kRoofLegend);
+  if (any_beside) table.legend.push_back(kDecodeBesideLegend);
   if (any_estimated)
     table.legend.push_back("(est.) estimated energy, not measured: see energy_method in results.jsonl.");
   table.legend.push_back(

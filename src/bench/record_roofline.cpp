@@ -66,7 +66,7 @@ void record_decode_read_beside(RunRecord& r, const limits::HostCapacity& h, cons
   const double fraction = *r.decode_roof_gb_per_s / *beside;
   r.environment["host_capacity"]["decode_roof_fraction_beside"] = fraction;
   const double limit = limits.read_gb_per_s.value_or(0.0);
-  if (!(limit > 0.0) || std::abs(*beside / limit - 1.0) <= kReadBesideTolerance) return;
+  if (!(limit > 0.0) || std::abs(*beside / limit - 1.0) <= limits::kReadBesideTolerance) return;
   const auto probe = [](const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); };
   r.notes.push_back(fmt::format(
       "decode read {:.1f} GB/s: {:.0f}% of the limits' read bandwidth ({:.1f} GB/s) and {:.0f}% of the {:.1f} GB/s the "

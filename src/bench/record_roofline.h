@@ -30,10 +30,9 @@ void record_decode_roofline(RunRecord& r, const limits::MachineLimits& limits, d
 // environment.host_capacity, and a note when the host was busy (its speed and % roof figures may be low).
 // A decoder's also the decode's read against the bandwidth its read probes gave (read_beside):
 // environment.host_capacity.decode_roof_fraction_beside, and a note when that bandwidth is more than
-// kReadBesideTolerance off the limits' (the record's decode_roof_fraction then blames or flatters the kernel
+// limits::kReadBesideTolerance off the limits' (the record's decode_roof_fraction then blames or flatters the kernel
 // for the host's memory). record_host_capacity calls it; decode_roof_* must be set first.
 void record_host_capacity(RunRecord& r, const limits::HostCapacity& measured, const limits::MachineLimits& limits);
-inline constexpr double kReadBesideTolerance = 0.15;
 void record_decode_read_beside(RunRecord& r, const limits::HostCapacity& h, const limits::MachineLimits& limits);
 
 }  // namespace qjoule::bench

@@ -403,6 +403,13 @@ std::string busy_host(const RunRecord& r) {
   return busy != h->end() && busy->is_string() ? busy->get<std::string>() : "";
 }
 
+std::optional<double> decode_roof_fraction_beside(const RunRecord& r) {
+  const nlohmann::json* h = host_capacity_of(r);
+  if (h == nullptr) return std::nullopt;
+  const auto beside = h->find("decode_roof_fraction_beside");
+  return beside != h->end() && beside->is_number() ? std::optional(beside->get<double>()) : std::nullopt;
+}
+
 std::optional<double> host_delivered_fraction(const RunRecord& r) {
   const nlohmann::json* h = host_capacity_of(r);
   if (h == nullptr) return std::nullopt;

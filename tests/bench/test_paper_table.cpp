@@ -236,6 +236,41 @@ TEST(BenchPaperTable, ABelowTheLineFigureOnABusyHostIsBlamedOnTheHostNotTheKerne
                                "limited by qjoule's kernel, not by the hardware or the format\n"));
 }
 
+// A decode compared with the memory read beside it: in parentheses where that read was more than 15% off the
+// limits' read, and a below-the-line figure that the host's slower memory explains is not the kernel's.
+TEST(BenchPaperTable, ADecodeBesideAHostsSlowerMemoryShowsBothFractionsAndIsNotBlamedOnTheKernel) {
+  const auto decoder = [](const std::string& precision, double limits_fraction, std::optional<double> beside) {
+    RunRecord r = examples::decoder_record();
+    r.config.precision = precision;
+    r.run_name = run_name(r.config);
+    r.roof_fraction = 0.5;
+    r.roof_bound = "compute: int8 900 GOP/s";
+    r.decode_roof_fraction = limits_fraction;
+    r.decode_roof_bound = "memory: read 60.0 GB/s";
+    if (beside) r.environment["host_capacity"] = {{"busy", ""}, {"decode_roof_fraction_beside", *beside}};
+    return r;
+  };
+  const RunRecord slow = decoder("int4", 0.25, 0.8);  // the host's memory read 19 GB/s of the limits' 60
+  const RunRecord near = decoder("nf4", 0.5, 0.55);   // within 15%: one figure
+  const RunRecord old = decoder("w8", 0.2, std::nullopt);
+  const auto table = format_paper_table({slow, near, old}, 1.0);
+  const auto header = cells_of(lines_of(table)[0]);
+  ASSERT_EQ(header.back(), "decode % roof") << table;
+  EXPECT_EQ(cells_of(row_of(table, slow.run_name)).back(), "25% (80%)");
+  EXPECT_EQ(cells_of(row_of(table, near.run_name)).back(), "50%");
+  EXPECT_EQ(cells_of(row_of(table, old.run_name)).back(), "20%");
+  EXPECT_THAT(table, HasSubstr("decode % roof (in parentheses): over the memory read measured right before and after "
+                               "the run"));
+  EXPECT_THAT(table, HasSubstr("- " + slow.run_name +
+                               ": decode at 25% of the machine's limit (memory: read 60.0 GB/s), but at 80% of the "
+                               "memory read measured beside the run: the host's memory ran slower than when the "
+                               "limits were measured (the record's notes)\n"));
+  EXPECT_THAT(table, HasSubstr("- " + old.run_name +
+                               ": decode at 20% of the machine's limit (memory: read 60.0 GB/s): this figure is "
+                               "limited by qjoule's kernel"));
+  EXPECT_THAT(format_paper_table({near, old}, 1.0), Not(HasSubstr("in parentheses")));
+}
+
 TEST(BenchPaperTable, OnAGpuWhatToTryNamesOnlyFormatsWithACudaKernel) {
   auto fp32 = table_record("fp32", 10.0, 0.5, 0.90, 256ull << 20);
   auto int8 = table_record("int8", 4.0, 0.2, 0.85, 64ull << 20);

@@ -198,5 +198,7 @@ std::string iso8601_utc(std::chrono::system_clock::time_point time);
 // run, "" where it was quiet (or the record predates the probes, or ran on a GPU); and its share.
 std::string busy_host(const RunRecord& r);
 std::optional<double> host_delivered_fraction(const RunRecord& r);
+// A decoder's decode over the memory read measured beside it (host_capacity.decode_roof_fraction_beside).
+std::optional<double> decode_roof_fraction_beside(const RunRecord& r);
 
 }  // namespace qjoule::bench

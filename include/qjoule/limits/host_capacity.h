@@ -29,6 +29,8 @@ struct HostCapacity {
 
 // The better of the two read probes (the bandwidth the host gave beside the run); nullopt when neither ran.
 std::optional<double> read_beside(const HostCapacity& h);
+// Beyond this relative difference from the limits' read bandwidth, the read beside a run is said apart.
+inline constexpr double kReadBesideTolerance = 0.15;
 
 // The share of its measured compute the host delivered to the run: the lower of (the lower probe ÷
 // the fp32 peak) and (1 − contending cores ÷ threads), at most 1; nullopt when neither was measured.
