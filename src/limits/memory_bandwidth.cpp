@@ -197,8 +197,7 @@ const MemoryBandwidth& measured_read(int threads) { return cached<measure_read>(
 std::optional<double> read_rate_now(int threads) {
   if (threads < 1) return std::nullopt;
   try {
-    const std::int64_t bytes = std::max(4 * last_level_cache_bytes(), kReadNowMinBytes);
-    return read_gb_per_s(threads, bytes, 4);
+    return read_gb_per_s(threads, buffer_bytes_for(2 * last_level_cache_bytes()), 4);  // 4x the LLC, >= 128 MiB
   } catch (const std::bad_alloc&) {
     return std::nullopt;  // no room beside the model: not measured
   }

@@ -269,6 +269,10 @@ TEST(BenchPaperTable, ADecodeBesideAHostsSlowerMemoryShowsBothFractionsAndIsNotB
                                ": decode at 20% of the machine's limit (memory: read 60.0 GB/s): this figure is "
                                "limited by qjoule's kernel"));
   EXPECT_THAT(format_paper_table({near, old}, 1.0), Not(HasSubstr("in parentheses")));
+  RunRecord garbled = decoder("nf4:dq", 0.25, std::nullopt);  // a hand-edited record: not a number, not read
+  garbled.environment["host_capacity"] = {{"busy", ""}, {"decode_roof_fraction_beside", "high"}};
+  EXPECT_FALSE(decode_roof_fraction_beside(garbled));
+  EXPECT_EQ(cells_of(row_of(format_paper_table({garbled}, 1.0), garbled.run_name)).back(), "25%");
 }
 
 TEST(BenchPaperTable, OnAGpuWhatToTryNamesOnlyFormatsWithACudaKernel) {

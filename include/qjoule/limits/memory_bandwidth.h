@@ -31,7 +31,6 @@ std::string read_method();
 // 65-97 GB/s where 4x, 8x and 16x read 50-64 as measured_read did, Zen 4 VM), for the bandwidth the host
 // gives at one moment, beside a run's timed windows, where measured_read is the best it gave once;
 // nullopt where the buffer cannot be allocated.
-inline constexpr std::int64_t kReadNowMinBytes = std::int64_t{128} << 20;
 std::optional<double> read_rate_now(int threads);
 std::string read_now_method();
 
