@@ -131,11 +131,18 @@ TEST_P(DecoderReferenceTest, StreamedFp32ModelEqualsTheResidentOneAndHoldsNoLine
   auto cache_a = resident.make_cache(), cache_b = streamed.make_cache();
   resident.forward(ref.ids.data(), n, cache_a, a.data());
   streamed.forward(ref.ids.data(), n, cache_b, b.data());
-  EXPECT_EQ(max_abs_diff(a.data(), b.data(), a.size()), 0.0f);
+  // The resident model fuses Q | K | V and gate | up into one Linear each, the streamed one (which holds no weights
+  // to concatenate) runs the parts. oneDNN's AVX-512 FP32 kernels give a fused layer's outputs its parts' bits;
+  // its AVX2 ones (CPUs without AVX-512) may round them an ulp apart (tiny-olmoe on a Zen 3: 4.8e-7).
+  __builtin_cpu_init();
+  float max_abs = 0.0f;
+  for (const float v : a) max_abs = std::max(max_abs, std::fabs(v));
+  const float tolerance = __builtin_cpu_supports("avx512f") != 0 ? 0.0f : 0x1p-20f * max_abs;
+  EXPECT_LE(max_abs_diff(a.data(), b.data(), a.size()), tolerance);
   // Twice: the second forward reads the released pages back from the page cache.
   cache_b.clear();
   streamed.forward(ref.ids.data(), n, cache_b, b.data());
-  EXPECT_EQ(max_abs_diff(a.data(), b.data(), a.size()), 0.0f);
+  EXPECT_LE(max_abs_diff(a.data(), b.data(), a.size()), tolerance);
   std::size_t linear_bytes = 0;
   for (const auto& r : resident.linear_reports()) linear_bytes += r.bytes_held;
   // A tied resident model's embeddings read its head's FP32 rows; the streamed head holds none to read.
@@ -243,7 +250,11 @@ TEST_P(DecoderFormatTest, RunsTheFormatsKernelLikeItsEmulatedTwinAndNearFp32) {
   // A mixture's router picks among close experts: the format's rounding flips some token's choice (tiny-mixtral in
   // bf16: 2.7%), so its 16-bit budget is the 8-bit one.
   const bool routed = moe_layers(model.config()) > 0;
-  EXPECT_LE(relative_rms(a, b), four_bit ? 0.5 : eight_bit || routed ? 0.05 : 0.01) << "vs FP32";
+  // int8 on CPUs without VNNI keeps 7 of its 8 bits (formats.h, ":w7bit"): twice the weights' step, twice the budget
+  // (tiny-llama on a Zen 3: 0.059).
+  bool seven_bit = false;
+  for (const auto& [path, count] : model.kernel_path_counts()) seven_bit = seven_bit || path.ends_with(":w7bit");
+  EXPECT_LE(relative_rms(a, b), four_bit ? 0.5 : seven_bit ? 0.1 : eight_bit || routed ? 0.05 : 0.01) << "vs FP32";
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, DecoderFormatTest,

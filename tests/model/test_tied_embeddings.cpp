@@ -70,17 +70,20 @@ std::size_t table_bytes(const DecoderLM& m, std::size_t element_bytes) {
 }
 
 // Qwen3 (plain lookup) and Gemma 3 (rows scaled by sqrt(hidden) as looked up): int8 below FP32, so the
-// head is the checkpoint's BF16 and the embeddings read its rows.
+// head is the checkpoint's BF16 and the embeddings read its rows. Where the BF16 head runs qjoule's AVX2 kernel
+// (CPUs without oneDNN's native BF16 matmul), which holds its weights as padded panels of widened pairs, there
+// are no rows to read: the embeddings keep their own table, and the model says so.
 TEST(TiedEmbeddings, ABf16TiedModelHoldsItsMatrixOnceWithTheUntiedLogits) {
   for (const std::string fixture : {"tiny-qwen3", "tiny-gemma3"}) {
     SCOPED_TRACE(fixture);
     const auto tied = load(bf16_copy(fixture, false), "int8");
     const auto untied = load(bf16_copy(fixture, true), "int8");
-    EXPECT_TRUE(tied.embeddings_in_head());
+    const bool panels = tied.head_report().kernel_path.starts_with("qjoule:avx2:bf16w");
+    EXPECT_EQ(tied.embeddings_in_head(), !panels) << tied.head_report().kernel_path;
     EXPECT_FALSE(untied.embeddings_in_head());
     EXPECT_EQ(tied.head_report().format, "bf16");
     EXPECT_EQ(tied.embeddings_format(), "bf16");
-    EXPECT_EQ(untied.bytes_held() - tied.bytes_held(), table_bytes(tied, 2)) << "one BF16 table fewer";
+    EXPECT_EQ(untied.bytes_held() - tied.bytes_held(), panels ? 0 : table_bytes(tied, 2)) << "one BF16 table fewer";
     EXPECT_EQ(logits(tied), logits(untied)) << "the same rows, read where the head holds them";
   }
 }

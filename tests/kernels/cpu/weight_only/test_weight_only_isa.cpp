@@ -2,6 +2,7 @@
 // and by QJOULE_FORCE_SCALAR=1) so both paths are tested on an AVX2 machine.
 #include <cstdlib>
 
+#include "qjoule/kernels/kernel_overrides.h"
 #include "weight_only_test_util.h"
 
 namespace {
@@ -29,6 +30,9 @@ kernels::WeightOnlyIsa widest_isa() {
 }
 
 TEST(WeightOnlyIsa, PathReflectsTheDispatchedIsa) {
+  // The panel override is checked wherever it is set, also where the level never asks for a panel (below
+  // avx512_bf16): WeightOnlyPanel.bad_value sets a value it does not take and expects its one line.
+  (void)kernels::kernel_override(kernels::KernelOverride::weight_only_panel);
   kernels::set_force_scalar_kernels(false);
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -42,11 +42,13 @@ constexpr int64_t kRowChunk = 256;       // x rows per work item in the tiled pa
 constexpr int kMr = 4;                   // micro-kernel: kMr rows of x ...
 constexpr int kNr = 3;                   // ... times kNr rows of W
 
+// ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)): the order of hsum8 / hsum12 below, so that a dot product gives
+// the same bits whether its tile is full (hsum12) or not (hsum): an output does not depend on the layer's width
+// or on where its row falls in a panel (a model whose q, k and v are one layer or three gives the same bits).
 QJOULE_TARGET_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+  const __m256 pairs = _mm256_hadd_ps(v, v);          // v0+v1, v2+v3, .. | v4+v5, v6+v7, ..
+  const __m256 quads = _mm256_hadd_ps(pairs, pairs);  // (v0+v1)+(v2+v3) | (v4+v5)+(v6+v7)
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(quads), _mm256_extractf128_ps(quads, 1)));
 }
 
 // y[i, o] for i < MR, o in [o_begin, o_end): x and y hold rows i at x + i*K, y + i*N (x already in
