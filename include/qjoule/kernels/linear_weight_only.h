@@ -159,13 +159,20 @@ std::string repacked_x16_kernel_path(WeightOnlyIsa isa, const std::string& forma
 // src/kernels/cpu/weight_only/decode_gemv_choice.h), or said by QJOULE_WEIGHT_ONLY_DECODE=x16|float (another
 // value: a one-line error).
 bool x16_decode_available(WeightOnlyIsa isa);
+// At the avx2 level (CPUs without AVX-512, or the level capped) the same formats and w8 can decode (m <= 4) on AVX2
+// with the activations as 16-bit integers per 32-block, vpmaddwd in place of vpdpbusd ("qjoule:avx2:int4_x16,m>4:
+// qjoule:avx2:int4_f32", "...:nf4_x16", "...:nf4dq_x16", "...:mxfp4_x16", "...:nvfp4_x16", "...:w8_x16"), chosen
+// the same way. any_x16_decode_available: either.
+bool x16_avx2_decode_available(WeightOnlyIsa isa);
+bool any_x16_decode_available(WeightOnlyIsa isa);
 // The path a 4-bit layer built for `isa` reports; kernel: "int4_f32", "nf4_f32", "nf4dq_f32", "mxfp4_f32" or
 // "nvfp4_f32";
 // x16_decode: its layout decodes on x16 (ignored where x16_decode_available(isa) is false).
 std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool x16_decode);
 // w8 decodes (m <= 4) on 16-bit integer activations per 32-block at the avx512 levels ("qjoule:avx512:
-// w8_x16,m>4:<the level's prefill>": vpmovsxbw + vpmaddwd, AVX512BW, no VNNI), where measured faster
-// or said as for the 4-bit formats; x16_decode is ignored below the avx512 levels.
+// w8_x16,m>4:<the level's prefill>": vpmovsxbw + vpmaddwd, AVX512BW, no VNNI) and at the avx2 level
+// ("qjoule:avx2:w8_x16,m>4:qjoule:avx2:w8_f32"), where measured faster or said as for the 4-bit formats;
+// x16_decode is ignored below the avx2 level.
 bool w8_x16_decode_available(WeightOnlyIsa isa);
 std::string w8_kernel_path(WeightOnlyIsa isa, bool x16_decode);
 

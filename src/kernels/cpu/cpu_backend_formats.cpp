@@ -16,14 +16,16 @@ using quant::Format;
 namespace {
 
 // The kernels of a 4-bit weight-only format whose FP32 kernel is `k` ("int4_f32"): the x16 decode GEMV on
-// AVX512_VNNI (16-bit integer activations), the BF16 one on AVX512_BF16, FP32 below; prefill (m > 4) in
-// BF16 or FP32 panels for oneDNN's matmul on AVX-512, in the AVX2 kernel otherwise.
+// AVX512_VNNI and on AVX2 (16-bit integer activations), the BF16 one on AVX512_BF16, FP32 below; prefill (m > 4)
+// in BF16 or FP32 panels for oneDNN's matmul on AVX-512, in the AVX2 kernel otherwise.
 std::vector<KernelVariant> four_bit_kernels(const std::string& k) {
   const std::string stem = k.substr(0, k.size() - 4);  // "int4"
   return {
       {"avx512_vnni", "qjoule:avx512_vnni:" + stem + "_x16,m>4:*", "decode: 16-bit integer activations per block"},
       {"avx512_bf16", "qjoule:avx512_bf16:" + stem + "_bf16,m>4:*", "decode: BF16 products; prefill: panels"},
       {"avx512", "qjoule:avx512:" + k + ",m>4:qjoule:avx2:" + k, "FP32 FMA"},
+      {"avx2", "qjoule:avx2:" + stem + "_x16,m>4:qjoule:avx2:" + k,
+       "decode: 16-bit integer activations per block, vpmaddwd; prefill: FP32 FMA"},
       {"avx2", "qjoule:avx2:" + k, "FP32 FMA"},
       {"scalar", "qjoule:scalar:" + k, "the scalar twin"},
   };
@@ -78,6 +80,7 @@ std::vector<BackendFormat> cpu_builtin_formats() {
                   {{"avx512", "qjoule:avx512:w8_x16,m>4:*", "decode: 16-bit integer activations"},
                    {"avx512_bf16", "qjoule:avx512_bf16:w8_bf16,m>4:*", "decode: BF16 products; prefill: panels"},
                    {"avx512", "qjoule:avx512:w8_f32,m>4:qjoule:avx2:w8_f32", "FP32 FMA"},
+                   {"avx2", "qjoule:avx2:w8_x16,m>4:qjoule:avx2:w8_f32", "decode: 16-bit integer activations"},
                    {"avx2", "qjoule:avx2:w8_f32", "FP32 FMA"},
                    {"scalar", "qjoule:scalar:w8_f32", "the scalar twin"}},
                   [](const quant::FormatSpec&, const float* W, const float* bias, int64_t out, int64_t in,

@@ -14,14 +14,15 @@ std::vector<float> decode_timing_weights() {
 }
 
 bool choose_x16_decode(WeightOnlyIsa isa, const std::string& layout, const std::function<bool()>& measure_x16_faster) {
-  return choose_x16_decode(x16_decode_available(isa), layout, measure_x16_faster);
+  return choose_x16_decode(any_x16_decode_available(isa), std::string(isa_name(isa)) + " " + layout,
+                           measure_x16_faster);
 }
 
 bool choose_x16_decode(bool available, const std::string& layout, const std::function<bool()>& measure_x16_faster) {
   if (!available) return false;
   if (const auto forced = kernel_override(KernelOverride::weight_only_decode)) return *forced == "x16";
   static std::mutex mutex;
-  static std::map<std::string, bool> chosen;  // layout -> x16, measured once per process
+  static std::map<std::string, bool> chosen;  // "<isa> <layout>" -> x16, measured once per process
   const std::lock_guard<std::mutex> lock(mutex);
   const auto it = chosen.find(layout);
   if (it != chosen.end()) return it->second;

@@ -23,12 +23,13 @@ namespace qjoule::kernels::detail {
 constexpr int64_t kDecodeTimingRows = 512, kDecodeTimingCols = 2048;
 std::vector<float> decode_timing_weights();
 
-// x16 or not for `layout` (e.g. "int4:g=32:sym", "nf4"): false where x16_decode_available(isa) is
-// false; else what QJOULE_WEIGHT_ONLY_DECODE says, or measure_x16_faster() (called once per process and
+// x16 or not for `layout` (e.g. "int4:g=32:sym", "nf4"): false where any_x16_decode_available(isa) is
+// false; else what QJOULE_WEIGHT_ONLY_DECODE says, or measure_x16_faster() (called once per process, level and
 // layout; its answer is kept).
 bool choose_x16_decode(WeightOnlyIsa isa, const std::string& layout, const std::function<bool()>& measure_x16_faster);
-// The same where `available` says whether this layer's level has an x16 GEMV (w8: w8_x16_decode_available).
-bool choose_x16_decode(bool available, const std::string& layout, const std::function<bool()>& measure_x16_faster);
+// The same where `available` says whether this layer's level has an x16 GEMV (w8: w8_x16_decode_available) and
+// `key` names the level and the layout ("avx2 w8").
+bool choose_x16_decode(bool available, const std::string& key, const std::function<bool()>& measure_x16_faster);
 
 // Times gemm_x16 and gemm_float on w, one activation row, taking turns; true when x16's best round is
 // at least 3% faster than the float GEMV's.

@@ -68,8 +68,9 @@ std::unique_ptr<Linear> make_fp4_from(Packed packed, const float* bias, const st
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_fp4_f32_scalar<Packed>, &detail::gemm_fp4_f32_avx2<Packed>,
                                &detail::gemm_fp4_avx512<Packed>, &detail::gemm_fp4_avx512_bf16<Packed>);
-  const auto gemm_x16 = isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_fp4_avx512_bf16_vnni<Packed>
-                                                          : &detail::gemm_fp4_avx512_vnni<Packed>;
+  const auto gemm_x16 = isa == WeightOnlyIsa::avx2          ? &detail::gemm_fp4_avx2_x16<Packed>
+                        : isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_fp4_avx512_bf16_vnni<Packed>
+                                                            : &detail::gemm_fp4_avx512_vnni<Packed>;
   const bool x16 = detail::choose_x16_decode(isa, name, [&] {
     const auto w = detail::decode_timing_weights();
     const auto sample =

@@ -38,8 +38,9 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4DqMatrix packed, const 
   using Packed = quant::Nf4DqMatrix;
   auto gemm = detail::gemm_for(isa, &detail::gemm_nf4dq_f32_scalar, &detail::gemm_nf4dq_f32_avx2,
                                &detail::gemm_nf4dq_avx512, &detail::gemm_nf4dq_avx512_bf16);
-  const auto gemm_x16 =
-      isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_nf4dq_avx512_bf16_vnni : &detail::gemm_nf4dq_avx512_vnni;
+  const auto gemm_x16 = isa == WeightOnlyIsa::avx2          ? &detail::gemm_nf4dq_avx2_x16
+                        : isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_nf4dq_avx512_bf16_vnni
+                                                            : &detail::gemm_nf4dq_avx512_vnni;
   const bool x16 = detail::choose_x16_decode(isa, "nf4:dq", [&] {
     const auto w = detail::decode_timing_weights();
     const auto sample = quant::quantize_matrix_nf4_double(w.data(), detail::kDecodeTimingRows,
@@ -60,8 +61,9 @@ std::unique_ptr<Linear> make_linear_nf4_packed(quant::Nf4Matrix packed, const fl
   }
   auto gemm = detail::gemm_for(isa, &detail::gemm_nf4_f32_scalar, &detail::gemm_nf4_f32_avx2, &detail::gemm_nf4_avx512,
                                &detail::gemm_nf4_avx512_bf16);
-  const auto gemm_x16 =
-      isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_nf4_avx512_bf16_vnni : &detail::gemm_nf4_avx512_vnni;
+  const auto gemm_x16 = isa == WeightOnlyIsa::avx2          ? &detail::gemm_nf4_avx2_x16
+                        : isa == WeightOnlyIsa::avx512_bf16 ? &detail::gemm_nf4_avx512_bf16_vnni
+                                                            : &detail::gemm_nf4_avx512_vnni;
   const bool x16 = detail::choose_x16_decode(isa, "nf4", [&] {
     const auto w = detail::decode_timing_weights();
     const auto sample = quant::quantize_matrix_nf4(w.data(), detail::kDecodeTimingRows, detail::kDecodeTimingCols,

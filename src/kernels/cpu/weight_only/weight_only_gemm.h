@@ -21,11 +21,29 @@ void gemm_fp16_f32_scalar(const quant::Fp16Matrix& w, const float* bias, const f
 void gemm_w8_f32_avx2(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 void gemm_w8_f32_scalar(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
 
+// The decode GEMVs on AVX2 with 16-bit integer activations per 32-block (avx2/gemv_x16_avx2.h): any m, meant for
+// m <= 4; false, with y untouched, when x holds a NaN or ±Inf. The gemm_*_avx2_x16 entries: the AVX2 kernel with
+// decode (m <= 4) on them where x is finite, the FP32 one otherwise.
+bool gemv_w8_x16_avx2(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_w8_avx2_x16(const quant::Int8Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+bool gemv_nf4_x16_avx2(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4_avx2_x16(const quant::Nf4Matrix& w, const float* bias, const float* x, int64_t m, float* y);
+void gemm_nf4dq_avx2_x16(const quant::Nf4DqMatrix& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Packed>  // quant::Mxfp4Matrix or quant::Nvfp4Matrix
+bool gemv_fp4_x16_avx2(const Packed& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Packed>
+void gemm_fp4_avx2_x16(const Packed& w, const float* bias, const float* x, int64_t m, float* y);
+
 // Block: quant::BlockInt4Sym<G> or quant::BlockInt4Asym<G>, G = 32, 64, 128.
 template <class Block>
 void gemm_int4_f32_avx2(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
 template <class Block>
 void gemm_int4_f32_scalar(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+// int4's AVX2 x16 decode GEMV and entry, as w8's above (gemv_int4_x16_avx2.cpp).
+template <class Block>
+bool gemv_int4_x16_avx2(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
+template <class Block>
+void gemm_int4_avx2_x16(const quant::BlockMatrix<Block>& w, const float* bias, const float* x, int64_t m, float* y);
 // Activations quantized per 32-block to INT8 (quant::BlockQ8Act) inside the call; `layer` names the
 // layer when an activation is NaN/Inf.
 template <class Block>
@@ -118,6 +136,10 @@ void gemm_fp4_avx512_bf16_vnni(const Packed& w, const float* bias, const float* 
                                                     int64_t, float*);                                                  \
   extern template void gemm_int4_avx512_bf16_vnni<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, \
                                                          int64_t, float*);                                             \
+  extern template bool gemv_int4_x16_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,         \
+                                                 int64_t, float*);                                                     \
+  extern template void gemm_int4_avx2_x16<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,         \
+                                                 int64_t, float*);                                                     \
   extern template void gemm_int4_f32_scalar<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*,       \
                                                    int64_t, float*);                                                   \
   extern template void gemm_int4_s8_avx2<BLOCK>(const quant::BlockMatrix<BLOCK>&, const float*, const float*, int64_t, \

@@ -100,6 +100,10 @@ bool weight_only_repacking_on() {
 
 bool x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx512 && cpu_supports_avx512_vnni(); }
 
+bool x16_avx2_decode_available(WeightOnlyIsa isa) { return isa == WeightOnlyIsa::avx2; }
+
+bool any_x16_decode_available(WeightOnlyIsa isa) { return x16_decode_available(isa) || x16_avx2_decode_available(isa); }
+
 bool repacked_x16_on(WeightOnlyIsa isa) {
   return x16_decode_available(isa) && weight_only_repacking_on() &&
          kernel_override(KernelOverride::weight_only_decode).value_or("x16") == "x16";
@@ -107,6 +111,9 @@ bool repacked_x16_on(WeightOnlyIsa isa) {
 
 std::string four_bit_kernel_path(WeightOnlyIsa isa, const std::string& kernel, bool x16_decode) {
   std::string path = weight_only_kernel_path(isa, kernel, true);
+  if (x16_decode && x16_avx2_decode_available(isa) && kernel.ends_with("_f32")) {
+    return "qjoule:avx2:" + kernel.substr(0, kernel.size() - 4) + "_x16,m>4:" + path;
+  }
   if (!x16_decode || !x16_decode_available(isa) || !kernel.ends_with("_f32")) return path;
   return "qjoule:avx512_vnni:" + kernel.substr(0, kernel.size() - 4) + "_x16" + path.substr(path.find(",m>4:"));
 }
@@ -130,11 +137,12 @@ std::string int4_kernel_path(WeightOnlyIsa isa, bool x16, bool repacked, bool pr
   return repacked_x16_kernel_path(isa, "int4", x16, repacked, prefill_panels);
 }
 
-bool w8_x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx512; }
+bool w8_x16_decode_available(WeightOnlyIsa isa) { return isa >= WeightOnlyIsa::avx2; }
 
 std::string w8_kernel_path(WeightOnlyIsa isa, bool x16_decode) {
   std::string path = weight_only_kernel_path(isa, "w8_f32", true);
   if (!x16_decode || !w8_x16_decode_available(isa)) return path;
+  if (isa == WeightOnlyIsa::avx2) return "qjoule:avx2:w8_x16,m>4:" + path;
   return "qjoule:avx512:w8_x16" + path.substr(path.find(",m>4:"));
 }
 

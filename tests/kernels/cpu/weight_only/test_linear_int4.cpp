@@ -121,28 +121,35 @@ TEST(LinearInt4, A8RunsOnAvx512VnniWhereTheCpuHasIt) {
             "qjoule:avx2:int4_s8");
 }
 
-// int4 can decode on 16-bit integer activations where the CPU has AVX512_VNNI (CPUID read here); which
-// GEMV a layout runs is measured once per process (the same answer for every layer after the first) or
-// said by QJOULE_WEIGHT_ONLY_DECODE=x16|float; any other value is one line naming it.
-TEST(LinearInt4, DecodeGemvIsMeasuredOnceOrToldWhereTheCpuHasVnni) {
+// int4 can decode on 16-bit integer activations where the CPU has AVX512_VNNI (CPUID read here) and at the avx2
+// level; which GEMV a layout runs is measured once per process (the same answer for every layer after the first)
+// or said by QJOULE_WEIGHT_ONLY_DECODE=x16|float; any other value is one line naming it.
+TEST(LinearInt4, DecodeGemvIsMeasuredOnceOrToldWhereTheLevelHasTwo) {
   std::vector<float> w(8 * 256, 0.25f);
   const auto path = [&] {
     return kernels::make_linear_int4(w.data(), nullptr, 8, 256, {32, false, false}, "t")->kernel_path();
   };
   __builtin_cpu_init();
-  const bool vnni = kernels::weight_only_isa() >= kernels::WeightOnlyIsa::avx512 &&
-                    kernels::cpu_supports_avx512_weight_only() && __builtin_cpu_supports("avx512vnni") != 0;
-  EXPECT_EQ(kernels::x16_decode_available(kernels::weight_only_isa()), vnni);
+  const auto isa = kernels::weight_only_isa();
+  const bool vnni = isa >= kernels::WeightOnlyIsa::avx512 && kernels::cpu_supports_avx512_weight_only() &&
+                    __builtin_cpu_supports("avx512vnni") != 0;
+  const bool avx2 = isa == kernels::WeightOnlyIsa::avx2;
+  EXPECT_EQ(kernels::x16_decode_available(isa), vnni);
+  EXPECT_EQ(kernels::any_x16_decode_available(isa), vnni || avx2);
   const std::string measured = path();
   EXPECT_EQ(path(), measured);  // kept, not measured again
-  if (!vnni) {
+  if (!vnni && !avx2) {
     EXPECT_EQ(measured.find("int4_x16"), std::string::npos) << measured;
     return;
   }
   RecordProperty("int4:g=32:sym decode", measured);
   {
     test::ScopedWeightOnlyDecode decode("x16");
-    EXPECT_TRUE(test::is_repacked_x16_path(path(), "int4")) << path();
+    if (vnni) {
+      EXPECT_TRUE(test::is_repacked_x16_path(path(), "int4")) << path();
+    } else {
+      EXPECT_EQ(path(), "qjoule:avx2:int4_x16,m>4:qjoule:avx2:int4_f32");
+    }
   }
   {
     test::ScopedWeightOnlyDecode decode("float");

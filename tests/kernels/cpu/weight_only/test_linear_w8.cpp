@@ -1,4 +1,4 @@
-// make_linear_w8 (kernel w8_f32; at the avx512 levels decode on w8_x16 or the FP32 GEMV) vs
+// make_linear_w8 (kernel w8_f32; at the avx2 and avx512 levels decode on w8_x16 or the FP32 GEMV) vs
 // linear_w8_ref, every ISA and both decode GEMVs. Budget vs the twin: 1e-5 · Σ|x·w|, and for x16 decode
 // + 2^-15 · Σ_blocks max|x| · Σ|w| (weight_only_test_util.h). Quantization error vs FP32 weights
 // (quantization_error_vs_fp32): relative RMS < 1e-2 (per-row INT8 of Gaussian weights: ≈0.007).
@@ -32,7 +32,9 @@ TEST(LinearW8, MatchesReferenceAcrossShapesAndIsas) {
         EXPECT_EQ(lin->format(), "w8");
         EXPECT_EQ(lin->kernel_path(), kernels::w8_kernel_path(isa, x16));
         if (x16) {
-          EXPECT_TRUE(lin->kernel_path().starts_with("qjoule:avx512:w8_x16,m>4:")) << lin->kernel_path();
+          EXPECT_TRUE(lin->kernel_path().starts_with(isa == kernels::WeightOnlyIsa::avx2 ? "qjoule:avx2:w8_x16,m>4:"
+                                                                                         : "qjoule:avx512:w8_x16,m>4:"))
+              << lin->kernel_path();
         } else {
           EXPECT_EQ(lin->kernel_path(), test::expected_path(isa, "w8_f32", true, true));
         }

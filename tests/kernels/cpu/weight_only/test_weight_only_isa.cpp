@@ -117,3 +117,31 @@ TEST(WeightOnlyIsa, LayersKeepTheIsaTheyWereBuiltWith) {
 }
 
 }  // namespace
+
+// At the avx2 level every 4-bit format and w8 has an x16 decode GEMV on vpmaddwd; its path names it and the FP32
+// kernel that runs m > 4. Told by QJOULE_WEIGHT_ONLY_DECODE=x16 here; measured otherwise, per level and layout.
+TEST(WeightOnlyIsa, TheAvx2LevelNamesItsX16DecodeGemvs) {
+  if (std::getenv("QJOULE_FORCE_SCALAR") != nullptr || !kernels::cpu_supports_avx2_fma_f16c()) {
+    GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C, or QJOULE_FORCE_SCALAR is set";
+  }
+  test::ScopedIsa scoped(kernels::WeightOnlyIsa::avx2);
+  EXPECT_TRUE(kernels::x16_avx2_decode_available(kernels::WeightOnlyIsa::avx2));
+  EXPECT_FALSE(kernels::x16_avx2_decode_available(kernels::WeightOnlyIsa::avx512));
+  EXPECT_FALSE(kernels::x16_avx2_decode_available(kernels::WeightOnlyIsa::scalar));
+  test::ScopedWeightOnlyDecode decode("x16");
+  std::vector<float> w(4 * 96, 0.25f);
+  EXPECT_EQ(kernels::make_linear_int4(w.data(), nullptr, 4, 96, {32, true, false}, "t")->kernel_path(),
+            "qjoule:avx2:int4_x16,m>4:qjoule:avx2:int4_f32");
+  EXPECT_EQ(kernels::make_linear_nf4(w.data(), nullptr, 4, 96, {true}, "t")->kernel_path(),
+            "qjoule:avx2:nf4dq_x16,m>4:qjoule:avx2:nf4dq_f32");
+  EXPECT_EQ(nf4_path(), "qjoule:avx2:nf4_x16,m>4:qjoule:avx2:nf4_f32");
+  EXPECT_EQ(kernels::make_linear_mxfp4(w.data(), nullptr, 4, 96, "t")->kernel_path(),
+            "qjoule:avx2:mxfp4_x16,m>4:qjoule:avx2:mxfp4_f32");
+  EXPECT_EQ(kernels::make_linear_nvfp4(w.data(), nullptr, 4, 96, "t")->kernel_path(),
+            "qjoule:avx2:nvfp4_x16,m>4:qjoule:avx2:nvfp4_f32");
+  EXPECT_EQ(kernels::make_linear_w8(w.data(), nullptr, 4, 96, "t")->kernel_path(),
+            "qjoule:avx2:w8_x16,m>4:qjoule:avx2:w8_f32");
+  // int4:a8 keeps its INT8 kernel.
+  EXPECT_EQ(kernels::make_linear_int4(w.data(), nullptr, 4, 96, {32, false, true}, "t")->kernel_path(),
+            kernels::int4_s8_kernel_path(kernels::WeightOnlyIsa::avx2));
+}

@@ -149,11 +149,11 @@ struct Shape {
   int64_t m, out, in;
 };
 
-// Every ISA level, each with both decode GEMVs where it has two (4-bit: x16 on AVX512_VNNI; w8: x16 at
-// the avx512 levels; and the FP32 / BF16 one that QJOULE_WEIGHT_ONLY_DECODE=float keeps: what CPUs
-// without them run). w8: pass kernels::w8_x16_decode_available.
+// Every ISA level, each with both decode GEMVs where it has two (4-bit: x16 on AVX512_VNNI and at the avx2
+// level; w8: x16 at the avx2 and avx512 levels; and the FP32 / BF16 one that QJOULE_WEIGHT_ONLY_DECODE=float
+// keeps: what CPUs without them run). w8: pass kernels::w8_x16_decode_available.
 inline std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> isas_and_decodes(
-    bool (*available)(kernels::WeightOnlyIsa) = &kernels::x16_decode_available) {
+    bool (*available)(kernels::WeightOnlyIsa) = &kernels::any_x16_decode_available) {
   std::vector<std::pair<kernels::WeightOnlyIsa, const char*>> out;
   for (auto isa : test::runnable_isas()) {
     out.emplace_back(isa, "x16");
