@@ -1,9 +1,10 @@
-// Which decode GEMV (m <= 4) a 4-bit weight-only layout runs on this CPU: the x16 one (AVX512_VNNI,
-// 16-bit integer activations) or the FP32 / BF16 one. Chosen by measurement, once per process and
-// layout, as the prefill's panel kind is: both GEMVs time a synthetic 512 × 2048 layer of the layout (in
+// Which decode GEMV (m <= 4) a weight-only layout runs on this CPU: the x16 one (16-bit integer activations; on
+// AVX512_VNNI at the avx512 levels, on vpmaddwd at the avx2 level) or the FP32 / BF16 one. Chosen by measurement,
+// once per process, level and layout, as the prefill's panel kind is: both GEMVs time a synthetic 512 × 2048 layer of the layout (in
 // the caches: the GEMVs' own cost, which a memory-bound decode hides only while it stays below the
 // reads), taking turns, and x16 runs where it is at least 3% faster. Measured on a Zen 4 (2 threads):
-// int4 G = 32 x16 (30.5 vs 37.7 µs a call), int4 G = 128 BF16 (24.7 vs 28.9), nf4 even. The environment
+// int4 G = 32 x16 (30.5 vs 37.7 µs a call), int4 G = 128 BF16 (24.7 vs 28.9), nf4 even; on a Zen 3 (AVX2) x16 for
+// every 4-bit layout and w8 (int4 G = 32 in the L3: 11.7 vs 5.8 GB/s a thread). The environment
 // variable QJOULE_WEIGHT_ONLY_DECODE=x16|float decides instead (tests, benchmarks); another value is a
 // one-line error.
 #pragma once

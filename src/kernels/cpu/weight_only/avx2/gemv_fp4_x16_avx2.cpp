@@ -48,14 +48,20 @@ struct Fp4X16Decoder {
       avx2::table_words(bytes, table, lo, hi);
     }
     QJOULE_TARGET_AVX2 void codes(int64_t b, __m256i& lo, __m256i& hi) const { block(b, lo, hi); }
-    float scale(int64_t b) const { return cursor.scale_of(cursor.blocks[b]) * (1.0f / kE2M1TableScale); }
+    // What an integer word of the format's block i (of G weights) is worth.
+    float block_scale(int64_t i) const { return cursor.scale_of(cursor.blocks[i]) * (1.0f / kE2M1TableScale); }
+    float scale(int64_t b) const {  // MXFP4: 32-block b is block b
+      static_assert(G == 32, "NVFP4's 32-blocks have two scales: half_scales");
+      return block_scale(b);
+    }
     QJOULE_TARGET_AVX2 __m256 scales8(int64_t b) const {
       return _mm256_setr_ps(scale(b), scale(b + 1), scale(b + 2), scale(b + 3), scale(b + 4), scale(b + 5),
                             scale(b + 6), scale(b + 7));
     }
-    void half_scales(int64_t b, float& lo, float& hi) const {
-      lo = cursor.scale_of(cursor.blocks[2 * b]) * (1.0f / kE2M1TableScale);
-      hi = cursor.scale_of(cursor.blocks[2 * b + 1]) * (1.0f / kE2M1TableScale);
+    void half_scales(int64_t b, float& lo, float& hi) const {  // NVFP4: 32-block b is blocks 2b and 2b + 1
+      static_assert(G == 16, "an MXFP4 32-block has one scale");
+      lo = block_scale(2 * b);
+      hi = block_scale(2 * b + 1);
     }
     static float row_scale() { return 1.0f; }
     float at(int64_t k) const { return cursor.at(tail_start + k); }

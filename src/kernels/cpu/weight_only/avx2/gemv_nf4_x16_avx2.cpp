@@ -3,6 +3,7 @@
 // AVX512_VNNI x16 GEMV has it (|T16| <= 8192, off by at most 2^-14 of the block's absmax), looked up by two vpshufb
 // a 32-block; the block's absmax (nf4:dq: decoded from its 8-bit code) over 2^13 scales the exact int32 sums.
 #include <cmath>
+#include <utility>
 
 #include "kernels/cpu/weight_only/avx2/gemv_x16_avx2.h"
 #include "kernels/cpu/weight_only/weight_only_gemm.h"
@@ -18,7 +19,7 @@ QJOULE_TARGET_AVX2 avx2::WordTable nf4_word_table() {
   return avx2::word_table(words);
 }
 
-// Packed: quant::Nf4Matrix or quant::Nf4DqMatrix; absmax(row, kb): block kb of the row's absmax.
+// Packed: quant::Nf4Matrix (FP32 absmax) or quant::Nf4DqMatrix (8-bit absmax codes, decoded per block).
 template <class Packed>
 struct Nf4X16Decoder {
   static constexpr bool kHalfScales = false;
@@ -33,19 +34,20 @@ struct Nf4X16Decoder {
   static int element(int j) { return avx2::table_element(j); }
   struct Row {
     const Nf4X16Decoder& dec;
-    int64_t o;
+    decltype(std::declval<const Packed&>().row(0)) blocks;  // the row's NF4 blocks of 64
+    int64_t first;                                          // the flat index of its first block
     QJOULE_TARGET_AVX2 void block(int64_t b, __m256i& lo, __m256i& hi) const {
-      const uint8_t* qs = dec.w.row(o)[b / 2].qs + 16 * (b % 2);
+      const uint8_t* qs = blocks[b / 2].qs + 16 * (b % 2);
       avx2::table_words(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), dec.table, lo, hi);
     }
     float scale(int64_t b) const {
       if constexpr (std::is_same_v<Packed, quant::Nf4Matrix>) {
-        return dec.w.row(o)[b / 2].absmax * (1.0f / kNf4TableScale);
+        return blocks[b / 2].absmax * (1.0f / kNf4TableScale);
       } else {
         // Packed::absmax(block), with the map's address read once a call.
-        const int64_t flat = o * dec.w.blocks_per_row() + b / 2;
+        const int64_t flat = first + b / 2;
         const float absmax = element::nf4_dq_absmax(
-            dec.map[dec.w.blocks[static_cast<std::size_t>(flat)].absmax_code],
+            dec.map[blocks[b / 2].absmax_code],
             dec.w.absmax_scales[static_cast<std::size_t>(flat / quant::kNf4DoubleQuantGroup)], dec.w.absmax_mean);
         return absmax * (1.0f / kNf4TableScale);
       }
@@ -53,7 +55,7 @@ struct Nf4X16Decoder {
     static float row_scale() { return 1.0f; }
     static float at(int64_t) { return 0.0f; }  // no tail
   };
-  Row row(int64_t o) const { return Row{*this, o}; }
+  Row row(int64_t o) const { return Row{*this, w.row(o), o * w.blocks_per_row()}; }
 };
 
 }  // namespace

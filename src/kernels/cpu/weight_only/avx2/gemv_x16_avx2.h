@@ -74,9 +74,9 @@ inline int table_element(int j) {
   return 16 * half + 2 * word + lane;
 }
 
-// One row of activations as the decoder's lanes want them: q[32 b + j] = the int16 of element D::element(j) of
-// block b, s[b] its scale (0 for a block of zeros or one whose scale is subnormal), tail[k] the FP32 columns
-// past the last full block.
+// The activation rows as the decoder's lanes want them: q[32 b + j] = the int16 of element D::element(j) of
+// block b, s[b] its scale (0 for a block of zeros or one whose scale is subnormal), sums[b] its Σ q. The columns
+// past the last full block stay FP32, read from x itself.
 struct X16Row {
   std::vector<int16_t> q;
   std::vector<float> s;
