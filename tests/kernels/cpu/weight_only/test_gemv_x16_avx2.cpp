@@ -4,6 +4,7 @@
 // (the scalar kernel on the same codes; what is left is FP32 rounding), and a zero activation block (s = 0) adds
 // nothing.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -26,26 +27,26 @@ bool avx2_runs() { return k::cpu_supports_avx2_fma_f16c(); }
 
 // Rows of weights: row 0 all +a, row 1 all −a, row 2 alternating; x all +1 (row 0 of x) or all −1 (row 1), so every
 // activation code is ±32767.
-std::vector<float> extreme_weights(float a) {
-  std::vector<float> w(size_t(kOut * kIn));
-  for (int64_t k = 0; k < kIn; ++k) {
+std::vector<float> extreme_weights(float a, int64_t in = kIn) {
+  std::vector<float> w(size_t(kOut * in));
+  for (int64_t k = 0; k < in; ++k) {
     w[size_t(k)] = a;
-    w[size_t(kIn + k)] = -a;
-    w[size_t(2 * kIn + k)] = k % 2 == 0 ? a : -a;
+    w[size_t(in + k)] = -a;
+    w[size_t(2 * in + k)] = k % 2 == 0 ? a : -a;
   }
   return w;
 }
 
-std::vector<float> extreme_activations() {
-  std::vector<float> x(size_t(2 * kIn), 1.0f);
-  for (int64_t k = 0; k < kIn; ++k) x[size_t(kIn + k)] = -1.0f;
+std::vector<float> extreme_activations(int64_t in) {
+  std::vector<float> x(size_t(2 * in), 1.0f);
+  for (int64_t k = 0; k < in; ++k) x[size_t(in + k)] = -1.0f;
   return x;
 }
 
 // y from the GEMV against the twin's on the same codes, within 2^-20 of row 0's |y| (Σ |x · w| of every row).
 template <class Gemv, class Twin, class Packed>
 void expect_exact(Gemv gemv, Twin twin, const Packed& packed, const char* what) {
-  const auto x = extreme_activations();
+  const auto x = extreme_activations(packed.cols);
   std::vector<float> y(size_t(2 * kOut), -1.0f), want(y.size());
   ASSERT_TRUE(gemv(packed, nullptr, x.data(), 2, y.data())) << what;
   twin(packed, nullptr, x.data(), 2, want.data());
@@ -73,6 +74,31 @@ TEST(GemvX16Avx2, TheLargestCodesAndActivationsStayExact) {
                q::quantize_matrix_mxfp4(w6.data(), kOut, kIn, "t"), "mxfp4");
   expect_exact(&k::detail::gemv_fp4_x16_avx2<q::Nvfp4Matrix>, &k::detail::gemm_fp4_f32_scalar<q::Nvfp4Matrix>,
                q::quantize_matrix_nvfp4(w6.data(), kOut, kIn, "t"), "nvfp4");
+}
+
+// NVFP4 decodes its 32-blocks two pairs at a time (three hadds), then a last pair and a last block; MXFP4 four
+// pairs at a time, then pairs and a block; NF4 one pair (its block of 64) at a time (gemv_x16_avx2.h, kPairs): widths
+// that end in each of those (NVFP4's also in its 16-column FP32 tail), at the extremes above.
+TEST(GemvX16Avx2, PairsQuadsAndTheBlocksAfterThemStayExact) {
+  if (!avx2_runs()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
+  for (const int64_t in : {32 * 7, 32 * 7 + 16, 32 * 2, 32 * 6, 32 * 6 + 16}) {
+    const std::string what = "nvfp4 width " + std::to_string(in);
+    const auto w6 = extreme_weights(6.0f, in);
+    expect_exact(&k::detail::gemv_fp4_x16_avx2<q::Nvfp4Matrix>, &k::detail::gemm_fp4_f32_scalar<q::Nvfp4Matrix>,
+                 q::quantize_matrix_nvfp4(w6.data(), kOut, in, "t"), what.c_str());
+  }
+  for (const int64_t in : {32 * 7, 32 * 9, 32 * 10, 32 * 17}) {  // MXFP4: four pairs at a time, then pairs, a block
+    const std::string what = "mxfp4 width " + std::to_string(in);
+    const auto w6 = extreme_weights(6.0f, in);
+    expect_exact(&k::detail::gemv_fp4_x16_avx2<q::Mxfp4Matrix>, &k::detail::gemm_fp4_f32_scalar<q::Mxfp4Matrix>,
+                 q::quantize_matrix_mxfp4(w6.data(), kOut, in, "t"), what.c_str());
+  }
+  for (const int64_t in : {64, 64 * 3}) {
+    const std::string what = "nf4 width " + std::to_string(in);
+    const auto w = extreme_weights(1.5f, in);
+    expect_exact(&k::detail::gemv_nf4_x16_avx2, &k::detail::gemm_nf4_f32_scalar,
+                 q::quantize_matrix_nf4(w.data(), kOut, in, "t"), what.c_str());
+  }
 }
 
 // A block of zero activations (s = 0), a NaN (the caller's FP32 GEMV takes over: false, y untouched).

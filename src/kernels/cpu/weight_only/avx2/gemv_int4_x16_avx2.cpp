@@ -15,7 +15,8 @@ namespace {
 template <class Block>
 struct Int4X16Decoder {
   static constexpr int G = Block::kSize, kSubBlocks = G / 32;
-  static constexpr bool kHalfScales = false, kWholeBlockSums = true, kZeroPoints = true;  // |u − z| <= 15
+  static constexpr bool kHalfScales = false, kWholeBlockSums = true, kZeroPoints = true,
+                        kPairs = false;  // |u − z| <= 15
   const quant::BlockMatrix<Block>& w;
   int64_t rows() const { return w.rows; }
   int64_t blocks32() const { return w.padded_cols() / 32; }

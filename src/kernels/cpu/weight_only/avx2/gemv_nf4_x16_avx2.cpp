@@ -22,7 +22,7 @@ QJOULE_TARGET_AVX2 avx2::WordTable nf4_word_table() {
 // Packed: quant::Nf4Matrix (FP32 absmax) or quant::Nf4DqMatrix (8-bit absmax codes, decoded per block).
 template <class Packed>
 struct Nf4X16Decoder {
-  static constexpr bool kHalfScales = false;
+  static constexpr bool kHalfScales = false, kPairs = true;  // an NF4 block of 64 is a pair
   static constexpr bool kWholeBlockSums = false;  // 32 · 8192 · 32767 > 2^31: a block's sum stays in 8 lanes
   static constexpr bool kZeroPoints = false;
   const Packed& w;
@@ -51,6 +51,29 @@ struct Nf4X16Decoder {
             dec.w.absmax_scales[static_cast<std::size_t>(flat / quant::kNf4DoubleQuantGroup)], dec.w.absmax_mean);
         return absmax * (1.0f / kNf4TableScale);
       }
+    }
+    // Whole pairs, one NF4 block each (gemv_x16_avx2.h): its 32 code bytes in one load; pair_sums' lanes summed by
+    // one hadd into [A A A A | B B B B], each lane 8 products (8 · 8192 · 32767 < 2^31: exact; a second hadd would
+    // not be), converted once and scaled by the block's absmax times A's or B's activation scale.
+    template <int MR>
+    QJOULE_TARGET_AVX2 int64_t accumulate_pairs(const int16_t* q, const float* s, int64_t nb32,
+                                                __m256 (&acc)[MR]) const {
+      const __m256i halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+      int64_t b = 0;
+      for (; b + 2 <= nb32; b += 2) {
+        __m256i words[4];
+        avx2::pair_words(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b / 2].qs)), dec.table, words);
+        const __m256 d = _mm256_set1_ps(scale(b));
+        for (int i = 0; i < MR; ++i) {
+          __m256i low_half, high_half;  // elements 0..15 and 16..31 of A | B
+          avx2::pair_sums(words, q + i * 32 * nb32 + 32 * b, low_half, high_half);
+          const __m256 s2 = _mm256_castps128_ps256(  // s[b], s[b + 1]
+              _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + i * nb32 + b))));
+          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(low_half, high_half)),
+                                   _mm256_mul_ps(d, _mm256_permutevar8x32_ps(s2, halves)), acc[i]);
+        }
+      }
+      return b;
     }
     static float row_scale() { return 1.0f; }
     static float at(int64_t) { return 0.0f; }  // no tail

@@ -9,7 +9,7 @@ namespace qjoule::kernels::detail {
 namespace {
 
 struct W8X16Decoder {
-  static constexpr bool kHalfScales = false, kWholeBlockSums = true, kZeroPoints = false;  // |w| <= 128
+  static constexpr bool kHalfScales = false, kWholeBlockSums = true, kZeroPoints = false, kPairs = false;  // |w| <= 128
   const quant::Int8Matrix& w;
   int64_t rows() const { return w.rows; }
   int64_t blocks32() const { return w.cols / 32; }

@@ -5,7 +5,11 @@
 // quantize_block_x16.h: 2^-16 of the block's largest value); the weights' codes become 16-bit integers in
 // registers (a format's decoder). Per 32 weights and activation row: two vpmaddwd, one add, one conversion and one
 // FMA by the block's scale d_w · s. A lane sums 4 products of weight words |w| <= 8192 (NF4's table; int4 15, E2M1 12,
-// w8 128): |Σ| <= 4 · 8192 · 32767 < 2^31, exact; its conversion to FP32 rounds to 2^-24 of it.
+// w8 128): |Σ| <= 4 · 8192 · 32767 < 2^31, exact; its conversion to FP32 rounds to 2^-24 of it. The table formats
+// whose 32-blocks lie side by side (NF4's block of 64, NVFP4's four blocks of 16) decode two 32-blocks at once
+// (kPairs: one shift, two ANDs, four vpshufb for 64 weights where one 32-block takes a broadcast, a shift, a blend,
+// an AND and two vpshufb) and sum their lanes further in int32 before one conversion (NF4: 8 products a lane,
+// 8 · 8192 · 32767 < 2^31; NVFP4: a block of 16's whole sum).
 //
 // A decoder D provides
 //   int64_t D::rows() const; int64_t D::blocks32() const;    // W is [rows, 32 · blocks32 + tail]
@@ -20,11 +24,18 @@
 //                                    // and subtract Row::zeros8(b) (int32 lanes) times the activations' Σ q
 //   float Row::scale(b) const;       // what an integer weight of block b is worth, or where D::kHalfScales
 //   Row::half_scales(b, float& lo, float& hi)  // the same for lo's and hi's 16 weights (NVFP4's blocks of 16)
+//   static constexpr bool D::kPairs; // 32-blocks 2p and 2p + 1 (A, B) decoded together by pair_words: q of whole
+//                                    // pairs in pair_element(j)'s order (0..31 A's elements,
+//                                    // 32..63 B's); a last odd block keeps element()'s. Then
+//   int64_t Row::accumulate_pairs<MR>(q, s, nb32, __m256 (&acc)[MR])  // adds whole pairs from block 0 into acc
+//                                    // (lane sums: acc's lanes are summed at the end), returns the block it
+//                                    // stopped at
 //   float Row::row_scale() const;    // a factor of the whole row's sum (1 where scale() holds it all)
 //   float Row::at(k) const;          // W[o, 32 · blocks32 + k] for the tail
 // Included by the gemv_*_x16_avx2.cpp files only; every function that touches __m256 carries QJOULE_TARGET_AVX2.
 #pragma once
 
+#include <algorithm>
 #include <cfloat>
 #include <cstdint>
 #include <vector>
@@ -83,10 +94,13 @@ struct X16Row {
   std::vector<int32_t> sums;  // Σ q of each block (for the zero points: Σ (u − z)·q = Σ u·q − z·Σ q)
 };
 
-// Quantizes x[0, 32 · nb32) block by block (element: the decoder's lane order); false when a value is NaN or ±Inf.
+// Quantizes x[0, 32 · nb32) block by block (element: the decoder's lane order; pair_element, where not null, that
+// of the whole pairs of blocks, D::kPairs); false when a value is NaN or ±Inf.
 template <class Element>
-QJOULE_TARGET_AVX2 bool quantize_row_x16_avx2(const float* x, int64_t nb32, Element element, int16_t* q, float* s,
-                                              int32_t* sums) {
+QJOULE_TARGET_AVX2 bool quantize_row_x16_avx2(const float* x, int64_t nb32, Element element, Element pair_element,
+                                              int16_t* q, float* s, int32_t* sums) {
+  const int64_t paired = pair_element != nullptr ? 2 * (nb32 / 2) : 0;
+  alignas(32) int32_t pair[64];
   __m256 bad = _mm256_setzero_ps();
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const __m256i lo = _mm256_set1_epi32(-32767), hi = _mm256_set1_epi32(32767);
@@ -108,9 +122,14 @@ QJOULE_TARGET_AVX2 bool quantize_row_x16_avx2(const float* x, int64_t nb32, Elem
       const __m256i r = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], _mm256_set1_ps(inv)));
       _mm256_store_si256(reinterpret_cast<__m256i*>(qi + 8 * j), _mm256_min_epi32(_mm256_max_epi32(r, lo), hi));
     }
-    for (int j = 0; j < 32; ++j) {
-      q[32 * b + j] = static_cast<int16_t>(qi[element(j)]);
-      sum += qi[j];
+    for (int j = 0; j < 32; ++j) sum += qi[j];
+    if (b < paired) {  // the pair's 64 values once both are in
+      std::copy(qi, qi + 32, pair + 32 * (b % 2));
+      if (b % 2 == 1) {
+        for (int j = 0; j < 64; ++j) q[32 * (b - 1) + j] = static_cast<int16_t>(pair[pair_element(j)]);
+      }
+    } else {
+      for (int j = 0; j < 32; ++j) q[32 * b + j] = static_cast<int16_t>(qi[element(j)]);
     }
     s[b] = scale;
     sums[b] = sum;
@@ -123,6 +142,34 @@ QJOULE_TARGET_AVX2 inline __m256i lane_sums8(const __m256i (&t)[8]) {
   const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(t[0], t[1]), _mm256_hadd_epi32(t[2], t[3]));  // 0123|0123
   const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(t[4], t[5]), _mm256_hadd_epi32(t[6], t[7]));  // 4567|4567
   return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+}
+
+// Two 32-blocks' 32 code bytes (A's in the low 128-bit lane, B's in the high; nibble order: formats.h) as table
+// words: the even elements (high nibbles) and the odd ones (low) each looked up once by both tables' vpshufb, then
+// interleaved into words. words[0]: A's elements 0, 2, .. 14 | B's; [1]: 1, 3, .. 15; [2]: 16, 18, .. 30; [3]: 17, .. 31.
+QJOULE_TARGET_AVX2 inline void pair_words(__m256i codes, const WordTable& t, __m256i (&words)[4]) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i even = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble), odd = _mm256_and_si256(codes, nibble);
+  const __m256i even_low = _mm256_shuffle_epi8(t.low_bytes, even), even_high = _mm256_shuffle_epi8(t.high_bytes, even);
+  const __m256i odd_low = _mm256_shuffle_epi8(t.low_bytes, odd), odd_high = _mm256_shuffle_epi8(t.high_bytes, odd);
+  words[0] = _mm256_unpacklo_epi8(even_low, even_high);
+  words[1] = _mm256_unpacklo_epi8(odd_low, odd_high);
+  words[2] = _mm256_unpackhi_epi8(even_low, even_high);
+  words[3] = _mm256_unpackhi_epi8(odd_low, odd_high);
+}
+// Which of a pair's 64 elements (A's 0..31, B's 32..63) q lane j holds, as pair_words has the words.
+inline int pair_element(int j) {
+  const int v = j / 16, half = (j % 16) / 8, word = j % 8;
+  return 32 * half + 16 * (v / 2) + 2 * word + v % 2;
+}
+// pair_words against the pair's 64 activation words q: first = [A's elements 0..15 | B's], second = [16..31 | B's],
+// each int32 lane the sum of four products.
+QJOULE_TARGET_AVX2 inline void pair_sums(const __m256i (&words)[4], const int16_t* q, __m256i& first, __m256i& second) {
+  const __m256i* at = reinterpret_cast<const __m256i*>(q);
+  first = _mm256_add_epi32(_mm256_madd_epi16(words[0], _mm256_loadu_si256(at)),
+                           _mm256_madd_epi16(words[1], _mm256_loadu_si256(at + 1)));
+  second = _mm256_add_epi32(_mm256_madd_epi16(words[2], _mm256_loadu_si256(at + 2)),
+                            _mm256_madd_epi16(words[3], _mm256_loadu_si256(at + 3)));
 }
 
 // y[i, o] for i < MR activation rows (q + i · 32 nb32, s + i · nb32, x + i · ldx for the tail), o in [o0, o1).
@@ -160,6 +207,7 @@ QJOULE_TARGET_AVX2 void gemv_x16_rows(const Dec& dec, const int16_t* q, const fl
         }
       }
     }
+    if constexpr (Dec::kPairs) b = row.template accumulate_pairs<MR>(q, s, nb32, acc);
     for (; b < nb32; ++b) {
       __m256i lo, hi;
       row.block(b, lo, hi);
@@ -193,6 +241,15 @@ QJOULE_TARGET_AVX2 void gemv_x16_rows(const Dec& dec, const int16_t* q, const fl
   }
 }
 
+template <class Dec>
+int (*pair_element_of())(int) {
+  if constexpr (Dec::kPairs) {
+    return &pair_element;
+  } else {
+    return nullptr;
+  }
+}
+
 // The whole decode product: false, with y untouched, when x holds a NaN or ±Inf (the caller runs its FP32 kernel,
 // as IEEE arithmetic has it). m <= kX16MaxRows; x [m, 32 · blocks32 + tail].
 template <class Dec>
@@ -205,8 +262,8 @@ bool run_gemv_x16(const Dec& dec, const float* bias, const float* x, int64_t m, 
   act.sums.resize(static_cast<std::size_t>(m * nb32));
   int16_t* q = act.q.data();
   for (int64_t i = 0; i < m; ++i) {
-    if (!quantize_row_x16_avx2(x + i * K, nb32, &Dec::element, q + i * 32 * nb32, act.s.data() + i * nb32,
-                               act.sums.data() + i * nb32)) {
+    if (!quantize_row_x16_avx2(x + i * K, nb32, &Dec::element, pair_element_of<Dec>(), q + i * 32 * nb32,
+                               act.s.data() + i * nb32, act.sums.data() + i * nb32)) {
       return false;
     }
   }
