@@ -89,9 +89,8 @@ struct Fp4X16Decoder {
         codes = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(cursor.blocks[b + 1].qs),
                                     reinterpret_cast<const __m128i*>(cursor.blocks[b].qs));
       } else {
-        long long c[4];
-        for (int k = 0; k < 4; ++k) std::memcpy(&c[k], cursor.blocks[2 * b + k].qs, 8);
-        codes = _mm256_setr_epi64x(c[0], c[1], c[2], c[3]);
+        __m256i head;  // the scales: block_scale() reads them
+        codes = nvfp4_pair_codes(reinterpret_cast<const uint8_t*>(cursor.blocks + 2 * b), head);
       }
       __m256i words[4];
       avx2::pair_words(codes, table, words);

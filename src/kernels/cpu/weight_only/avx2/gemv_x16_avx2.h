@@ -86,7 +86,7 @@ inline int table_element(int j) {
 }
 
 // The activation rows as the decoder's lanes want them: q[32 b + j] = the int16 of element D::element(j) of
-// block b, s[b] its scale (0 for a block of zeros or one whose scale is subnormal), sums[b] its Σ q. The columns
+// block b (of a whole pair's element pair_element(j) where D::kPairs: q[64 p + j], j < 64), s[b] its scale (0 for a block of zeros or one whose scale is subnormal), sums[b] its Σ q. The columns
 // past the last full block stay FP32, read from x itself.
 struct X16Row {
   std::vector<int16_t> q;
@@ -94,12 +94,18 @@ struct X16Row {
   std::vector<int32_t> sums;  // Σ q of each block (for the zero points: Σ (u − z)·q = Σ u·q − z·Σ q)
 };
 
-// Quantizes x[0, 32 · nb32) block by block (element: the decoder's lane order; pair_element, where not null, that
-// of the whole pairs of blocks, D::kPairs); false when a value is NaN or ±Inf.
+// Which of a pair's 64 elements (A's 0..31, B's 32..63) q lane j holds, as pair_words has the words.
+inline int pair_element(int j) {
+  const int v = j / 16, half = (j % 16) / 8, word = j % 8;
+  return 32 * half + 16 * (v / 2) + 2 * word + v % 2;
+}
+
+// Quantizes x[0, 32 · nb32) block by block (element: the decoder's lane order; where pairs (D::kPairs), whole pairs
+// of blocks in pair_element's); false when a value is NaN or ±Inf.
 template <class Element>
-QJOULE_TARGET_AVX2 bool quantize_row_x16_avx2(const float* x, int64_t nb32, Element element, Element pair_element,
-                                              int16_t* q, float* s, int32_t* sums) {
-  const int64_t paired = pair_element != nullptr ? 2 * (nb32 / 2) : 0;
+QJOULE_TARGET_AVX2 bool quantize_row_x16_avx2(const float* x, int64_t nb32, Element element, bool pairs, int16_t* q,
+                                              float* s, int32_t* sums) {
+  const int64_t paired = pairs ? 2 * (nb32 / 2) : 0;
   alignas(32) int32_t pair[64];
   __m256 bad = _mm256_setzero_ps();
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
@@ -156,11 +162,6 @@ QJOULE_TARGET_AVX2 inline void pair_words(__m256i codes, const WordTable& t, __m
   words[1] = _mm256_unpacklo_epi8(odd_low, odd_high);
   words[2] = _mm256_unpackhi_epi8(even_low, even_high);
   words[3] = _mm256_unpackhi_epi8(odd_low, odd_high);
-}
-// Which of a pair's 64 elements (A's 0..31, B's 32..63) q lane j holds, as pair_words has the words.
-inline int pair_element(int j) {
-  const int v = j / 16, half = (j % 16) / 8, word = j % 8;
-  return 32 * half + 16 * (v / 2) + 2 * word + v % 2;
 }
 // pair_words against the pair's 64 activation words q: first = [A's elements 0..15 | B's], second = [16..31 | B's],
 // each int32 lane the sum of four products.
@@ -241,15 +242,6 @@ QJOULE_TARGET_AVX2 void gemv_x16_rows(const Dec& dec, const int16_t* q, const fl
   }
 }
 
-template <class Dec>
-int (*pair_element_of())(int) {
-  if constexpr (Dec::kPairs) {
-    return &pair_element;
-  } else {
-    return nullptr;
-  }
-}
-
 // The whole decode product: false, with y untouched, when x holds a NaN or ±Inf (the caller runs its FP32 kernel,
 // as IEEE arithmetic has it). m <= kX16MaxRows; x [m, 32 · blocks32 + tail].
 template <class Dec>
@@ -262,8 +254,8 @@ bool run_gemv_x16(const Dec& dec, const float* bias, const float* x, int64_t m, 
   act.sums.resize(static_cast<std::size_t>(m * nb32));
   int16_t* q = act.q.data();
   for (int64_t i = 0; i < m; ++i) {
-    if (!quantize_row_x16_avx2(x + i * K, nb32, &Dec::element, pair_element_of<Dec>(), q + i * 32 * nb32,
-                               act.s.data() + i * nb32, act.sums.data() + i * nb32)) {
+    if (!quantize_row_x16_avx2(x + i * K, nb32, &Dec::element, Dec::kPairs, q + i * 32 * nb32, act.s.data() + i * nb32,
+                               act.sums.data() + i * nb32)) {
       return false;
     }
   }
